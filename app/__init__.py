@@ -1,0 +1,1 @@
+"""peerwatch server: stores probe reports, judges them, serves the API, metrics and dashboard."""

@@ -1,0 +1,127 @@
+"""Expected bandwidth and latency of a GPU pair, from its topology alone.
+
+What a healthy pair of this shape should reach: NVLink width x per-link rate x efficiency, or
+PCIe generation x width x efficiency. The efficiencies are measured, not datasheet: on the lent
+H200 pair (NVLink 4, 18 links x 26.562 GB/s = 478 GB/s per direction) nvbandwidth reached
+396 GB/s CE (0.83), 779 GB/s CE both ways (2 x 0.815), 370 GB/s SM (0.775), and NCCL all-reduce
+328 GB/s bus bandwidth at 1 GiB (0.69); P2P disabled staged through host reached 37.7 GB/s
+over PCIe 5 x16 (0.60 of 63 GB/s). See ../shared/REFERENCE.md.
+
+Every expectation carries its basis in words, so a verdict can say *why* a number is low.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from probes.report import GpuInfo, PairInfo, PathLevel, TestName, Unit, unit_of
+
+# Fraction of the raw per-direction link rate a healthy pair reaches, per test.
+NVLINK_EFFICIENCY: dict[TestName, float] = {
+    TestName.CE_WRITE: 0.83,
+    TestName.CE_READ: 0.83,
+    TestName.CE_BIDIR: 2 * 0.815,  # total of both directions
+    TestName.SM_WRITE: 0.775,
+    TestName.SM_READ: 0.775,
+    TestName.ALLREDUCE: 0.69,
+}
+PCIE_EFFICIENCY: dict[TestName, float] = {
+    TestName.CE_WRITE: 0.80,
+    TestName.CE_READ: 0.80,
+    TestName.CE_BIDIR: 2 * 0.75,
+    TestName.SM_WRITE: 0.70,
+    TestName.SM_READ: 0.70,
+    TestName.ALLREDUCE: 0.60,
+}
+STAGED_EFFICIENCY = 0.60  # through pinned host memory: D2H then H2D, overlapped
+
+# Usable bytes/s per PCIe lane and direction, after line encoding.
+PCIE_LANE_BPS: dict[int, float] = {
+    1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.563e9,
+}
+
+# Peer pointer-chase latency a healthy path shows (seconds). NVSwitch measured: 830 ns.
+LATENCY_S: dict[str, float] = {
+    "nvlink": 0.85e-6,
+    PathLevel.PIX: 1.6e-6,
+    PathLevel.PXB: 1.8e-6,
+    PathLevel.PHB: 2.2e-6,
+    PathLevel.NODE: 2.6e-6,
+    PathLevel.SYS: 4.0e-6,
+}
+
+DEFAULT_NVLINK_SPEED_BPS = 26.562e9  # NVLink 4 per link and direction, when NVML gives none
+
+
+@dataclass(frozen=True)
+class Expectation:
+    value: float
+    unit: Unit
+    basis: str  # e.g. "NV18 x 26.6 GB/s x 0.83"
+
+
+def pcie_bps(gpu: GpuInfo) -> float | None:
+    """Per-direction PCIe rate of one GPU's link as trained now (None when unknown)."""
+    gen = gpu.pcie.gen_current or gpu.pcie.gen_max
+    width = gpu.pcie.width_current or gpu.pcie.width_max
+    if not gen or not width:
+        return None
+    return PCIE_LANE_BPS.get(gen, PCIE_LANE_BPS[6]) * width
+
+
+def _gbps(v: float) -> str:
+    return f"{v / 1e9:.1f} GB/s"
+
+
+def _pcie_floor(src: GpuInfo, dst: GpuInfo) -> tuple[float, str] | None:
+    rates = [(pcie_bps(g), g) for g in (src, dst)]
+    known = [(r, g) for r, g in rates if r]
+    if not known:
+        return None
+    rate, g = min(known, key=lambda t: t[0])
+    return rate, f"PCIe gen{g.pcie.gen_current} x{g.pcie.width_current} ({_gbps(rate)})"
+
+
+def expected(
+    test: TestName,
+    pair: PairInfo,
+    src: GpuInfo,
+    dst: GpuInfo,
+    link_speed_bps: float | None = None,
+) -> Expectation | None:
+    """What `test` on `pair` should measure on healthy hardware, or None if unknowable.
+
+    link_speed_bps: per-link, per-direction NVLink rate of the pair's links (from NVML).
+    """
+    unit = unit_of(test)
+    p2p_usable = pair.can_access_peer is not False
+    if test is TestName.LATENCY:
+        if pair.nvlink_width and p2p_usable:
+            return Expectation(LATENCY_S["nvlink"], unit, f"{pair.topology} peer latency")
+        return Expectation(LATENCY_S[pair.pcie_path], unit, f"PCIe {pair.pcie_path} peer latency")
+    if test is TestName.STAGED or not p2p_usable:
+        floor = _pcie_floor(src, dst)
+        if floor is None:
+            return None
+        rate, what = floor
+        eff = STAGED_EFFICIENCY * (2 if test is TestName.CE_BIDIR else 1)
+        why = "staged through host" if test is TestName.STAGED else "P2P unavailable, staged"
+        return Expectation(rate * eff, unit, f"{why}: {what} x {eff:.2f}")
+    if pair.nvlink_width:
+        speed = link_speed_bps or DEFAULT_NVLINK_SPEED_BPS
+        eff = NVLINK_EFFICIENCY[test]
+        raw = pair.nvlink_width * speed
+        return Expectation(raw * eff, unit, f"{pair.topology} x {_gbps(speed)} x {eff:.2f}")
+    floor = _pcie_floor(src, dst)
+    if floor is None:
+        return None
+    rate, what = floor
+    eff = PCIE_EFFICIENCY[test]
+    return Expectation(rate * eff, unit, f"{pair.topology}: {what} x {eff:.2f}")
+
+
+def ratio(test: TestName, measured: float, expect: float) -> float:
+    """Measured over expected, oriented so that 1.0 is as expected and lower is worse."""
+    if measured <= 0 or expect <= 0:
+        return 0.0
+    return expect / measured if unit_of(test) is Unit.SECONDS else measured / expect

@@ -1,0 +1,1 @@
+"""One module per `peerwatch` subcommand; see `app/cli/__init__.py`."""
