@@ -1,0 +1,86 @@
+// Alerts: what fired, what is pending and what resolved recently, with the reason in words and
+// a link to the pair or link it concerns. The state filter lives in the URL (#/alerts?state=).
+
+import { api } from "./api.js";
+import { h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { hostHref, updateParams } from "./router.js";
+import { sortableTable } from "./table.js";
+
+const STATES = ["firing", "pending", "resolved", "all"];
+const STATE_LOOK = {
+  firing: { glyph: "●", cls: "v-down" }, pending: { glyph: "◔", cls: "v-degraded" },
+  resolved: { glyph: "✓", cls: "v-healthy" }, inactive: { glyph: "○", cls: "v-unknown" },
+};
+const SEVERITY_RANK = { critical: 0, warning: 1, info: 2 };
+
+/** Where an alert points: the host page with its pair/test (or GPU) selected. */
+export function alertTarget(a) {
+  const l = a.labels || {};
+  const params = {};
+  if (l.gpu !== undefined && l.peer_gpu !== undefined) params.pair = `${l.gpu}-${l.peer_gpu}`;
+  if (l.test) params.test = l.test;
+  return hostHref(l.host || a.host || "", params);
+}
+
+export function subject(a) {
+  const l = a.labels || {};
+  if (l.gpu !== undefined && l.peer_gpu !== undefined) {
+    return `${fmt.pair(l.gpu, l.peer_gpu)}${l.test ? ` ${l.test}` : ""}`;
+  }
+  if (l.gpu !== undefined && l.link !== undefined) return `GPU${l.gpu} link ${l.link}`;
+  if (l.gpu !== undefined) return `GPU${l.gpu}`;
+  return "host";
+}
+
+const text = (a, key) => a.annotations?.[key] ?? a[key] ?? "";
+
+const COLUMNS = [
+  { key: "state", label: "State", value: (a) => a.state, cell: (a) => {
+    const look = STATE_LOOK[a.state] || STATE_LOOK.inactive;
+    return h("span", { class: `badge ${look.cls}` }, h("span", { class: "glyph" }, look.glyph), ` ${a.state}`);
+  } },
+  { key: "severity", label: "Severity", value: (a) => SEVERITY_RANK[a.labels?.severity] ?? 9,
+    cell: (a) => h("span", { class: a.labels?.severity === "critical" ? "warn" : null }, a.labels?.severity ?? "–") },
+  { key: "name", label: "Alert", value: (a) => a.labels?.alertname, cell: (a) => h("b", {}, a.labels?.alertname ?? "") },
+  { key: "host", label: "Host", value: (a) => a.labels?.host,
+    cell: (a) => h("a", { class: "host", href: hostHref(a.labels?.host || "") }, a.labels?.host ?? "") },
+  { key: "subject", label: "Concerns", value: subject, cell: (a) => h("a", { href: alertTarget(a) }, subject(a)) },
+  { key: "reason", label: "Reason", class: "reason", cell: (a) => [h("div", {}, text(a, "summary")),
+    h("div", { class: "muted" }, text(a, "description"))] },
+  { key: "since", label: "Since", class: "num", value: (a) => a.active_at || a.starts_at,
+    cell: (a) => h("span", { title: fmt.time(a.active_at || a.starts_at) }, fmt.age(a.active_at || a.starts_at)) },
+  { key: "ended", label: "Resolved", class: "num", value: (a) => a.resolved_at ?? a.ends_at ?? null,
+    cell: (a) => (a.resolved_at || a.ends_at ? `${fmt.age(a.resolved_at || a.ends_at)} ago` : "–") },
+];
+
+export function mount(root, route) {
+  let params = route.params;
+  const toggles = STATES.map((s) => h("button", { type: "button", class: "toggle", "data-state": s,
+    on: { click: () => updateParams({ state: s }) } }, s));
+  const count = h("span", { class: "muted" });
+  const table = sortableTable({ columns: COLUMNS, rowKey: (a) => a.id ?? a.fingerprint, label: "Alerts",
+    sort: { key: "severity", dir: "asc" }, onActivate: (a) => { location.hash = alertTarget(a); } });
+  replace(root, h("div", { class: "page-head" }, h("h1", {}, "Alerts")),
+    h("section", { class: "panel table-wrap" }, h("div", { class: "toolbar" },
+      h("span", { class: "toggles", role: "group", "aria-label": "State" }, toggles), count), table.el));
+
+  const state = () => (STATES.includes(params.state) ? params.state : "firing");
+
+  async function load() {
+    for (const t of toggles) t.setAttribute("aria-pressed", String(t.dataset.state === state()));
+    const body = await api.alerts(state() === "all" ? {} : { state: state() });
+    const alerts = body.alerts || [];
+    count.textContent = `${alerts.length} ${state() === "all" ? "" : state()} alert${alerts.length === 1 ? "" : "s"}`;
+    table.setRows(alerts);
+  }
+
+  return {
+    refresh: load,
+    async update(next) {
+      params = next.params;
+      await load();
+    },
+    destroy() {},
+  };
+}

@@ -1,0 +1,53 @@
+// What is wrong on a host, in words: the problem list of the host page and the periods its
+// pair chart shades. Both come from the health verdicts (and the alerts) the API gives.
+
+import * as fmt from "./format.js";
+import { verdictOf } from "./palette.js";
+
+/** Non-healthy links, GPUs and pairs, worst first: [{verdict, what, reason, pair?, test?}]. */
+export function pairProblems(health) {
+  if (!health) return [];
+  const items = [];
+  for (const l of health.links) {
+    if (l.verdict !== "healthy") items.push({ verdict: l.verdict, what: `GPU${l.gpu} link ${l.link}`, reason: l.reason });
+  }
+  for (const p of health.pairs) {
+    for (const t of p.tests) {
+      if (t.verdict === "healthy" || t.verdict === "unknown") continue;
+      const since = t.low_since ? ` (low since ${fmt.time(t.low_since)})` : "";
+      items.push({ verdict: t.verdict, what: `${fmt.pair(p.src, p.dst)} ${t.test}`,
+        reason: `${t.reason}${since}`, pair: [p.src, p.dst], test: t.test });
+    }
+  }
+  for (const g of health.gpus) {
+    if (g.verdict !== "healthy" && g.verdict !== "unknown") {
+      items.push({ verdict: g.verdict, what: `GPU${g.gpu}`, reason: g.reason });
+    }
+  }
+  return items.sort((a, b) => verdictOf(b.verdict).rank - verdictOf(a.verdict).rank);
+}
+
+function alertConcerns(alert, s) {
+  const labels = alert.labels || {};
+  const src = labels.src ?? labels.gpu ?? alert.src;
+  const dst = labels.dst ?? labels.peer_gpu ?? alert.dst;
+  const test = labels.test ?? alert.test;
+  if (src === undefined || dst === undefined) return false;
+  return Number(src) === s.src && Number(dst) === s.dst && (!test || test === s.test);
+}
+
+/** Shaded periods for a pair's chart: its current low run, and alerts about this pair. */
+export function hostAlertPeriods(health, alerts, s) {
+  const periods = [];
+  const pair = health?.pairs.find((p) => p.src === s.src && p.dst === s.dst);
+  const t = pair?.tests.find((x) => x.test === s.test);
+  if (t?.low_since) periods.push({ kind: "low", start: t.low_since, end: null, label: `low (${t.verdict})` });
+  for (const a of alerts?.alerts || []) {
+    if (!alertConcerns(a, s)) continue;
+    const start = a.starts_at || a.started_at || a.fired_at;
+    if (!start) continue;
+    periods.push({ kind: "alert", start, end: a.ends_at || a.resolved_at || null,
+      label: `alert: ${a.name || a.alertname || a.rule || "firing"}` });
+  }
+  return periods;
+}
