@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from app.routes import frontend
 
+
 @pytest.fixture(scope="module")
 def client() -> TestClient:
     app = FastAPI()
