@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -61,22 +61,47 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-def alembic_config(engine: Engine | None = None) -> Any:
-    """An Alembic Config for this repository; with `engine`, migrations run on it."""
+# Any constant works; it only has to be the same in every replica.
+MIGRATION_LOCK_ID = 0x7065_6572  # "peer"
+
+
+def alembic_config(connection: Connection | None = None) -> Any:
+    """An Alembic Config for this repository; with `connection`, migrations run on it."""
     from alembic.config import Config
 
     cfg = Config(str(ALEMBIC_INI))
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    if engine is not None:
-        cfg.attributes["engine"] = engine
+    cfg.attributes["skip_logging"] = True  # keep the caller's logging as it is
+    if connection is not None:
+        cfg.attributes["connection"] = connection
     return cfg
 
 
 def upgrade_to_head(engine: Engine) -> None:
-    """Bring the database behind `engine` to the newest migration (a no-op when it is)."""
+    """Bring the database behind `engine` to the newest migration (a no-op when it is).
+
+    On PostgreSQL an advisory lock serialises replicas that start together on an empty
+    database: the first migrates, the others wait and then find nothing to do.
+    """
     from alembic import command
 
-    command.upgrade(alembic_config(engine), "head")
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_ID})
+            conn.commit()
+        try:
+            command.upgrade(alembic_config(conn), "head")
+            conn.commit()
+        finally:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_ID})
+                conn.commit()
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:
