@@ -18,6 +18,7 @@ from fastapi import APIRouter, FastAPI
 from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.openapi import install_openapi
 
 API_PREFIX = "/api/v1"
 
@@ -56,4 +57,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = make_sessionmaker(engine)
     for router in discover_routers():
         app.include_router(router)
+    install_openapi(app)
     return app
