@@ -136,12 +136,10 @@ def _score_sets(
             return ws[1] if len(ws) > 1 else ws[0]
     else:
 
+        ports = prob.port_codes()
+
         def score(members: tuple[int, ...]) -> search.Scored:
-            return search.all_to_all_value(
-                members, prob.w,
-                lambda g, ms: prob.port_total(g, ms, inbound=False),
-                lambda g, ms: prob.port_total(g, ms, inbound=True),
-            )
+            return search.all_to_all_value(members, prob.w, ports)
 
         def affinity(members: list[int], c: int) -> float:
             return min(min(prob.w[c][m], prob.w[m][c]) for m in members)

@@ -70,21 +70,11 @@ class Problem:
         return min(((a, b) for a in s.members for b in s.members if a != b),
                    key=lambda p: self.w[p[0]][p[1]])
 
-    def port_total(self, g: int, members: Sequence[int], inbound: bool) -> float:
-        """What GPU g can send (or receive) at once to the others of `members`."""
-        direct = switched = pcie = 0.0
-        for p in members:
-            if p == g:
-                continue
-            v = self.w[p][g] if inbound else self.w[g][p]
-            kind = self.kind[g][p]
-            if kind is LinkKind.NVLINK:
-                direct += v
-            elif kind is LinkKind.NVSWITCH:
-                switched = max(switched, v)
-            else:
-                pcie = max(pcie, v)
-        return direct + switched + pcie
+    def port_codes(self) -> list[list[int]]:
+        """How each pair's traffic leaves its source, as all_to_all_value wants it."""
+        code = {LinkKind.NVLINK: search.DIRECT, LinkKind.NVSWITCH: search.SHARED_SWITCH}
+        return [[code.get(kind, search.SHARED_PCIE) if kind else search.SHARED_PCIE
+                 for kind in row] for row in self.kind]
 
     def localities(self, members: Sequence[int]) -> int:
         return len({self.gpus[m].locality for m in members})

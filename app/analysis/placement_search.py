@@ -196,21 +196,39 @@ def weakest_edge(order: Sequence[int], sym: Matrix) -> tuple[int, int] | None:
 # --------------------------------------------------------------------------- all-to-all
 
 
-def all_to_all_value(
-    members: Sequence[int], w: Matrix, egress: Callable[[int, Sequence[int]], float],
-    ingress: Callable[[int, Sequence[int]], float],
-) -> Scored:
-    """Per-GPU all-to-all rate: min((k-1) x slowest pair, slowest GPU egress or ingress)."""
+DIRECT, SHARED_SWITCH, SHARED_PCIE = 0, 1, 2  # port codes for all_to_all_value
+
+
+def all_to_all_value(members: Sequence[int], w: Matrix, port: list[list[int]]) -> Scored:
+    """Per-GPU all-to-all rate: min((k-1) x slowest pair, slowest GPU egress or ingress).
+
+    port[a][b]: how a's traffic to b leaves a. DIRECT links add up; every SHARED_SWITCH peer
+    shares the same switch links and every SHARED_PCIE peer the one PCIe link, so each of
+    those contributes its fastest peer once.
+    """
     k = len(members)
     slowest, weakest = float("inf"), None
-    for a in members:
-        for b in members:
-            if a != b and w[a][b] < slowest:
-                slowest, weakest = w[a][b], (a, b)
-    value = (k - 1) * slowest
+    ports = float("inf")
     for g in members:
-        value = min(value, egress(g, members), ingress(g, members))
-    return Scored(tuple(members), value, weakest)
+        out_direct = in_direct = out_switch = in_switch = out_pcie = in_pcie = 0.0
+        row, codes = w[g], port[g]
+        for p in members:
+            if p == g:
+                continue
+            v, back, code = row[p], w[p][g], codes[p]
+            if v < slowest:
+                slowest, weakest = v, (g, p)
+            if code == DIRECT:
+                out_direct += v
+                in_direct += back
+            elif code == SHARED_SWITCH:
+                out_switch = v if v > out_switch else out_switch
+                in_switch = back if back > in_switch else in_switch
+            else:
+                out_pcie = v if v > out_pcie else out_pcie
+                in_pcie = back if back > in_pcie else in_pcie
+        ports = min(ports, out_direct + out_switch + out_pcie, in_direct + in_switch + in_pcie)
+    return Scored(tuple(members), min((k - 1) * slowest, ports), weakest)
 
 
 # --------------------------------------------------------------------------- set search
