@@ -126,10 +126,10 @@ def _score_sets(
         return [search.Scored((p,), 0.0, None) for p in range(n)]
     if pat is Pattern.RING:
         sym = prob.ring_matrix()
-        ring = search.best_ring_exact if k <= search.EXACT_RING_K else search.best_ring_heuristic
-
         def score(members: tuple[int, ...]) -> search.Scored:
-            return ring(members, sym)
+            if k <= search.EXACT_RING_K:
+                return search.best_ring_exact(members, sym, tol)
+            return search.best_ring_heuristic(members, sym)
 
         def affinity(members: list[int], c: int) -> float:
             ws = sorted((sym[c][m] for m in members), reverse=True)

@@ -53,33 +53,60 @@ def ring_upper_bound(members: Sequence[int], sym: Matrix) -> float:
     return bound
 
 
-def best_ring_exact(members: Sequence[int], sym: Matrix) -> Scored:
+def best_ring_exact(members: Sequence[int], sym: Matrix, tol: float = 0.0) -> Scored:
     """The ring order through `members` whose slowest link is fastest (bottleneck TSP).
 
     Small rings (k <= RING_TABLE_K) try every order from a precomputed table; larger ones go
     depth-first, pruning any partial ring no better than the best found and stopping once the
-    upper bound is reached. Either way the lexicographically first of the best orders wins.
+    upper bound is reached. Orders within `tol` of the best are ties (measurement noise must
+    not turn the ring around): the lexicographically first of them wins.
     """
     k = len(members)
     if k == 2:
         a, b = members
         return Scored((a, b), sym[a][b], (a, b))
     if k <= RING_TABLE_K:
-        return _best_ring_table(members, sym)
-    return _best_ring_dfs(members, sym)
+        return _best_ring_table(members, sym, tol)
+    best = _best_ring_dfs(members, sym)
+    if tol <= 0 or best.value <= 0:
+        return best
+    return _first_ring_at_least(members, sym, best.value * (1 - tol)) or best
 
 
-def _best_ring_table(members: Sequence[int], sym: Matrix) -> Scored:
+def _best_ring_table(members: Sequence[int], sym: Matrix, tol: float) -> Scored:
     k = len(members)
     weights = [sym[members[i]][members[j]] for i, j in _pairs(k)]
-    best_value = -1.0
-    best_order: tuple[int, ...] = ()
-    for order, edges in _ring_table(k):
-        value = min(map(weights.__getitem__, edges))
-        if value > best_value:
-            best_value, best_order = value, order
+    table = _ring_table(k)
+    values = [min(map(weights.__getitem__, edges)) for _, edges in table]
+    floor = max(values) * (1 - tol)
+    pick = next(i for i, v in enumerate(values) if v >= floor)
     # The weakest link is found later, only for the few sets that get reported.
-    return Scored(tuple(members[i] for i in best_order), best_value, None)
+    return Scored(tuple(members[i] for i in table[pick][0]), values[pick], None)
+
+
+def _first_ring_at_least(members: Sequence[int], sym: Matrix, floor: float) -> Scored | None:
+    """The lexicographically first ring whose every link reaches `floor`."""
+    k = len(members)
+    first, rest = members[0], list(members[1:])
+    path = [first]
+
+    def dfs(cur_min: float) -> float | None:
+        last = path[-1]
+        if len(path) == k:
+            value = min(cur_min, sym[last][first])
+            return value if path[1] < path[-1] and value >= floor else None
+        for r in rest:
+            if r in path or sym[last][r] < floor:
+                continue
+            path.append(r)
+            found = dfs(min(cur_min, sym[last][r]))
+            if found is not None:
+                return found
+            path.pop()
+        return None
+
+    value = dfs(float("inf"))
+    return None if value is None else Scored(tuple(path), value, None)
 
 
 @cache
@@ -137,7 +164,7 @@ def _best_ring_dfs(members: Sequence[int], sym: Matrix) -> Scored:
     dfs(float("inf"))
     if not best_order:  # every order has an unusable link
         best_order, best_value = list(members), 0.0
-    return Scored(tuple(best_order), best_value, weakest_edge(best_order, sym))
+    return Scored(tuple(best_order), best_value, None)
 
 
 def best_ring_heuristic(members: Sequence[int], sym: Matrix) -> Scored:
