@@ -14,7 +14,8 @@ import * as alerts from "./alerts.js";
 import * as placement from "./placement.js";
 
 const VIEWS = { fleet, host, alerts, placement };
-const REFRESH_MS = 15_000;
+// Seconds between refreshes: 15, or `?refresh=N` in the page URL (N >= 1), e.g. for a wall screen.
+const REFRESH_MS = Math.max(1, Number(new URLSearchParams(location.search).get("refresh")) || 15) * 1000;
 
 const main = document.getElementById("view");
 const status = document.getElementById("refresh-status");

@@ -25,7 +25,7 @@ const COLUMNS = [
     title: "lowest measured/expected among the latest results", cell: worstPairCell },
   { key: "alerts", label: "Alerts", class: "num", value: (r) => r.alerts_firing,
     cell: (r) => (r.alerts_firing ? h("a", { class: "tag firing", href: "#/alerts" },
-      `🔔 ${r.alerts_firing}`) : "0") },
+      `● ${r.alerts_firing}`) : "0") },
   { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(r.last_report_at),
     cell: (r) => h("span", { title: fmt.time(r.last_report_at), class: r.stale ? "stale-text" : null },
       fmt.age(r.last_report_at)) },
@@ -76,7 +76,7 @@ function summary(hosts) {
   return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
     h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`),
     h("span", { class: "chip" }, h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
-    h("a", { class: `chip${firing ? " firing" : ""}`, href: "#/alerts" }, `🔔 ${firing} alerts firing`)];
+    h("a", { class: `chip${firing ? " firing" : ""}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
 }
 
 function heatCell(host) {

@@ -15,7 +15,9 @@ import { hostAlertPeriods, pairProblems } from "./host_problems.js";
 import { seriesFigure } from "./series.js";
 import { topologyFigure } from "./topology.js";
 
-export const RANGES = { "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
+export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
+const DEFAULT_RANGE = "6h";
+const PROBLEMS_SHOWN = 6;
 
 function parsePair(text) {
   const m = /^(\d+)-(\d+)$/.exec(text || "");
@@ -24,7 +26,7 @@ function parsePair(text) {
 
 function window_(range) {
   const until = new Date();
-  const since = new Date(until.getTime() - (RANGES[range] || RANGES["24h"]) * 1000);
+  const since = new Date(until.getTime() - (RANGES[range] || RANGES[DEFAULT_RANGE]) * 1000);
   return { since: since.toISOString(), until: until.toISOString() };
 }
 
@@ -79,7 +81,7 @@ export function mount(root, route) {
     el.probeErrors);
 
   const test = () => (TESTS.includes(params.test) ? params.test : "ce_write");
-  const range = () => (RANGES[params.range] ? params.range : "24h");
+  const range = () => (RANGES[params.range] ? params.range : DEFAULT_RANGE);
 
   function pickPair(src, dst, testName = test()) {
     updateParams({ pair: `${src}-${dst}`, test: testName }, { push: true });
@@ -102,20 +104,31 @@ export function mount(root, route) {
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
   }
 
+  function problemItem(p) {
+    const li = h("li", { class: `v-${p.verdict}` },
+      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason);
+    if (p.pair) {
+      li.title = `open ${p.what} ${p.test}`;
+      activatable(li, () => pickPair(p.pair[0], p.pair[1], p.test || test()));
+    }
+    return li;
+  }
+
   function renderProblems() {
     const items = pairProblems(data.health);
     if (!items.length) {
       replace(el.problems);
       return;
     }
+    const open = el.problems.querySelector("details")?.open;
+    const shown = items.slice(0, PROBLEMS_SHOWN);
+    const rest = items.slice(PROBLEMS_SHOWN);
     replace(el.problems, h("section", { class: "panel" },
-      h("div", { class: "panel-head" }, h("h2", {}, `Problems (${items.length})`)),
-      h("ul", { class: "problem-list" }, items.map((p) => {
-        const li = h("li", { class: `v-${p.verdict}` },
-          h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason);
-        if (p.pair) activatable(li, () => pickPair(p.pair[0], p.pair[1], p.test || test()));
-        return li;
-      }))));
+      h("div", { class: "panel-head" }, h("h2", {}, `Problems (${items.length})`),
+        h("span", { class: "muted" }, "click a pair to open its history")),
+      h("ul", { class: "problem-list" }, shown.map(problemItem)),
+      rest.length ? h("details", { open: open || null }, h("summary", {}, `${rest.length} more`),
+        h("ul", { class: "problem-list" }, rest.map(problemItem))) : null));
   }
 
   async function renderPair() {

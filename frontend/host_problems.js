@@ -4,7 +4,13 @@
 import * as fmt from "./format.js";
 import { verdictOf } from "./palette.js";
 
-/** Non-healthy links, GPUs and pairs, worst first: [{verdict, what, reason, pair?, test?}]. */
+function worstTest(pair) {
+  const bad = pair.tests.filter((t) => t.verdict === "degraded" || t.verdict === "down");
+  const rank = (t) => verdictOf(t.verdict).rank * 10 - (t.ratio_expected ?? 1);
+  return bad.sort((a, b) => rank(b) - rank(a))[0];
+}
+
+/** Non-healthy links, pairs and GPUs, worst first: [{verdict, what, reason, pair?, test?}]. */
 export function pairProblems(health) {
   if (!health) return [];
   const items = [];
@@ -12,12 +18,11 @@ export function pairProblems(health) {
     if (l.verdict !== "healthy") items.push({ verdict: l.verdict, what: `GPU${l.gpu} link ${l.link}`, reason: l.reason });
   }
   for (const p of health.pairs) {
-    for (const t of p.tests) {
-      if (t.verdict === "healthy" || t.verdict === "unknown") continue;
-      const since = t.low_since ? ` (low since ${fmt.time(t.low_since)})` : "";
-      items.push({ verdict: t.verdict, what: `${fmt.pair(p.src, p.dst)} ${t.test}`,
-        reason: `${t.reason}${since}`, pair: [p.src, p.dst], test: t.test });
-    }
+    const t = worstTest(p);
+    if (!t) continue;
+    const since = t.low_since ? ` (low since ${fmt.time(t.low_since)})` : "";
+    items.push({ verdict: p.verdict, what: fmt.pair(p.src, p.dst), reason: `${p.reason}${since}`,
+      pair: [p.src, p.dst], test: t.test });
   }
   for (const g of health.gpus) {
     if (g.verdict !== "healthy" && g.verdict !== "unknown") {

@@ -48,21 +48,30 @@ export function matrixGrids(matrix) {
 }
 
 function markerTrace(matrix, selected) {
+  // Verdict marks sit in a cell's top-right corner so the number stays readable.
   const marks = { x: [], y: [], symbol: [], color: [], size: [] };
-  const size = Math.max(10, Math.min(34, 260 / Math.max(1, matrix.gpus.length)));
+  const cell = 300 / Math.max(1, matrix.gpus.length);
   for (const c of matrix.cells) {
     const bad = c.verdict === "degraded" || c.verdict === "down" || c.error;
-    const isSelected = selected && selected[0] === c.src && selected[1] === c.dst;
-    if (!bad && !isSelected) continue;
-    marks.x.push(c.dst);
-    marks.y.push(c.src);
-    marks.symbol.push(isSelected ? "square-open" : `${verdictOf(c.error ? "down" : c.verdict).symbol}-open`);
-    marks.color.push(isSelected ? "#ffffff" : verdictOf(c.error ? "down" : c.verdict).color);
-    marks.size.push(isSelected ? size * 1.5 : size * 0.55);
+    if (!bad) continue;
+    const v = verdictOf(c.error ? "down" : c.verdict);
+    marks.x.push(c.dst + 0.3);
+    marks.y.push(c.src - 0.3);
+    marks.symbol.push(v.symbol);
+    marks.color.push(v.color);
+    marks.size.push(Math.max(7, Math.min(14, cell * 0.22)));
+  }
+  if (selected) {
+    marks.x.push(selected[1]);
+    marks.y.push(selected[0]);
+    marks.symbol.push("square-open");
+    marks.color.push("#ffffff");
+    marks.size.push(Math.max(12, cell * 0.9));
   }
   return { type: "scatter", mode: "markers", name: "marks", x: marks.x, y: marks.y,
-    hoverinfo: "skip", showlegend: false,
-    marker: { symbol: marks.symbol, color: marks.color, size: marks.size, line: { width: 2.5 } } };
+    hoverinfo: "skip", showlegend: false, cliponaxis: false,
+    marker: { symbol: marks.symbol, color: marks.color, size: marks.size,
+      line: { width: 2, color: marks.color } } };
 }
 
 export function matrixFigure(matrix, { selected = null, cursor = null } = {}) {
@@ -107,7 +116,7 @@ export function matrixChart(el, liveRegion, onPick) {
       cursor: document.activeElement === el ? cursor : null });
     await draw(el, data, layout);
     onPlotly(el, "plotly_click", (event) => {
-      const p = event.points?.[0];
+      const p = event.points?.find((q) => q.data.type === "heatmap");
       if (p && p.x !== p.y) onPick(Number(p.y), Number(p.x));
     });
   }

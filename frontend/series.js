@@ -75,9 +75,11 @@ function periodShapes(periods, until) {
   }));
 }
 
-function periodLabels(periods) {
+function periodLabels(periods, since, until) {
+  const middle = (Date.parse(since) + Date.parse(until)) / 2;
   return periods.map((p) => ({
-    x: p.start, xref: "x", y: 1, yref: "paper", yanchor: "bottom", xanchor: "left",
+    x: p.start, xref: "x", y: 1, yref: "paper", yanchor: "bottom",
+    xanchor: Date.parse(p.start) > middle ? "right" : "left",
     text: esc(p.label), showarrow: false,
     font: { size: 10, color: p.kind === "alert" ? OKABE_ITO.vermillion : OKABE_ITO.orange },
     hovertext: esc(`${p.label}: ${fmt.time(p.start)} – ${p.end ? fmt.time(p.end) : "now"}`),
@@ -88,16 +90,17 @@ export function seriesFigure(s, periods = []) {
   const x0 = s.since;
   const x1 = s.until;
   const data = [...referenceTraces(s, x0, x1), ...measuredTraces(s), ...pointTraces(s)];
-  const annotations = periodLabels(periods);
+  const annotations = periodLabels(periods, x0, x1);
   if (!s.buckets.length && !s.contended.length && !s.failures.length) {
     annotations.push(emptyNote("no samples of this pair and test in this range"));
   }
   const layout = baseLayout({
     height: 320, hovermode: "closest", shapes: periodShapes(periods, x1), annotations,
-    margin: { l: 56, r: 12, t: 24, b: 40 },
+    margin: { l: 56, r: 12, t: 30, b: 40 },
     xaxis: { type: "date", range: [x0, x1], title: { text: "UTC" } },
     yaxis: { title: { text: fmt.axisUnit(s.unit) }, rangemode: "tozero" },
-    legend: { orientation: "h", y: 1.12, x: 1, xanchor: "right", font: { size: 10, color: THEME.text } },
+    legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0, xanchor: "left",
+      font: { size: 10, color: THEME.text } },
   });
   layout.uirevision = `${s.src}-${s.dst}-${s.test}`;
   return { data, layout };
