@@ -17,7 +17,7 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 { nvidia-smi topo -m; nvidia-smi --query-gpu=index,name,pci.bus_id,memory.used --format=csv;
   python3 -c 'import cupy, pynvml; print("cupy", cupy.__version__)'; } >"$OUT/machine.log" 2>&1
-python3 -m pytest -q -p no:cacheprovider tests/gpu tests/probes -x -ra >"$OUT/pytest.log" 2>&1
+python3 -m pytest -q -p no:cacheprovider tests/gpu tests/probes -ra >"$OUT/pytest.log" 2>&1
 echo "pytest exit $?" >>"$OUT/pytest.log"
 if [ "${TUNE:-0}" = 1 ]; then
   timeout 240 python3 -m bench._probe_budgets >"$OUT/budgets.log" 2>&1
