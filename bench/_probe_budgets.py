@@ -11,36 +11,32 @@ each test against the test's own `wire_bytes`, and times one counter read.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
-from dataclasses import replace
 
 from bench.probe_accuracy import MEASURED, MiB, nccl_reference, shown, targets
-from probes import transfers
+from probes.budgets import DEFAULT_BUDGETS
 from probes.errors import FabricUnavailable
 from probes.fabric import TestSpec
 from probes.report import TestName
 
 T = TestName
 CANDIDATES: dict[TestName, list[tuple[int, int, int, int]]] = {
-    T.CE_WRITE: [(64, 4, 3, 1), (64, 8, 3, 1), (128, 3, 3, 1), (128, 4, 2, 1), (256, 2, 2, 1),
-                 (256, 4, 3, 1), (512, 8, 3, 1)],
-    T.CE_READ: [(64, 4, 3, 1), (128, 3, 3, 1), (256, 2, 2, 1)],
-    T.CE_BIDIR: [(64, 4, 3, 1), (128, 3, 3, 1), (256, 2, 2, 1), (512, 4, 3, 1)],
-    T.SM_WRITE: [(64, 4, 3, 1), (128, 3, 3, 1), (256, 2, 2, 1), (512, 4, 3, 1)],
-    T.SM_READ: [(64, 4, 3, 1), (128, 3, 3, 1), (256, 2, 2, 1), (512, 4, 3, 1)],
-    T.LATENCY: [(2, 500, 3, 100), (2, 1000, 3, 200), (2, 2000, 3, 200)],
-    T.STAGED: [(16, 2, 3, 1), (32, 1, 3, 1), (64, 1, 3, 1)],
-    T.ALLREDUCE: [(16, 4, 3, 1), (64, 4, 3, 1), (128, 2, 3, 1)],
+    T.CE_WRITE: [(256, 1, 4, 1), (256, 2, 2, 1), (192, 2, 3, 1)],
+    T.CE_READ: [(256, 1, 4, 1), (256, 2, 2, 1), (192, 2, 3, 1)],
+    T.CE_BIDIR: [(192, 2, 3, 1), (224, 2, 2, 1), (240, 1, 4, 1)],
+    T.SM_WRITE: [(128, 3, 3, 1), (256, 1, 4, 1)],
+    T.SM_READ: [(128, 3, 3, 1), (256, 1, 4, 1)],
+    T.STAGED: [(16, 2, 3, 1)],
+    T.ALLREDUCE: [(128, 2, 3, 1)],
 }
-PROPOSED = {
-    T.CE_WRITE: (128, 3, 3, 1), T.CE_READ: (128, 3, 3, 1), T.CE_BIDIR: (128, 3, 3, 1),
-    T.SM_WRITE: (128, 3, 3, 1), T.SM_READ: (128, 3, 3, 1), T.LATENCY: (2, 1000, 3, 200),
-    T.STAGED: (32, 1, 3, 1), T.ALLREDUCE: (64, 3, 3, 1),
-}
-PROPOSED_BUDGETS = {
-    t: TestSpec(t, bytes_per_copy=mib * MiB, copies=c, samples=s, warmup=w)
-    for t, (mib, c, s, w) in PROPOSED.items()
-}
+NCCL_VARIANTS: list[dict[str, str]] = [
+    {}, {"NCCL_BUFFSIZE": "1048576"}, {"NCCL_BUFFSIZE": "2097152"},
+    {"NCCL_MAX_NCHANNELS": "16"}, {"NCCL_MAX_NCHANNELS": "8"},
+    {"NCCL_BUFFSIZE": "1048576", "NCCL_MAX_NCHANNELS": "16"},
+]
 
 
 def spec(test: TestName, mib: int, copies: int, samples: int, warmup: int) -> TestSpec:
@@ -70,15 +66,53 @@ def scan(fabric, measured: dict) -> None:
                   f"{mem:5.0f} MiB verified={ver}")
 
 
-def staged_chunks(fabric, measured: dict) -> None:
-    ref = targets(measured)[T.STAGED].reference
-    for chunk_mib in (2, 4, 8, 16):
-        for slots in (2, 4):
-            transfers.STAGED_CHUNK_BYTES, transfers.STAGED_SLOTS = chunk_mib * MiB, slots
-            vals = [fabric.measure(spec(T.STAGED, 32, 1, 3, 1)).value / 1e9 for _ in range(3)]
-            print(f"staged chunk {chunk_mib} MiB x {slots} slots: "
-                  + " ".join(f"{v:.1f} ({v / ref:.2f})" for v in vals))
-    transfers.STAGED_CHUNK_BYTES, transfers.STAGED_SLOTS = 8 * MiB, 4
+def counter_costs(fabric) -> None:
+    """Where link_counters' time goes: field-value calls of several sizes, error counters."""
+    nv = fabric._nvml
+    m, h = nv._m, nv._handle(0)
+    tx, rx = m.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, m.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+    err = [m.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, m.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY,
+           m.NVML_FI_DEV_NVLINK_ERROR_DL_CRC]
+    cases = {
+        "1 field (link count)": lambda: nv._fields(0, [(m.NVML_FI_DEV_NVLINK_LINK_COUNT, 0)]),
+        "18 fields (TX)": lambda: nv._fields(0, [(tx, link) for link in range(18)]),
+        "36 fields (TX+RX)": lambda: nv._fields(0, [(f, link) for link in range(18)
+                                                    for f in (tx, rx)]),
+        "54 fields (DL errors)": lambda: nv._fields(0, [(f, link) for link in range(18)
+                                                        for f in err]),
+        "36 error-counter calls": lambda: [m.nvmlDeviceGetNvLinkErrorCounter(h, link, c)
+                                           for link in range(18) for c in (3, 4)],
+        "link_counters(0)": lambda: fabric.link_counters(0),
+    }
+    for name, fn in cases.items():
+        t0 = time.perf_counter()
+        for _ in range(3):
+            fn()
+        print(f"counters: {name:24} {(time.perf_counter() - t0) / 3 * 1e3:7.2f} ms")
+
+
+def nccl_variant() -> int:
+    """In a fresh process (NCCL reads its environment once): NCCL's held memory and busbw."""
+    from probes.transfers import Transfers
+
+    tr = Transfers()
+    env = {k: v for k, v in os.environ.items() if k.startswith("NCCL_") and k != "NCCL_NVLS_ENABLE"}
+    for mib, copies in ((128, 2), (64, 4)):
+        runs = [tr.measure(spec(T.ALLREDUCE, mib, copies, 3, 1)) for _ in range(2)]
+        print(f"nccl {env or 'defaults'} {mib} MiB: busbw "
+              + " ".join(f"{r.value / 1e9:.1f}" for r in runs)
+              + f" GB/s, memory {max(r.device_memory_bytes for r in runs) / MiB:.0f} MiB/GPU,"
+              f" gpu {max(r.gpu_time_s for r in runs) * 1e3:.2f} ms", flush=True)
+    return 0
+
+
+def nccl_variants() -> None:
+    for variant in NCCL_VARIANTS:
+        env = {**os.environ, **variant}
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "bench._probe_budgets", "--nccl"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        print((done.stdout + done.stderr[-500:]).strip(), f"({time.perf_counter() - t0:.1f} s)")
 
 
 def counters(fabric) -> None:
@@ -86,8 +120,8 @@ def counters(fabric) -> None:
     for _ in range(5):
         fabric.link_counters(0)
     print(f"link_counters(gpu) takes {(time.perf_counter() - t0) / 5 * 1e3:.1f} ms")
-    for test, budget in PROPOSED_BUDGETS.items():
-        s = replace(budget, gpus=(0, 1)) if test is T.ALLREDUCE else replace(budget, src=0, dst=1)
+    for test, budget in DEFAULT_BUDGETS.items():
+        s = budget.spec(test, gpus=(0, 1)) if test is T.ALLREDUCE else budget.spec(test, 0, 1)
         before = (tx(fabric, 0), tx(fabric, 1))
         m = fabric.measure(s)
         after = (tx(fabric, 0), tx(fabric, 1))
@@ -96,7 +130,9 @@ def counters(fabric) -> None:
               f"  wire_bytes {({g: round(v / MiB, 2) for g, v in m.wire_bytes.items()})}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["--nccl"]:
+        return nccl_variant()
     try:
         from probes.real import RealFabric
 
@@ -107,11 +143,12 @@ def main() -> int:
         return 0
     measured = json.loads(MEASURED.read_text())
     try:
+        counter_costs(fabric)
         counters(fabric)
         scan(fabric, measured)
-        staged_chunks(fabric, measured)
     finally:
         fabric.close()
+    nccl_variants()
     return 0
 
 

@@ -1,7 +1,7 @@
 """Accuracy and cost of the real probe against NVIDIA's own tools on the same machine.
 
 Runs every pair test over every ordered GPU pair, and the NCCL all-reduce over all GPUs, with
-the sweep's default budgets, and prints each figure as a ratio against
+the sweep's default budgets (probes/budgets.py), and prints each figure as a ratio against
 tests/fixtures/h200x2/measured.json (nvbandwidth v0.8, p2pBandwidthLatencyTest, nccl through
 CuPy, measured on the lent 2 x H200 machine), with each test's GPU time and device memory
 against the probe's cost bounds (5 ms, 512 MiB per GPU). Without a GPU it says so and returns 0.
@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from probes.budgets import DEFAULT_BUDGETS, Budget
 from probes.errors import FabricUnavailable, PeerwatchProbeError
 from probes.fabric import Measurement, TestSpec
 from probes.report import PAIR_TESTS, TestName
@@ -64,23 +66,13 @@ def nccl_reference(measured: dict, nbytes: int) -> float:
     return table[-1][1]
 
 
-def default_budgets() -> dict[TestName, TestSpec]:
-    """The sweep's default budget per test (probes/sweep.py owns the table)."""
-    try:
-        from probes.sweep import DEFAULT_BUDGETS  # type: ignore[attr-defined]
-    except ImportError:  # until the sweep lands: the candidates bench/_probe_budgets.py tunes
-        from bench._probe_budgets import PROPOSED_BUDGETS
-
-        print("(probes.sweep has no DEFAULT_BUDGETS here: using the proposed budgets)")
-        return dict(PROPOSED_BUDGETS)
-    return dict(DEFAULT_BUDGETS)
 
 
 def shown(test: TestName, m: Measurement) -> float:
     return m.value * 1e9 if test is TestName.LATENCY else m.value / 1e9
 
 
-def run(fabric, budgets: dict[TestName, TestSpec]) -> tuple[list[tuple], float, float]:
+def run(fabric, budgets: Mapping[TestName, Budget]) -> tuple[list[tuple], float, float]:
     rows: list[tuple] = []
     gpus = list(range(fabric.gpu_count()))
     start = time.perf_counter()
@@ -89,9 +81,9 @@ def run(fabric, budgets: dict[TestName, TestSpec]) -> tuple[list[tuple], float, 
             if src == dst:
                 continue
             for test in PAIR_TESTS:
-                rows.append((f"{src}->{dst}", test, _one(fabric, replace(budgets[test], src=src,
-                                                                         dst=dst))))
-    spec = replace(budgets[TestName.ALLREDUCE], gpus=tuple(gpus))
+                rows.append((f"{src}->{dst}", test, _one(fabric, budgets[test].spec(test, src,
+                                                                                    dst))))
+    spec = budgets[TestName.ALLREDUCE].spec(TestName.ALLREDUCE, gpus=tuple(gpus))
     rows.append(("all", TestName.ALLREDUCE, _one(fabric, spec)))
     wall = time.perf_counter() - start
     gpu = sum(m.gpu_time_s for _, _, m in rows if isinstance(m, Measurement))
@@ -105,7 +97,7 @@ def _one(fabric, spec: TestSpec) -> Measurement | str:
         return f"{type(exc).__name__}: {exc}"
 
 
-def report(rows: list[tuple], budgets: dict[TestName, TestSpec], measured: dict) -> bool:
+def report(rows: list[tuple], budgets: Mapping[TestName, Budget], measured: dict) -> bool:
     goals = targets(measured)
     ok_all = True
     print(f"{'pair':6} {'test':10} {'measured':>10} {'reference':>10} {'ratio':>6} "
@@ -147,9 +139,10 @@ def main() -> int:
         print(f"skipped: no GPU here ({exc})")
         return 0
     measured = json.loads(MEASURED.read_text())
-    budgets = default_budgets()
+    budgets = DEFAULT_BUDGETS
     try:
-        warm = replace(budgets[TestName.CE_WRITE], src=0, dst=1, copies=1, samples=1)
+        warm = replace(budgets[TestName.CE_WRITE].spec(TestName.CE_WRITE, 0, 1), copies=1,
+                       samples=1)
         if fabric.gpu_count() >= 2:
             fabric.measure(warm)  # compile the kernels, create the streams
         setup = time.perf_counter() - t0

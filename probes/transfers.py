@@ -34,7 +34,10 @@ GPUDIRECT_RDMA_SUPPORTED = 116  # cudaDevAttrGPUDirectRDMASupported
 MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST = 1, 2
 STAGED_CHUNK_BYTES = 8 << 20  # staged copies move through pinned host memory in chunks ...
 STAGED_SLOTS = 4  # ... with this many chunks in flight
-LATENCY_WIRE_BYTES_PER_HOP = 64  # data a remote 8-byte load brings back over NVLink (a flit)
+LATENCY_WIRE_BYTES_PER_HOP = 32  # a remote 8-byte load brings back one 32-byte sector
+# NCCL settings the probe uses unless the environment says otherwise. NVLink SHARP (multicast)
+# is off on shared hosts and its buffers would cost memory the probe must not hold.
+NCCL_DEFAULTS: dict[str, str] = {"NCCL_NVLS_ENABLE": "0"}
 
 
 def load_cupy() -> Any:
@@ -75,7 +78,6 @@ class Transfers:
         self._functions: dict[tuple[int, str], Any] = {}
         self._streams: dict[int, Any] = {}
         self._peer: set[tuple[int, int]] = set()
-        self._comms: dict[tuple[int, ...], tuple[list[Any], dict[int, int]]] = {}
         self._sms: dict[int, int] = {}
         # The hold: spin kernels wait until this pinned counter reaches their ticket.
         self._flag_mem = self.cp.cuda.alloc_pinned_memory(64)
@@ -144,10 +146,7 @@ class Transfers:
         return True
 
     def close(self) -> None:
-        for comms, _ in self._comms.values():
-            for comm in comms:
-                comm.destroy()
-        self._comms.clear()
+        """Nothing is held between tests (buffers and NCCL communicators are per test)."""
 
     # ------------------------------------------------------------------ measure
 
@@ -325,25 +324,32 @@ class Transfers:
             )
 
     def _communicators(self, gpus: tuple[int, ...]) -> tuple[list[Any], dict[int, int]]:
-        """NCCL communicators for `gpus` (one process, one per GPU), made once and kept, with
-        the device memory NCCL itself holds on each GPU (measured around its creation)."""
-        if gpus in self._comms:
-            return self._comms[gpus]
+        """NCCL communicators for `gpus` (one process, one per GPU) and the device memory
+        NCCL itself holds on each GPU, measured around their creation. They are made for one
+        test and destroyed after it: a probe must not keep NCCL's buffers between sweeps."""
         from cupy.cuda import nccl
 
         if not nccl.available:
             raise TransferError("NCCL is not available in this CuPy build")
-        # NVLink SHARP (multicast) buffers cost memory and are off on shared hosts anyway.
-        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+        for key, value in NCCL_DEFAULTS.items():
+            os.environ.setdefault(key, value)
         free_before = {g: self._free_memory(g) for g in gpus}
         comms = nccl.NcclCommunicator.initAll(list(gpus))
-        with Run(self, list(gpus)) as run:  # a first call makes NCCL finish its lazy setup
-            bufs = {g: run.alloc(g, 4096) for g in gpus}
-            self._allreduce_once(comms, gpus, bufs, bufs, 1024)
-            run.sync()
+        try:
+            with Run(self, list(gpus)) as run:  # a first call makes NCCL finish its setup
+                bufs = {g: run.alloc(g, 4096) for g in gpus}
+                self._allreduce_once(comms, gpus, bufs, bufs, 1024)
+                run.sync()
+        except BaseException:
+            self._destroy(comms)
+            raise
         held = {g: max(0, free_before[g] - self._free_memory(g)) for g in gpus}
-        self._comms[gpus] = (comms, held)
         return comms, held
+
+    @staticmethod
+    def _destroy(comms: list[Any]) -> None:
+        for comm in comms:
+            comm.destroy()
 
     def _free_memory(self, device: int) -> int:
         with self.device(device):
@@ -364,6 +370,13 @@ class Transfers:
     def _allreduce(self, spec: TestSpec) -> Measurement:
         gpus = tuple(spec.gpus)
         comms, nccl_held = self._communicators(gpus)
+        try:
+            return self._allreduce_with(spec, gpus, comms, nccl_held)
+        finally:
+            self._destroy(comms)
+
+    def _allreduce_with(self, spec: TestSpec, gpus: tuple[int, ...], comms: list[Any],
+                        nccl_held: dict[int, int]) -> Measurement:
         n, count, k = spec.bytes_per_copy, spec.bytes_per_copy // 4, len(gpus)
         with Run(self, list(gpus)) as run:
             send = {g: run.alloc(g, n) for g in gpus}

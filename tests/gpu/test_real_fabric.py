@@ -116,3 +116,14 @@ def test_memory_is_given_back(fabric: RealFabric) -> None:
 def test_unknown_gpu_is_a_bad_request(fabric: RealFabric) -> None:
     with pytest.raises(BadProbeRequest):
         fabric.measure(TestSpec(TestName.CE_WRITE, src=0, dst=99))
+
+
+def test_the_sweep_runs_every_test_on_the_real_fabric(fabric: RealFabric) -> None:
+    from probes.sweep import SweepOptions, run_sweep
+
+    outcome = run_sweep(fabric, SweepOptions(gpus=(0, 1), force=True))
+    assert len(outcome.results) == 2 * len(PAIR_TESTS) + 1
+    for r in outcome.results:
+        assert r.error is None, (r.test, r.error)
+        assert r.verified, r.test
+    assert outcome.cost.gpu_time_s > 0
