@@ -1,6 +1,6 @@
 // The shell: routes the hash to a view, refreshes the open view every REFRESH_MS while the tab
 // is visible, and marks <main data-ready="view"> once a view has drawn (tests and the
-// benchmark wait for that attribute).
+// benchmark wait for that attribute, and for data-drawn="<the hash it drew>").
 //
 // A view module exports `mount(root, route) -> {update(route), refresh(), destroy()}`:
 // `update` is called when only the page's params change (a new pair, another test), so charts
@@ -32,16 +32,18 @@ function markNav(name) {
   }
 }
 
-async function settle(promise, name) {
+/** Wait for a view's work; then mark <main> with the view and the route it has drawn. */
+async function settle(promise, entry, hash = location.hash) {
   try {
     await promise;
-    if (current?.name !== name) return;
-    main.dataset.ready = name;
+    if (current !== entry) return; // the user moved on meanwhile
+    main.dataset.ready = entry.name;
+    main.dataset.drawn = hash;
     delete main.dataset.error;
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.classList.remove("error");
   } catch (error) {
-    if (error.name === "AbortError" || current?.name !== name) return;
+    if (error.name === "AbortError" || current !== entry) return;
     main.dataset.error = error.message;
     status.textContent = `update failed: ${error.message}`;
     status.classList.add("error");
@@ -50,20 +52,22 @@ async function settle(promise, name) {
 
 function navigate() {
   const route = parse();
+  const hash = location.hash;
   const name = VIEWS[route.view] ? route.view : "fleet";
   markNav(name);
   if (current && current.key === routeKey(route)) {
-    settle(current.view.update(route), name);
+    settle(current.view.update(route), current, hash);
     return;
   }
   if (current) current.view.destroy();
   delete main.dataset.ready;
+  delete main.dataset.drawn;
   main.dataset.view = name;
   const root = h("div", { class: `page page-${name}` });
   replace(main, root);
   const view = VIEWS[name].mount(root, route);
   current = { name, key: routeKey(route), view };
-  settle(view.refresh(), name);
+  settle(view.refresh(), current, hash);
 }
 
 let refreshing = false;
@@ -72,7 +76,7 @@ async function tick() {
   if (!current || refreshing || document.visibilityState !== "visible") return;
   refreshing = true;
   try {
-    await settle(current.view.refresh(), current.name);
+    await settle(current.view.refresh(), current);
   } finally {
     refreshing = false;
   }

@@ -153,7 +153,7 @@ export function mount(root, route) {
     const ls = data.links;
     const down = downLinks(data.detail.nvlinks);
     replace(el.linksHead, h("h2", {}, "Links"),
-      down.length ? h("span", { class: "chip v-down" }, `✕ down: ${down.join(", ")}`)
+      down.length ? h("span", { class: "chip v-down", id: "down-links" }, `✕ down: ${down.join(", ")}`)
         : h("span", { class: "chip v-healthy" }, "✓ all NVLink ports up"),
       h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`));
     const t = throughputFigure(ls);
@@ -180,11 +180,22 @@ export function mount(root, route) {
     data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(range()) }) : null;
   }
 
+  /** This host's alerts, active and resolved; the page still draws if alerting is down. */
+  async function hostAlerts() {
+    try {
+      const [active, resolved] = await Promise.all([api.alerts({ host: name }),
+        api.alerts({ host: name, state: "resolved", limit: 200 })]);
+      return [...active.alerts, ...resolved.alerts];
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      return null;
+    }
+  }
+
   async function loadAll() {
     const [detail, health, topology, mx, links, alerts] = await Promise.all([
       api.host(name), api.health(name), api.topology(name), api.matrix(name, test()),
-      api.linkSeries(name, window_(range())), api.alerts({ host: name }).catch(() => null),
-      loadPair(),
+      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(),
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, links, alerts });
   }

@@ -33,12 +33,9 @@ export function pairProblems(health) {
 }
 
 function alertConcerns(alert, s) {
-  const labels = alert.labels || {};
-  const src = labels.src ?? labels.gpu ?? alert.src;
-  const dst = labels.dst ?? labels.peer_gpu ?? alert.dst;
-  const test = labels.test ?? alert.test;
-  if (src === undefined || dst === undefined) return false;
-  return Number(src) === s.src && Number(dst) === s.dst && (!test || test === s.test);
+  const l = alert.labels || {};
+  if (l.gpu === undefined || l.peer_gpu === undefined) return false;
+  return Number(l.gpu) === s.src && Number(l.peer_gpu) === s.dst && (!l.test || l.test === s.test);
 }
 
 /** Shaded periods for a pair's chart: its current low run, and alerts about this pair. */
@@ -47,12 +44,10 @@ export function hostAlertPeriods(health, alerts, s) {
   const pair = health?.pairs.find((p) => p.src === s.src && p.dst === s.dst);
   const t = pair?.tests.find((x) => x.test === s.test);
   if (t?.low_since) periods.push({ kind: "low", start: t.low_since, end: null, label: `low (${t.verdict})` });
-  for (const a of alerts?.alerts || []) {
-    if (!alertConcerns(a, s)) continue;
-    const start = a.starts_at || a.started_at || a.fired_at;
-    if (!start) continue;
-    periods.push({ kind: "alert", start, end: a.ends_at || a.resolved_at || null,
-      label: `alert: ${a.name || a.alertname || a.rule || "firing"}` });
+  for (const a of alerts || []) {
+    if (!alertConcerns(a, s) || a.state === "inactive") continue;
+    periods.push({ kind: "alert", start: a.fired_at || a.active_since, end: a.resolved_at,
+      label: `${a.alertname} (${a.state})` });
   }
   return periods;
 }

@@ -85,8 +85,8 @@ function edgeTraces(edges, pos, dimmed, names) {
     const v = verdictOf(e.verdict);
     const faded = dimmed && dimmed(e);
     traces.push({
-      type: "scatter", mode: "lines", x: [a[0], b[0]], y: [a[1], b[1]], hoverinfo: "skip",
-      showlegend: false, opacity: faded ? 0.15 : 0.95, line: edgeStyle(e),
+      type: "scatter", mode: "lines", name: `edge ${esc(e.id)}`, x: [a[0], b[0]], y: [a[1], b[1]],
+      hoverinfo: "skip", showlegend: false, opacity: faded ? 0.15 : 0.95, line: edgeStyle(e),
     });
     const [x, y] = [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
     mids.x.push(x);

@@ -118,34 +118,100 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser, fleet: Fleet) -> Iterator[object]:  # type: ignore[no-untyped-def]
+class Watch:
+    """What a page reported that a test must fail on; cleared before each test."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def attach(self, page) -> None:  # type: ignore[no-untyped-def]
+        page.add_init_script(CSP_WATCH)
+        page.on("console", lambda m: self.problems.append(f"console.{m.type}: {m.text}")
+                if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on("dialog", self.on_dialog)
+
+    def on_dialog(self, dialog) -> None:  # type: ignore[no-untyped-def]
+        self.problems.append(f"dialog: {dialog.message}")
+        dialog.dismiss()
+
+
+@pytest.fixture(scope="session")
+def browser_context(browser, fleet: Fleet) -> Iterator[tuple[object, Watch]]:  # type: ignore[no-untyped-def]
     context = browser.new_context(base_url=fleet.url, viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    problems: list[str] = []
-    page.add_init_script(CSP_WATCH)
-    page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}")
-            if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-
-    def on_dialog(dialog: object) -> None:
-        problems.append(f"dialog: {dialog.message}")  # type: ignore[attr-defined]
-        dialog.dismiss()  # type: ignore[attr-defined]
-
-    page.on("dialog", on_dialog)
-    page.problems = problems  # type: ignore[attr-defined]
-    yield page
-    pwned = page.evaluate("window.__pwned === 1")
+    context.set_default_timeout(20_000)
+    watch = Watch()
+    yield context, watch
     context.close()
+
+
+@pytest.fixture(scope="session")
+def shared_page(browser_context):  # type: ignore[no-untyped-def]
+    """One page for the whole session: views change by hash, as a user's clicks do, so
+    plotly.js is loaded and compiled once (seconds on a busy CI machine), not per test."""
+    context, watch = browser_context
+    page = context.new_page()
+    watch.attach(page)
+    page.goto("/#/fleet")
+    page.wait_for_selector('main[data-ready="fleet"]')
+    return page
+
+
+@pytest.fixture
+def page(shared_page, browser_context):  # type: ignore[no-untyped-def]
+    """The shared page, failing the test on any console error, page error, CSP violation or
+    dialog that happened during it, and on an XSS payload having run."""
+    _, watch = browser_context
+    watch.problems.clear()
+    yield shared_page
+    pwned = shared_page.evaluate("window.__pwned === 1")
     assert not pwned, "an XSS payload from a report ran"
-    assert not problems, "the page reported problems:\n" + "\n".join(problems)
+    assert not watch.problems, "the page reported problems:\n" + "\n".join(watch.problems)
+
+
+@pytest.fixture
+def fresh_page(browser_context):  # type: ignore[no-untyped-def]
+    """A page of its own (for tests that load a different URL, e.g. ?refresh=1)."""
+    context, watch = browser_context
+    page = context.new_page()
+    watch.attach(page)
+    problems_before = len(watch.problems)
+    yield page
+    assert not page.evaluate("window.__pwned === 1"), "an XSS payload from a report ran"
+    page.close()
+    new = watch.problems[problems_before:]
+    assert not new, "the page reported problems:\n" + "\n".join(new)
+
+
+NORMALISED_HASH = "h => { const a = document.createElement('a'); a.href = h; return a.hash; }"
+DRAWN = """([view, hash]) => { const m = document.querySelector('main');
+  return m.dataset.ready === view && m.dataset.drawn === hash; }"""
 
 
 def open_view(page, path: str, view: str) -> None:  # type: ignore[no-untyped-def]
-    """Go to `path` (e.g. '/#/fleet') and wait until the view has drawn."""
-    page.goto(path)
-    page.wait_for_selector(f'main[data-ready="{view}"]')
+    """Show `path` ('/#/fleet', '/?refresh=1#/host/x') and wait until the view has drawn
+    that very route. When only the hash differs, only the hash changes (no reload)."""
+    document, _, fragment = path.partition("#")
+    here = page.url.partition("#")[0]
+    if fragment and here.endswith(document) and document.startswith("/"):
+        page.evaluate("h => { location.hash = h; }", f"#{fragment}")
+    else:
+        page.goto(path)
+    wait_until(page, DRAWN, [view, page.evaluate(NORMALISED_HASH, f"#{fragment}")], timeout_s=20)
+
+
+def wait_until(page, predicate: str, arg: object = None, timeout_s: float = 10) -> None:  # type: ignore[no-untyped-def]
+    """Poll a JS function until it returns truthy. (page.wait_for_function evaluates strings
+    with eval inside the page, which our Content-Security-Policy rightly refuses.)"""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(predicate, arg):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {predicate} ({arg!r})")
+        page.wait_for_timeout(50)
+
+
+def wait_hash(page, part: str) -> None:  # type: ignore[no-untyped-def]
+    wait_until(page, "part => location.hash.includes(part)", part)
 
 
 def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]

@@ -70,6 +70,7 @@ def post(base_url: str, token: str, reports: Iterable[Report]) -> int:
         for report in reports:
             response = client.post("/api/v1/reports", content=report.model_dump_json())
             if response.status_code >= 300:
-                raise RuntimeError(f"{report.host.hostname}: {response.status_code} {response.text}")
+                raise RuntimeError(
+                    f"{report.host.hostname}: {response.status_code} {response.text}")
             taken += 1
     return taken
