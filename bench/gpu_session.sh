@@ -20,7 +20,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/probes -ra >"$OUT/pytest.log" 2>&1
 echo "pytest exit $?" >>"$OUT/pytest.log"
 if [ "${TUNE:-0}" = 1 ]; then
-  timeout 240 python3 -m bench._probe_budgets >"$OUT/budgets.log" 2>&1
+  timeout 240 python3 -m bench._probe_budgets ${TUNE_ONLY:+--only $TUNE_ONLY} \
+    >"$OUT/budgets.log" 2>&1
 fi
 timeout 120 python3 -m bench.probe_accuracy >"$OUT/accuracy.log" 2>&1
 echo "accuracy exit $?" >>"$OUT/accuracy.log"

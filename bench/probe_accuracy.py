@@ -128,6 +128,20 @@ def report(rows: list[tuple], budgets: Mapping[TestName, Budget], measured: dict
     return ok_all
 
 
+def whole_sweep(fabric) -> str:
+    """The same tests through the sweep engine: counters read around each test, inventory."""
+    from probes.sweep import SweepOptions, run_sweep
+
+    outcome = run_sweep(fabric, SweepOptions(force=True))
+    cost = outcome.cost
+    contended = sum(r.contended for r in outcome.results)
+    failed = [f"{r.test}:{r.error}" for r in outcome.results if r.error]
+    return (f"through probes.sweep: {len(outcome.results)} results, GPU time "
+            f"{cost.gpu_time_s * 1e3:.1f} ms, wall time {cost.wall_time_s:.2f} s (counters and "
+            f"inventory included), peak {cost.device_memory_bytes_max / MiB:.0f} MiB, "
+            f"{contended} contended, failed: {failed or 'none'}")
+
+
 def main() -> int:
     try:
         from probes.real import RealFabric
@@ -147,11 +161,17 @@ def main() -> int:
             fabric.measure(warm)  # compile the kernels, create the streams
         setup = time.perf_counter() - t0
         rows, gpu, wall = run(fabric, budgets)
+        resident = fabric.transfers().nccl_resident_bytes
+        sweep = whole_sweep(fabric)
     finally:
         fabric.close()
     ok = report(rows, budgets, measured)
     print(f"sweep: {len(rows)} tests, GPU time {gpu * 1e3:.1f} ms, wall time {wall:.2f} s "
           f"(setup before it: {setup:.2f} s; nvbandwidth's full run: about 60 s)")
+    print(sweep)
+    if resident is not None:
+        print(f"NCCL's kernels, loaded by the first all-reduce, stay resident: "
+              f"{resident / MiB:.0f} MiB per GPU (once per process, not per test)")
     return 0 if ok else 1
 
 

@@ -99,9 +99,10 @@ def test_direct_attached_links_name_their_peer(fake: FakePynvml, tmp_path) -> No
 
 
 def test_counters_in_one_field_call_per_gpu(nvml: Nvml, fake: FakePynvml) -> None:
+    nvml.link_counters(0)  # the first read also learns the link count
     fake.calls.clear()
     before = nvml.link_counters(0)
-    assert fake.calls.count("nvmlDeviceGetFieldValues") == 2  # link count + all links' counters
+    assert fake.calls.count("nvmlDeviceGetFieldValues") == 1  # every link's counters at once
     assert len(before) == 18
     c = before[0]
     assert (c.replay, c.recovery, c.crc_flit, c.crc_data, c.ecc_data) == (0, 0, 0, 12, 18)
@@ -181,3 +182,16 @@ def test_close_shuts_nvml_down_once(fake: FakePynvml, tmp_path) -> None:
     session.close()
     session.close()
     assert fake.calls.count("nvmlShutdown") == 1
+
+
+def test_api_only_error_counters_are_reused_briefly(nvml: Nvml, fake: FakePynvml,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    first = nvml.link_counters(0)[0]
+    assert first.crc_data == 12
+    fake.devices[0]["links"][0]["errors"]["NVML_NVLINK_ERROR_DL_CRC_DATA"] = 20
+    fake.add_traffic(0, 18 << 20)
+    again = nvml.link_counters(0)[0]
+    assert again.tx_bytes == first.tx_bytes + (1 << 20)  # traffic counters: always fresh
+    assert again.crc_data == 12  # within ERROR_COUNTER_TTL_S: the slow per-link calls are skipped
+    monkeypatch.setattr("probes.nvlink.ERROR_COUNTER_TTL_S", 0.0)
+    assert nvml.link_counters(0)[0].crc_data == 20
