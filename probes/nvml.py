@@ -311,15 +311,20 @@ class Nvml:
                               self._handle(gpu)))
 
     def activity(self, gpu: int) -> GpuActivity:
+        """Utilisation, memory in use and compute processes OTHER than this probe: once the
+        probe has run a test it holds a CUDA context on the GPU, which NVML lists as a compute
+        process, and a probe must not find its own GPUs busy. (In a container the probe needs
+        the host's PID namespace to recognise itself, as dcgm-exporter does.)"""
         h, where = self._handle(gpu), f"nvml.activity gpu={gpu}"
         util = self._maybe(where, "nvmlDeviceGetUtilizationRates", h)
         memory = self._maybe(where, "nvmlDeviceGetMemoryInfo", h)
-        procs = self._maybe(where, "nvmlDeviceGetComputeRunningProcesses", h)
+        procs = self._maybe(where, "nvmlDeviceGetComputeRunningProcesses", h) or []
+        own = self._sysfs.own_pids()
         return GpuActivity(
             gpu=gpu,
             utilization_pct=None if util is None else float(util.gpu),
             memory_used_bytes=None if memory is None else int(memory.used),
-            compute_processes=len(procs or []),
+            compute_processes=sum(getattr(p, "pid", None) not in own for p in procs),
         )
 
     # ------------------------------------------------------------------ pairs

@@ -195,3 +195,16 @@ def test_api_only_error_counters_are_reused_briefly(nvml: Nvml, fake: FakePynvml
     assert again.crc_data == 12  # within ERROR_COUNTER_TTL_S: the slow per-link calls are skipped
     monkeypatch.setattr("probes.nvlink.ERROR_COUNTER_TTL_S", 0.0)
     assert nvml.link_counters(0)[0].crc_data == 20
+
+
+def test_the_probe_does_not_count_itself_as_a_busy_process(fake: FakePynvml, tmp_path) -> None:
+    import os
+    from types import SimpleNamespace
+
+    fake.devices[0]["procs"] = [SimpleNamespace(pid=os.getpid()), SimpleNamespace(pid=4242)]
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/status").write_text("Name:\tpython\nNSpid:\t77\t1\n")
+    fake.devices[1]["procs"] = [SimpleNamespace(pid=77)]  # seen from an outer PID namespace
+    session = Nvml(module=fake, sysfs=Sysfs(tmp_path))
+    assert session.activity(0).compute_processes == 1
+    assert session.activity(1).compute_processes == 0
