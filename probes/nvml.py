@@ -217,12 +217,20 @@ class Nvml:
         return None if mask is None else cpulist(list(mask))
 
     def _numa_node(self, gpu: int) -> int | None:
-        """NVML's NUMA node, else the kernel's view of the PCI device (NVML says NotSupported
-        on x86)."""
-        node = self._maybe(f"nvml.numa gpu={gpu}", "nvmlDeviceGetNumaNodeId", self._handle(gpu))
+        """NVML's NUMA node (NotSupported on x86), else the kernel's view of the PCI device
+        (-1 in a VM), else NVML's memory affinity when it names exactly one node (what
+        `nvidia-smi topo -m` prints as NUMA Affinity)."""
+        h, where = self._handle(gpu), f"nvml.numa gpu={gpu}"
+        node = self._maybe(where, "nvmlDeviceGetNumaNodeId", h)
         if node is not None and int(node) >= 0:
             return int(node)
-        return self._sysfs.numa_node(self._bus_ids[gpu])
+        node = self._sysfs.numa_node(self._bus_ids[gpu])
+        if node is not None:
+            return node
+        mask = self._maybe(where, "nvmlDeviceGetMemoryAffinity", h, 1,
+                           getattr(self._m, "NVML_AFFINITY_SCOPE_NODE", 0))
+        nodes = [] if mask is None else [b for b in range(64) if int(mask[0]) >> b & 1]
+        return nodes[0] if len(nodes) == 1 else None
 
     def _pcie(self, gpu: int) -> PcieLink:
         h, where = self._handle(gpu), f"nvml.pcie gpu={gpu}"

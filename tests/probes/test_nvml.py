@@ -39,7 +39,7 @@ def test_gpus_from_the_dump(nvml: Nvml) -> None:
     assert g.pci_bus_id == "00000000:00:06.0"
     assert g.memory_total_bytes == 150754820096
     assert g.cpu_affinity == "0-31"
-    assert g.numa_node is None  # NVML: NotSupported, and this /sys shows nothing
+    assert g.numa_node == 0  # NumaNodeId NotSupported, /sys empty: the memory affinity's node
     assert g.nvlink_count == 18
     assert (g.pcie.gen_current, g.pcie.gen_max, g.pcie.width_current) == (5, 5, 16)
     assert g.pcie.replay_count == 0
