@@ -129,7 +129,6 @@ def placement(
     warnings = list(result.warnings)
     if health.stale:
         warnings.insert(0, f"host is stale: {health.judgement.reason}")
-    out = PlacementResponse.model_validate(
+    return PlacementResponse.model_validate(
         {**result.__dict__, "host": health.host.name, "measured_at": measured_at,
          "warnings": warnings})
-    return out
