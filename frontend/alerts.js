@@ -64,23 +64,30 @@ export function mount(root, route) {
   const toggles = STATES.map((s) => h("button", { type: "button", class: "toggle", "data-state": s,
     on: { click: () => updateParams({ state: s }) } }, s));
   const count = h("span", { class: "muted" });
+  const hostFilter = h("span");
   const table = sortableTable({ columns: COLUMNS, rowKey: (a) => String(a.id), label: "Alerts",
     sort: { key: "severity", dir: "asc" }, onActivate: (a) => { location.hash = alertTarget(a); } });
   replace(root, h("div", { class: "page-head" }, h("h1", {}, "Alerts")),
     h("section", { class: "panel table-wrap" }, h("div", { class: "toolbar" },
-      h("span", { class: "toggles", role: "group", "aria-label": "State" }, toggles), count), table.el));
+      h("span", { class: "toggles", role: "group", "aria-label": "State" }, toggles), hostFilter, count),
+    table.el));
 
   const state = () => (STATES.includes(params.state) ? params.state : "active");
 
   async function fetchAlerts() {
-    if (state() === "active") return (await api.alerts({})).alerts;
-    if (state() !== "all") return (await api.alerts({ state: state() })).alerts;
-    const [active, resolved] = await Promise.all([api.alerts({}), api.alerts({ state: "resolved" })]);
+    const host = params.host || null;
+    if (state() === "active") return (await api.alerts({ host })).alerts;
+    if (state() !== "all") return (await api.alerts({ state: state(), host })).alerts;
+    const [active, resolved] = await Promise.all([api.alerts({ host }),
+      api.alerts({ state: "resolved", host })]);
     return [...active.alerts, ...resolved.alerts];
   }
 
   async function load() {
     for (const t of toggles) t.setAttribute("aria-pressed", String(t.dataset.state === state()));
+    replace(hostFilter, params.host ? h("span", { class: "chip" }, "host ", h("b", {}, params.host), " ",
+      h("button", { type: "button", class: "link", "aria-label": "Show every host",
+        on: { click: () => updateParams({ host: "" }) } }, "✕")) : null);
     const alerts = await fetchAlerts();
     count.textContent = `${alerts.length} ${state() === "all" ? "" : state()} alert${alerts.length === 1 ? "" : "s"}`;
     table.setRows(alerts);

@@ -39,6 +39,7 @@ async function settle(promise, entry, hash = location.hash) {
     if (current !== entry) return; // the user moved on meanwhile
     main.dataset.ready = entry.name;
     main.dataset.drawn = hash;
+    main.dataset.updates = String(Number(main.dataset.updates || 0) + 1);
     delete main.dataset.error;
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.classList.remove("error");

@@ -5,7 +5,7 @@ import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { badge, VERDICTS, verdictOf } from "./palette.js";
-import { hostHref, updateParams } from "./router.js";
+import { href, hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
 
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
@@ -24,7 +24,7 @@ const COLUMNS = [
   { key: "ratio", label: "Worst pair", value: (r) => r.worst_pair?.ratio ?? null,
     title: "lowest measured/expected among the latest results", cell: worstPairCell },
   { key: "alerts", label: "Alerts", class: "num", value: (r) => r.alerts_firing,
-    cell: (r) => (r.alerts_firing ? h("a", { class: "tag firing", href: "#/alerts" },
+    cell: (r) => (r.alerts_firing ? h("a", { class: "tag firing", href: href("alerts", [], { host: r.host }) },
       `● ${r.alerts_firing}`) : "0") },
   { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(r.last_report_at),
     cell: (r) => h("span", { title: fmt.time(r.last_report_at), class: r.stale ? "stale-text" : null },

@@ -10,7 +10,7 @@ import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
 import { badge, verdictOf } from "./palette.js";
 import { draw, purge } from "./plot.js";
-import { updateParams } from "./router.js";
+import { href, updateParams } from "./router.js";
 import { hostAlertPeriods, pairProblems } from "./host_problems.js";
 import { seriesFigure } from "./series.js";
 import { topologyFigure } from "./topology.js";
@@ -87,6 +87,15 @@ export function mount(root, route) {
     updateParams({ pair: `${src}-${dst}`, test: testName }, { push: true });
   }
 
+  function alertChip() {
+    if (!data.alerts) return h("span", { class: "tag", title: "the alerts API did not answer" }, "alerts: ?");
+    const firing = data.alerts.filter((a) => a.state === "firing").length;
+    const pending = data.alerts.filter((a) => a.state === "pending").length;
+    if (!firing && !pending) return null;
+    return h("a", { class: `chip${firing ? " firing" : ""}`, href: href("alerts", [], { host: name }) },
+      `● ${firing} firing`, pending ? `, ${pending} pending` : "");
+  }
+
   function renderHead() {
     const d = data.detail, hl = data.health;
     const sweep = d.last_sweep;
@@ -94,6 +103,7 @@ export function mount(root, route) {
       h("h1", {}, h("span", { class: "host" }, d.host)),
       hl ? badge(hl.verdict, hl.reason) : null,
       d.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+      alertChip(),
       hl ? h("p", { class: "reason-line" }, hl.reason) : null,
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,

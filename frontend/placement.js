@@ -90,7 +90,9 @@ export function mount(root, route) {
   async function load() {
     const hosts = (await api.hosts()).hosts.map((x) => x.host).sort();
     if (!params.host && hosts.length) params = { ...params, host: hosts[0] };
-    replace(formSlot, form(params, hosts, (next) => updateParams(next, { push: true })));
+    if (!formSlot.contains(document.activeElement)) { // never rebuild under the user's hands
+      replace(formSlot, form(params, hosts, (next) => updateParams(next, { push: true })));
+    }
     if (!params.host) {
       replace(answer, h("p", { class: "muted" }, "No hosts have reported yet."));
       return;
@@ -104,7 +106,9 @@ export function mount(root, route) {
       replace(answer, h("p", { class: "error-box", role: "alert" }, error.detail));
     }
     const chosen = p ? new Set(p.gpus.map((g) => `gpu${g}`)) : new Set();
-    const fig = topologyFigure(topo, { highlight: chosen, height: 420 });
+    const order = p?.pattern === "ring" ? new Map(p.gpus.map((g, i) => [`gpu${g}`, i + 1])) : null;
+    const fig = topologyFigure(topo, { highlight: p ? chosen : null, order, height: 440 });
+    fig.layout.uirevision = `${params.host}`;
     await draw(graph, fig.data, fig.layout);
     if (!p) return;
     replace(answer,

@@ -115,7 +115,7 @@ function outward([x, y]) {
   return x > 0 ? "middle right" : "middle left";
 }
 
-function nodeTrace(nodes, pos, highlight) {
+function nodeTrace(nodes, pos, highlight, order) {
   const xs = [], ys = [], text = [], hover = [], colors = [], symbols = [], sizes = [], lines = [],
     opacity = [], ids = [], positions = [];
   for (const n of nodes) {
@@ -125,7 +125,8 @@ function nodeTrace(nodes, pos, highlight) {
     xs.push(pos[n.id][0]);
     ys.push(pos[n.id][1]);
     const short = n.kind === "gpu" ? `GPU${n.gpu}` : n.kind === "nvswitch" ? "NVSwitch" : n.id.toUpperCase();
-    text.push(esc(`${n.verdict === "healthy" ? "" : `${v.glyph} `}${short}`));
+    const step = order?.get(n.id);
+    text.push(esc(`${n.verdict === "healthy" ? "" : `${v.glyph} `}${short}${step ? ` #${step}` : ""}`));
     hover.push(`<b>${esc(n.label)}</b><br>${esc(v.glyph)} ${esc(n.verdict)}: ${esc(n.reason)}`);
     colors.push(v.color);
     symbols.push(NODE_SYMBOL[n.kind] || "circle");
@@ -146,9 +147,10 @@ function nodeTrace(nodes, pos, highlight) {
 
 /**
  * Figure for a topology. `highlight`: a Set of node ids (e.g. the placement's chosen GPUs);
- * the other GPUs and the edges not joining two chosen nodes are dimmed.
+ * the other GPUs and the edges not joining two chosen nodes are dimmed. `order`: a Map of
+ * node id -> position (a ring's order), shown as "#n" after the name.
  */
-export function topologyFigure(topo, { highlight = null, height = 400 } = {}) {
+export function topologyFigure(topo, { highlight = null, order = null, height = 400 } = {}) {
   const pos = layoutNodes(topo.nodes, topo.edges);
   const names = Object.fromEntries(topo.nodes.map((n) => [n.id, n.label]));
   const dimmed = highlight
@@ -156,7 +158,7 @@ export function topologyFigure(topo, { highlight = null, height = 400 } = {}) {
       || !(highlight.has(e.target) || topo.nodes.find((n) => n.id === e.target)?.kind !== "gpu")
     : null;
   const edges = edgeTraces(topo.edges, pos, dimmed, names);
-  const data = [...edges.traces, nodeTrace(topo.nodes, pos, highlight)];
+  const data = [...edges.traces, nodeTrace(topo.nodes, pos, highlight, order)];
   const axis = { visible: false, range: [-3.1, 3.1] };
   const layout = baseLayout({
     height, margin: { l: 8, r: 8, t: 8, b: 8 }, hovermode: "closest", dragmode: "pan",

@@ -62,12 +62,12 @@ def free_port() -> int:
 
 def seed_fleet(url: str) -> Fleet:
     fleet = Fleet(url=url)
-    reports = history("hgx8", FAULTY, seed=3, episodes=[
+    reports = history("hgx8", FAULTY, seed=3, every_s=900, episodes=[
         Episode(1800, (LinksDown(gpu=3, count=2), BandwidthFactor(src=1, dst=2, factor=0.5)))])
     for i, preset in enumerate(("h200x2", "mesh4", "pcie4")):
         name = f"{preset}-ok"
         fleet.healthy.append(name)
-        reports += history(preset, name, seed=10 + i, every_s=1200)
+        reports += history(preset, name, seed=10 + i, span_s=0)
     for i, name in enumerate(fleet.xss):
         reports += history("h200x2", name, seed=20 + i, span_s=0)
     post(url, TOKEN, reports)

@@ -6,7 +6,7 @@ from typing import Any
 
 TRACES = """id => document.getElementById(id).data.map(t => ({
   type: t.type, name: t.name, x: t.x, y: t.y, z: t.z, text: t.text, hovertext: t.hovertext,
-  line: t.line, marker: t.marker }))"""
+  line: t.line, marker: t.marker, customdata: t.customdata }))"""
 
 ANNOTATIONS = "id => (document.getElementById(id).layout.annotations || []).map(a => a.text)"
 
