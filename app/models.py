@@ -153,7 +153,7 @@ class Pair(Base):
 
 class ReportRow(Base):
     __tablename__ = "reports"
-    __table_args__ = (Index(None, "host_id", "finished_at"),)
+    __table_args__ = (Index(None, "host_id", "finished_at"), Index(None, "received_at"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     report_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
