@@ -105,7 +105,7 @@ class Outbox:
         if self.ready() and len(self.spool):
             self.replay()
         if not self.ready() or len(self.spool):
-            return Submitted(self._spool(report), None)  # keep oldest-first order
+            return Submitted(self.keep(report), None)  # keep oldest-first order
         answer = self._send(report)
         if answer.outcome is Outcome.DELIVERED:
             self.stats.delivered += 1
@@ -114,9 +114,10 @@ class Outbox:
             self.spool.set_aside_report(report, REJECTED_SUFFIX)
             self.stats.set_aside += 1
             return Submitted(Delivery.SET_ASIDE, answer)
-        return Submitted(self._spool(report), answer)
+        return Submitted(self.keep(report), answer)
 
-    def _spool(self, report: Report) -> Delivery:
+    def keep(self, report: Report) -> Delivery:
+        """Put a report in the spool without trying the server (backoff, shutdown)."""
         try:
             entry = self.spool.put(report)
         except OSError as exc:
