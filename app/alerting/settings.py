@@ -1,0 +1,95 @@
+"""Settings of alerting and `/metrics`, read from `PEERWATCH_*` like the server's own.
+
+Kept apart from `app/config.py` (the server's) so that this package's knobs live with it; the
+judgement thresholds the server already has (degraded ratios, sustain time, error rates) are
+read from there, never duplicated here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from probes.report import PAIR_TESTS, TestName
+
+
+def _csv(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class MetricsDetail(StrEnum):
+    """How fine `/metrics` is: each level keeps everything of the levels below it."""
+
+    PAIR = "pair"  # per pair x test and per NVLink port, plus the below (default)
+    GPU = "gpu"  # per GPU (NVLink counts, PCIe link) and per host
+    HOST = "host"  # per-host aggregates only: a few dozen series per host
+
+
+class AlertingSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PEERWATCH_", env_ignore_empty=True, extra="ignore"
+    )
+
+    # --- /metrics
+    metrics_detail: MetricsDetail = Field(
+        default=MetricsDetail.PAIR,
+        description="pair (every pair/test and link), gpu (per-GPU and per-host), "
+        "or host (per-host aggregates only) — the cardinality knob for large fleets.",
+    )
+    metrics_tests: Annotated[list[TestName], NoDecode, BeforeValidator(_csv)] = Field(
+        default_factory=lambda: list(PAIR_TESTS),
+        description="Tests exported per pair (comma-separated); default: all pair tests.",
+    )
+
+    # --- rules
+    probe_inventory_interval_s: float = Field(
+        default=30.0, gt=0, description="The probes' inventory interval (their default)."
+    )
+    probe_stale_intervals: float = Field(
+        default=3.0, gt=0, description="ProbeStale fires after this many silent intervals."
+    )
+    nvlink_errors_window_s: float = Field(
+        default=600.0, gt=0, description="NVLink error counters are compared over this window."
+    )
+    pcie_check_generation: bool = Field(
+        default=True,
+        description="PCIeLinkDowntrained also fires on a generation below max (off for GPUs "
+        "that lower their PCIe generation when idle to save power).",
+    )
+    alert_for_s: dict[str, float] = Field(
+        default_factory=dict,
+        description='Per-rule `for` durations overriding the defaults, JSON: {"NVLinkDown": 120}.',
+    )
+    alert_eval_interval_s: float = Field(
+        default=30.0, gt=0, description="How often the server evaluates every rule."
+    )
+    alert_resolved_keep_days: float = Field(
+        default=30.0, gt=0, description="Resolved alerts and their history are kept this long."
+    )
+    external_url: str = Field(
+        default="",
+        description="The server's URL as users reach it; prefixes dashboard links in alerts.",
+    )
+
+    # --- Alertmanager
+    alertmanager_url: str | None = Field(
+        default=None, description="Post firing and resolved alerts to this Alertmanager."
+    )
+    alertmanager_resend_s: float = Field(
+        default=60.0, gt=0, description="Firing alerts are re-sent this often."
+    )
+    alertmanager_timeout_s: float = Field(default=5.0, gt=0)
+
+    @field_validator("alertmanager_url", "external_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else value
+
+    @property
+    def probe_stale_after_s(self) -> float:
+        return self.probe_inventory_interval_s * self.probe_stale_intervals

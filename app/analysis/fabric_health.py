@@ -1,0 +1,162 @@
+"""Verdicts for links, GPUs and the host, built on the pair verdicts of `health.py`.
+
+- link: down when NVML says so; degraded when its replay/recovery counters grow faster
+  than tolerated (DCGM treats any increase as a failure) or its CRC/ECC counters grow
+  faster than `crc_rate_per_s`. Judged by rate of growth, never by lifetime size.
+- GPU: down when it vanished from the inventory, when every NVLink it has is down, or when
+  every measured pair it is part of is down; degraded when some links are down (its
+  NVSwitch width is reduced), a link is degraded, its PCIe link trained narrower than its
+  maximum, its NVSwitch fabric registration is not complete, or at least half its measured
+  pairs are degraded or down.
+- host: unknown when stale or never measured; down when every GPU is down; degraded when
+  anything on it is not healthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from app.analysis.health import Judgement, PairJudgement, Thresholds
+from app.analysis.text import fmt_rate
+from app.schemas import SEVERITY, Verdict
+from probes.report import GpuInfo, LinkState, NvLinkPort
+
+ERROR_COUNTERS = ("replay", "recovery")
+CRC_COUNTERS = ("crc_flit", "crc_data", "ecc_data")
+
+
+@dataclass(frozen=True)
+class LinkJudgement(Judgement):
+    gpu: int
+    link: int
+
+
+@dataclass(frozen=True)
+class GpuJudgement(Judgement):
+    gpu: int
+
+
+@dataclass(frozen=True)
+class HostJudgement(Judgement):
+    gpus: tuple[GpuJudgement, ...] = ()
+    links: tuple[LinkJudgement, ...] = ()
+    pairs: tuple[PairJudgement, ...] = ()
+
+    @property
+    def healthy_gpus(self) -> list[int]:
+        return [g.gpu for g in self.gpus if g.verdict is Verdict.HEALTHY]
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """What a GPU verdict needs beyond pairs and links."""
+
+    info: GpuInfo | None  # None: missing from the newest inventory
+    ports: Sequence[NvLinkPort] = field(default_factory=tuple)
+    pcie_replay_per_s: float | None = None
+
+
+def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
+               th: Thresholds) -> LinkJudgement:
+    """One NVLink port from its NVML state and its counters' growth per second."""
+    name = f"GPU{port.gpu} link {port.link}"
+    if port.state is LinkState.DOWN:
+        return LinkJudgement(Verdict.DOWN, f"{name} is down (NVML link state)", port.gpu,
+                             port.link)
+    problems = [f"{c} errors growing {fmt_rate(r)}" for c in ERROR_COUNTERS
+                if (r := rates.get(c)) is not None and r > th.error_rate_per_s]
+    problems += [f"{c} errors growing {fmt_rate(r)} (over {fmt_rate(th.crc_rate_per_s)})"
+                 for c in CRC_COUNTERS
+                 if (r := rates.get(c)) is not None and r > th.crc_rate_per_s]
+    if problems:
+        return LinkJudgement(Verdict.DEGRADED, f"{name}: {'; '.join(problems)}", port.gpu,
+                             port.link)
+    speed = f", {port.speed_bps / 1e9:.1f} GB/s" if port.speed_bps else ""
+    version = f" NVLink {port.version}" if port.version else ""
+    return LinkJudgement(Verdict.HEALTHY, f"{name} up{version}{speed}, no error growth",
+                         port.gpu, port.link)
+
+
+def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
+                  pairs: Sequence[PairJudgement]) -> tuple[list[str], list[str]]:
+    """(reasons it is down, reasons it is degraded)."""
+    down: list[str] = []
+    degraded: list[str] = []
+    info = facts.info
+    assert info is not None
+    up = sum(1 for p in facts.ports if p.state is LinkState.UP)
+    if facts.ports and up == 0:
+        down.append(f"all {len(facts.ports)} NVLinks down")
+    elif up < len(facts.ports):
+        degraded.append(f"{up}/{len(facts.ports)} NVLinks up")
+    sick = [j for j in links if j.verdict is Verdict.DEGRADED]
+    if sick:
+        degraded.append(sick[0].reason + (f" (+{len(sick) - 1} more links)" if sick[1:] else ""))
+    pcie = info.pcie
+    if pcie.width_current and pcie.width_max and pcie.width_current < pcie.width_max:
+        degraded.append(f"PCIe trained x{pcie.width_current} of x{pcie.width_max}")
+    fabric = info.switch_fabric
+    if fabric is not None and fabric.state and fabric.state != "completed":
+        degraded.append(f"NVSwitch fabric registration {fabric.state}")
+    if facts.pcie_replay_per_s:
+        degraded.append(f"PCIe replays growing {fmt_rate(facts.pcie_replay_per_s)}")
+    judged = [p for p in pairs if p.verdict is not Verdict.UNKNOWN]
+    bad = [p for p in judged if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
+    if judged and all(p.verdict is Verdict.DOWN for p in judged):
+        down.append(f"all {len(judged)} measured pairs down ({judged[0].reason})")
+    elif judged and 2 * len(bad) >= len(judged):
+        worst_pair = max(bad, key=lambda p: SEVERITY[p.verdict])
+        degraded.append(f"{len(bad)} of {len(judged)} pairs degraded or down "
+                        f"(worst {worst_pair.reason})")
+    return down, degraded
+
+
+def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
+              pairs: Sequence[PairJudgement]) -> GpuJudgement:
+    """`links`: this GPU's link verdicts; `pairs`: pairs with this GPU as src or dst."""
+    if facts.info is None:
+        return GpuJudgement(Verdict.DOWN, f"GPU{gpu} is missing from the newest inventory",
+                            gpu)
+    down, degraded = _gpu_problems(gpu, facts, links, pairs)
+    if down:
+        return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu)
+    if degraded:
+        return GpuJudgement(Verdict.DEGRADED, f"GPU{gpu}: " + "; ".join(degraded), gpu)
+    bad = [p for p in pairs if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
+    up = sum(1 for p in facts.ports if p.state is LinkState.UP)
+    links_text = f"{up}/{len(facts.ports)} NVLinks up" if facts.ports else "no NVLinks"
+    judged = sum(1 for p in pairs if p.verdict is not Verdict.UNKNOWN)
+    text = f"GPU{gpu}: {links_text}, {judged - len(bad)} of {judged} measured pairs healthy"
+    if bad:
+        text += f" (not: {', '.join(f'GPU{p.src}->GPU{p.dst}' for p in bad[:4])})"
+    return GpuJudgement(Verdict.HEALTHY, text, gpu)
+
+
+def judge_host(host: str, gpus: Sequence[GpuJudgement], links: Sequence[LinkJudgement],
+               pairs: Sequence[PairJudgement], stale_for: str | None) -> HostJudgement:
+    """`stale_for`: how long since the last report, when the host is stale, else None."""
+
+    def verdict(v: Verdict, reason: str) -> HostJudgement:
+        return HostJudgement(v, reason, tuple(gpus), tuple(links), tuple(pairs))
+
+    if stale_for is not None:
+        return verdict(Verdict.UNKNOWN, f"{host}: no report for {stale_for}")
+    if not gpus:
+        return verdict(Verdict.UNKNOWN, f"{host}: no GPUs reported")
+    if all(g.verdict is Verdict.DOWN for g in gpus):
+        return verdict(Verdict.DOWN, f"{host}: all {len(gpus)} GPUs down ({gpus[0].reason})")
+    bad_gpus = [g for g in gpus if g.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
+    bad_pairs = [p for p in pairs if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
+    bad_links = [j for j in links if j.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
+    if bad_gpus or bad_pairs or bad_links:
+        first = (bad_gpus or bad_pairs or bad_links)[0]
+        counts = [f"{len(bad_gpus)} of {len(gpus)} GPUs", f"{len(bad_pairs)} of "
+                  f"{len(pairs)} pairs", f"{len(bad_links)} of {len(links)} links"]
+        return verdict(Verdict.DEGRADED,
+                       f"{host}: {', '.join(counts)} not healthy; {first.reason}")
+    judged_pairs = [p for p in pairs if p.verdict is not Verdict.UNKNOWN]
+    if pairs and not judged_pairs:
+        return verdict(Verdict.UNKNOWN, f"{host}: no pair measured yet")
+    return verdict(Verdict.HEALTHY, f"{host}: {len(gpus)} GPUs, {len(judged_pairs)} pairs "
+                                    f"and {len(links)} links healthy")

@@ -1,0 +1,220 @@
+"""Verdicts for pairs: is this (pair, test) as fast as it should be, and has it been slow
+long enough to call it degraded?
+
+Pure functions over plain values (samples, the expectation, the baseline, thresholds), so the
+API, the alert rules and the placement all judge the same way and tests need no database.
+
+The rule, per (pair, test):
+- only successful, uncontended samples are judged. Contended samples are kept and shown but
+  never make a pair degraded: someone else's job was on the link;
+- a sample is *low* when measured/expected < `ratio_expected` or measured/baseline <
+  `ratio_baseline` (latency: the inverse ratios, so lower is always worse);
+- the pair is **degraded** when the newest judged samples are all low and that run of low
+  samples spans at least `sustain_s`; a shorter run is still healthy, with the reason saying
+  it is being watched;
+- the newest attempt failing is **down** when the one before it failed too (or there is
+  none), **degraded** after an isolated failure;
+- no judged sample at all is **unknown**.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from app.analysis.expected import Expectation, ratio
+from app.analysis.text import fmt_duration, fmt_value, fmt_window
+from app.config import Settings
+from app.schemas import SEVERITY, Verdict
+from probes.report import P2PCap, P2PStatus, PairInfo, TestName, unit_of
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    ratio_expected: float = 0.7
+    ratio_baseline: float = 0.8
+    sustain_s: float = 600.0
+    error_rate_per_s: float = 0.0  # NVLink replay/recovery growth tolerated
+    crc_rate_per_s: float = 1.0  # NVLink CRC/ECC growth tolerated
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> Thresholds:
+        return cls(s.degraded_ratio_expected, s.degraded_ratio_baseline, s.degraded_sustain_s,
+                   s.error_rate_degraded_per_s, s.crc_rate_degraded_per_s)
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: datetime
+    value: float | None
+    contended: bool = False
+    error: str | None = None
+    foreign_bytes: int = 0
+
+    @property
+    def judged(self) -> bool:
+        return self.error is None and self.value is not None and not self.contended
+
+
+@dataclass(frozen=True)
+class BaselineRef:
+    value: float
+    window_s: float
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: Verdict
+    reason: str
+
+
+@dataclass(frozen=True)
+class TestJudgement(Judgement):
+    __test__ = False  # not a pytest class
+
+    src: int
+    dst: int
+    test: TestName
+    latest: Sample | None = None  # newest sample of any kind
+    value: float | None = None  # newest judged value
+    ratio_expected: float | None = None
+    ratio_baseline: float | None = None
+    low_since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PairJudgement(Judgement):
+    src: int
+    dst: int
+    tests: tuple[TestJudgement, ...]
+
+
+def worst(verdicts: Iterable[Verdict]) -> Verdict:
+    return max(verdicts, key=SEVERITY.__getitem__, default=Verdict.UNKNOWN)
+
+
+def pair_label(src: int, dst: int, test: TestName) -> str:
+    return f"GPU{src}->GPU{dst} {test.value}"
+
+
+def _ratios(test: TestName, value: float, expect: Expectation | None,
+            baseline: BaselineRef | None) -> tuple[float | None, float | None]:
+    r_e = ratio(test, value, expect.value) if expect else None
+    r_b = ratio(test, value, baseline.value) if baseline else None
+    return r_e, r_b
+
+
+def is_low(test: TestName, value: float, expect: Expectation | None,
+           baseline: BaselineRef | None, th: Thresholds) -> bool:
+    r_e, r_b = _ratios(test, value, expect, baseline)
+    return (r_e is not None and r_e < th.ratio_expected) or (
+        r_b is not None and r_b < th.ratio_baseline)
+
+
+def describe(src: int, dst: int, test: TestName, value: float, expect: Expectation | None,
+             baseline: BaselineRef | None) -> str:
+    """ "GPU3->GPU5 ce_write 212 GB/s is 0.54 of expected 397 GB/s (NV18 ...) and 0.55 of
+    its 7-day baseline" — the sentence every pair verdict starts with."""
+    unit = unit_of(test)
+    r_e, r_b = _ratios(test, value, expect, baseline)
+    parts = []
+    if expect is not None and r_e is not None:
+        parts.append(f"{r_e:.2f} of expected {fmt_value(expect.value, unit)} ({expect.basis})")
+    if baseline is not None and r_b is not None:
+        parts.append(f"{r_b:.2f} of its {fmt_window(baseline.window_s)} baseline")
+    head = f"{pair_label(src, dst, test)} {fmt_value(value, unit)}"
+    return f"{head} is {' and '.join(parts)}" if parts else f"{head} (no expectation yet)"
+
+
+def _failure(src: int, dst: int, test: TestName, samples: Sequence[Sample]) -> Judgement:
+    latest = samples[-1]
+    earlier = [s for s in samples[:-1] if s.error is not None or s.value is not None]
+    repeated = not earlier or earlier[-1].error is not None
+    verdict = Verdict.DOWN if repeated else Verdict.DEGRADED
+    how = "failed again" if repeated and earlier else "failed" if repeated else "failed once"
+    return Judgement(verdict, f"{pair_label(src, dst, test)} {how}: {latest.error}")
+
+
+def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
+               expect: Expectation | None, baseline: BaselineRef | None,
+               th: Thresholds) -> TestJudgement:
+    """Judge one (pair, test) from its recent samples (oldest first)."""
+    label = pair_label(src, dst, test)
+    out = TestJudgement(Verdict.UNKNOWN, f"{label} not measured yet", src, dst, test,
+                        latest=samples[-1] if samples else None)
+    if not samples:
+        return out
+    if samples[-1].error is not None:
+        j = _failure(src, dst, test, samples)
+        return replace(out, verdict=j.verdict, reason=j.reason)
+    judged = [s for s in samples if s.judged]
+    if not judged:
+        n = sum(1 for s in samples if s.contended)
+        return replace(out, reason=f"{label}: only contended samples recently ({n}); "
+                                   "other traffic was on the link")
+    newest = judged[-1]
+    assert newest.value is not None
+    r_e, r_b = _ratios(test, newest.value, expect, baseline)
+    out = replace(out, verdict=Verdict.HEALTHY, value=newest.value, ratio_expected=r_e,
+                  ratio_baseline=r_b)
+    text = describe(src, dst, test, newest.value, expect, baseline)
+    if samples[-1].contended:
+        text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
+                 "of other traffic, not judged)")
+    run = _low_run(test, judged, expect, baseline, th)
+    if not run:
+        return replace(out, reason=text)
+    lasted = (newest.at - run[0].at).total_seconds()
+    out = replace(out, low_since=run[0].at)
+    if lasted >= th.sustain_s:
+        return replace(out, verdict=Verdict.DEGRADED,
+                       reason=f"{text}, for {fmt_duration(lasted)}")
+    return replace(out, reason=f"{text}; low for {fmt_duration(lasted)}, degraded after "
+                               f"{fmt_duration(th.sustain_s)}")
+
+
+def _low_run(test: TestName, judged: Sequence[Sample], expect: Expectation | None,
+             baseline: BaselineRef | None, th: Thresholds) -> list[Sample]:
+    """The newest consecutive judged samples that are all low (oldest first)."""
+    run: list[Sample] = []
+    for s in reversed(judged):
+        assert s.value is not None
+        if not is_low(test, s.value, expect, baseline, th):
+            break
+        run.append(s)
+    return run[::-1]
+
+
+def p2p_problem(pair: PairInfo | None) -> str | None:
+    """Why a pair that has NVLink cannot use peer-to-peer, or None when it can."""
+    if pair is None or not pair.nvlink_width:
+        return None
+    if pair.can_access_peer is False:
+        return (f"GPU{pair.src}->GPU{pair.dst} has {pair.topology} but P2P is unavailable "
+                "(cudaDeviceCanAccessPeer false): copies are staged through host memory")
+    bad = {cap.value: st.value for cap, st in pair.p2p.items()
+           if cap in (P2PCap.READ, P2PCap.WRITE) and st is not P2PStatus.OK}
+    if bad:
+        what = ", ".join(f"{k} {v}" for k, v in sorted(bad.items()))
+        return f"GPU{pair.src}->GPU{pair.dst} has {pair.topology} but P2P {what}"
+    return None
+
+
+def judge_pair(src: int, dst: int, tests: Sequence[TestJudgement],
+               pair: PairInfo | None) -> PairJudgement:
+    """The pair's verdict: its worst judged test, or P2P lost on an NVLink pair."""
+    ordered = tuple(sorted(tests, key=lambda t: t.test.value))
+    judged = [t for t in ordered if t.verdict is not Verdict.UNKNOWN]
+    problem = p2p_problem(pair)
+    if problem is not None:
+        verdict = worst([Verdict.DEGRADED, *(t.verdict for t in judged)])
+        return PairJudgement(verdict, problem, src, dst, ordered)
+    if not judged:
+        reason = ordered[0].reason if ordered else f"GPU{src}->GPU{dst} not measured yet"
+        return PairJudgement(Verdict.UNKNOWN, reason, src, dst, ordered)
+    bad = max(judged, key=lambda t: (SEVERITY[t.verdict], -(t.ratio_expected or 1.0)))
+    if bad.verdict is Verdict.HEALTHY:
+        reason = f"GPU{src}->GPU{dst}: {len(judged)} test(s) healthy; {bad.reason}"
+        return PairJudgement(Verdict.HEALTHY, reason, src, dst, ordered)
+    return PairJudgement(bad.verdict, bad.reason, src, dst, ordered)

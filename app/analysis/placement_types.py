@@ -1,0 +1,113 @@
+"""The values placement takes and gives: see `app/analysis/placement.py` for the models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from app.analysis.expected import NVLINK_EFFICIENCY, PCIE_EFFICIENCY
+from probes.report import TestName
+
+Pair = tuple[int, int]
+
+
+class Pattern(StrEnum):
+    RING = "ring"
+    ALL_TO_ALL = "all_to_all"
+
+
+class LinkKind(StrEnum):
+    NVLINK = "nvlink"  # NVLinks wired straight between the two GPUs
+    NVSWITCH = "nvswitch"  # through the NVSwitch fabric: all peers share the GPU's links
+    PCIE = "pcie"  # no NVLink: PCIe, possibly across sockets
+
+
+def ring_ratio(kind: LinkKind | None) -> float:
+    """All-reduce bus bandwidth over CE copy rate on a link of this kind (unknown: PCIe's)."""
+    table = NVLINK_EFFICIENCY if kind in (LinkKind.NVLINK, LinkKind.NVSWITCH) else PCIE_EFFICIENCY
+    return table[TestName.ALLREDUCE] / table[TestName.CE_WRITE]
+
+
+MODELS = {
+    Pattern.RING: "ring all-reduce bus bandwidth = slowest link of the best ring order (slower "
+    "direction) x all-reduce/CE efficiency (NVLink 0.69/0.83, PCIe 0.60/0.80)",
+    Pattern.ALL_TO_ALL: "per-GPU all-to-all bandwidth = min((k-1) x slowest pair, each GPU's "
+    "egress and ingress; direct NVLinks add up, NVSwitch and PCIe ports are shared)",
+}
+
+
+class PlacementError(ValueError):
+    """The question cannot be answered as asked (bad k or pattern, too few healthy GPUs)."""
+
+
+class NotEnoughHealthyGpus(PlacementError):
+    """Fewer healthy GPUs than asked for; carries the numbers for the API's error body."""
+
+    def __init__(self, requested: int, healthy: Sequence[int], total: int) -> None:
+        self.requested, self.healthy, self.total = requested, list(healthy), total
+        names = ", ".join(f"GPU{g}" for g in self.healthy) or "none"
+        super().__init__(
+            f"asked for {requested} GPUs but only {len(self.healthy)} of {total} are healthy "
+            f"({names})"
+        )
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """One GPU as placement sees it. `locality`: NUMA node or CPU affinity (same = one socket)."""
+
+    index: int
+    healthy: bool
+    reason: str = ""  # why it is not healthy (from the health verdict)
+    locality: str | None = None
+    uuid: str | None = None
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    verdict: str  # healthy | degraded | down | unknown
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FabricView:
+    """What placement knows about one host. Pair maps are keyed (src, dst), values bytes/s."""
+
+    gpus: Sequence[GpuState]
+    measured: Mapping[Pair, float]
+    expected: Mapping[Pair, float] = field(default_factory=dict)
+    kinds: Mapping[Pair, LinkKind] = field(default_factory=dict)
+    pair_verdicts: Mapping[Pair, PairVerdict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    gpus: tuple[int, ...]  # ring order for ring, index order for all_to_all
+    predicted_bps: float | None  # None for a single GPU: nothing to communicate
+    weakest_pair: Pair | None
+    estimated_pairs: tuple[Pair, ...] = ()
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    gpu: int
+    healthy: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    pattern: Pattern
+    k: int
+    gpus: tuple[int, ...]
+    predicted_bps: float | None
+    cuda_visible_devices: str
+    cuda_visible_devices_uuid: str | None  # GPU UUIDs: immune to CUDA's device ordering
+    weakest_pair: Pair | None
+    estimated_pairs: tuple[Pair, ...]
+    model: str
+    exact: bool  # every candidate set and ring order was tried
+    runner_ups: tuple[CandidateSet, ...]
+    excluded: tuple[Exclusion, ...]
+    warnings: tuple[str, ...] = ()

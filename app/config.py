@@ -1,0 +1,116 @@
+"""Server configuration: one pydantic-settings class, every field read from `PEERWATCH_<NAME>`.
+
+Defaults make `peerwatch serve` work with nothing installed but Python (SQLite under
+`./data`). A fleet points `PEERWATCH_DATABASE_URL` at PostgreSQL
+(`postgresql+psycopg://user@host/db`) and runs as many replicas as it likes: nothing here is
+state that replicas would have to share.
+
+Durations are plain seconds (`*_s`) or days (`*_days`) so an env var is just a number.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DAY_S = 86_400.0
+
+
+def parse_csv(value: Any) -> Any:
+    """Accept `a,b,c` from an env var as well as a real list (from code or JSON)."""
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PEERWATCH_", env_ignore_empty=True, extra="ignore"
+    )
+
+    # --- storage
+    data_dir: Path = Field(
+        default=Path("data"), description="Where the default SQLite file lives."
+    )
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL; empty means sqlite:///<data_dir>/peerwatch.db. "
+        "PostgreSQL: postgresql+psycopg://user:password@host:5432/db",
+    )
+    sqlite_busy_timeout_ms: int = Field(default=5_000, ge=0)
+    db_pool_size: int = Field(default=5, ge=1, description="PostgreSQL connection pool size.")
+
+    # --- auth and ingest limits
+    probe_tokens: Annotated[list[str], NoDecode, BeforeValidator(parse_csv)] = Field(
+        default_factory=list,
+        description="Bearer tokens probes may post reports with (comma-separated).",
+    )
+    admin_token: str | None = Field(
+        default=None, description="Bearer token for admin actions (silences); unset disables them."
+    )
+    max_body_bytes: int = Field(
+        default=16 << 20, ge=1024, description="Largest report body accepted; bigger gets 413."
+    )
+
+    # --- retention
+    retention_raw_days: float = Field(
+        default=14.0, gt=0, description="Raw samples kept this long."
+    )
+    retention_rollup_days: float = Field(default=365.0, gt=0, description="Hourly rollups kept.")
+    maintenance_interval_s: float = Field(
+        default=3_600.0, gt=0, description="How often `serve` runs the rollup/prune job."
+    )
+    series_raw_max_s: float = Field(
+        default=2 * DAY_S, gt=0, description="Longer series are read from hourly rollups."
+    )
+
+    # --- judgement
+    stale_after_s: float = Field(
+        default=1_800.0, gt=0, description="A host with no report for this long is stale."
+    )
+    degraded_ratio_expected: float = Field(
+        default=0.7, gt=0, le=1, description="measured/expected below this is low."
+    )
+    degraded_ratio_baseline: float = Field(
+        default=0.8, gt=0, le=1, description="measured/baseline below this is low."
+    )
+    degraded_sustain_s: float = Field(
+        default=600.0, ge=0, description="A pair is degraded once it has been low this long."
+    )
+    baseline_window_days: float = Field(default=7.0, gt=0, description="History a baseline uses.")
+    baseline_min_samples: int = Field(
+        default=5, ge=1, description="Fewer samples give no baseline."
+    )
+    baseline_max_samples: int = Field(
+        default=200, ge=1, description="Most recent samples per (pair, test) a baseline uses."
+    )
+    baseline_refresh_s: float = Field(
+        default=900.0, ge=0, description="A baseline younger than this is not recomputed at ingest."
+    )
+    error_rate_degraded_per_s: float = Field(
+        default=0.0, ge=0, description="NVLink replay/recovery growth above this is degraded."
+    )
+    crc_rate_degraded_per_s: float = Field(
+        default=1.0, ge=0, description="NVLink CRC/ECC error growth above this is degraded."
+    )
+
+    @model_validator(mode="after")
+    def _default_database_url(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{(self.data_dir / 'peerwatch.db').resolve()}"
+        return self
+
+    @property
+    def retention_raw_s(self) -> float:
+        return self.retention_raw_days * DAY_S
+
+    @property
+    def retention_rollup_s(self) -> float:
+        return self.retention_rollup_days * DAY_S
+
+    @property
+    def baseline_window_s(self) -> float:
+        return self.baseline_window_days * DAY_S

@@ -1,0 +1,111 @@
+"""Engines, sessions and migrations.
+
+SQLite (the default) is a file in WAL mode with a busy timeout and foreign keys on, set on
+every connection by a connect event, so readers never block the ingest writer and a second
+process waits instead of failing. PostgreSQL goes through psycopg 3
+(`postgresql+psycopg://`); a plain `postgresql://` URL is upgraded to it.
+
+The schema exists only through Alembic: `upgrade_to_head(engine)` runs the migrations in
+`migrations/` programmatically (what `peerwatch migrate` and `serve` call).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS_DIR = REPO_ROOT / "migrations"
+ALEMBIC_INI = REPO_ROOT / "alembic.ini"
+
+
+def normalize_url(url: str | URL) -> URL:
+    """`postgresql://` and `postgres://` mean psycopg 3 here (the only driver we install)."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def make_engine(settings: Settings) -> Engine:
+    url = normalize_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, settings.sqlite_busy_timeout_ms)
+    return create_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
+    if url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    return engine
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+# Any constant works; it only has to be the same in every replica.
+MIGRATION_LOCK_ID = 0x7065_6572  # "peer"
+
+
+def alembic_config(connection: Connection | None = None) -> Any:
+    """An Alembic Config for this repository; with `connection`, migrations run on it."""
+    from alembic.config import Config
+
+    cfg = Config(str(ALEMBIC_INI))
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["skip_logging"] = True  # keep the caller's logging as it is
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def upgrade_to_head(engine: Engine) -> None:
+    """Bring the database behind `engine` to the newest migration (a no-op when it is).
+
+    On PostgreSQL an advisory lock serialises replicas that start together on an empty
+    database: the first migrates, the others wait and then find nothing to do.
+    """
+    from alembic import command
+
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_ID})
+            conn.commit()
+        try:
+            command.upgrade(alembic_config(conn), "head")
+            conn.commit()
+        finally:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_ID})
+                conn.commit()
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()

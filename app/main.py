@@ -1,0 +1,61 @@
+"""The FastAPI application factory.
+
+`create_app(settings)` builds one app with its own engine and session factory (kept on
+`app.state`, never in module globals) and includes every router found in `app/routes/`: a
+module there that defines `router` is served, so adding a resource never means editing this
+file. Nothing in the app keeps state other replicas would need: all of it is in the database.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+
+from app import routes
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+from app.openapi import install_openapi
+
+API_PREFIX = "/api/v1"
+
+DESCRIPTION = """
+peerwatch watches the peer-to-peer fabric of GPU hosts (NVLink, NVSwitch, PCIe).
+Probes post one report per pass to `POST /api/v1/reports`; everything else reads what they
+measured, judged against the bandwidth the topology should give and each pair's own baseline.
+Bandwidth is in bytes per second, latency and durations in seconds, times in UTC.
+"""
+
+
+def discover_routers() -> list[APIRouter]:
+    """Every `router` defined by a module in `app/routes/`, in module-name order."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(routes.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{routes.__name__}.{info.name}")
+        router = getattr(module, "router", None)
+        if isinstance(router, APIRouter):
+            found.append(router)
+    return found
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    engine = make_engine(settings)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(title="peerwatch", version="0.1.0", description=DESCRIPTION,
+                  lifespan=lifespan)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    for router in discover_routers():
+        app.include_router(router)
+    install_openapi(app)
+    return app

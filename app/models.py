@@ -1,0 +1,342 @@
+"""Tables (SQLAlchemy 2 typed ORM). The schema itself is created only by `migrations/`.
+
+Inventory tables (hosts, gpus, nvlinks, pairs) hold the latest known shape of each host and
+are upserted by every report. History tables (reports, measurements, counter/gpu samples)
+are append-only and pruned by age; `measurement_rollups` keeps hourly aggregates for a year.
+`reports.report_id` is unique: that constraint, not any in-process state, is what makes
+ingest idempotent across server replicas.
+
+Times are stored in UTC (`UtcDateTime`: timestamptz on PostgreSQL, naive-UTC text on SQLite)
+and always come back timezone-aware.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Row ids of the big tables: 64-bit on PostgreSQL, SQLite's rowid alias (also 64-bit) there.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes in and out, whatever the backend stores."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: peerwatch stores aware UTC times")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UtcDateTime, dict[str, Any]: JSON, list[Any]: JSON}
+
+
+# --------------------------------------------------------------------------- inventory
+
+
+class Host(Base):
+    __tablename__ = "hosts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(253), unique=True)
+    fabric: Mapped[str] = mapped_column(String(64))
+    driver_version: Mapped[str | None] = mapped_column(String(64))
+    cuda_version: Mapped[str | None] = mapped_column(String(64))
+    probe_version: Mapped[str | None] = mapped_column(String(64))
+    first_seen: Mapped[datetime]
+    last_report_at: Mapped[datetime | None]
+    last_sweep_at: Mapped[datetime | None]
+
+
+class Gpu(Base):
+    __tablename__ = "gpus"
+    __table_args__ = (UniqueConstraint("host_id", "index"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    index: Mapped[int]
+    uuid: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(String(128))
+    pci_bus_id: Mapped[str] = mapped_column(String(32))
+    memory_total_bytes: Mapped[int] = mapped_column(BigInteger)
+    cpu_affinity: Mapped[str | None] = mapped_column(String(256))
+    numa_node: Mapped[int | None]
+    nvlink_count: Mapped[int]
+    pcie: Mapped[dict[str, Any]]
+    rdma: Mapped[dict[str, Any]]
+    switch_fabric: Mapped[dict[str, Any] | None]
+    present: Mapped[bool] = mapped_column(Boolean, doc="In the host's latest inventory.")
+    last_seen_at: Mapped[datetime]
+
+
+class NvLink(Base):
+    __tablename__ = "nvlinks"
+    __table_args__ = (UniqueConstraint("host_id", "gpu", "link"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    gpu: Mapped[int]
+    link: Mapped[int]
+    state: Mapped[str] = mapped_column(String(16))
+    version: Mapped[str | None] = mapped_column(String(16))
+    speed_bps: Mapped[float | None] = mapped_column(Float)
+    remote_type: Mapped[str] = mapped_column(String(16))
+    remote_pci_bus_id: Mapped[str | None] = mapped_column(String(32))
+    remote_gpu: Mapped[int | None]
+    capabilities: Mapped[dict[str, Any]]
+    present: Mapped[bool] = mapped_column(Boolean)
+    updated_at: Mapped[datetime]
+
+
+class Pair(Base):
+    __tablename__ = "pairs"
+    __table_args__ = (UniqueConstraint("host_id", "src", "dst"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    src: Mapped[int]
+    dst: Mapped[int]
+    topology: Mapped[str] = mapped_column(String(8))
+    pcie_path: Mapped[str] = mapped_column(String(8))
+    nvlink_width: Mapped[int]
+    via_nvswitch: Mapped[bool] = mapped_column(Boolean)
+    p2p: Mapped[dict[str, Any]]
+    can_access_peer: Mapped[bool | None] = mapped_column(Boolean)
+    present: Mapped[bool] = mapped_column(Boolean)
+    updated_at: Mapped[datetime]
+
+
+# --------------------------------------------------------------------------- history
+
+
+class ReportRow(Base):
+    __tablename__ = "reports"
+    __table_args__ = (Index(None, "host_id", "finished_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    report_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    schema_version: Mapped[int]
+    kind: Mapped[str] = mapped_column(String(16))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    received_at: Mapped[datetime]
+    gpu_time_s: Mapped[float] = mapped_column(Float)
+    wall_time_s: Mapped[float] = mapped_column(Float)
+    device_memory_bytes_max: Mapped[int] = mapped_column(BigInteger)
+    agent_cpu_s: Mapped[float] = mapped_column(Float)
+    agent_rss_bytes: Mapped[int] = mapped_column(BigInteger)
+    dropped_reports: Mapped[int]
+    skipped: Mapped[list[Any]]
+    errors: Mapped[list[Any]]
+
+
+class Measurement(Base):
+    """One TransferResult. `value` is None exactly when `error` is set."""
+
+    __tablename__ = "measurements"
+    __table_args__ = (
+        Index(None, "host_id", "src", "dst", "test", "measured_at"),
+        Index(None, "measured_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    report_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("reports.id", ondelete="CASCADE"), index=True
+    )
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    test: Mapped[str] = mapped_column(String(16))
+    src: Mapped[int | None]
+    dst: Mapped[int | None]
+    gpus: Mapped[list[Any]]
+    value: Mapped[float | None] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(8))
+    samples: Mapped[list[Any]]
+    bytes_per_copy: Mapped[int] = mapped_column(BigInteger)
+    copies: Mapped[int]
+    gpu_time_s: Mapped[float] = mapped_column(Float)
+    device_memory_bytes: Mapped[int] = mapped_column(BigInteger)
+    verified: Mapped[bool] = mapped_column(Boolean)
+    contended: Mapped[bool] = mapped_column(Boolean)
+    foreign_bytes: Mapped[int] = mapped_column(BigInteger)
+    error: Mapped[str | None] = mapped_column(Text)
+    measured_at: Mapped[datetime]
+
+
+class LinkSample(Base):
+    """Cumulative counters of one NVLink port at one time (judge rates, never sizes)."""
+
+    __tablename__ = "link_samples"
+    __table_args__ = (Index(None, "host_id", "gpu", "link", "at"), Index(None, "at"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    report_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("reports.id", ondelete="CASCADE"), index=True
+    )
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    at: Mapped[datetime]
+    gpu: Mapped[int]
+    link: Mapped[int]
+    tx_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    rx_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    replay: Mapped[int | None] = mapped_column(BigInteger)
+    recovery: Mapped[int | None] = mapped_column(BigInteger)
+    crc_flit: Mapped[int | None] = mapped_column(BigInteger)
+    crc_data: Mapped[int | None] = mapped_column(BigInteger)
+    ecc_data: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class GpuSample(Base):
+    """Per-GPU counters and activity at one time: PCIe replays, utilization, processes."""
+
+    __tablename__ = "gpu_samples"
+    __table_args__ = (Index(None, "host_id", "gpu", "at"), Index(None, "at"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    report_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("reports.id", ondelete="CASCADE"), index=True
+    )
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    at: Mapped[datetime]
+    gpu: Mapped[int]
+    pcie_replay: Mapped[int | None] = mapped_column(BigInteger)
+    utilization_pct: Mapped[float | None] = mapped_column(Float)
+    memory_used_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    compute_processes: Mapped[int | None]
+
+
+class Baseline(Base):
+    """Robust centre (median) and spread (MAD) of a pair's recent healthy history."""
+
+    __tablename__ = "baselines"
+    __table_args__ = (UniqueConstraint("host_id", "src", "dst", "test"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    src: Mapped[int]
+    dst: Mapped[int]
+    test: Mapped[str] = mapped_column(String(16))
+    value: Mapped[float] = mapped_column(Float)
+    spread: Mapped[float] = mapped_column(Float)
+    n: Mapped[int]
+    window_s: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime]
+
+
+class MeasurementRollup(Base):
+    """Hourly aggregate of one (pair, test): min/max/sum over uncontended successes."""
+
+    __tablename__ = "measurement_rollups"
+    __table_args__ = (
+        UniqueConstraint("host_id", "src", "dst", "test", "hour"),
+        Index(None, "hour"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    src: Mapped[int]
+    dst: Mapped[int]
+    test: Mapped[str] = mapped_column(String(16))
+    hour: Mapped[datetime]
+    count: Mapped[int]
+    min: Mapped[float | None] = mapped_column(Float)
+    max: Mapped[float | None] = mapped_column(Float)
+    sum: Mapped[float | None] = mapped_column(Float)
+    contended_count: Mapped[int]
+    error_count: Mapped[int]
+
+
+# --------------------------------------------------------------------------- alerts
+
+
+class Alert(Base):
+    """One alert instance (a rule firing for one label set) from pending to resolved."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (Index(None, "fingerprint", "state"), Index(None, "host", "state"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    rule: Mapped[str] = mapped_column(String(128))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    host: Mapped[str | None] = mapped_column(String(253))
+    labels: Mapped[dict[str, Any]]
+    annotations: Mapped[dict[str, Any]]
+    state: Mapped[str] = mapped_column(String(16))  # pending | firing | resolved
+    active_since: Mapped[datetime]
+    fired_at: Mapped[datetime | None]
+    resolved_at: Mapped[datetime | None]
+    value: Mapped[float | None] = mapped_column(Float)
+    updated_at: Mapped[datetime]
+
+
+class AlertEvent(Base):
+    __tablename__ = "alert_events"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    alert_id: Mapped[int] = mapped_column(
+        ForeignKey("alerts.id", ondelete="CASCADE"), index=True
+    )
+    state: Mapped[str] = mapped_column(String(16))
+    at: Mapped[datetime]
+    value: Mapped[float | None] = mapped_column(Float)
+    message: Mapped[str | None] = mapped_column(Text)
+
+
+class Silence(Base):
+    __tablename__ = "silences"
+    __table_args__ = (Index(None, "ends_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    matchers: Mapped[list[Any]]  # [{"name", "value", "is_regex", "is_equal"}]
+    created_by: Mapped[str] = mapped_column(String(128))
+    comment: Mapped[str] = mapped_column(Text)
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime]
+    created_at: Mapped[datetime]
+
+
+__all__ = [
+    "Alert", "AlertEvent", "Base", "Baseline", "Gpu", "GpuSample", "Host", "LinkSample",
+    "Measurement", "MeasurementRollup", "NvLink", "Pair", "ReportRow", "Silence",
+]

@@ -1,0 +1,1 @@
+"""Database-facing work behind the routes: ingest, inventory upserts, baselines, retention."""

@@ -1,0 +1,101 @@
+"""A host's current fabric, loaded from the inventory tables as the wire schema's types.
+
+The analysis functions (`app/analysis/`) work on `GpuInfo`, `NvLinkPort` and `PairInfo`, the
+same values a probe sends, so they never depend on how the database stores them. This module
+is the one place that turns rows back into those values, and answers "what should this pair
+measure?" from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.analysis.expected import Expectation, expected
+from app.models import Gpu, Host, NvLink, Pair
+from probes.report import (
+    GpuInfo,
+    LinkState,
+    NvLinkPort,
+    P2PCap,
+    P2PStatus,
+    PairInfo,
+    PathLevel,
+    PcieLink,
+    RdmaInfo,
+    RemoteType,
+    SwitchFabricInfo,
+    TestName,
+)
+
+
+@dataclass
+class HostFabric:
+    host: Host
+    gpus: dict[int, GpuInfo] = field(default_factory=dict)  # in the newest inventory
+    missing_gpus: dict[int, Gpu] = field(default_factory=dict)  # seen before, gone now
+    nvlinks: list[NvLinkPort] = field(default_factory=list)
+    pairs: dict[tuple[int, int], PairInfo] = field(default_factory=dict)
+
+    def links_of(self, gpu: int) -> list[NvLinkPort]:
+        return [p for p in self.nvlinks if p.gpu == gpu]
+
+    def link_speed_bps(self, src: int, dst: int) -> float | None:
+        """Per-link rate the pair's NVLinks run at: the slower GPU's fastest active link."""
+        speeds = []
+        for g in (src, dst):
+            up = [p.speed_bps for p in self.links_of(g) if p.state is LinkState.UP and p.speed_bps]
+            if up:
+                speeds.append(max(up))
+        return min(speeds) if speeds else None
+
+    def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
+        pair = self.pairs.get((src, dst))
+        if pair is None or src not in self.gpus or dst not in self.gpus:
+            return None
+        return expected(test, pair, self.gpus[src], self.gpus[dst],
+                        self.link_speed_bps(src, dst))
+
+
+def _gpu_info(row: Gpu) -> GpuInfo:
+    return GpuInfo(
+        index=row.index, uuid=row.uuid, name=row.name, pci_bus_id=row.pci_bus_id,
+        memory_total_bytes=row.memory_total_bytes, cpu_affinity=row.cpu_affinity,
+        numa_node=row.numa_node, nvlink_count=row.nvlink_count, pcie=PcieLink(**row.pcie),
+        rdma=RdmaInfo(**row.rdma),
+        switch_fabric=SwitchFabricInfo(**row.switch_fabric) if row.switch_fabric else None,
+    )
+
+
+def _port(row: NvLink) -> NvLinkPort:
+    return NvLinkPort(
+        gpu=row.gpu, link=row.link, state=LinkState(row.state), version=row.version,
+        speed_bps=row.speed_bps, remote_type=RemoteType(row.remote_type),
+        remote_pci_bus_id=row.remote_pci_bus_id, remote_gpu=row.remote_gpu,
+        capabilities=row.capabilities,
+    )
+
+
+def _pair(row: Pair) -> PairInfo:
+    return PairInfo(
+        src=row.src, dst=row.dst, topology=row.topology, pcie_path=PathLevel(row.pcie_path),
+        nvlink_width=row.nvlink_width, via_nvswitch=row.via_nvswitch,
+        p2p={P2PCap(k): P2PStatus(v) for k, v in row.p2p.items()},
+        can_access_peer=row.can_access_peer,
+    )
+
+
+def load_fabric(session: Session, host: Host) -> HostFabric:
+    fabric = HostFabric(host=host)
+    for gpu in session.scalars(select(Gpu).where(Gpu.host_id == host.id).order_by(Gpu.index)):
+        if gpu.present:
+            fabric.gpus[gpu.index] = _gpu_info(gpu)
+        else:
+            fabric.missing_gpus[gpu.index] = gpu
+    links = select(NvLink).where(NvLink.host_id == host.id, NvLink.present.is_(True))
+    fabric.nvlinks = [_port(r) for r in session.scalars(links.order_by(NvLink.gpu, NvLink.link))]
+    pairs = select(Pair).where(Pair.host_id == host.id, Pair.present.is_(True))
+    fabric.pairs = {(r.src, r.dst): _pair(r) for r in session.scalars(pairs)}
+    return fabric

@@ -1,0 +1,141 @@
+"""Store one probe report: all of it in one transaction, or nothing.
+
+Idempotency rests on the unique `reports.report_id`, not on anything in this process, so
+several server replicas can receive the same report (a probe retrying after a timeout) at
+once: one insert wins, the others hit the constraint, roll back and answer "duplicate".
+The same retry covers two replicas creating the same new host or baseline row at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
+from app.schemas import IngestResult
+from app.services.baselines import refresh_baselines
+from app.services.fabric_state import load_fabric
+from app.services.inventory import (
+    get_or_create_host,
+    is_newest,
+    update_identity,
+    upsert_inventory,
+)
+from probes.report import Report, ReportKind, TestName
+
+ATTEMPTS = 3
+
+
+def ingest(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
+    """Store `report` (or recognise it as stored before) and commit."""
+    for attempt in range(ATTEMPTS):
+        try:
+            result = _stored_result(session, report.report_id)
+            if result is None:
+                result = _store(session, report, settings, now)
+            session.commit()
+            return result
+        except IntegrityError:
+            session.rollback()
+            if attempt == ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _stored_result(session: Session, report_id: uuid.UUID) -> IngestResult | None:
+    row = session.execute(
+        select(ReportRow.id, Host.name)
+        .join(Host, Host.id == ReportRow.host_id)
+        .where(ReportRow.report_id == report_id)
+    ).first()
+    if row is None:
+        return None
+    pk, host = row
+    measurements = session.scalar(
+        select(func.count()).select_from(Measurement).where(Measurement.report_id == pk))
+    samples = session.scalar(
+        select(func.count()).select_from(LinkSample).where(LinkSample.report_id == pk))
+    return IngestResult(report_id=report_id, host=host, duplicate=True,
+                        measurements=measurements or 0, counter_samples=samples or 0)
+
+
+def _store(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
+    host = get_or_create_host(session, report.host, now)
+    if is_newest(host, report.finished_at):
+        update_identity(host, report.host)
+        upsert_inventory(session, host, report.inventory, report.finished_at)
+        host.last_report_at = report.finished_at
+    if report.kind is ReportKind.SWEEP and (
+            host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
+        host.last_sweep_at = report.finished_at
+    row = _report_row(report, host.id, now)
+    session.add(row)
+    session.flush()  # the unique report_id is checked here
+    measurements = _measurement_rows(report, host.id, row.id)
+    links, gpus = _sample_rows(report, host.id, row.id)
+    for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
+        if rows:
+            session.execute(insert(model), rows)
+    keys = {(m["src"], m["dst"], m["test"]) for m in measurements
+            if m["src"] is not None and m["error"] is None and not m["contended"]}
+    if keys:
+        refresh_baselines(session, load_fabric(session, host), keys, report.finished_at,
+                          settings)
+    return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
+                        measurements=len(measurements), counter_samples=len(links))
+
+
+def _report_row(report: Report, host_id: int, now: datetime) -> ReportRow:
+    cost = report.cost
+    return ReportRow(
+        report_id=report.report_id, host_id=host_id, schema_version=report.schema_version,
+        kind=report.kind.value, started_at=report.started_at, finished_at=report.finished_at,
+        received_at=now, gpu_time_s=cost.gpu_time_s, wall_time_s=cost.wall_time_s,
+        device_memory_bytes_max=cost.device_memory_bytes_max, agent_cpu_s=cost.agent_cpu_s,
+        agent_rss_bytes=cost.agent_rss_bytes, dropped_reports=cost.dropped_reports,
+        skipped=[s.model_dump(mode="json") for s in cost.skipped],
+        errors=[e.model_dump(mode="json") for e in report.errors],
+    )
+
+
+def _measurement_rows(report: Report, host_id: int, report_pk: int) -> list[dict[str, Any]]:
+    rows = []
+    for r in report.results:
+        pair_test = r.test is not TestName.ALLREDUCE
+        rows.append({
+            "report_id": report_pk, "host_id": host_id, "test": r.test.value,
+            "src": r.src if pair_test else None, "dst": r.dst if pair_test else None,
+            "gpus": list(r.gpus), "value": r.value, "unit": r.unit.value,
+            "samples": list(r.samples), "bytes_per_copy": r.bytes_per_copy,
+            "copies": r.copies, "gpu_time_s": r.gpu_time_s,
+            "device_memory_bytes": r.device_memory_bytes, "verified": r.verified,
+            "contended": r.contended, "foreign_bytes": r.foreign_bytes, "error": r.error,
+            "measured_at": r.started_at or report.started_at,
+        })
+    return rows
+
+
+def _sample_rows(report: Report, host_id: int,
+                 report_pk: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    links: list[dict[str, Any]] = []
+    gpus: list[dict[str, Any]] = []
+    for sample in report.counters:
+        base = {"report_id": report_pk, "host_id": host_id, "at": sample.at}
+        for c in sample.links:
+            links.append({**base, **c.model_dump(), "gpu": c.gpu, "link": c.link})
+        activity = {a.gpu: a for a in sample.activity}
+        for gpu in sorted(set(activity) | set(sample.pcie_replay)):
+            a = activity.get(gpu)
+            gpus.append({
+                **base, "gpu": gpu, "pcie_replay": sample.pcie_replay.get(gpu),
+                "utilization_pct": a.utilization_pct if a else None,
+                "memory_used_bytes": a.memory_used_bytes if a else None,
+                "compute_processes": a.compute_processes if a else None,
+            })
+    return links, gpus

@@ -1,0 +1,101 @@
+"""Checks the server makes on a report beyond what the wire models check on their own.
+
+The wire models (`probes/report.py`) judge each value; these judge the report as a whole
+against what the database can store: duplicate GPUs, links or pairs (which would break a
+unique constraint half-way through an ingest), samples naming GPUs the inventory lacks, and
+clocks far in the future (which would pin "latest" to a time that never comes). Each problem
+is returned in pydantic's error shape, with the field path, so the 422 names the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from probes.report import Report
+
+MAX_CLOCK_AHEAD = timedelta(hours=1)
+INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
+
+
+def _error(loc: tuple[Any, ...], msg: str, kind: str = "value_error") -> dict[str, Any]:
+    return {"type": kind, "loc": loc, "msg": msg}
+
+
+def _duplicates(keys: Iterable[Any], where: tuple[Any, ...], what: str) -> Iterator[dict[str, Any]]:
+    seen: set[Any] = set()
+    for i, key in enumerate(keys):
+        if key in seen:
+            yield _error((*where, i), f"duplicate {what} {key}")
+        seen.add(key)
+
+
+def _unknown_gpus(indexes: Iterable[int], known: set[int], loc: tuple[Any, ...],
+                  what: str) -> Iterator[dict[str, Any]]:
+    missing = sorted(set(indexes) - known)
+    if missing:
+        yield _error(loc, f"{what} names GPU(s) {missing} not in inventory")
+
+
+def _times(report: Report) -> Iterator[tuple[tuple[Any, ...], datetime]]:
+    yield ("started_at",), report.started_at
+    yield ("finished_at",), report.finished_at
+    for i, sample in enumerate(report.counters):
+        yield ("counters", i, "at"), sample.at
+    for i, result in enumerate(report.results):
+        if result.started_at is not None:
+            yield ("results", i, "started_at"), result.started_at
+
+
+def _check_times(report: Report, now: datetime) -> Iterator[dict[str, Any]]:
+    for loc, at in _times(report):
+        if at.tzinfo is None:
+            yield _error(loc, "timestamp has no timezone: send UTC, e.g. 2026-11-30T10:00:00Z",
+                         "timezone_aware")
+        elif at > now + MAX_CLOCK_AHEAD:
+            yield _error(loc, f"{at.isoformat()} is more than {MAX_CLOCK_AHEAD} ahead of the "
+                              "server's clock")
+
+
+def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:
+    """Every coherence problem of `report`, as pydantic-style errors (empty when fine)."""
+    inv = report.inventory
+    errors: list[dict[str, Any]] = list(_check_times(report, now))
+    errors += _duplicates((g.index for g in inv.gpus), ("inventory", "gpus"), "GPU index")
+    errors += _duplicates(((p.gpu, p.link) for p in inv.nvlinks), ("inventory", "nvlinks"),
+                          "(gpu, link)")
+    errors += _duplicates(((p.src, p.dst) for p in inv.pairs), ("inventory", "pairs"),
+                          "(src, dst)")
+    known = {g.index for g in inv.gpus}
+    for i, port in enumerate(inv.nvlinks):
+        errors += _unknown_gpus([port.gpu], known, ("inventory", "nvlinks", i, "gpu"), "nvlink")
+    for i, pair in enumerate(inv.pairs):
+        errors += _unknown_gpus([pair.src, pair.dst], known, ("inventory", "pairs", i), "pair")
+    for i, sample in enumerate(report.counters):
+        loc = ("counters", i)
+        errors += _duplicates(((c.gpu, c.link) for c in sample.links), (*loc, "links"),
+                              "(gpu, link)")
+        errors += _unknown_gpus([c.gpu for c in sample.links], known, (*loc, "links"), "links")
+        errors += _unknown_gpus(sample.pcie_replay, known, (*loc, "pcie_replay"), "pcie_replay")
+        errors += _unknown_gpus([a.gpu for a in sample.activity], known, (*loc, "activity"),
+                                "activity")
+    return errors
+
+
+def oversized_integers(data: Any, loc: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Integers in the raw JSON that no BIGINT column can hold (a counter gone haywire)."""
+    if isinstance(data, bool):
+        return []
+    if isinstance(data, int):
+        if abs(data) > INT64_MAX:
+            return [_error(loc, f"integer {data} does not fit in 64 bits", "int_too_large")]
+        return []
+    found: list[dict[str, Any]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += oversized_integers(value, (*loc, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found += oversized_integers(value, (*loc, i))
+    return found

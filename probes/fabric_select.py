@@ -1,0 +1,67 @@
+"""Pick a fabric by name: the real GPUs, a simulated preset, or whichever is there.
+
+    open_fabric("nvml")              the real backend; FabricUnavailable where there are no GPUs
+    open_fabric("simulated:hgx8")    a simulated host (seed, hostname and clock apply)
+    open_fabric("auto")              the real backend if it can run here, else simulated:h200x2,
+                                     saying so through `on_fallback` (or the log)
+
+The real backend is imported only when asked for, so machines without NVML or CuPy (and the
+whole CPU test suite) never load them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from probes.errors import BadProbeRequest, FabricUnavailable
+from probes.fabric import Fabric
+from probes.presets import PRESET_NAMES
+
+FALLBACK_PRESET = "h200x2"
+SIMULATED = "simulated:"
+log = logging.getLogger("peerwatch.probes")
+
+
+def fabric_choices() -> list[str]:
+    """Every value `open_fabric` accepts, for help texts and error messages."""
+    return ["auto", "nvml", *(SIMULATED + p for p in PRESET_NAMES)]
+
+
+def open_real() -> Fabric:
+    """The NVML + CuPy backend; FabricUnavailable when this machine cannot run it."""
+    try:
+        from probes.real import RealFabric
+    except ImportError as exc:
+        raise FabricUnavailable(f"the real backend cannot load: {exc}") from exc
+    fabric: Fabric = RealFabric()
+    return fabric
+
+
+def open_fabric(
+    spec: str = "auto",
+    *,
+    seed: int = 0,
+    hostname: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    on_fallback: Callable[[str], None] | None = None,
+) -> Fabric:
+    """The fabric `spec` names; BadProbeRequest for a name that is none of `fabric_choices()`."""
+    if spec.startswith(SIMULATED):
+        from probes.simulated import SimulatedFabric
+
+        return SimulatedFabric(spec.removeprefix(SIMULATED), seed=seed, hostname=hostname,
+                               clock=clock)
+    if spec == "nvml":
+        return open_real()
+    if spec == "auto":
+        try:
+            return open_real()
+        except FabricUnavailable as exc:
+            message = (f"no GPUs usable here ({exc}); "
+                       f"using the simulated fabric {SIMULATED}{FALLBACK_PRESET} instead")
+            (on_fallback or log.warning)(message)
+            return open_fabric(SIMULATED + FALLBACK_PRESET, seed=seed, hostname=hostname,
+                               clock=clock)
+    raise BadProbeRequest(f"unknown fabric {spec!r} (choose from: {', '.join(fabric_choices())})")

@@ -1,0 +1,170 @@
+"""Faults a simulated fabric can suffer: small frozen dataclasses, one per kind of trouble.
+
+Give them to `SimulatedFabric(..., faults=[...])` or, while it runs, to `fabric.inject(...)`;
+take them away with `fabric.clear(fault)` (or `fabric.clear()` for all). GPU indices are
+checked against the preset when a fault goes in, so a typo fails at once.
+
+    LinksDown(gpu=3, count=6)                 6 of GPU 3's NVLinks go down: NV18 -> NV12
+    BandwidthFactor(src=0, dst=1, factor=.6)  the 0<->1 path delivers 60% (both ways by default)
+    ErrorGrowth(gpu=2, link=5, counter="replay", per_second=0.5)
+                                              an error counter grows on the fabric's clock
+    P2PDisabled(a=1, b=2)                     P2P off between 1 and 2: copies go through host
+    Contention(gpu=0, peer=1)                 a foreign job copies 0 -> 1 at full speed
+    TransferFails(gpu=4)                      every test touching GPU 4 raises TransferError
+    TransferHangs(gpu=5)                      a test touching GPU 5 blocks until released
+    PcieDowntrained(gpu=6, gen=4, width=8)    PCIe trained below its maximum
+    BusyGpu(gpu=7)                            a job runs there: processes, utilisation, memory
+
+Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
+a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from probes.report import TestName
+
+ErrorCounter = Literal["replay", "recovery", "crc_flit", "crc_data", "ecc_data"]
+
+
+@dataclass(frozen=True)
+class LinksDown:
+    """NVLinks of `gpu` go down: the given `links`, or else the last `count` of them.
+
+    On NVSwitch the GPU's width to every peer shrinks to its remaining active links; on a
+    direct mesh the peers those links reached lose them. All links down: the pair falls
+    back to PCIe (or host staging where PCIe P2P is not allowed).
+    """
+
+    gpu: int
+    count: int = 1
+    links: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class BandwidthFactor:
+    """The src -> dst path delivers `factor` of its healthy bandwidth (a degraded link)."""
+
+    src: int
+    dst: int
+    factor: float
+    both_directions: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.factor <= 1:
+            raise ValueError(f"bandwidth factor must be in (0, 1], got {self.factor}")
+
+
+@dataclass(frozen=True)
+class ErrorGrowth:
+    """One NVLink error counter of `gpu`/`link` grows by `per_second` on the fabric's clock.
+
+    Counting starts when the fault goes in; clearing it keeps what was counted (lifetime
+    counters never go down).
+    """
+
+    gpu: int
+    link: int = 0
+    counter: ErrorCounter = "crc_data"
+    per_second: float = 1.0
+
+
+@dataclass(frozen=True)
+class P2PDisabled:
+    """P2P turned off between `a` and `b` (both directions), as a driver regkey would.
+
+    NVML reports every P2P capability as disabled_by_regkey, cudaDeviceCanAccessPeer is
+    False, and the pair's tests run at host-staged speed.
+    """
+
+    a: int
+    b: int
+
+
+@dataclass(frozen=True)
+class Contention:
+    """A foreign job sends from `gpu` (to `peer`, or to the switch) at `bytes_per_s`.
+
+    None means as fast as the link goes. Link TX/RX counters grow by its bytes all the time
+    (on the fabric's clock) and during every test window; a test sharing those links gets
+    its share of the bandwidth (at least half, as two fair copy streams would).
+    """
+
+    gpu: int
+    peer: int | None = None
+    bytes_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TransferFails:
+    """Tests touching `gpu` (only `test`, if given) raise TransferError with `message`."""
+
+    gpu: int
+    test: TestName | None = None
+    message: str = "CUDA error: an illegal memory access was encountered (simulated)"
+
+
+@dataclass(frozen=True)
+class TransferHangs:
+    """Tests touching `gpu` (any GPU if None; only `test`, if given) block.
+
+    They wait until `fabric.release_hangs()` or `seconds` have passed, then raise
+    TransferError: a hung transfer never yields a measurement.
+    """
+
+    gpu: int | None = None
+    test: TestName | None = None
+    seconds: float = 3600.0
+
+
+@dataclass(frozen=True)
+class PcieDowntrained:
+    """GPU's PCIe link trained below its maximum; None halves the width and keeps the gen."""
+
+    gpu: int
+    gen: int | None = None
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class BusyGpu:
+    """A job runs on `gpu`: compute processes, utilisation and memory in use.
+
+    The sweep skips such a GPU unless forced; forced tests there run at `slowdown` speed.
+    """
+
+    gpu: int
+    utilization_pct: float = 97.0
+    processes: int = 1
+    memory_used_fraction: float = 0.6
+    slowdown: float = 0.85
+
+
+Fault = (
+    LinksDown
+    | BandwidthFactor
+    | ErrorGrowth
+    | P2PDisabled
+    | Contention
+    | TransferFails
+    | TransferHangs
+    | PcieDowntrained
+    | BusyGpu
+)
+
+
+def gpus_named(fault: Fault) -> tuple[int, ...]:
+    """Every GPU index a fault refers to, so the fabric can check them against its preset."""
+    match fault:
+        case BandwidthFactor(src=s, dst=d):
+            return (s, d)
+        case P2PDisabled(a=a, b=b):
+            return (a, b)
+        case Contention(gpu=g, peer=p):
+            return (g,) if p is None else (g, p)
+        case TransferHangs(gpu=g):
+            return () if g is None else (g,)
+        case _:
+            return (fault.gpu,)

@@ -1,0 +1,84 @@
+"""A real Alertmanager (Debian's `prometheus-alertmanager`) on a loopback port, for tests.
+
+Started per test module with an empty storage dir and clustering off, stopped (terminate,
+then kill) when the module ends. CI fails, never skips, when the binary is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import require
+
+BINARY = "prometheus-alertmanager"
+CONFIG = """\
+route:
+  receiver: nobody
+  group_wait: 1h
+receivers:
+  - name: nobody
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"Alertmanager exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"Alertmanager not ready after 20 s: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def alertmanager_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    binary = shutil.which(BINARY) or f"/usr/bin/{BINARY}"
+    require(Path(binary).exists(), f"{BINARY} (Debian package prometheus-alertmanager)")
+    work = tmp_path_factory.mktemp("alertmanager")
+    (work / "alertmanager.yml").write_text(CONFIG)
+    port = _free_port()
+    log = work / "log.txt"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [binary, f"--config.file={work / 'alertmanager.yml'}",
+             f"--storage.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+             "--cluster.listen-address="],
+            stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def alerts_in(url: str, **filters: Any) -> list[dict[str, Any]]:
+    """What Alertmanager holds now (`GET /api/v2/alerts`)."""
+    answer = httpx.get(f"{url}/api/v2/alerts", params=filters, timeout=5)
+    answer.raise_for_status()
+    result: list[dict[str, Any]] = answer.json()
+    return result

@@ -1,0 +1,76 @@
+"""Link, GPU and host verdicts, and counter rates across resets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
+from app.analysis.health import PairJudgement, Thresholds
+from app.analysis.rates import increases, rate_per_s
+from app.schemas import Verdict
+from probes.report import LinkState, NvLinkPort, PcieLink, RemoteType
+from tests.app.factory import gpu
+
+T = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+TH = Thresholds()
+
+
+def _port(g: int, k: int, up: bool = True) -> NvLinkPort:
+    return NvLinkPort(gpu=g, link=k, state=LinkState.UP if up else LinkState.DOWN,
+                      version="4.0", speed_bps=26.562e9, remote_type=RemoteType.NVSWITCH)
+
+
+def test_rates_treat_a_counter_going_backwards_as_a_reset() -> None:
+    points = [(T, 100), (T + timedelta(seconds=10), 150), (T + timedelta(seconds=20), 20),
+              (T + timedelta(seconds=30), None), (T + timedelta(seconds=40), 50)]
+    assert [d for _, _, d in increases(points)] == [50, 20, 30]
+    assert rate_per_s(points) == 100 / 40
+    assert rate_per_s(points[:1]) is None
+
+
+def test_link_verdicts_judge_state_and_growth_not_size() -> None:
+    assert judge_link(_port(0, 3, up=False), {}, TH).reason == \
+        "GPU0 link 3 is down (NVML link state)"
+    calm = judge_link(_port(0, 3), {"crc_data": 0.2, "replay": 0.0}, TH)
+    assert calm.verdict is Verdict.HEALTHY
+    replaying = judge_link(_port(0, 3), {"replay": 0.05}, TH)
+    assert replaying.verdict is Verdict.DEGRADED
+    assert "replay errors growing 0.05/s" in replaying.reason
+    assert judge_link(_port(0, 3), {"crc_data": 5.0}, TH).verdict is Verdict.DEGRADED
+
+
+def test_gpu_with_every_link_down_is_down_and_with_some_degraded() -> None:
+    dead = GpuFacts(info=gpu(3), ports=[_port(3, k, up=False) for k in range(18)])
+    j = judge_gpu(3, dead, [], [])
+    assert j.verdict is Verdict.DOWN
+    assert "all 18 NVLinks down" in j.reason
+    short = GpuFacts(info=gpu(3), ports=[_port(3, k, up=k >= 3) for k in range(18)])
+    j = judge_gpu(3, short, [], [])
+    assert j.verdict is Verdict.DEGRADED
+    assert j.reason == "GPU3: 15/18 NVLinks up"
+    assert judge_gpu(3, GpuFacts(info=None), [], []).verdict is Verdict.DOWN
+
+
+def test_gpu_narrow_pcie_and_mostly_bad_pairs_degrade_it() -> None:
+    narrow = gpu(1).model_copy(update={"pcie": PcieLink(gen_current=5, gen_max=5,
+                                                        width_current=8, width_max=16)})
+    j = judge_gpu(1, GpuFacts(info=narrow, ports=[_port(1, 0)]), [], [])
+    assert "PCIe trained x8 of x16" in j.reason
+    bad = PairJudgement(Verdict.DEGRADED, "GPU1->GPU2 ce_write low", 1, 2, ())
+    good = PairJudgement(Verdict.HEALTHY, "fine", 1, 3, ())
+    facts = GpuFacts(info=gpu(1), ports=[_port(1, 0)])
+    assert judge_gpu(1, facts, [], [bad, good]).verdict is Verdict.DEGRADED
+    assert judge_gpu(1, facts, [], [bad, good, good]).verdict is Verdict.HEALTHY
+
+
+def test_host_verdicts() -> None:
+    healthy_gpu = judge_gpu(0, GpuFacts(info=gpu(0), ports=[_port(0, 0)]), [], [])
+    ok = PairJudgement(Verdict.HEALTHY, "fine", 0, 1, ())
+    assert judge_host("h", [healthy_gpu], [], [ok], None).verdict is Verdict.HEALTHY
+    stale = judge_host("h", [healthy_gpu], [], [ok], "45 min")
+    assert (stale.verdict, stale.reason) == (Verdict.UNKNOWN, "h: no report for 45 min")
+    bad = PairJudgement(Verdict.DEGRADED, "GPU0->GPU1 ce_write low", 0, 1, ())
+    j = judge_host("h", [healthy_gpu], [], [bad], None)
+    assert j.verdict is Verdict.DEGRADED
+    assert j.reason == "h: 0 of 1 GPUs, 1 of 1 pairs, 0 of 0 links not healthy; " \
+                       "GPU0->GPU1 ce_write low"

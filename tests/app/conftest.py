@@ -1,0 +1,109 @@
+"""Databases and apps for the server tests: every test that takes `db_url` runs twice,
+on SQLite and on PostgreSQL.
+
+PostgreSQL: one throwaway database per test session (`peerwatch_test_<random>`, created on
+the server at 127.0.0.1:5432 and dropped afterwards), so helpers running suites side by side
+never collide; tables are emptied between tests. SQLite: a migrated file is made once and
+copied for each test. Where PostgreSQL is unreachable, `require` skips (developer) or fails
+(CI).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from app.config import Settings
+from app.db import make_engine, upgrade_to_head
+from app.main import create_app
+from app.models import Base
+from tests.conftest import require
+
+PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+PROBE_TOKEN = "probe-secret"
+ADMIN_TOKEN = "admin-secret"
+
+
+def _pg_reachable() -> bool:
+    try:
+        engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with engine.connect():
+            pass
+        engine.dispose()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """URL of a fresh, migrated PostgreSQL database that lives for this test session."""
+    require(_pg_reachable(), "PostgreSQL at 127.0.0.1:5432")
+    name = f"peerwatch_test_{secrets.token_hex(6)}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    engine = make_engine(Settings(database_url=url))
+    upgrade_to_head(engine)
+    engine.dispose()
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "peerwatch.db"
+    engine = make_engine(Settings(database_url=f"sqlite:///{path}"))
+    upgrade_to_head(engine)
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+    return path
+
+
+def _empty_pg(url: str) -> None:
+    engine = create_engine(url)
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty database: a copied SQLite file, or the session's PG database."""
+    if request.param == "sqlite":
+        path = tmp_path / "peerwatch.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    url: str = request.getfixturevalue("pg_database")
+    _empty_pg(url)
+    return url
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=db_url, data_dir=tmp_path, probe_tokens=[PROBE_TOKEN],
+                    admin_token=ADMIN_TOKEN)
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+def probe_headers() -> dict[str, str]:
+    return {"Authorization": f"Bearer {PROBE_TOKEN}"}
