@@ -37,8 +37,8 @@ class ProbeSettings(BaseSettings):
     sweep_interval_s: float = Field(default=600.0, gt=0)
     sweep_jitter_s: float = Field(default=60.0, ge=0)  # each sweep waits interval + U(0, jitter)
 
+    # A GPU is busy (skipped) with any compute process or utilisation above this.
     idle_max_utilization_pct: float = Field(default=10.0, ge=0, le=100)
-    idle_max_compute_processes: int = Field(default=0, ge=0)
     force: bool = False  # probe busy GPUs too (maintenance windows)
     watchdog_timeout_s: float = Field(default=30.0, gt=0)  # one transfer test's limit
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import logging
 import random
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-import psutil
 
 from probes.config import ProbeSettings
 from probes.outbox import Delivery, Outbox, Submitted
@@ -36,16 +35,22 @@ Meter = Callable[[], tuple[float, int]]  # (cumulative CPU seconds, resident byt
 MIN_WAIT_S = 0.05  # never spin: the shortest wait between loop turns
 
 
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
 def process_usage() -> tuple[float, int]:
-    """This process's CPU seconds (user + system) so far and its resident memory."""
-    proc = psutil.Process()
-    cpu = proc.cpu_times()
-    return cpu.user + cpu.system, proc.memory_info().rss
+    """This process's CPU seconds (user + system) so far and its peak resident memory.
+
+    Peak, not current: the memory an operator must allow the agent is its high-water mark.
+    """
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, _peak_rss()
 
 
 def thread_usage() -> tuple[float, int]:
     """The calling thread's CPU seconds (for many workers in one process, as in the demo)."""
-    return time.thread_time(), psutil.Process().memory_info().rss
+    return time.thread_time(), _peak_rss()
 
 
 @dataclass
@@ -142,6 +147,8 @@ class Worker:
         built = self._step(f"build_{kind}", lambda: self.build(kind))
         if built is None:
             return None, None
+        if self.outbox.ready() and len(self.outbox.spool) and not self.stopping:
+            self._step("replay", self.outbox.replay)  # drops it finds go in this report
         report = self._step("stamp_cost", lambda: self._stamp(built)) or built
         submitted = self._step("deliver", lambda: self._deliver(report))
         return report, submitted
