@@ -16,8 +16,10 @@ from probes.report import Report, ReportKind, utcnow
 from probes.sweep import SweepOptions, build_report
 
 
-def sweep_options(settings: ProbeSettings) -> SweepOptions:
-    return SweepOptions(timeout_s=settings.watchdog_timeout_s,
+def sweep_options(settings: ProbeSettings, watchdog: bool = True) -> SweepOptions:
+    """`watchdog=False` runs tests on the calling thread: only for fabrics that cannot hang
+    (the demo's simulated hosts), where a thread per test would be pure overhead."""
+    return SweepOptions(timeout_s=settings.watchdog_timeout_s if watchdog else None,
                         busy_utilization_pct=settings.idle_max_utilization_pct,
                         force=settings.force)
 
@@ -30,9 +32,10 @@ def with_hostname(report: Report, hostname: str | None) -> Report:
 
 
 def report_builder(fabric: Fabric, settings: ProbeSettings,
-                   now: Callable[[], datetime] = utcnow) -> Callable[[ReportKind], Report]:
+                   now: Callable[[], datetime] = utcnow,
+                   watchdog: bool = True) -> Callable[[ReportKind], Report]:
     """`build(kind)`: one inventory or sweep pass over `fabric`, as a `Report`."""
-    options = sweep_options(settings)
+    options = sweep_options(settings, watchdog)
 
     def build(kind: ReportKind) -> Report:
         return with_hostname(build_report(fabric, kind, options, now=now), settings.hostname)

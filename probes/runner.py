@@ -40,7 +40,8 @@ def open_fabric_for(settings: ProbeSettings) -> Fabric:
 def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
                  clock: Clock = time.monotonic, sleep: Sleep | None = None,
                  meter: Meter = process_usage, rng: random.Random | None = None,
-                 stop: threading.Event | None = None) -> Iterator[ProbeRuntime]:
+                 stop: threading.Event | None = None,
+                 watchdog: bool = True) -> Iterator[ProbeRuntime]:
     """A ready worker; everything it opened is closed on exit (spool lock, HTTP, fabric)."""
     with ExitStack() as stack:
         if fabric is None:
@@ -54,6 +55,6 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
         backoff = Backoff(settings.backoff_initial_s, settings.backoff_max_s,
                           random.Random(rng.random()))
         outbox = Outbox(sender, spool, backoff, clock, stop)
-        worker = Worker(report_builder(fabric, settings), outbox, settings, clock=clock,
-                        sleep=sleep, rng=rng, meter=meter)
+        build = report_builder(fabric, settings, watchdog=watchdog)
+        worker = Worker(build, outbox, settings, clock=clock, sleep=sleep, rng=rng, meter=meter)
         yield ProbeRuntime(settings, fabric, outbox, worker)

@@ -96,7 +96,12 @@ class Sender:
     def send(self, report: Report) -> SendResult:
         body = report.model_dump_json().encode()
         try:
-            response = self._client.post(self.url, content=body)
+            try:
+                response = self._client.post(self.url, content=body)
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                # A kept-alive connection the server had just closed: one immediate retry on
+                # a fresh one is safe, since ingest is idempotent on report_id.
+                response = self._client.post(self.url, content=body)
         except httpx.TransportError as exc:  # refused, reset, DNS, timeout ...
             return SendResult(Outcome.RETRY, None, f"{type(exc).__name__}: {exc}".strip(": "))
         outcome = classify(response.status_code)

@@ -76,9 +76,10 @@ class Scenario:
         return any(s.host == host and t >= s.start_s for s in self.silences)
 
     def describe(self) -> list[str]:
-        lines = [f"{_when(e.start_s)} {e.host}: {e.what}" for e in self.episodes]
-        lines += [f"{_when(s.start_s)} {s.host}: {s.what}" for s in self.silences]
-        return sorted(lines)
+        """One line per happening, in time order."""
+        events = [(e.start_s, e.host, e.what) for e in self.episodes]
+        events += [(s.start_s, s.host, s.what) for s in self.silences]
+        return [f"{_when(t):>8} {host}: {what}" for t, host, what in sorted(events)]
 
 
 def _when(t: float) -> str:

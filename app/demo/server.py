@@ -16,9 +16,12 @@ from fastapi import FastAPI
 
 class ServerThread:
     def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0,
-                 log_level: str = "warning") -> None:
+                 log_level: str = "warning", keep_alive_s: int = 75) -> None:
+        # Keep-alive longer than any probe interval, so a probe's pooled connection is not
+        # closed by the server just as the probe reuses it.
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                                lifespan="on", access_log=False)
+                                lifespan="on", access_log=False,
+                                timeout_keep_alive=keep_alive_s)
         self.server = uvicorn.Server(config)
         self.host = host
         self._thread = threading.Thread(target=self.server.run, name="peerwatch-server",
