@@ -80,6 +80,13 @@ class Settings(BaseSettings):
     degraded_sustain_s: float = Field(
         default=600.0, ge=0, description="A pair is degraded once it has been low this long."
     )
+    health_lookback_s: float = Field(
+        default=7_200.0, gt=0, description="History read back from the newest sweep to judge "
+        "pairs (at least twice degraded_sustain_s is used)."
+    )
+    link_rate_window_s: float = Field(
+        default=900.0, gt=0, description="Counter history a link's error rates are judged on."
+    )
     baseline_window_days: float = Field(default=7.0, gt=0, description="History a baseline uses.")
     baseline_min_samples: int = Field(
         default=5, ge=1, description="Fewer samples give no baseline."

@@ -13,12 +13,14 @@ import pkgutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request, status
+from fastapi.responses import JSONResponse
 
 from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.openapi import install_openapi
+from app.queries import NotFound
 
 API_PREFIX = "/api/v1"
 
@@ -41,6 +43,11 @@ def discover_routers() -> list[APIRouter]:
     return found
 
 
+async def _not_found(_request: Request, exc: Exception) -> JSONResponse:
+    """Any query's NotFound, as a 404 naming what was not found."""
+    return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     engine = make_engine(settings)
@@ -57,5 +64,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = make_sessionmaker(engine)
     for router in discover_routers():
         app.include_router(router)
+    app.add_exception_handler(NotFound, _not_found)
     install_openapi(app)
     return app

@@ -33,9 +33,10 @@ def open_real() -> Fabric:
     """The NVML + CuPy backend; FabricUnavailable when this machine cannot run it."""
     try:
         from probes.real import RealFabric
-    except ImportError as exc:
+
+        fabric: Fabric = RealFabric()
+    except ImportError as exc:  # probes.real itself, or pynvml inside it
         raise FabricUnavailable(f"the real backend cannot load: {exc}") from exc
-    fabric: Fabric = RealFabric()
     return fabric
 
 

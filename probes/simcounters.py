@@ -55,11 +55,13 @@ class CounterBank:
         out = []
         for port in topo.ports[gpu]:
             key = (gpu, port.link)
-            errs = {name: int(v) for name, v in self.errors[key].items()}
+            errs = self.errors[key]
             out.append(LinkCounters(
                 gpu=gpu, link=port.link,
                 tx_bytes=int(self.tx[key]) // 1024 * 1024,  # NVML counts whole KiB
                 rx_bytes=int(self.rx[key]) // 1024 * 1024,
-                **errs,
+                replay=int(errs["replay"]), recovery=int(errs["recovery"]),
+                crc_flit=int(errs["crc_flit"]), crc_data=int(errs["crc_data"]),
+                ecc_data=int(errs["ecc_data"]),
             ))
         return out

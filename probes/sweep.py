@@ -47,7 +47,7 @@ from probes.report import (
     unit_of,
     utcnow,
 )
-from probes.watchdog import call_with_timeout
+from probes.watchdog import Watchdog
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,7 @@ class _Sweep:
         self.errors: list[ProbeError] = []
         self.skipped: list[SkippedGpu] = []
         self.hung: dict[int, str] = {}
+        self.watchdog = Watchdog(options.timeout_s)
         self.ports: dict[int, list[NvLinkPort]] = {}
         for port in inventory.nvlinks:
             self.ports.setdefault(port.gpu, []).append(port)
@@ -156,13 +157,16 @@ class _Sweep:
         wall0, cpu0 = time.perf_counter(), time.process_time()
         specs = plan(self.options.tests, self.idle(self.selected()), self.options.budgets)
         results: list[TransferResult] = []
-        for i, spec in enumerate(specs, 1):
-            ready = self._unhung(spec)
-            result = self._one(ready) if ready else None
-            if result is not None:
-                results.append(result)
-            if self.progress:
-                self.progress(SweepProgress(i, len(specs), spec, result))
+        try:
+            for i, spec in enumerate(specs, 1):
+                ready = self._unhung(spec)
+                result = self._one(ready) if ready else None
+                if result is not None:
+                    results.append(result)
+                if self.progress:
+                    self.progress(SweepProgress(i, len(specs), spec, result))
+        finally:
+            self.watchdog.close()
         cost = SweepCost(
             gpu_time_s=sum(r.gpu_time_s for r in results),
             wall_time_s=time.perf_counter() - wall0,
@@ -198,8 +202,7 @@ class _Sweep:
         before = self._counters(gpus)
         started = self.now()
         try:
-            m = call_with_timeout(lambda: self.fabric.measure(spec), self.options.timeout_s,
-                                  spec.label())
+            m = self.watchdog.call(partial(self.fabric.measure, spec), spec.label())
         except TransferTimeout as exc:
             for g in gpus:
                 self.hung[g] = (f"hung: {spec.label()} outlived its {self.options.timeout_s:g} s "

@@ -1,10 +1,10 @@
 """Upsert a host's inventory (host, GPUs, NVLink ports, pairs) from a report.
 
-Inventory rows hold the latest known shape of the host. A report older than what the host
-already reported (a spooled report delivered late) adds its history but leaves the inventory
-alone, so a replay of yesterday never hides a link that went down this morning. Rows missing
-from the newest inventory are kept with `present = False`: a GPU that fell off the bus is a
-finding, not something to forget.
+Inventory rows hold the latest known shape of the host; only what changed is written. A
+report older than what the host already reported (a spooled report delivered late) adds its
+history but leaves the inventory alone, so a replay of yesterday never hides a link that
+went down this morning. Rows missing from the newest inventory are kept with
+`present = False`: a GPU that fell off the bus is a finding, not something to forget.
 """
 
 from __future__ import annotations
@@ -67,6 +67,15 @@ def _pair_fields(p: PairInfo, at: datetime) -> dict[str, Any]:
     }
 
 
+# `updated_at` says when a port or pair last *changed*; a GPU's `last_seen_at` moves with
+# every inventory. Unchanged rows are not written, so a steady host costs few UPDATEs.
+STAMPS = ("updated_at", "last_seen_at")
+
+
+def _stamps(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k in STAMPS}
+
+
 def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
           wanted: dict[tuple[int, ...], dict[str, Any]]) -> None:
     """Make `model`'s rows of this host match `wanted` (keyed by `key_cols`)."""
@@ -79,8 +88,11 @@ def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
         if row is None:
             session.add(model(host_id=host_id, **dict(zip(key_cols, key, strict=True)), **fields))
         else:
-            for name, value in fields.items():
-                setattr(row, name, value)
+            changed = {k: v for k, v in fields.items()
+                       if k not in STAMPS and getattr(row, k) != v}
+            if changed or "last_seen_at" in fields:
+                for name, value in {**changed, **_stamps(fields)}.items():
+                    setattr(row, name, value)
     for row in existing.values():
         row.present = False
 

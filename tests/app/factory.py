@@ -7,6 +7,7 @@ listed in `down_links` are reported down (and leave their GPU's NVSwitch width s
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
@@ -69,6 +70,7 @@ def inventory(n: int, down_links: Iterable[tuple[int, int]] = ()) -> Inventory:
     return Inventory(gpus=[gpu(i) for i in range(n)], nvlinks=ports, pairs=pairs)
 
 
+@functools.cache
 def expected_value(test: TestName, n: int = 2, src: int = 0, dst: int = 1) -> float:
     inv = inventory(n)
     pair = next(p for p in inv.pairs if p.src == src and p.dst == dst)
@@ -90,8 +92,11 @@ def sweep(host: str = "node-a", n: int = 2, at: datetime = T0,
           errors: dict[tuple[int, int], str] | None = None,
           down_links: Iterable[tuple[int, int]] = (),
           counters: dict[tuple[int, int], int] | None = None,
+          error_counts: dict[tuple[int, int], int] | None = None,
           kind: ReportKind = ReportKind.SWEEP, report_id: uuid.UUID | None = None) -> Report:
-    """One report at `at`; `counters[(gpu, link)]` is every error/throughput counter's value."""
+    """One report at `at`. `counters[(gpu, link)]`: the link's TX and RX byte counters;
+    `error_counts[(gpu, link)]`: every one of its error counters (default 5, a healthy idle
+    lifetime count)."""
     busy, failed = set(contended), errors or {}
     results = []
     for test in tests:
@@ -108,8 +113,10 @@ def sweep(host: str = "node-a", n: int = 2, at: datetime = T0,
                     started_at=at))
     samples = []
     if counters is not None:
-        links = [LinkCounters(gpu=g, link=k, tx_bytes=c, rx_bytes=c, replay=c, recovery=c,
-                              crc_flit=c, crc_data=c, ecc_data=c)
+        errs = error_counts or {}
+        links = [LinkCounters(gpu=g, link=k, tx_bytes=c, rx_bytes=c, replay=errs.get((g, k), 5),
+                              recovery=errs.get((g, k), 5), crc_flit=errs.get((g, k), 5),
+                              crc_data=errs.get((g, k), 5), ecc_data=errs.get((g, k), 5))
                  for (g, k), c in sorted(counters.items())]
         samples.append(CounterSample(
             at=at, links=links, pcie_replay={g: 0 for g in range(n)},

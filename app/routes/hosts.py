@@ -1,0 +1,115 @@
+"""Read API for hosts: list, inventory, topology graph, matrix, series, link rates, health.
+
+Unknown hosts, GPUs, links and tests answer 404 naming what was not found (the `NotFound`
+handler in `app.main`); impossible parameters (a range that ends before it starts, too many
+buckets) answer 422.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+
+from app.deps import SessionDep, SettingsDep
+from app.queries import host_health, host_summaries, latest_matrix
+from app.queries.hosts import host_detail
+from app.queries.link_series import link_series
+from app.queries.series import pair_series
+from app.queries.topology import host_topology
+from app.schemas import (
+    GpuHealth,
+    HealthResponse,
+    HostDetail,
+    HostsResponse,
+    LinkHealth,
+    LinkSeriesResponse,
+    MatrixResponse,
+    PairHealth,
+    SeriesResponse,
+    TestHealth,
+    TopologyResponse,
+)
+from probes.report import utcnow
+
+router = APIRouter(prefix="/api/v1/hosts", tags=["hosts"])
+
+TestParam = Annotated[str, Query(description="ce_write, ce_read, ce_bidir, sm_write, sm_read, "
+                                             "latency or staged", examples=["ce_write"])]
+Since = Annotated[datetime | None, Query(description="Start (ISO 8601); default: the "
+                                                     "default range back from `until`.")]
+Until = Annotated[datetime | None, Query(description="End (ISO 8601); default: now.")]
+Step = Annotated[int | None, Query(ge=1, le=31 * 86_400, description="Bucket width in "
+                                   "seconds; default: about 300 buckets over the range.")]
+
+
+def _unprocessable(exc: ValueError) -> HTTPException:
+    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc))
+
+
+@router.get("", response_model=HostsResponse, summary="Every host with its health summary")
+def list_hosts(session: SessionDep, settings: SettingsDep) -> HostsResponse:
+    now = utcnow()
+    return HostsResponse(generated_at=now, hosts=host_summaries(session, settings, now))
+
+
+@router.get("/{host}", response_model=HostDetail, summary="A host's inventory")
+def get_host_detail(host: str, session: SessionDep, settings: SettingsDep) -> HostDetail:
+    return host_detail(session, settings, host)
+
+
+@router.get("/{host}/topology", response_model=TopologyResponse,
+            summary="GPUs, NVSwitch and CPU sockets as a graph with bandwidth and verdicts")
+def get_topology(host: str, session: SessionDep, settings: SettingsDep) -> TopologyResponse:
+    return host_topology(session, settings, host)
+
+
+@router.get("/{host}/matrix", response_model=MatrixResponse,
+            summary="Newest value, expectation and verdict of every ordered pair")
+def get_matrix(host: str, session: SessionDep, settings: SettingsDep,
+               test: TestParam = "ce_write") -> MatrixResponse:
+    return latest_matrix(session, settings, host, test)
+
+
+@router.get("/{host}/series", response_model=SeriesResponse,
+            summary="Bucketed min/mean/max of one pair and test, with baseline and expected")
+def get_series(host: str, session: SessionDep, settings: SettingsDep,
+               src: Annotated[int, Query(ge=0, description="Source GPU index")],
+               dst: Annotated[int, Query(ge=0, description="Destination GPU index")],
+               test: TestParam = "ce_write", since: Since = None, until: Until = None,
+               step: Step = None) -> SeriesResponse:
+    try:
+        return pair_series(session, settings, host, src, dst, test, since, until, step)
+    except ValueError as exc:
+        raise _unprocessable(exc) from exc
+
+
+@router.get("/{host}/links/series", response_model=LinkSeriesResponse,
+            summary="Per-link throughput and error-counter rates over time")
+def get_link_series(host: str, session: SessionDep, since: Since = None, until: Until = None,
+                    step: Step = None,
+                    gpu: Annotated[int | None, Query(ge=0, description="Only this GPU")] = None,
+                    link: Annotated[int | None, Query(ge=0, description="Only this link")] = None,
+                    ) -> LinkSeriesResponse:
+    try:
+        return link_series(session, host, since, until, step, gpu, link)
+    except ValueError as exc:
+        raise _unprocessable(exc) from exc
+
+
+@router.get("/{host}/health", response_model=HealthResponse,
+            summary="Verdicts for the host, each GPU, link and pair, with reasons")
+def get_health(host: str, session: SessionDep, settings: SettingsDep) -> HealthResponse:
+    h = host_health(session, settings, host)
+    j = h.judgement
+    return HealthResponse(
+        host=h.host.name, verdict=j.verdict, reason=j.reason, generated_at=h.generated_at,
+        gpus=[GpuHealth(gpu=g.gpu, verdict=g.verdict, reason=g.reason) for g in j.gpus],
+        links=[LinkHealth(gpu=x.gpu, link=x.link, verdict=x.verdict, reason=x.reason)
+               for x in j.links],
+        pairs=[PairHealth(src=p.src, dst=p.dst, verdict=p.verdict, reason=p.reason, tests=[
+            TestHealth(test=t.test, verdict=t.verdict, reason=t.reason,
+                       ratio_expected=t.ratio_expected, ratio_baseline=t.ratio_baseline,
+                       low_since=t.low_since) for t in p.tests]) for p in j.pairs],
+    )

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One call on a GPU host (the lent 2 x H200): install carried wheels, run tests/gpu and the CPU
+# probe tests, the tuning scan (TUNE=1), the accuracy bench and the contention run; logs go to
+# $OUT, a short table comes last. Usage, from the repository root on the device:
+#   WHL=../.whl TUNE=1 bash bench/gpu_session.sh
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/peerwatch-gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+if [ -n "${WHL:-}" ] && ls "$WHL"/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "$WHL"/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+{ nvidia-smi topo -m; nvidia-smi --query-gpu=index,name,pci.bus_id,memory.used --format=csv;
+  python3 -c 'import cupy, pynvml; print("cupy", cupy.__version__)'; } >"$OUT/machine.log" 2>&1
+python3 -m pytest -q -p no:cacheprovider tests/gpu tests/probes -ra >"$OUT/pytest.log" 2>&1
+echo "pytest exit $?" >>"$OUT/pytest.log"
+if [ "${TUNE:-0}" = 1 ]; then
+  timeout 240 python3 -m bench._probe_budgets >"$OUT/budgets.log" 2>&1
+fi
+timeout 120 python3 -m bench.probe_accuracy >"$OUT/accuracy.log" 2>&1
+echo "accuracy exit $?" >>"$OUT/accuracy.log"
+timeout 120 python3 -m bench.probe_contention >"$OUT/contention.log" 2>&1
+echo "contention exit $?" >>"$OUT/contention.log"
+echo "== machine";    cat "$OUT/machine.log"
+echo "== pytest";     tail -n 25 "$OUT/pytest.log"
+[ -f "$OUT/budgets.log" ] && { echo "== budgets"; cat "$OUT/budgets.log"; }
+echo "== contention"; tail -n 12 "$OUT/contention.log"
+echo "== accuracy";   tail -n 25 "$OUT/accuracy.log"

@@ -1,0 +1,136 @@
+"""The real fabric: NVML (probes/nvml.py) for inventory and counters, CuPy (probes/transfers.py)
+for transfer tests, joined behind the `Fabric` Protocol.
+
+Indices are NVML's everywhere above this seam. CUDA may number the same GPUs differently
+(CUDA_DEVICE_ORDER defaults to fastest-first, CUDA_VISIBLE_DEVICES hides and renumbers), so
+NVML indices are mapped onto CUDA ordinals by PCI bus id before a test runs, and the test's
+per-GPU figures are mapped back.
+
+CuPy is started lazily: an inventory-only pass never creates CUDA contexts (each costs device
+memory) and still works where CuPy is missing; a transfer test then raises FabricUnavailable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from importlib import metadata
+from typing import Any
+
+from probes.errors import FabricUnavailable, TransferError
+from probes.fabric import Measurement, TestSpec
+from probes.nvml import Nvml
+from probes.report import (
+    GpuActivity,
+    GpuInfo,
+    HostIdentity,
+    LinkCounters,
+    NvLinkPort,
+    PairInfo,
+)
+from probes.sysfs import Sysfs
+from probes.topology import normalize_bus_id
+from probes.transfers import Transfers
+
+
+class RealFabric:
+    """This host's GPUs, read through NVML and measured through CuPy."""
+
+    name = "nvml"
+
+    def __init__(self, nvml_module: Any = None, cupy_module: Any = None,
+                 sysfs: Sysfs | None = None, timeout_s: float = 10.0) -> None:
+        self._nvml = Nvml(module=nvml_module, sysfs=sysfs)
+        self._cupy_module = cupy_module
+        self._timeout_s = timeout_s
+        self._transfers: Transfers | None = None
+        self._cuda_of: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ CUDA side
+
+    def transfers(self) -> Transfers:
+        """The CuPy side, started on first use; FabricUnavailable where CUDA is not usable."""
+        if self._transfers is None:
+            tr = Transfers(self._cupy_module, timeout_s=self._timeout_s)
+            by_bus = {normalize_bus_id(tr.bus_id(d)): d for d in range(tr.count)}
+            self._cuda_of = {
+                i: by_bus[normalize_bus_id(self._nvml.bus_id(i))]
+                for i in range(self._nvml.gpu_count())
+                if normalize_bus_id(self._nvml.bus_id(i)) in by_bus
+            }
+            self._transfers = tr
+        return self._transfers
+
+    def _cuda(self, gpu: int) -> int:
+        self._nvml.bus_id(gpu)  # BadProbeRequest for an index NVML does not know
+        self.transfers()
+        if gpu not in self._cuda_of:
+            raise TransferError(f"GPU {gpu} is not visible to CUDA (CUDA_VISIBLE_DEVICES?)")
+        return self._cuda_of[gpu]
+
+    # ------------------------------------------------------------------ Fabric
+
+    def host(self) -> HostIdentity:
+        try:
+            version: str | None = metadata.version("peerwatch")
+        except metadata.PackageNotFoundError:
+            version = None
+        return HostIdentity(
+            hostname=socket.gethostname(),
+            fabric=self.name,
+            driver_version=self._nvml.driver_version(),
+            cuda_version=self._nvml.cuda_version(),
+            probe_version=version,
+        )
+
+    def gpu_count(self) -> int:
+        return self._nvml.gpu_count()
+
+    def gpu(self, index: int) -> GpuInfo:
+        info = self._nvml.gpu(index)
+        try:
+            rdma = self.transfers().gpudirect_rdma(self._cuda(index))
+        except (FabricUnavailable, TransferError):
+            return info
+        return info.model_copy(
+            update={"rdma": info.rdma.model_copy(update={"gpudirect_supported": rdma})}
+        )
+
+    def nvlinks(self, gpu: int) -> list[NvLinkPort]:
+        return self._nvml.nvlinks(gpu)
+
+    def link_counters(self, gpu: int) -> list[LinkCounters]:
+        return self._nvml.link_counters(gpu)
+
+    def pcie_replay(self, gpu: int) -> int:
+        return self._nvml.pcie_replay(gpu)
+
+    def activity(self, gpu: int) -> GpuActivity:
+        return self._nvml.activity(gpu)
+
+    def pair(self, src: int, dst: int) -> PairInfo:
+        info = self._nvml.pair(src, dst)
+        try:
+            tr = self.transfers()
+            peer = tr.can_access_peer(self._cuda(src), self._cuda(dst))
+        except (FabricUnavailable, TransferError):
+            return info
+        return info.model_copy(update={"can_access_peer": peer})
+
+    def measure(self, spec: TestSpec) -> Measurement:
+        cuda = dataclasses.replace(
+            spec,
+            src=None if spec.src is None else self._cuda(spec.src),
+            dst=None if spec.dst is None else self._cuda(spec.dst),
+            gpus=tuple(self._cuda(g) for g in spec.gpus),
+        )
+        result = self.transfers().measure(cuda)
+        nvml_of = {c: i for i, c in self._cuda_of.items()}
+        result.wire_bytes = {nvml_of[c]: n for c, n in result.wire_bytes.items()}
+        return result
+
+    def close(self) -> None:
+        if self._transfers is not None:
+            self._transfers.close()
+            self._transfers = None
+        self._nvml.close()

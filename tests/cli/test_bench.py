@@ -1,0 +1,91 @@
+"""`peerwatch bench` end to end on simulated hosts: matrices, JSON, and one-line usage errors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+
+import pytest
+
+from app.cli import build_parser, main
+from probes.report import PAIR_TESTS, TestName
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["bench", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_hgx8_json_has_all_56_ordered_pairs_for_every_pair_test(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys, "--fabric", "simulated:hgx8", "--json")
+    assert status == 0
+    doc = json.loads(out)  # one document, nothing else on stdout
+    per_test = Counter(r["test"] for r in doc["results"])
+    assert per_test == {**{t.value: 56 for t in PAIR_TESTS}, "allreduce": 1}
+    pairs = {(r["src"], r["dst"]) for r in doc["results"] if r["test"] == "ce_write"}
+    assert pairs == set(itertools.permutations(range(8), 2))
+    for r in doc["results"]:
+        assert {"src", "dst", "test", "value", "unit", "expected", "ratio", "contended",
+                "foreign_bytes", "gpu_time_s"} <= set(r)
+        if r["test"] != "allreduce":
+            assert 0.9 < r["ratio"] < 1.1, r
+    assert len(doc["inventory"]["gpus"]) == 8 and doc["cost"]["gpu_time_s"] > 0
+    assert doc["host"]["fabric"] == "simulated:hgx8"
+
+
+def test_human_output_reads_like_nvbandwidth_and_nvidia_smi(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys, "--fabric", "simulated:mesh4", "--tests",
+                          "ce_write,latency,allreduce")
+    assert status == 0
+    assert out.count("GPU(row) -> GPU(column)") == 3  # two test matrices + P2P
+    assert "GB/s" in out and " ns" in out and "allreduce" in out
+    topo = out[out.index("Topology"):]
+    assert "NV4" in topo and "SYS" in topo and "OK nvlink" in topo and "OK pcie" in topo
+    assert "Measured / expected" in out and "Sweep cost: GPU time" in out
+    assert "sm_write" not in out  # only the tests asked for
+
+
+def test_same_seed_same_json_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    def values(seed: str) -> list[float]:
+        _, out, _ = _run(capsys, "--fabric", "simulated:h200x2", "--json", "--seed", seed)
+        return [r["value"] for r in json.loads(out)["results"]]
+
+    assert values("4") == values("4") != values("5")
+
+
+def test_gpu_subset_and_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys, "--fabric", "simulated:hgx8", "--gpus", "2,5",
+                          "--tests", "sm_read", "--samples", "5", "--json")
+    results = json.loads(out)["results"]
+    assert status == 0 and {(r["src"], r["dst"]) for r in results} == {(2, 5), (5, 2)}
+    assert all(len(r["samples"]) == 5 for r in results)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--fabric", "simulated:dgx9"], "unknown simulated preset 'dgx9' (known: h200x2, hgx8"),
+    (["--fabric", "cuda"], "unknown fabric 'cuda'"),
+    (["--tests", "ce_write,bogus"], "unknown test 'bogus'"),
+    (["--fabric", "simulated:mesh4", "--gpus", "0,7"], "no GPU 7 on simulated:mesh4"),
+    (["--gpus", "one"], "--gpus must be comma-separated GPU indices"),
+    (["--samples", "0"], "--samples must be at least 1"),
+])
+def test_bad_arguments_are_one_line_and_status_2(
+        capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    status, out, err = _run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("peerwatch bench: error: ") and message in err
+
+
+def test_every_option_says_its_default() -> None:
+    sub = build_parser()._subparsers._group_actions[0].choices["bench"]  # type: ignore[union-attr]
+    for action in sub._actions:
+        if action.option_strings and action.dest != "help":
+            assert "default" in (action.help or ""), action.dest
+    help_text = sub.format_help()
+    for test in TestName:
+        assert test.value in help_text
+    assert "simulated:hgx8" in help_text

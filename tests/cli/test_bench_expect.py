@@ -1,0 +1,45 @@
+"""Healthy simulated hosts measure what app.analysis.expected promises for their topology,
+and a fault that degrades a pair without changing its topology shows as a low ratio."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cli.bench_expect import Expectations
+from probes.faults import BandwidthFactor, LinksDown, P2PDisabled, PcieDowntrained
+from probes.presets import PRESET_NAMES
+from probes.report import TestName
+from probes.simulated import SimulatedFabric
+from probes.sweep import build_report
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_healthy_pairs_are_within_ten_percent_of_expected(preset: str) -> None:
+    report = build_report(SimulatedFabric(preset, seed=9))
+    judge = Expectations(report.inventory)
+    for r in report.results:
+        if r.test is TestName.ALLREDUCE:
+            continue
+        j = judge.judge(r)
+        assert j.ratio is not None and 0.9 < j.ratio < 1.1, (r.test, r.src, r.dst, j)
+
+
+def test_topology_faults_move_the_expectation_with_them() -> None:
+    fab = SimulatedFabric("hgx8", seed=9, faults=[
+        LinksDown(gpu=1, count=9), P2PDisabled(a=2, b=3), PcieDowntrained(gpu=2, width=8)])
+    report = build_report(fab)
+    judge = Expectations(report.inventory)
+    for r in report.results:
+        if r.test is not TestName.ALLREDUCE:
+            assert 0.9 < judge.judge(r).ratio < 1.1, (r.test, r.src, r.dst)  # type: ignore[operator]
+
+
+def test_a_slow_pair_shows_a_low_ratio() -> None:
+    fab = SimulatedFabric("mesh4", seed=9, faults=[BandwidthFactor(src=0, dst=2, factor=0.6)])
+    report = build_report(fab)
+    judge = Expectations(report.inventory)
+    ratios = {(r.test, r.src, r.dst): judge.judge(r).ratio for r in report.results}
+    assert ratios[(TestName.CE_WRITE, 0, 2)] == pytest.approx(0.6, abs=0.04)
+    assert ratios[(TestName.CE_WRITE, 2, 0)] == pytest.approx(0.6, abs=0.04)
+    assert ratios[(TestName.CE_WRITE, 0, 1)] == pytest.approx(1.0, abs=0.05)
+    assert ratios[(TestName.LATENCY, 0, 2)] == pytest.approx(1.0, abs=0.1)
