@@ -19,7 +19,8 @@ from app.demo.faults import apply_faults
 from app.demo.fleet import DemoHost
 from app.demo.scenario import Scenario
 from probes.config import ProbeSettings
-from probes.runner import open_runtime
+from probes.outbox import Delivery
+from probes.runner import ProbeRuntime, open_runtime
 from probes.simulated import SimulatedFabric
 from probes.worker import thread_usage
 
@@ -40,7 +41,12 @@ class LiveHost:
     fabric: SimulatedFabric
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
-    delivered: int = 0
+    runtime: ProbeRuntime | None = None
+
+    def delivered(self) -> int:
+        if self.runtime is None:
+            return 0
+        return self.runtime.worker.stats.deliveries.get(Delivery.DELIVERED, 0)
 
 
 class LiveFleet:
@@ -56,6 +62,10 @@ class LiveFleet:
         self.started_at = 0.0
         self._director = threading.Thread(target=self._direct, name="demo-director",
                                           daemon=True)
+
+    def reporting(self) -> int:
+        """How many hosts have had at least one report delivered."""
+        return sum(1 for live in self.hosts if live.delivered() > 0)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_at
@@ -83,8 +93,8 @@ class LiveFleet:
             with open_runtime(self._settings(live.host), fabric=live.fabric, meter=thread_usage,
                               rng=random.Random(live.host.seed), stop=live.stop,
                               watchdog=False) as runtime:
+                live.runtime = runtime
                 runtime.worker.run()
-                live.delivered = runtime.worker.stats.deliveries.get("delivered", 0)
         except Exception:  # one host's crash must not take the demo down
             log.exception("demo host %s stopped with an error", live.host.name)
 

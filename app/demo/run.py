@@ -2,9 +2,10 @@
 
 Order matters for "data within seconds": the database is migrated and the server listens
 first, then the live fleet starts (every host sends an inventory report at once and its
-first sweep within seconds), and only then, a moment later, the backfill of the past day
-begins in the background. SIGINT (Ctrl-C) or SIGTERM stops the fleet (undelivered reports
-go to the spool), the backfill (between two reports) and the server, in that order.
+first sweep within seconds), and only when every host has reported does the backfill of
+the past day begin in the background (it would otherwise compete for the CPU). SIGINT
+(Ctrl-C) or SIGTERM stops the fleet (undelivered reports go to the spool), the backfill
+(between two reports) and the server, in that order.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import secrets
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+import psutil
 from sqlalchemy import func, select
 
 from app.config import Settings
@@ -34,7 +37,7 @@ from app.models import ReportRow
 from probes.report import utcnow
 
 log = logging.getLogger(__name__)
-BACKFILL_DELAY_S = 2.0  # let the first live reports in before history starts competing
+FIRST_REPORTS_WAIT_S = 10.0  # history waits (at most this) for every host's first report
 
 
 @dataclass
@@ -110,7 +113,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
         plan = BackfillPlan(span_s=options.backfill_hours * 3600.0)
         backfill = Backfill(fleet, scenario, app.state.sessionmaker, settings, live_start,
                             plan, backfill_stop)
-        backfill_thread = threading.Thread(target=_backfill, args=(backfill, stop, out),
+        backfill_thread = threading.Thread(target=_backfill, args=(backfill, live, stop, out),
                                            name="demo-backfill", daemon=True)
         backfill_thread.start()
     elif existing:
@@ -129,8 +132,16 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     return 0
 
 
-def _backfill(backfill: Backfill, stop: threading.Event, out: TextIO) -> None:
-    if stop.wait(BACKFILL_DELAY_S) or backfill.stop.is_set():
+def _backfill(backfill: Backfill, live: LiveFleet, stop: threading.Event, out: TextIO) -> None:
+    """Once every live host has reported (the first data is on screen), fill in history."""
+    deadline = time.monotonic() + FIRST_REPORTS_WAIT_S
+    while live.reporting() < len(live.hosts) and time.monotonic() < deadline:
+        if stop.wait(0.1):
+            return
+    print(f"  first data: {live.reporting()} of {len(live.hosts)} hosts reporting "
+          f"{time.time() - psutil.Process().create_time():.1f} s after start", file=out,
+          flush=True)
+    if backfill.stop.is_set():
         return
     try:
         stats = backfill.run()

@@ -13,29 +13,34 @@ import sys
 from pathlib import Path
 
 from app.demo.fleet import DEFAULT_HOSTS
-from app.demo.run import DemoOptions, run_demo
+
+# Defaults here, not imported from app.demo.run: building the parser for any command must not
+# import the server (FastAPI, SQLAlchemy), which only `demo` itself needs.
+DEFAULT_PORT = 8000
+DEFAULT_BIND = "127.0.0.1"
+DEFAULT_DATA_DIR = Path("data/demo")
+DEFAULT_BACKFILL_HOURS = 24.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    defaults = DemoOptions()
     parser = subparsers.add_parser(
         "demo", help="run the server with a simulated fleet (no GPU needed)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=defaults.port,
-                        help=f"port to serve on (default: {defaults.port})")
-    parser.add_argument("--bind", default=defaults.bind,
-                        help=f"address to serve on (default: {defaults.bind})")
-    parser.add_argument("--data-dir", type=Path, default=defaults.data_dir,
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port to serve on (default: {DEFAULT_PORT})")
+    parser.add_argument("--bind", default=DEFAULT_BIND,
+                        help=f"address to serve on (default: {DEFAULT_BIND})")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
                         help=f"directory for the SQLite database and the fleet's spools "
-                             f"(default: {defaults.data_dir})")
+                             f"(default: {DEFAULT_DATA_DIR})")
     parser.add_argument("--hosts", type=int, default=DEFAULT_HOSTS,
                         help=f"simulated hosts, presets dealt hgx8, h200x2, mesh4, pcie4 in "
                              f"turn (default: {DEFAULT_HOSTS})")
-    parser.add_argument("--seed", type=int, default=defaults.seed,
-                        help=f"seed of the simulated measurements (default: {defaults.seed})")
-    parser.add_argument("--backfill-hours", type=float, default=defaults.backfill_hours,
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the simulated measurements (default: 0)")
+    parser.add_argument("--backfill-hours", type=float, default=DEFAULT_BACKFILL_HOURS,
                         help="hours of history to backfill into a new database; 0 for none "
-                             f"(default: {defaults.backfill_hours:g})")
+                             f"(default: {DEFAULT_BACKFILL_HOURS:g})")
     parser.set_defaults(func=run)
 
 
@@ -46,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("app.demo").setLevel(logging.INFO)
+    from app.demo.run import DemoOptions, run_demo
+
     options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,
                           hosts=args.hosts, seed=args.seed, backfill_hours=args.backfill_hours)
     return run_demo(options)
