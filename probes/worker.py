@@ -53,6 +53,18 @@ def thread_usage() -> tuple[float, int]:
     return time.thread_time(), _peak_rss()
 
 
+def summarize(report: Report, submitted: Submitted | None) -> str:
+    """One log line per pass: what it measured, what it cost, where the report went."""
+    cost = report.cost
+    failed = sum(1 for r in report.results if r.error)
+    where = submitted.delivery if submitted else "not delivered (see the error above)"
+    return (f"{report.kind} report: {len(report.results)} results ({failed} failed), "
+            f"{len(cost.skipped)} GPUs skipped, GPU time {cost.gpu_time_s:.3f} s, "
+            f"device memory {cost.device_memory_bytes_max / 2**20:.0f} MiB, "
+            f"agent CPU {cost.agent_cpu_s:.2f} s, RSS {cost.agent_rss_bytes / 2**20:.0f} MiB; "
+            f"{where}")
+
+
 @dataclass
 class StepRecord:
     seconds: float = 0.0
@@ -151,6 +163,8 @@ class Worker:
             self._step("replay", self.outbox.replay)  # drops it finds go in this report
         report = self._step("stamp_cost", lambda: self._stamp(built)) or built
         submitted = self._step("deliver", lambda: self._deliver(report))
+        log.log(logging.INFO if kind is ReportKind.SWEEP else logging.DEBUG, "%s",
+                summarize(report, submitted))
         return report, submitted
 
     # ------------------------------------------------------------------ loop
