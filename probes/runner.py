@@ -15,8 +15,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from probes.config import ProbeSettings
+from probes.errors import FabricUnavailable
 from probes.fabric import Fabric
-from probes.fabric_select import open_fabric
+from probes.fabric_select import open_fabric, open_real
 from probes.outbox import Outbox
 from probes.passes import report_builder
 from probes.sender import Backoff, Sender
@@ -33,6 +34,16 @@ class ProbeRuntime:
 
 
 def open_fabric_for(settings: ProbeSettings) -> Fabric:
+    """The fabric the settings name. For a probe `auto` means the real GPUs or an error:
+    unlike `open_fabric("auto")` it never falls back to a simulated host, because a probe
+    reporting made-up numbers to a real server is worse than one that refuses to start."""
+    if settings.fabric == "auto":
+        try:
+            return open_real()
+        except FabricUnavailable as exc:
+            raise FabricUnavailable(
+                f"no GPUs usable here ({exc}); to run without GPUs pass "
+                "--fabric simulated:<preset>") from exc
     return open_fabric(settings.fabric, hostname=settings.hostname)
 
 

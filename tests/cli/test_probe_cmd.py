@@ -122,3 +122,28 @@ def test_sigterm_ends_a_running_probe_cleanly_with_reports_spooled(tmp_path: Pat
     kinds = {Report.model_validate_json(f.read_bytes()).kind for f in files}
     assert kinds == {"inventory", "sweep"}
     assert not list(spool.glob(".tmp-*"))
+
+
+def test_auto_without_gpus_refuses_instead_of_reporting_simulated_data(tmp_path: Path,
+                                                                        capsys) -> None:
+    from probes.errors import FabricUnavailable
+    from probes.fabric_select import open_real
+
+    try:
+        open_real().close()
+        pytest.skip("this machine has usable GPUs")
+    except FabricUnavailable:
+        pass
+    status = main(["probe", "--once", "--fabric", "auto", "--token", "t", "--spool-dir",
+                   str(tmp_path), "--server", f"http://127.0.0.1:{free_port()}"])
+    err = capsys.readouterr().err
+    assert status == 1 and "no GPUs usable here" in err and "--fabric simulated:" in err
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_spool_owned_by_another_probe_is_refused(tmp_path: Path, capsys) -> None:
+    from probes.spool import Spool
+
+    with Spool(tmp_path, 1 << 20):
+        status = main(once(tmp_path, f"http://127.0.0.1:{free_port()}"))
+    assert status == 1 and "in use by another probe" in capsys.readouterr().err

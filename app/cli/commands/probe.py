@@ -14,17 +14,18 @@ import logging
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from pydantic import ValidationError
 
 from probes.config import ENV_PREFIX, ProbeSettings
-from probes.errors import BadProbeRequest
+from probes.errors import BadProbeRequest, FabricUnavailable
 from probes.outbox import Delivery, Submitted
 from probes.report import Report, ReportKind
 from probes.runner import ProbeRuntime, open_runtime
 from probes.sender import Outcome
+from probes.spool import SpoolLocked
 
 EXIT_FAILED, EXIT_USAGE, EXIT_UNAUTHORIZED, EXIT_REJECTED = 1, 2, 3, 4
 _DEFAULTS = ProbeSettings.model_construct()
@@ -34,9 +35,8 @@ _MIB = 1 << 20
 _OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--server", "server_url", str, "server base URL"),
     ("--token", "token", str, "probe bearer token (one of the server's PEERWATCH_PROBE_TOKENS)"),
-    ("--fabric", "fabric", str, "auto (the real GPUs, else simulated:h200x2 with a "
-                                "warning), nvml (the real GPUs or fail), or simulated:<preset> "
-                                "(hgx8, h200x2, mesh4, pcie4)"),
+    ("--fabric", "fabric", str, "auto or nvml (the real GPUs; an error without them), "
+                                "or simulated:<preset> (hgx8, h200x2, mesh4, pcie4)"),
     ("--hostname", "hostname", str, "host name to report instead of the fabric's own"),
     ("--spool-dir", "spool_dir", str, "directory holding undelivered reports"),
     ("--spool-max-bytes", "spool_max_bytes", int, "spool size bound; the oldest are dropped"),
@@ -98,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = settings_from(args)
-    with open_runtime(settings) as runtime:
+    with ExitStack() as stack:
+        try:
+            runtime = stack.enter_context(open_runtime(settings))
+        except (FabricUnavailable, SpoolLocked) as exc:
+            print(f"peerwatch probe: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         if args.once:
             return run_once(runtime)
         with _stop_on_signals(runtime):
