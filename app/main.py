@@ -1,13 +1,16 @@
 """The FastAPI application factory.
 
 `create_app(settings)` builds one app with its own engine and session factory (kept on
-`app.state`, never in module globals) and includes every router found in `app/routes/`: a
-module there that defines `router` is served, so adding a resource never means editing this
-file. Nothing in the app keeps state other replicas would need: all of it is in the database.
+`app.state`, never in module globals), and runs the coroutines listed in
+`app.state.background_jobs` for as long as it serves. It includes every router found in
+`app/routes/`: a module there that defines `router` is served, so adding a resource never
+means editing this file. Nothing in the app keeps state other replicas would need: all of it
+is in the database.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import pkgutil
 from collections.abc import AsyncIterator
@@ -53,15 +56,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     engine = make_engine(settings)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        engine.dispose()
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        tasks = [asyncio.create_task(job(app)) for job in app.state.background_jobs]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            engine.dispose()
 
     app = FastAPI(title="peerwatch", version="0.1.0", description=DESCRIPTION,
                   lifespan=lifespan)
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
+    # maintenance loop here, and anything else that should live as long as the server can.
+    app.state.background_jobs = []
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)

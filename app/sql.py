@@ -29,3 +29,22 @@ def _epoch_sqlite(element: epoch_seconds, compiler: Any, **kw: Any) -> str:
 @compiles(epoch_seconds, "postgresql")
 def _epoch_postgresql(element: epoch_seconds, compiler: Any, **kw: Any) -> str:
     return f"CAST(FLOOR(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)})) AS BIGINT)"
+
+
+class from_epoch_seconds(FunctionElement[Any]):  # noqa: N801
+    """The inverse: whole seconds since 1970 as a timestamp, stored the way UtcDateTime
+    stores it (SQLite: naive UTC text with microseconds, so text comparisons still order)."""
+
+    inherit_cache = True
+    name = "from_epoch_seconds"
+
+
+@compiles(from_epoch_seconds, "sqlite")
+def _from_epoch_sqlite(element: from_epoch_seconds, compiler: Any, **kw: Any) -> str:
+    arg = compiler.process(element.clauses, **kw)
+    return f"strftime('%Y-%m-%d %H:%M:%S.000000', {arg}, 'unixepoch')"
+
+
+@compiles(from_epoch_seconds, "postgresql")
+def _from_epoch_postgresql(element: from_epoch_seconds, compiler: Any, **kw: Any) -> str:
+    return f"to_timestamp({compiler.process(element.clauses, **kw)})"

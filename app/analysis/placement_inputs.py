@@ -2,18 +2,20 @@
 
 Pure, so that the scheduler route, the tests and anyone holding a `Report` build placement's
 input the same way: expected bandwidth per pair from `expected.py`, the kind of each pair's path
-from its `PairInfo`, a socket locality per GPU, and the measured matrix from transfer results
+from its `PairInfo`, a socket locality per GPU, and the measured matrix from stored samples
 (uncontended `ce_write` first, then half of an uncontended `ce_bidir`, contended values only
 when nothing else exists).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
 
 from app.analysis.expected import expected
 from app.analysis.placement_types import FabricView, GpuState, LinkKind, Pair, PairVerdict
-from probes.report import Inventory, LinkState, PairInfo, TestName, TransferResult
+from probes.report import Inventory, LinkState, PairInfo, TestName
 
 MATRIX_TESTS: dict[TestName, float] = {TestName.CE_WRITE: 1.0, TestName.CE_BIDIR: 0.5}
 
@@ -49,18 +51,42 @@ def expected_matrix(inventory: Inventory) -> dict[Pair, float]:
     return out
 
 
-def measured_matrix(results: Iterable[TransferResult]) -> dict[Pair, float]:
-    """Per ordered pair, the best evidence of its copy rate among `results` (latest last)."""
-    best: dict[Pair, tuple[int, float]] = {}
-    for r in results:
-        scale = MATRIX_TESTS.get(r.test)
-        if scale is None or r.value is None or r.src is None or r.dst is None:
+class SampleLike(Protocol):
+    """One stored result of a pair test (`app.analysis.health.Sample` fits)."""
+
+    @property
+    def at(self) -> datetime: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def contended(self) -> bool: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+def measured_matrix(
+    samples: Mapping[tuple[int, int, TestName], Sequence[SampleLike]],
+) -> tuple[dict[Pair, float], datetime | None]:
+    """Per ordered pair the best evidence of its copy rate, and when the newest one was taken.
+
+    Evidence, best first: the newest uncontended `ce_write`, the newest uncontended `ce_bidir`
+    halved, then the same two contended (someone else's traffic shared the links, so the value
+    understates the pair, but it beats knowing nothing). Failed samples are no evidence.
+    """
+    best: dict[Pair, tuple[int, datetime, float]] = {}
+    for (src, dst, test), rows in samples.items():
+        scale = MATRIX_TESTS.get(test)
+        if scale is None:
             continue
-        rank = list(MATRIX_TESTS).index(r.test) + (len(MATRIX_TESTS) if r.contended else 0)
-        key = (r.src, r.dst)
-        if key not in best or rank <= best[key][0]:
-            best[key] = (rank, r.value * scale)
-    return {k: v for k, (_, v) in best.items()}
+        for row in rows:
+            if row.error is not None or row.value is None:
+                continue
+            rank = list(MATRIX_TESTS).index(test) + (len(MATRIX_TESTS) if row.contended else 0)
+            old = best.get((src, dst))
+            if old is None or (rank, -row.at.timestamp()) < (old[0], -old[1].timestamp()):
+                best[(src, dst)] = (rank, row.at, row.value * scale)
+    newest = max((at for _, at, _ in best.values()), default=None)
+    return {pair: value for pair, (_, _, value) in best.items()}, newest
 
 
 def view_from_inventory(

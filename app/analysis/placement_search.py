@@ -79,7 +79,9 @@ def _best_ring_table(members: Sequence[int], sym: Matrix, tol: float) -> Scored:
     table = _ring_table(k)
     values = [min(map(weights.__getitem__, edges)) for _, edges in table]
     floor = max(values) * (1 - tol)
-    pick = next(i for i, v in enumerate(values) if v >= floor)
+    pick = 0
+    while values[pick] < floor:
+        pick += 1
     # The weakest link is found later, only for the few sets that get reported.
     return Scored(tuple(members[i] for i in table[pick][0]), values[pick], None)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
@@ -18,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from app.alerting.service import service_for
 from app.deps import ProbeTokenDep, SessionDep, SettingsDep
 from app.schemas import IngestResult
 from app.services.ingest import ingest
@@ -27,6 +29,9 @@ from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, utcnow
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
 
 REPORT_SCHEMA_REF = "#/components/schemas/Report"
+# 19+ digits in a row: the only way an integer beyond 64 bits can appear. Scanning the bytes
+# is cheap; walking the parsed tree is done only when this finds something.
+LONG_NUMBER = re.compile(rb"\d{19,}")
 
 
 async def read_limited_body(request: Request, limit: int) -> bytes:
@@ -71,6 +76,7 @@ def _body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
 
 
 def parse_report(body: bytes) -> Report:
+    """JSON -> schema_version check (400) -> 64-bit check -> wire model (422s)."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -86,7 +92,7 @@ def parse_report(body: bytes) -> Report:
             detail=f"unsupported schema_version {version!r}; this server supports "
                    f"{list(SUPPORTED_SCHEMA_VERSIONS)}",
         )
-    if too_large := oversized_integers(data):
+    if LONG_NUMBER.search(body) and (too_large := oversized_integers(data)):
         raise _body_errors(too_large)
     try:
         return Report.model_validate(data)
@@ -125,4 +131,6 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     result = await run_in_threadpool(ingest, session, report, settings, now)
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
+    else:  # the alert rules for this host, now that its report is committed (never raises)
+        await run_in_threadpool(service_for(request.app).after_ingest, result.host)
     return result

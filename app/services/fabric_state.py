@@ -8,6 +8,7 @@ measure?" from them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -31,7 +32,7 @@ from probes.report import (
 )
 
 
-@dataclass
+@dataclass(eq=False)
 class HostFabric:
     host: Host
     gpus: dict[int, GpuInfo] = field(default_factory=dict)  # in the newest inventory
@@ -39,16 +40,24 @@ class HostFabric:
     nvlinks: list[NvLinkPort] = field(default_factory=list)
     pairs: dict[tuple[int, int], PairInfo] = field(default_factory=dict)
 
+    _ports_by_gpu: dict[int, list[NvLinkPort]] | None = field(default=None, init=False,
+                                                              repr=False)
+
     def links_of(self, gpu: int) -> list[NvLinkPort]:
-        return [p for p in self.nvlinks if p.gpu == gpu]
+        if self._ports_by_gpu is None:
+            self._ports_by_gpu = {}
+            for p in self.nvlinks:
+                self._ports_by_gpu.setdefault(p.gpu, []).append(p)
+        return self._ports_by_gpu.get(gpu, [])
+
+    @functools.cache  # noqa: B019 - one HostFabric lives for one request
+    def fastest_up_link_bps(self, gpu: int) -> float | None:
+        up = [p.speed_bps for p in self.links_of(gpu) if p.state is LinkState.UP and p.speed_bps]
+        return max(up) if up else None
 
     def link_speed_bps(self, src: int, dst: int) -> float | None:
         """Per-link rate the pair's NVLinks run at: the slower GPU's fastest active link."""
-        speeds = []
-        for g in (src, dst):
-            up = [p.speed_bps for p in self.links_of(g) if p.state is LinkState.UP and p.speed_bps]
-            if up:
-                speeds.append(max(up))
+        speeds = [s for g in (src, dst) if (s := self.fastest_up_link_bps(g)) is not None]
         return min(speeds) if speeds else None
 
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.db import head_revision
 from app.main import create_app
 from probes.report import Report, TestName
 from tests.app.conftest import probe_headers
@@ -100,7 +101,9 @@ def test_hosts_list_summarises(api: TestClient) -> None:
     assert (h["host"], h["verdict"], h["gpus_total"], h["gpus_healthy"]) == \
         ("node-a", "degraded", 4, 4)
     assert h["worst_pair"] == {"src": 1, "dst": 2, "test": "ce_write", "ratio": 0.54}
-    assert h["stale"] is False and h["alerts_firing"] == 0
+    firing = api.get("/api/v1/alerts", params={"host": "node-a", "state": "firing"}).json()
+    assert h["stale"] is False and h["alerts_firing"] == len(firing["alerts"]) > 0
+    assert "P2PBandwidthDegraded" in {a["alertname"] for a in firing["alerts"]}
 
 
 def test_stale_host_is_unknown(client: TestClient) -> None:
@@ -234,7 +237,7 @@ def test_bad_parameters_are_422(api: TestClient) -> None:
 
 def test_healthz_names_the_database(client: TestClient, settings: Settings) -> None:
     r = client.get("/healthz").json()
-    assert r["status"] == "ok" and r["schema_revision"] == "0001"
+    assert r["status"] == "ok" and r["schema_revision"] == head_revision()
     assert r["database"] == ("sqlite" if settings.database_url.startswith("sqlite")
                              else "postgresql")
 

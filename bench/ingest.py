@@ -1,0 +1,196 @@
+"""Server latency: ingest of one full 8-GPU sweep report, and a 7-day series query.
+
+The report is what a probe sends for the simulated `hgx8` preset (8 x H200 behind NVSwitch):
+56 ordered pairs x 7 pair tests + one all-reduce (393 results) and two counter samples of
+8 x 18 NVLink ports. Before timing, the database holds 7 days of that host's history at one
+sweep per 10 minutes (1008 sweeps, ~396k measurements), so the baseline query reads a
+realistic window. Timings go through the whole HTTP route in-process (JSON parsing,
+validation, one transaction), on SQLite and on PostgreSQL (skipped with a message when
+PostgreSQL at 127.0.0.1:5432 is unreachable).
+
+References: a report must ingest in well under 1% of the 10-minute sweep interval
+(600,000 ms), and a series query should fit a dashboard's 1-second interactive budget.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, insert, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db import make_engine, upgrade_to_head
+from app.main import create_app
+from app.models import Host, Measurement, ReportRow
+from app.services.retention import run_maintenance
+from probes.report import Report
+from probes.simulated import SimulatedFabric
+from probes.sweep import SweepOptions, build_report
+
+PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+SWEEP_INTERVAL = timedelta(minutes=10)
+HISTORY = timedelta(days=7)
+TOKEN = "bench-token"
+SWEEP_INTERVAL_MS = SWEEP_INTERVAL.total_seconds() * 1000
+INTERACTIVE_MS = 1000.0
+
+
+def full_report() -> Report:
+    fabric = SimulatedFabric("hgx8", seed=11, hostname="bench-hgx8")
+    return build_report(fabric, options=SweepOptions(timeout_s=None))
+
+
+@contextmanager
+def sqlite_url() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        yield f"sqlite:///{tmp}/bench.db"
+
+
+@contextmanager
+def postgres_url() -> Iterator[str | None]:
+    try:
+        admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT",
+                              connect_args={"connect_timeout": 3})
+        with admin.connect() as conn:
+            name = f"peerwatch_bench_{secrets.token_hex(4)}"
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - any failure means "not here"
+        print(f"  postgresql: skipped, {PG_ADMIN_URL} unreachable ({type(exc).__name__})")
+        yield None
+        return
+    try:
+        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def preload_history(settings: Settings, template: Report) -> int:
+    """7 days of sweeps like `template`, bulk-inserted before `template` itself."""
+    engine = make_engine(settings)
+    start = template.started_at - HISTORY
+    sweeps = int(HISTORY / SWEEP_INTERVAL)
+    with Session(engine) as session, session.begin():
+        host_id = session.query(Host.id).filter(Host.name == template.host.hostname).scalar()
+        reports = [{"report_id": uuid.uuid4(), "host_id": host_id, "schema_version": 1,
+                    "kind": "sweep", "started_at": start + k * SWEEP_INTERVAL,
+                    "finished_at": start + k * SWEEP_INTERVAL + timedelta(seconds=40),
+                    "received_at": start + k * SWEEP_INTERVAL + timedelta(seconds=41),
+                    "gpu_time_s": 1.0, "wall_time_s": 40.0, "device_memory_bytes_max": 0,
+                    "agent_cpu_s": 1.0, "agent_rss_bytes": 0, "dropped_reports": 0,
+                    "skipped": [], "errors": []} for k in range(sweeps)]
+        ids = session.scalars(insert(ReportRow).returning(ReportRow.id,
+                                                          sort_by_parameter_order=True),
+                              reports).all()
+        rows: list[dict[str, Any]] = []
+        for k, report_pk in enumerate(ids):
+            at = start + k * SWEEP_INTERVAL
+            for r in template.results:
+                pair = r.test.value != "allreduce"
+                rows.append({"report_id": report_pk, "host_id": host_id, "test": r.test.value,
+                             "src": r.src if pair else None, "dst": r.dst if pair else None,
+                             "gpus": list(r.gpus), "value": r.value, "unit": r.unit.value,
+                             "samples": [], "bytes_per_copy": r.bytes_per_copy,
+                             "copies": r.copies, "gpu_time_s": r.gpu_time_s,
+                             "device_memory_bytes": r.device_memory_bytes, "verified": True,
+                             "contended": False, "foreign_bytes": 0, "error": None,
+                             "measured_at": at})
+            if len(rows) >= 50_000:
+                session.execute(insert(Measurement), rows)
+                rows = []
+        if rows:
+            session.execute(insert(Measurement), rows)
+    engine.dispose()
+    return sweeps * len(template.results)
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> float:
+    """Median wall milliseconds of `repeat` calls."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def post(client: TestClient, report: Report) -> None:
+    fresh = report.model_copy(update={"report_id": uuid.uuid4()})
+    r = client.post("/api/v1/reports", content=fresh.model_dump_json(),
+                    headers={"Authorization": f"Bearer {TOKEN}",
+                             "Content-Type": "application/json"})
+    if r.status_code != 201:
+        raise RuntimeError(f"ingest failed: {r.status_code} {r.text[:300]}")
+
+
+def series(client: TestClient, report: Report) -> None:
+    params = {"src": 0, "dst": 1, "test": "ce_write",
+              "since": (report.started_at - HISTORY).isoformat(),
+              "until": report.finished_at.isoformat()}
+    r = client.get("/api/v1/hosts/bench-hgx8/series", params=params)
+    if r.status_code != 200:
+        raise RuntimeError(f"series failed: {r.status_code} {r.text[:300]}")
+
+
+def line(what: str, ms: float, reference_ms: float, reference: str) -> None:
+    print(f"  {what:<46} {ms:9.1f} ms  = {ms / reference_ms:8.4%} of {reference}")
+
+
+def bench_backend(name: str, url: str, report: Report) -> None:
+    settings = Settings(database_url=url, probe_tokens=[TOKEN], stale_after_s=1e9)
+    engine = make_engine(settings)
+    upgrade_to_head(engine)
+    engine.dispose()
+    with TestClient(create_app(settings)) as client:
+        first = timed(lambda: post(client, report), 1)
+    t = time.perf_counter()
+    rows = preload_history(settings, report)
+    print(f"  {name}: preloaded {rows:,} measurements (7 days) in {time.perf_counter() - t:.1f} s")
+    every_time = settings.model_copy(update={"baseline_refresh_s": 0.0})
+    with TestClient(create_app(every_time)) as client:
+        refresh = timed(lambda: post(client, report), 3)
+    with TestClient(create_app(settings)) as client:
+        steady = timed(lambda: post(client, report), 5)
+        engine = make_engine(settings)
+        run_maintenance(engine, settings)
+        engine.dispose()
+        hourly = timed(lambda: series(client, report), 5)
+    raw = settings.model_copy(update={"series_raw_max_s": 8 * 86_400.0})
+    with TestClient(create_app(raw)) as client:
+        raw_series = timed(lambda: series(client, report), 5)
+    ref = "10-min sweep interval"
+    line(f"{name} ingest, first report of a new host", first, SWEEP_INTERVAL_MS, ref)
+    line(f"{name} ingest, steady state", steady, SWEEP_INTERVAL_MS, ref)
+    line(f"{name} ingest, recomputing 392 baselines", refresh, SWEEP_INTERVAL_MS, ref)
+    line(f"{name} 7-day series from hourly rollups", hourly, INTERACTIVE_MS, "1 s budget")
+    line(f"{name} 7-day series from raw samples", raw_series, INTERACTIVE_MS, "1 s budget")
+
+
+def main() -> int:
+    report = full_report()
+    links = sum(len(c.links) for c in report.counters)
+    print(f"report: {len(report.results)} results, {links} link counter rows, "
+          f"{len(report.model_dump_json()) / 1024:.0f} KiB of JSON")
+    with sqlite_url() as url:
+        bench_backend("sqlite", url, report)
+    with postgres_url() as pg:
+        if pg is not None:
+            bench_backend("postgresql", pg, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
