@@ -38,6 +38,7 @@ class SimHost:
     preset: str = "h200x2"
     hostname: str = "sim-a"
     options: SweepOptions = QUICK
+    start: datetime = START
     t: float = 0.0
 
     def __post_init__(self) -> None:
@@ -46,7 +47,7 @@ class SimHost:
         self.service = AlertingService(self.sessions, self.settings, self.alerting)
 
     def now(self) -> datetime:
-        return START + timedelta(seconds=self.t)
+        return self.start + timedelta(seconds=self.t)
 
     def advance(self, seconds: float) -> None:
         self.t += seconds
