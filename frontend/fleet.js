@@ -9,6 +9,7 @@ import { href, hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
 
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
+const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host
 
 function severity(host) {
   return verdictOf(host.verdict).rank + (host.stale ? 0.5 : 0);
@@ -30,7 +31,7 @@ const COLUMNS = [
     cell: (r) => h("span", { title: fmt.time(r.last_report_at), class: r.stale ? "stale-text" : null },
       fmt.age(r.last_report_at)) },
   { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
-  { key: "reason", label: "Reason", class: "reason",
+  { key: "reason", label: "Reason", class: "reason clip",
     cell: (r) => h("span", { title: r.reason }, r.reason) },
 ];
 
@@ -99,7 +100,7 @@ export function mount(root, route) {
   const grid = h("div", { class: "heat-grid", role: "list", "aria-label": "Hosts, worst first" });
   const count = h("span", { class: "muted" });
   const table = sortableTable({
-    columns: COLUMNS, rowKey: (r) => r.host, label: "Hosts",
+    columns: COLUMNS, rowKey: (r) => r.host, label: "Hosts", limit: TABLE_ROWS,
     sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
     onSort: (sort, dir) => updateParams({ sort, dir }),
     onActivate: (r) => { location.hash = hostHref(r.host); },

@@ -25,8 +25,11 @@ export function sortRows(rows, column, dir) {
   });
 }
 
-export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, caption, label }) {
-  const state = { key: sort.key || null, dir: sort.dir || "asc", rows: [] };
+export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, caption, label,
+  limit = Infinity }) {
+  // `limit`: rows drawn at first (a 1000-row table costs the browser a second of layout);
+  // a button under them draws the rest.
+  const state = { key: sort.key || null, dir: sort.dir || "asc", rows: [], sorted: [], limit };
   const head = h("thead");
   const body = h("tbody");
   const table = h("table", { class: "grid", "aria-label": label || caption || null },
@@ -57,14 +60,11 @@ export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, 
     renderBody();
   }
 
-  function sorted() {
-    return sortRows(state.rows, columns.find((c) => c.key === state.key), state.dir);
-  }
-
   function renderBody() {
     const focusedKey = document.activeElement?.closest?.("tbody") === body
       ? document.activeElement.closest("tr")?.dataset.key : null;
-    const rows = sorted().map((row) => {
+    state.sorted = sortRows(state.rows, columns.find((c) => c.key === state.key), state.dir);
+    const rows = state.sorted.slice(0, state.limit).map((row) => {
       const tr = h("tr", { "data-key": rowKey(row) },
         columns.map((col) => h("td", { class: col.class || null }, col.cell(row))));
       if (onActivate) {
@@ -80,10 +80,21 @@ export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, 
     if (!rows.length) {
       rows.push(h("tr", { class: "empty" }, h("td", { colspan: columns.length }, "nothing to show")));
     }
+    const hidden = state.sorted.length - rows.length;
+    if (hidden > 0) {
+      rows.push(h("tr", { class: "more" }, h("td", { colspan: columns.length },
+        h("button", { type: "button", on: { click: showAll } },
+          `show the other ${hidden} of ${state.sorted.length} rows`))));
+    }
     replace(body, rows);
     if (focusedKey !== null && focusedKey !== undefined) {
       [...body.rows].find((tr) => tr.dataset.key === focusedKey)?.focus();
     }
+  }
+
+  function showAll() {
+    state.limit = Infinity;
+    renderBody();
   }
 
   function rowKeys(event, tr, row) {
@@ -105,6 +116,7 @@ export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, 
       state.rows = rows;
       renderBody();
     },
-    sortedRows: sorted,
+    /** Every row (not only those drawn), in the table's current order. */
+    sortedRows: () => state.sorted,
   };
 }

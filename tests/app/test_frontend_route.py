@@ -19,7 +19,7 @@ def test_index_links_the_installed_plotly_and_has_no_inline_script(client: TestC
     response = client.get("/")
     assert response.status_code == 200
     html = response.text
-    assert f'src="/static/vendor/plotly-{frontend.PLOTLY_VERSION}.min.js"' in html
+    assert f'content="/static/vendor/plotly-{frontend.PLOTLY_VERSION}.min.js"' in html
     assert frontend.PLOTLY_PLACEHOLDER not in html
     assert "<script>" not in html  # every script has a src: the CSP allows no inline code
     csp = response.headers["content-security-policy"]

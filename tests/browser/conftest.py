@@ -1,57 +1,47 @@
-"""Debian's Chromium driven by Playwright against a real peerwatch server.
+"""Debian's Chromium driven by Playwright against `peerwatch demo` (see `demo_fleet.py`).
 
-The server is the real app (create_app, SQLite, uvicorn on a free loopback port) holding the
-last hour of a small fleet, as the simulated fabric's probe passes report it: healthy hosts of
-each preset, one HGX board whose GPU3 loses two NVLinks and whose GPU1 -> GPU2 path drops to
-half speed half an hour ago, and two hosts whose names are HTML. Chromium is never downloaded
-(`playwright install` cannot reach the internet here): a missing /usr/bin/chromium skips on
-a developer's machine and fails in CI (`require`).
+Chromium is never downloaded (`playwright install` cannot reach the internet here): a
+missing /usr/bin/chromium skips on a developer's machine and fails in CI (`require`).
 
-Every test gets a fresh page that fails the test on any console error, uncaught page error,
-CSP violation or dialog (an XSS payload that ran would open one or set `window.__pwned`).
+All tests share one page that has loaded the dashboard once (plotly.js takes seconds to
+compile on a busy machine); they move between views the way a user does, by the URL's hash.
+Each test fails on any console error, uncaught page error, CSP violation or dialog during it
+(an XSS payload that ran would open one, or set `window.__pwned`).
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 
-from probes.faults import BandwidthFactor, LinksDown
-from tests.browser.seed import Episode, history, post
+from tests.browser.demo_fleet import (
+    FAULTY,
+    XSS_IMG,
+    XSS_SCRIPT,
+    DemoProcess,
+    Fleet,
+    Keeper,
+    own_hosts,
+)
+from tests.browser.seed import Store
 from tests.conftest import require
+
+__all__ = ["FAULTY", "XSS_IMG", "XSS_SCRIPT", "Fleet"]
 
 CHROMIUM = Path(os.environ.get("PEERWATCH_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-TOKEN = "browser-test-token"
-
-FAULTY = "hgx8-faulty"
-XSS_SCRIPT = "<script>window.__pwned=1</script>"
-XSS_IMG = "<img src=x onerror=window.__pwned=1>"
+# The shared page does not refresh by itself (a refresh mid-test would race the checks);
+# test_refresh_keeps_the_pair_and_the_zoom loads its own page with ?refresh=1.
+SHARED_PAGE = "/?refresh=86400#/fleet"
 CSP_WATCH = """document.addEventListener('securitypolicyviolation',
   e => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));"""
-
-
-@dataclass
-class Fleet:
-    url: str
-    healthy: list[str] = field(default_factory=list)
-    faulty: str = FAULTY
-    xss: tuple[str, ...] = (XSS_SCRIPT, XSS_IMG)
-
-    def api(self, path: str, **params: object) -> dict:
-        response = httpx.get(f"{self.url}/api/v1{path}", params=params, timeout=30)
-        response.raise_for_status()
-        return response.json()
 
 
 def free_port() -> int:
@@ -60,48 +50,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def seed_fleet(url: str) -> Fleet:
-    fleet = Fleet(url=url)
-    reports = history("hgx8", FAULTY, seed=3, every_s=900, episodes=[
-        Episode(1800, (LinksDown(gpu=3, count=2), BandwidthFactor(src=1, dst=2, factor=0.5)))])
-    for i, preset in enumerate(("h200x2", "mesh4", "pcie4")):
-        name = f"{preset}-ok"
-        fleet.healthy.append(name)
-        reports += history(preset, name, seed=10 + i, span_s=0)
-    for i, name in enumerate(fleet.xss):
-        reports += history("h200x2", name, seed=20 + i, span_s=0)
-    post(url, TOKEN, reports)
-    return fleet
-
-
 @pytest.fixture(scope="session")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    import uvicorn
-
-    from app.config import Settings
-    from app.db import make_engine, upgrade_to_head
-    from app.main import create_app
-
-    data_dir = tmp_path_factory.mktemp("dashboard-server")
-    settings = Settings(data_dir=data_dir, probe_tokens=[TOKEN])
-    engine = make_engine(settings)
-    upgrade_to_head(engine)
-    engine.dispose()
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, name="dashboard-test-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.05)
+    demo = DemoProcess(tmp_path_factory.mktemp("demo"), free_port())
+    store = keeper = None
     try:
-        yield seed_fleet(f"http://127.0.0.1:{port}")
+        demo.wait_reporting()
+        store = Store(demo.data_dir)
+        fleet = Fleet(url=demo.url, own=own_hosts(store))
+        keeper = Keeper(store, fleet.own)
+        keeper.start()
+        yield fleet
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        if keeper is not None:
+            keeper.stop()
+        if store is not None:
+            store.close()
+        demo.stop()
 
 
 @pytest.fixture(scope="session")
@@ -152,7 +117,7 @@ def shared_page(browser_context):  # type: ignore[no-untyped-def]
     context, watch = browser_context
     page = context.new_page()
     watch.attach(page)
-    page.goto("/#/fleet")
+    page.goto(SHARED_PAGE)
     page.wait_for_selector('main[data-ready="fleet"]')
     return page
 
@@ -190,10 +155,10 @@ DRAWN = """([view, hash]) => { const m = document.querySelector('main');
 
 def open_view(page, path: str, view: str) -> None:  # type: ignore[no-untyped-def]
     """Show `path` ('/#/fleet', '/?refresh=1#/host/x') and wait until the view has drawn
-    that very route. When only the hash differs, only the hash changes (no reload)."""
-    document, _, fragment = path.partition("#")
-    here = page.url.partition("#")[0]
-    if fragment and here.endswith(document) and document.startswith("/"):
+    that very route. On a page showing the dashboard, a '/#...' path changes only the hash,
+    as a click in the dashboard does (no reload)."""
+    _, _, fragment = path.partition("#")
+    if path.startswith("/#") and "#" in page.url:
         page.evaluate("h => { location.hash = h; }", f"#{fragment}")
     else:
         page.goto(path)

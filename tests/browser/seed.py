@@ -1,9 +1,15 @@
-"""Reports for the browser tests and the dashboard benchmark, built by the simulated fabric.
+"""Hosts of our own for the browser tests, built by the simulated fabric and stored in the
+server's database the way the ingest route stores them.
 
-`history(...)` runs real probe passes (`probes.sweep.build_report`) on a `SimulatedFabric`
-at backdated times, so the server receives what a probe would have sent over the last hour:
-a few healthy sweeps, then the faults. The fabric's own clock follows the same fake time, so
-error counters and foreign traffic grow the way they would have.
+`SimHost.history(...)` runs real probe passes (`probes.sweep.build_report`) at backdated
+times, so the server holds what a probe would have sent over the last hour: a few healthy
+sweeps, then the faults. The fabric's clock follows the same fake time, so counters grow
+the way they would have. `SimHost.inventory_now()` is the pass a live probe sends every few
+seconds; the tests send one now and then, so the host never turns stale under them.
+
+`Store` writes through `app.services.ingest.ingest` (the POST route's own code, minus HTTP)
+into the database of a running `peerwatch demo`, whose probe token is its own secret, and
+then evaluates the alert rules for the host as the route does after each report.
 """
 
 from __future__ import annotations
@@ -11,11 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-import httpx
-
+from app.alerting.service import AlertingService
+from app.alerting.settings import AlertingSettings
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+from app.demo.run import DemoOptions, demo_settings
+from app.services.ingest import ingest
 from probes.faults import Fault
-from probes.report import Report, TestName
+from probes.report import Report, ReportKind, TestName
 from probes.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
@@ -45,32 +56,50 @@ class Episode:
     faults: tuple[Fault, ...]
 
 
-def history(preset: str, hostname: str, *, seed: int = 1, span_s: float = 3600,
-            every_s: float = 600, episodes: Sequence[Episode] = (),
-            tests: tuple[TestName, ...] = QUICK_TESTS) -> list[Report]:
-    """Sweeps every `every_s` over the last `span_s` seconds, ending now."""
-    clock = FakeClock(datetime.now(UTC) - timedelta(seconds=span_s))
-    fabric = SimulatedFabric(preset, seed=seed, clock=clock, hostname=hostname)
-    pending = sorted(episodes, key=lambda e: e.at_s)
-    options = SweepOptions(tests=tests, timeout_s=None)
-    reports = []
-    while clock.seconds <= span_s:
-        while pending and pending[0].at_s <= clock.seconds:
-            fabric.inject(*pending.pop(0).faults)
-        reports.append(build_report(fabric, options=options, now=clock.now))
-        clock.seconds += every_s
-    return reports
+class SimHost:
+    def __init__(self, preset: str, hostname: str, seed: int = 1, span_s: float = 3600) -> None:
+        self.name = hostname
+        self.span_s = span_s
+        self.clock = FakeClock(datetime.now(UTC) - timedelta(seconds=span_s))
+        self.fabric = SimulatedFabric(preset, seed=seed, clock=self.clock, hostname=hostname)
+
+    def history(self, every_s: float = 600, episodes: Sequence[Episode] = (),
+                tests: tuple[TestName, ...] = QUICK_TESTS) -> list[Report]:
+        """Sweeps every `every_s` over the last `span_s` seconds, ending now."""
+        pending = sorted(episodes, key=lambda e: e.at_s)
+        options = SweepOptions(tests=tests, timeout_s=None)
+        reports = []
+        while self.clock.seconds <= self.span_s:
+            while pending and pending[0].at_s <= self.clock.seconds:
+                self.fabric.inject(*pending.pop(0).faults)
+            reports.append(build_report(self.fabric, options=options, now=self.clock.now))
+            self.clock.seconds += every_s
+        return reports
+
+    def inventory_now(self) -> Report:
+        """An inventory pass at the real time now (the fake clock catches up first)."""
+        self.clock.seconds = (datetime.now(UTC) - self.clock.start).total_seconds()
+        return build_report(self.fabric, kind=ReportKind.INVENTORY, now=self.clock.now)
 
 
-def post(base_url: str, token: str, reports: Iterable[Report]) -> int:
-    """POST each report the way a probe does; returns how many the server took."""
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    taken = 0
-    with httpx.Client(base_url=base_url, headers=headers, timeout=30) as client:
+class Store:
+    """Reports straight into a demo server's database, alerts evaluated as after a POST."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.settings: Settings = demo_settings(DemoOptions(data_dir=data_dir), token="unused")
+        self.engine = make_engine(self.settings)
+        self.sessions = make_sessionmaker(self.engine)
+        self.alerting = AlertingService(self.sessions, self.settings, AlertingSettings())
+
+    def put(self, reports: Iterable[Report]) -> None:
+        hosts = set()
         for report in reports:
-            response = client.post("/api/v1/reports", content=report.model_dump_json())
-            if response.status_code >= 300:
-                raise RuntimeError(
-                    f"{report.host.hostname}: {response.status_code} {response.text}")
-            taken += 1
-    return taken
+            with self.sessions() as session:
+                ingest(session, report, self.settings, datetime.now(UTC))
+            hosts.add(report.host.hostname)
+        for host in sorted(hosts):
+            self.alerting.evaluate_host(host)
+
+    def close(self) -> None:
+        self.alerting.close()
+        self.engine.dispose()

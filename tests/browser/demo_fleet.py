@@ -1,0 +1,114 @@
+"""`peerwatch demo` in a subprocess, plus hosts of our own whose state the tests know.
+
+The demo is what a person runs: the real server on SQLite and simulated hosts of each preset
+(hgx8-01, h200x2-01, mesh4-01, pcie4-01) reporting through the real probe worker. Its live
+faults take minutes to develop, so next to it we store (see `seed.py`):
+- `hgx8-faulty`: an HGX board whose GPU3 lost two NVLinks and whose GPU1 <-> GPU2 path has
+  run at half speed for the last 30 minutes;
+- two hosts whose names are HTML (`<script>...`, `<img onerror=...>`).
+A keeper thread sends each of them an inventory pass every few seconds, as their probe
+would, so none turns stale (the demo calls a host stale after 60 s) while the tests run.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from probes.faults import BandwidthFactor, LinksDown
+from tests.browser.seed import Episode, SimHost, Store
+
+DEMO_HOSTS = 4
+KEEP_ALIVE_S = 10.0
+START_TIMEOUT_S = 90.0
+FAULTY = "hgx8-faulty"
+XSS_SCRIPT = "<script>window.__pwned=1</script>"
+XSS_IMG = "<img src=x onerror=window.__pwned=1>"
+
+
+@dataclass
+class Fleet:
+    url: str
+    faulty: str = FAULTY
+    xss: tuple[str, ...] = (XSS_SCRIPT, XSS_IMG)
+    own: list[SimHost] = field(default_factory=list)
+
+    def api(self, path: str, **params: object) -> dict:
+        response = httpx.get(f"{self.url}/api/v1{path}", params=params, timeout=30)
+        response.raise_for_status()
+        return response.json()
+
+
+class DemoProcess:
+    def __init__(self, data_dir: Path, port: int) -> None:
+        self.data_dir = data_dir
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = data_dir / "demo.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "demo", "--port", str(port),
+                 "--data-dir", str(data_dir), "--hosts", str(DEMO_HOSTS),
+                 "--backfill-hours", "0"],
+                stdout=out, stderr=subprocess.STDOUT)
+
+    def wait_reporting(self) -> None:
+        """Until the server answers and every demo host has sent its first report."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"peerwatch demo exited {self.proc.returncode}:\n"
+                                   + self.log.read_text(errors="replace"))
+            try:
+                hosts = httpx.get(f"{self.url}/api/v1/hosts", timeout=5).json()["hosts"]
+                if len(hosts) >= DEMO_HOSTS:
+                    return
+            except (httpx.HTTPError, KeyError, ValueError):
+                pass
+            time.sleep(0.3)
+        raise RuntimeError("peerwatch demo did not start:\n" + self.log.read_text(errors="replace"))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # the demo's Ctrl-C: stops fleet and server
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+def own_hosts(store: Store) -> list[SimHost]:
+    faulty = SimHost("hgx8", FAULTY, seed=3)
+    reports = faulty.history(every_s=900, episodes=[
+        Episode(1800, (LinksDown(gpu=3, count=2), BandwidthFactor(src=1, dst=2, factor=0.5)))])
+    hosts = [faulty]
+    for i, name in enumerate((XSS_SCRIPT, XSS_IMG)):
+        host = SimHost("h200x2", name, seed=20 + i, span_s=0)
+        reports += host.history()
+        hosts.append(host)
+    store.put(reports)
+    return hosts
+
+
+class Keeper(threading.Thread):
+    """Sends our hosts an inventory pass every KEEP_ALIVE_S, like their probes would."""
+
+    def __init__(self, store: Store, hosts: list[SimHost]) -> None:
+        super().__init__(name="browser-test-keeper", daemon=True)
+        self.store, self.hosts = store, hosts
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(KEEP_ALIVE_S):
+            self.store.put(h.inventory_now() for h in self.hosts)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=30)
