@@ -113,7 +113,8 @@ def wait_drawn(page: Any, view: str, hash_: str, timeout_s: float = 600) -> None
 
 
 API_MS = """path => performance.getEntriesByType('resource')
-  .filter(e => new URL(e.name).pathname.startsWith(path)).reduce((a, e) => Math.max(a, e.duration), 0)"""
+  .filter(e => new URL(e.name).pathname.startsWith(path))
+  .reduce((a, e) => Math.max(a, e.duration), 0)"""
 
 
 @dataclass
