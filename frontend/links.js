@@ -20,21 +20,31 @@ function byGpu(links) {
   return [...groups.entries()].sort((a, b) => a[0] - b[0]);
 }
 
-/** TX bytes/s per GPU: the sum over its links at each bucket start. */
+const RATE_UNITS = [[1e9, "GB/s"], [1e6, "MB/s"], [1e3, "kB/s"], [1, "B/s"]];
+
+/** TX bytes/s per GPU: the sum over its links at each bucket start, in one readable unit. */
 export function throughputTraces(series) {
-  return byGpu(series.links).map(([gpu, links], i) => {
-    const sums = new Map();
-    for (const l of links) {
-      for (const p of l.points) {
-        if (p.tx_bps === null || p.tx_bps === undefined) continue;
-        sums.set(p.start, (sums.get(p.start) || 0) + p.tx_bps);
-      }
-    }
-    const x = [...sums.keys()].sort();
-    return { type: "scatter", mode: "lines", name: `GPU${gpu} TX`, x, y: x.map((t) => sums.get(t) / 1e9),
+  const sums = byGpu(series.links).map(([gpu, links]) => [gpu, links, txSums(links)]);
+  const peak = Math.max(0, ...sums.flatMap(([, , m]) => [...m.values()]));
+  const [scale, unit] = RATE_UNITS.find(([s]) => peak >= s) || RATE_UNITS[0];
+  const traces = sums.map(([gpu, links, m], i) => {
+    const x = [...m.keys()].sort();
+    return { type: "scatter", mode: "lines", name: `GPU${gpu} TX`, x, y: x.map((t) => m.get(t) / scale),
       line: { color: SERIES[i % SERIES.length], width: 1.5 },
-      hovertemplate: `GPU${gpu} TX %{y:.2f} GB/s over ${links.length} links<extra></extra>` };
+      hovertemplate: `GPU${gpu} TX %{y:.3g} ${unit} over ${links.length} links<extra></extra>` };
   });
+  return { traces, unit, peak };
+}
+
+function txSums(links) {
+  const sums = new Map();
+  for (const l of links) {
+    for (const p of l.points) {
+      if (p.tx_bps === null || p.tx_bps === undefined) continue;
+      sums.set(p.start, (sums.get(p.start) || 0) + p.tx_bps);
+    }
+  }
+  return sums;
 }
 
 /** One trace per (link, counter) that rose in the range, worst peak first, at most 12. */
@@ -62,14 +72,17 @@ export function errorTraces(series) {
 }
 
 export function throughputFigure(series) {
-  const data = throughputTraces(series);
+  const { traces, unit, peak } = throughputTraces(series);
+  const note = !traces.length ? "no NVLink counters in this range"
+    : peak === 0 ? "no NVLink traffic in this range" : null;
   const layout = baseLayout({
-    height: 260, hovermode: "x unified", title: { text: "NVLink throughput (TX per GPU)", x: 0, font: { size: 12 } },
+    height: 260, hovermode: "x unified",
+    title: { text: "NVLink throughput (TX per GPU, all its links)", x: 0, font: { size: 12 } },
     xaxis: { type: "date", range: [series.since, series.until] },
-    yaxis: { title: { text: "GB/s" }, rangemode: "tozero" },
-    annotations: data.length ? [] : [emptyNote("no NVLink counters in this range")],
+    yaxis: { title: { text: unit }, rangemode: "tozero" },
+    annotations: note ? [emptyNote(note)] : [],
   });
-  return { data, layout };
+  return { data: traces, layout };
 }
 
 export function errorFigure(series) {

@@ -75,15 +75,19 @@ function periodShapes(periods, until) {
   }));
 }
 
+/** Labels: the low run's at the top of the chart, alerts' at the bottom, so both read. */
 function periodLabels(periods, since, until) {
   const middle = (Date.parse(since) + Date.parse(until)) / 2;
-  return periods.map((p) => ({
-    x: p.start, xref: "x", y: 1, yref: "paper", yanchor: "bottom",
-    xanchor: Date.parse(p.start) > middle ? "right" : "left",
-    text: esc(p.label), showarrow: false,
-    font: { size: 10, color: p.kind === "alert" ? OKABE_ITO.vermillion : OKABE_ITO.orange },
-    hovertext: esc(`${p.label}: ${fmt.time(p.start)} – ${p.end ? fmt.time(p.end) : "now"}`),
-  }));
+  return periods.map((p) => {
+    const alert = p.kind === "alert";
+    return {
+      x: p.start, xref: "x", y: alert ? 0 : 1, yref: "paper", yanchor: alert ? "bottom" : "top",
+      xanchor: Date.parse(p.start) > middle ? "right" : "left", showarrow: false,
+      text: esc(p.label), bgcolor: "rgba(22,26,34,0.85)",
+      font: { size: 10, color: alert ? OKABE_ITO.vermillion : OKABE_ITO.orange },
+      hovertext: esc(`${p.label}: ${fmt.time(p.start)} – ${p.end ? fmt.time(p.end) : "now"}`),
+    };
+  });
 }
 
 export function seriesFigure(s, periods = []) {

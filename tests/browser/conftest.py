@@ -182,5 +182,7 @@ def wait_hash(page, part: str) -> None:  # type: ignore[no-untyped-def]
 def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
+    page.mouse.move(1, 1)  # no hover label over the charts
+    page.evaluate("window.scrollTo(0, 0)")  # the sticky header at the top, where it belongs
     page.screenshot(path=str(path), full_page=True)
     return path

@@ -3,8 +3,8 @@
 The demo is what a person runs: the real server on SQLite and simulated hosts of each preset
 (hgx8-01, h200x2-01, mesh4-01, pcie4-01) reporting through the real probe worker. Its live
 faults take minutes to develop, so next to it we store (see `seed.py`):
-- `hgx8-faulty`: an HGX board whose GPU3 lost two NVLinks and whose GPU1 <-> GPU2 path has
-  run at half speed for the last 30 minutes;
+- `hgx8-faulty`: an HGX board whose GPU3 lost two NVLinks, whose GPU1 <-> GPU2 path has
+  run at half speed and whose GPU5 link 2 has counted replays, for the last 30 minutes;
 - two hosts whose names are HTML (`<script>...`, `<img onerror=...>`).
 A keeper thread sends each of them an inventory pass every few seconds, as their probe
 would, so none turns stale (the demo calls a host stale after 60 s) while the tests run.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from probes.faults import BandwidthFactor, LinksDown
+from probes.faults import BandwidthFactor, ErrorGrowth, LinksDown
 from tests.browser.seed import Episode, SimHost, Store
 
 DEMO_HOSTS = 4
@@ -87,7 +87,8 @@ class DemoProcess:
 def own_hosts(store: Store) -> list[SimHost]:
     faulty = SimHost("hgx8", FAULTY, seed=3)
     reports = faulty.history(every_s=900, episodes=[
-        Episode(1800, (LinksDown(gpu=3, count=2), BandwidthFactor(src=1, dst=2, factor=0.5)))])
+        Episode(1800, (LinksDown(gpu=3, count=2), BandwidthFactor(src=1, dst=2, factor=0.5),
+                       ErrorGrowth(gpu=5, link=2, counter="replay", per_second=0.05)))])
     hosts = [faulty]
     for i, name in enumerate((XSS_SCRIPT, XSS_IMG)):
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)

@@ -73,8 +73,12 @@ def test_placement_highlights_the_chosen_set(page, fleet: Fleet) -> None:  # typ
 
 
 def test_placement_says_why_it_cannot_place(page, fleet: Fleet, browser_context) -> None:  # type: ignore[no-untyped-def]
-    open_view(page, f"/#/placement?host={FAULTY}&k=8&pattern=ring", "placement")
-    assert "only 7 of 8 are healthy" in page.locator(".error-box").inner_text()
     _, watch = browser_context
+    with page.expect_response(lambda r: "/scheduler/placement?" in r.url) as answer:
+        open_view(page, f"/#/placement?host={FAULTY}&k=8&pattern=ring", "placement")
     # Chromium logs every 4xx fetch as a console error; this 409 is the answer we asked for.
     watch.problems[:] = [p for p in watch.problems if "status of 409" not in p]
+    assert answer.value.status == 409
+    message = answer.value.json()["detail"]["message"]
+    assert "GPU3" not in message.split("(")[-1]  # GPU3 is not among the healthy ones
+    assert page.locator(".error-box").inner_text() == message

@@ -103,3 +103,19 @@ def test_refresh_keeps_the_pair_and_the_zoom(fresh_page, fleet: Fleet) -> None: 
     assert page.evaluate("document.getElementById('series-chart').layout.xaxis.range") == zoom
     assert len(traces(page, "series-chart")) > 0
     screenshot(page, "host")
+
+
+def test_link_charts_plot_the_counter_rates(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, "/#/alerts", "alerts")
+    with page.expect_response(lambda r: "/links/series?" in r.url) as answer:
+        open_view(page, f"/#/host/{FAULTY}?range=1h", "host")
+    series = answer.value.json()
+    link = next(x for x in series["links"] if (x["gpu"], x["link"]) == (5, 2))
+    rising = trace(page, "errors-chart", "GPU5 link 2 replay")
+    assert rising["x"] == [p["start"] for p in link["points"]]
+    assert rising["y"] == pytest.approx([p["replay_per_s"] for p in link["points"]])
+    assert max(v for v in rising["y"] if v is not None) > 0
+    names = {t["name"] for t in traces(page, "errors-chart")}
+    assert all(n.startswith("GPU5 link 2") for n in names)  # nothing else rose
+    tx = {t["name"]: t for t in traces(page, "throughput-chart")}
+    assert set(tx) == {f"GPU{g} TX" for g in range(8)}
