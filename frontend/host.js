@@ -162,9 +162,11 @@ export function mount(root, route) {
   async function renderLinks() {
     const ls = data.links;
     const down = downLinks(data.detail.nvlinks);
+    const ports = data.detail.nvlinks.length;
     replace(el.linksHead, h("h2", {}, "Links"),
       down.length ? h("span", { class: "chip v-down", id: "down-links" }, `✕ down: ${down.join(", ")}`)
-        : h("span", { class: "chip v-healthy" }, "✓ all NVLink ports up"),
+        : ports ? h("span", { class: "chip v-healthy" }, `✓ all ${ports} NVLink ports up`)
+          : h("span", { class: "chip" }, "no NVLink: PCIe only"),
       h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`));
     const t = throughputFigure(ls);
     const e = errorFigure(ls);

@@ -88,7 +88,9 @@ function edgeTraces(edges, pos, dimmed, names) {
       type: "scatter", mode: "lines", name: `edge ${esc(e.id)}`, x: [a[0], b[0]], y: [a[1], b[1]],
       hoverinfo: "skip", showlegend: false, opacity: faded ? 0.15 : 0.95, line: edgeStyle(e),
     });
-    const [x, y] = [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
+    // Labels of switch edges sit nearer the GPU, clear of the switch's own label.
+    const t = e.target === "nvswitch" ? 0.4 : e.source === "nvswitch" ? 0.6 : 0.5;
+    const [x, y] = [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t];
     mids.x.push(x);
     mids.y.push(y);
     mids.hover.push(edgeHover(e, names));
