@@ -64,7 +64,7 @@ export function mount(root, route) {
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
     el.pairHead, el.series, el.pairFacts);
-  const inventory = inventoryTable();
+  const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
 
   replace(root, el.head, el.problems,
@@ -240,6 +240,7 @@ export function mount(root, route) {
       await Promise.all([matrix.set(data.matrix, parsePair(params.pair)), renderPair(),
         before.range !== params.range ? renderLinks() : null]);
       if (params.pair && before.pair !== params.pair) el.series.scrollIntoView({ block: "nearest" });
+      if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, data.health));
     },
     destroy() {
       purge(el.topo, el.matrix, el.series, el.throughput, el.errors);

@@ -29,9 +29,11 @@ function activityCell(a) {
   return [util, h("span", { class: "muted" }, ` · ${a.compute_processes} proc`)];
 }
 
-export function inventoryTable() {
+/** `selected()`: the GPU index the URL points at (?gpu=3, e.g. from an alert), or null. */
+export function inventoryTable(selected = () => null) {
   return sortableTable({
     label: "GPU inventory",
+    rowClass: (r) => (String(r.gpu.index) === selected() ? "selected" : null),
     rowKey: (r) => String(r.gpu.index),
     sort: { key: "gpu", dir: "asc" },
     columns: [

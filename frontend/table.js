@@ -26,7 +26,7 @@ export function sortRows(rows, column, dir) {
 }
 
 export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, caption, label,
-  limit = Infinity }) {
+  limit = Infinity, rowClass = () => null }) {
   // `limit`: rows drawn at first (a 1000-row table costs the browser a second of layout);
   // a button under them draws the rest.
   const state = { key: sort.key || null, dir: sort.dir || "asc", rows: [], sorted: [], limit };
@@ -65,7 +65,7 @@ export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, 
       ? document.activeElement.closest("tr")?.dataset.key : null;
     state.sorted = sortRows(state.rows, columns.find((c) => c.key === state.key), state.dir);
     const rows = state.sorted.slice(0, state.limit).map((row) => {
-      const tr = h("tr", { "data-key": rowKey(row) },
+      const tr = h("tr", { "data-key": rowKey(row), class: rowClass(row) },
         columns.map((col) => h("td", { class: col.class || null }, col.cell(row))));
       if (onActivate) {
         tr.tabIndex = 0;

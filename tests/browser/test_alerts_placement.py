@@ -82,3 +82,12 @@ def test_placement_says_why_it_cannot_place(page, fleet: Fleet, browser_context)
     message = answer.value.json()["detail"]["message"]
     assert "GPU3" not in message.split("(")[-1]  # GPU3 is not among the healthy ones
     assert page.locator(".error-box").inner_text() == message
+
+
+def test_a_link_alert_opens_its_gpu(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
+    page.get_by_role("link", name="GPU3 link 16").first.click()
+    page.wait_for_selector('main[data-ready="host"]')
+    wait_hash(page, "gpu=3")
+    selected = page.locator('table[aria-label="GPU inventory"] tbody tr.selected')
+    assert selected.count() == 1 and selected.get_attribute("data-key") == "3"
