@@ -35,6 +35,7 @@ class Rule:
     for_s: float  # seconds an instance stays active before it fires
     check: Callable[[HostContext], list[Finding]]
     doc: str = ""
+    needs_sweep: bool = False  # reads pair verdicts, which only a sweep report changes
     extra_labels: dict[str, str] = field(default_factory=dict)
 
     def labels(self, finding: Finding) -> dict[str, str]:

@@ -50,9 +50,10 @@ class AlertingService:
 
     # ----------------------------------------------------------------- the work
 
-    def evaluate_host(self, host: str, now: datetime | None = None) -> Outcome:
+    def evaluate_host(self, host: str, now: datetime | None = None,
+                      after_report: bool = False) -> Outcome:
         outcome = evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
-                                self.alerting, self.rules)
+                                self.alerting, self.rules, after_report)
         self._evaluated[host] = time.monotonic()
         return outcome
 
@@ -105,7 +106,7 @@ class AlertingService:
     def after_ingest(self, host: str) -> Outcome | None:
         """Called once a report of `host` is committed. Never raises."""
         try:
-            outcome = self.evaluate_host(host)
+            outcome = self.evaluate_host(host, after_report=True)
         except Exception:
             log.exception("alert evaluation after ingest failed for host %s", host)
             return None
