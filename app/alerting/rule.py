@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,11 +36,9 @@ class Rule:
     check: Callable[[HostContext], list[Finding]]
     doc: str = ""
     needs_sweep: bool = False  # reads pair verdicts, which only a sweep report changes
-    extra_labels: dict[str, str] = field(default_factory=dict)
 
     def labels(self, finding: Finding) -> dict[str, str]:
-        return {"alertname": self.name, "severity": self.severity, **self.extra_labels,
-                **finding.labels}
+        return {"alertname": self.name, "severity": self.severity, **finding.labels}
 
 
 def fingerprint(labels: dict[str, str]) -> str:

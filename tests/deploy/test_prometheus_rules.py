@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from app.alerting.rules import RULE_NAMES
 from tests.conftest import require
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -19,10 +20,7 @@ RULES = DEPLOY / "prometheus" / "peerwatch-rules.yml"
 RULE_TESTS = DEPLOY / "prometheus" / "peerwatch-rules.test.yml"
 ALERTMANAGER_CONFIG = DEPLOY / "alertmanager" / "alertmanager.yml"
 
-SERVER_RULES = {
-    "NVLinkDown", "NVLinkWidthReduced", "P2PBandwidthDegraded", "NVLinkErrorsIncreasing",
-    "P2PAccessLost", "PCIeLinkDowntrained", "ProbeStale", "ProbeFailing",
-}
+SERVER_RULES = set(RULE_NAMES)
 
 
 def _tool(name: str) -> str:
