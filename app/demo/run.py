@@ -25,6 +25,7 @@ from typing import TextIO
 import psutil
 from sqlalchemy import func, select
 
+from app.cli.commands.serve import build_server_app
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
@@ -32,7 +33,6 @@ from app.demo.fleet import DEFAULT_HOSTS, plan_fleet
 from app.demo.live import LiveFleet, LiveIntervals
 from app.demo.scenario import default_scenario
 from app.demo.server import ServerThread
-from app.main import create_app
 from app.models import ReportRow
 from probes.report import utcnow
 
@@ -58,8 +58,9 @@ def demo_settings(options: DemoOptions, token: str) -> Settings:
                     probe_tokens=[token], stale_after_s=60.0, degraded_sustain_s=120.0)
 
 
-def prepare_database(settings: Settings) -> int:
-    """Migrate to head; the number of reports already stored (a rerun keeps its history)."""
+def migrate_and_count(settings: Settings) -> int:
+    """Migrate the demo's own database to head (a demo may: it owns the file); the number
+    of reports already stored (a rerun keeps its history and skips the backfill)."""
     engine = make_engine(settings)
     try:
         upgrade_to_head(engine)
@@ -91,8 +92,8 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     token = secrets.token_urlsafe(18)
     settings = demo_settings(options, token)
     options.data_dir.mkdir(parents=True, exist_ok=True)
-    existing = prepare_database(settings)
-    app = create_app(settings)
+    existing = migrate_and_count(settings)
+    app = build_server_app(settings)  # what `serve` runs, with its rollup/prune job
     try:
         server = ServerThread(app, host=options.bind, port=options.port).start()
     except RuntimeError as exc:
