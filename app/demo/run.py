@@ -135,12 +135,17 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
 
 def _backfill(backfill: Backfill, live: LiveFleet, stop: threading.Event, out: TextIO) -> None:
     """Once every live host has reported (the first data is on screen), fill in history."""
+    started = psutil.Process().create_time()
     deadline = time.monotonic() + FIRST_REPORTS_WAIT_S
+    first = None
     while live.reporting() < len(live.hosts) and time.monotonic() < deadline:
+        if first is None and live.reporting():
+            first = time.time() - started
         if stop.wait(0.1):
             return
-    print(f"  first data: {live.reporting()} of {len(live.hosts)} hosts reporting "
-          f"{time.time() - psutil.Process().create_time():.1f} s after start", file=out,
+    every = time.time() - started
+    print(f"  first data: the first host reported {first or every:.1f} s after start, "
+          f"{live.reporting()} of {len(live.hosts)} hosts after {every:.1f} s", file=out,
           flush=True)
     if backfill.stop.is_set():
         return

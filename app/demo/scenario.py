@@ -15,7 +15,7 @@ The live story (default fleet):
     +180 s  hgx8-01   two of GPU3's NVLinks go down (NV18 -> NV16 to every peer)
     +240 s  pcie4-01  stops reporting
     always  mesh4-01  GPU3 runs a job: skipped by sweeps
-The backfilled day: hgx8-01 lost four links for half an hour 10 h ago; hgx8-02 had a burst
+The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
 h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago.
 """
@@ -130,8 +130,8 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
          "two NVLinks of GPU3 go down")
     cast("mesh4", 1, -2 * HOUR, forever, _constant(BusyGpu(gpu=3)), "GPU3 runs a job")
     # the backfilled day
-    cast("hgx8", 1, -10 * HOUR, -9.5 * HOUR, _constant(LinksDown(gpu=5, count=4)),
-         "four NVLinks of GPU5 down for 30 min")
+    cast("hgx8", 1, -10 * HOUR, -9 * HOUR, _constant(LinksDown(gpu=5, count=4)),
+         "four NVLinks of GPU5 down for an hour")
     cast("hgx8", 2, -6 * HOUR, -5 * HOUR, _constant(
         ErrorGrowth(gpu=1, link=7, counter="replay", per_second=0.5)),
          "a burst of NVLink replay errors on GPU1 link 7")
