@@ -10,7 +10,7 @@ crashed node does.
 
 The live story (default fleet):
     +30 s   hgx8-02   NVLink replay errors start on GPU5 link 2 and double every 2 min
-    +60 s   h200x2-01 GPU0<->GPU1 slowly loses bandwidth: -3% a minute, down to 55%
+    +60 s   h200x2-01 GPU0<->GPU1 slowly loses bandwidth: -5% a minute, down to 50%
     +120 s  mesh4-01  a foreign job copies GPU0->GPU1 (contended samples, not degradation)
     +180 s  hgx8-01   two of GPU3's NVLinks go down (NV18 -> NV16 to every peer)
     +240 s  pcie4-01  stops reporting
@@ -122,8 +122,8 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     # live
     cast("hgx8", 2, 30, forever, rising_errors(5, 2, 0.05, 120, 5.0),
          "NVLink replay errors on GPU5 link 2, doubling every 2 min")
-    cast("h200x2", 1, 60, forever, declining_bandwidth(0, 1, 0.03, 0.55),
-         "GPU0<->GPU1 loses 3% of its bandwidth a minute")
+    cast("h200x2", 1, 60, forever, declining_bandwidth(0, 1, 0.05, 0.5),
+         "GPU0<->GPU1 loses 5% of its bandwidth a minute, down to half")
     cast("mesh4", 1, 120, 420, _constant(Contention(gpu=0, peer=1, bytes_per_s=40e9)),
          "a foreign job copies GPU0->GPU1 for 5 min")
     cast("hgx8", 1, 180, forever, _constant(LinksDown(gpu=3, count=2)),
