@@ -42,7 +42,7 @@ get "$API/metrics" >"$OUT/metrics.txt"
 kill $SERVE; wait $SERVE 2>/dev/null
 python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))" "$DB" "$RESULTS/h200x2.db"
 # `serve` on a GPU host also probes the host itself.
-rm -f "$DB"*; python3 -m app.cli serve --port 8000 --log-level warning >"$OUT/serve-local.log" 2>&1 &
+rm -f "$DB"*; PEERWATCH_PROBE_SWEEP_JITTER_S=5 python3 -m app.cli serve --port 8000 --log-level warning >"$OUT/serve-local.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 90); do
   n=$(get "$API/api/v1/hosts/$H/matrix?test=ce_write" 2>/dev/null | grep -o '"value":[0-9.e+]*' | wc -l)
