@@ -16,6 +16,8 @@ if [ -n "${WHL:-}" ] && ls "$WHL"/*.whl >/dev/null 2>&1; then
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+python3 -c "import fastapi, sqlalchemy, alembic.command, uvicorn, pydantic_settings, plotly, app.main, app.cli" \
+  || { echo "missing Python packages: carry them as wheels (WHL=...)"; exit 1; }
 DB=/tmp/pw-e2e/peerwatch.db; rm -rf /tmp/pw-e2e; mkdir -p /tmp/pw-e2e
 export PEERWATCH_DATABASE_URL="sqlite:///$DB" PEERWATCH_PROBE_TOKENS=e2e-token
 export PEERWATCH_ADMIN_TOKEN=e2e-admin
