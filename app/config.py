@@ -101,7 +101,8 @@ class Settings(BaseSettings):
         default=0.0, ge=0, description="NVLink replay/recovery growth above this is degraded."
     )
     crc_rate_degraded_per_s: float = Field(
-        default=1.0, ge=0, description="NVLink CRC/ECC error growth above this is degraded."
+        default=1.0, ge=0, description="NVLink CRC flit error growth above this is degraded "
+        "(CRC_DATA/ECC_DATA count corrected errors and are not judged)."
     )
 
     @model_validator(mode="after")

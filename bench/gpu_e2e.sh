@@ -26,7 +26,7 @@ pw() { python3 -m app.cli "$@"; }
 get() { python3 -c "import sys,urllib.request as u; sys.stdout.write(u.urlopen(sys.argv[1], timeout=30).read().decode())" "$1"; }
 FABRIC=${FABRIC:-auto}   # FABRIC=simulated:h200x2 tries this script without GPUs
 
-python3 -m app.cli serve --port 8000 --log-level warning >"$OUT/serve.log" 2>&1 &
+python3 -m app.cli serve --no-local-probe --port 8000 --log-level warning >"$OUT/serve.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 60); do get "$API/healthz" >/dev/null && break; sleep 0.5; done
 probe() { pw probe --server "$API" --token e2e-token --fabric "$FABRIC" --spool-dir /tmp/pw-e2e/spool "$@"; }

@@ -75,7 +75,7 @@ def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
         labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
         summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name}: errors are increasing",
         description=f"{j.reason} (replay/recovery: any growth over "
-                    f"{ctx.thresholds.error_rate_per_s:g}/s; CRC/ECC: over "
+                    f"{ctx.thresholds.error_rate_per_s:g}/s; CRC flit: over "
                     f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
                     f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
         dashboard=dashboard_path(ctx.name, gpu=j.gpu))
