@@ -179,10 +179,9 @@ def alert_family(snap: FleetSnapshot) -> Metric:
 
 
 def gpu_families(gpus: list[GpuFacts]) -> Iterator[Metric]:
-    ports = _gauge("gpu_nvlink_links", "NVLink ports NVML reports for the GPU.", GPU)
+    ports = _gauge("gpu_nvlink_links",
+                   "NVLink ports the GPU has had (reported now or seen before).", GPU)
     active = _gauge("gpu_nvlink_active_links", "NVLink ports that are up.", GPU)
-    most = _gauge("gpu_nvlink_max_active_links",
-                  "The most NVLink ports this GPU was ever seen with up.", GPU)
     pcie = {
         "gen_current": _gauge("pcie_link_generation", "PCIe generation the link runs at.", GPU),
         "gen_max": _gauge("pcie_link_max_generation", "Highest PCIe generation possible.", GPU),
@@ -194,14 +193,13 @@ def gpu_families(gpus: list[GpuFacts]) -> Iterator[Metric]:
         labels = [g.host, str(g.gpu)]
         ports.add_metric(labels, g.nvlink_ports)
         active.add_metric(labels, g.nvlinks_active)
-        most.add_metric(labels, g.nvlinks_max_active)
         for field_name, family in pcie.items():
             value = getattr(g.pcie, field_name)
             if value is not None:
                 family.add_metric(labels, value)
         if g.pcie.replay_count is not None:
             replay.add_metric(labels, g.pcie.replay_count)
-    yield from (ports, active, most, *pcie.values(), replay)
+    yield from (ports, active, *pcie.values(), replay)
 
 
 def pcie_downtrained(g: GpuFacts) -> bool:

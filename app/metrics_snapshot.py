@@ -36,9 +36,8 @@ class HostFacts:
 class GpuFacts:
     host: str
     gpu: int
-    nvlink_ports: int  # ports NVML reports
+    nvlink_ports: int  # ports the GPU has had: in the inventory now, or seen before
     nvlinks_active: int
-    nvlinks_max_active: int  # the most this GPU was ever seen with
     pcie: PcieLink = PcieLink()
 
 

@@ -32,6 +32,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     Uuid,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -294,7 +295,14 @@ class Alert(Base):
     """One alert instance (a rule firing for one label set) from pending to resolved."""
 
     __tablename__ = "alerts"
-    __table_args__ = (Index(None, "fingerprint", "state"), Index(None, "host", "state"))
+    __table_args__ = (
+        Index(None, "fingerprint", "state"),
+        Index(None, "host", "state"),
+        # At most one pending-or-firing row per fingerprint, whatever replica writes it.
+        Index("uq_alerts_active_fingerprint", "fingerprint", unique=True,
+              postgresql_where=text("state IN ('pending', 'firing')"),
+              sqlite_where=text("state IN ('pending', 'firing')")),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     rule: Mapped[str] = mapped_column(String(128))
@@ -308,6 +316,11 @@ class Alert(Base):
     resolved_at: Mapped[datetime | None]
     value: Mapped[float | None] = mapped_column(Float)
     updated_at: Mapped[datetime]
+    # migration 0002 (alerting): acknowledgement and what Alertmanager was last told
+    acked_by: Mapped[str | None] = mapped_column(String(128))
+    acked_at: Mapped[datetime | None]
+    notified_state: Mapped[str | None] = mapped_column(String(16))  # firing | resolved
+    notified_at: Mapped[datetime | None]
 
 
 class AlertEvent(Base):

@@ -10,11 +10,11 @@ Warm-up is counted in the same unit as `copies` and comes on top of `copies * sa
     test        buffer    copies  samples  warm-up  H200 pair: ratio, GPU time, MiB per GPU
     ce_write    256 MiB   2       2        1        0.993   3.6 ms   256
     ce_read     256 MiB   2       2        1        0.985   3.7 ms   256
-    ce_bidir    192 MiB   2       3        1        ~0.99   ~3.6 ms  384 (both directions)
+    ce_bidir    192 MiB   2       3        1        0.99    3.9 ms   384 (both directions)
     sm_*        128 MiB   3       3        1        0.98    3.8 ms   128
-    latency     2 MiB     1000    3        100      1.03    2.6 ms   2
-    staged      16 MiB    2       3        1        1.12    2.8 ms   16
-    allreduce   64 MiB    4       3        1        0.97    3.5 ms   128 + NCCL's own
+    latency     2 MiB     1000    3        100      1.03    2.8 ms   2
+    staged      16 MiB    2       3        1        0.96-1.12 3.2 ms 16 (varies by machine)
+    allreduce   64 MiB    4       3        1        0.97    3.4 ms   128 + NCCL's 484
 
 For `latency`, `bytes_per_copy` is the pointer-chase buffer and `copies` the dependent loads
 per sample; for `allreduce`, `copies` are all-reduce iterations per sample. PCIe pairs move

@@ -21,32 +21,29 @@ nvmlDeviceGetTopologyCommonAncestor describes PCIe only.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 from probes.errors import BadProbeRequest, FabricUnavailable, NotSupported, PeerwatchProbeError
+from probes.nvlink import NvLinks
 from probes.report import (
     GpuActivity,
     GpuInfo,
     LinkCounters,
-    LinkState,
     NvLinkPort,
     P2PCap,
     P2PStatus,
     PairInfo,
     PcieLink,
     RdmaInfo,
-    RemoteType,
     SwitchFabricInfo,
 )
 from probes.sysfs import Sysfs
 from probes.topology import (
-    REMOTE_TYPES,
+    as_text,
     cpulist,
     normalize_bus_id,
-    nvlink_version,
     nvlink_width,
     path_level,
     topology_label,
@@ -58,15 +55,8 @@ P2P_INDEXES: dict[P2PCap, int] = {
 }
 P2P_STATUSES: dict[int, P2PStatus] = dict(enumerate(P2PStatus))  # nvmlGpuP2PStatus_t order
 
-# nvmlDeviceGetNvLinkErrorCounter counters that have no field id.
-ERROR_COUNTERS = {"crc_data": 3, "ecc_data": 4}
-NVLINK_CAPS = {
-    "p2p_supported": 0, "sysmem_access": 1, "p2p_atomics": 2,
-    "sysmem_atomics": 3, "sli_bridge": 4, "valid": 5,
-}
 FABRIC_STATES = {1: "not_started", 2: "in_progress", 3: "completed"}
 FABRIC_HEALTH = {1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
-PORTS_TTL_S = 2.0  # a pair query reuses a GPU's ports read this recently
 
 # nvmlValueType_t -> the c_nvmlValue_t member holding it
 _VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
@@ -85,10 +75,6 @@ def load_pynvml() -> ModuleType:
     return pynvml
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class Nvml:
     """One NVML session over every GPU NVML sees. Close it with `close()`."""
 
@@ -104,7 +90,7 @@ class Nvml:
             count = int(self._m.nvmlDeviceGetCount())
             self._handles = [self._m.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
             self._bus_ids = [
-                _text(self._m.nvmlDeviceGetPciInfo(h).busId) for h in self._handles
+                as_text(self._m.nvmlDeviceGetPciInfo(h).busId) for h in self._handles
             ]
         except self._m.NVMLError as exc:
             self.close()
@@ -118,7 +104,8 @@ class Nvml:
             getattr(self._m, "NVML_ERROR_FUNCTION_NOT_FOUND", 13),
         }
         self._invalid = getattr(self._m, "NVML_ERROR_INVALID_ARGUMENT", 2)
-        self._ports_cache: dict[int, tuple[float, list[NvLinkPort]]] = {}
+        self._link_counts: dict[int, int] = {}
+        self._links = NvLinks(self)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -137,6 +124,10 @@ class Nvml:
         """NVML's PCI bus id of a GPU, e.g. '00000000:00:06.0'."""
         self._handle(gpu)
         return self._bus_ids[gpu]
+
+    def gpu_at(self, bus_id: str | None) -> int | None:
+        """The index of the GPU at a normalised PCI bus id, None when it is no GPU of ours."""
+        return self._norm_bus.index(bus_id) if bus_id in self._norm_bus else None
 
     def _handle(self, gpu: int) -> Any:
         if not 0 <= gpu < len(self._handles):
@@ -191,7 +182,7 @@ class Nvml:
 
     def driver_version(self) -> str | None:
         value = self._maybe("nvml.driver", "nvmlSystemGetDriverVersion")
-        return None if value is None else _text(value)
+        return None if value is None else as_text(value)
 
     def cuda_version(self) -> str | None:
         """CUDA version the driver supports, e.g. '13.0' (NVML returns 13000)."""
@@ -204,11 +195,11 @@ class Nvml:
         h = self._handle(index)
         where = f"nvml.gpu gpu={index}"
         memory = self._call(where, "nvmlDeviceGetMemoryInfo", h)
-        nvlinks = self._field(index, "NVML_FI_DEV_NVLINK_LINK_COUNT") or 0
+        nvlinks = self.link_count(index)
         return GpuInfo(
             index=index,
-            uuid=_text(self._call(where, "nvmlDeviceGetUUID", h)),
-            name=_text(self._call(where, "nvmlDeviceGetName", h)),
+            uuid=as_text(self._call(where, "nvmlDeviceGetUUID", h)),
+            name=as_text(self._call(where, "nvmlDeviceGetName", h)),
             pci_bus_id=self._bus_ids[index],
             memory_total_bytes=int(memory.total),
             cpu_affinity=self._cpu_affinity(index),
@@ -226,12 +217,20 @@ class Nvml:
         return None if mask is None else cpulist(list(mask))
 
     def _numa_node(self, gpu: int) -> int | None:
-        """NVML's NUMA node, else the kernel's view of the PCI device (NVML says NotSupported
-        on x86)."""
-        node = self._maybe(f"nvml.numa gpu={gpu}", "nvmlDeviceGetNumaNodeId", self._handle(gpu))
+        """NVML's NUMA node (NotSupported on x86), else the kernel's view of the PCI device
+        (-1 in a VM), else NVML's memory affinity when it names exactly one node (what
+        `nvidia-smi topo -m` prints as NUMA Affinity)."""
+        h, where = self._handle(gpu), f"nvml.numa gpu={gpu}"
+        node = self._maybe(where, "nvmlDeviceGetNumaNodeId", h)
         if node is not None and int(node) >= 0:
             return int(node)
-        return self._sysfs.numa_node(self._bus_ids[gpu])
+        node = self._sysfs.numa_node(self._bus_ids[gpu])
+        if node is not None:
+            return node
+        mask = self._maybe(where, "nvmlDeviceGetMemoryAffinity", h, 1,
+                           getattr(self._m, "NVML_AFFINITY_SCOPE_NODE", 0))
+        nodes = [] if mask is None else [b for b in range(64) if int(mask[0]) >> b & 1]
+        return nodes[0] if len(nodes) == 1 else None
 
     def _pcie(self, gpu: int) -> PcieLink:
         h, where = self._handle(gpu), f"nvml.pcie gpu={gpu}"
@@ -301,102 +300,17 @@ class Nvml:
 
     # ------------------------------------------------------------------ NVLink
 
+    def link_count(self, gpu: int) -> int:
+        """NVML_FI_DEV_NVLINK_LINK_COUNT: ports this GPU has (fixed for the session)."""
+        if gpu not in self._link_counts:
+            self._link_counts[gpu] = self._field(gpu, "NVML_FI_DEV_NVLINK_LINK_COUNT") or 0
+        return self._link_counts[gpu]
+
     def nvlinks(self, gpu: int) -> list[NvLinkPort]:
-        """Every NVLink port NVML reports for the GPU (0 .. LINK_COUNT-1)."""
-        h = self._handle(gpu)
-        count = self._field(gpu, "NVML_FI_DEV_NVLINK_LINK_COUNT") or 0
-        speeds = self._link_fields(gpu, "NVML_FI_DEV_NVLINK_GET_SPEED", count)
-        ports = []
-        for link in range(count):
-            port = self._port(gpu, h, link, speeds[link])
-            if port is not None:
-                ports.append(port)
-        self._ports_cache[gpu] = (time.monotonic(), ports)
-        return ports
-
-    def _link_fields(self, gpu: int, name: str, count: int) -> list[int | float | None]:
-        field_id = getattr(self._m, name, None)
-        if field_id is None or count == 0:
-            return [None] * count
-        try:
-            return self._fields(gpu, [(field_id, link) for link in range(count)])
-        except NotSupported:
-            return [None] * count
-
-    def _port(self, gpu: int, h: Any, link: int, speed_mbps: Any) -> NvLinkPort | None:
-        where = f"nvml.nvlink gpu={gpu} link={link}"
-        try:
-            state = self._call(where, "nvmlDeviceGetNvLinkState", h, link, per_link=True)
-        except NotSupported:
-            return None  # no such port on this GPU
-        remote_type = self._maybe(where, "nvmlDeviceGetNvLinkRemoteDeviceType", h, link,
-                                  per_link=True)
-        remote = self._maybe(where, "nvmlDeviceGetNvLinkRemotePciInfo", h, link, per_link=True)
-        remote_bus = None if remote is None else _text(remote.busId)
-        remote_norm = normalize_bus_id(remote_bus)
-        caps = {}
-        for cap, code in NVLINK_CAPS.items():
-            value = self._maybe(where, "nvmlDeviceGetNvLinkCapability", h, link, code,
-                                per_link=True)
-            if value is not None:
-                caps[cap] = bool(value)
-        return NvLinkPort(
-            gpu=gpu,
-            link=link,
-            state=LinkState.UP if int(state) == 1 else LinkState.DOWN,
-            version=nvlink_version(
-                self._maybe(where, "nvmlDeviceGetNvLinkVersion", h, link, per_link=True)
-            ),
-            speed_bps=None if speed_mbps is None else float(speed_mbps) * 1e6,
-            remote_type=(
-                RemoteType.UNKNOWN if remote_type is None
-                else REMOTE_TYPES.get(int(remote_type), RemoteType.UNKNOWN)
-            ),
-            remote_pci_bus_id=remote_bus if remote_norm else None,
-            remote_gpu=self._norm_bus.index(remote_norm) if remote_norm in self._norm_bus else None,
-            capabilities=caps,
-        )
-
-    def _ports(self, gpu: int) -> list[NvLinkPort]:
-        cached = self._ports_cache.get(gpu)
-        if cached and time.monotonic() - cached[0] < PORTS_TTL_S:
-            return cached[1]
-        return self.nvlinks(gpu)
+        return self._links.ports(gpu)
 
     def link_counters(self, gpu: int) -> list[LinkCounters]:
-        """Cumulative per-link counters: TX/RX data and DL errors in one field-values call,
-        CRC-data and ECC-data errors (no field ids) from nvmlDeviceGetNvLinkErrorCounter."""
-        h = self._handle(gpu)
-        count = self._field(gpu, "NVML_FI_DEV_NVLINK_LINK_COUNT") or 0
-        names = ("THROUGHPUT_DATA_TX", "THROUGHPUT_DATA_RX",
-                 "ERROR_DL_REPLAY", "ERROR_DL_RECOVERY", "ERROR_DL_CRC")
-        ids = [getattr(self._m, f"NVML_FI_DEV_NVLINK_{n}", None) for n in names]
-        wanted = [(fid, link) for link in range(count) for fid in ids if fid is not None]
-        values = dict(zip(wanted, self._fields(gpu, wanted), strict=True)) if wanted else {}
-
-        def get(fid: int | None, link: int) -> int | None:
-            v = values.get((fid, link)) if fid is not None else None
-            return None if v is None else int(v)
-
-        out = []
-        for link in range(count):
-            where = f"nvml.counters gpu={gpu} link={link}"
-            errors = {
-                key: self._maybe(where, "nvmlDeviceGetNvLinkErrorCounter", h, link, code,
-                                 per_link=True)
-                for key, code in ERROR_COUNTERS.items()
-            }
-            tx, rx = get(ids[0], link), get(ids[1], link)
-            out.append(LinkCounters(
-                gpu=gpu, link=link,
-                tx_bytes=None if tx is None else tx * 1024,  # NVML counts KiB
-                rx_bytes=None if rx is None else rx * 1024,
-                replay=get(ids[2], link), recovery=get(ids[3], link),
-                crc_flit=get(ids[4], link),
-                crc_data=None if errors["crc_data"] is None else int(errors["crc_data"]),
-                ecc_data=None if errors["ecc_data"] is None else int(errors["ecc_data"]),
-            ))
-        return out
+        return self._links.counters(gpu)
 
     # ------------------------------------------------------------------ PCIe, activity
 
@@ -405,15 +319,20 @@ class Nvml:
                               self._handle(gpu)))
 
     def activity(self, gpu: int) -> GpuActivity:
+        """Utilisation, memory in use and compute processes OTHER than this probe: once the
+        probe has run a test it holds a CUDA context on the GPU, which NVML lists as a compute
+        process, and a probe must not find its own GPUs busy. (In a container the probe needs
+        the host's PID namespace to recognise itself, as dcgm-exporter does.)"""
         h, where = self._handle(gpu), f"nvml.activity gpu={gpu}"
         util = self._maybe(where, "nvmlDeviceGetUtilizationRates", h)
         memory = self._maybe(where, "nvmlDeviceGetMemoryInfo", h)
-        procs = self._maybe(where, "nvmlDeviceGetComputeRunningProcesses", h)
+        procs = self._maybe(where, "nvmlDeviceGetComputeRunningProcesses", h) or []
+        own = self._sysfs.own_pids()
         return GpuActivity(
             gpu=gpu,
             utilization_pct=None if util is None else float(util.gpu),
             memory_used_bytes=None if memory is None else int(memory.used),
-            compute_processes=len(procs or []),
+            compute_processes=sum(getattr(p, "pid", None) not in own for p in procs),
         )
 
     # ------------------------------------------------------------------ pairs
@@ -427,7 +346,8 @@ class Nvml:
         where = f"nvml.pair {src}->{dst}"
         code = self._maybe(where, "nvmlDeviceGetTopologyCommonAncestor", hs, hd)
         pcie = path_level(code) if code is not None else path_level(50)
-        width, via_switch = nvlink_width(src, dst, self._ports(src), self._ports(dst))
+        width, via_switch = nvlink_width(src, dst, self._links.recent_ports(src),
+                                         self._links.recent_ports(dst))
         p2p = {}
         for cap, index in P2P_INDEXES.items():
             status = self._maybe(where, "nvmlDeviceGetP2PStatus", hs, hd, index)

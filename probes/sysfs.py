@@ -7,6 +7,7 @@ nothing (a VM without NICs, a container without /sys), every answer is absent, n
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,20 @@ class Sysfs:
         except (OSError, ValueError):
             return None
         return node if node >= 0 else None  # -1: the kernel knows no node
+
+    # ------------------------------------------------------------------ this process
+
+    def own_pids(self) -> set[int]:
+        """This process's PID in every PID namespace /proc shows (NSpid), as NVML may list it."""
+        pids = {os.getpid()}
+        try:
+            status = (self.root / "proc/self/status").read_text()
+        except OSError:
+            return pids
+        for line in status.splitlines():
+            if line.startswith("NSpid:"):
+                pids |= {int(x) for x in line.split()[1:] if x.isdigit()}
+        return pids
 
     # ------------------------------------------------------------------ RDMA
 

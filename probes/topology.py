@@ -35,6 +35,11 @@ REMOTE_TYPES: dict[int, RemoteType] = {
 }
 
 
+def as_text(value: object) -> str:
+    """NVML strings arrive as bytes or str depending on the bindings' version."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def nvlink_version(enum_value: int | None) -> str | None:
     """'4.0' for NVML's enum 6; None for INVALID (0) or a value newer than this table."""
     if enum_value is None:

@@ -79,6 +79,7 @@ class Transfers:
         self._streams: dict[int, Any] = {}
         self._peer: set[tuple[int, int]] = set()
         self._sms: dict[int, int] = {}
+        self.nccl_resident_bytes: int | None = None  # NCCL's kernels, once loaded, per GPU
         # The hold: spin kernels wait until this pinned counter reaches their ticket.
         self._flag_mem = self.cp.cuda.alloc_pinned_memory(64)
         self.flag = numpy.frombuffer(self._flag_mem, numpy.uint32, 1)
@@ -325,15 +326,26 @@ class Transfers:
 
     def _communicators(self, gpus: tuple[int, ...]) -> tuple[list[Any], dict[int, int]]:
         """NCCL communicators for `gpus` (one process, one per GPU) and the device memory
-        NCCL itself holds on each GPU, measured around their creation. They are made for one
-        test and destroyed after it: a probe must not keep NCCL's buffers between sweeps."""
+        their buffers hold on each GPU. They are made for one test and destroyed after it:
+        a probe must not keep NCCL's buffers between sweeps. The first ones in a process also
+        load NCCL's kernels, which stay resident: that one-time cost is measured apart
+        (`nccl_resident_bytes`), not charged to every all-reduce."""
         from cupy.cuda import nccl
 
         if not nccl.available:
             raise TransferError("NCCL is not available in this CuPy build")
         for key, value in NCCL_DEFAULTS.items():
             os.environ.setdefault(key, value)
+        if self.nccl_resident_bytes is None:
+            start = {g: self._free_memory(g) for g in gpus}
+            self._destroy(self._ready_communicators(nccl, gpus))
+            self.nccl_resident_bytes = max(start[g] - self._free_memory(g) for g in gpus)
         free_before = {g: self._free_memory(g) for g in gpus}
+        comms = self._ready_communicators(nccl, gpus)
+        held = {g: max(0, free_before[g] - self._free_memory(g)) for g in gpus}
+        return comms, held
+
+    def _ready_communicators(self, nccl: Any, gpus: tuple[int, ...]) -> list[Any]:
         comms = nccl.NcclCommunicator.initAll(list(gpus))
         try:
             with Run(self, list(gpus)) as run:  # a first call makes NCCL finish its setup
@@ -343,8 +355,7 @@ class Transfers:
         except BaseException:
             self._destroy(comms)
             raise
-        held = {g: max(0, free_before[g] - self._free_memory(g)) for g in gpus}
-        return comms, held
+        return comms
 
     @staticmethod
     def _destroy(comms: list[Any]) -> None:

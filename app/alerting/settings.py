@@ -53,9 +53,6 @@ class AlertingSettings(BaseSettings):
     probe_stale_intervals: float = Field(
         default=3.0, gt=0, description="ProbeStale fires after this many silent intervals."
     )
-    nvlink_errors_window_s: float = Field(
-        default=600.0, gt=0, description="NVLink error counters are compared over this window."
-    )
     pcie_check_generation: bool = Field(
         default=True,
         description="PCIeLinkDowntrained also fires on a generation below max (off for GPUs "
@@ -66,7 +63,7 @@ class AlertingSettings(BaseSettings):
         description='Per-rule `for` durations overriding the defaults, JSON: {"NVLinkDown": 120}.',
     )
     alert_eval_interval_s: float = Field(
-        default=30.0, gt=0, description="How often the server evaluates every rule."
+        default=30.0, ge=0, description="How often the server evaluates every rule (0: never)."
     )
     alert_resolved_keep_days: float = Field(
         default=30.0, gt=0, description="Resolved alerts and their history are kept this long."

@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from app.alerting.service import service_for
 from app.deps import ProbeTokenDep, SessionDep, SettingsDep
 from app.schemas import IngestResult
 from app.services.ingest import ingest
@@ -130,4 +131,6 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     result = await run_in_threadpool(ingest, session, report, settings, now)
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
+    else:  # the alert rules for this host, now that its report is committed (never raises)
+        await run_in_threadpool(service_for(request.app).after_ingest, result.host)
     return result

@@ -33,7 +33,6 @@ def _snapshot() -> FleetSnapshot:
                          sweep_wall_time_s=2.5, sweep_device_memory_bytes=1 << 30,
                          transfer_errors=1)],
         gpus=[GpuFacts(host="h200-a", gpu=g, nvlink_ports=18, nvlinks_active=18 - g,
-                       nvlinks_max_active=18,
                        pcie=PcieLink(gen_current=5, gen_max=5, width_current=16, width_max=16,
                                      replay_count=0)) for g in (0, 1)],
         ports=[PortFacts(host="h200-a", gpu=0, link=0, up=True, counters=counters),

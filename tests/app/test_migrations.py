@@ -52,8 +52,8 @@ def test_sqlite_connections_use_wal_and_foreign_keys(tmp_path: Path) -> None:
 def test_migrate_command_creates_then_finds_nothing_to_do(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path}/cli.db"
-    assert main(["migrate", "--database-url", url]) == 0
     head = head_revision()
+    assert main(["migrate", "--database-url", url]) == 0
     assert f"upgraded empty database -> {head}" in capsys.readouterr().out
     assert main(["migrate", "--database-url", url]) == 0
     assert f"already at revision {head}" in capsys.readouterr().out

@@ -101,7 +101,9 @@ def test_hosts_list_summarises(api: TestClient) -> None:
     assert (h["host"], h["verdict"], h["gpus_total"], h["gpus_healthy"]) == \
         ("node-a", "degraded", 4, 4)
     assert h["worst_pair"] == {"src": 1, "dst": 2, "test": "ce_write", "ratio": 0.54}
-    assert h["stale"] is False and h["alerts_firing"] == 0
+    firing = api.get("/api/v1/alerts", params={"host": "node-a", "state": "firing"}).json()
+    assert h["stale"] is False and h["alerts_firing"] == len(firing["alerts"]) > 0
+    assert "P2PBandwidthDegraded" in {a["alertname"] for a in firing["alerts"]}
 
 
 def test_stale_host_is_unknown(client: TestClient) -> None:

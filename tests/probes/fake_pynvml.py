@@ -45,6 +45,7 @@ NVML_FI_DEV_NVLINK_GET_VERSION = 166
 NVML_NVLINK_MAX_LINKS = 36
 NVML_P2P_CAPS_INDEX_READ = (0,)  # the bindings' bug, kept on purpose
 NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3
+NVML_AFFINITY_SCOPE_NODE = 0
 
 _ERROR_NAMES = {
     NVML_ERROR_INVALID_ARGUMENT: "InvalidArgument",
@@ -217,6 +218,10 @@ class FakePynvml:
     def nvmlDeviceGetCpuAffinity(self, h: Any, words: int) -> list[int]:
         # The dump kept only the array's repr; nvidia-smi topo -m printed "0-31" for both GPUs.
         return [0xFFFFFFFF] + [0] * (words - 1)
+
+    def nvmlDeviceGetMemoryAffinity(self, h: Any, words: int, scope: int) -> list[int]:
+        # Not in the dump; nvidia-smi topo -m printed "NUMA Affinity 0" for both GPUs.
+        return [0b1] + [0] * (words - 1)
 
     def nvmlDeviceGetNumaNodeId(self, h: Any) -> int:
         return int(_answer(self._dev(h)["numa"]))

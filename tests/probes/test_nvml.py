@@ -39,7 +39,7 @@ def test_gpus_from_the_dump(nvml: Nvml) -> None:
     assert g.pci_bus_id == "00000000:00:06.0"
     assert g.memory_total_bytes == 150754820096
     assert g.cpu_affinity == "0-31"
-    assert g.numa_node is None  # NVML: NotSupported, and this /sys shows nothing
+    assert g.numa_node == 0  # NumaNodeId NotSupported, /sys empty: the memory affinity's node
     assert g.nvlink_count == 18
     assert (g.pcie.gen_current, g.pcie.gen_max, g.pcie.width_current) == (5, 5, 16)
     assert g.pcie.replay_count == 0
@@ -99,9 +99,10 @@ def test_direct_attached_links_name_their_peer(fake: FakePynvml, tmp_path) -> No
 
 
 def test_counters_in_one_field_call_per_gpu(nvml: Nvml, fake: FakePynvml) -> None:
+    nvml.link_counters(0)  # the first read also learns the link count
     fake.calls.clear()
     before = nvml.link_counters(0)
-    assert fake.calls.count("nvmlDeviceGetFieldValues") == 2  # link count + all links' counters
+    assert fake.calls.count("nvmlDeviceGetFieldValues") == 1  # every link's counters at once
     assert len(before) == 18
     c = before[0]
     assert (c.replay, c.recovery, c.crc_flit, c.crc_data, c.ecc_data) == (0, 0, 0, 12, 18)
@@ -181,3 +182,29 @@ def test_close_shuts_nvml_down_once(fake: FakePynvml, tmp_path) -> None:
     session.close()
     session.close()
     assert fake.calls.count("nvmlShutdown") == 1
+
+
+def test_api_only_error_counters_are_reused_briefly(nvml: Nvml, fake: FakePynvml,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    first = nvml.link_counters(0)[0]
+    assert first.crc_data == 12
+    fake.devices[0]["links"][0]["errors"]["NVML_NVLINK_ERROR_DL_CRC_DATA"] = 20
+    fake.add_traffic(0, 18 << 20)
+    again = nvml.link_counters(0)[0]
+    assert again.tx_bytes == first.tx_bytes + (1 << 20)  # traffic counters: always fresh
+    assert again.crc_data == 12  # within ERROR_COUNTER_TTL_S: the slow per-link calls are skipped
+    monkeypatch.setattr("probes.nvlink.ERROR_COUNTER_TTL_S", 0.0)
+    assert nvml.link_counters(0)[0].crc_data == 20
+
+
+def test_the_probe_does_not_count_itself_as_a_busy_process(fake: FakePynvml, tmp_path) -> None:
+    import os
+    from types import SimpleNamespace
+
+    fake.devices[0]["procs"] = [SimpleNamespace(pid=os.getpid()), SimpleNamespace(pid=4242)]
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/status").write_text("Name:\tpython\nNSpid:\t77\t1\n")
+    fake.devices[1]["procs"] = [SimpleNamespace(pid=77)]  # seen from an outer PID namespace
+    session = Nvml(module=fake, sysfs=Sysfs(tmp_path))
+    assert session.activity(0).compute_processes == 1
+    assert session.activity(1).compute_processes == 0

@@ -1,0 +1,61 @@
+"""What a rule is: a check over one host's data that returns the instances active now.
+
+Modelled on a Prometheus alerting rule: a name, an expression (here a Python function over
+peerwatch's own judgement, `app/analysis/health.py` and the server's queries), a `for`
+duration an instance must stay active before it fires, labels and annotations. Each
+`Finding` is one active instance: its identifying labels (host, gpu, peer_gpu, link, test,
+...), the figure that made it active, and the words a person reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.alerting.context import HostContext
+
+
+@dataclass(frozen=True)
+class Finding:
+    labels: dict[str, str]  # identifying labels except alertname and severity
+    summary: str
+    description: str  # with the figures
+    dashboard: str  # a path on the server, e.g. /#/host/h?pair=3-5&test=ce_write
+    value: float | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # the alertname
+    severity: str  # "critical" | "warning"
+    for_s: float  # seconds an instance stays active before it fires
+    check: Callable[[HostContext], list[Finding]]
+    doc: str = ""
+    extra_labels: dict[str, str] = field(default_factory=dict)
+
+    def labels(self, finding: Finding) -> dict[str, str]:
+        return {"alertname": self.name, "severity": self.severity, **self.extra_labels,
+                **finding.labels}
+
+
+def fingerprint(labels: dict[str, str]) -> str:
+    """Stable identity of an alert instance: a hash of its sorted label set (64 hex chars)."""
+    canonical = json.dumps(sorted(labels.items()), separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def dashboard_path(host: str, *, gpu: int | None = None, pair: tuple[int, int] | None = None,
+                   test: str | None = None) -> str:
+    query = []
+    if pair is not None:
+        query.append(f"pair={pair[0]}-{pair[1]}")
+    elif gpu is not None:
+        query.append(f"gpu={gpu}")
+    if test is not None:
+        query.append(f"test={test}")
+    return f"/#/host/{host}" + (f"?{'&'.join(query)}" if query else "")
+

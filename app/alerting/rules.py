@@ -1,0 +1,170 @@
+"""The server's alert rules. Each reads the server's own judgement of one host (`ctx.health`,
+from `app.queries.host_health`) and never re-derives it; the PromQL twins of these rules are
+in deploy/prometheus/peerwatch-rules.yml. Thresholds are settings (docs/alerts.md):
+ratios, sustain time and error rates from `app.config.Settings`, the rest from
+`AlertingSettings`; `for` durations from PEERWATCH_ALERT_FOR_S.
+"""
+
+from __future__ import annotations
+
+from app.alerting.context import HostContext
+from app.alerting.rule import Finding, Rule, dashboard_path
+from app.analysis.health import p2p_problem
+from app.analysis.text import fmt_duration
+from app.schemas import Verdict
+from probes.report import BANDWIDTH_TESTS, LinkState
+
+
+def nvlink_down(ctx: HostContext) -> list[Finding]:
+    links = ctx.health.fabric.nvlinks
+    out = []
+    for j in ctx.health.judgement.links:
+        if j.verdict is not Verdict.DOWN:
+            continue
+        mine = [p for p in links if p.gpu == j.gpu]
+        up = sum(1 for p in mine if p.state is LinkState.UP)
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
+            summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is down",
+            description=f"{j.reason}; GPU{j.gpu} has {up} of {len(mine)} NVLinks up.",
+            dashboard=dashboard_path(ctx.name, gpu=j.gpu), value=0.0))
+    return out
+
+
+def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
+    out = []
+    for gpu, had in sorted(ctx.ports_had.items()):
+        if gpu not in ctx.health.fabric.gpus:
+            continue  # a GPU missing from the inventory is the host verdict's business
+        up = sum(1 for p in ctx.health.fabric.links_of(gpu) if p.state is LinkState.UP)
+        if up >= had:
+            continue
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(gpu)},
+            summary=f"GPU{gpu} on {ctx.name} has {up} of its {had} NVLinks active",
+            description=f"GPU{gpu} on {ctx.name} runs with {up} active NVLinks of the {had} "
+                        f"it has had: its NVSwitch/peer bandwidth is cut to {up}/{had}.",
+            dashboard=dashboard_path(ctx.name, gpu=gpu), value=float(up)))
+    return out
+
+
+def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
+    """Pairs the server calls degraded for low bandwidth (sustained, contention ignored)."""
+    out = []
+    for (src, dst, test), j in sorted(ctx.health.tests.items(),
+                                      key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
+        if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED:
+            continue
+        if j.low_since is None:
+            continue  # a failed test, not a slow one: ProbeFailing says so
+        ratios = [r for r in (j.ratio_expected, j.ratio_baseline) if r is not None]
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst),
+                    "test": test.value},
+            summary=f"GPU{src}->GPU{dst} {test.value} on {ctx.name} is below its expected "
+                    "bandwidth",
+            description=j.reason + ".",
+            dashboard=dashboard_path(ctx.name, pair=(src, dst), test=test.value),
+            value=min(ratios) if ratios else None))
+    return out
+
+
+def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
+    """Links whose error counters grow (rate over PEERWATCH_LINK_RATE_WINDOW_S)."""
+    return [Finding(
+        labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
+        summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name}: errors are increasing",
+        description=f"{j.reason} (replay/recovery: any growth over "
+                    f"{ctx.thresholds.error_rate_per_s:g}/s; CRC/ECC: over "
+                    f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
+                    f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
+        dashboard=dashboard_path(ctx.name, gpu=j.gpu))
+        for j in ctx.health.judgement.links if j.verdict is Verdict.DEGRADED]
+
+
+def p2p_access_lost(ctx: HostContext) -> list[Finding]:
+    out = []
+    for (src, dst), pair in sorted(ctx.health.fabric.pairs.items()):
+        problem = p2p_problem(pair)
+        if problem is None:
+            continue
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst)},
+            summary=f"GPU{src} on {ctx.name} lost P2P access to GPU{dst}",
+            description=problem + ".",
+            dashboard=dashboard_path(ctx.name, pair=(src, dst)), value=0.0))
+    return out
+
+
+def pcie_link_downtrained(ctx: HostContext) -> list[Finding]:
+    out = []
+    for gpu, info in sorted(ctx.health.fabric.gpus.items()):
+        p = info.pcie
+        short: list[tuple[str, str, int]] = []
+        if p.width_current and p.width_max and p.width_current < p.width_max:
+            short.append(("width", f"x{p.width_current} of x{p.width_max}", p.width_current))
+        if (ctx.alerting.pcie_check_generation and p.gen_current and p.gen_max
+                and p.gen_current < p.gen_max):
+            short.append(("generation", f"Gen{p.gen_current} of Gen{p.gen_max}", p.gen_current))
+        for field_name, text, now_at in short:
+            out.append(Finding(
+                labels={"host": ctx.name, "gpu": str(gpu), "field": field_name},
+                summary=f"PCIe link of GPU{gpu} on {ctx.name} runs below its maximum",
+                description=f"The PCIe link of GPU{gpu} on {ctx.name} trained at {text}: "
+                            "host transfers and PCIe peer traffic are slower.",
+                dashboard=dashboard_path(ctx.name, gpu=gpu),
+                value=float(now_at)))
+    return out
+
+
+def probe_stale(ctx: HostContext) -> list[Finding]:
+    last = ctx.host.last_report_at
+    limit = ctx.alerting.probe_stale_after_s
+    age = (ctx.now - last).total_seconds() if last else None
+    if age is not None and age <= limit:
+        return []
+    since = f"for {fmt_duration(age)}" if age is not None else "ever"
+    return [Finding(
+        labels={"host": ctx.name},
+        summary=f"No report from {ctx.name} {since}",
+        description=f"The peerwatch probe on {ctx.name} has not reported {since} (limit "
+                    f"{fmt_duration(limit)}: {ctx.alerting.probe_stale_intervals:g} inventory "
+                    "intervals); its fabric is not being watched.",
+        dashboard=dashboard_path(ctx.name), value=age)]
+
+
+def probe_failing(ctx: HostContext) -> list[Finding]:
+    failed = ctx.latest_sweep_failures
+    if not failed:
+        return []
+    shown = "; ".join(
+        f"{f.test} " + (f"GPU{f.src}->GPU{f.dst}" if f.src is not None
+                        else "GPUs " + ",".join(map(str, f.gpus))) + f": {f.error[:200]}"
+        for f in failed[:3])
+    more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+    return [Finding(
+        labels={"host": ctx.name},
+        summary=f"{len(failed)} transfer tests failed in the latest sweep on {ctx.name}",
+        description=f"The latest sweep on {ctx.name} recorded {len(failed)} failed transfer "
+                    f"tests: {shown}{more}.",
+        dashboard=dashboard_path(ctx.name), value=float(len(failed)))]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports a link down."),
+    Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
+         "Fewer active NVLinks than the ports the GPU has had."),
+    Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
+         "The server's verdict 'degraded' for low bandwidth; its sustain time is the wait."),
+    Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
+         "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
+    Rule("P2PAccessLost", "critical", 0.0, p2p_access_lost,
+         "GPUs joined by NVLink can no longer use P2P."),
+    Rule("PCIeLinkDowntrained", "warning", 900.0, pcie_link_downtrained,
+         "PCIe width (and generation, unless turned off) below the maximum."),
+    Rule("ProbeStale", "warning", 0.0, probe_stale,
+         "No report for PEERWATCH_PROBE_STALE_INTERVALS inventory intervals."),
+    Rule("ProbeFailing", "warning", 0.0, probe_failing,
+         "Transfer tests failed in the latest sweep."),
+)
+RULE_NAMES = frozenset(r.name for r in RULES)

@@ -1,0 +1,140 @@
+"""API shapes of alerts and silences (`/api/v1/alerts`, `/api/v1/silences`)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+class AlertState(StrEnum):
+    PENDING = "pending"
+    FIRING = "firing"
+    RESOLVED = "resolved"
+    INACTIVE = "inactive"  # was pending, cleared before it fired
+
+
+class Acknowledgement(BaseModel):
+    by: str
+    at: datetime
+
+
+class AlertOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "id": 12, "alertname": "NVLinkDown", "state": "firing", "severity": "critical",
+        "host": "gpu-node-17",
+        "labels": {"alertname": "NVLinkDown", "severity": "critical", "host": "gpu-node-17",
+                   "gpu": "3", "link": "7"},
+        "annotations": {"summary": "NVLink 7 of GPU3 on gpu-node-17 is down",
+                        "description": "NVML reports link 7 of GPU3 down; GPU3 has 17 of "
+                                       "18 links up.",
+                        "dashboard": "/#/host/gpu-node-17?gpu=3"},
+        "value": 0.0, "active_since": "2026-11-30T10:02:11Z",
+        "fired_at": "2026-11-30T10:03:12Z", "resolved_at": None,
+        "updated_at": "2026-11-30T10:20:00Z", "acknowledged": None, "silenced_by": [],
+    }]})
+
+    id: int
+    alertname: str
+    state: AlertState
+    severity: str
+    host: str | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    value: float | None = Field(description="The figure that made the rule active.")
+    active_since: datetime
+    fired_at: datetime | None
+    resolved_at: datetime | None
+    updated_at: datetime
+    acknowledged: Acknowledgement | None
+    silenced_by: list[int] = Field(description="Ids of active silences that mute it.")
+
+
+class AlertsResponse(BaseModel):
+    alerts: list[AlertOut]
+
+
+class AlertEventOut(BaseModel):
+    state: str = Field(description="pending, firing, resolved, inactive or acknowledged")
+    at: datetime
+    value: float | None
+    message: str | None
+
+
+class AlertDetail(AlertOut):
+    history: list[AlertEventOut]
+
+
+class AckRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    by: str = Field(min_length=1, max_length=128, examples=["alice"])
+    comment: str = Field(default="", max_length=2000, examples=["replacing the cable at 14:00"])
+
+
+class Matcher(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=128, examples=["host"])
+    value: str = Field(max_length=1024, examples=["gpu-node-17"])
+    is_regex: bool = False
+    is_equal: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _label_name(cls, name: str) -> str:
+        if not LABEL_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)")
+        return name
+
+    @model_validator(mode="after")
+    def _regex_compiles(self) -> Matcher:
+        if self.is_regex:
+            try:
+                re.compile(self.value)
+            except re.error as exc:
+                raise ValueError(f"value {self.value!r} is not a valid regex: {exc}") from exc
+        return self
+
+
+class SilenceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+        "matchers": [{"name": "host", "value": "gpu-node-17"},
+                     {"name": "alertname", "value": "NVLink.*", "is_regex": True}],
+        "duration_s": 7200, "created_by": "alice", "comment": "cable swap",
+    }]})
+    matchers: list[Matcher] = Field(min_length=1)
+    starts_at: datetime | None = Field(default=None, description="Default: now.")
+    ends_at: datetime | None = None
+    duration_s: float | None = Field(default=None, gt=0, le=366 * 86_400,
+                                     description="Instead of ends_at.")
+    created_by: str = Field(min_length=1, max_length=128)
+    comment: str = Field(default="", max_length=2000)
+
+    @model_validator(mode="after")
+    def _one_end(self) -> SilenceRequest:
+        if (self.ends_at is None) == (self.duration_s is None):
+            raise ValueError("give exactly one of ends_at and duration_s")
+        for name in ("starts_at", "ends_at"):
+            at = getattr(self, name)
+            if at is not None and at.tzinfo is None:
+                raise ValueError(f"{name} needs a time zone (e.g. 2026-11-30T10:00:00Z)")
+        return self
+
+
+class SilenceOut(BaseModel):
+    id: int
+    matchers: list[dict[str, Any]]
+    starts_at: datetime
+    ends_at: datetime
+    created_by: str
+    comment: str
+    created_at: datetime
+    active: bool
+
+
+class SilencesResponse(BaseModel):
+    silences: list[SilenceOut]

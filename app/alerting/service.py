@@ -1,0 +1,157 @@
+"""When evaluation runs: after each ingest (that host, cheap) and periodically (every host).
+
+The periodic round is what lets time-based rules fire (a probe that went silent sends no
+report to trigger anything) and what retries Alertmanager deliveries. It runs in every
+replica; the per-host lock in `engine.py` makes that safe, and a replica that dies simply
+stops taking part. Nothing here may break ingest: every failure is logged and left for the
+next round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.alerting.alertmanager import AlertmanagerClient
+from app.alerting.engine import ACTIVE, Outcome, evaluate_host
+from app.alerting.notify import Delivery, deliver
+from app.alerting.rule import Rule
+from app.alerting.rules import RULES
+from app.alerting.settings import AlertingSettings
+from app.config import Settings
+from app.models import Alert, AlertEvent, Host
+
+log = logging.getLogger(__name__)
+
+
+class AlertingService:
+    def __init__(self, sessions: sessionmaker[Session], settings: Settings,
+                 alerting: AlertingSettings, rules: Sequence[Rule] = RULES) -> None:
+        self.sessions = sessions
+        self.settings = settings
+        self.alerting = alerting
+        self.rules = rules
+        self.client = (AlertmanagerClient(alerting.alertmanager_url,
+                                          alerting.alertmanager_timeout_s)
+                       if alerting.alertmanager_url else None)
+        self._delivering = threading.Lock()
+
+    # ----------------------------------------------------------------- the work
+
+    def evaluate_host(self, host: str, now: datetime | None = None) -> Outcome:
+        return evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
+                             self.alerting, self.rules)
+
+    def evaluate_all(self, now: datetime | None = None) -> list[Outcome]:
+        """Every known host, and any host that still has active alerts (even if deleted)."""
+        now = now or datetime.now(UTC)
+        with self.sessions() as session:
+            hosts = set(session.scalars(select(Host.name)))
+            hosts |= {h for h in session.scalars(
+                select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
+        outcomes = []
+        for host in sorted(hosts):
+            try:
+                outcomes.append(self.evaluate_host(host, now))
+            except Exception:  # one host's failure never stops the others
+                log.exception("alert evaluation failed for host %s", host)
+        return outcomes
+
+    def deliver(self, now: datetime | None = None) -> Delivery | None:
+        if self.client is None or not self._delivering.acquire(blocking=False):
+            return None
+        try:
+            return deliver(self.sessions, self.client, now or datetime.now(UTC), self.alerting)
+        finally:
+            self._delivering.release()
+
+    def prune(self, now: datetime | None = None) -> int:
+        """Forget resolved and cleared alerts older than `alert_resolved_keep_days`."""
+        cutoff = (now or datetime.now(UTC)) - timedelta(days=self.alerting.alert_resolved_keep_days)
+        with self.sessions() as session:
+            old = select(Alert.id).where(Alert.state.in_(("resolved", "inactive")),
+                                         Alert.updated_at < cutoff)
+            ids = list(session.scalars(old))
+            if ids:
+                session.execute(delete(AlertEvent).where(AlertEvent.alert_id.in_(ids)))
+                session.execute(delete(Alert).where(Alert.id.in_(ids)))
+                session.commit()
+            return len(ids)
+
+    # ----------------------------------------------------------------- entry points
+
+    def after_ingest(self, host: str) -> Outcome | None:
+        """Called once a report of `host` is committed. Never raises."""
+        try:
+            outcome = self.evaluate_host(host)
+        except Exception:
+            log.exception("alert evaluation after ingest failed for host %s", host)
+            return None
+        if self.client is not None and (outcome.fired or outcome.resolved):
+            threading.Thread(target=self._deliver_quietly, name="peerwatch-alert-delivery",
+                             daemon=True).start()
+        return outcome
+
+    def tick(self, now: datetime | None = None) -> None:
+        """One periodic round: evaluate all hosts, deliver, prune. Never raises."""
+        self.evaluate_all(now)
+        self._deliver_quietly(now)
+        try:
+            self.prune(now)
+        except Exception:
+            log.exception("pruning old alerts failed")
+
+    def _deliver_quietly(self, now: datetime | None = None) -> None:
+        try:
+            self.deliver(now)
+        except Exception:
+            log.exception("alert delivery failed")
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+
+def service_for(app: Any) -> AlertingService:
+    """The app's service, made on first use from `app.state` (settings, sessionmaker).
+
+    Tests may put an `AlertingSettings` on `app.state.alerting_settings` before first use.
+    """
+    state = app.state
+    service: AlertingService | None = getattr(state, "alerting", None)
+    if service is None:
+        alerting = getattr(state, "alerting_settings", None) or AlertingSettings()
+        service = AlertingService(state.sessionmaker, state.settings, alerting)
+        state.alerting = service
+    return service
+
+
+@asynccontextmanager
+async def alerting_lifespan(app: Any) -> AsyncIterator[None]:
+    """Run `tick` every `alert_eval_interval_s` (0 turns the loop off) while the app runs."""
+    service = service_for(app)
+    interval = service.alerting.alert_eval_interval_s
+    task = asyncio.create_task(_loop(service, interval)) if interval > 0 else None
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        service.close()
+
+
+async def _loop(service: AlertingService, interval: float) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        await asyncio.to_thread(service.tick)

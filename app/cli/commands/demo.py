@@ -1,0 +1,58 @@
+"""`peerwatch demo`: the server and a simulated fleet with faults and a day of history.
+
+No GPU needed. The server runs on a SQLite file in the data directory; a dozen simulated
+hosts of mixed presets run the real probe worker against it over HTTP; faults develop as
+it runs; the past day is backfilled in the background. Ctrl-C stops everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from app.demo.fleet import DEFAULT_HOSTS
+
+# Defaults here, not imported from app.demo.run: building the parser for any command must not
+# import the server (FastAPI, SQLAlchemy), which only `demo` itself needs.
+DEFAULT_PORT = 8000
+DEFAULT_BIND = "127.0.0.1"
+DEFAULT_DATA_DIR = Path("data/demo")
+DEFAULT_BACKFILL_HOURS = 24.0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="run the server with a simulated fleet (no GPU needed)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port to serve on (default: {DEFAULT_PORT})")
+    parser.add_argument("--bind", default=DEFAULT_BIND,
+                        help=f"address to serve on (default: {DEFAULT_BIND})")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+                        help=f"directory for the SQLite database and the fleet's spools "
+                             f"(default: {DEFAULT_DATA_DIR})")
+    parser.add_argument("--hosts", type=int, default=DEFAULT_HOSTS,
+                        help=f"simulated hosts, presets dealt hgx8, h200x2, mesh4, pcie4 in "
+                             f"turn (default: {DEFAULT_HOSTS})")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the simulated measurements (default: 0)")
+    parser.add_argument("--backfill-hours", type=float, default=DEFAULT_BACKFILL_HOURS,
+                        help="hours of history to backfill into a new database; 0 for none "
+                             f"(default: {DEFAULT_BACKFILL_HOURS:g})")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.hosts < 1:
+        print("peerwatch demo: error: --hosts must be at least 1", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("app.demo").setLevel(logging.INFO)
+    from app.demo.run import DemoOptions, run_demo
+
+    options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,
+                          hosts=args.hosts, seed=args.seed, backfill_hours=args.backfill_hours)
+    return run_demo(options)

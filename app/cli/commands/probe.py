@@ -1,0 +1,175 @@
+"""`peerwatch probe`: measure this host's GPU fabric on a schedule and report to a server.
+
+Every option falls back to its `PEERWATCH_PROBE_*` environment variable, then to the default
+its help names (the defaults come from `probes.config.ProbeSettings`, so help never lies).
+`--once` runs one sweep, sends it (or spools it) and exits: 0 when the server has it or it
+waits safely in the spool, 3 when the server refused the token (report kept in the spool),
+4 when the server rejected the report, 1 when it could not be measured or kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from pydantic import ValidationError
+
+from probes.config import ENV_PREFIX, ProbeSettings
+from probes.errors import BadProbeRequest, FabricUnavailable
+from probes.outbox import Delivery, Submitted
+from probes.report import Report, ReportKind
+from probes.runner import ProbeRuntime, open_runtime
+from probes.sender import Outcome
+from probes.spool import SpoolLocked
+
+EXIT_FAILED, EXIT_USAGE, EXIT_UNAUTHORIZED, EXIT_REJECTED = 1, 2, 3, 4
+_DEFAULTS = ProbeSettings.model_construct()
+_MIB = 1 << 20
+
+# (flag, settings field, type, help) - help gets "(default: X; env NAME)" appended.
+_OPTIONS: list[tuple[str, str, Any, str]] = [
+    ("--server", "server_url", str, "server base URL"),
+    ("--token", "token", str, "probe bearer token (one of the server's PEERWATCH_PROBE_TOKENS)"),
+    ("--fabric", "fabric", str, "auto or nvml (the real GPUs; an error without them), "
+                                "or simulated:<preset> (hgx8, h200x2, mesh4, pcie4)"),
+    ("--hostname", "hostname", str, "host name to report instead of the fabric's own"),
+    ("--spool-dir", "spool_dir", str, "directory holding undelivered reports"),
+    ("--spool-max-bytes", "spool_max_bytes", int, "spool size bound; the oldest are dropped"),
+    ("--inventory-interval", "inventory_interval_s", float, "seconds between inventory reports"),
+    ("--sweep-interval", "sweep_interval_s", float, "seconds between transfer sweeps"),
+    ("--sweep-jitter", "sweep_jitter_s", float, "each sweep waits interval + U(0, jitter) s"),
+    ("--idle-max-utilization", "idle_max_utilization_pct", float,
+     "a GPU above this utilisation %% (or with any compute process) is busy and skipped"),
+    ("--watchdog-timeout", "watchdog_timeout_s", float,
+     "seconds one transfer test may take before it is abandoned as hung"),
+    ("--request-timeout", "request_timeout_s", float, "seconds to wait for the server"),
+]
+
+
+def _default_text(field: str) -> str:
+    value = getattr(_DEFAULTS, field, None)
+    if field == "token":
+        shown = "none"
+    elif field == "hostname":
+        shown = "the fabric's host name"
+    else:
+        shown = str(value)
+    return f"(default: {shown}; env {ENV_PREFIX}{field.upper()})"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "probe", help="measure this host's GPU fabric and report to a server",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag, field, kind, text in _OPTIONS:
+        parser.add_argument(flag, dest=field, type=kind, default=None,
+                            help=f"{text} {_default_text(field)}")
+    parser.add_argument("--once", action="store_true",
+                        help="run one sweep, send or spool it, and exit (default: loop forever)")
+    parser.add_argument("--force", action="store_true", default=None,
+                        help="probe busy GPUs too, for maintenance windows "
+                             f"(default: skip them; env {ENV_PREFIX}FORCE)")
+    parser.add_argument("--log-level", default="INFO",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="logging verbosity (default: INFO)")
+    parser.set_defaults(func=run)
+
+
+def settings_from(args: argparse.Namespace) -> ProbeSettings:
+    """Command line over environment over defaults; a bad value is a one-line usage error."""
+    given = {field: getattr(args, field) for _, field, _, _ in _OPTIONS}
+    given["force"] = args.force
+    try:
+        settings = ProbeSettings(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise BadProbeRequest(f"invalid probe settings: {problems}") from exc
+    if not settings.token:
+        raise BadProbeRequest(f"no probe token: pass --token or set {ENV_PREFIX}TOKEN")
+    return settings
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = settings_from(args)
+    with ExitStack() as stack:
+        try:
+            runtime = stack.enter_context(open_runtime(settings))
+        except (FabricUnavailable, SpoolLocked) as exc:
+            print(f"peerwatch probe: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        if args.once:
+            return run_once(runtime)
+        with _stop_on_signals(runtime):
+            runtime.worker.run()
+        print(f"peerwatch probe: stopped; {len(runtime.outbox.spool)} report(s) in "
+              f"{settings.spool_dir}", file=sys.stderr)
+        return 0
+
+
+@contextmanager
+def _stop_on_signals(runtime: ProbeRuntime) -> Iterator[None]:
+    """SIGTERM and SIGINT end the loop after its current step; reports stay in the spool."""
+    def handler(signum: int, _frame: object) -> None:
+        logging.getLogger(__name__).info("%s received: stopping", signal.Signals(signum).name)
+        runtime.worker.stop()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_once(runtime: ProbeRuntime) -> int:
+    report, submitted = runtime.worker.run_pass(ReportKind.SWEEP)
+    if report is None or submitted is None:
+        error = next((r.last_error for r in runtime.worker.stats.steps.values()
+                      if r.last_error), "unknown error")
+        print(f"peerwatch probe: the sweep failed: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    print(describe_report(report))
+    print(describe_delivery(submitted, runtime))
+    return exit_status(submitted)
+
+
+def describe_report(report: Report) -> str:
+    cost = report.cost
+    failed = sum(1 for r in report.results if r.error)
+    skipped = ", ".join(f"GPU{s.gpu} ({s.reason})" for s in cost.skipped) or "none"
+    return (
+        f"sweep report {report.report_id} from {report.host.hostname} ({report.host.fabric}): "
+        f"{len(report.inventory.gpus)} GPUs, {len(report.results)} results "
+        f"({failed} failed), {len(report.errors)} probe errors\n"
+        f"  sweep GPU time {cost.gpu_time_s:.4f} s, wall time {cost.wall_time_s:.3f} s, "
+        f"device memory max {cost.device_memory_bytes_max / _MIB:.1f} MiB\n"
+        f"  agent CPU {cost.agent_cpu_s:.3f} s, agent memory (RSS) "
+        f"{cost.agent_rss_bytes / _MIB:.1f} MiB\n"
+        f"  skipped GPUs: {skipped}; dropped reports announced: {cost.dropped_reports}")
+
+
+def describe_delivery(submitted: Submitted, runtime: ProbeRuntime) -> str:
+    answer = submitted.answer.describe() if submitted.answer else "server in backoff"
+    spool = runtime.outbox.spool
+    if submitted.delivery is Delivery.DELIVERED:
+        return f"delivered to {runtime.outbox.sender.url} ({answer})"
+    if submitted.delivery is Delivery.SPOOLED:
+        return (f"not delivered ({answer}); kept in the spool {spool.directory} "
+                f"({len(spool)} waiting)")
+    if submitted.delivery is Delivery.SET_ASIDE:
+        return f"the server rejected the report ({answer}); set aside in {spool.directory}"
+    return f"the report could not be delivered nor spooled ({answer})"
+
+
+def exit_status(submitted: Submitted) -> int:
+    if submitted.answer is not None and submitted.answer.outcome is Outcome.UNAUTHORIZED:
+        return EXIT_UNAUTHORIZED
+    return {Delivery.DELIVERED: 0, Delivery.SPOOLED: 0, Delivery.SET_ASIDE: EXIT_REJECTED,
+            Delivery.LOST: EXIT_FAILED}[submitted.delivery]

@@ -1,0 +1,131 @@
+"""The live demo fleet: one real probe worker per simulated host, and a fault director.
+
+Each host runs the production worker (`probes.runner.open_runtime`: worker, outbox, spool,
+HTTP sender) in its own thread against the demo's server over real HTTP, on accelerated
+intervals. A director thread applies the scenario every second: faults that start, change
+or end, and hosts that fall silent (their worker is stopped, as if the node had died).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.demo.faults import apply_faults
+from app.demo.fleet import DemoHost
+from app.demo.scenario import Scenario
+from probes.config import ProbeSettings
+from probes.outbox import Delivery
+from probes.runner import ProbeRuntime, open_runtime
+from probes.simulated import SimulatedFabric
+from probes.worker import thread_usage
+
+log = logging.getLogger(__name__)
+DIRECTOR_TICK_S = 1.0
+
+
+@dataclass(frozen=True)
+class LiveIntervals:
+    inventory_s: float = 5.0
+    sweep_s: float = 30.0
+    sweep_jitter_s: float = 5.0
+
+
+@dataclass
+class LiveHost:
+    host: DemoHost
+    fabric: SimulatedFabric
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+    runtime: ProbeRuntime | None = None
+
+    def delivered(self) -> int:
+        if self.runtime is None:
+            return 0
+        return self.runtime.worker.stats.deliveries.get(Delivery.DELIVERED, 0)
+
+
+class LiveFleet:
+    def __init__(self, fleet: list[DemoHost], scenario: Scenario, server_url: str, token: str,
+                 spool_root: Path, intervals: LiveIntervals | None = None) -> None:
+        self.scenario = scenario
+        self.server_url, self.token = server_url, token
+        self.spool_root = spool_root
+        self.intervals = intervals or LiveIntervals()
+        self.hosts = [LiveHost(h, SimulatedFabric(h.preset, seed=h.seed, hostname=h.name))
+                      for h in fleet]
+        self.stop_all = threading.Event()
+        self.started_at = 0.0
+        self._director = threading.Thread(target=self._direct, name="demo-director",
+                                          daemon=True)
+
+    def reporting(self) -> int:
+        """How many hosts have had at least one report delivered."""
+        return sum(1 for live in self.hosts if live.delivered() > 0)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started_at
+
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self._apply(0.0)  # faults that hold from the start are there for the first report
+        for live in self.hosts:
+            live.thread = threading.Thread(target=self._run_host, args=(live,),
+                                           name=f"demo-{live.host.name}", daemon=True)
+            live.thread.start()
+        self._director.start()
+
+    def _settings(self, host: DemoHost) -> ProbeSettings:
+        i = self.intervals
+        return ProbeSettings(server_url=self.server_url, token=self.token, hostname=host.name,
+                             fabric=f"simulated:{host.preset}",
+                             spool_dir=self.spool_root / host.name,
+                             inventory_interval_s=i.inventory_s, sweep_interval_s=i.sweep_s,
+                             sweep_jitter_s=i.sweep_jitter_s, backoff_initial_s=1.0,
+                             backoff_max_s=10.0, request_timeout_s=5.0)
+
+    def _run_host(self, live: LiveHost) -> None:
+        try:
+            with open_runtime(self._settings(live.host), fabric=live.fabric, meter=thread_usage,
+                              rng=random.Random(live.host.seed), stop=live.stop,
+                              watchdog=False) as runtime:
+                live.runtime = runtime
+                runtime.worker.run()
+        except Exception:  # one host's crash must not take the demo down
+            log.exception("demo host %s stopped with an error", live.host.name)
+
+    def _apply(self, t: float) -> None:
+        for live in self.hosts:
+            name = live.host.name
+            cleared, injected = apply_faults(live.fabric, self.scenario.faults_at(name, t))
+            for f in injected:
+                log.info("demo +%.0f s: %s now has %s", t, name, f)
+            for f in cleared:
+                log.info("demo +%.0f s: %s no longer has %s", t, name, f)
+            if self.scenario.silent_at(name, t) and not live.stop.is_set():
+                log.info("demo +%.0f s: %s stops reporting", t, name)
+                live.stop.set()
+
+    def _direct(self) -> None:
+        while not self.stop_all.wait(DIRECTOR_TICK_S):
+            try:
+                self._apply(self.elapsed())
+            except Exception:  # noqa: BLE001 - the director must keep directing
+                log.exception("demo director failed to apply the scenario")
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop every worker (each spools what it has not delivered) and the director."""
+        self.stop_all.set()
+        for live in self.hosts:
+            live.stop.set()
+        deadline = time.monotonic() + timeout_s
+        for live in self.hosts:
+            if live.thread is not None:
+                live.thread.join(max(0.1, deadline - time.monotonic()))
+            live.fabric.close()
+        if self._director.is_alive():
+            self._director.join(max(0.1, deadline - time.monotonic()))

@@ -1,0 +1,171 @@
+"""Start the whole demo — server, live fleet, backfilled history — and stop it cleanly.
+
+Order matters for "data within seconds": the database is migrated and the server listens
+first, then the live fleet starts (every host sends an inventory report at once and its
+first sweep within seconds), and only when every host has reported does the backfill of
+the past day begin in the background (it would otherwise compete for the CPU). SIGINT
+(Ctrl-C) or SIGTERM stops the fleet (undelivered reports go to the spool), the backfill
+(between two reports) and the server, in that order.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import psutil
+from sqlalchemy import func, select
+
+from app.config import Settings
+from app.db import make_engine, upgrade_to_head
+from app.demo.backfill import Backfill, BackfillPlan
+from app.demo.fleet import DEFAULT_HOSTS, plan_fleet
+from app.demo.live import LiveFleet, LiveIntervals
+from app.demo.scenario import default_scenario
+from app.demo.server import ServerThread
+from app.main import create_app
+from app.models import ReportRow
+from probes.report import utcnow
+
+log = logging.getLogger(__name__)
+FIRST_REPORTS_WAIT_S = 10.0  # history waits (at most this) for every host's first report
+
+
+@dataclass
+class DemoOptions:
+    port: int = 8000
+    bind: str = "127.0.0.1"
+    data_dir: Path = Path("data/demo")
+    hosts: int = DEFAULT_HOSTS
+    seed: int = 0
+    backfill_hours: float = 24.0
+    intervals: LiveIntervals = field(default_factory=LiveIntervals)
+
+
+def demo_settings(options: DemoOptions, token: str) -> Settings:
+    """Server settings tuned to the demo's fast clock: staleness and degradation in minutes."""
+    database = (options.data_dir / "peerwatch.db").resolve()
+    return Settings(data_dir=options.data_dir, database_url=f"sqlite:///{database}",
+                    probe_tokens=[token], stale_after_s=60.0, degraded_sustain_s=120.0)
+
+
+def prepare_database(settings: Settings) -> int:
+    """Migrate to head; the number of reports already stored (a rerun keeps its history)."""
+    engine = make_engine(settings)
+    try:
+        upgrade_to_head(engine)
+        with engine.connect() as conn:
+            return conn.scalar(select(func.count()).select_from(ReportRow)) or 0
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    def handler(_signum: int, _frame: object) -> None:
+        stop.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
+             stop: threading.Event | None = None) -> int:
+    stop = stop or threading.Event()
+    token = secrets.token_urlsafe(18)
+    settings = demo_settings(options, token)
+    options.data_dir.mkdir(parents=True, exist_ok=True)
+    existing = prepare_database(settings)
+    app = create_app(settings)
+    try:
+        server = ServerThread(app, host=options.bind, port=options.port).start()
+    except RuntimeError as exc:
+        print(f"peerwatch demo: cannot serve on {options.bind}:{options.port}: {exc}",
+              file=sys.stderr)
+        return 1
+    fleet = plan_fleet(options.hosts, options.seed)
+    scenario = default_scenario(fleet)
+    live = LiveFleet(fleet, scenario, server.url, token, options.data_dir / "spool",
+                     options.intervals)
+    live_start = utcnow()
+    live.start()
+    _announce(out, server.url, options, fleet_names=[h.name for h in fleet],
+              story=scenario.describe())
+    backfill_thread = None
+    backfill_stop = threading.Event()
+    if options.backfill_hours > 0 and existing == 0:
+        plan = BackfillPlan(span_s=options.backfill_hours * 3600.0)
+        backfill = Backfill(fleet, scenario, app.state.sessionmaker, settings, live_start,
+                            plan, backfill_stop)
+        backfill_thread = threading.Thread(target=_backfill, args=(backfill, live, stop, out),
+                                           name="demo-backfill", daemon=True)
+        backfill_thread.start()
+    elif existing:
+        print(f"  history: {existing} reports already stored in {options.data_dir}; "
+              "no backfill", file=out, flush=True)
+    with _stop_on_signals(stop):
+        while not stop.wait(0.5):
+            pass
+    print("peerwatch demo: stopping ...", file=out, flush=True)
+    backfill_stop.set()
+    live.stop()
+    if backfill_thread is not None:
+        backfill_thread.join(15.0)
+    server.stop()
+    print("peerwatch demo: stopped", file=out, flush=True)
+    return 0
+
+
+def _backfill(backfill: Backfill, live: LiveFleet, stop: threading.Event, out: TextIO) -> None:
+    """Once every live host has reported (the first data is on screen), fill in history."""
+    deadline = time.monotonic() + FIRST_REPORTS_WAIT_S
+    while live.reporting() < len(live.hosts) and time.monotonic() < deadline:
+        if stop.wait(0.1):
+            return
+    print(f"  first data: {live.reporting()} of {len(live.hosts)} hosts reporting "
+          f"{time.time() - psutil.Process().create_time():.1f} s after start", file=out,
+          flush=True)
+    if backfill.stop.is_set():
+        return
+    try:
+        stats = backfill.run()
+    except Exception:  # noqa: BLE001 - the live demo goes on without history
+        log.exception("demo backfill failed")
+        return
+    state = "backfilled" if stats.done else "backfill stopped after"
+    print(f"  history: {state} {stats.reports} reports ({stats.measurements} measurements) "
+          f"of the past {backfill.plan.span_s / 3600:g} h in {stats.seconds:.1f} s",
+          file=out, flush=True)
+
+
+def _announce(out: TextIO, url: str, options: DemoOptions, fleet_names: list[str],
+              story: list[str]) -> None:
+    lines = [
+        "peerwatch demo: a simulated fleet reporting to a real server",
+        f"  dashboard: {url}/",
+        f"  API docs:  {url}/docs",
+        f"  data:      {options.data_dir.resolve()}",
+        f"  hosts:     {', '.join(fleet_names)}",
+        f"  intervals: inventory every {options.intervals.inventory_s:g} s, sweeps every "
+        f"{options.intervals.sweep_s:g} s",
+        "  what happens (time from now):",
+        *(f"    {line}" for line in story),
+        "  Ctrl-C stops everything.",
+    ]
+    print("\n".join(lines), file=out, flush=True)

@@ -1,0 +1,145 @@
+"""What goes wrong in the demo, and when: faults as functions of time.
+
+Time `t` is seconds from the moment the live fleet starts; the backfilled day is `t < 0`.
+Each `Episode` says which faults one host suffers while it lasts, possibly changing as it
+goes on (a pair losing bandwidth a little more every minute, replay errors growing faster).
+`faults_at(host, t)` is the whole truth for a host at a time, so the same scenario drives
+the live fleet (a director applies the difference every few seconds) and the backfill (the
+same call at past times on a fake clock). A `Silence` makes a host stop reporting, the way a
+crashed node does.
+
+The live story (default fleet):
+    +30 s   hgx8-02   NVLink replay errors start on GPU5 link 2 and double every 2 min
+    +60 s   h200x2-01 GPU0<->GPU1 slowly loses bandwidth: -3% a minute, down to 55%
+    +120 s  mesh4-01  a foreign job copies GPU0->GPU1 (contended samples, not degradation)
+    +180 s  hgx8-01   two of GPU3's NVLinks go down (NV18 -> NV16 to every peer)
+    +240 s  pcie4-01  stops reporting
+    always  mesh4-01  GPU3 runs a job: skipped by sweeps
+The backfilled day: hgx8-01 lost four links for half an hour 10 h ago; hgx8-02 had a burst
+of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
+h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.demo.fleet import DemoHost, find_host
+from probes.faults import (
+    BandwidthFactor,
+    BusyGpu,
+    Contention,
+    ErrorGrowth,
+    Fault,
+    LinksDown,
+    P2PDisabled,
+)
+
+HOUR = 3600.0
+FaultsOverTime = Callable[[float], tuple[Fault, ...]]  # seconds since the episode began
+
+
+@dataclass(frozen=True)
+class Episode:
+    host: str
+    start_s: float
+    end_s: float
+    faults: FaultsOverTime
+    what: str
+
+    def active(self, t: float) -> bool:
+        return self.start_s <= t < self.end_s
+
+
+@dataclass(frozen=True)
+class Silence:
+    host: str
+    start_s: float
+    what: str = "stops reporting"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    episodes: tuple[Episode, ...]
+    silences: tuple[Silence, ...]
+
+    def faults_at(self, host: str, t: float) -> frozenset[Fault]:
+        found: set[Fault] = set()
+        for e in self.episodes:
+            if e.host == host and e.active(t):
+                found.update(e.faults(t - e.start_s))
+        return frozenset(found)
+
+    def silent_at(self, host: str, t: float) -> bool:
+        return any(s.host == host and t >= s.start_s for s in self.silences)
+
+    def describe(self) -> list[str]:
+        """One line per happening, in time order."""
+        events = [(e.start_s, e.host, e.what) for e in self.episodes]
+        events += [(s.start_s, s.host, s.what) for s in self.silences]
+        return [f"{_when(t):>8} {host}: {what}" for t, host, what in sorted(events)]
+
+
+def _when(t: float) -> str:
+    return f"{t / HOUR:+.1f} h" if abs(t) >= HOUR else f"{t:+.0f} s"
+
+
+def _constant(*faults: Fault) -> FaultsOverTime:
+    return lambda _elapsed: faults
+
+
+def declining_bandwidth(src: int, dst: int, per_minute: float, floor: float) -> FaultsOverTime:
+    """A path losing `per_minute` of its bandwidth each minute, never below `floor`."""
+    def at(elapsed: float) -> tuple[Fault, ...]:
+        factor = max(floor, 1.0 - per_minute * math.floor(elapsed / 60.0 + 1))
+        return (BandwidthFactor(src=src, dst=dst, factor=round(factor, 4)),)
+    return at
+
+
+def rising_errors(gpu: int, link: int, start_per_s: float, doubling_s: float,
+                  cap_per_s: float) -> FaultsOverTime:
+    """Replay errors whose rate doubles every `doubling_s` (stepwise, capped)."""
+    def at(elapsed: float) -> tuple[Fault, ...]:
+        rate = min(cap_per_s, start_per_s * 2 ** math.floor(elapsed / doubling_s))
+        return (ErrorGrowth(gpu=gpu, link=link, counter="replay", per_second=rate),)
+    return at
+
+
+def default_scenario(fleet: list[DemoHost]) -> Scenario:
+    """The story in the module docstring, cast onto whichever hosts the fleet has."""
+    episodes: list[Episode] = []
+    silences: list[Silence] = []
+    forever = math.inf
+
+    def cast(preset: str, ordinal: int, start: float, end: float, faults: FaultsOverTime,
+             what: str) -> None:
+        host = find_host(fleet, preset, ordinal)
+        if host is not None:
+            episodes.append(Episode(host.name, start, end, faults, what))
+
+    # live
+    cast("hgx8", 2, 30, forever, rising_errors(5, 2, 0.05, 120, 5.0),
+         "NVLink replay errors on GPU5 link 2, doubling every 2 min")
+    cast("h200x2", 1, 60, forever, declining_bandwidth(0, 1, 0.03, 0.55),
+         "GPU0<->GPU1 loses 3% of its bandwidth a minute")
+    cast("mesh4", 1, 120, 420, _constant(Contention(gpu=0, peer=1, bytes_per_s=40e9)),
+         "a foreign job copies GPU0->GPU1 for 5 min")
+    cast("hgx8", 1, 180, forever, _constant(LinksDown(gpu=3, count=2)),
+         "two NVLinks of GPU3 go down")
+    cast("mesh4", 1, -2 * HOUR, forever, _constant(BusyGpu(gpu=3)), "GPU3 runs a job")
+    # the backfilled day
+    cast("hgx8", 1, -10 * HOUR, -9.5 * HOUR, _constant(LinksDown(gpu=5, count=4)),
+         "four NVLinks of GPU5 down for 30 min")
+    cast("hgx8", 2, -6 * HOUR, -5 * HOUR, _constant(
+        ErrorGrowth(gpu=1, link=7, counter="replay", per_second=0.5)),
+         "a burst of NVLink replay errors on GPU1 link 7")
+    cast("mesh4", 1, -14 * HOUR, -4 * HOUR, _constant(BusyGpu(gpu=2)), "GPU2 runs a job")
+    cast("h200x2", 2, -20 * HOUR, -19 * HOUR, _constant(P2PDisabled(a=0, b=1)),
+         "P2P disabled between GPU0 and GPU1 by a driver setting")
+
+    silent = find_host(fleet, "pcie4", 1)
+    if silent is not None:
+        silences.append(Silence(silent.name, 240))
+    return Scenario(tuple(episodes), tuple(silences))

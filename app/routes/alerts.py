@@ -1,0 +1,109 @@
+"""Alerts of the server's own rules: list, detail with history, acknowledgement.
+
+Reading is open like the rest of the read API; acknowledging needs the admin token
+(`Authorization: Bearer <PEERWATCH_ADMIN_TOKEN>`: 401 without one, 403 with another).
+The rules' evaluation itself runs after each ingest and periodically (see
+`app/alerting/service.py`, whose lifespan this router carries into the app).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+from sqlalchemy import case, select
+
+from app.alerting.schemas import (
+    Acknowledgement,
+    AckRequest,
+    AlertDetail,
+    AlertEventOut,
+    AlertOut,
+    AlertsResponse,
+    AlertState,
+)
+from app.alerting.service import alerting_lifespan
+from app.alerting.silences import active_silences, silenced_by
+from app.deps import AdminTokenDep, SessionDep
+from app.models import Alert, AlertEvent, Silence
+
+router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], lifespan=alerting_lifespan)
+
+SEVERITY_ORDER = case((Alert.state == "firing", 0), (Alert.state == "pending", 1), else_=2)
+
+
+def alert_out(alert: Alert, silences: list[Silence]) -> AlertOut:
+    ack = None
+    if alert.acked_at is not None and alert.acked_by is not None:
+        ack = Acknowledgement(by=alert.acked_by, at=alert.acked_at)
+    labels = {k: str(v) for k, v in alert.labels.items()}
+    return AlertOut(
+        id=alert.id, alertname=alert.rule, state=AlertState(alert.state),
+        severity=labels.get("severity", ""), host=alert.host, labels=labels,
+        annotations={k: str(v) for k, v in alert.annotations.items()}, value=alert.value,
+        active_since=alert.active_since, fired_at=alert.fired_at,
+        resolved_at=alert.resolved_at, updated_at=alert.updated_at, acknowledged=ack,
+        silenced_by=silenced_by(silences, labels) if alert.state in ("pending", "firing")
+        else [],
+    )
+
+
+@router.get("", response_model=AlertsResponse, summary="Alerts, firing first")
+def list_alerts(
+    session: SessionDep,
+    state: Annotated[AlertState | None, Query(description="Default: pending and firing.")]
+    = None,
+    host: Annotated[str | None, Query(description="Only alerts of this host.")] = None,
+    alertname: Annotated[str | None, Query(description="Only this rule, e.g. NVLinkDown.")]
+    = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
+) -> AlertsResponse:
+    query = select(Alert)
+    if state is None:
+        query = query.where(Alert.state.in_(("pending", "firing")))
+    else:
+        query = query.where(Alert.state == state.value)
+    if host is not None:
+        query = query.where(Alert.host == host)
+    if alertname is not None:
+        query = query.where(Alert.rule == alertname)
+    query = query.order_by(SEVERITY_ORDER, Alert.updated_at.desc(), Alert.id.desc()).limit(limit)
+    silences = active_silences(session, datetime.now(UTC))
+    return AlertsResponse(alerts=[alert_out(a, silences) for a in session.scalars(query)])
+
+
+def _get(session: SessionDep, alert_id: int) -> Alert:
+    alert = session.get(Alert, alert_id)
+    if alert is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"alert {alert_id} not found")
+    return alert
+
+
+@router.get("/{alert_id}", response_model=AlertDetail, summary="One alert with its history")
+def get_alert(alert_id: int, session: SessionDep) -> AlertDetail:
+    alert = _get(session, alert_id)
+    events = session.scalars(select(AlertEvent).where(AlertEvent.alert_id == alert_id)
+                             .order_by(AlertEvent.at, AlertEvent.id))
+    base = alert_out(alert, active_silences(session, datetime.now(UTC)))
+    history = [AlertEventOut(state=e.state, at=e.at, value=e.value, message=e.message)
+               for e in events]
+    return AlertDetail(**base.model_dump(), history=history)
+
+
+@router.post("/{alert_id}/ack", response_model=AlertOut,
+             summary="Acknowledge a pending or firing alert (admin token)")
+def ack_alert(alert_id: int, body: AckRequest, session: SessionDep,
+              _admin: AdminTokenDep) -> AlertOut:
+    alert = _get(session, alert_id)
+    if alert.state not in ("pending", "firing"):
+        raise HTTPException(status.HTTP_409_CONFLICT,
+                            detail=f"alert {alert_id} is {alert.state}; only pending or "
+                                   "firing alerts can be acknowledged")
+    now = datetime.now(UTC)
+    alert.acked_at, alert.acked_by = now, body.by
+    message = f"acknowledged by {body.by}" + (f": {body.comment}" if body.comment else "")
+    session.add(AlertEvent(alert_id=alert.id, state="acknowledged", at=now, value=None,
+                           message=message))
+    session.commit()
+    return alert_out(alert, active_silences(session, now))

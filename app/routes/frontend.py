@@ -1,0 +1,110 @@
+"""The dashboard: `/` serves `frontend/index.html`, `/static/...` its modules and plotly.js.
+
+There is no build step: the browser loads the plain ES modules in `frontend/` as they are, and
+plotly.js comes from the installed `plotly` Python package (nothing from a CDN, so the
+dashboard works on an air-gapped cluster). plotly.js is served at a URL carrying its version
+(`/static/vendor/plotly-<version>.min.js`) so it can be cached for a year; our own modules are
+small and revalidated on every load (ETag), so an upgrade never leaves a browser with a mix of
+old and new modules.
+
+Every page gets a Content-Security-Policy that allows scripts from this origin only: the
+pages have no inline script, and every string from a report reaches the DOM as text. Styles
+allow 'unsafe-inline' because plotly.js writes style attributes and a <style> element of its
+own; plotly's SVG charts (heatmap, scatter) need no 'unsafe-eval'.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import mimetypes
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from plotly.offline import get_plotlyjs_version
+
+router = APIRouter(include_in_schema=False)
+
+FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
+PLOTLY_VERSION: str = get_plotlyjs_version()
+PLOTLY_URL = f"/static/vendor/plotly-{PLOTLY_VERSION}.min.js"
+PLOTLY_PLACEHOLDER = "__PLOTLY_URL__"
+
+CSP = "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+REVALIDATE = "no-cache"  # may be stored, must be revalidated (cheap: 304 on a matching ETag)
+IMMUTABLE = "public, max-age=31536000, immutable"
+TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+         ".html": "text/html; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
+
+
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+
+
+def _revalidated(request: Request, body: bytes, media_type: str) -> Response:
+    """The body with an ETag, or 304 when the browser already holds this exact version."""
+    tag = _etag(body)
+    headers = {**SECURITY_HEADERS, "Cache-Control": REVALIDATE, "ETag": tag}
+    if tag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
+
+
+@router.get("/")
+def index(request: Request) -> Response:
+    """The single page; the hash (#/fleet, #/host/<name> ...) picks the view in the browser."""
+    html = (FRONTEND_DIR / "index.html").read_text(encoding="utf-8")
+    body = html.replace(PLOTLY_PLACEHOLDER, PLOTLY_URL).encode()
+    return _revalidated(request, body, TYPES[".html"])
+
+
+@lru_cache(maxsize=1)
+def _plotly_bytes() -> tuple[bytes, bytes]:
+    """plotly.min.js from the installed package, plain and gzipped (compressed once)."""
+    raw = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+    return raw, gzip.compress(raw, compresslevel=6, mtime=0)
+
+
+@router.get("/static/vendor/plotly-{version}.min.js")
+def plotly_js(version: str, request: Request) -> Response:
+    if version != PLOTLY_VERSION:
+        raise HTTPException(404, f"plotly.js {version} is not installed; {PLOTLY_URL} is")
+    raw, packed = _plotly_bytes()
+    headers = {**SECURITY_HEADERS, "Cache-Control": IMMUTABLE, "Vary": "Accept-Encoding"}
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        return Response(packed, media_type=TYPES[".js"], headers=headers)
+    return Response(raw, media_type=TYPES[".js"], headers=headers)
+
+
+def _static_file(path: str) -> Path:
+    """A file inside frontend/, or 404: no path may climb out of it."""
+    target = (FRONTEND_DIR / path).resolve()
+    if not target.is_relative_to(FRONTEND_DIR) or not target.is_file():
+        raise HTTPException(404, f"no static file {path!r}")
+    return target
+
+
+@router.get("/static/{path:path}")
+def static(path: str, request: Request) -> Response:
+    target = _static_file(path)
+    media_type = TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
+    return _revalidated(request, target.read_bytes(), media_type or "application/octet-stream")

@@ -1,0 +1,67 @@
+"""Silences: mute matching alerts for a time (creating and expiring need the admin token)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+from sqlalchemy import select
+
+from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
+from app.deps import AdminTokenDep, SessionDep
+from app.models import Silence
+
+router = APIRouter(prefix="/api/v1/silences", tags=["alerts"])
+
+
+def silence_out(s: Silence, now: datetime) -> SilenceOut:
+    return SilenceOut(id=s.id, matchers=list(s.matchers), starts_at=s.starts_at,
+                      ends_at=s.ends_at, created_by=s.created_by, comment=s.comment,
+                      created_at=s.created_at, active=s.starts_at <= now < s.ends_at)
+
+
+@router.post("", response_model=SilenceOut, status_code=status.HTTP_201_CREATED,
+             summary="Create a silence (admin token)")
+def create_silence(body: SilenceRequest, session: SessionDep,
+                   _admin: AdminTokenDep) -> SilenceOut:
+    now = datetime.now(UTC)
+    starts = body.starts_at or now
+    ends = body.ends_at or starts + timedelta(seconds=body.duration_s or 0)
+    if ends <= starts:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            detail=f"ends_at {ends.isoformat()} is not after starts_at "
+                                   f"{starts.isoformat()}")
+    silence = Silence(matchers=[m.model_dump() for m in body.matchers],
+                      created_by=body.created_by, comment=body.comment, starts_at=starts,
+                      ends_at=ends, created_at=now)
+    session.add(silence)
+    session.commit()
+    return silence_out(silence, now)
+
+
+@router.get("", response_model=SilencesResponse, summary="Silences, newest first")
+def list_silences(
+    session: SessionDep,
+    expired: Annotated[bool, Query(description="Include expired ones.")] = False,
+) -> SilencesResponse:
+    now = datetime.now(UTC)
+    query = select(Silence)
+    if not expired:
+        query = query.where(Silence.ends_at > now)
+    rows = session.scalars(query.order_by(Silence.created_at.desc(), Silence.id.desc()))
+    return SilencesResponse(silences=[silence_out(s, now) for s in rows])
+
+
+@router.delete("/{silence_id}", response_model=SilenceOut,
+               summary="Expire a silence now (admin token)")
+def expire_silence(silence_id: int, session: SessionDep, _admin: AdminTokenDep) -> SilenceOut:
+    silence = session.get(Silence, silence_id)
+    if silence is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND,
+                            detail=f"silence {silence_id} not found")
+    now = datetime.now(UTC)
+    if silence.ends_at > now:
+        silence.ends_at = max(now, silence.starts_at)
+        session.commit()
+    return silence_out(silence, now)

@@ -1,0 +1,56 @@
+// The dashboard reads the public JSON API and nothing else: whatever it shows, a script or a
+// scheduler can read from the same URLs (see /docs on the server).
+
+const BASE = "/api/v1";
+
+export class ApiError extends Error {
+  constructor(status, detail, url) {
+    super(`${status}: ${detail}`);
+    this.status = status;
+    this.detail = detail;
+    this.url = url;
+  }
+}
+
+function detailOf(body, fallback) {
+  if (!body || body.detail === undefined) return fallback;
+  if (typeof body.detail === "string") return body.detail;
+  if (body.detail.message) return body.detail.message; // e.g. the placement's 409
+  // FastAPI validation errors: [{loc: [...], msg: "..."}]
+  return body.detail.map((d) => `${(d.loc || []).slice(1).join(".")}: ${d.msg}`).join("; ");
+}
+
+export async function getJSON(path, params = {}, { signal } = {}) {
+  const query = new URLSearchParams(
+    Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""),
+  ).toString();
+  const url = `${BASE}${path}${query ? `?${query}` : ""}`;
+  const response = await fetch(url, { signal, headers: { Accept: "application/json" } });
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (!response.ok) throw new ApiError(response.status, detailOf(body, response.statusText), url);
+  return body;
+}
+
+const host = (name) => `/hosts/${encodeURIComponent(name)}`;
+
+export const api = {
+  hosts: (opts) => getJSON("/hosts", {}, opts),
+  host: (name, opts) => getJSON(host(name), {}, opts),
+  health: (name, opts) => getJSON(`${host(name)}/health`, {}, opts),
+  topology: (name, opts) => getJSON(`${host(name)}/topology`, {}, opts),
+  matrix: (name, test, opts) => getJSON(`${host(name)}/matrix`, { test }, opts),
+  series: (name, params, opts) => getJSON(`${host(name)}/series`, params, opts),
+  linkSeries: (name, params, opts) => getJSON(`${host(name)}/links/series`, params, opts),
+  alerts: (params, opts) => getJSON("/alerts", params, opts),
+  alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
+  schedulerHosts: (opts) => getJSON("/scheduler/hosts", {}, opts),
+  placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
+};
+
+export const TESTS = ["ce_write", "ce_read", "ce_bidir", "sm_write", "sm_read", "latency",
+  "staged"];

@@ -1,0 +1,91 @@
+// The shell: routes the hash to a view, refreshes the open view every REFRESH_MS while the tab
+// is visible, and marks <main data-ready="view"> once a view has drawn (tests and the
+// benchmark wait for that attribute, and for data-drawn="<the hash it drew>").
+//
+// A view module exports `mount(root, route) -> {update(route), refresh(), destroy()}`:
+// `update` is called when only the page's params change (a new pair, another test), so charts
+// keep their zoom; `refresh` re-reads the API; both return promises.
+
+import { h, replace } from "./dom.js";
+import { parse } from "./router.js";
+import * as fleet from "./fleet.js";
+import * as host from "./host.js";
+import * as alerts from "./alerts.js";
+import * as placement from "./placement.js";
+
+const VIEWS = { fleet, host, alerts, placement };
+// Seconds between refreshes: 15, or `?refresh=N` in the page URL (N >= 1), e.g. for a wall screen.
+const REFRESH_MS = Math.max(1, Number(new URLSearchParams(location.search).get("refresh")) || 15) * 1000;
+
+const main = document.getElementById("view");
+const status = document.getElementById("refresh-status");
+let current = null; // {name, key, view}
+
+function routeKey(route) {
+  return `${route.view}/${route.args.join("/")}`;
+}
+
+function markNav(name) {
+  for (const link of document.querySelectorAll("nav.top a[data-view]")) {
+    if (link.dataset.view === name) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+/** Wait for a view's work; then mark <main> with the view and the route it has drawn. */
+async function settle(promise, entry, hash = location.hash) {
+  try {
+    await promise;
+    if (current !== entry) return; // the user moved on meanwhile
+    main.dataset.ready = entry.name;
+    main.dataset.drawn = hash;
+    main.dataset.updates = String(Number(main.dataset.updates || 0) + 1);
+    delete main.dataset.error;
+    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    status.classList.remove("error");
+  } catch (error) {
+    if (error.name === "AbortError" || current !== entry) return;
+    main.dataset.error = error.message;
+    status.textContent = `update failed: ${error.message}`;
+    status.classList.add("error");
+  }
+}
+
+function navigate() {
+  const route = parse();
+  const hash = location.hash;
+  const name = VIEWS[route.view] ? route.view : "fleet";
+  markNav(name);
+  if (current && current.key === routeKey(route)) {
+    settle(current.view.update(route), current, hash);
+    return;
+  }
+  if (current) current.view.destroy();
+  delete main.dataset.ready;
+  delete main.dataset.drawn;
+  main.dataset.view = name;
+  const root = h("div", { class: `page page-${name}` });
+  replace(main, root);
+  const view = VIEWS[name].mount(root, route);
+  current = { name, key: routeKey(route), view };
+  settle(view.refresh(), current, hash);
+}
+
+let refreshing = false;
+
+async function tick() {
+  if (!current || refreshing || document.visibilityState !== "visible") return;
+  refreshing = true;
+  try {
+    await settle(current.view.refresh(), current);
+  } finally {
+    refreshing = false;
+  }
+}
+
+window.addEventListener("hashchange", navigate);
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") tick();
+});
+setInterval(tick, REFRESH_MS);
+navigate();

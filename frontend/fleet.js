@@ -1,0 +1,151 @@
+// Fleet: every host at a glance. A heat grid (one cell per host, worst first, still readable at
+// 1000 hosts) above a sortable, filterable table. Filter and sort live in the URL.
+
+import { api } from "./api.js";
+import { h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { badge, VERDICTS, verdictOf } from "./palette.js";
+import { href, hostHref, updateParams } from "./router.js";
+import { sortableTable } from "./table.js";
+
+const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
+
+function severity(host) {
+  return verdictOf(host.verdict).rank + (host.stale ? 0.5 : 0);
+}
+
+const COLUMNS = [
+  { key: "verdict", label: "Verdict", value: severity,
+    cell: (r) => [badge(r.verdict, r.reason), r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null] },
+  { key: "host", label: "Host", value: (r) => r.host,
+    cell: (r) => h("a", { href: hostHref(r.host), class: "host" }, r.host) },
+  { key: "gpus", label: "GPUs healthy", class: "num", value: (r) => r.gpus_healthy - r.gpus_total,
+    title: "healthy / total GPUs", cell: gpusCell },
+  { key: "ratio", label: "Worst pair", value: (r) => r.worst_pair?.ratio ?? null,
+    title: "lowest measured/expected among the latest results", cell: worstPairCell },
+  { key: "alerts", label: "Alerts", class: "num", value: (r) => r.alerts_firing,
+    cell: (r) => (r.alerts_firing ? h("a", { class: "tag firing", href: href("alerts", [], { host: r.host }) },
+      `● ${r.alerts_firing}`) : "0") },
+  { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(r.last_report_at),
+    cell: (r) => h("span", { title: fmt.time(r.last_report_at), class: r.stale ? "stale-text" : null },
+      fmt.age(r.last_report_at)) },
+  { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
+  { key: "reason", label: "Reason", class: "reason",
+    cell: (r) => h("span", { title: r.reason }, r.reason) },
+];
+
+function gpusCell(r) {
+  const cls = r.gpus_healthy < r.gpus_total ? "short" : null;
+  return h("span", { class: cls }, `${r.gpus_healthy} / ${r.gpus_total}`);
+}
+
+export function ratioBar(ratio) {
+  const bar = h("span", { class: "bar" });
+  bar.style.width = `${Math.round(Math.max(0, Math.min(1, ratio)) * 100)}%`;
+  if (ratio < 0.7) bar.classList.add("low");
+  else if (ratio < 0.9) bar.classList.add("mid");
+  return h("span", { class: "ratio-bar", "aria-hidden": "true" }, bar);
+}
+
+function worstPairCell(r) {
+  const w = r.worst_pair;
+  if (!w) return h("span", { class: "muted" }, "no results");
+  const link = h("a", { href: hostHref(r.host, { test: w.test, pair: `${w.src}-${w.dst}` }) },
+    `${fmt.pair(w.src, w.dst)} ${w.test}`);
+  return h("span", { class: "worst" }, ratioBar(w.ratio), h("b", {}, fmt.ratio(w.ratio)), " ", link);
+}
+
+function matches(host, query, verdicts) {
+  if (verdicts.size) {
+    const hit = verdicts.has(host.verdict) || (verdicts.has("stale") && host.stale);
+    if (!hit) return false;
+  }
+  if (!query) return true;
+  const hay = `${host.host} ${host.fabric} ${host.verdict} ${host.reason}`.toLowerCase();
+  return query.toLowerCase().split(/\s+/).every((word) => hay.includes(word));
+}
+
+function summary(hosts) {
+  const count = (pred) => hosts.filter(pred).length;
+  const gpus = hosts.reduce((a, x) => a + x.gpus_total, 0);
+  const healthy = hosts.reduce((a, x) => a + x.gpus_healthy, 0);
+  const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
+  const chips = Object.keys(VERDICTS).map((v) =>
+    h("span", { class: `chip v-${v}` }, h("span", { class: "glyph" }, VERDICTS[v].glyph),
+      ` ${count((x) => x.verdict === v)} ${v}`));
+  return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
+    h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`),
+    h("span", { class: "chip" }, h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
+    h("a", { class: `chip${firing ? " firing" : ""}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
+}
+
+function heatCell(host) {
+  const v = verdictOf(host.verdict);
+  const label = `${host.host}: ${host.verdict}${host.stale ? ", stale" : ""}. ${host.reason}`;
+  return h("a", { class: `cell v-${VERDICTS[host.verdict] ? host.verdict : "unknown"}${host.stale ? " stale" : ""}`,
+    href: hostHref(host.host), title: label, "aria-label": label },
+  host.verdict === "healthy" && !host.stale ? "" : (host.stale ? "◌" : v.glyph));
+}
+
+export function mount(root, route) {
+  let hosts = [];
+  let params = route.params;
+  const search = h("input", { type: "search", placeholder: "filter: host, fabric, reason…",
+    "aria-label": "Filter hosts", value: params.q || "", class: "filter" });
+  search.addEventListener("input", () => updateParams({ q: search.value }));
+  const toggles = VERDICT_FILTERS.map((v) => h("button", { type: "button", class: `toggle v-${v}`,
+    "data-verdict": v, on: { click: () => toggleVerdict(v) } }, v));
+  const chips = h("div", { class: "chips", "aria-label": "Fleet summary" });
+  const grid = h("div", { class: "heat-grid", role: "list", "aria-label": "Hosts, worst first" });
+  const count = h("span", { class: "muted" });
+  const table = sortableTable({
+    columns: COLUMNS, rowKey: (r) => r.host, label: "Hosts",
+    sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
+    onSort: (sort, dir) => updateParams({ sort, dir }),
+    onActivate: (r) => { location.hash = hostHref(r.host); },
+  });
+
+  replace(root,
+    h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
+    h("section", { class: "panel" },
+      h("div", { class: "toolbar" }, search, h("span", { class: "toggles", role: "group",
+        "aria-label": "Show only" }, toggles), count),
+      grid),
+    h("section", { class: "panel table-wrap" }, table.el));
+
+  function selectedVerdicts() {
+    return new Set((params.v || "").split(",").filter(Boolean));
+  }
+
+  function toggleVerdict(v) {
+    const set = selectedVerdicts();
+    if (set.has(v)) set.delete(v);
+    else set.add(v);
+    updateParams({ v: [...set].join(",") });
+  }
+
+  function render() {
+    const verdicts = selectedVerdicts();
+    for (const t of toggles) t.setAttribute("aria-pressed", String(verdicts.has(t.dataset.verdict)));
+    replace(chips, summary(hosts));
+    const shown = hosts.filter((x) => matches(x, params.q, verdicts));
+    count.textContent = shown.length === hosts.length ? `${hosts.length} hosts`
+      : `${shown.length} of ${hosts.length} hosts`;
+    table.setRows(shown);
+    replace(grid, table.sortedRows().map(heatCell));
+  }
+
+  return {
+    async refresh() {
+      const data = await api.hosts();
+      hosts = data.hosts.sort((a, b) => a.host.localeCompare(b.host));
+      render();
+    },
+    async update(next) {
+      params = next.params;
+      if (document.activeElement !== search) search.value = params.q || "";
+      render();
+    },
+    destroy() {},
+  };
+}

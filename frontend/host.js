@@ -1,0 +1,246 @@
+// Host: one machine's fabric. Topology graph and bandwidth matrix side by side, the selected
+// pair's history under them, then link counters and the GPU inventory. The URL holds the test,
+// the pair and the time range (#/host/<name>?test=ce_write&pair=3-5&range=24h).
+
+import { api, TESTS } from "./api.js";
+import { activatable, h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { inventoryRows, inventoryTable } from "./inventory.js";
+import { downLinks, errorFigure, throughputFigure } from "./links.js";
+import { matrixChart, matrixLegend } from "./matrix.js";
+import { badge, verdictOf } from "./palette.js";
+import { draw, purge } from "./plot.js";
+import { href, updateParams } from "./router.js";
+import { hostAlertPeriods, pairProblems } from "./host_problems.js";
+import { seriesFigure } from "./series.js";
+import { topologyFigure } from "./topology.js";
+
+export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
+const DEFAULT_RANGE = "6h";
+const PROBLEMS_SHOWN = 6;
+
+function parsePair(text) {
+  const m = /^(\d+)-(\d+)$/.exec(text || "");
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+function window_(range) {
+  const until = new Date();
+  const since = new Date(until.getTime() - (RANGES[range] || RANGES[DEFAULT_RANGE]) * 1000);
+  return { since: since.toISOString(), until: until.toISOString() };
+}
+
+function select(label, options, value, onChange) {
+  const el = h("select", { "aria-label": label },
+    options.map((o) => h("option", { value: o, selected: o === value }, o)));
+  el.addEventListener("change", () => onChange(el.value));
+  return el;
+}
+
+function rangeButtons(current, onPick) {
+  return h("span", { class: "toggles", role: "group", "aria-label": "Time range" },
+    Object.keys(RANGES).map((r) => h("button", { type: "button", class: "toggle",
+      "aria-pressed": String(r === current), on: { click: () => onPick(r) } }, r)));
+}
+
+export function mount(root, route) {
+  const name = route.args[0] || "";
+  let params = route.params;
+  const data = {};
+  const el = {
+    head: h("div", { class: "page-head host-head" }),
+    problems: h("div", { class: "problems" }),
+    topo: h("div", { class: "chart", id: "topology-chart" }),
+    matrix: h("div", { class: "chart", id: "matrix-chart" }),
+    live: h("p", { class: "sr-only", "aria-live": "polite" }),
+    testPick: h("span"),
+    pairHead: h("div", { class: "panel-head" }),
+    series: h("div", { class: "chart", id: "series-chart" }),
+    pairFacts: h("p", { class: "facts" }),
+    linksHead: h("div", { class: "panel-head" }),
+    throughput: h("div", { class: "chart", id: "throughput-chart" }),
+    errors: h("div", { class: "chart", id: "errors-chart" }),
+    probeErrors: h("div"),
+  };
+  const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
+    el.pairHead, el.series, el.pairFacts);
+  const inventory = inventoryTable();
+  const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
+
+  replace(root, el.head, el.problems,
+    h("div", { class: "two-col" },
+      h("section", { class: "panel" }, h("div", { class: "panel-head" }, h("h2", {}, "Topology"),
+        h("span", { class: "muted" }, "NVLink solid (width = NV#) · PCIe dotted (path level)")), el.topo),
+      h("section", { class: "panel" }, h("div", { class: "panel-head" },
+        h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrix, el.live)),
+    pairPanel,
+    h("section", { class: "panel" }, el.linksHead,
+      h("div", { class: "two-col" }, el.throughput, el.errors)),
+    h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
+      inventory.el),
+    el.probeErrors);
+
+  const test = () => (TESTS.includes(params.test) ? params.test : "ce_write");
+  const range = () => (RANGES[params.range] ? params.range : DEFAULT_RANGE);
+
+  function pickPair(src, dst, testName = test()) {
+    updateParams({ pair: `${src}-${dst}`, test: testName }, { push: true });
+  }
+
+  function alertChip() {
+    if (!data.alerts) return h("span", { class: "tag", title: "the alerts API did not answer" }, "alerts: ?");
+    const firing = data.alerts.filter((a) => a.state === "firing").length;
+    const pending = data.alerts.filter((a) => a.state === "pending").length;
+    if (!firing && !pending) return null;
+    return h("a", { class: `chip${firing ? " firing" : ""}`, href: href("alerts", [], { host: name }) },
+      `● ${firing} firing`, pending ? `, ${pending} pending` : "");
+  }
+
+  function renderHead() {
+    const d = data.detail, hl = data.health;
+    const sweep = d.last_sweep;
+    replace(el.head,
+      h("h1", {}, h("span", { class: "host" }, d.host)),
+      hl ? badge(hl.verdict, hl.reason) : null,
+      d.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+      alertChip(),
+      hl ? h("p", { class: "reason-line" }, hl.reason) : null,
+      h("p", { class: "meta" }, [
+        `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
+        `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
+        sweep ? `last sweep ${fmt.age(sweep.finished_at)} ago: ${sweep.gpu_time_s.toFixed(2)} s GPU, ` +
+          `${sweep.wall_time_s.toFixed(1)} s wall, ${fmt.bytes(sweep.device_memory_bytes_max)} peak` : "no sweep yet",
+      ].map((t) => h("span", {}, t))));
+    replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
+  }
+
+  function problemItem(p) {
+    const li = h("li", { class: `v-${p.verdict}` },
+      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason);
+    if (p.pair) {
+      li.title = `open ${p.what} ${p.test}`;
+      activatable(li, () => pickPair(p.pair[0], p.pair[1], p.test || test()));
+    }
+    return li;
+  }
+
+  function renderProblems() {
+    const items = pairProblems(data.health);
+    if (!items.length) {
+      replace(el.problems);
+      return;
+    }
+    const open = el.problems.querySelector("details")?.open;
+    const shown = items.slice(0, PROBLEMS_SHOWN);
+    const rest = items.slice(PROBLEMS_SHOWN);
+    replace(el.problems, h("section", { class: "panel" },
+      h("div", { class: "panel-head" }, h("h2", {}, `Problems (${items.length})`),
+        h("span", { class: "muted" }, "click a pair to open its history")),
+      h("ul", { class: "problem-list" }, shown.map(problemItem)),
+      rest.length ? h("details", { open: open || null }, h("summary", {}, `${rest.length} more`),
+        h("ul", { class: "problem-list" }, rest.map(problemItem))) : null));
+  }
+
+  async function renderPair() {
+    const pair = parsePair(params.pair);
+    pairPanel.hidden = !pair;
+    if (!pair || !data.series) return;
+    const s = data.series;
+    const periods = hostAlertPeriods(data.health, data.alerts, s);
+    const swap = h("a", { class: "btn", href: "#", on: { click: (e) => {
+      e.preventDefault(); pickPair(pair[1], pair[0]);
+    } } }, `⇄ GPU${pair[1]} → GPU${pair[0]}`);
+    replace(el.pairHead, h("h2", {}, `${fmt.pair(pair[0], pair[1])} · ${s.test}`), swap,
+      rangeButtons(range(), (r) => updateParams({ range: r })),
+      h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`));
+    const cell = data.matrix?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
+    replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "");
+    const { data: traces, layout } = seriesFigure(s, periods);
+    await draw(el.series, traces, layout);
+  }
+
+  async function renderLinks() {
+    const ls = data.links;
+    const down = downLinks(data.detail.nvlinks);
+    replace(el.linksHead, h("h2", {}, "Links"),
+      down.length ? h("span", { class: "chip v-down", id: "down-links" }, `✕ down: ${down.join(", ")}`)
+        : h("span", { class: "chip v-healthy" }, "✓ all NVLink ports up"),
+      h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`));
+    const t = throughputFigure(ls);
+    const e = errorFigure(ls);
+    await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout)]);
+  }
+
+  function renderProbeErrors() {
+    const errors = data.detail.last_sweep?.errors || [];
+    const skipped = Object.entries(data.detail.last_sweep?.skipped_gpus || {});
+    if (!errors.length && !skipped.length) {
+      replace(el.probeErrors);
+      return;
+    }
+    replace(el.probeErrors, h("section", { class: "panel" },
+      h("div", { class: "panel-head" }, h("h2", {}, "Last sweep: errors and skipped GPUs")),
+      h("ul", { class: "problem-list" },
+        skipped.map(([gpu, why]) => h("li", {}, h("b", {}, `GPU${gpu} skipped`), " ", why)),
+        errors.map((e) => h("li", {}, h("b", { class: "mono" }, e.where), " ", e.message)))));
+  }
+
+  async function loadPair() {
+    const pair = parsePair(params.pair);
+    data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(range()) }) : null;
+  }
+
+  /** This host's alerts, active and resolved; the page still draws if alerting is down. */
+  async function hostAlerts() {
+    try {
+      const [active, resolved] = await Promise.all([api.alerts({ host: name }),
+        api.alerts({ host: name, state: "resolved", limit: 200 })]);
+      return [...active.alerts, ...resolved.alerts];
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      return null;
+    }
+  }
+
+  async function loadAll() {
+    const [detail, health, topology, mx, links, alerts] = await Promise.all([
+      api.host(name), api.health(name), api.topology(name), api.matrix(name, test()),
+      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(),
+    ]);
+    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts });
+  }
+
+  async function renderAll() {
+    renderHead();
+    renderProblems();
+    inventory.setRows(inventoryRows(data.detail, data.health));
+    renderProbeErrors();
+    const topo = topologyFigure(data.topology);
+    await Promise.all([
+      draw(el.topo, topo.data, topo.layout),
+      matrix.set(data.matrix, parsePair(params.pair)),
+      renderPair(), renderLinks(),
+    ]);
+  }
+
+  return {
+    async refresh() {
+      await loadAll();
+      await renderAll();
+    },
+    async update(next) {
+      const before = params;
+      params = next.params;
+      if (before.test !== params.test) data.matrix = await api.matrix(name, test());
+      if (before.range !== params.range) data.links = await api.linkSeries(name, window_(range()));
+      await loadPair();
+      renderHead();
+      await Promise.all([matrix.set(data.matrix, parsePair(params.pair)), renderPair(),
+        before.range !== params.range ? renderLinks() : null]);
+      if (params.pair && before.pair !== params.pair) el.series.scrollIntoView({ block: "nearest" });
+    },
+    destroy() {
+      purge(el.topo, el.matrix, el.series, el.throughput, el.errors);
+    },
+  };
+}

@@ -1,0 +1,93 @@
+// Per-link charts from GET /hosts/{host}/links/series: NVLink throughput (TX per GPU, summed
+// over its links, with each link's share in the hover) and error-counter rates (every link and
+// counter that rose at all in the range, worst first; PCIe replays per GPU). Lifetime counters
+// are judged by their rate, so the charts plot rates, never raw counts.
+
+import { esc } from "./dom.js";
+import * as fmt from "./format.js";
+import { baseLayout, SERIES } from "./palette.js";
+import { emptyNote } from "./plot.js";
+
+const ERROR_KINDS = ["replay", "recovery", "crc_flit", "crc_data", "ecc_data"];
+const MAX_ERROR_TRACES = 12;
+
+function byGpu(links) {
+  const groups = new Map();
+  for (const l of links) {
+    if (!groups.has(l.gpu)) groups.set(l.gpu, []);
+    groups.get(l.gpu).push(l);
+  }
+  return [...groups.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+/** TX bytes/s per GPU: the sum over its links at each bucket start. */
+export function throughputTraces(series) {
+  return byGpu(series.links).map(([gpu, links], i) => {
+    const sums = new Map();
+    for (const l of links) {
+      for (const p of l.points) {
+        if (p.tx_bps === null || p.tx_bps === undefined) continue;
+        sums.set(p.start, (sums.get(p.start) || 0) + p.tx_bps);
+      }
+    }
+    const x = [...sums.keys()].sort();
+    return { type: "scatter", mode: "lines", name: `GPU${gpu} TX`, x, y: x.map((t) => sums.get(t) / 1e9),
+      line: { color: SERIES[i % SERIES.length], width: 1.5 },
+      hovertemplate: `GPU${gpu} TX %{y:.2f} GB/s over ${links.length} links<extra></extra>` };
+  });
+}
+
+/** One trace per (link, counter) that rose in the range, worst peak first, at most 12. */
+export function errorTraces(series) {
+  const found = [];
+  for (const l of series.links) {
+    for (const kind of ERROR_KINDS) {
+      const ys = l.points.map((p) => p[`${kind}_per_s`]);
+      const peak = Math.max(0, ...ys.filter((v) => v !== null && v !== undefined));
+      if (peak > 0) found.push({ name: `GPU${l.gpu} link ${l.link} ${kind}`, x: l.points.map((p) => p.start), y: ys, peak });
+    }
+  }
+  for (const p of series.pcie || []) {
+    const ys = p.points.map((q) => q.replay_per_s);
+    const peak = Math.max(0, ...ys.filter((v) => v !== null && v !== undefined));
+    if (peak > 0) found.push({ name: `GPU${p.gpu} PCIe replay`, x: p.points.map((q) => q.start), y: ys, peak });
+  }
+  found.sort((a, b) => b.peak - a.peak);
+  const traces = found.slice(0, MAX_ERROR_TRACES).map((f, i) => ({
+    type: "scatter", mode: "lines+markers", name: esc(f.name), x: f.x, y: f.y,
+    line: { color: SERIES[i % SERIES.length], width: 1.5 }, marker: { size: 4 },
+    hovertemplate: `${esc(f.name)}: %{y:.3g}/s<extra></extra>`,
+  }));
+  return { traces, total: found.length };
+}
+
+export function throughputFigure(series) {
+  const data = throughputTraces(series);
+  const layout = baseLayout({
+    height: 260, hovermode: "x unified", title: { text: "NVLink throughput (TX per GPU)", x: 0, font: { size: 12 } },
+    xaxis: { type: "date", range: [series.since, series.until] },
+    yaxis: { title: { text: "GB/s" }, rangemode: "tozero" },
+    annotations: data.length ? [] : [emptyNote("no NVLink counters in this range")],
+  });
+  return { data, layout };
+}
+
+export function errorFigure(series) {
+  const { traces, total } = errorTraces(series);
+  const more = total > traces.length ? ` (worst ${traces.length} of ${total})` : "";
+  const layout = baseLayout({
+    height: 260, hovermode: "x unified",
+    title: { text: `Link error rates, per second${more}`, x: 0, font: { size: 12 } },
+    xaxis: { type: "date", range: [series.since, series.until] },
+    yaxis: { title: { text: "errors/s" }, rangemode: "tozero" },
+    annotations: traces.length ? [] : [emptyNote("no error counter rose in this range ✓")],
+  });
+  return { data: traces, layout };
+}
+
+/** Text summary for the links panel: which ports are down right now. */
+export function downLinks(nvlinks) {
+  return nvlinks.filter((l) => l.state !== "up").map((l) => `GPU${l.gpu} link ${l.link}`);
+}
+
+export const RANGE_NOTE = (series) => `${fmt.time(series.since)} – ${fmt.time(series.until)}, step ${series.step_s} s`;

@@ -1,0 +1,60 @@
+// One colour-blind-safe palette for every view (Okabe & Ito, "Color Universal Design").
+// A verdict is never colour alone: each has a glyph and its word next to it, and on charts a
+// marker shape of its own. Heatmaps use cividis (readable with any colour-vision deficiency):
+// bright = as fast as expected, dark = slow.
+
+import { h } from "./dom.js";
+
+export const OKABE_ITO = {
+  orange: "#E69F00", sky: "#56B4E9", green: "#009E73", yellow: "#F0E442",
+  blue: "#0072B2", vermillion: "#D55E00", purple: "#CC79A7", grey: "#999999",
+};
+
+export const VERDICTS = {
+  healthy: { color: OKABE_ITO.green, glyph: "✓", symbol: "circle", rank: 0 },
+  unknown: { color: OKABE_ITO.grey, glyph: "?", symbol: "diamond", rank: 1 },
+  degraded: { color: OKABE_ITO.orange, glyph: "▲", symbol: "triangle-up", rank: 2 },
+  down: { color: OKABE_ITO.vermillion, glyph: "✕", symbol: "x", rank: 3 },
+};
+
+export function verdictOf(name) {
+  return VERDICTS[name] || VERDICTS.unknown;
+}
+
+/** A badge: glyph + word, coloured, with the reason as its tooltip. */
+export function badge(verdict, reason = "") {
+  const v = verdictOf(verdict);
+  return h("span", { class: `badge v-${VERDICTS[verdict] ? verdict : "unknown"}`, title: reason },
+    h("span", { class: "glyph", "aria-hidden": "true" }, v.glyph), ` ${verdict}`);
+}
+
+// Series colours for lines that are not verdicts (GPUs, link counters): Okabe-Ito order.
+export const SERIES = [OKABE_ITO.sky, OKABE_ITO.orange, OKABE_ITO.green, OKABE_ITO.yellow,
+  OKABE_ITO.blue, OKABE_ITO.vermillion, OKABE_ITO.purple, "#BBBBBB"];
+
+export const THEME = {
+  paper: "#161a22", plot: "#161a22", grid: "#2a303c", text: "#d5dbe5", muted: "#8a93a6",
+  font: "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+};
+
+/** Plotly layout defaults for the dark theme; `uirevision` keeps zoom across refreshes. */
+export function baseLayout(extra = {}) {
+  const axis = { gridcolor: THEME.grid, zerolinecolor: THEME.grid, linecolor: THEME.grid,
+    color: THEME.muted, automargin: true };
+  return {
+    paper_bgcolor: THEME.paper, plot_bgcolor: THEME.plot,
+    font: { family: THEME.font, size: 11, color: THEME.text },
+    margin: { l: 48, r: 12, t: 28, b: 36 },
+    hoverlabel: { bgcolor: "#0b0d12", bordercolor: THEME.grid, font: { family: THEME.font } },
+    legend: { orientation: "h", y: -0.18, font: { size: 10 } },
+    uirevision: "keep",
+    ...extra,
+    xaxis: { ...axis, ...(extra.xaxis || {}) },
+    yaxis: { ...axis, ...(extra.yaxis || {}) },
+  };
+}
+
+export const PLOT_CONFIG = {
+  displaylogo: false, responsive: true,
+  modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+};

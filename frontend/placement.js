@@ -1,0 +1,131 @@
+// Placement: ask GET /scheduler/placement for k GPUs of a host with a pattern; the chosen set
+// is highlighted on the host's topology graph, with its predicted bandwidth, the runner-ups
+// and every GPU left out with the reason. The form lives in the URL
+// (#/placement?host=..&k=4&pattern=ring) so an answer can be shared.
+
+import { api } from "./api.js";
+import { h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { draw, purge } from "./plot.js";
+import { hostHref, updateParams } from "./router.js";
+import { sortableTable } from "./table.js";
+import { topologyFigure } from "./topology.js";
+
+const PATTERNS = { ring: "ring all-reduce", all_to_all: "all-to-all" };
+
+function pairText(p) {
+  return p ? fmt.pair(p[0], p[1]) : "–";
+}
+
+function setText(gpus, pattern) {
+  return gpus.map((g) => `GPU${g}`).join(pattern === "ring" ? " → " : ", ") +
+    (pattern === "ring" && gpus.length > 2 ? ` → GPU${gpus[0]}` : "");
+}
+
+function form(params, hostNames, onSubmit) {
+  const host = h("select", { name: "host", id: "pl-host", required: true },
+    hostNames.map((n) => h("option", { value: n, selected: n === params.host }, n)));
+  const k = h("input", { name: "k", id: "pl-k", type: "number", min: 1, max: 1024,
+    value: params.k || "4", required: true });
+  const pattern = h("select", { name: "pattern", id: "pl-pattern" },
+    Object.entries(PATTERNS).map(([v, label]) => h("option", { value: v, selected: v === (params.pattern || "ring") }, label)));
+  const el = h("form", { class: "toolbar placement-form" },
+    h("label", { for: "pl-host" }, "Host"), host, h("label", { for: "pl-k" }, "GPUs"), k,
+    h("label", { for: "pl-pattern" }, "Pattern"), pattern,
+    h("button", { type: "submit", class: "primary" }, "Place"));
+  el.addEventListener("submit", (event) => {
+    event.preventDefault();
+    onSubmit({ host: host.value, k: k.value, pattern: pattern.value });
+  });
+  return el;
+}
+
+function answerFacts(p) {
+  const rows = [
+    ["Chosen", setText(p.gpus, p.pattern)],
+    ["Predicted", `${fmt.bandwidth(p.predicted_bps)} ${p.pattern === "ring" ? "bus bandwidth" : "per GPU"}`],
+    ["Weakest pair", pairText(p.weakest_pair)],
+    ["CUDA_VISIBLE_DEVICES", p.cuda_visible_devices],
+    ["by UUID", p.cuda_visible_devices_uuid || "–"],
+    ["Model", p.model],
+    ["Search", p.exact ? "exact (every set tried)" : "greedy (too many sets to try all)"],
+    ["Measured", fmt.time(p.measured_at)],
+  ];
+  return h("dl", { class: "facts-grid" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { class: k.startsWith("CUDA") || k === "by UUID" ? "mono" : null }, v)]));
+}
+
+function runnerUps(p) {
+  const t = sortableTable({ label: "Runner-up sets", rowKey: (r) => r.gpus.join(","), columns: [
+    { key: "set", label: "Set", cell: (r) => setText(r.gpus, p.pattern) },
+    { key: "bw", label: "Predicted", class: "num", value: (r) => r.predicted_bps, cell: (r) => fmt.bandwidth(r.predicted_bps) },
+    { key: "weak", label: "Weakest pair", cell: (r) => pairText(r.weakest_pair) },
+    { key: "est", label: "Estimated pairs", cell: (r) => r.estimated_pairs.map(pairText).join(", ") || "none" },
+  ] });
+  t.setRows(p.runner_ups);
+  return t.el;
+}
+
+function excluded(p) {
+  const t = sortableTable({ label: "GPUs left out", rowKey: (r) => String(r.gpu), sort: { key: "gpu" }, columns: [
+    { key: "gpu", label: "GPU", value: (r) => r.gpu, cell: (r) => `GPU${r.gpu}` },
+    { key: "healthy", label: "Healthy", value: (r) => (r.healthy ? 0 : 1),
+      cell: (r) => (r.healthy ? "✓ yes" : h("span", { class: "warn" }, "✕ no")) },
+    { key: "reason", label: "Why left out", class: "reason", cell: (r) => r.reason },
+  ] });
+  t.setRows(p.excluded);
+  return t.el;
+}
+
+export function mount(root, route) {
+  let params = route.params;
+  const formSlot = h("div");
+  const answer = h("div", { class: "placement-answer" });
+  const graph = h("div", { class: "chart", id: "placement-chart" });
+  replace(root, h("div", { class: "page-head" }, h("h1", {}, "Placement"),
+    h("p", { class: "muted" }, "The best k healthy GPUs of a host for a collective, from what was measured.")),
+  h("section", { class: "panel" }, formSlot),
+  h("div", { class: "two-col" }, h("section", { class: "panel" }, h("div", { class: "panel-head" },
+    h("h2", {}, "Chosen set on the topology")), graph), h("section", { class: "panel" }, answer)));
+
+  async function load() {
+    const hosts = (await api.hosts()).hosts.map((x) => x.host).sort();
+    if (!params.host && hosts.length) params = { ...params, host: hosts[0] };
+    if (!formSlot.contains(document.activeElement)) { // never rebuild under the user's hands
+      replace(formSlot, form(params, hosts, (next) => updateParams(next, { push: true })));
+    }
+    if (!params.host) {
+      replace(answer, h("p", { class: "muted" }, "No hosts have reported yet."));
+      return;
+    }
+    const topo = await api.topology(params.host);
+    let p = null;
+    try {
+      p = await api.placement({ host: params.host, gpus: params.k || 4, pattern: params.pattern || "ring" });
+    } catch (error) {
+      if (!error.status) throw error;
+      replace(answer, h("p", { class: "error-box", role: "alert" }, error.detail));
+    }
+    const chosen = p ? new Set(p.gpus.map((g) => `gpu${g}`)) : new Set();
+    const order = p?.pattern === "ring" ? new Map(p.gpus.map((g, i) => [`gpu${g}`, i + 1])) : null;
+    const fig = topologyFigure(topo, { highlight: p ? chosen : null, order, height: 440 });
+    fig.layout.uirevision = `${params.host}`;
+    await draw(graph, fig.data, fig.layout);
+    if (!p) return;
+    replace(answer,
+      h("div", { class: "panel-head" }, h("h2", {}, `${p.k} GPUs, ${PATTERNS[p.pattern] || p.pattern}`),
+        h("a", { href: hostHref(p.host) }, `open ${p.host}`)),
+      h("p", { class: "big" }, fmt.bandwidth(p.predicted_bps)),
+      answerFacts(p),
+      p.warnings.length ? h("ul", { class: "warnings" }, p.warnings.map((w) => h("li", {}, `⚠ ${w}`))) : null,
+      h("h3", {}, "Runner-ups"), runnerUps(p), h("h3", {}, "Left out"), excluded(p));
+  }
+
+  return {
+    refresh: load,
+    async update(next) {
+      params = next.params;
+      await load();
+    },
+    destroy() { purge(graph); },
+  };
+}

@@ -1,0 +1,63 @@
+"""Settings of the probe side: one pydantic-settings class, read from `PEERWATCH_PROBE_*`.
+
+Every knob of `peerwatch probe` lives here, so the command line, the environment (a
+DaemonSet's `env:`) and the tests all configure the same object. Command-line options
+override the environment, which overrides the defaults below; the CLI help prints these
+defaults, so the two can never drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "PEERWATCH_PROBE_"
+
+
+def default_spool_dir() -> Path:
+    """Where undelivered reports wait: under XDG_STATE_HOME (the FHS place for such state)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "peerwatch" / "spool"
+
+
+class ProbeSettings(BaseSettings):
+    """How one host's probe measures, when, and where its reports go."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
+
+    server_url: str = Field(default="http://127.0.0.1:8000", min_length=1)
+    token: str = ""
+    fabric: str = "auto"  # "auto" | "nvml" | "simulated:<preset>"
+    hostname: str | None = None  # overrides the name the fabric reports (the demo's fleet)
+
+    inventory_interval_s: float = Field(default=30.0, gt=0)
+    sweep_interval_s: float = Field(default=600.0, gt=0)
+    sweep_jitter_s: float = Field(default=60.0, ge=0)  # each sweep waits interval + U(0, jitter)
+
+    # A GPU is busy (skipped) with any compute process or utilisation above this.
+    idle_max_utilization_pct: float = Field(default=10.0, ge=0, le=100)
+    force: bool = False  # probe busy GPUs too (maintenance windows)
+    watchdog_timeout_s: float = Field(default=30.0, gt=0)  # one transfer test's limit
+
+    spool_dir: Path = Field(default_factory=default_spool_dir)
+    spool_max_bytes: int = Field(default=64 << 20, gt=0)
+
+    request_timeout_s: float = Field(default=10.0, gt=0)
+    backoff_initial_s: float = Field(default=5.0, gt=0)
+    backoff_max_s: float = Field(default=300.0, gt=0)
+
+    @field_validator("server_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"server URL must start with http:// or https://, got {value!r}")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _backoff_order(self) -> ProbeSettings:
+        if self.backoff_max_s < self.backoff_initial_s:
+            raise ValueError("backoff_max_s must not be smaller than backoff_initial_s")
+        return self

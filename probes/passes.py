@@ -1,0 +1,43 @@
+"""Turn probe settings into the function the worker calls to build each report.
+
+The sweep engine (`probes.sweep.build_report`) does the measuring; this only maps the
+probe's settings onto its options (watchdog, idleness threshold, force) and applies a
+host-name override, so the worker stays ignorant of how a report is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from probes.config import ProbeSettings
+from probes.fabric import Fabric
+from probes.report import Report, ReportKind, utcnow
+from probes.sweep import SweepOptions, build_report
+
+
+def sweep_options(settings: ProbeSettings, watchdog: bool = True) -> SweepOptions:
+    """`watchdog=False` runs tests on the calling thread: only for fabrics that cannot hang
+    (the demo's simulated hosts), where a thread per test would be pure overhead."""
+    return SweepOptions(timeout_s=settings.watchdog_timeout_s if watchdog else None,
+                        busy_utilization_pct=settings.idle_max_utilization_pct,
+                        force=settings.force)
+
+
+def with_hostname(report: Report, hostname: str | None) -> Report:
+    if not hostname or report.host.hostname == hostname:
+        return report
+    host = report.host.model_copy(update={"hostname": hostname})
+    return report.model_copy(update={"host": host})
+
+
+def report_builder(fabric: Fabric, settings: ProbeSettings,
+                   now: Callable[[], datetime] = utcnow,
+                   watchdog: bool = True) -> Callable[[ReportKind], Report]:
+    """`build(kind)`: one inventory or sweep pass over `fabric`, as a `Report`."""
+    options = sweep_options(settings, watchdog)
+
+    def build(kind: ReportKind) -> Report:
+        return with_hostname(build_report(fabric, kind, options, now=now), settings.hostname)
+
+    return build

@@ -1,0 +1,71 @@
+"""Assemble a running probe from settings: fabric, report builder, spool, sender, worker.
+
+One place wires the parts, so `peerwatch probe`, the in-process probe of `peerwatch serve`
+and every simulated host of `peerwatch demo` run the very same code; each can hand in its
+own fabric, clock, sleep and resource meter.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+from probes.config import ProbeSettings
+from probes.errors import FabricUnavailable
+from probes.fabric import Fabric
+from probes.fabric_select import open_fabric, open_real
+from probes.outbox import Outbox
+from probes.passes import report_builder
+from probes.sender import Backoff, Sender
+from probes.spool import Spool
+from probes.worker import Clock, Meter, Sleep, Worker, process_usage
+
+
+@dataclass
+class ProbeRuntime:
+    settings: ProbeSettings
+    fabric: Fabric
+    outbox: Outbox
+    worker: Worker
+
+
+def open_fabric_for(settings: ProbeSettings) -> Fabric:
+    """The fabric the settings name. For a probe `auto` means the real GPUs or an error:
+    unlike `open_fabric("auto")` it never falls back to a simulated host, because a probe
+    reporting made-up numbers to a real server is worse than one that refuses to start."""
+    if settings.fabric == "auto":
+        try:
+            return open_real()
+        except FabricUnavailable as exc:
+            raise FabricUnavailable(
+                f"no GPUs usable here ({exc}); to run without GPUs pass "
+                "--fabric simulated:<preset>") from exc
+    return open_fabric(settings.fabric, hostname=settings.hostname)
+
+
+@contextmanager
+def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
+                 clock: Clock = time.monotonic, sleep: Sleep | None = None,
+                 meter: Meter = process_usage, rng: random.Random | None = None,
+                 stop: threading.Event | None = None,
+                 watchdog: bool = True) -> Iterator[ProbeRuntime]:
+    """A ready worker; everything it opened is closed on exit (spool lock, HTTP, fabric)."""
+    with ExitStack() as stack:
+        if fabric is None:
+            fabric = open_fabric_for(settings)
+            stack.callback(fabric.close)
+        spool = Spool(settings.spool_dir, settings.spool_max_bytes)
+        stack.callback(spool.close)
+        sender = Sender(settings.server_url, settings.token, settings.request_timeout_s)
+        stack.callback(sender.close)
+        rng = rng or random.Random()
+        backoff = Backoff(settings.backoff_initial_s, settings.backoff_max_s,
+                          random.Random(rng.random()))
+        outbox = Outbox(sender, spool, backoff, clock, stop)
+        build = report_builder(fabric, settings, watchdog=watchdog)
+        worker = Worker(build, outbox, settings, clock=clock, sleep=sleep, rng=rng, meter=meter)
+        yield ProbeRuntime(settings, fabric, outbox, worker)

@@ -1,0 +1,146 @@
+"""POST reports to the server and classify each answer into what the probe must do next.
+
+    2xx                           DELIVERED     the server has it (a replayed duplicate too:
+                                                ingest is idempotent on report_id)
+    5xx, 408, 429, timeout,
+    connection refused/reset      RETRY         spool it, try again later with backoff
+    401, 403                      UNAUTHORIZED  the token is wrong: log loudly, spool it, and
+                                                retry only at the slowest backoff
+    404, 405                      UNAUTHORIZED  (same: the URL is wrong, not the report)
+    other 4xx (400, 413, 422 ...) REJECTED      this report will never be accepted: set it
+                                                aside (kept on disk, counted), never retried
+
+The classification is the whole point of this module: "retry forever" is right for an
+absent server and wrong for a bad token or a bad report.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from enum import StrEnum
+
+import httpx
+
+from probes.report import Report
+
+REPORTS_PATH = "/api/v1/reports"
+_MESSAGE_LIMIT = 500
+_RETRY_STATUS = frozenset({408, 425, 429})
+_CONFIG_STATUS = frozenset({401, 403, 404, 405})
+
+
+class Outcome(StrEnum):
+    DELIVERED = "delivered"
+    RETRY = "retry"
+    UNAUTHORIZED = "unauthorized"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class SendResult:
+    outcome: Outcome
+    status: int | None  # HTTP status; None when no answer came (timeout, refused)
+    message: str  # the server's own words, or the transport error
+    retry_after_s: float | None = None
+
+    def describe(self) -> str:
+        where = f"HTTP {self.status}" if self.status is not None else "no answer"
+        return f"{where}: {self.message}" if self.message else where
+
+
+def classify(status: int) -> Outcome:
+    if 200 <= status < 300:
+        return Outcome.DELIVERED
+    if status >= 500 or status in _RETRY_STATUS:
+        return Outcome.RETRY
+    if status in _CONFIG_STATUS:
+        return Outcome.UNAUTHORIZED
+    return Outcome.REJECTED
+
+
+def server_message(response: httpx.Response) -> str:
+    """The server's explanation: FastAPI's `detail` where present, else the body's start."""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text[:_MESSAGE_LIMIT].strip()
+    detail = body.get("detail", body) if isinstance(body, dict) else body
+    if isinstance(detail, list):  # pydantic validation errors: loc + msg of each
+        parts = [f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}"
+                 if isinstance(d, dict) else str(d) for d in detail]
+        detail = "; ".join(parts)
+    text = detail if isinstance(detail, str) else json.dumps(detail)
+    return text[:_MESSAGE_LIMIT]
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after", "")
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class Sender:
+    """An httpx client bound to one server and token. `transport` lets tests supply one."""
+
+    def __init__(self, server_url: str, token: str, timeout_s: float,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                   "User-Agent": "peerwatch-probe"}
+        self.url = server_url.rstrip("/") + REPORTS_PATH
+        self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
+
+    def send(self, report: Report) -> SendResult:
+        body = report.model_dump_json().encode()
+        try:
+            try:
+                response = self._client.post(self.url, content=body)
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                # A kept-alive connection the server had just closed: one immediate retry on
+                # a fresh one is safe, since ingest is idempotent on report_id.
+                response = self._client.post(self.url, content=body)
+        except httpx.TransportError as exc:  # refused, reset, DNS, timeout ...
+            return SendResult(Outcome.RETRY, None, f"{type(exc).__name__}: {exc}".strip(": "))
+        outcome = classify(response.status_code)
+        message = "" if outcome is Outcome.DELIVERED else server_message(response)
+        return SendResult(outcome, response.status_code, message, _retry_after(response))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class Backoff:
+    """Exponential backoff with jitter, capped: initial, 2x, 4x ... up to `max_s`.
+
+    Each delay is drawn from [d/2, d] ("equal jitter") so a fleet whose server came back
+    does not return in lockstep, yet no probe waits less than half its step.
+    """
+
+    def __init__(self, initial_s: float, max_s: float, rng: random.Random | None = None) -> None:
+        self.initial_s = initial_s
+        self.max_s = max_s
+        self.failures = 0
+        self._rng = rng or random.Random()
+
+    def step(self) -> float:
+        """The nominal (un-jittered) delay after the current number of failures."""
+        if self.failures == 0:
+            return 0.0
+        return min(self.max_s, self.initial_s * 2 ** min(self.failures - 1, 62))
+
+    def failure(self, at_least_s: float = 0.0) -> float:
+        """Record a failure; the delay before the next attempt."""
+        self.failures += 1
+        nominal = self.step()
+        return min(self.max_s, max(at_least_s, self._rng.uniform(nominal / 2, nominal)))
+
+    def give_up_for_now(self) -> float:
+        """A failure a retry soon will not fix (a bad token): wait the longest step."""
+        self.failures = max(self.failures + 1, 64)
+        return self.max_s
+
+    def success(self) -> None:
+        self.failures = 0

@@ -1,0 +1,105 @@
+"""NVLink rules on the simulated fabric: links down, width, error counters (by rate only)."""
+
+from __future__ import annotations
+
+from probes.faults import ErrorGrowth, LinksDown
+from tests.app.alerting.simhost import SimHost
+
+LINK = ("gpu", "0"), ("host", "sim-a"), ("link", "17")
+
+
+def test_healthy_host_raises_nothing(host: SimHost) -> None:
+    host.sweep()
+    host.evaluate()
+    for _ in range(3):
+        host.step(30)
+    assert host.alerts() == []
+
+
+def test_link_down_goes_pending_then_firing_then_resolves(host: SimHost) -> None:
+    host.send()
+    host.evaluate()
+    down = LinksDown(gpu=0, count=1)  # the last of its 18 links
+    host.inject(down)
+    host.step(30)
+    assert host.active() == {
+        "NVLinkDown": {LINK},
+        "NVLinkWidthReduced": {(("gpu", "0"), ("host", "sim-a"))},
+    }
+    assert {a.rule: a.state for a in host.alerts()} == {
+        "NVLinkDown": "pending", "NVLinkWidthReduced": "pending"}
+    host.step(30)
+    assert host.firing() == set()  # 30 s of the 60 s `for`
+    host.step(30)
+    assert host.firing() == {"NVLinkDown", "NVLinkWidthReduced"}
+    [alert] = host.alerts(rule="NVLinkDown")
+    assert alert.annotations["summary"] == "NVLink 17 of GPU0 on sim-a is down"
+    assert "GPU0 has 17 of 18 NVLinks up" in alert.annotations["description"]
+    assert alert.annotations["dashboard"] == "/#/host/sim-a?gpu=0"
+    assert alert.labels["severity"] == "critical"
+
+    host.clear(down)
+    host.step(30)
+    assert host.firing() == set()
+    [alert] = host.alerts(rule="NVLinkDown")
+    assert alert.state == "resolved"
+    assert host.history(alert.id) == ["pending", "firing", "resolved"]
+
+
+def test_a_flap_shorter_than_for_never_fires(host: SimHost) -> None:
+    host.send()
+    down = LinksDown(gpu=1, links=(4,))
+    host.inject(down)
+    host.step(30)
+    host.clear(down)
+    host.step(30)
+    assert host.firing() == set()
+    assert {a.state for a in host.alerts()} == {"inactive"}
+
+
+def test_rising_replays_fire_and_resolve_once_the_window_is_quiet(host: SimHost) -> None:
+    host.send()
+    growth = ErrorGrowth(gpu=1, link=3, counter="replay", per_second=0.05)
+    host.inject(growth)
+    host.step(30)
+    host.step(30)
+    [alert] = host.alerts("firing")
+    assert alert.rule == "NVLinkErrorsIncreasing"
+    assert alert.labels["link"] == "3" and alert.labels["gpu"] == "1"
+    assert "replay errors growing" in alert.annotations["description"]
+    host.clear(growth)
+    host.step(300)
+    assert host.firing() == {"NVLinkErrorsIncreasing"}  # the growth is still in the window
+    for _ in range(3):  # 20 min: the 15 min rate window no longer sees growth
+        host.step(300)
+    assert host.alerts("resolved", rule="NVLinkErrorsIncreasing")
+    assert host.firing() == set()
+
+
+def test_large_constant_lifetime_crc_count_stays_silent(host: SimHost) -> None:
+    burst = ErrorGrowth(gpu=0, link=2, counter="crc_data", per_second=20_000)
+    host.inject(burst)
+    host.advance(60)  # 1.2 million CRC errors, counted before peerwatch ever looked
+    host.clear(burst)
+    host.send()
+    host.evaluate()
+    for _ in range(6):
+        host.step(30)
+    counts = [c.crc_data for c in host.fabric.link_counters(0) if c.link == 2]
+    assert counts[0] is not None and counts[0] >= 1_000_000
+    assert host.alerts() == []
+
+
+def test_crc_growth_fires_only_above_the_rate(host: SimHost) -> None:
+    host.send()
+    slow = ErrorGrowth(gpu=0, link=5, counter="crc_data", per_second=0.5)
+    host.inject(slow)
+    for _ in range(4):
+        host.step(30)
+    assert host.alerts() == []  # 0.5/s is under the 1/s default
+    fast = ErrorGrowth(gpu=0, link=6, counter="crc_data", per_second=5)
+    host.inject(fast)
+    host.step(30)
+    host.step(30)
+    assert host.active() == {"NVLinkErrorsIncreasing": {
+        (("gpu", "0"), ("host", "sim-a"), ("link", "6"))}}

@@ -1,0 +1,101 @@
+"""Pair, PCIe and probe rules on the simulated fabric, with a fake clock."""
+
+from __future__ import annotations
+
+from probes.faults import BandwidthFactor, Contention, P2PDisabled, PcieDowntrained, TransferFails
+from tests.app.alerting.simhost import SimHost
+
+SWEEP_S = 300.0
+
+
+def test_slow_pair_fires_after_the_sustain_time_and_resolves(host: SimHost) -> None:
+    for _ in range(3):
+        host.step(SWEEP_S, "sweep")
+    assert host.alerts() == []
+    slow = BandwidthFactor(src=0, dst=1, factor=0.5, both_directions=False)
+    host.inject(slow)
+    host.step(SWEEP_S, "sweep")
+    host.step(SWEEP_S, "sweep")
+    assert host.firing() == set()  # low for 5 min of the 10 min the server waits
+    host.step(SWEEP_S, "sweep")
+    assert host.active() == {"P2PBandwidthDegraded": {
+        (("gpu", "0"), ("host", "sim-a"), ("peer_gpu", "1"), ("test", t))
+        for t in ("ce_write", "ce_read")}}
+    alert = host.alerts("firing")[0]
+    assert alert.annotations["dashboard"].startswith("/#/host/sim-a?pair=0-1&test=ce_")
+    assert "of expected" in alert.annotations["description"]
+    assert alert.value is not None and alert.value < 0.7
+    host.clear(slow)
+    host.step(SWEEP_S, "sweep")
+    assert host.firing() == set()
+    assert {a.state for a in host.alerts()} == {"resolved"}
+
+
+def test_contended_samples_never_page(host: SimHost) -> None:
+    for _ in range(3):
+        host.step(SWEEP_S, "sweep")
+    host.inject(Contention(gpu=0, peer=1))
+    for _ in range(4):
+        host.step(SWEEP_S, "sweep")
+    report = host.sweep()
+    contended = [r for r in report.results if r.contended and r.src == 0 and r.dst == 1]
+    assert contended, "the simulated job should have shared the 0->1 links"
+    assert min(r.value or 0 for r in contended) < 0.7 * max(
+        r.value or 0 for r in report.results if r.test == contended[0].test)
+    host.evaluate()
+    assert host.alerts() == []
+
+
+def test_p2p_disabled_fires_p2p_access_lost_for_both_directions(host: SimHost) -> None:
+    host.send()
+    host.inject(P2PDisabled(a=0, b=1))
+    host.step(30)
+    assert host.active() == {"P2PAccessLost": {
+        (("gpu", "0"), ("host", "sim-a"), ("peer_gpu", "1")),
+        (("gpu", "1"), ("host", "sim-a"), ("peer_gpu", "0"))}}
+    assert host.firing() == {"P2PAccessLost"}
+
+
+def test_pcie_downtrained_fires_after_15_minutes(host: SimHost) -> None:
+    host.send()
+    host.inject(PcieDowntrained(gpu=1, gen=4, width=8))
+    host.step(30)
+    assert host.active() == {"PCIeLinkDowntrained": {
+        (("field", "width"), ("gpu", "1"), ("host", "sim-a")),
+        (("field", "generation"), ("gpu", "1"), ("host", "sim-a"))}}
+    host.step(600)
+    assert host.firing() == set()
+    host.step(300)
+    assert host.firing() == {"PCIeLinkDowntrained"}
+    width = next(a for a in host.alerts() if a.labels["field"] == "width")
+    assert "x8 of x16" in width.annotations["description"]
+
+
+def test_stale_probe_fires_after_three_intervals_and_resolves_on_report(host: SimHost) -> None:
+    host.send()
+    host.advance(80)
+    host.evaluate()
+    assert host.alerts() == []
+    host.advance(20)  # 100 s > 3 x 30 s
+    host.evaluate()
+    [alert] = host.alerts("firing")
+    assert alert.rule == "ProbeStale" and alert.value == 100
+    assert alert.annotations["summary"] == "No report from sim-a for 2 min"
+    host.step(0)
+    assert host.alerts("resolved", rule="ProbeStale")
+
+
+def test_failed_transfers_fire_probe_failing_until_a_clean_sweep(host: SimHost) -> None:
+    host.sweep()
+    fails = TransferFails(gpu=1)
+    host.inject(fails)
+    host.step(SWEEP_S, "sweep")
+    [alert] = host.alerts("firing")
+    assert alert.rule == "ProbeFailing"
+    assert alert.value == 6  # 3 tests x 2 directions touch GPU1
+    assert "illegal memory access" in alert.annotations["description"]
+    host.clear(fails)
+    host.step(30)  # an inventory report does not clear it: the latest sweep still failed
+    assert host.firing() == {"ProbeFailing"}
+    host.step(SWEEP_S, "sweep")
+    assert host.firing() == set()

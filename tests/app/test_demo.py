@@ -1,0 +1,122 @@
+"""`peerwatch demo` as a user runs it: a subprocess that serves fleet data within 10 s,
+backfills history, and stops cleanly on Ctrl-C (SIGINT)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+
+from app.demo.fleet import plan_fleet
+from app.demo.scenario import default_scenario
+from probes.faults import BandwidthFactor, ErrorGrowth, LinksDown
+from tests.probes.live_server import free_port
+
+FIRST_DATA_WITHIN_S = 10.0
+
+
+def first_data_budget_s() -> float:
+    """10 s on a machine with a core to spare; stretched by how oversubscribed it is now.
+
+    The suite runs beside other work on shared CI machines: with a run queue of 8 on 2
+    cores the demo gets a quarter of the CPU it would have alone, and so does its budget.
+    """
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return FIRST_DATA_WITHIN_S * max(1.0, load)
+
+
+def _poll(url: str) -> Any:
+    try:
+        response = httpx.get(url, timeout=2.0)
+    except httpx.TransportError:
+        return None
+    return response.json() if response.status_code == 200 else None
+
+
+def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "demo", "--port", str(port), "--data-dir",
+         str(tmp_path / "demo"), "--hosts", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        hosts: list[dict[str, Any]] = []
+        budget = first_data_budget_s()
+        while time.monotonic() - started < budget and len(hosts) < 4:
+            body = _poll(f"{base}/api/v1/hosts")
+            hosts = (body or {}).get("hosts", [])
+            time.sleep(0.5)
+        first_data_s = time.monotonic() - started
+        names = sorted(h["host"] for h in hosts)
+        assert names == ["h200x2-01", "hgx8-01", "mesh4-01", "pcie4-01"], (
+            f"after {first_data_s:.1f} s (budget {budget:.1f} s)")
+        assert all(h["last_report_at"] for h in hosts)
+        history = sweep = False
+        deadline = time.monotonic() + 30
+        while not (history and sweep) and time.monotonic() < deadline:
+            body = _poll(f"{base}/api/v1/hosts") or {}
+            sweep = any(h["last_sweep_at"] for h in body.get("hosts", []))
+            day_ago = datetime.now(UTC) - timedelta(hours=24)
+            window = {"src": 0, "dst": 1, "test": "ce_write", "step": 3600,
+                      "since": (day_ago - timedelta(hours=1)).isoformat(),
+                      "until": (day_ago + timedelta(hours=1)).isoformat()}
+            series = _poll(f"{base}/api/v1/hosts/h200x2-01/series?{urlencode(window)}") or {}
+            history = any(b["count"] for b in series.get("buckets", []))
+            time.sleep(0.5)
+        assert sweep, "no live sweep reached the server"
+        assert history, "no backfilled report from a day ago reached the server"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert f"dashboard: {base}/" in out and f"API docs:  {base}/docs" in out
+    assert "first data: 4 of 4 hosts reporting" in out
+    assert out.rstrip().endswith("peerwatch demo: stopped")
+    assert "Traceback" not in err
+
+
+def test_the_scenario_develops_faults_over_time() -> None:
+    fleet = plan_fleet(12)
+    story = default_scenario(fleet)
+    assert story.faults_at("hgx8-01", 179) == frozenset()
+    assert story.faults_at("hgx8-01", 181) == {LinksDown(gpu=3, count=2)}
+    early, late = (next(iter(story.faults_at("h200x2-01", t))) for t in (90, 900))
+    assert isinstance(early, BandwidthFactor) and isinstance(late, BandwidthFactor)
+    assert late.factor < early.factor < 1
+    rates = [next(iter(story.faults_at("hgx8-02", t))) for t in (60, 400)]
+    assert all(isinstance(r, ErrorGrowth) and r.counter == "replay" for r in rates)
+    assert rates[1].per_second > rates[0].per_second  # type: ignore[union-attr]
+    assert not story.silent_at("pcie4-01", 200) and story.silent_at("pcie4-01", 241)
+    assert story.faults_at("hgx8-01", -9.75 * 3600) == {LinksDown(gpu=5, count=4)}
+
+
+def test_a_small_fleet_still_has_every_preset_and_distinct_names() -> None:
+    fleet = plan_fleet(4, seed=1)
+    assert [h.preset for h in fleet] == ["hgx8", "h200x2", "mesh4", "pcie4"]
+    assert len({h.name for h in plan_fleet(12)}) == 12
+    assert len({h.seed for h in fleet}) == 4
+
+
+def test_command_line_defaults_are_the_demo_defaults() -> None:
+    from app.cli import build_parser
+    from app.demo.run import DemoOptions
+
+    args = build_parser().parse_args(["demo"])
+    defaults = DemoOptions()
+    assert (args.port, args.bind, args.data_dir, args.hosts, args.seed, args.backfill_hours) == (
+        defaults.port, defaults.bind, defaults.data_dir, defaults.hosts, defaults.seed,
+        defaults.backfill_hours)

@@ -1,0 +1,53 @@
+"""The dashboard's files as the server hands them out: headers, caching, versioned plotly.js."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.routes import frontend
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    app = FastAPI()
+    app.include_router(frontend.router)
+    return TestClient(app)
+
+def test_index_links_the_installed_plotly_and_has_no_inline_script(client: TestClient) -> None:
+    response = client.get("/")
+    assert response.status_code == 200
+    html = response.text
+    assert f'src="/static/vendor/plotly-{frontend.PLOTLY_VERSION}.min.js"' in html
+    assert frontend.PLOTLY_PLACEHOLDER not in html
+    assert "<script>" not in html  # every script has a src: the CSP allows no inline code
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-eval" not in csp and "unsafe-inline'" in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["cache-control"] == "no-cache"
+
+def test_static_module_is_revalidated_with_an_etag(client: TestClient) -> None:
+    first = client.get("/static/app.js")
+    assert first.status_code == 200
+    assert first.headers["content-type"].startswith("text/javascript")
+    again = client.get("/static/app.js", headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304
+    assert again.content == b""
+
+def test_plotly_is_served_versioned_gzipped_and_cached_for_a_year(client: TestClient) -> None:
+    url = frontend.PLOTLY_URL
+    response = client.get(url, headers={"Accept-Encoding": "gzip"})
+    assert response.status_code == 200
+    assert "immutable" in response.headers["cache-control"]
+    assert response.headers["content-encoding"] == "gzip"
+    assert f"plotly.js v{frontend.PLOTLY_VERSION}" in response.text[:200]  # client un-gzips
+    plain = client.get(url, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    assert plain.content.startswith(b"/**")
+
+def test_other_plotly_versions_and_escapes_are_404(client: TestClient) -> None:
+    assert client.get("/static/vendor/plotly-0.0.1.min.js").status_code == 404
+    assert client.get("/static/../app/main.py").status_code == 404
+    assert client.get("/static/%2e%2e/pyproject.toml").status_code == 404
+    assert client.get("/static/nope.js").status_code == 404

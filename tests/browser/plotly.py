@@ -1,0 +1,59 @@
+"""Reading what Plotly drew, and clicking where it drew it, from a Playwright page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TRACES = """id => document.getElementById(id).data.map(t => ({
+  type: t.type, name: t.name, x: t.x, y: t.y, z: t.z, text: t.text, hovertext: t.hovertext,
+  line: t.line, marker: t.marker, customdata: t.customdata }))"""
+
+ANNOTATIONS = "id => (document.getElementById(id).layout.annotations || []).map(a => a.text)"
+
+CELL_CENTRE = """([id, row, col]) => {
+  const el = document.getElementById(id);
+  const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis;
+  const box = el.getBoundingClientRect();
+  return {x: box.left + xa._offset + xa.l2p(col), y: box.top + ya._offset + ya.l2p(row)};
+}"""
+
+
+def traces(page: Any, element_id: str) -> list[dict[str, Any]]:
+    """The data of the Plotly chart in element `element_id`, as plotted."""
+    result: list[dict[str, Any]] = page.evaluate(TRACES, element_id)
+    return result
+
+
+def trace(page: Any, element_id: str, name: str) -> dict[str, Any]:
+    found = [t for t in traces(page, element_id) if t["name"] == name]
+    assert found, f"no trace named {name!r} in #{element_id}"
+    return found[0]
+
+
+def annotations(page: Any, element_id: str) -> list[str]:
+    result: list[str] = page.evaluate(ANNOTATIONS, element_id)
+    return result
+
+
+def click_cell(page: Any, element_id: str, row: float, col: float) -> None:
+    """A real mouse click at data coordinates (col, row) of the chart."""
+    at = page.evaluate(CELL_CENTRE, [element_id, row, col])
+    page.mouse.click(at["x"], at["y"])
+
+
+PLOT_BOX = """id => { const el = document.getElementById(id), fl = el._fullLayout;
+  const box = el.getBoundingClientRect();
+  return {left: box.left + fl.xaxis._offset, width: fl.xaxis._length,
+          top: box.top + fl.yaxis._offset, height: fl.yaxis._length}; }"""
+
+
+def drag_zoom(page: Any, element_id: str, start: float = 0.3, end: float = 0.6) -> None:
+    """Zoom the x axis the way a user does: drag across the plot from `start` to `end`
+    (fractions of its width), at mid height."""
+    box = page.evaluate(PLOT_BOX, element_id)
+    y = box["top"] + box["height"] / 2
+    page.mouse.move(box["left"] + box["width"] * start, y)
+    page.mouse.down()
+    page.mouse.move(box["left"] + box["width"] * (start + end) / 2, y, steps=4)
+    page.mouse.move(box["left"] + box["width"] * end, y, steps=4)
+    page.mouse.up()

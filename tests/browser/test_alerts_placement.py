@@ -1,0 +1,80 @@
+"""The alerts page lists what the alerts API says and links to the pair; the placement page
+highlights the set the scheduler API chose."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import FAULTY, Fleet, open_view, screenshot, wait_hash
+from tests.browser.plotly import trace
+
+pytestmark = pytest.mark.browser
+
+
+def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    with page.expect_response(lambda r: r.url.endswith("/api/v1/alerts")) as answer:
+        open_view(page, "/#/alerts", "alerts")
+    alerts = answer.value.json()["alerts"]
+    assert alerts
+    rows = page.locator('table[aria-label="Alerts"] tbody tr')
+    assert rows.count() == len(alerts)
+    degraded = [a for a in alerts if a["alertname"] == "P2PBandwidthDegraded"
+                and a["host"] == FAULTY and a["labels"].get("gpu") == "1"
+                and a["labels"].get("peer_gpu") == "2"]
+    assert degraded, "the half-speed GPU1 -> GPU2 path raised no alert"
+    assert any(a["alertname"] == "NVLinkDown" and a["labels"].get("gpu") == "3" for a in alerts)
+    row = page.locator(f'tbody tr[data-key="{degraded[0]["id"]}"]')
+    assert degraded[0]["annotations"]["summary"] in row.inner_text()
+    assert degraded[0]["state"] in row.locator(".badge").inner_text()
+    screenshot(page, "alerts")
+    row.get_by_role("link", name=f"GPU1 → GPU2 {degraded[0]['labels']['test']}").click()
+    page.wait_for_selector("#series-chart[data-ready]")
+    wait_hash(page, "pair=1-2")
+    shapes = page.evaluate("document.getElementById('series-chart').layout.shapes")
+    assert len(shapes) >= 2  # the low period and the alert's period are shaded
+    annotations = page.evaluate(
+        "document.getElementById('series-chart').layout.annotations.map(a => a.text)")
+    assert any(a.startswith("P2PBandwidthDegraded") for a in annotations)
+
+
+def test_alerts_filter_by_host_and_state(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/alerts?host={FAULTY}&state=firing", "alerts")
+    firing = fleet.api("/alerts", state="firing", host=FAULTY)["alerts"]
+    rows = page.locator('table[aria-label="Alerts"] tbody tr:not(.empty)')
+    assert rows.count() == len(firing)
+    assert page.locator('button[data-state="firing"]').get_attribute("aria-pressed") == "true"
+    page.get_by_role("button", name="Show every host").click()
+    wait_hash(page, "state=firing")
+    assert "host=" not in page.evaluate("location.hash")
+
+
+def test_placement_highlights_the_chosen_set(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    with page.expect_response(lambda r: "/scheduler/placement?" in r.url) as answer:
+        open_view(page, f"/#/placement?host={FAULTY}&k=4&pattern=ring", "placement")
+    chosen = answer.value.json()
+    assert chosen["gpus"] and 3 not in chosen["gpus"]  # GPU3 lost links: never chosen
+    nodes = trace(page, "placement-chart", "nodes")
+    outline = dict(zip(nodes["customdata"], nodes["marker"]["line"]["width"], strict=True))
+    picked = {f"gpu{g}" for g in chosen["gpus"]}
+    assert {n for n, w in outline.items() if w > 1} == picked
+    labels = nodes["text"]
+    for order, gpu in enumerate(chosen["gpus"], start=1):
+        assert f"GPU{gpu} #{order}" in labels
+    assert page.locator(".big").inner_text() == f"{chosen['predicted_bps'] / 1e9:.1f} GB/s"
+    excluded = page.locator('table[aria-label="GPUs left out"] tbody tr[data-key="3"]')
+    assert "not healthy" in excluded.inner_text()
+    screenshot(page, "placement")
+    # the form changes the URL, and the URL the answer
+    page.select_option("#pl-pattern", "all_to_all")
+    page.fill("#pl-k", "2")
+    with page.expect_response(lambda r: "pattern=all_to_all" in r.url):
+        page.get_by_role("button", name="Place").click()
+    wait_hash(page, "pattern=all_to_all")
+
+
+def test_placement_says_why_it_cannot_place(page, fleet: Fleet, browser_context) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/placement?host={FAULTY}&k=8&pattern=ring", "placement")
+    assert "only 7 of 8 are healthy" in page.locator(".error-box").inner_text()
+    _, watch = browser_context
+    # Chromium logs every 4xx fetch as a console error; this 409 is the answer we asked for.
+    watch.problems[:] = [p for p in watch.problems if "status of 409" not in p]

@@ -1,0 +1,105 @@
+"""The host page: what Plotly drew is what the API said, the faulty links and pair look it, and
+a click on the matrix opens that pair's history."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import FAULTY, Fleet, open_view, screenshot, wait_hash, wait_until
+from tests.browser.plotly import annotations, click_cell, drag_zoom, trace, traces
+
+pytestmark = pytest.mark.browser
+
+VERMILLION, ORANGE, GREEN = "#D55E00", "#E69F00", "#009E73"
+COLOUR = {"down": VERMILLION, "degraded": ORANGE, "healthy": GREEN}
+
+
+def test_matrix_plots_the_api_matrix(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/host/{FAULTY}?test=ce_write", "host")
+    api = fleet.api(f"/hosts/{FAULTY}/matrix", test="ce_write")
+    heat = trace(page, "matrix-chart", "ce_write")
+    gpus = api["gpus"]
+    assert heat["x"] == gpus and heat["y"] == gpus
+    for cell in api["cells"]:
+        i, j = gpus.index(cell["src"]), gpus.index(cell["dst"])
+        assert heat["z"][i][j] == pytest.approx(cell["ratio"])
+        assert heat["text"][i][j] == f"{cell['value'] / 1e9:.0f}"
+        hover = heat["hovertext"][i][j]
+        assert f"GPU{cell['src']} → GPU{cell['dst']}" in hover and cell["verdict"] in hover
+    slow = [c for c in api["cells"] if c["verdict"] == "degraded"]
+    assert {(c["src"], c["dst"]) for c in slow} >= {(1, 2), (2, 1)}  # the injected BandwidthFactor
+    marks = trace(page, "matrix-chart", "marks")
+    assert len(marks["x"]) == len([c for c in api["cells"] if c["verdict"] in ("degraded", "down")])
+
+
+def test_faulty_links_are_drawn_degraded(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/host/{FAULTY}", "host")
+    topo = fleet.api(f"/hosts/{FAULTY}/topology")
+    for edge in topo["edges"]:
+        line = trace(page, "topology-chart", f"edge {edge['id']}")["line"]
+        if edge["verdict"] != "healthy":
+            assert line["color"] == COLOUR[edge["verdict"]], edge
+    gpu3 = next(e for e in topo["edges"] if e["id"] == "gpu3-nvswitch")
+    assert gpu3["verdict"] == "down" and gpu3["width"] == 16
+    labels = annotations(page, "topology-chart")
+    assert "✕ NV16/18" in labels
+    row = page.locator('table[aria-label="GPU inventory"] tbody tr[data-key="3"]')
+    assert "16 / 18" in row.inner_text() and "down: 16, 17" in row.inner_text()
+    problems = page.locator(".problem-list li").all_inner_texts()
+    assert any("GPU3 link 16" in p for p in problems)
+    assert any("GPU1 → GPU2" in p for p in problems)
+    assert page.locator("#down-links").inner_text() == "✕ down: GPU3 link 16, GPU3 link 17"
+
+
+def test_click_a_cell_opens_the_pair_series(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/host/{FAULTY}?test=ce_write", "host")
+    assert page.locator("#pair-panel").is_hidden()
+    with page.expect_response(lambda r: "/series?" in r.url) as answer:
+        click_cell(page, "matrix-chart", row=1, col=2)
+    wait_hash(page, "pair=1-2")
+    page.wait_for_selector("#series-chart[data-ready]")
+    series = answer.value.json()
+    assert (series["src"], series["dst"], series["test"]) == (1, 2, "ce_write")
+    measured = trace(page, "series-chart", "measured (GB/s)")
+    assert measured["x"] == [b["start"] for b in series["buckets"]]
+    assert measured["y"] == pytest.approx([b["mean"] / 1e9 for b in series["buckets"]])
+    expected = trace(page, "series-chart", "expected")
+    assert expected["y"][0] == pytest.approx(series["expected"]["value"] / 1e9)
+    # the pair went to half speed 30 min ago: the newest samples sit near half the expected
+    assert measured["y"][-1] < 0.6 * expected["y"][0] < measured["y"][0]
+    shapes = page.evaluate("document.getElementById('series-chart').layout.shapes.length")
+    assert shapes >= 1  # the low period is shaded
+    assert "degraded" in page.locator("#pair-panel .facts").inner_text()
+    screenshot(page, "host-pair")
+
+
+def test_keyboard_picks_a_pair_and_swaps_it(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/host/{FAULTY}", "host")
+    page.focus("#matrix-chart")
+    page.keyboard.press("ArrowRight")  # the cursor starts on GPU0 -> GPU1
+    live = page.locator("#view p.sr-only[aria-live]").inner_text()
+    assert live.startswith("GPU0 → GPU2")
+    page.keyboard.press("Enter")
+    wait_hash(page, "pair=0-2")
+    page.wait_for_selector("#series-chart[data-ready]")
+    page.get_by_role("link", name="⇄ GPU2 → GPU0").click()
+    wait_hash(page, "pair=2-0")
+    page.get_by_role("button", name="1h").click()
+    wait_hash(page, "range=1h")
+
+
+def test_refresh_keeps_the_pair_and_the_zoom(fresh_page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    page = fresh_page
+    open_view(page, f"/?refresh=1#/host/{FAULTY}?pair=1-2", "host")
+    page.wait_for_selector("#series-chart[data-ready]")
+    drawn = page.evaluate("document.getElementById('series-chart').layout.xaxis.range")
+    drag_zoom(page, "series-chart")
+    zoom = page.evaluate("document.getElementById('series-chart').layout.xaxis.range")
+    assert zoom != drawn
+    updates = int(page.evaluate("document.querySelector('main').dataset.updates"))
+    wait_until(page, "n => Number(document.querySelector('main').dataset.updates) > n", updates,
+               timeout_s=15)  # a refresh (every second with ?refresh=1) has been drawn
+    assert "pair=1-2" in page.evaluate("location.hash")
+    assert page.evaluate("document.getElementById('series-chart').layout.xaxis.range") == zoom
+    assert len(traces(page, "series-chart")) > 0
+    screenshot(page, "host")

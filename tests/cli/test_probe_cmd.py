@@ -1,0 +1,149 @@
+"""`peerwatch probe`: --once against a real server, exit statuses, help, and SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.cli import build_parser, main
+from probes.report import Report
+from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
+
+
+def once(spool: Path, url: str, token: str = TOKEN, *extra: str) -> list[str]:
+    return ["probe", "--once", "--fabric", "simulated:h200x2", "--server", url,
+            "--token", token, "--spool-dir", str(spool), "--request-timeout", "2", *extra]
+
+
+def test_once_delivers_and_prints_what_the_sweep_cost(tmp_path: Path, capsys) -> None:
+    settings = server_settings(tmp_path / "server")
+    with live_server(settings) as server:
+        status = main(once(tmp_path / "spool", server.url))
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert re.search(r"sweep GPU time \d+\.\d+ s", out)
+    assert re.search(r"agent memory \(RSS\) \d+\.\d MiB", out)
+    assert "delivered to http://127.0.0.1" in out and "HTTP 201" in out
+    report_id = re.search(r"sweep report ([0-9a-f-]{36})", out)
+    assert report_id and [str(i) for i in stored(settings).report_ids] == [report_id[1]]
+
+
+def test_once_with_the_server_down_spools_and_exits_0(tmp_path: Path, capsys) -> None:
+    status = main(once(tmp_path / "spool", f"http://127.0.0.1:{free_port()}"))
+    out = capsys.readouterr().out
+    assert status == 0 and "kept in the spool" in out
+    assert len(list((tmp_path / "spool").glob("*.json"))) == 1
+
+
+def test_once_with_a_wrong_token_exits_3_and_keeps_the_report(tmp_path: Path, capsys) -> None:
+    settings = server_settings(tmp_path / "server")
+    with live_server(settings) as server:
+        status = main(once(tmp_path / "spool", server.url, "wrong"))
+    captured = capsys.readouterr()
+    assert status == 3
+    assert "HTTP 403: the bearer token is not a valid probe token" in captured.out
+    assert len(list((tmp_path / "spool").glob("*.json"))) == 1 and stored(settings).report_ids == []
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--token", ""], "no probe token: pass --token or set PEERWATCH_PROBE_TOKEN"),
+    (["--token", "t", "--sweep-interval", "-5"], "sweep_interval_s: Input should be greater"),
+    (["--token", "t", "--server", "127.0.0.1:8000"], "must start with http:// or https://"),
+    (["--token", "t", "--fabric", "simulated:dgx1"], "unknown"),
+])
+def test_bad_options_are_one_line_usage_errors(tmp_path: Path, capsys, monkeypatch,
+                                               args: list[str], message: str) -> None:
+    monkeypatch.delenv("PEERWATCH_PROBE_TOKEN", raising=False)
+    status = main(["probe", "--once", "--spool-dir", str(tmp_path), *args])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err and err.count("\n") == 1
+
+
+def test_environment_configures_and_the_command_line_wins(tmp_path: Path, monkeypatch) -> None:
+    from app.cli.commands.probe import settings_from
+
+    monkeypatch.setenv("PEERWATCH_PROBE_TOKEN", "from-env")
+    monkeypatch.setenv("PEERWATCH_PROBE_SWEEP_INTERVAL_S", "42")
+    args = build_parser().parse_args(["probe", "--sweep-interval", "7"])
+    settings = settings_from(args)
+    assert settings.token == "from-env" and settings.sweep_interval_s == 7
+
+
+def test_every_option_states_its_default() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    probe = sub.choices["probe"]  # type: ignore[attr-defined]
+    for action in probe._actions:
+        if action.dest != "help":
+            assert "(default:" in (action.help or ""), action.option_strings
+
+
+def _hanging_server() -> socket.socket:
+    """A socket that listens but never answers: requests time out, as to a wedged server."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    return sock
+
+
+def test_sigterm_ends_a_running_probe_cleanly_with_reports_spooled(tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    with _hanging_server() as hang:
+        url = f"http://127.0.0.1:{hang.getsockname()[1]}"
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "probe", "--fabric", "simulated:mesh4",
+             "--server", url, "--token", "t", "--spool-dir", str(spool),
+             "--inventory-interval", "0.3", "--sweep-interval", "1", "--sweep-jitter", "0",
+             "--request-timeout", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            while len(list(spool.glob("*.json"))) < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 0, err
+    assert "SIGTERM received: stopping" in err
+    files = sorted(spool.glob("*.json"))
+    assert len(files) >= 3 and f"{len(files)} report(s) in {spool}" in err
+    kinds = {Report.model_validate_json(f.read_bytes()).kind for f in files}
+    assert kinds == {"inventory", "sweep"}
+    assert not list(spool.glob(".tmp-*"))
+
+
+def test_auto_without_gpus_refuses_instead_of_reporting_simulated_data(tmp_path: Path,
+                                                                        capsys) -> None:
+    from probes.errors import FabricUnavailable
+    from probes.fabric_select import open_real
+
+    try:
+        open_real().close()
+        pytest.skip("this machine has usable GPUs")
+    except FabricUnavailable:
+        pass
+    status = main(["probe", "--once", "--fabric", "auto", "--token", "t", "--spool-dir",
+                   str(tmp_path), "--server", f"http://127.0.0.1:{free_port()}"])
+    err = capsys.readouterr().err
+    assert status == 1 and "no GPUs usable here" in err and "--fabric simulated:" in err
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_spool_owned_by_another_probe_is_refused(tmp_path: Path, capsys) -> None:
+    from probes.spool import Spool
+
+    with Spool(tmp_path, 1 << 20):
+        status = main(once(tmp_path, f"http://127.0.0.1:{free_port()}"))
+    assert status == 1 and "in use by another probe" in capsys.readouterr().err
