@@ -1,7 +1,8 @@
 """Keep each (pair, test)'s baseline current as reports arrive.
 
 A baseline is recomputed at most every `baseline_refresh_s` per (pair, test), and at most
-`baseline_refresh_batch` of them per report (missing ones first, then the stalest): the median
+`baseline_refresh_batch` existing ones per report, the stalest first (missing baselines are
+always attempted): the median
 of a window hardly moves between two sweeps, and reading the window is the costly part of an
 ingest, so its cost is spread over several reports instead of landing on one. Each key reads
 only its newest `baseline_max_samples` successful, uncontended samples through its index.
@@ -60,12 +61,14 @@ def refresh_baselines(session: Session, fabric: HostFabric, keys: set[Key], at: 
         for b in session.scalars(select(Baseline).where(Baseline.host_id == host_id))
     }
     fresh_after = at - timedelta(seconds=settings.baseline_refresh_s)
-    stale = [k for k in keys if k not in existing or existing[k].updated_at < fresh_after]
-    if not stale:
+    missing = {k for k in keys if k not in existing}
+    stale = sorted((existing[k].updated_at, k) for k in keys
+                   if k in existing and existing[k].updated_at < fresh_after)
+    # A missing baseline is always attempted (a verdict needs it, and young history is cheap
+    # to read); refreshes of existing ones go stalest first, a batch per report.
+    due = missing | {k for _, k in stale[:settings.baseline_refresh_batch]}
+    if not due:
         return 0
-    # Missing baselines first, then the oldest; at most a batch per report.
-    stale.sort(key=lambda k: (k in existing, existing[k].updated_at if k in existing else at, k))
-    due = set(stale[:settings.baseline_refresh_batch])
     since = at - timedelta(seconds=settings.baseline_window_s)
     values = _recent_values(session, host_id, due, since, at, settings.baseline_max_samples)
     written = 0

@@ -26,19 +26,25 @@ def _baselines(settings: Settings) -> list[Baseline]:
         engine.dispose()
 
 
-def test_baselines_come_in_batches_missing_first(settings: Settings) -> None:
+def test_refreshes_come_in_batches_stalest_first(settings: Settings) -> None:
     tuned = settings.model_copy(update={"baseline_refresh_batch": 3, "baseline_refresh_s": 0.0,
                                         "baseline_min_samples": 5})
     engine = make_engine(tuned)
     sessions = make_sessionmaker(engine)
     try:
-        counts = []
-        for i in range(6):
+        stamps = []
+        for i in range(7):
             with sessions() as s:
                 ingest(s, sweep(n=2, at=T0 + i * timedelta(minutes=10), tests=TESTS), tuned,
                        utcnow())
-            counts.append(len(_baselines(tuned)))
-        assert counts == [0, 0, 0, 0, 3, 4]  # 4 keys; 5 samples needed; 3 per report
+            stamps.append(sorted(b.updated_at - T0 for b in _baselines(tuned)))
+        def sweep_done(k: int) -> timedelta:  # when sweep k finished, from T0
+            return timedelta(minutes=10 * k, seconds=5)
+
+        # 4 keys, 5 samples needed: all four appear together, then 3 refreshes per report.
+        assert [len(s) for s in stamps] == [0, 0, 0, 0, 4, 4, 4]
+        assert stamps[5] == [sweep_done(4)] + [sweep_done(5)] * 3
+        assert stamps[6] == [sweep_done(5)] + [sweep_done(6)] * 3
     finally:
         engine.dispose()
 
