@@ -94,6 +94,10 @@ class Settings(BaseSettings):
     baseline_max_samples: int = Field(
         default=200, ge=1, description="Most recent samples per (pair, test) a baseline uses."
     )
+    baseline_refresh_batch: int = Field(
+        default=64, ge=1, description="At most this many baselines are recomputed per report, "
+        "the stalest first (bounds ingest time; the rest follow with the next reports)."
+    )
     baseline_refresh_s: float = Field(
         default=900.0, ge=0, description="A baseline younger than this is not recomputed at ingest."
     )
@@ -101,7 +105,8 @@ class Settings(BaseSettings):
         default=0.0, ge=0, description="NVLink replay/recovery growth above this is degraded."
     )
     crc_rate_degraded_per_s: float = Field(
-        default=1.0, ge=0, description="NVLink CRC/ECC error growth above this is degraded."
+        default=1.0, ge=0, description="NVLink CRC flit error growth above this is degraded "
+        "(CRC_DATA/ECC_DATA count corrected errors and are not judged)."
     )
 
     @model_validator(mode="after")

@@ -122,6 +122,7 @@ class Outbox:
             entry = self.spool.put(report)
         except OSError as exc:
             log.error("could not spool report %s: %s", report.report_id, exc)
+            self.spool.note_lost()
             return Delivery.LOST
         if entry is None:
             return Delivery.LOST

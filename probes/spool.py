@@ -151,7 +151,14 @@ class Spool:
 
     def _add_drops(self, n: int) -> None:
         self._dropped += n
-        atomic_write(self.directory, _DROPS_FILE, str(self._dropped).encode())
+        try:
+            atomic_write(self.directory, _DROPS_FILE, str(self._dropped).encode())
+        except OSError as exc:  # the count stays right in memory; only a restart loses it
+            log.error("spool: cannot persist the drop count in %s: %s", self.directory, exc)
+
+    def note_lost(self) -> None:
+        """A report that could not even be written here (disk full, read-only): count it."""
+        self._add_drops(1)
 
     def dropped(self) -> int:
         """Reports lost (evicted, corrupt, rejected) not yet announced in a sent report."""

@@ -146,7 +146,11 @@ class Worker:
         if self.stopping:  # shutting down: do not wait on the network, keep it on disk
             submitted = Submitted(self.outbox.keep(report))
         else:
-            submitted = self.outbox.submit(report)
+            try:
+                submitted = self.outbox.submit(report)
+            except Exception:  # noqa: BLE001 - whatever broke, the report must not be lost
+                log.exception("delivering report %s failed; keeping it", report.report_id)
+                submitted = Submitted(self.outbox.keep(report))
         if submitted.delivery in (Delivery.DELIVERED, Delivery.SPOOLED):
             self.outbox.spool.acknowledge_drops(announced)
         self.stats.deliveries[submitted.delivery] = (

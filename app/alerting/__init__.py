@@ -1,8 +1,13 @@
 """Alerts: rules evaluated by the server, their states and history, and Alertmanager delivery.
 
-rules.py      what each rule looks at and when it is active (over the server's queries/health)
-engine.py     inactive -> pending -> firing -> resolved, persisted with history, replica-safe
-notify.py     which alerts to send to Alertmanager now (firing, re-sends, resolutions)
+rule.py          what a rule and a finding are; fingerprints, dashboard links
+rules.py         the rules, over the server's verdicts (`app.queries.host_health`)
+context.py       what the rules read for one host
+engine.py        inactive -> pending -> firing -> resolved, persisted with history, replica-safe
+service.py       when evaluation runs: after ingest, periodically (the alerts router's lifespan)
+notify.py        which alerts to send to Alertmanager now (firing, re-sends, resolutions)
 alertmanager.py  the HTTP client for Alertmanager's /api/v2/alerts
-settings.py   PEERWATCH_* knobs of alerting and /metrics
+silences.py      Alertmanager-style matchers that mute alerts
+schemas.py       API shapes of /api/v1/alerts and /api/v1/silences
+settings.py      PEERWATCH_* knobs of alerting and /metrics
 """

@@ -2,25 +2,30 @@
 
 `health` is `app.queries.host_health` — the same judgement the API and dashboard show (pair
 sustain rule, contention ignored, counter rates across resets), computed at the evaluation's
-`now`. The rules add only what a verdict does not carry: the latest sweep's failed tests,
-how many NVLink ports each GPU has had, and the time of the last report.
+`now`. Reading every pair's recent samples is most of its cost, and only a sweep changes
+them, so the NVLink verdicts the other rules need are also available alone (`links`, from the
+server's own `link_rates` and `judge_link`, over the same window as `host_health`). The rules
+add only what a verdict does not carry: the latest sweep's failed tests, how many NVLink
+ports each GPU has had, and the time of the last report.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerting.settings import AlertingSettings
+from app.analysis.fabric_health import LinkJudgement, judge_link
 from app.analysis.health import Thresholds
 from app.config import Settings
 from app.models import Host, Measurement, NvLink, ReportRow
-from app.queries.health import HostHealth, host_health
+from app.queries.health import HostHealth, host_health, link_rates
+from app.services.fabric_state import HostFabric, load_fabric
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,23 @@ class HostContext:
     @cached_property
     def health(self) -> HostHealth:
         return host_health(self.session, self.settings, self.host, self.now)
+
+    @cached_property
+    def fabric(self) -> HostFabric:
+        if "health" in self.__dict__:
+            return self.health.fabric
+        return load_fabric(self.session, self.host)
+
+    @cached_property
+    def links(self) -> list[LinkJudgement]:
+        """The server's verdict on every NVLink port, without judging the pairs."""
+        if "health" in self.__dict__:
+            return list(self.health.judgement.links)
+        since = ((self.host.last_report_at or self.now)
+                 - timedelta(seconds=self.settings.link_rate_window_s))
+        rates = link_rates(self.session, self.host.id, since)
+        return [judge_link(p, rates.get((p.gpu, p.link), {}), self.thresholds)
+                for p in self.fabric.nvlinks]
 
     @cached_property
     def ports_had(self) -> Counter[int]:

@@ -70,12 +70,19 @@ def for_seconds(rule: Rule, alerting: AlertingSettings) -> float:
 
 def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
                   settings: Settings, alerting: AlertingSettings,
-                  rules: Sequence[Rule]) -> Outcome:
-    """Evaluate every rule for `host` at `now` and commit the state changes."""
+                  rules: Sequence[Rule], after_report: bool = False) -> Outcome:
+    """Evaluate the rules for `host` at `now` and commit the state changes.
+
+    `after_report`: called because a report arrived. If it was not a sweep, the rules that
+    read pair verdicts are left out (their alerts stay as they are): nothing they read
+    has changed, and reading it is most of an evaluation's cost.
+    """
     with sessions() as session, host_lock(session, host):
         host_row = session.scalar(select(Host).where(Host.name == host))
         findings: dict[str, tuple[Rule, Finding, dict[str, str]]] = {}
         if host_row is not None:
+            if after_report and host_row.last_report_at != host_row.last_sweep_at:
+                rules = [r for r in rules if not r.needs_sweep]
             ctx = load_context(session, host_row, now, settings, alerting)
             findings = _findings(ctx, rules)
         outcome = _apply(session, host, findings, now, alerting, {r.name for r in rules})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,11 +35,10 @@ class Rule:
     for_s: float  # seconds an instance stays active before it fires
     check: Callable[[HostContext], list[Finding]]
     doc: str = ""
-    extra_labels: dict[str, str] = field(default_factory=dict)
+    needs_sweep: bool = False  # reads pair verdicts, which only a sweep report changes
 
     def labels(self, finding: Finding) -> dict[str, str]:
-        return {"alertname": self.name, "severity": self.severity, **self.extra_labels,
-                **finding.labels}
+        return {"alertname": self.name, "severity": self.severity, **finding.labels}
 
 
 def fingerprint(labels: dict[str, str]) -> str:

@@ -16,9 +16,9 @@ from probes.report import BANDWIDTH_TESTS, LinkState
 
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
-    links = ctx.health.fabric.nvlinks
+    links = ctx.fabric.nvlinks
     out = []
-    for j in ctx.health.judgement.links:
+    for j in ctx.links:
         if j.verdict is not Verdict.DOWN:
             continue
         mine = [p for p in links if p.gpu == j.gpu]
@@ -34,9 +34,9 @@ def nvlink_down(ctx: HostContext) -> list[Finding]:
 def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
     out = []
     for gpu, had in sorted(ctx.ports_had.items()):
-        if gpu not in ctx.health.fabric.gpus:
+        if gpu not in ctx.fabric.gpus:
             continue  # a GPU missing from the inventory is the host verdict's business
-        up = sum(1 for p in ctx.health.fabric.links_of(gpu) if p.state is LinkState.UP)
+        up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
         if up >= had:
             continue
         out.append(Finding(
@@ -75,16 +75,16 @@ def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
         labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
         summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name}: errors are increasing",
         description=f"{j.reason} (replay/recovery: any growth over "
-                    f"{ctx.thresholds.error_rate_per_s:g}/s; CRC/ECC: over "
+                    f"{ctx.thresholds.error_rate_per_s:g}/s; CRC flit: over "
                     f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
                     f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
         dashboard=dashboard_path(ctx.name, gpu=j.gpu))
-        for j in ctx.health.judgement.links if j.verdict is Verdict.DEGRADED]
+        for j in ctx.links if j.verdict is Verdict.DEGRADED]
 
 
 def p2p_access_lost(ctx: HostContext) -> list[Finding]:
     out = []
-    for (src, dst), pair in sorted(ctx.health.fabric.pairs.items()):
+    for (src, dst), pair in sorted(ctx.fabric.pairs.items()):
         problem = p2p_problem(pair)
         if problem is None:
             continue
@@ -98,7 +98,7 @@ def p2p_access_lost(ctx: HostContext) -> list[Finding]:
 
 def pcie_link_downtrained(ctx: HostContext) -> list[Finding]:
     out = []
-    for gpu, info in sorted(ctx.health.fabric.gpus.items()):
+    for gpu, info in sorted(ctx.fabric.gpus.items()):
         p = info.pcie
         short: list[tuple[str, str, int]] = []
         if p.width_current and p.width_max and p.width_current < p.width_max:
@@ -155,7 +155,8 @@ RULES: tuple[Rule, ...] = (
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
          "Fewer active NVLinks than the ports the GPU has had."),
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
-         "The server's verdict 'degraded' for low bandwidth; its sustain time is the wait."),
+         "The server's verdict 'degraded' for low bandwidth; its sustain time is the wait.",
+         needs_sweep=True),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
          "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
     Rule("P2PAccessLost", "critical", 0.0, p2p_access_lost,

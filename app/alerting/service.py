@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -44,20 +46,32 @@ class AlertingService:
                                           alerting.alertmanager_timeout_s)
                        if alerting.alertmanager_url else None)
         self._delivering = threading.Lock()
+        self._evaluated: dict[str, float] = {}  # host -> time.monotonic() of its last evaluation
 
     # ----------------------------------------------------------------- the work
 
-    def evaluate_host(self, host: str, now: datetime | None = None) -> Outcome:
-        return evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
-                             self.alerting, self.rules)
+    def evaluate_host(self, host: str, now: datetime | None = None,
+                      after_report: bool = False) -> Outcome:
+        outcome = evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
+                                self.alerting, self.rules, after_report)
+        self._evaluated[host] = time.monotonic()
+        return outcome
 
-    def evaluate_all(self, now: datetime | None = None) -> list[Outcome]:
-        """Every known host, and any host that still has active alerts (even if deleted)."""
+    def evaluate_all(self, now: datetime | None = None, only_due: bool = False) -> list[Outcome]:
+        """Every known host, and any host that still has active alerts (even if deleted).
+
+        `only_due` (the periodic round) skips hosts this replica evaluated within the last
+        interval, which is every host that reports: the round's real work is the silent
+        ones, whose time-based rules (ProbeStale) nothing else would look at.
+        """
         now = now or datetime.now(UTC)
         with self.sessions() as session:
             hosts = set(session.scalars(select(Host.name)))
             hosts |= {h for h in session.scalars(
                 select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
+        if only_due:
+            recent = time.monotonic() - self.alerting.alert_eval_interval_s
+            hosts = {h for h in hosts if self._evaluated.get(h, -math.inf) < recent}
         outcomes = []
         for host in sorted(hosts):
             try:
@@ -92,7 +106,7 @@ class AlertingService:
     def after_ingest(self, host: str) -> Outcome | None:
         """Called once a report of `host` is committed. Never raises."""
         try:
-            outcome = self.evaluate_host(host)
+            outcome = self.evaluate_host(host, after_report=True)
         except Exception:
             log.exception("alert evaluation after ingest failed for host %s", host)
             return None
@@ -103,7 +117,7 @@ class AlertingService:
 
     def tick(self, now: datetime | None = None) -> None:
         """One periodic round: evaluate all hosts, deliver, prune. Never raises."""
-        self.evaluate_all(now)
+        self.evaluate_all(now, only_due=True)
         self._deliver_quietly(now)
         try:
             self.prune(now)

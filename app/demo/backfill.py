@@ -38,8 +38,9 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class BackfillPlan:
     span_s: float = 86_400.0  # how far back history reaches
-    inventory_every_s: float = 900.0
-    sweep_every_s: float = 5_400.0  # a multiple of inventory_every_s
+    inventory_every_s: float = 1_800.0
+    sweep_every_s: float = 7_200.0  # a multiple of inventory_every_s
+    pause_s: float = 0.01  # after each report, so live probes' writes get the database
 
 
 @dataclass
@@ -102,6 +103,7 @@ class Backfill:
                 host.clock.now = self._t + plan.span_s
                 apply_faults(host.fabric, self.scenario.faults_at(host.name, self._t))
                 self._ingest(host.build(kind))
+                self.stop.wait(plan.pause_s)
         return self._finish(started, done=True)
 
     def _ingest(self, report: Report) -> None:

@@ -86,7 +86,7 @@ class LiveFleet:
                              spool_dir=self.spool_root / host.name,
                              inventory_interval_s=i.inventory_s, sweep_interval_s=i.sweep_s,
                              sweep_jitter_s=i.sweep_jitter_s, backoff_initial_s=1.0,
-                             backoff_max_s=10.0, request_timeout_s=5.0)
+                             backoff_max_s=10.0, request_timeout_s=30.0)
 
     def _run_host(self, live: LiveHost) -> None:
         try:

@@ -25,6 +25,7 @@ from typing import TextIO
 import psutil
 from sqlalchemy import func, select
 
+from app.cli.commands.serve import build_server_app
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
@@ -32,7 +33,6 @@ from app.demo.fleet import DEFAULT_HOSTS, plan_fleet
 from app.demo.live import LiveFleet, LiveIntervals
 from app.demo.scenario import default_scenario
 from app.demo.server import ServerThread
-from app.main import create_app
 from app.models import ReportRow
 from probes.report import utcnow
 
@@ -58,8 +58,9 @@ def demo_settings(options: DemoOptions, token: str) -> Settings:
                     probe_tokens=[token], stale_after_s=60.0, degraded_sustain_s=120.0)
 
 
-def prepare_database(settings: Settings) -> int:
-    """Migrate to head; the number of reports already stored (a rerun keeps its history)."""
+def migrate_and_count(settings: Settings) -> int:
+    """Migrate the demo's own database to head (a demo may: it owns the file); the number
+    of reports already stored (a rerun keeps its history and skips the backfill)."""
     engine = make_engine(settings)
     try:
         upgrade_to_head(engine)
@@ -91,8 +92,8 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     token = secrets.token_urlsafe(18)
     settings = demo_settings(options, token)
     options.data_dir.mkdir(parents=True, exist_ok=True)
-    existing = prepare_database(settings)
-    app = create_app(settings)
+    existing = migrate_and_count(settings)
+    app = build_server_app(settings)  # what `serve` runs, with its rollup/prune job
     try:
         server = ServerThread(app, host=options.bind, port=options.port).start()
     except RuntimeError as exc:
@@ -134,12 +135,17 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
 
 def _backfill(backfill: Backfill, live: LiveFleet, stop: threading.Event, out: TextIO) -> None:
     """Once every live host has reported (the first data is on screen), fill in history."""
+    started = psutil.Process().create_time()
     deadline = time.monotonic() + FIRST_REPORTS_WAIT_S
+    first = None
     while live.reporting() < len(live.hosts) and time.monotonic() < deadline:
+        if first is None and live.reporting():
+            first = time.time() - started
         if stop.wait(0.1):
             return
-    print(f"  first data: {live.reporting()} of {len(live.hosts)} hosts reporting "
-          f"{time.time() - psutil.Process().create_time():.1f} s after start", file=out,
+    every = time.time() - started
+    print(f"  first data: the first host reported {first or every:.1f} s after start, "
+          f"{live.reporting()} of {len(live.hosts)} hosts after {every:.1f} s", file=out,
           flush=True)
     if backfill.stop.is_set():
         return

@@ -10,12 +10,12 @@ crashed node does.
 
 The live story (default fleet):
     +30 s   hgx8-02   NVLink replay errors start on GPU5 link 2 and double every 2 min
-    +60 s   h200x2-01 GPU0<->GPU1 slowly loses bandwidth: -3% a minute, down to 55%
+    +60 s   h200x2-01 GPU0<->GPU1 slowly loses bandwidth: -5% a minute, down to 50%
     +120 s  mesh4-01  a foreign job copies GPU0->GPU1 (contended samples, not degradation)
     +180 s  hgx8-01   two of GPU3's NVLinks go down (NV18 -> NV16 to every peer)
     +240 s  pcie4-01  stops reporting
     always  mesh4-01  GPU3 runs a job: skipped by sweeps
-The backfilled day: hgx8-01 lost four links for half an hour 10 h ago; hgx8-02 had a burst
+The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
 h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago.
 """
@@ -122,16 +122,16 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     # live
     cast("hgx8", 2, 30, forever, rising_errors(5, 2, 0.05, 120, 5.0),
          "NVLink replay errors on GPU5 link 2, doubling every 2 min")
-    cast("h200x2", 1, 60, forever, declining_bandwidth(0, 1, 0.03, 0.55),
-         "GPU0<->GPU1 loses 3% of its bandwidth a minute")
+    cast("h200x2", 1, 60, forever, declining_bandwidth(0, 1, 0.05, 0.5),
+         "GPU0<->GPU1 loses 5% of its bandwidth a minute, down to half")
     cast("mesh4", 1, 120, 420, _constant(Contention(gpu=0, peer=1, bytes_per_s=40e9)),
          "a foreign job copies GPU0->GPU1 for 5 min")
     cast("hgx8", 1, 180, forever, _constant(LinksDown(gpu=3, count=2)),
          "two NVLinks of GPU3 go down")
     cast("mesh4", 1, -2 * HOUR, forever, _constant(BusyGpu(gpu=3)), "GPU3 runs a job")
     # the backfilled day
-    cast("hgx8", 1, -10 * HOUR, -9.5 * HOUR, _constant(LinksDown(gpu=5, count=4)),
-         "four NVLinks of GPU5 down for 30 min")
+    cast("hgx8", 1, -10 * HOUR, -9 * HOUR, _constant(LinksDown(gpu=5, count=4)),
+         "four NVLinks of GPU5 down for an hour")
     cast("hgx8", 2, -6 * HOUR, -5 * HOUR, _constant(
         ErrorGrowth(gpu=1, link=7, counter="replay", per_second=0.5)),
          "a burst of NVLink replay errors on GPU1 link 7")

@@ -30,7 +30,7 @@ from app.models import Alert, AlertEvent, Silence
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], lifespan=alerting_lifespan)
 
-SEVERITY_ORDER = case((Alert.state == "firing", 0), (Alert.state == "pending", 1), else_=2)
+STATE_ORDER = case((Alert.state == "firing", 0), (Alert.state == "pending", 1), else_=2)
 
 
 def alert_out(alert: Alert, silences: list[Silence]) -> AlertOut:
@@ -68,7 +68,7 @@ def list_alerts(
         query = query.where(Alert.host == host)
     if alertname is not None:
         query = query.where(Alert.rule == alertname)
-    query = query.order_by(SEVERITY_ORDER, Alert.updated_at.desc(), Alert.id.desc()).limit(limit)
+    query = query.order_by(STATE_ORDER, Alert.updated_at.desc(), Alert.id.desc()).limit(limit)
     silences = active_silences(session, datetime.now(UTC))
     return AlertsResponse(alerts=[alert_out(a, silences) for a in session.scalars(query)])
 

@@ -1,17 +1,20 @@
 """Keep each (pair, test)'s baseline current as reports arrive.
 
-A baseline is recomputed at most every `baseline_refresh_s` per (pair, test): the median of
-one recent window hardly moves between two sweeps, and reading the window is the costly part
-of an ingest. The query reads only the newest `baseline_max_samples` successful, uncontended
-samples per key in the window (a window function, on SQLite and PostgreSQL alike).
+A baseline is recomputed at most every `baseline_refresh_s` per (pair, test), and at most
+`baseline_refresh_batch` existing ones per report, the stalest first (missing baselines are
+always attempted): the median
+of a window hardly moves between two sweeps, and reading the window is the costly part of an
+ingest, so its cost is spread over several reports instead of landing on one. Each key reads
+only its newest `baseline_max_samples` successful, uncontended samples through its index.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import select, union_all
 from sqlalchemy.orm import Session
 
 from app.analysis.baseline import healthy_values, robust_baseline
@@ -23,31 +26,29 @@ from probes.report import TestName
 Key = tuple[int, int, str]
 
 
-def _recent_values(session: Session, host_id: int, tests: set[str], since: datetime,
+BATCH = 100  # keys per statement: well under SQLite's compound-select and variable limits
+
+
+def _recent_values(session: Session, host_id: int, keys: Iterable[Key], since: datetime,
                    until: datetime, per_key: int) -> dict[Key, list[float]]:
-    ranked = (
-        select(
-            Measurement.src, Measurement.dst, Measurement.test, Measurement.value,
-            func.row_number().over(
-                partition_by=(Measurement.src, Measurement.dst, Measurement.test),
-                order_by=Measurement.measured_at.desc(),
-            ).label("rank"),
-        )
-        .where(
-            Measurement.host_id == host_id, Measurement.test.in_(sorted(tests)),
-            Measurement.src.is_not(None), Measurement.measured_at >= since,
-            Measurement.measured_at <= until, Measurement.error.is_(None),
-            Measurement.contended.is_(False),
-        )
-        .subquery()
-    )
-    rows = session.execute(
-        select(ranked.c.src, ranked.c.dst, ranked.c.test, ranked.c.value)
-        .where(ranked.c.rank <= per_key)
-    )
+    """The newest `per_key` judged values of each key, each read through the
+    (host, src, dst, test, measured_at) index: the cost follows `per_key`, not the window."""
     values: dict[Key, list[float]] = defaultdict(list)
-    for src, dst, test, value in rows:
-        values[(src, dst, test)].append(value)
+    ordered = sorted(keys)
+    for start in range(0, len(ordered), BATCH):
+        parts = []
+        for src, dst, test in ordered[start:start + BATCH]:
+            newest = (
+                select(Measurement.src, Measurement.dst, Measurement.test, Measurement.value)
+                .where(Measurement.host_id == host_id, Measurement.src == src,
+                       Measurement.dst == dst, Measurement.test == test,
+                       Measurement.measured_at >= since, Measurement.measured_at <= until,
+                       Measurement.error.is_(None), Measurement.contended.is_(False))
+                .order_by(Measurement.measured_at.desc()).limit(per_key).subquery()
+            )
+            parts.append(select(newest))
+        for src, dst, test, value in session.execute(union_all(*parts)):
+            values[(src, dst, test)].append(value)
     return values
 
 
@@ -60,12 +61,16 @@ def refresh_baselines(session: Session, fabric: HostFabric, keys: set[Key], at: 
         for b in session.scalars(select(Baseline).where(Baseline.host_id == host_id))
     }
     fresh_after = at - timedelta(seconds=settings.baseline_refresh_s)
-    due = {k for k in keys if k not in existing or existing[k].updated_at < fresh_after}
+    missing = {k for k in keys if k not in existing}
+    stale = sorted((existing[k].updated_at, k) for k in keys
+                   if k in existing and existing[k].updated_at < fresh_after)
+    # A missing baseline is always attempted (a verdict needs it, and young history is cheap
+    # to read); refreshes of existing ones go stalest first, a batch per report.
+    due = missing | {k for _, k in stale[:settings.baseline_refresh_batch]}
     if not due:
         return 0
     since = at - timedelta(seconds=settings.baseline_window_s)
-    values = _recent_values(session, host_id, {k[2] for k in due}, since, at,
-                            settings.baseline_max_samples)
+    values = _recent_values(session, host_id, due, since, at, settings.baseline_max_samples)
     written = 0
     for key in sorted(due):
         src, dst, test = key

@@ -147,3 +147,17 @@ def test_a_spool_owned_by_another_probe_is_refused(tmp_path: Path, capsys) -> No
     with Spool(tmp_path, 1 << 20):
         status = main(once(tmp_path, f"http://127.0.0.1:{free_port()}"))
     assert status == 1 and "in use by another probe" in capsys.readouterr().err
+
+
+def test_once_delivers_the_backlog_first(tmp_path: Path, capsys) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    assert main(once(tmp_path / "spool", url)) == 0
+    assert main(once(tmp_path / "spool", url)) == 0  # both kept: nobody listens yet
+    settings = server_settings(tmp_path / "server")
+    with live_server(settings, port=port):
+        status = main(once(tmp_path / "spool", url))
+    out = capsys.readouterr().out
+    assert status == 0 and out.count("kept in the spool") == 2 and "delivered to" in out
+    assert len(stored(settings).report_ids) == 3
+    assert not list((tmp_path / "spool").glob("*.json"))

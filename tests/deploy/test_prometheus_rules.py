@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from app.alerting.rules import RULE_NAMES
 from tests.conftest import require
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -19,10 +20,7 @@ RULES = DEPLOY / "prometheus" / "peerwatch-rules.yml"
 RULE_TESTS = DEPLOY / "prometheus" / "peerwatch-rules.test.yml"
 ALERTMANAGER_CONFIG = DEPLOY / "alertmanager" / "alertmanager.yml"
 
-SERVER_RULES = {
-    "NVLinkDown", "NVLinkWidthReduced", "P2PBandwidthDegraded", "NVLinkErrorsIncreasing",
-    "P2PAccessLost", "PCIeLinkDowntrained", "ProbeStale", "ProbeFailing",
-}
+SERVER_RULES = set(RULE_NAMES)
 
 
 def _tool(name: str) -> str:
@@ -70,3 +68,15 @@ def test_a_broken_rule_is_caught(tmp_path: Path) -> None:
 def test_alertmanager_example_config_is_valid() -> None:
     done = _run(_tool("amtool"), "check-config", str(ALERTMANAGER_CONFIG))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_compose_prometheus_config_is_valid(tmp_path: Path) -> None:
+    """deploy/prometheus/prometheus.yml as the compose stack mounts it, checked by promtool."""
+    config = (DEPLOY / "prometheus" / "prometheus.yml").read_text()
+    rules = tmp_path / "peerwatch-rules.yml"
+    rules.write_text(RULES.read_text())
+    (tmp_path / "prometheus.yml").write_text(
+        config.replace("/etc/prometheus/peerwatch-rules.yml", str(rules)))
+    done = _run(_tool("promtool"), "check", "config", str(tmp_path / "prometheus.yml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout

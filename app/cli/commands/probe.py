@@ -129,6 +129,9 @@ def _stop_on_signals(runtime: ProbeRuntime) -> Iterator[None]:
 
 
 def run_once(runtime: ProbeRuntime) -> int:
+    outbox = runtime.outbox
+    while len(outbox.spool) and outbox.ready() and outbox.replay() > 0:
+        pass  # deliver the backlog first, so this report is not queued behind it
     report, submitted = runtime.worker.run_pass(ReportKind.SWEEP)
     if report is None or submitted is None:
         error = next((r.last_error for r in runtime.worker.stats.steps.values()
@@ -156,8 +159,9 @@ def describe_report(report: Report) -> str:
 
 
 def describe_delivery(submitted: Submitted, runtime: ProbeRuntime) -> str:
-    answer = submitted.answer.describe() if submitted.answer else "server in backoff"
     spool = runtime.outbox.spool
+    answer = (submitted.answer.describe() if submitted.answer else
+              "queued behind older reports, or the server is in backoff")
     if submitted.delivery is Delivery.DELIVERED:
         return f"delivered to {runtime.outbox.sender.url} ({answer})"
     if submitted.delivery is Delivery.SPOOLED:

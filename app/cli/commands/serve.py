@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--database-url", default=None,
                         help="override PEERWATCH_DATABASE_URL (default: from the environment, "
                         "else sqlite under PEERWATCH_DATA_DIR)")
+    parser.add_argument("--no-local-probe", action="store_true",
+                        help="do not probe this host's GPUs in-process (default: probe them "
+                        "when NVML and CuPy work here; see docs/probe-worker.md)")
     parser.add_argument("--log-level", default="info",
                         choices=["critical", "error", "warning", "info", "debug"],
                         help="uvicorn log level (default: info)")
@@ -103,5 +106,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if not settings.probe_tokens:
         log.warning("PEERWATCH_PROBE_TOKENS is empty: every report will be refused (403)")
+    if not args.no_local_probe:
+        from app.local_probe import attach_local_probe
+
+        # uvicorn configures only its own loggers: let the probe's (and ours) reach stderr.
+        logging.basicConfig(level=args.log_level.upper(),
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        attach_local_probe(app, args.host, args.port)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0

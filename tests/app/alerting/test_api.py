@@ -6,6 +6,7 @@ the rules (with `for` set to 0 here so a single report fires them).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -163,3 +164,17 @@ def test_ingest_never_waits_on_a_dead_alertmanager(settings: Settings) -> None:
         fabric = SimulatedFabric("h200x2", seed=3, hostname="api-c", faults=[DOWN])
         _post(client, fabric, ReportKind.INVENTORY)
         assert set(_firing(client)) == {"NVLinkDown", "NVLinkWidthReduced"}
+
+
+def test_the_server_evaluates_periodically(settings: Settings) -> None:
+    """The loop the alerts router's lifespan starts: a host that went silent goes stale."""
+    app = create_app(settings)
+    app.state.alerting_settings = AlertingSettings(alert_eval_interval_s=0.2,
+                                                   probe_inventory_interval_s=0.1)
+    with TestClient(app) as client:
+        _post(client, SimulatedFabric("h200x2", seed=3, hostname="api-d"), ReportKind.INVENTORY)
+        for _ in range(50):
+            if "ProbeStale" in _firing(client):
+                break
+            time.sleep(0.1)
+        assert "ProbeStale" in _firing(client)

@@ -142,3 +142,17 @@ def test_a_deleted_host_has_its_alerts_resolved(host: SimHost) -> None:
         s.commit()
     host.service.evaluate_all(host.now())
     assert host.firing() == set()
+
+
+def test_the_periodic_round_skips_fresh_hosts_and_catches_silent_ones(
+        host: SimHost) -> None:
+    alerting = AlertingSettings(alert_eval_interval_s=30)
+    replica = AlertingService(host.sessions, host.settings, alerting)
+    host.send()
+    replica.evaluate_host(host.hostname, host.now())  # as after its ingest
+    host.advance(200)
+    replica.tick(host.now())
+    assert host.alerts() == []  # evaluated moments ago (real time): not due yet
+    other = AlertingService(host.sessions, host.settings, alerting)
+    other.tick(host.now())  # a replica that has not looked at it lately
+    assert host.firing() == {"ProbeStale"}

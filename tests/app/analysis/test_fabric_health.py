@@ -36,7 +36,10 @@ def test_link_verdicts_judge_state_and_growth_not_size() -> None:
     replaying = judge_link(_port(0, 3), {"replay": 0.05}, TH)
     assert replaying.verdict is Verdict.DEGRADED
     assert "replay errors growing 0.05/s" in replaying.reason
-    assert judge_link(_port(0, 3), {"crc_data": 5.0}, TH).verdict is Verdict.DEGRADED
+    assert judge_link(_port(0, 3), {"crc_flit": 5.0}, TH).verdict is Verdict.DEGRADED
+    # corrected-error counters grow on healthy NVLink 4 under load (142/s seen on H200s)
+    loaded = judge_link(_port(0, 3), {"crc_data": 142.0, "ecc_data": 142.0}, TH)
+    assert loaded.verdict is Verdict.HEALTHY
 
 
 def test_gpu_with_every_link_down_is_down_and_with_some_degraded() -> None:
