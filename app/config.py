@@ -40,7 +40,10 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL; empty means sqlite:///<data_dir>/peerwatch.db. "
         "PostgreSQL: postgresql+psycopg://user:password@host:5432/db",
     )
-    sqlite_busy_timeout_ms: int = Field(default=5_000, ge=0)
+    sqlite_busy_timeout_ms: int = Field(
+        default=30_000, ge=0,
+        description="How long a SQLite writer waits for the lock; a fleet of probes and the "
+        "demo backfill queue behind one writer (5 s gave HTTP 500s in the 12-host demo).")
     db_pool_size: int = Field(default=5, ge=1, description="PostgreSQL connection pool size.")
 
     # --- auth and ingest limits

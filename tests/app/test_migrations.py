@@ -44,7 +44,7 @@ def test_sqlite_connections_use_wal_and_foreign_keys(tmp_path: Path) -> None:
         with engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
     finally:
         engine.dispose()
 
