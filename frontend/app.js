@@ -19,6 +19,7 @@ const REFRESH_MS = Math.max(1, Number(new URLSearchParams(location.search).get("
 
 const main = document.getElementById("view");
 const status = document.getElementById("refresh-status");
+const errorBox = h("p", { class: "error-box", role: "alert", id: "view-error" });
 let current = null; // {name, key, view}
 
 function routeKey(route) {
@@ -41,11 +42,15 @@ async function settle(promise, entry, hash = location.hash) {
     main.dataset.drawn = hash;
     main.dataset.updates = String(Number(main.dataset.updates || 0) + 1);
     delete main.dataset.error;
+    errorBox.remove();
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.classList.remove("error");
   } catch (error) {
     if (error.name === "AbortError" || current !== entry) return;
     main.dataset.error = error.message;
+    errorBox.textContent = `Could not load this page: ${error.detail || error.message}` +
+      (main.dataset.ready ? " (showing what was loaded before)" : "");
+    main.prepend(errorBox);
     status.textContent = `update failed: ${error.message}`;
     status.classList.add("error");
   }

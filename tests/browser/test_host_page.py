@@ -119,3 +119,14 @@ def test_link_charts_plot_the_counter_rates(page, fleet: Fleet) -> None:  # type
     assert all(n.startswith("GPU5 link 2") for n in names)  # nothing else rose
     tx = {t["name"]: t for t in traces(page, "throughput-chart")}
     assert set(tx) == {f"GPU{g} TX" for g in range(8)}
+
+
+def test_an_unknown_host_says_so(page, fleet: Fleet, browser_context) -> None:  # type: ignore[no-untyped-def]
+    _, watch = browser_context
+    page.evaluate("() => { location.hash = '#/host/no-such-host'; }")
+    page.wait_for_selector("#view-error")
+    assert "no-such-host" in page.locator("#view-error").inner_text()
+    # Chromium logs the API's 404s as console errors; they are the answer we asked for.
+    watch.problems[:] = [p for p in watch.problems if "status of 404" not in p]
+    open_view(page, "/#/fleet", "fleet")
+    assert page.locator("#view-error").count() == 0
