@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-from importlib import metadata
 from typing import Any
 
+import probes
 from probes.errors import FabricUnavailable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.nvml import Nvml
@@ -71,16 +71,12 @@ class RealFabric:
     # ------------------------------------------------------------------ Fabric
 
     def host(self) -> HostIdentity:
-        try:
-            version: str | None = metadata.version("peerwatch")
-        except metadata.PackageNotFoundError:
-            version = None
         return HostIdentity(
             hostname=socket.gethostname(),
             fabric=self.name,
             driver_version=self._nvml.driver_version(),
             cuda_version=self._nvml.cuda_version(),
-            probe_version=version,
+            probe_version=probes.__version__,  # also when run from a source tree
         )
 
     def gpu_count(self) -> int:
