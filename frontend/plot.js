@@ -29,33 +29,32 @@ export async function draw(el, data, layout, config = PLOT_CONFIG) {
   keepUserRanges(el, layout);
   const Plotly = await plotly();
   await Plotly.react(el, data, layout, config);
-  onPlotly(el, "plotly_relayout", (change) => noteUserRanges(el, change));
   el.dataset.ready = "true";
   return el;
 }
 
 // uirevision keeps a user's zoom only while the code's own value for that range stays the
-// same; our time axes move forward with every refresh. So once the user has zoomed an axis,
-// hand Plotly the previous code range again (it then keeps the user's); a double-click
-// (autorange) gives the axis back to the code.
+// same, but our time axes move forward with every refresh. So when the range on screen is
+// no longer the one we drew (the user zoomed or panned), hand Plotly the range we drew last
+// time again, and it keeps the user's. A double-click (autorange) gives the axis back to us.
+// Judged from the chart's state at draw time, so a zoom during a refresh is not lost.
 function keepUserRanges(el, layout) {
   const last = el.pwLast;
   const sameView = last && last.uirevision === layout.uirevision;
-  if (!sameView) el.pwZoomed = {};
   const ranges = {};
   for (const axis of ["xaxis", "yaxis"]) {
     if (!layout[axis]?.range) continue;
-    if (sameView && el.pwZoomed[axis] && last.ranges[axis]) layout[axis].range = last.ranges[axis];
-    ranges[axis] = layout[axis].range;
+    const shown = el.layout?.[axis];
+    const drawn = sameView ? last.ranges[axis] : null;
+    const moved = drawn && shown && !shown.autorange && !sameRange(shown.range, drawn);
+    if (moved) layout[axis].range = [...drawn];
+    ranges[axis] = [...layout[axis].range]; // a copy: Plotly edits the range array in place
   }
   el.pwLast = { uirevision: layout.uirevision, ranges };
 }
 
-function noteUserRanges(el, change) {
-  for (const axis of ["xaxis", "yaxis"]) {
-    if (`${axis}.range[0]` in change || `${axis}.range` in change) el.pwZoomed[axis] = true;
-    if (`${axis}.autorange` in change) el.pwZoomed[axis] = false;
-  }
+function sameRange(a, b) {
+  return Array.isArray(a) && Array.isArray(b) && a[0] === b[0] && a[1] === b[1];
 }
 
 /** Listen to a Plotly event once per element, however often the chart is redrawn. */

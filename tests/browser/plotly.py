@@ -37,6 +37,7 @@ def annotations(page: Any, element_id: str) -> list[str]:
 
 def click_cell(page: Any, element_id: str, row: float, col: float) -> None:
     """A real mouse click at data coordinates (col, row) of the chart."""
+    page.locator(f"#{element_id}").scroll_into_view_if_needed()
     at = page.evaluate(CELL_CENTRE, [element_id, row, col])
     page.mouse.click(at["x"], at["y"])
 
@@ -50,6 +51,7 @@ PLOT_BOX = """id => { const el = document.getElementById(id), fl = el._fullLayou
 def drag_zoom(page: Any, element_id: str, start: float = 0.3, end: float = 0.6) -> None:
     """Zoom the x axis the way a user does: drag across the plot from `start` to `end`
     (fractions of its width), at mid height."""
+    page.locator(f"#{element_id}").scroll_into_view_if_needed()
     box = page.evaluate(PLOT_BOX, element_id)
     y = box["top"] + box["height"] / 2
     page.mouse.move(box["left"] + box["width"] * start, y)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import FAULTY, Fleet, open_view, screenshot, wait_hash, wait_until
-from tests.browser.plotly import annotations, click_cell, drag_zoom, trace, traces
+from tests.browser.plotly import PLOT_BOX, annotations, click_cell, drag_zoom, trace, traces
 
 pytestmark = pytest.mark.browser
 
@@ -88,19 +88,43 @@ def test_keyboard_picks_a_pair_and_swaps_it(page, fleet: Fleet) -> None:  # type
     wait_hash(page, "range=1h")
 
 
-def test_refresh_keeps_the_pair_and_the_zoom(fresh_page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
-    page = fresh_page
-    open_view(page, f"/?refresh=1#/host/{FAULTY}?pair=1-2", "host")
-    page.wait_for_selector("#series-chart[data-ready]")
-    drawn = page.evaluate("document.getElementById('series-chart').layout.xaxis.range")
+UPDATES = "() => Number(document.querySelector('main').dataset.updates || 0)"
+SERIES_RANGE = "document.getElementById('series-chart').layout.xaxis.range"
+
+
+def refreshed(page, trigger: bool = True) -> None:  # type: ignore[no-untyped-def]
+    """Wait for the page's next refresh to be drawn; `trigger` starts one now (the app
+    refreshes when its tab becomes visible) instead of waiting for the timer."""
+    before = page.evaluate(UPDATES)
+    if trigger:
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    wait_until(page, f"n => ({UPDATES})() > n", before, timeout_s=15)
+
+
+def test_refresh_keeps_the_zoom_until_a_double_click(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/host/{FAULTY}?pair=1-2&range=6h", "host")
+    drawn = page.evaluate(SERIES_RANGE)
     drag_zoom(page, "series-chart")
-    zoom = page.evaluate("document.getElementById('series-chart').layout.xaxis.range")
+    zoom = page.evaluate(SERIES_RANGE)
     assert zoom != drawn
-    updates = int(page.evaluate("document.querySelector('main').dataset.updates"))
-    wait_until(page, "n => Number(document.querySelector('main').dataset.updates) > n", updates,
-               timeout_s=15)  # a refresh (every second with ?refresh=1) has been drawn
+    for _ in range(2):
+        refreshed(page)
+        assert page.evaluate(SERIES_RANGE) == zoom
+    box = page.evaluate(PLOT_BOX, "series-chart")
+    page.mouse.dblclick(box["left"] + box["width"] / 2, box["top"] + box["height"] / 2)
+    refreshed(page)
+    now = page.evaluate(SERIES_RANGE)
+    assert now != zoom and now[1] > drawn[1]  # the page's window again, moved on with time
+
+
+def test_pages_refresh_themselves(fresh_page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    page = fresh_page
+    open_view(page, f"/?refresh=1#/host/{FAULTY}?pair=1-2", "host")  # a bookmarked URL
+    page.wait_for_selector("#series-chart[data-ready]")
+    for _ in range(2):  # every second with ?refresh=1
+        refreshed(page, trigger=False)
     assert "pair=1-2" in page.evaluate("location.hash")
-    assert page.evaluate("document.getElementById('series-chart').layout.xaxis.range") == zoom
+    assert not page.locator("#pair-panel").is_hidden()
     assert len(traces(page, "series-chart")) > 0
     screenshot(page, "host")
 
