@@ -33,6 +33,13 @@ function markNav(name) {
   }
 }
 
+/** Run a view's loads one after another, so an older answer never lands after a newer one. */
+function serial(entry, work) {
+  const run = entry.queue.then(work, work);
+  entry.queue = run.catch(() => {});
+  return run;
+}
+
 /** Wait for a view's work; then mark <main> with the view and the route it has drawn. */
 async function settle(promise, entry, hash = location.hash) {
   try {
@@ -62,7 +69,8 @@ function navigate() {
   const name = VIEWS[route.view] ? route.view : "fleet";
   markNav(name);
   if (current && current.key === routeKey(route)) {
-    settle(current.view.update(route), current, hash);
+    const entry = current;
+    settle(serial(entry, () => entry.view.update(route)), entry, hash);
     return;
   }
   if (current) current.view.destroy();
@@ -72,8 +80,8 @@ function navigate() {
   const root = h("div", { class: `page page-${name}` });
   replace(main, root);
   const view = VIEWS[name].mount(root, route);
-  current = { name, key: routeKey(route), view };
-  settle(view.refresh(), current, hash);
+  current = { name, key: routeKey(route), view, queue: Promise.resolve() };
+  settle(serial(current, () => view.refresh()), current, hash);
 }
 
 let refreshing = false;
@@ -82,7 +90,8 @@ async function tick() {
   if (!current || refreshing || document.visibilityState !== "visible") return;
   refreshing = true;
   try {
-    await settle(current.view.refresh(), current);
+    const entry = current;
+    await settle(serial(entry, () => entry.view.refresh()), entry);
   } finally {
     refreshing = false;
   }

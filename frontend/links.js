@@ -6,7 +6,7 @@
 import { esc } from "./dom.js";
 import * as fmt from "./format.js";
 import { baseLayout, SERIES } from "./palette.js";
-import { emptyNote } from "./plot.js";
+import { emptyNote, windowTrace } from "./plot.js";
 
 const ERROR_KINDS = ["replay", "recovery", "crc_flit", "crc_data", "ecc_data"];
 const MAX_ERROR_TRACES = 12;
@@ -78,11 +78,11 @@ export function throughputFigure(series) {
   const layout = baseLayout({
     height: 260, hovermode: "x unified",
     title: { text: "NVLink throughput (TX per GPU, all its links)", x: 0, font: { size: 12 } },
-    xaxis: { type: "date", range: [series.since, series.until] },
+    xaxis: { type: "date" },
     yaxis: { title: { text: unit }, rangemode: "tozero" },
     annotations: note ? [emptyNote(note)] : [],
   });
-  return { data: traces, layout };
+  return { data: [windowTrace(series.since, series.until), ...traces], layout };
 }
 
 export function errorFigure(series) {
@@ -91,11 +91,11 @@ export function errorFigure(series) {
   const layout = baseLayout({
     height: 260, hovermode: "x unified",
     title: { text: `Link error rates, per second${more}`, x: 0, font: { size: 12 } },
-    xaxis: { type: "date", range: [series.since, series.until] },
+    xaxis: { type: "date" },
     yaxis: { title: { text: "errors/s" }, rangemode: "tozero" },
     annotations: traces.length ? [] : [emptyNote("no error counter rose in this range ✓")],
   });
-  return { data: traces, layout };
+  return { data: [windowTrace(series.since, series.until), ...traces], layout };
 }
 
 /** Text summary for the links panel: which ports are down right now. */

@@ -26,35 +26,21 @@ export function plotly() {
 }
 
 export async function draw(el, data, layout, config = PLOT_CONFIG) {
-  keepUserRanges(el, layout);
   const Plotly = await plotly();
   await Plotly.react(el, data, layout, config);
   el.dataset.ready = "true";
   return el;
 }
 
-// uirevision keeps a user's zoom only while the code's own value for that range stays the
-// same, but our time axes move forward with every refresh. So when the range on screen is
-// no longer the one we drew (the user zoomed or panned), hand Plotly the range we drew last
-// time again, and it keeps the user's. A double-click (autorange) gives the axis back to us.
-// Judged from the chart's state at draw time, so a zoom during a refresh is not lost.
-function keepUserRanges(el, layout) {
-  const last = el.pwLast;
-  const sameView = last && last.uirevision === layout.uirevision;
-  const ranges = {};
-  for (const axis of ["xaxis", "yaxis"]) {
-    if (!layout[axis]?.range) continue;
-    const shown = el.layout?.[axis];
-    const drawn = sameView ? last.ranges[axis] : null;
-    const moved = drawn && shown && !shown.autorange && !sameRange(shown.range, drawn);
-    if (moved) layout[axis].range = [...drawn];
-    ranges[axis] = [...layout[axis].range]; // a copy: Plotly edits the range array in place
-  }
-  el.pwLast = { uirevision: layout.uirevision, ranges };
-}
-
-function sameRange(a, b) {
-  return Array.isArray(a) && Array.isArray(b) && a[0] === b[0] && a[1] === b[1];
+/**
+ * An invisible line across [since, until]: time axes autorange over the page's window this
+ * way instead of fixing `range`, so a refresh (which moves the window) never overrides the
+ * user's zoom (uirevision keeps it while `autorange` stays what it was), and a double-click
+ * returns to the page's current window.
+ */
+export function windowTrace(since, until) {
+  return { type: "scatter", mode: "lines", name: "window", x: [since, until], y: [0, 0],
+    line: { width: 0 }, hoverinfo: "skip", showlegend: false };
 }
 
 /** Listen to a Plotly event once per element, however often the chart is redrawn. */

@@ -6,7 +6,7 @@
 import { esc } from "./dom.js";
 import * as fmt from "./format.js";
 import { baseLayout, OKABE_ITO, THEME } from "./palette.js";
-import { emptyNote } from "./plot.js";
+import { emptyNote, windowTrace } from "./plot.js";
 
 const BAND_MADS = 3;
 
@@ -93,7 +93,8 @@ function periodLabels(periods, since, until) {
 export function seriesFigure(s, periods = []) {
   const x0 = s.since;
   const x1 = s.until;
-  const data = [...referenceTraces(s, x0, x1), ...measuredTraces(s), ...pointTraces(s)];
+  const data = [windowTrace(x0, x1), ...referenceTraces(s, x0, x1), ...measuredTraces(s),
+    ...pointTraces(s)];
   const annotations = periodLabels(periods, x0, x1);
   if (!s.buckets.length && !s.contended.length && !s.failures.length) {
     annotations.push(emptyNote("no samples of this pair and test in this range"));
@@ -101,7 +102,7 @@ export function seriesFigure(s, periods = []) {
   const layout = baseLayout({
     height: 320, hovermode: "closest", shapes: periodShapes(periods, x1), annotations,
     margin: { l: 56, r: 12, t: 30, b: 40 },
-    xaxis: { type: "date", range: [x0, x1], title: { text: "UTC" } },
+    xaxis: { type: "date", title: { text: "UTC" } },
     yaxis: { title: { text: fmt.axisUnit(s.unit) }, rangemode: "tozero" },
     legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0, xanchor: "left",
       font: { size: 10, color: THEME.text } },
