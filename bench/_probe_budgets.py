@@ -16,9 +16,9 @@ import subprocess
 import sys
 import time
 
+from bench._gpu import real_fabric_or_skip
 from bench.probe_accuracy import MEASURED, MiB, nccl_reference, shown, targets
 from probes.budgets import DEFAULT_BUDGETS
-from probes.errors import FabricUnavailable
 from probes.fabric import TestSpec
 from probes.report import TestName
 
@@ -140,13 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["--nccl"]:
         return nccl_variant()
     parts = set(args[1].split(",")) if args[:1] == ["--only"] else {"counters", "scan", "nccl"}
-    try:
-        from probes.real import RealFabric
-
-        fabric = RealFabric()
-        fabric.transfers()
-    except FabricUnavailable as exc:
-        print(f"skipped: no GPU here ({exc})")
+    fabric = real_fabric_or_skip()
+    if fabric is None:
         return 0
     measured = json.loads(MEASURED.read_text())
     try:

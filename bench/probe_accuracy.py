@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bench._gpu import real_fabric_or_skip
 from probes.budgets import DEFAULT_BUDGETS, Budget
-from probes.errors import FabricUnavailable, PeerwatchProbeError
+from probes.errors import PeerwatchProbeError
 from probes.fabric import Measurement, TestSpec
 from probes.report import PAIR_TESTS, TestName
 
@@ -153,14 +154,9 @@ def whole_sweep(fabric) -> str:
 
 
 def main() -> int:
-    try:
-        from probes.real import RealFabric
-
-        t0 = time.perf_counter()
-        fabric = RealFabric()
-        fabric.transfers()
-    except FabricUnavailable as exc:
-        print(f"skipped: no GPU here ({exc})")
+    t0 = time.perf_counter()
+    fabric = real_fabric_or_skip()
+    if fabric is None:
         return 0
     measured = json.loads(MEASURED.read_text())
     budgets = DEFAULT_BUDGETS

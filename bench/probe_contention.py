@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import replace
 
-from probes.errors import FabricUnavailable
+from bench._gpu import real_fabric_or_skip
 from probes.fabric import TestSpec
 from probes.report import TestName
 
@@ -94,13 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--load"]:
         return load(int(args[1]), int(args[2]), float(args[3]))
-    try:
-        from probes.real import RealFabric
-
-        fabric = RealFabric()
-        fabric.transfers()
-    except FabricUnavailable as exc:
-        print(f"skipped: no GPU here ({exc})")
+    fabric = real_fabric_or_skip()
+    if fabric is None:
         return 0
     try:
         if fabric.gpu_count() < 2:
