@@ -8,18 +8,13 @@ read from there, never duplicated here.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app.config import parse_csv
 from probes.report import PAIR_TESTS, TestName
-
-
-def _csv(value: Any) -> Any:
-    if isinstance(value, str):
-        return [item.strip() for item in value.split(",") if item.strip()]
-    return value
 
 
 class MetricsDetail(StrEnum):
@@ -41,7 +36,7 @@ class AlertingSettings(BaseSettings):
         description="pair (every pair/test and link), gpu (per-GPU and per-host), "
         "or host (per-host aggregates only) — the cardinality knob for large fleets.",
     )
-    metrics_tests: Annotated[list[TestName], NoDecode, BeforeValidator(_csv)] = Field(
+    metrics_tests: Annotated[list[TestName], NoDecode, BeforeValidator(parse_csv)] = Field(
         default_factory=lambda: list(PAIR_TESTS),
         description="Tests exported per pair (comma-separated); default: all pair tests.",
     )
