@@ -88,6 +88,10 @@ class Host(Base):
     first_seen: Mapped[datetime]
     last_report_at: Mapped[datetime | None]
     last_sweep_at: Mapped[datetime | None]
+    # migration 0004: the server's clock, which staleness is judged by (a probe's clock may
+    # be off), and how far the probe's clock was from it in the newest report.
+    last_received_at: Mapped[datetime | None]
+    clock_skew_s: Mapped[float | None] = mapped_column(Float)
 
 
 class Gpu(Base):
@@ -288,6 +292,84 @@ class MeasurementRollup(Base):
     error_count: Mapped[int]
 
 
+# --------------------------------------------------------------------------- judged state
+# Written when something changes (after a report is ingested, and by the periodic evaluation
+# for time-based conditions); read by every reader. `since`: when the object entered its
+# current verdict; `judged_at`: when it was last judged. One row per object, replaced in place.
+
+
+class _Judged:
+    verdict: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    since: Mapped[datetime]
+    judged_at: Mapped[datetime]
+    facts: Mapped[dict[str, Any]] = mapped_column(doc="The numbers behind the verdict.")
+
+
+class JudgedHost(_Judged, Base):
+    __tablename__ = "judged_hosts"
+
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    stale: Mapped[bool] = mapped_column(Boolean)
+    gpus_total: Mapped[int]
+    gpus_healthy: Mapped[int]
+    worst_src: Mapped[int | None]
+    worst_dst: Mapped[int | None]
+    worst_test: Mapped[str | None] = mapped_column(String(16))
+    worst_ratio: Mapped[float | None] = mapped_column(Float)
+
+
+class JudgedGpu(_Judged, Base):
+    __tablename__ = "judged_gpus"
+
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    gpu: Mapped[int] = mapped_column(primary_key=True)
+
+
+class JudgedLink(_Judged, Base):
+    __tablename__ = "judged_links"
+
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    gpu: Mapped[int] = mapped_column(primary_key=True)
+    link: Mapped[int] = mapped_column(primary_key=True)
+
+
+class JudgedPair(_Judged, Base):
+    __tablename__ = "judged_pairs"
+
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    src: Mapped[int] = mapped_column(primary_key=True)
+    dst: Mapped[int] = mapped_column(primary_key=True)
+
+
+class JudgedTest(_Judged, Base):
+    """One (pair, test): its verdict and the figures the matrix, topology and rules show."""
+
+    __tablename__ = "judged_tests"
+
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    test: Mapped[str] = mapped_column(String(16), primary_key=True)
+    src: Mapped[int] = mapped_column(primary_key=True)
+    dst: Mapped[int] = mapped_column(primary_key=True)
+    value: Mapped[float | None] = mapped_column(Float, doc="Newest judged (uncontended) value.")
+    ratio_expected: Mapped[float | None] = mapped_column(Float)
+    ratio_baseline: Mapped[float | None] = mapped_column(Float)
+    low_since: Mapped[datetime | None]
+    expected: Mapped[float | None] = mapped_column(Float)
+    expected_basis: Mapped[str | None] = mapped_column(Text)
+    baseline: Mapped[float | None] = mapped_column(Float)
+    latest_at: Mapped[datetime | None] = mapped_column(doc="Newest sample of any kind.")
+    latest_value: Mapped[float | None] = mapped_column(Float)
+    latest_contended: Mapped[bool] = mapped_column(Boolean)
+    latest_foreign_bytes: Mapped[int] = mapped_column(BigInteger)
+    latest_error: Mapped[str | None] = mapped_column(Text)
+
+
 # --------------------------------------------------------------------------- alerts
 
 
@@ -350,6 +432,7 @@ class Silence(Base):
 
 
 __all__ = [
-    "Alert", "AlertEvent", "Base", "Baseline", "Gpu", "GpuSample", "Host", "LinkSample",
-    "Measurement", "MeasurementRollup", "NvLink", "Pair", "ReportRow", "Silence",
+    "Alert", "AlertEvent", "Base", "Baseline", "Gpu", "GpuSample", "Host", "JudgedGpu",
+    "JudgedHost", "JudgedLink", "JudgedPair", "JudgedTest", "LinkSample", "Measurement",
+    "MeasurementRollup", "NvLink", "Pair", "ReportRow", "Silence",
 ]

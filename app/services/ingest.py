@@ -71,6 +71,8 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
         update_identity(host, report.host)
         upsert_inventory(session, host, report.inventory, report.finished_at)
         host.last_report_at = report.finished_at
+        host.clock_skew_s = (now - report.finished_at).total_seconds()
+    host.last_received_at = now
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         host.last_sweep_at = report.finished_at
