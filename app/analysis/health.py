@@ -78,9 +78,13 @@ class TestJudgement(Judgement):
     test: TestName
     latest: Sample | None = None  # newest sample of any kind
     value: float | None = None  # newest judged value
+    value_at: datetime | None = None  # when it was measured
     ratio_expected: float | None = None
     ratio_baseline: float | None = None
     low_since: datetime | None = None
+    expected: float | None = None  # what it was judged against, stored with the verdict
+    expected_basis: str | None = None
+    baseline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,10 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     """Judge one (pair, test) from its recent samples (oldest first)."""
     label = pair_label(src, dst, test)
     out = TestJudgement(Verdict.UNKNOWN, f"{label} not measured yet", src, dst, test,
-                        latest=samples[-1] if samples else None)
+                        latest=samples[-1] if samples else None,
+                        expected=expect.value if expect else None,
+                        expected_basis=expect.basis if expect else None,
+                        baseline=baseline.value if baseline else None)
     if not samples:
         return out
     if samples[-1].error is not None:
@@ -156,8 +163,8 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     newest = judged[-1]
     assert newest.value is not None
     r_e, r_b = _ratios(test, newest.value, expect, baseline)
-    out = replace(out, verdict=Verdict.HEALTHY, value=newest.value, ratio_expected=r_e,
-                  ratio_baseline=r_b)
+    out = replace(out, verdict=Verdict.HEALTHY, value=newest.value, value_at=newest.at,
+                  ratio_expected=r_e, ratio_baseline=r_b)
     text = describe(src, dst, test, newest.value, expect, baseline)
     if samples[-1].contended:
         text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
