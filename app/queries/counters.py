@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
@@ -26,12 +27,14 @@ def link_rates(session: Session, host_id: int, since: datetime,
                counters: Sequence[str] = JUDGED) -> dict[tuple[int, int], dict[str, float | None]]:
     """Growth per second of `counters` of every link since `since` (None: fewer than two
     readings)."""
-    order = {"partition_by": (LinkSample.gpu, LinkSample.link),
-             "order_by": (LinkSample.at, LinkSample.id)}
+    def previous(column: Any) -> Any:
+        return func.lag(column).over(partition_by=(LinkSample.gpu, LinkSample.link),
+                                     order_by=(LinkSample.at, LinkSample.id))
+
     cols = [LinkSample.gpu, LinkSample.link, LinkSample.at,
-            func.lag(LinkSample.at).over(**order).label("prev_at")]
+            previous(LinkSample.at).label("prev_at")]
     for c in counters:
-        now, before = getattr(LinkSample, c), func.lag(getattr(LinkSample, c)).over(**order)
+        now, before = getattr(LinkSample, c), previous(getattr(LinkSample, c))
         cols.append(case((before.is_(None), None), (now >= before, now - before),
                          else_=now).label(c))
     steps = select(*cols).where(LinkSample.host_id == host_id,
@@ -60,7 +63,6 @@ def _rate(growth: int | None, first: datetime | str | None,
 
 def _aware(at: datetime | str) -> datetime:
     """SQLite hands aggregated timestamps back as text; PostgreSQL as aware datetimes."""
-    from datetime import UTC
     if isinstance(at, str):
         at = datetime.fromisoformat(at)
     return at if at.tzinfo else at.replace(tzinfo=UTC)
