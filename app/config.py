@@ -72,7 +72,9 @@ class Settings(BaseSettings):
 
     # --- judgement
     stale_after_s: float = Field(
-        default=1_800.0, gt=0, description="A host with no report for this long is stale."
+        default=90.0, gt=0, description="A host whose probe has not been heard for this long "
+        "(by the server's clock) is stale: unknown, not schedulable, and ProbeStale fires. "
+        "The default is three of the probe's 30 s inventory intervals."
     )
     degraded_ratio_expected: float = Field(
         default=0.7, gt=0, le=1, description="measured/expected below this is low."

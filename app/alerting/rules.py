@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.analysis.health import p2p_problem
+from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.schemas import Verdict
+from app.services.judge import last_heard_at
 from probes.report import BANDWIDTH_TESTS, LinkState
 
 
@@ -61,12 +62,21 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst),
                     "test": test.value},
-            summary=f"GPU{src}->GPU{dst} {test.value} on {ctx.name} is below its expected "
-                    "bandwidth",
+            summary=f"GPU{src}->GPU{dst} {test.value} on {ctx.name} is below its "
+                    f"{_below_what(j, ctx.thresholds)}",
             description=j.reason + ".",
             dashboard=dashboard_path(ctx.name, pair=(src, dst), test=test.value),
             value=min(ratios) if ratios else None))
     return out
+
+
+def _below_what(j: TestJudgement, th: Thresholds) -> str:
+    """Which expectation a slow pair missed: the topology's, its own baseline's, or both."""
+    expected = j.ratio_expected is not None and j.ratio_expected < th.ratio_expected
+    baseline = j.ratio_baseline is not None and j.ratio_baseline < th.ratio_baseline
+    if expected and baseline:
+        return "expected bandwidth and its baseline"
+    return "baseline" if baseline else "expected bandwidth"
 
 
 def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
@@ -118,19 +128,53 @@ def pcie_link_downtrained(ctx: HostContext) -> list[Finding]:
 
 
 def probe_stale(ctx: HostContext) -> list[Finding]:
-    last = ctx.host.last_report_at
-    limit = ctx.alerting.probe_stale_after_s
-    age = (ctx.now - last).total_seconds() if last else None
-    if age is not None and age <= limit:
+    """The stored host verdict's staleness (server clock, PEERWATCH_STALE_AFTER_S): the
+    same threshold the host verdict and the scheduler use."""
+    if not ctx.health.stale:
         return []
+    heard = last_heard_at(ctx.host)
+    age = (ctx.now - heard).total_seconds() if heard else None
     since = f"for {fmt_duration(age)}" if age is not None else "ever"
     return [Finding(
         labels={"host": ctx.name},
         summary=f"No report from {ctx.name} {since}",
-        description=f"The peerwatch probe on {ctx.name} has not reported {since} (limit "
-                    f"{fmt_duration(limit)}: {ctx.alerting.probe_stale_intervals:g} inventory "
-                    "intervals); its fabric is not being watched.",
+        description=f"The peerwatch probe on {ctx.name} has not been heard from {since} "
+                    f"(limit {fmt_duration(ctx.settings.stale_after_s)}, by the server's "
+                    "clock); its fabric is not being watched and its GPUs are not scheduled.",
         dashboard=dashboard_path(ctx.name), value=age)]
+
+
+def probe_clock_skew(ctx: HostContext) -> list[Finding]:
+    """The probe's clock is off: its timestamps (sample times, series) are shifted. A
+    warning, never staleness: staleness is judged by the server's clock."""
+    skew = ctx.host.clock_skew_s
+    limit = ctx.alerting.clock_skew_warn_s
+    if skew is None or abs(skew) <= limit or ctx.health.stale:
+        return []
+    way = "behind" if skew > 0 else "ahead of"
+    return [Finding(
+        labels={"host": ctx.name},
+        summary=f"The probe clock on {ctx.name} is {fmt_duration(abs(skew))} {way} the server's",
+        description=f"Reports from {ctx.name} arrive {skew:+.0f} s after the time they carry "
+                    f"(limit ±{limit:g} s): the probe host's clock is {way} the server's. "
+                    "Fix its time sync (chrony/NTP); peerwatch judges staleness by its own "
+                    "clock, but the host's sample times are shifted.",
+        dashboard=dashboard_path(ctx.name), value=skew)]
+
+
+def gpu_missing(ctx: HostContext) -> list[Finding]:
+    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79)."""
+    out = []
+    for gpu, row in sorted(ctx.fabric.missing_gpus.items()):
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(gpu)},
+            summary=f"GPU{gpu} is missing from {ctx.name}",
+            description=f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen "
+                        f"at {row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the "
+                        "newest inventory: it fell off the bus (Xid 79) or was reset. Its "
+                        "pairs are not judged and the scheduler leaves it out.",
+            dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
+    return out
 
 
 def probe_failing(ctx: HostContext) -> list[Finding]:
@@ -164,7 +208,11 @@ RULES: tuple[Rule, ...] = (
     Rule("PCIeLinkDowntrained", "warning", 900.0, pcie_link_downtrained,
          "PCIe width (and generation, unless turned off) below the maximum."),
     Rule("ProbeStale", "warning", 0.0, probe_stale,
-         "No report for PEERWATCH_PROBE_STALE_INTERVALS inventory intervals."),
+         "No report for PEERWATCH_STALE_AFTER_S (the host verdict's staleness)."),
+    Rule("ProbeClockSkew", "warning", 600.0, probe_clock_skew,
+         "The probe's clock is off from the server's by more than PEERWATCH_CLOCK_SKEW_WARN_S."),
+    Rule("GPUMissing", "critical", 0.0, gpu_missing,
+         "A GPU seen before is missing from the newest inventory."),
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
          "Transfer tests failed in the latest sweep."),
 )

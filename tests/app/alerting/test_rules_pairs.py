@@ -73,7 +73,9 @@ def test_pcie_downtrained_fires_after_15_minutes(host: SimHost) -> None:
     assert "x8 of x16" in width.annotations["description"]
 
 
-def test_stale_probe_fires_after_three_intervals_and_resolves_on_report(host: SimHost) -> None:
+def test_stale_probe_fires_after_the_stale_limit_and_resolves_on_report(host: SimHost) -> None:
+    """ProbeStale is the host verdict's staleness: 90 s (three 30 s inventory intervals) by
+    default, on the server's clock."""
     host.send()
     host.advance(80)
     host.evaluate()
@@ -82,7 +84,8 @@ def test_stale_probe_fires_after_three_intervals_and_resolves_on_report(host: Si
     host.evaluate()
     [alert] = host.alerts("firing")
     assert alert.rule == "ProbeStale" and alert.value == 100
-    assert alert.annotations["summary"] == "No report from sim-a for 2 min"
+    assert alert.annotations["summary"] == "No report from sim-a for 100 s"
+    assert "(limit 90 s, by the server's clock)" in alert.annotations["description"]
     host.step(0)
     assert host.alerts("resolved", rule="ProbeStale")
 
