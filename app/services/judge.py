@@ -48,7 +48,8 @@ def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
     tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
     keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests}
     return {
-        (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []), fabric.expectation(t, s, d),
+        (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
+                              fabric.full_expectation(t, s, d),
                               baseline_ref(baselines.get((s, d, t))), th)
         for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
     }
