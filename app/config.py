@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     degraded_sustain_s: float = Field(
         default=600.0, ge=0, description="A pair is degraded once it has been low this long."
     )
+    intermittent_low: int = Field(
+        default=3, ge=1, description="A pair is degraded when this many of its newest "
+        "`intermittent_of` judged samples are low (an intermittent fault).")
+    intermittent_of: int = Field(
+        default=6, ge=1, description="How many newest judged samples the intermittent rule "
+        "looks at.")
     health_lookback_s: float = Field(
         default=7_200.0, gt=0, description="History read back from the newest sweep to judge "
         "pairs (at least twice degraded_sustain_s is used)."

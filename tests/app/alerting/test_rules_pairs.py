@@ -28,9 +28,29 @@ def test_slow_pair_fires_after_the_sustain_time_and_resolves(host: SimHost) -> N
     host.clear(slow)
     host.step(30)  # an inventory report leaves pair alerts alone: it has no new samples
     assert len(host.alerts("firing")) == 2
+    for _ in range(2):  # hysteresis: three good sweeps in a row before it resolves
+        host.step(SWEEP_S, "sweep")
+        assert len(host.alerts("firing")) == 2
     host.step(SWEEP_S, "sweep")
     assert host.firing() == set()
     assert {a.state for a in host.alerts()} == {"resolved"}
+
+
+def test_a_pair_slow_in_every_other_sweep_is_degraded(host: SimHost) -> None:
+    """No unbroken low run ever lasts the sustain time, but 3 of the last 6 sweeps are low:
+    an intermittent fault pages, and it stays paged while it keeps coming back."""
+    for _ in range(3):
+        host.step(SWEEP_S, "sweep")
+    slow = BandwidthFactor(src=0, dst=1, factor=0.5, both_directions=False)
+    for i in range(8):
+        (host.inject if i % 2 == 0 else host.clear)(slow)
+        host.step(SWEEP_S, "sweep")
+        if i == 3:
+            assert host.firing() == set()  # 2 of the last 6 low so far
+    assert host.firing() == {"P2PBandwidthDegraded"}
+    alert = host.alerts("firing")[0]
+    assert "(intermittent)" in alert.annotations["description"]
+    assert "low in 3 of the last 6 measurements" in alert.annotations["description"]
 
 
 def test_contended_samples_never_page(host: SimHost) -> None:
