@@ -13,7 +13,7 @@ from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.schemas import Verdict
 from app.services.judge import last_heard_at
-from probes.report import BANDWIDTH_TESTS, LinkState
+from probes.report import BANDWIDTH_TESTS, LinkState, TestName
 
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
@@ -49,25 +49,65 @@ def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
     return out
 
 
+def _explained(ctx: HostContext) -> dict[int, str]:
+    """GPUs whose own fault explains slow pairs, and the fault: NVLinks down or lost,
+    growing link errors, P2P lost, or the GPU missing. A pair alert would only repeat them."""
+    why: dict[int, str] = {g: "missing" for g in ctx.fabric.missing_gpus}
+    for j in ctx.links:
+        if j.verdict is not Verdict.HEALTHY:
+            why.setdefault(j.gpu, f"NVLink {j.link} {j.verdict.value}")
+    for gpu, had in ctx.ports_had.items():
+        up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
+        if gpu in ctx.fabric.gpus and up < had:
+            why.setdefault(gpu, f"{up} of {had} NVLinks up")
+    return why
+
+
+def _pcie_short(ctx: HostContext) -> set[int]:
+    """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
+    out = set()
+    for gpu, info in ctx.fabric.gpus.items():
+        p = info.pcie
+        if (p.width_current and p.width_max and p.width_current < p.width_max) or (
+                p.gen_current and p.gen_max and p.gen_current < p.gen_max):
+            out.add(gpu)
+    return out
+
+
 def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
-    """Pairs the server calls degraded for low bandwidth (sustained, contention ignored)."""
-    out = []
+    """One alert per ordered pair the server calls degraded for low bandwidth (sustained or
+    intermittent, contention ignored), its slow tests listed; none where a fault of either
+    GPU explains it (that GPU's own alert is the page), nor for staged copies of a GPU whose
+    PCIe link is downtrained."""
+    explained, pcie = _explained(ctx), _pcie_short(ctx)
+    slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
         if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED:
             continue
         if j.low_since is None:
             continue  # a failed test, not a slow one: ProbeFailing says so
-        ratios = [r for r in (j.ratio_expected, j.ratio_baseline) if r is not None]
-        out.append(Finding(
-            labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst),
-                    "test": test.value},
-            summary=f"GPU{src}->GPU{dst} {test.value} on {ctx.name} is below its "
-                    f"{_below_what(j, ctx.thresholds)}",
-            description=j.reason + ".",
-            dashboard=dashboard_path(ctx.name, pair=(src, dst), test=test.value),
-            value=min(ratios) if ratios else None))
-    return out
+        if src in explained or dst in explained:
+            continue
+        if test is TestName.STAGED and (src in pcie or dst in pcie):
+            continue
+        slow.setdefault((src, dst), []).append(j)
+    return [_pair_finding(ctx, src, dst, js) for (src, dst), js in sorted(slow.items())]
+
+
+def _pair_finding(ctx: HostContext, src: int, dst: int,
+                  tests: list[TestJudgement]) -> Finding:
+    worst = min(tests, key=lambda j: min(r for r in (j.ratio_expected, j.ratio_baseline, 9.0)
+                                         if r is not None))
+    ratios = [r for j in tests for r in (j.ratio_expected, j.ratio_baseline) if r is not None]
+    names = ", ".join(j.test.value for j in tests)
+    return Finding(
+        labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst)},
+        summary=f"GPU{src}->GPU{dst} on {ctx.name} is below its "
+                f"{_below_what(worst, ctx.thresholds)} ({names})",
+        description=" ".join(j.reason + "." for j in tests),
+        dashboard=dashboard_path(ctx.name, pair=(src, dst), test=worst.test.value),
+        value=min(ratios) if ratios else None)
 
 
 def _below_what(j: TestJudgement, th: Thresholds) -> str:
@@ -199,7 +239,8 @@ RULES: tuple[Rule, ...] = (
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
          "Fewer active NVLinks than the ports the GPU has had."),
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
-         "The server's verdict 'degraded' for low bandwidth; its sustain time is the wait.",
+         "The server's verdict 'degraded' for low bandwidth, one per ordered pair; none where "
+         "a fault of either GPU explains it.",
          needs_sweep=True),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
          "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
