@@ -1,9 +1,8 @@
-"""`GET /metrics`: Prometheus exposition of the fleet, read from the database per scrape.
+"""`GET /metrics`: Prometheus exposition of the fleet's judged state and this replica's ingest.
 
 Each app gets its own `CollectorRegistry` (never client_python's global one), so two apps in
 one process (tests; SQLite and PostgreSQL side by side) never mix, and the exposition holds
-peerwatch's metrics only. Cardinality: `PEERWATCH_METRICS_DETAIL`, `PEERWATCH_METRICS_TESTS`
-(docs/alerts.md).
+peerwatch's metrics only. Per-link and per-pair series are the probe agents' (docs/alerts.md).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from app.alerting.service import service_for
 from app.metrics import PeerwatchCollector
+from app.metrics_ingest import IngestStats
 from app.metrics_loader import load_snapshot
 from app.metrics_snapshot import FleetSnapshot
 
@@ -25,12 +25,15 @@ def registry_for(request: Request) -> CollectorRegistry:
     if registry is None:
         sessions = state.sessionmaker
 
-        def load() -> FleetSnapshot:
+        def load(gpus: bool) -> FleetSnapshot:
             with sessions() as session:
-                return load_snapshot(session)
+                return load_snapshot(session, gpus)
 
         registry = CollectorRegistry(auto_describe=False)
         registry.register(PeerwatchCollector(load, service_for(request.app).alerting))
+        stats: IngestStats | None = getattr(state, "ingest_stats", None)
+        if stats is not None:
+            registry.register(stats.registry)  # a registry is a collector too
         state.metrics_registry = registry
     return registry
 
