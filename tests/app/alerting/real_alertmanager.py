@@ -11,6 +11,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +50,12 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     pytest.fail(f"Alertmanager not ready after 20 s: {log.read_text()[-2000:]}")
 
 
-@pytest.fixture(scope="module")
-def alertmanager_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def running_alertmanager(config: str, work: Path) -> Iterator[str]:
+    """A real Alertmanager with `config` (YAML text) on a free loopback port: its URL."""
     binary = shutil.which(BINARY) or f"/usr/bin/{BINARY}"
     require(Path(binary).exists(), f"{BINARY} (Debian package prometheus-alertmanager)")
-    work = tmp_path_factory.mktemp("alertmanager")
-    (work / "alertmanager.yml").write_text(CONFIG)
+    (work / "alertmanager.yml").write_text(config)
     port = _free_port()
     log = work / "log.txt"
     with log.open("wb") as out:
@@ -74,6 +75,12 @@ def alertmanager_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def alertmanager_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_alertmanager(CONFIG, tmp_path_factory.mktemp("alertmanager")) as url:
+        yield url
 
 
 def alerts_in(url: str, **filters: Any) -> list[dict[str, Any]]:
