@@ -18,7 +18,7 @@ from probes.config import ProbeSettings
 from probes.errors import FabricUnavailable
 from probes.fabric import Fabric
 from probes.fabric_select import open_fabric, open_real
-from probes.metrics_server import MetricsServer, agent_registry
+from probes.metrics_server import AgentExposition, MetricsServer
 from probes.outbox import Outbox
 from probes.passes import report_builder
 from probes.sender import Backoff, Sender
@@ -72,7 +72,7 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
         worker = Worker(build, outbox, settings, clock=clock, sleep=sleep, rng=rng, meter=meter)
         metrics = None
         if settings.metrics_port is not None:
-            registry = agent_registry(worker.state, spool, settings.metrics_tests)
-            metrics = MetricsServer(registry, settings.metrics_port, settings.metrics_addr)
+            expose = AgentExposition(worker.state, spool, settings.metrics_tests)
+            metrics = MetricsServer(expose, settings.metrics_port, settings.metrics_addr)
             stack.callback(metrics.close)
         yield ProbeRuntime(settings, fabric, outbox, worker, metrics)

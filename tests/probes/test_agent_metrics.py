@@ -10,13 +10,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from probes.agent_state import AgentState
 from probes.config import ProbeSettings
 from probes.errors import BadProbeRequest
 from probes.faults import BusyGpu, Contention, ErrorGrowth, LinksDown, P2PDisabled, PcieDowntrained
-from probes.metrics_server import MetricsServer, agent_registry
+from probes.metrics import AgentCollector
+from probes.metrics_server import AgentExposition, MetricsServer
+from probes.metrics_text import render
 from probes.report import PAIR_TESTS, ReportKind, TestName
 from probes.runner import open_runtime
 from probes.simulated import SimulatedFabric
@@ -38,7 +40,7 @@ def per_host(bandwidth_tests: int, latency: bool) -> int:
 
 
 def _expose(state: AgentState, spool: Spool, tests: list[TestName] | None = None) -> str:
-    text = generate_latest(agent_registry(state, spool, tests)).decode()
+    text = AgentExposition(state, spool, tests)().decode()
     return "\n".join(line for line in text.splitlines()
                      if not line.startswith("peerwatch_probe_process_")) + "\n"
 
@@ -65,6 +67,34 @@ def test_hgx8_series_are_promtool_clean_and_match_the_formula(faulty: SimulatedF
     text = _expose(state, spool)
     assert promtool_check(text) == ""
     assert len(series(text)) == per_host(6, True)  # the default sweep: 6 bandwidth tests
+
+
+def test_the_fast_renderer_writes_what_client_python_writes(faulty: SimulatedFabric,
+                                                            spool: Spool) -> None:
+    state = AgentState()
+    state.record(build_report(faulty))
+    collector = AgentCollector(state, spool)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    assert render(collector.collect()) == generate_latest(registry)
+
+
+def test_the_fast_renderer_escapes_label_values_as_client_python_does() -> None:
+    from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+
+    family = GaugeMetricFamily("peerwatch_x", 'doc with \\ and\nnewline', labels=["host"])
+    family.add_metric(['odd "host"\\name\n'], 1.5)
+    family.add_metric(["plain"], float("inf"))
+
+    class One:
+        def collect(self):  # type: ignore[no-untyped-def]
+            return [family]
+
+    registry = CollectorRegistry()
+    registry.register(One())
+    assert render([family]) == generate_latest(registry)
+    with pytest.raises(ValueError, match="histogram"):
+        render([HistogramMetricFamily("peerwatch_h", "h", buckets=[("+Inf", 1)], sum_value=1)])
 
 
 def test_the_series_say_what_the_probe_read(faulty: SimulatedFabric, spool: Spool) -> None:
@@ -177,10 +207,10 @@ def test_the_runtime_serves_metrics_over_http(tmp_path: Path) -> None:
 
 def test_a_taken_port_is_a_clear_error() -> None:
     state = AgentState()
-    first = MetricsServer(agent_registry(state), 0, "127.0.0.1")
+    first = MetricsServer(AgentExposition(state), 0, "127.0.0.1")
     try:
         with pytest.raises(BadProbeRequest, match="--metrics-port"):
-            MetricsServer(agent_registry(state), first.port, "127.0.0.1")
+            MetricsServer(AgentExposition(state), first.port, "127.0.0.1")
     finally:
         first.close()
 
