@@ -14,7 +14,8 @@ prometheus_client is imported: the probe never loads the server's FastAPI or SQL
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -39,6 +40,8 @@ PCIE_GAUGES: dict[str, tuple[str, str]] = {
     "width_current": ("pcie_link_width_lanes", "PCIe lanes the link runs with."),
     "width_max": ("pcie_link_max_width_lanes", "Most PCIe lanes possible."),
 }
+
+log = logging.getLogger(__name__)
 
 HOST = ["host"]
 GPU = ["host", "gpu"]
@@ -74,17 +77,32 @@ class AgentCollector(Collector):
         self._tests = frozenset(t.value for t in (tests or TestName))
 
     def collect(self) -> Iterable[Metric]:
+        """Every group that can be built; one that raises is logged and left out, so a bad
+        reading (or a spool being rewritten) never costs the scrape its other series."""
         view = self._state.view()
-        families: list[Metric] = list(spool_families(self._spool, view))
+        families = _safely("spool", lambda: list(spool_families(self._spool, view)))
         if view.latest is None:
             return families  # nothing measured yet: the spool's series only
-        host = view.latest.host.hostname
-        families += probe_families(host, view)
-        families += gpu_families(host, view)
-        families += link_families(host, view.latest)
-        families += pair_families(host, view.latest.inventory.pairs)
-        families += result_families(host, view, self._tests)
+        latest = view.latest
+        host = latest.host.hostname
+        groups: list[tuple[str, Callable[[], list[Metric]]]] = [
+            ("probe", lambda: list(probe_families(host, view))),
+            ("gpu", lambda: list(gpu_families(host, view))),
+            ("link", lambda: list(link_families(host, latest))),
+            ("pair", lambda: list(pair_families(host, latest.inventory.pairs))),
+            ("result", lambda: list(result_families(host, view, self._tests))),
+        ]
+        for name, build in groups:
+            families += _safely(name, build)
         return families
+
+
+def _safely(name: str, build: Callable[[], list[Metric]]) -> list[Metric]:
+    try:
+        return build()
+    except Exception:  # noqa: BLE001 - the other groups must still be served
+        log.exception("agent metrics: the %s series could not be built; left out", name)
+        return []
 
 
 # --------------------------------------------------------------------------- the agent

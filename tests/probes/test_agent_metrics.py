@@ -184,6 +184,26 @@ def test_before_the_first_pass_only_the_spool_is_shown(spool: Spool) -> None:
         "peerwatch_probe_dropped_reports_total"}
 
 
+def test_a_group_that_fails_leaves_the_others(faulty: SimulatedFabric,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    class BrokenSpool:
+        def __len__(self) -> int:
+            return 0
+
+        def size_bytes(self) -> int:
+            raise RuntimeError("deque mutated during iteration")
+
+        def dropped(self) -> int:
+            return 0
+
+    state = AgentState()
+    state.record(build_report(faulty))
+    text = AgentExposition(state, BrokenSpool())().decode()
+    assert "peerwatch_probe_spool_reports" not in text
+    assert value(text, "peerwatch_nvlink_up", host=HOST, gpu="3", link="7") == 0
+    assert "the spool series could not be built" in caplog.text
+
+
 def test_the_runtime_serves_metrics_over_http(tmp_path: Path) -> None:
     """`--metrics-port 0` picks a free port; a pass later it shows; closed with the runtime."""
     settings = ProbeSettings(server_url="http://127.0.0.1:9", token="t", metrics_port=0,
