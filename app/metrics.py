@@ -49,7 +49,7 @@ class PeerwatchCollector(Collector):
         snap = self._load(self._gpus)
         families: list[Metric] = [*host_families(snap.hosts), alert_family(snap)]
         if self._gpus:
-            families.append(gpu_verdict_family(snap.gpus))
+            families += gpu_families(snap.gpus)
         return families
 
 
@@ -97,12 +97,16 @@ def host_families(hosts: list[HostFacts]) -> Iterator[Metric]:
         yield family
 
 
-def gpu_verdict_family(gpus: list[GpuVerdict]) -> Metric:
-    family = _gauge("gpu_verdict", "The GPU's stored verdict as the label of a series whose "
-                    "value is 1.", [*GPU, "verdict"])
+def gpu_families(gpus: list[GpuVerdict]) -> Iterator[Metric]:
+    verdict = _gauge("gpu_verdict", "The GPU's stored verdict as the label of a series whose "
+                     "value is 1.", [*GPU, "verdict"])
+    present = _gauge("gpu_present", "1 when the GPU is in the host's newest inventory, 0 when "
+                     "a GPU seen before is missing from it (fell off the bus).", GPU)
     for g in gpus:
-        family.add_metric([g.host, str(g.gpu), g.verdict], 1)
-    return family
+        verdict.add_metric([g.host, str(g.gpu), g.verdict], 1)
+        if g.present is not None:
+            present.add_metric([g.host, str(g.gpu)], 1 if g.present else 0)
+    yield from (verdict, present)
 
 
 def alert_family(snap: FleetSnapshot) -> Metric:

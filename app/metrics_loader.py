@@ -1,19 +1,20 @@
 """Read one `FleetSnapshot` from the database for a `/metrics` scrape.
 
 Three plain selects, each a column list (no ORM objects): hosts with their stored verdict,
-GPU verdicts, and active alerts. Nothing is judged here and no history is read, so the
-cost grows with the number of hosts and GPUs only (1000 8-GPU hosts: bench/metrics_scale.py).
+GPU verdicts (with whether the GPU is in the newest inventory), and active alerts. Nothing
+is judged here and no history is read, so the cost grows with the number of hosts and GPUs
+only (1000 8-GPU hosts: bench/metrics_scale.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from app.metrics_snapshot import AlertCount, FleetSnapshot, GpuVerdict, HostFacts
-from app.models import Alert, Host, JudgedGpu, JudgedHost
+from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost
 
 
 def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
@@ -42,10 +43,12 @@ def _hosts(session: Session) -> list[HostFacts]:
 
 def _gpu_verdicts(session: Session) -> list[GpuVerdict]:
     rows = session.execute(
-        select(Host.name, JudgedGpu.gpu, JudgedGpu.verdict)
+        select(Host.name, JudgedGpu.gpu, JudgedGpu.verdict, Gpu.present)
         .join(Host, Host.id == JudgedGpu.host_id)
+        .outerjoin(Gpu, and_(Gpu.host_id == JudgedGpu.host_id, Gpu.index == JudgedGpu.gpu))
         .order_by(Host.name, JudgedGpu.gpu))
-    return [GpuVerdict(host=name, gpu=gpu, verdict=verdict) for name, gpu, verdict in rows]
+    return [GpuVerdict(host=name, gpu=gpu, verdict=verdict, present=present)
+            for name, gpu, verdict, present in rows]
 
 
 def _alerts(session: Session) -> list[AlertCount]:

@@ -39,6 +39,7 @@ class GpuVerdict:
     host: str
     gpu: int
     verdict: str
+    present: bool | None = None  # in the newest inventory (False: fell off the bus)
 
 
 @dataclass(frozen=True)

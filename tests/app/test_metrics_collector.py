@@ -17,14 +17,15 @@ AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 
 def _snapshot() -> FleetSnapshot:
-    """A degraded 2-GPU host with a 3 s clock skew, and a host not judged yet."""
+    """A degraded 2-GPU host whose GPU1 fell off the bus, with a 3 s clock skew, and a host
+    not judged yet."""
     return FleetSnapshot(
         hosts=[HostFacts(host="h200-a", fabric="nvml", driver_version="580.159.04",
                          last_received_at=AT, last_sweep_at=AT, clock_skew_s=3.0,
                          verdict="degraded", verdict_since=AT, stale=False, gpus_total=2,
                          gpus_healthy=1, worst_ratio=0.5),
                HostFacts(host="new-b", fabric="simulated:hgx8", last_received_at=AT)],
-        gpus=[GpuVerdict("h200-a", 0, "healthy"), GpuVerdict("h200-a", 1, "degraded")],
+        gpus=[GpuVerdict("h200-a", 0, "healthy", True), GpuVerdict("h200-a", 1, "down", False)],
         alerts=[AlertCount(alertname="NVLinkDown", state="firing", severity="critical",
                            host="h200-a", count=1)],
     )
@@ -51,7 +52,8 @@ def test_verdicts_staleness_and_skew_in_base_units() -> None:
     text = _expose(_snapshot())
     assert value(text, "peerwatch_host_verdict", host="h200-a", verdict="degraded") == 1
     assert value(text, "peerwatch_host_verdict", host="h200-a", verdict="healthy") is None
-    assert value(text, "peerwatch_gpu_verdict", host="h200-a", gpu="1", verdict="degraded") == 1
+    assert value(text, "peerwatch_gpu_verdict", host="h200-a", gpu="1", verdict="down") == 1
+    assert value(text, "peerwatch_gpu_present", host="h200-a", gpu="1") == 0
     assert value(text, "peerwatch_gpu_verdict", host="h200-a", gpu="0", verdict="healthy") == 1
     assert value(text, "peerwatch_probe_last_received_timestamp_seconds",
                  host="h200-a") == AT.timestamp()
@@ -77,7 +79,7 @@ def test_no_per_link_or_per_pair_series() -> None:
 def test_host_detail_drops_gpu_verdicts() -> None:
     full = names(_expose(_snapshot()))
     host = names(_expose(_snapshot(), metrics_detail=MetricsDetail.HOST))
-    assert full - host == {"peerwatch_gpu_verdict"}
+    assert full - host == {"peerwatch_gpu_verdict", "peerwatch_gpu_present"}
 
 
 def test_old_pair_detail_reads_as_gpu_and_says_why(caplog: pytest.LogCaptureFixture) -> None:

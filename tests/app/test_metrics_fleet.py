@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.alerting.settings import AlertingSettings, MetricsDetail
 from app.config import Settings
 from app.main import create_app
-from app.models import Host, JudgedGpu, JudgedHost
+from app.models import Gpu, Host, JudgedGpu, JudgedHost
 from probes.report import ReportKind
 from probes.simulated import SimulatedFabric
 from probes.sweep import build_report
@@ -24,9 +24,11 @@ from tests.app.metrics_helpers import promtool_check, series, value
 NOW = datetime.now(UTC).replace(microsecond=0)
 GPUS = 8
 PER_HOST = 10  # info, verdict, since, stale, gpus, healthy, worst ratio, received, sweep, skew
+PER_GPU = 2  # verdict, present
 
 
-def _judged(session, name: str, *, sick_gpu: int | None, stale: bool = False) -> None:
+def _judged(session, name: str, *, sick_gpu: int | None, stale: bool = False,
+            missing_gpu: int | None = None) -> None:
     host = Host(name=name, fabric="simulated:hgx8", first_seen=NOW - timedelta(days=1),
                 last_report_at=NOW - timedelta(seconds=4), last_sweep_at=NOW - timedelta(minutes=5),
                 last_received_at=NOW, clock_skew_s=4.0)
@@ -38,8 +40,13 @@ def _judged(session, name: str, *, sick_gpu: int | None, stale: bool = False) ->
                            gpus_healthy=GPUS - (sick_gpu is not None), worst_src=0, worst_dst=1,
                            worst_test="ce_write", worst_ratio=0.42))
     for g in range(GPUS):
+        verdict = "down" if g == missing_gpu else "degraded" if g == sick_gpu else "healthy"
         session.add(JudgedGpu(host_id=host.id, gpu=g, reason="test", since=NOW, judged_at=NOW,
-                              facts={}, verdict="degraded" if g == sick_gpu else "healthy"))
+                              facts={}, verdict=verdict))
+        session.add(Gpu(host_id=host.id, index=g, uuid=f"GPU-{name}-{g}", name="NVIDIA H200",
+                        pci_bus_id=f"0000:{g:02x}:00.0", memory_total_bytes=141 << 30,
+                        nvlink_count=18, pcie={}, rdma={}, present=g != missing_gpu,
+                        last_seen_at=NOW))
 
 
 def _app(settings: Settings, **alerting: object) -> TestClient:
@@ -53,7 +60,7 @@ def client(settings: Settings) -> Iterator[TestClient]:
     with _app(settings) as test_client:
         with test_client.app.state.sessionmaker() as session:  # type: ignore[attr-defined]
             _judged(session, "hgx-01", sick_gpu=3)
-            _judged(session, "hgx-02", sick_gpu=None)
+            _judged(session, "hgx-02", sick_gpu=None, missing_gpu=6)
             _judged(session, "hgx-03", sick_gpu=None, stale=True)
             session.commit()
         yield test_client
@@ -77,19 +84,22 @@ def test_judged_state_is_exported_promtool_clean(client: TestClient) -> None:
                  host="hgx-02") == NOW.timestamp()
     assert value(text, "peerwatch_probe_clock_skew_seconds", host="hgx-02") == 4.0
     assert value(text, "peerwatch_host_p2p_bandwidth_ratio_min", host="hgx-01") == 0.42
+    assert value(text, "peerwatch_gpu_present", host="hgx-02", gpu="6") == 0
+    assert value(text, "peerwatch_gpu_present", host="hgx-02", gpu="5") == 1
+    assert value(text, "peerwatch_gpu_verdict", host="hgx-02", gpu="6", verdict="down") == 1
 
 
 def test_series_per_host_match_the_documented_formula(client: TestClient) -> None:
     text = _scrape(client)
     per_host = [line for line in series(text) if 'host="hgx-01"' in line]
-    assert len(per_host) == PER_HOST + GPUS == 18
+    assert len(per_host) == PER_HOST + PER_GPU * GPUS == 26
 
 
 def test_host_detail_leaves_out_gpu_verdicts(settings: Settings, client: TestClient) -> None:
     with _app(settings, metrics_detail=MetricsDetail.HOST) as other:
         text = _scrape(other)
     assert len([line for line in series(text) if 'host="hgx-01"' in line]) == PER_HOST
-    assert "peerwatch_gpu_verdict{" not in text
+    assert "peerwatch_gpu_verdict{" not in text and "peerwatch_gpu_present{" not in text
 
 
 def test_ingest_counts_every_outcome_and_times_the_stored(client: TestClient) -> None:
