@@ -9,7 +9,9 @@ of the process, so a port that drops out of NVML's inventory still reads as miss
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from probes.report import (
@@ -19,6 +21,8 @@ from probes.report import (
     ReportKind,
     TransferResult,
 )
+
+log = logging.getLogger(__name__)
 
 PairTest = tuple[int, int, str]  # (src, dst, test)
 
@@ -51,11 +55,27 @@ def newest_pcie_replays(samples: list[CounterSample]) -> dict[int, int]:
 
 
 class AgentState:
-    """Written by the worker thread, read by the metrics thread; a lock keeps views whole."""
+    """Written by the worker thread, read by the metrics thread; a lock keeps views whole.
+
+    Listeners (`subscribe`) are told of each new view on the worker's thread, after the
+    lock is released; one that raises is logged and never disturbs the probe loop.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._view = AgentView()
+        self._listeners: list[Callable[[AgentView], object]] = []
+
+    def subscribe(self, listener: Callable[[AgentView], object]) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        view = self.view()
+        for listener in self._listeners:
+            try:
+                listener(view)
+            except Exception:  # noqa: BLE001 - the probe loop must outlive any listener
+                log.exception("agent state listener %r failed", listener)
 
     def record(self, report: Report) -> None:
         with self._lock:
@@ -72,6 +92,7 @@ class AgentState:
                 latest=report, sweep=sweep, results=results,
                 ports_had={g: frozenset(links) for g, links in ports.items()},
                 dropped_reports=old.dropped_reports)
+        self._changed()
 
     def announced_drops(self, n: int) -> None:
         """`n` lost reports were announced in a report now delivered or spooled."""

@@ -80,9 +80,16 @@ class AgentCollector(Collector):
         """Every group that can be built; one that raises is logged and left out, so a bad
         reading (or a spool being rewritten) never costs the scrape its other series."""
         view = self._state.view()
-        families = _safely("spool", lambda: list(spool_families(self._spool, view)))
+        return [*self.spool_families(view), *self.host_families(view)]
+
+    def spool_families(self, view: AgentView) -> list[Metric]:
+        """What changes between passes: the spool's depth and the drop count."""
+        return _safely("spool", lambda: list(spool_families(self._spool, view)))
+
+    def host_families(self, view: AgentView) -> list[Metric]:
+        """What changes only when a pass is recorded: the host's own series."""
         if view.latest is None:
-            return families  # nothing measured yet: the spool's series only
+            return []  # nothing measured yet
         latest = view.latest
         host = latest.host.hostname
         groups: list[tuple[str, Callable[[], list[Metric]]]] = [
@@ -92,6 +99,7 @@ class AgentCollector(Collector):
             ("pair", lambda: list(pair_families(host, latest.inventory.pairs))),
             ("result", lambda: list(result_families(host, view, self._tests))),
         ]
+        families: list[Metric] = []
         for name, build in groups:
             families += _safely(name, build)
         return families
@@ -252,9 +260,11 @@ def result_families(host: str, view: AgentView, tests: frozenset[str]) -> Iterat
     contended = _gauge("p2p_contended",
                        "1 when other traffic shared the links during the newest measurement.",
                        PAIR_TEST)
+    assert view.latest is not None
+    present = {g.index for g in view.latest.inventory.gpus}
     for (src, dst, test), r in sorted(view.results.items()):
-        if test not in tests or r.value is None:
-            continue
+        if test not in tests or r.value is None or not {src, dst} <= present:
+            continue  # a GPU gone from the inventory: its old values would read healthy
         pair = [host, str(src), str(dst)]
         contended.add_metric([*pair, test], 1 if r.contended else 0)
         if test == TestName.LATENCY.value:

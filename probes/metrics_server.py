@@ -2,8 +2,8 @@
 
 A threaded WSGI server (client_python's `ThreadingWSGIServer`) runs beside the probe loop in
 a daemon thread and answers every scrape with `AgentExposition`: the host's families from
-`AgentCollector`, written by the fast renderer of `probes/metrics_text.py`, then the process
-collector's (the agent's CPU and memory) through client_python's own `generate_latest`.
+`AgentCollector`, written by the fast renderer of `probes/metrics_text.py` when a pass is
+recorded, then the spool's and the process collector's (the agent's CPU and memory).
 The server is closed with the runtime, so a test or the demo can start and stop many.
 """
 
@@ -23,7 +23,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from probes.agent_state import AgentState
+from probes.agent_state import AgentState, AgentView
 from probes.errors import BadProbeRequest
 from probes.metrics import AgentCollector, SpoolGauge
 from probes.metrics_text import render
@@ -33,16 +33,34 @@ log = logging.getLogger(__name__)
 
 
 class AgentExposition:
-    """`expose()` -> the text exposition of this host's series and the agent process."""
+    """`expose()` -> the text exposition of this host's series and the agent process.
+
+    The host's series change only when a pass is recorded, so their text is rendered then,
+    on the worker's thread (~10 ms for an 8-GPU host, once per pass), and a scrape only adds
+    the spool's and the process's few lines: scrapes stay fast however often they come.
+    """
 
     def __init__(self, state: AgentState, spool: SpoolGauge | None = None,
                  tests: Iterable[TestName] | None = None) -> None:
+        self.state = state
         self.collector = AgentCollector(state, spool, tests)
         self.process = CollectorRegistry(auto_describe=False)
         ProcessCollector(namespace="peerwatch_probe", registry=self.process)
+        self._lock = threading.Lock()
+        self._rendered: tuple[AgentView, bytes] | None = None
+        state.subscribe(self.host_text)
+
+    def host_text(self, view: AgentView) -> bytes:
+        """The host's series as text for `view`, rendered once per view."""
+        with self._lock:
+            if self._rendered is None or self._rendered[0] is not view:
+                self._rendered = (view, render(self.collector.host_families(view)))
+            return self._rendered[1]
 
     def __call__(self) -> bytes:
-        return render(self.collector.collect()) + generate_latest(self.process)
+        view = self.state.view()
+        return (render(self.collector.spool_families(view)) + self.host_text(view)
+                + generate_latest(self.process))
 
 
 class _Quiet(WSGIRequestHandler):

@@ -155,6 +155,24 @@ def test_a_pair_a_sweep_skipped_keeps_its_newest_value(spool: Spool) -> None:
     assert value(text, "peerwatch_probe_skipped_gpus", host=HOST) == 1
 
 
+def test_a_gpu_gone_from_the_inventory_takes_its_pairs_along(spool: Spool) -> None:
+    """Xid 79: the old values of its pairs must not keep reading healthy."""
+    state = AgentState()
+    sweep = build_report(SimulatedFabric("hgx8", seed=4, hostname=HOST))
+    state.record(sweep)
+    inventory = sweep.inventory.model_copy(update={
+        "gpus": [g for g in sweep.inventory.gpus if g.index != 4],
+        "nvlinks": [p for p in sweep.inventory.nvlinks if p.gpu != 4],
+        "pairs": [p for p in sweep.inventory.pairs if 4 not in (p.src, p.dst)]})
+    state.record(sweep.model_copy(update={"kind": ReportKind.INVENTORY, "inventory": inventory,
+                                          "results": [], "counters": []}))
+    text = _expose(state, spool)
+    assert promtool_check(text) == ""
+    assert not [line for line in series(text) if 'gpu="4"' in line or 'peer_gpu="4"' in line]
+    assert value(text, "peerwatch_p2p_bandwidth_bytes_per_second", host=HOST, gpu="0",
+                 peer_gpu="1", test="ce_write") is not None
+
+
 def test_a_port_gone_from_the_inventory_still_counts_as_had(spool: Spool) -> None:
     state = AgentState()
     full = build_report(SimulatedFabric("hgx8", seed=4, hostname=HOST), ReportKind.INVENTORY)
@@ -182,6 +200,26 @@ def test_before_the_first_pass_only_the_spool_is_shown(spool: Spool) -> None:
     assert {line.split(" ")[0] for line in series(text)} == {
         "peerwatch_probe_spool_reports", "peerwatch_probe_spool_bytes",
         "peerwatch_probe_dropped_reports_total"}
+
+
+def test_the_host_text_is_rendered_when_a_pass_is_recorded_not_per_scrape(spool: Spool) -> None:
+    state = AgentState()
+    exposition = AgentExposition(state, spool)
+    built = []
+    original = exposition.collector.host_families
+
+    def counting(view):  # type: ignore[no-untyped-def]
+        built.append(view)
+        return original(view)
+
+    exposition.collector.host_families = counting  # type: ignore[method-assign]
+    fabric = SimulatedFabric("hgx8", seed=4, hostname=HOST)
+    state.record(build_report(fabric, ReportKind.INVENTORY))
+    assert len(built) == 1  # on the recording thread
+    texts = {exposition() for _ in range(3)}
+    assert len(built) == 1 and len(texts) == 1
+    state.record(build_report(fabric, ReportKind.INVENTORY))
+    assert len(built) == 2
 
 
 def test_a_group_that_fails_leaves_the_others(faulty: SimulatedFabric,
