@@ -9,7 +9,6 @@ Only the targets, intervals and the rules path are changed from the shipped file
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +23,7 @@ from probes.faults import LinksDown
 from probes.report import ReportKind
 from probes.runner import open_runtime
 from probes.simulated import SimulatedFabric
-from tests.conftest import require
+from tests.conftest import background, require
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
@@ -47,21 +46,10 @@ def prometheus(work: Path, config: str) -> Iterator[str]:
     require(Path(binary).exists(), "prometheus (Debian package prometheus)")
     (work / "prometheus.yml").write_text(config)
     port = free_port()
-    log = work / "log.txt"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [binary, f"--config.file={work / 'prometheus.yml'}",
-             f"--storage.tsdb.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT)
-    try:
+    argv = [binary, f"--config.file={work / 'prometheus.yml'}",
+            f"--storage.tsdb.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}"]
+    with background(argv, work / "log.txt"):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def _query(url: str, promql: str) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import require
+from tests.conftest import background, require
 
 BINARY = "prometheus-alertmanager"
 CONFIG = """\
@@ -58,23 +58,13 @@ def running_alertmanager(config: str, work: Path) -> Iterator[str]:
     (work / "alertmanager.yml").write_text(config)
     port = _free_port()
     log = work / "log.txt"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [binary, f"--config.file={work / 'alertmanager.yml'}",
-             f"--storage.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-             "--cluster.listen-address="],
-            stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    argv = [binary, f"--config.file={work / 'alertmanager.yml'}",
+            f"--storage.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address="]
+    with background(argv, log) as proc:
+        url = f"http://127.0.0.1:{port}"
         _wait_ready(url, proc, log)
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
