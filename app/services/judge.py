@@ -44,13 +44,15 @@ from app.services.fabric_state import HostFabric, load_fabric
 
 
 def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
-                 baselines: dict, th: Thresholds) -> dict[PairKey, TestJudgement]:
+                 baselines: dict, th: Thresholds,
+                 low_before: dict[PairKey, datetime]) -> dict[PairKey, TestJudgement]:
     tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
     keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests}
     return {
         (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
                               fabric.full_expectation(t, s, d),
-                              baseline_ref(baselines.get((s, d, t))), th)
+                              baseline_ref(baselines.get((s, d, t))), th,
+                              low_before.get((s, d, t)))
         for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
     }
 
@@ -79,13 +81,16 @@ def _judge_gpus(session: Session, fabric: HostFabric, links: list[LinkJudgement]
 
 
 def judge_tests_from_history(session: Session, settings: Settings, row: Host,
-                             fabric: HostFabric, now: datetime) -> dict[PairKey, TestJudgement]:
-    """Every (pair, test) verdict, from the samples of the look-back window."""
+                             fabric: HostFabric, now: datetime,
+                             low_before: dict[PairKey, datetime] | None = None,
+                             ) -> dict[PairKey, TestJudgement]:
+    """Every (pair, test) verdict, from the samples of the look-back window; `low_before`:
+    when each low run began as last judged (a run can be older than the window)."""
     newest = row.last_sweep_at or row.last_report_at or now
     lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
     samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
     return _judge_tests(fabric, samples, baselines_of(session, row.id),
-                        Thresholds.from_settings(settings))
+                        Thresholds.from_settings(settings), low_before or {})
 
 
 def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
@@ -111,12 +116,14 @@ def last_heard_at(row: Host) -> datetime | None:
 
 
 def judge_host_now(session: Session, settings: Settings, row: Host, now: datetime,
-                   tests: dict[PairKey, TestJudgement] | None = None) -> HostHealth:
+                   tests: dict[PairKey, TestJudgement] | None = None,
+                   low_before: dict[PairKey, datetime] | None = None) -> HostHealth:
     """Every verdict of `row` at `now`. `tests`: stored (pair, test) verdicts to reuse, or
-    None to judge them from the history."""
+    None to judge them from the history (`low_before`: when their low runs began, as last
+    judged)."""
     fabric = load_fabric(session, row)
     if tests is None:
-        tests = judge_tests_from_history(session, settings, row, fabric, now)
+        tests = judge_tests_from_history(session, settings, row, fabric, now, low_before)
     tests = _unknown_without_gpu(fabric, tests)
     th = Thresholds.from_settings(settings)
     pairs = _judge_pairs(fabric, tests)

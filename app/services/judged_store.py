@@ -27,6 +27,7 @@ from app.queries.health import (
 )
 from app.schemas import Verdict
 from app.services.judge import judge_host_now, last_heard_at
+from probes.report import TestName
 
 Rows = dict[tuple, dict[str, Any]]
 
@@ -160,6 +161,8 @@ def judge_and_store(session: Session, settings: Settings, row: Host, now: dateti
     judged_sweep = top_row["facts"].get("last_sweep_at") if top_row else None
     reuse = top_row is not None and judged_sweep == _iso(row.last_sweep_at)
     tests = tests_from_rows(previous["test"]) if reuse else None
-    health = judge_host_now(session, settings, row, now, tests)
+    low_before = {(r["src"], r["dst"], TestName(r["test"])): r["low_since"]
+                  for r in previous["test"].values() if r["low_since"] is not None}
+    health = judge_host_now(session, settings, row, now, tests, low_before)
     store(session, health, previous, now)
     return health
