@@ -11,8 +11,9 @@ them, so a judgement may reuse the (pair, test) verdicts stored by the last one
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -24,6 +25,7 @@ from app.analysis.fabric_health import (
     judge_host,
     judge_link,
 )
+from app.analysis.flaps import downs_now, flapping
 from app.analysis.health import (
     PairJudgement,
     Sample,
@@ -115,25 +117,53 @@ def last_heard_at(row: Host) -> datetime | None:
     return row.last_received_at or row.last_report_at
 
 
-def judge_host_now(session: Session, settings: Settings, row: Host, now: datetime,
-                   tests: dict[PairKey, TestJudgement] | None = None,
-                   low_before: dict[PairKey, datetime] | None = None) -> HostHealth:
-    """Every verdict of `row` at `now`. `tests`: stored (pair, test) verdicts to reuse, or
-    None to judge them from the history (`low_before`: when their low runs began, as last
-    judged)."""
-    fabric = load_fabric(session, row)
-    if tests is None:
-        tests = judge_tests_from_history(session, settings, row, fabric, now, low_before)
-    tests = _unknown_without_gpu(fabric, tests)
+@dataclass
+class Prior:
+    """What the last stored judgement knew that the history alone does not say."""
+
+    tests: dict[PairKey, TestJudgement] | None = None  # to reuse: no sweep since
+    low_before: dict[PairKey, datetime] = field(default_factory=dict)  # low runs' starts
+    link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    links_down: set[tuple[int, int]] = field(default_factory=set)
+
+
+def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFabric,
+                 now: datetime, since: datetime,
+                 prior: Prior) -> tuple[list[LinkJudgement], dict[tuple[int, int], dict]]:
+    """Every NVLink port from its state and error rates, flapping ports degraded; with the
+    facts to store for the next judgement (when each port went down)."""
     th = Thresholds.from_settings(settings)
+    rates = link_rates(session, row.id, since)
+    links, facts = [], {}
+    for p in fabric.nvlinks:
+        key = (p.gpu, p.link)
+        j = judge_link(p, rates.get(key, {}), th)
+        seen = [datetime.fromisoformat(t) for t in prior.link_facts.get(key, {}).get("downs", [])]
+        downs = downs_now(seen, key in prior.links_down, j.verdict is Verdict.DOWN, now,
+                          settings.link_flap_window_s)
+        links.append(flapping(j, downs, settings.link_flap_downs, settings.link_flap_window_s))
+        facts[key] = {"downs": [t.isoformat() for t in downs]} if downs else {}
+    return links, facts
+
+
+def judge_host_now(session: Session, settings: Settings, row: Host, now: datetime,
+                   prior: Prior | None = None) -> HostHealth:
+    """Every verdict of `row` at `now`, given what the last judgement knew (`prior`)."""
+    prior = prior or Prior()
+    fabric = load_fabric(session, row)
+    tests = prior.tests
+    if tests is None:
+        tests = judge_tests_from_history(session, settings, row, fabric, now, prior.low_before)
+    tests = _unknown_without_gpu(fabric, tests)
     pairs = _judge_pairs(fabric, tests)
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
-    rates = link_rates(session, row.id, counters_since)
-    links = [judge_link(p, rates.get((p.gpu, p.link), {}), th) for p in fabric.nvlinks]
+    links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
     gpus = _judge_gpus(session, fabric, links, pairs, counters_since)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
     judgement = judge_host(row.name, gpus, links, pairs, stale_for)
-    return HostHealth(row, fabric, judgement, tests, stale, now)
+    health = HostHealth(row, fabric, judgement, tests, stale, now)
+    health.link_facts = link_facts
+    return health
