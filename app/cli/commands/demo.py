@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+from app.cli.options import port_number
 from app.demo.fleet import DEFAULT_HOSTS
 
 # Defaults here, not imported from app.demo.run: building the parser for any command must not
@@ -26,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the server with a simulated fleet (no GPU needed)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help=f"port to serve on (default: {DEFAULT_PORT})")
     parser.add_argument("--bind", default=DEFAULT_BIND,
                         help=f"address to serve on (default: {DEFAULT_BIND})")

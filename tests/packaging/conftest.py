@@ -1,0 +1,96 @@
+"""The wheel as a user gets it: built once per session, installed into fresh virtual
+environments outside the checkout (a probe-only one and one with the `server` extra), run
+from a working directory where the repository cannot be imported.
+
+pip's own cache and index settings are used, so a second run installs from the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from tests.app.conftest import PG_ADMIN_URL, _pg_reachable
+from tests.conftest import require
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Venv:
+    root: Path
+    workdir: Path  # outside the checkout: `app` and `probes` come only from the wheel
+
+    def bin(self, name: str) -> str:
+        return str(self.root / "bin" / name)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items()
+               if k != "PYTHONPATH" and not k.startswith("PEERWATCH_")}
+        return {**env, "PEERWATCH_DATA_DIR": str(self.workdir / "data"), **extra}
+
+    def run(self, *argv: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run([self.bin(argv[0]), *argv[1:]], cwd=self.workdir, env=self.env(**env),
+                              capture_output=True, text=True, timeout=timeout)
+
+
+def _pip(*argv: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", *argv, "-q", "--disable-pip-version-check"],
+                   check=True, timeout=INSTALL_TIMEOUT_S, cwd=REPO)
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    _pip("wheel", "--no-deps", "-w", str(out), str(REPO))
+    (built,) = out.glob("peerwatch-*.whl")
+    return built
+
+
+def _venv(tmp_path_factory: pytest.TempPathFactory, name: str, requirement: str) -> Venv:
+    base = tmp_path_factory.mktemp(name)
+    root, workdir = base / "venv", base / "work"
+    workdir.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=120)
+    subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q",
+                    "--disable-pip-version-check", requirement],
+                   check=True, timeout=INSTALL_TIMEOUT_S, cwd=workdir)
+    return Venv(root, workdir)
+
+
+@pytest.fixture(scope="session")
+def probe_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Venv:
+    """`pip install peerwatch`: the probe agent alone."""
+    return _venv(tmp_path_factory, "probe-venv", str(wheel))
+
+
+@pytest.fixture(scope="session")
+def server_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Venv:
+    """`pip install 'peerwatch[server]'`."""
+    return _venv(tmp_path_factory, "server-venv", f"{wheel}[server]")
+
+
+@pytest.fixture
+def empty_pg_url() -> Iterator[str]:
+    """An empty PostgreSQL database (no schema), dropped afterwards."""
+    require(_pg_reachable(), "PostgreSQL at 127.0.0.1:5432")
+    name = f"peerwatch_wheel_{secrets.token_hex(6)}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
