@@ -1,5 +1,5 @@
 """What `peerwatch bench` prints for a person: nvbandwidth-style matrices, then topology,
-P2P status, measured/expected ratios and the sweep's cost.
+P2P status, ratios to expected and the sweep's cost.
 
 Every matrix reads the same way: the row is the source GPU, the column the destination
 (`GPU(row) -> GPU(column)`), so data flows from the row's GPU to the column's.
@@ -141,7 +141,8 @@ def render_ratios(console: Console, report: Report, tests: list[TestName]) -> No
         row = [by_key.get((t, s, d)) for t in pair_tests]
         table.add_row(f"{s} -> {d}", topo.get((s, d), "?"),  # type: ignore[arg-type]
                       *[_ratio_text(j) if j else Text("") for j in row])
-    console.print(_titled("[bold]Measured / expected[/] per pair (1.00 = what the topology "
+    console.print(_titled("[bold]Ratio to expected[/] per pair (bandwidth: measured / "
+                          "expected; latency: expected / measured; 1.00 = what the topology "
                           "promises, lower is worse; * contended)", table))
     console.print()
 

@@ -45,7 +45,7 @@ def test_human_output_reads_like_nvbandwidth_and_nvidia_smi(
     assert "GB/s" in out and " ns" in out and "allreduce" in out
     topo = out[out.index("Topology"):]
     assert "NV4" in topo and "SYS" in topo and "OK nvlink" in topo and "OK pcie" in topo
-    assert "Measured / expected" in out and "Sweep cost: GPU time" in out
+    assert "Ratio to expected" in out and "latency: expected / measured" in out and "Sweep cost: GPU time" in out
     assert "sm_write" not in out  # only the tests asked for
 
 
@@ -89,3 +89,10 @@ def test_every_option_says_its_default() -> None:
     for test in TestName:
         assert test.value in help_text
     assert "simulated:hgx8" in help_text
+
+
+def test_help_states_each_tests_default_sample_count(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "ce_write, ce_read 2; ce_bidir, sm_write, sm_read, latency, staged, allreduce 3" in text

@@ -34,14 +34,23 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_BUSY_PCT = 10.0
 
 
+def _default_samples() -> str:
+    """"ce_write, ce_read 2; ce_bidir, ... 3": each test's default sample count."""
+    by_count: dict[int, list[str]] = {}
+    for test, budget in DEFAULT_BUDGETS.items():
+        by_count.setdefault(budget.samples, []).append(test.value)
+    return "; ".join(f"{', '.join(tests)} {n}" for n, tests in sorted(by_count.items()))
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "bench", help="measure this host's GPU fabric once and print the matrices",
         description="Run peerwatch's transfer tests between every pair of GPUs on this host\n"
         "and print one matrix per test (row = source GPU, column = destination, like\n"
-        "nvbandwidth), the topology and P2P status, each pair's measured/expected ratio\n"
-        "and what the sweep cost. Without GPUs, --fabric auto falls back to a simulated\n"
-        "host. What each test measures: docs/probe-tests.md.",
+        "nvbandwidth), the topology and P2P status, each pair's ratio to expected\n"
+        "(bandwidth measured/expected, latency expected/measured) and what the sweep\n"
+        "cost. Without GPUs, --fabric auto falls back to a simulated host. What each\n"
+        "test measures: docs/probe-tests.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="tests: " + ", ".join(t.value for t in TestName)
         + "\nfabrics: " + ", ".join(fabric_choices())
@@ -63,8 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="N",
                    help="noise seed of a simulated fabric; same seed, same numbers (default: 0)")
     p.add_argument("--samples", type=int, default=None, metavar="N",
-                   help="timed samples per test, the median is reported (default: "
-                   f"{DEFAULT_BUDGETS[TestName.CE_WRITE].samples}, from probes/budgets.py)")
+                   help="timed samples per test, the median is reported (default: per "
+                   f"test, from probes/budgets.py: {_default_samples()})")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="watchdog per test; a test running longer is recorded as hung and "
                    "its GPUs are left alone for the rest of the run "
