@@ -17,7 +17,7 @@ ASSET_DIRS = ("migrations", "frontend")
 
 
 def asset_dir(name: str) -> Path:
-    """The folder `name` (one of ASSET_DIRS) as a real path: the wheel's copy, else the checkout's."""
+    """The folder `name` (one of ASSET_DIRS): the wheel's copy, else the checkout's."""
     if name not in ASSET_DIRS:
         raise ValueError(f"unknown asset folder {name!r} (one of {', '.join(ASSET_DIRS)})")
     packaged = resources.files("app") / PACKAGED / name
