@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backfill-hours", type=float, default=DEFAULT_BACKFILL_HOURS,
                         help="hours of history to backfill into a new database; 0 for none "
                              f"(default: {DEFAULT_BACKFILL_HOURS:g})")
+    parser.add_argument("--admin-token", default=None,
+                        help="admin token for silences and acknowledgements (default: a "
+                             "random one, printed at start)")
     parser.set_defaults(func=run)
 
 
@@ -55,5 +58,6 @@ def run(args: argparse.Namespace) -> int:
     from app.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,
-                          hosts=args.hosts, seed=args.seed, backfill_hours=args.backfill_hours)
+                          hosts=args.hosts, seed=args.seed, backfill_hours=args.backfill_hours,
+                          admin_token=args.admin_token)
     return run_demo(options)
