@@ -2,7 +2,7 @@
 
 Run as a person would, in a fresh process (`python -m app.cli`), so nothing the test runner
 set up (logging, imported modules) can hide a traceback. The PostgreSQL cases use the real
-server at 127.0.0.1:5432 (a database that does not exist there) and a port nothing listens on.
+server the suite uses (a database that does not exist there) and a port nothing listens on.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 
 from probes.errors import FabricUnavailable
 from probes.fabric_select import open_real
+from tests.app.conftest import PG_PORT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,13 +55,13 @@ def test_bench_on_nvml_without_nvml_is_one_line() -> None:
 @pytest.mark.parametrize("command", ["migrate", "serve"])
 @pytest.mark.parametrize(("url", "says"), [
     ("postgresql://postgres@127.0.0.1:{closed}/test", "Connection refused"),
-    ("postgresql://postgres@127.0.0.1:5432/peerwatch_no_such_db", "does not exist"),
+    ("postgresql://postgres@127.0.0.1:{pg_port}/peerwatch_no_such_db", "does not exist"),
     ("nonsense", "invalid database URL"),
     ("mysqlish://host/db", "unsupported database URL"),
     ("sqlite:////proc/peerwatch-no/such.db", "No such file or directory"),
 ])
 def test_unusable_database_is_one_line(command: str, url: str, says: str) -> None:
-    url = url.format(closed=closed_port())
+    url = url.format(closed=closed_port(), pg_port=PG_PORT)
     argv = [command, "--database-url", url]
     if command == "serve":
         argv.append("--no-local-probe")

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from tests.app.conftest import PG_ADMIN_URL, _pg_reachable
+from tests.app.conftest import PG_ADMIN_URL, PG_PORT, _pg_reachable
 from tests.conftest import require
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def server_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Venv:
 @pytest.fixture
 def empty_pg_url() -> Iterator[str]:
     """An empty PostgreSQL database (no schema), dropped afterwards."""
-    require(_pg_reachable(), "PostgreSQL at 127.0.0.1:5432")
+    require(_pg_reachable(), f"PostgreSQL at 127.0.0.1:{PG_PORT}")
     name = f"peerwatch_wheel_{secrets.token_hex(6)}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
