@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.cli.bench_expect import Expectations
-from app.cli.bench_view import render
+from app.cli.bench_view import render, render_gpus
 from probes.budgets import DEFAULT_BUDGETS
 from probes.errors import BadProbeRequest
 from probes.fabric import Fabric
@@ -104,7 +104,7 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
         raise BadProbeRequest(f"--gpus must be comma-separated GPU indices, got {text!r}") from None
     if any(g < 0 for g in gpus) or not gpus:
         raise BadProbeRequest(f"--gpus must name GPU indices 0 or above, got {text!r}")
-    return gpus
+    return tuple(dict.fromkeys(gpus))  # "0,0" is GPU 0 once
 
 
 def options_from(args: argparse.Namespace, tests: list[TestName]) -> SweepOptions:
@@ -142,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
         report = _measure(fabric, options, show_progress=sys.stderr.isatty())
     finally:
         fabric.close()
+    single = one_gpu_note(report, options.gpus)
+    if single:
+        print(f"peerwatch bench: {single}", file=sys.stderr)
     if args.json:
         json.dump(json_document(report), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -149,8 +152,27 @@ def run(args: argparse.Namespace) -> int:
     out = Console()
     if not out.is_terminal:
         out = Console(width=max(120, shutil.get_terminal_size().columns))
-    render(out, report, tests)
+    if single:
+        render_gpus(out, report, options.gpus)
+    else:
+        render(out, report, tests)
     return 0
+
+
+def one_gpu_note(report: Report, selected: tuple[int, ...] | None) -> str | None:
+    """The one line for a host with one GPU, or a selection of one; None with two or more."""
+    on_host = sorted(g.index for g in report.inventory.gpus)
+    gpus = list(selected) if selected is not None else on_host
+    if len(gpus) >= 2:
+        return None
+    if not gpus:
+        where = "this host has no GPUs"
+    elif selected is not None and len(on_host) > 1:
+        where = f"one GPU selected (GPU {gpus[0]})"
+    else:
+        where = f"this host has one GPU (GPU {gpus[0]})"
+    return (f"{where}: the transfer tests measure pairs and need two GPUs; showing what one "
+            "GPU can tell: its PCIe link, NVLink ports and the probe's cost")
 
 
 def _measure(fabric: Fabric, options: SweepOptions, *, show_progress: bool) -> Report:
