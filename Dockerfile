@@ -8,7 +8,7 @@
 
 FROM python:3.11-slim AS wheel
 WORKDIR /src
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml setup.py README.md MANIFEST.in alembic.ini ./
 COPY app ./app
 COPY probes ./probes
 COPY migrations ./migrations

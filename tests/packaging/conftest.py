@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -49,10 +50,23 @@ def _pip(*argv: str) -> None:
                    check=True, timeout=INSTALL_TIMEOUT_S, cwd=REPO)
 
 
+# What the Dockerfile's wheel stage copies: the build sees these and nothing else, so no
+# stale build/ output of the checkout can slip into the wheel.
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "MANIFEST.in", "alembic.ini", "app",
+           "probes", "migrations", "frontend")
+
+
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    _pip("wheel", "--no-deps", "-w", str(out), str(REPO))
+    tree, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+    for name in SOURCES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, tree / name, ignore=shutil.ignore_patterns("__pycache__",
+                                                                               "_assets"))
+        else:
+            shutil.copy2(source, tree / name)
+    _pip("wheel", "--no-deps", "-w", str(out), str(tree))
     (built,) = out.glob("peerwatch-*.whl")
     return built
 
