@@ -31,12 +31,11 @@ RUN --mount=type=bind,from=wheel,source=/dist,target=/dist \
 USER 10001
 CMD ["probe", "--help"]
 
-FROM base AS server
+FROM probe AS server
 ARG EXTRAS=""
-ARG CUPY=""
+USER 0
 RUN --mount=type=bind,from=wheel,source=/dist,target=/dist \
-    python -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir "$(echo /dist/peerwatch-*.whl)[server${EXTRAS:+,$EXTRAS}]" ${CUPY}
+    /opt/venv/bin/pip install --no-cache-dir "$(echo /dist/peerwatch-*.whl)[server${EXTRAS:+,$EXTRAS}]"
 USER 10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s \

@@ -8,7 +8,6 @@ pip's own cache and index settings are used, so a second run installs from the c
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -17,11 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
-from tests.app.conftest import PG_ADMIN_URL, PG_PORT, _pg_reachable
-from tests.conftest import require
+from tests.app.conftest import throwaway_pg_database
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT_S = 600
@@ -97,14 +93,5 @@ def server_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Venv:
 @pytest.fixture
 def empty_pg_url() -> Iterator[str]:
     """An empty PostgreSQL database (no schema), dropped afterwards."""
-    require(_pg_reachable(), f"PostgreSQL at 127.0.0.1:{PG_PORT}")
-    name = f"peerwatch_wheel_{secrets.token_hex(6)}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with throwaway_pg_database("peerwatch_wheel") as url:
+        yield url
