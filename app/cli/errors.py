@@ -16,7 +16,7 @@ from probes.errors import FabricUnavailable
 
 # Top-level modules of the `server` extra (pyproject.toml): missing means a probe-only install.
 SERVER_MODULES = frozenset({"fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "plotly",
-                            "prometheus_client", "psycopg", "psutil"})
+                            "psycopg", "psutil"})
 SERVER_EXTRA_HINT = "pip install 'peerwatch[server]'"
 
 

@@ -11,6 +11,7 @@ them, so a judgement may reuse the (pair, test) verdicts stored by the last one
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -30,6 +31,7 @@ from app.analysis.health import (
     Thresholds,
     judge_pair,
     judge_test,
+    pair_label,
 )
 from app.analysis.text import fmt_duration
 from app.config import Settings
@@ -37,6 +39,7 @@ from app.models import Host
 from app.queries.common import PairKey, baseline_ref, baselines_of, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.health import HostHealth
+from app.schemas import Verdict
 from app.services.fabric_state import HostFabric, load_fabric
 
 
@@ -45,7 +48,8 @@ def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
     tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
     keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests}
     return {
-        (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []), fabric.expectation(t, s, d),
+        (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
+                              fabric.full_expectation(t, s, d),
                               baseline_ref(baselines.get((s, d, t))), th)
         for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
     }
@@ -84,6 +88,23 @@ def judge_tests_from_history(session: Session, settings: Settings, row: Host,
                         Thresholds.from_settings(settings))
 
 
+def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
+                         ) -> dict[PairKey, TestJudgement]:
+    """A pair with a GPU missing from the newest inventory is unknown, however healthy its
+    samples from before the GPU vanished were."""
+    gone = set(fabric.missing_gpus)
+    if not gone:
+        return tests
+    out = {}
+    for key, t in tests.items():
+        missing = [g for g in (t.src, t.dst) if g in gone]
+        out[key] = t if not missing else replace(
+            t, verdict=Verdict.UNKNOWN, low_since=None,
+            reason=f"{pair_label(t.src, t.dst, t.test)} not judged: GPU{missing[0]} is "
+                   "missing from the newest inventory")
+    return out
+
+
 def last_heard_at(row: Host) -> datetime | None:
     """When the server last received a report of this host, by the server's own clock."""
     return row.last_received_at or row.last_report_at
@@ -96,6 +117,7 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     fabric = load_fabric(session, row)
     if tests is None:
         tests = judge_tests_from_history(session, settings, row, fabric, now)
+    tests = _unknown_without_gpu(fabric, tests)
     th = Thresholds.from_settings(settings)
     pairs = _judge_pairs(fabric, tests)
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
