@@ -11,7 +11,7 @@ links. So each finding here names the contradiction and what to do about it:
     fabric health unhealthy / limited capacity (mask issues)           -> degraded
     k of n NVLinks wired by design up (all down: down)                 -> degraded / down
     links up and fabric COMPLETED but peer copies fail                 -> down
-    Fabric Manager not running on an NVSwitch host                     -> degraded (host)
+    Fabric Manager installed but not running on an NVSwitch host       -> degraded (host)
 
 The expectation (`fabric_expect.py`) comes first, so a PCIe box, a single board and a
 12-of-18 SKU are healthy as built. Pure: plain values in, verdicts out.
@@ -143,8 +143,14 @@ def judge_gpu_fabric(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
 
 def fabric_manager_finding(expectations: Sequence[FabricExpectation],
                            fm: FabricManagerInfo | None) -> FabricFinding | None:
-    """Fabric Manager down where the host has NVSwitch (unknown when the probe can't see)."""
-    if fm is None or fm.running is not False or not any(e.fabric_manager for e in expectations):
+    """Fabric Manager installed here but not running, on a host with NVSwitch.
+
+    Not installed at all is no finding: a fabric cannot complete without Fabric Manager, so
+    it runs elsewhere (a VM's hypervisor or service VM, or a container the probe can't see);
+    where the fabric is not complete, the registration finding already says so."""
+    if fm is None or fm.running is not False or fm.installed is False:
+        return None
+    if not any(e.fabric_manager for e in expectations):
         return None
     return FabricFinding(
         Verdict.DEGRADED,

@@ -21,7 +21,7 @@ from probes.faults import (
     LinksDown,
     PeerCopiesFail,
 )
-from probes.report import TestName
+from probes.report import FabricManagerInfo, TestName
 from probes.simulated import SimulatedFabric
 
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
@@ -91,6 +91,14 @@ def test_fabric_manager_down_is_a_host_finding() -> None:
     assert "start nvidia-fabricmanager" in result.reason
     # Where there is no NVSwitch, nobody needs Fabric Manager.
     assert host_verdict("mesh4").verdict is Verdict.HEALTHY
+
+
+def test_fabric_manager_not_installed_runs_elsewhere() -> None:
+    """A VM on an NVSwitch board (the lent H200 pair): no nv-fabricmanager in the guest, the
+    fabric COMPLETED by the hypervisor's Fabric Manager. Not a finding."""
+    fab, gpus, ports = readings("h200x2")
+    fm = FabricManagerInfo(running=False, how="no nv-fabricmanager process", installed=False)
+    assert judge_host_fabric("vm", gpus, ports, (), fm).verdict is Verdict.HEALTHY
 
 
 def _pairs_with_failed_copies(fab: SimulatedFabric, a: int, b: int) -> list[PairJudgement]:
