@@ -37,6 +37,7 @@ class AlertOut(BaseModel):
         "value": 0.0, "active_since": "2026-11-30T10:02:11Z",
         "fired_at": "2026-11-30T10:03:12Z", "resolved_at": None,
         "updated_at": "2026-11-30T10:20:00Z", "acknowledged": None, "silenced_by": [],
+        "in_maintenance": False, "held": None,
     }]})
 
     id: int
@@ -53,6 +54,12 @@ class AlertOut(BaseModel):
     updated_at: datetime
     acknowledged: Acknowledgement | None
     silenced_by: list[int] = Field(description="Ids of active silences that mute it.")
+    in_maintenance: bool = Field(
+        default=False, description="Its host is in a declared maintenance window: shown, "
+        "not sent to Alertmanager.")
+    held: str | None = Field(
+        default=None, description="Why it is not paged now: maintenance or settling after "
+        "the probe or driver started (None: it pages as usual).")
 
 
 class AlertsResponse(BaseModel):
