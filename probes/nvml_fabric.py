@@ -151,7 +151,8 @@ def fabric_check_main(gpu: int, module: Any) -> int:
     module.nvmlInit()
     try:
         handle = module.nvmlDeviceGetHandleByIndex(gpu)
-        struct = getattr(module, "c_nvmlGpuFabricInfo_v3_t", None) or module.c_nvmlGpuFabricInfo_v2_t
+        struct = (getattr(module, "c_nvmlGpuFabricInfo_v3_t", None)
+                  or module.c_nvmlGpuFabricInfo_v2_t)
         try:
             module.nvmlDeviceGetGpuFabricInfoV(handle, module.byref(struct()))
         except module.NVMLError:

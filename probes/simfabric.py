@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 from probes.fabric import TestSpec
 from probes.faults import (
-    Fault,
     FabricManagerDown,
     FabricNotCompleted,
     FabricStatusError,
     FabricUnhealthy,
+    Fault,
     PeerCopiesFail,
 )
 from probes.presets import Preset

@@ -24,7 +24,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
-
 from datetime import datetime
 
 import probes

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerting.settings import AlertingSettings
+from app.analysis.fabric_expect import unused_by_design
 from app.analysis.fabric_health import LinkJudgement, judge_link
 from app.analysis.health import Thresholds
 from app.config import Settings
@@ -71,8 +72,10 @@ class HostContext:
         since = ((self.host.last_report_at or self.now)
                  - timedelta(seconds=self.settings.link_rate_window_s))
         rates = link_rates(self.session, self.host.id, since)
-        return [judge_link(p, rates.get((p.gpu, p.link), {}), self.thresholds)
-                for p in self.fabric.nvlinks]
+        unused = unused_by_design(self.fabric.gpus,
+                                  {g: self.fabric.links_of(g) for g in self.fabric.gpus})
+        return [judge_link(p, rates.get((p.gpu, p.link), {}), self.thresholds,
+                           (p.gpu, p.link) in unused) for p in self.fabric.nvlinks]
 
     @cached_property
     def ports_had(self) -> Counter[int]:

@@ -4,10 +4,11 @@ Due now: a firing alert never sent, or last sent a resend interval ago (its `end
 4 intervals ahead, like Prometheus, so Alertmanager keeps it only while peerwatch keeps
 saying so); a resolved alert whose firing was sent but whose resolution was not (sent with
 `endsAt` = when it resolved). Silenced alerts are not sent, nor are those of a host in a
-maintenance window or still settling after its probe or driver started (`page_holds`). A failure to reach Alertmanager
-is logged and changes nothing, so the next round sends the same alerts again: nothing is
-lost, and ingest never waits on it. Two replicas may both send an alert; Alertmanager
-de-duplicates by label set, which is what Prometheus HA pairs rely on too.
+maintenance window or still settling after its probe or driver started (`page_holds`).
+A failure to reach Alertmanager is logged and changes nothing, so the next round sends the
+same alerts again: nothing is lost, and ingest never waits on it. Two replicas may both send
+an alert; Alertmanager de-duplicates by label set, which is what Prometheus HA pairs rely on
+too.
 """
 
 from __future__ import annotations

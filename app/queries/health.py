@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.analysis.fabric_expect import unused_by_design
 from app.analysis.fabric_health import (
     GpuFacts,
     GpuJudgement,
@@ -19,6 +20,7 @@ from app.analysis.fabric_health import (
     judge_host,
     judge_link,
 )
+from app.analysis.fabric_state import judge_host_fabric
 from app.analysis.health import (
     PairJudgement,
     Sample,
@@ -32,6 +34,7 @@ from app.analysis.text import fmt_duration
 from app.config import Settings
 from app.models import GpuSample, Host, LinkSample
 from app.queries.common import PairKey, baseline_ref, baselines_of, get_host, pair_samples
+from app.queries.page_holds import fabric_manager_of
 from app.schemas import Verdict
 from app.services.fabric_state import HostFabric, load_fabric
 from probes.report import utcnow
@@ -131,12 +134,17 @@ def host_health(session: Session, settings: Settings, host: str | Host,
     pairs = _judge_pairs(fabric, tests)
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     rates = link_rates(session, row.id, counters_since)
-    links = [judge_link(p, rates.get((p.gpu, p.link), {}), th) for p in fabric.nvlinks]
+    ports = {g: fabric.links_of(g) for g in fabric.gpus}
+    unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
+    links = [judge_link(p, rates.get((p.gpu, p.link), {}), th, (p.gpu, p.link) in unused)
+             for p in fabric.nvlinks]
     gpus = _judge_gpus(session, fabric, links, pairs, counters_since)
     age = (now - row.last_report_at).total_seconds() if row.last_report_at else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
-    judgement = judge_host(row.name, gpus, links, pairs, stale_for)
+    fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
+                                       fabric_manager_of(session, row))
+    judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     return HostHealth(row, fabric, judgement, tests, samples, stale, now)
 
 

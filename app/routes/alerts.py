@@ -26,8 +26,8 @@ from app.alerting.schemas import (
     AlertState,
 )
 from app.alerting.service import alerting_lifespan, service_for
-from app.analysis.debounce import Hold
 from app.alerting.silences import active_silences, silenced_by
+from app.analysis.debounce import Hold
 from app.deps import AdminTokenDep, SessionDep
 from app.models import Alert, AlertEvent, Silence
 from app.queries.page_holds import page_holds

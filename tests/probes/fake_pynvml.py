@@ -6,7 +6,8 @@ links 18..35, ECC_COUNT ...) raises the same NVMLError here. Two answers are not
 come from ../shared/REFERENCE.md instead: P2P READ (the dump hit the bindings' tuple bug; the
 status is OK) and the NVSwitch fabric info (the dump called the old API wrongly; the state is
 COMPLETED). `v_segfaults=True` with `legacy_fabric={"state": 0}` is the one-H200 machine of
-REFERENCE.md section 6: its V call raises `Segfault`, which nothing in the probe catches. `direct_attached(...)` rewires the same GPUs as a board without switches.
+REFERENCE.md section 6: its V call raises `Segfault`, which nothing in the probe catches.
+`direct_attached(...)` rewires the same GPUs as a board without switches.
 
 It is shaped like pynvml where probes/nvml.py touches it: same function names, constants,
 NVMLError classes carrying `.value`, field-value entries with `nvmlReturn`/`valueType`/`value`,
