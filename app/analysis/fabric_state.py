@@ -38,6 +38,7 @@ class FabricFinding:
     verdict: Verdict
     what: str
     action: str  # "" where the finding is a plain fact (links down: the link rules act)
+    kind: str = ""  # registration | status | health | links | peer_copies | fabric_manager
 
     @property
     def text(self) -> str:
@@ -71,16 +72,17 @@ def _registration(info: GpuInfo, exp: FabricExpectation) -> list[FabricFinding]:
             NOT_COMPLETED.get(fab.state or "", Verdict.DOWN),
             f"fabric not COMPLETED ({fab.state}): P2P cannot be trusted",
             "wait for Fabric Manager to finish training; if it stays, check the "
-            "nvidia-fabricmanager log and reset the GPU"))
+            "nvidia-fabricmanager log and reset the GPU", "registration"))
     if fab.status not in (None, "success"):
         out.append(FabricFinding(
             Verdict.DOWN, f"fabric registration failed (status {fab.status})",
-            "restart nvidia-fabricmanager, then reset the GPU"))
+            "restart nvidia-fabricmanager, then reset the GPU", "status"))
     if fab.health in ("unhealthy", "limited_capacity") or fab.health_issues:
         issues = f" ({', '.join(fab.health_issues)})" if fab.health_issues else ""
         out.append(FabricFinding(
             Verdict.DEGRADED, f"fabric health {fab.health or 'reports issues'}{issues}",
-            "expect reduced P2P bandwidth; check NVSwitch links and the Fabric Manager log"))
+            "expect reduced P2P bandwidth; check NVSwitch links and the Fabric Manager log",
+            "health"))
     return out
 
 
@@ -89,9 +91,11 @@ def _links(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> lis
         return []
     up = sum(1 for p in ports if p.state is LinkState.UP)
     if up == 0:
-        return [FabricFinding(Verdict.DOWN, f"all {exp.design_links} NVLinks down", "")]
+        return [FabricFinding(Verdict.DOWN, f"all {exp.design_links} NVLinks down", "",
+                              "links")]
     if up < exp.design_links:
-        return [FabricFinding(Verdict.DEGRADED, f"{up}/{exp.design_links} NVLinks up", "")]
+        return [FabricFinding(Verdict.DEGRADED, f"{up}/{exp.design_links} NVLinks up", "",
+                              "links")]
     return []
 
 
@@ -115,7 +119,7 @@ def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
         f"links up and {state} but peer copies fail: GPU{pair.src}->GPU{pair.dst} "
         f"{test.test.value}: {test.latest.error if test.latest else ''}{more}",
         "P2P is broken behind a healthy-looking fabric; drain the GPU, reset it (or restart "
-        "nvidia-fabricmanager) and rerun the sweep")]
+        "nvidia-fabricmanager) and rerun the sweep", "peer_copies")]
 
 
 def _summary(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> str:
@@ -156,7 +160,7 @@ def fabric_manager_finding(expectations: Sequence[FabricExpectation],
         Verdict.DEGRADED,
         "Fabric Manager not running on an NVSwitch host (" + (fm.how or "no process") + ")",
         "the fabric may still read COMPLETED, but no GPU can rejoin it after a reset or "
-        "reboot; start nvidia-fabricmanager")
+        "reboot; start nvidia-fabricmanager", "fabric_manager")
 
 
 def judge_host_fabric(host: str, gpus: Mapping[int, GpuInfo],

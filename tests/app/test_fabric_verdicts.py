@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 
-from probes.faults import Fault, FabricManagerDown, FabricNotCompleted, PeerCopiesFail
+from probes.faults import FabricManagerDown, FabricNotCompleted, Fault, PeerCopiesFail
 from probes.report import Report, ReportKind, TestName
 from probes.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
