@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -13,11 +13,7 @@ from app.schemas_maintenance import MaintenanceRequest
 
 def declare_window(session: Session, body: MaintenanceRequest, now: datetime
                    ) -> MaintenanceWindow:
-    starts = body.starts_at or now
-    ends = body.ends_at or starts + timedelta(seconds=body.duration_s or 0)
-    if ends <= starts:
-        raise ValueError(f"ends_at {ends.isoformat()} is not after starts_at "
-                              f"{starts.isoformat()}")
+    starts, ends = body.span(now)  # ValueError when the end is not after the start
     window = MaintenanceWindow(host=body.host, starts_at=starts, ends_at=ends,
                                created_by=body.created_by, comment=body.comment, created_at=now)
     session.add(window)
