@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from app.analysis.fabric_state import HostFabricVerdict, judge_gpu_fabric
+from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
 from app.analysis.health import Judgement, PairJudgement, Thresholds
 from app.analysis.text import fmt_rate
 from app.schemas import SEVERITY, Verdict
@@ -92,13 +92,13 @@ def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
 
 
 def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
-                  pairs: Sequence[PairJudgement]) -> tuple[list[str], list[str]]:
+                  pairs: Sequence[PairJudgement],
+                  fabric: GpuFabricVerdict) -> tuple[list[str], list[str]]:
     """(reasons it is down, reasons it is degraded)."""
     down: list[str] = []
     degraded: list[str] = []
     info = facts.info
     assert info is not None
-    fabric = judge_gpu_fabric(gpu, info, facts.ports, pairs, facts.design_overrides)
     for finding in fabric.findings:
         (down if finding.verdict is Verdict.DOWN else degraded).append(finding.text)
     sick = [j for j in links if j.verdict is Verdict.DEGRADED]
@@ -126,24 +126,29 @@ def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
     if facts.info is None:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu} is missing from the newest inventory",
                             gpu)
-    down, degraded = _gpu_problems(gpu, facts, links, pairs)
+    fabric = judge_gpu_fabric(gpu, facts.info, facts.ports, pairs, facts.design_overrides)
+    down, degraded = _gpu_problems(gpu, facts, links, pairs, fabric)
     if down:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu)
     if degraded:
         return GpuJudgement(Verdict.DEGRADED, f"GPU{gpu}: " + "; ".join(degraded), gpu)
+    return GpuJudgement(Verdict.HEALTHY, _healthy_text(gpu, facts, pairs, fabric), gpu)
+
+
+def _healthy_text(gpu: int, facts: GpuFacts, pairs: Sequence[PairJudgement],
+                  fabric: GpuFabricVerdict) -> str:
     bad = [p for p in pairs if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
     up = sum(1 for p in facts.ports if p.state is LinkState.UP)
     links_text = f"{up}/{len(facts.ports)} NVLinks up" if facts.ports else "no NVLinks"
-    design = judge_gpu_fabric(gpu, facts.info, facts.ports, (), facts.design_overrides)
-    if design.expectation.by_design_short:
-        links_text += f" (as designed: {design.expectation.design_links} wired)"
-    elif facts.ports and not design.expectation.nvlink:
-        links_text = f"no NVLink in use ({design.expectation.basis})"
+    if fabric.expectation.by_design_short:
+        links_text += f" (as designed: {fabric.expectation.design_links} wired)"
+    elif facts.ports and not fabric.expectation.nvlink:
+        links_text = f"no NVLink in use ({fabric.expectation.basis})"
     judged = sum(1 for p in pairs if p.verdict is not Verdict.UNKNOWN)
     text = f"GPU{gpu}: {links_text}, {judged - len(bad)} of {judged} measured pairs healthy"
     if bad:
         text += f" (not: {', '.join(f'GPU{p.src}->GPU{p.dst}' for p in bad[:4])})"
-    return GpuJudgement(Verdict.HEALTHY, text, gpu)
+    return text
 
 
 def judge_host(host: str, gpus: Sequence[GpuJudgement], links: Sequence[LinkJudgement],
