@@ -357,6 +357,7 @@ class JudgedTest(_Judged, Base):
     src: Mapped[int] = mapped_column(primary_key=True)
     dst: Mapped[int] = mapped_column(primary_key=True)
     value: Mapped[float | None] = mapped_column(Float, doc="Newest judged (uncontended) value.")
+    value_at: Mapped[datetime | None] = mapped_column(doc="When `value` was measured.")
     ratio_expected: Mapped[float | None] = mapped_column(Float)
     ratio_baseline: Mapped[float | None] = mapped_column(Float)
     low_since: Mapped[datetime | None]

@@ -42,11 +42,9 @@ class AlertingSettings(BaseSettings):
     )
 
     # --- rules
-    probe_inventory_interval_s: float = Field(
-        default=30.0, gt=0, description="The probes' inventory interval (their default)."
-    )
-    probe_stale_intervals: float = Field(
-        default=3.0, gt=0, description="ProbeStale fires after this many silent intervals."
+    clock_skew_warn_s: float = Field(
+        default=60.0, gt=0, description="ProbeClockSkew fires when a probe's reports arrive "
+        "more than this many seconds off the time they carry, for 10 min.",
     )
     pcie_check_generation: bool = Field(
         default=True,
@@ -86,7 +84,3 @@ class AlertingSettings(BaseSettings):
     @classmethod
     def _no_trailing_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
-
-    @property
-    def probe_stale_after_s(self) -> float:
-        return self.probe_inventory_interval_s * self.probe_stale_intervals

@@ -58,6 +58,7 @@ def upgrade() -> None:
                              sa.Column('src', sa.Integer(), nullable=False),
                              sa.Column('dst', sa.Integer(), nullable=False)],
             sa.Column('value', sa.Float(), nullable=True),
+            sa.Column('value_at', TS, nullable=True),
             sa.Column('ratio_expected', sa.Float(), nullable=True),
             sa.Column('ratio_baseline', sa.Float(), nullable=True),
             sa.Column('low_since', TS, nullable=True),

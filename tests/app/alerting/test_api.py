@@ -168,9 +168,8 @@ def test_ingest_never_waits_on_a_dead_alertmanager(settings: Settings) -> None:
 
 def test_the_server_evaluates_periodically(settings: Settings) -> None:
     """The loop the alerts router's lifespan starts: a host that went silent goes stale."""
-    app = create_app(settings)
-    app.state.alerting_settings = AlertingSettings(alert_eval_interval_s=0.2,
-                                                   probe_inventory_interval_s=0.1)
+    app = create_app(settings.model_copy(update={"stale_after_s": 0.3}))
+    app.state.alerting_settings = AlertingSettings(alert_eval_interval_s=0.2)
     with TestClient(app) as client:
         _post(client, SimulatedFabric("h200x2", seed=3, hostname="api-d"), ReportKind.INVENTORY)
         for _ in range(50):

@@ -54,9 +54,7 @@ def test_peer_copies_failing_fires_after_a_sweep(
     h = host(sessions, sqlite_settings, "h200x2", "fab-rule-3")
     h.sweep()
     h.inject(PeerCopiesFail(a=0, b=1))
-    h.advance(60)
-    h.sweep()
-    h.evaluate(after_report=True)
+    h.step(60, "sweep")
     assert h.active()["PeerCopiesFailing"] == {(("gpu", "0"), ("host", "fab-rule-3")),
                                                (("gpu", "1"), ("host", "fab-rule-3"))}
 
