@@ -85,7 +85,13 @@ def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
         if host_row is not None:
             if due_before is not None and _judged_since(session, host_row.id, due_before):
                 return Outcome(host=host)
-            health = judge_and_store(session, settings, host_row, now)
+            pending = session.scalar(select(Alert.id).where(
+                Alert.host == host, Alert.state == "pending").limit(1))
+            health = judge_and_store(session, settings, host_row, now,
+                                     may_skip=pending is None)
+            if health is None:  # nothing judged changed and no alert waits on its `for`
+                session.commit()
+                return Outcome(host=host)
             ctx = load_context(session, host_row, now, settings, alerting, health)
             findings = _findings(ctx, rules)
         outcome = _apply(session, host, findings, now, alerting, {r.name for r in rules})

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.health import TestJudgement
 from app.config import Settings
-from app.models import Host
+from app.models import Host, JudgedHost
 from app.queries.health import (
     KEYS,
     TABLES,
@@ -26,7 +26,7 @@ from app.queries.health import (
     tests_from_rows,
 )
 from app.schemas import Verdict
-from app.services.judge import judge_host_now
+from app.services.judge import judge_host_now, last_heard_at
 
 Rows = dict[tuple, dict[str, Any]]
 
@@ -60,7 +60,9 @@ def _host_row(health: HostHealth) -> dict[str, Any]:
     j, worst = health.judgement, _worst_pair(health)
     return {
         "verdict": j.verdict.value, "reason": j.reason, "stale": health.stale,
-        "facts": {"last_sweep_at": _iso(health.host.last_sweep_at)},
+        "facts": {"last_sweep_at": _iso(health.host.last_sweep_at),
+                  "inventory_changed_at": _iso(health.host.inventory_changed_at),
+                  "error_total": health.host.error_total},
         "gpus_total": len(j.gpus),
         "gpus_healthy": sum(1 for g in j.gpus if g.verdict is Verdict.HEALTHY),
         "worst_src": worst.src if worst else None, "worst_dst": worst.dst if worst else None,
@@ -127,13 +129,36 @@ def store(session: Session, health: HostHealth, previous: StoredRows, now: datet
     health.generated_at = now
 
 
-def judge_and_store(session: Session, settings: Settings, row: Host,
-                    now: datetime) -> HostHealth:
-    """Judge `row` at `now` and store it (the caller commits). Returns what was stored."""
+def _nothing_changed(settings: Settings, row: Host, top: JudgedHost | None,
+                     now: datetime) -> bool:
+    """A healthy, fresh host whose sweeps, inventory and judged error counters are as they
+    were when it was last judged: judging it again would store the same verdicts."""
+    if top is None or top.verdict != Verdict.HEALTHY or top.stale:
+        return False
+    heard = last_heard_at(row)
+    if heard is None or (now - heard).total_seconds() > settings.stale_after_s:
+        return False
+    facts = top.facts
+    return (facts.get("last_sweep_at") == _iso(row.last_sweep_at)
+            and facts.get("inventory_changed_at") == _iso(row.inventory_changed_at)
+            and facts.get("error_total") == row.error_total)
+
+
+def judge_and_store(session: Session, settings: Settings, row: Host, now: datetime,
+                    may_skip: bool = False) -> HostHealth | None:
+    """Judge `row` at `now` and store it (the caller commits). Returns what was stored, or,
+    with `may_skip`, None when nothing judged has changed (only `judged_at` moves): the
+    common case of a healthy host's inventory report, which then costs two small reads."""
+    if may_skip:
+        top = session.get(JudgedHost, row.id)
+        if _nothing_changed(settings, row, top, now):
+            assert top is not None
+            top.judged_at = now
+            return None
     previous = stored_rows(session, row.id)
-    top = previous["host"].get(())
-    judged_sweep = top["facts"].get("last_sweep_at") if top else None
-    reuse = top is not None and judged_sweep == _iso(row.last_sweep_at)
+    top_row = previous["host"].get(())
+    judged_sweep = top_row["facts"].get("last_sweep_at") if top_row else None
+    reuse = top_row is not None and judged_sweep == _iso(row.last_sweep_at)
     tests = tests_from_rows(previous["test"]) if reuse else None
     health = judge_host_now(session, settings, row, now, tests)
     store(session, health, previous, now)

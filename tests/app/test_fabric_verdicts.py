@@ -75,3 +75,12 @@ def test_a_report_of_an_older_probe_still_goes_in(client: TestClient) -> None:
     answer = client.post("/api/v1/reports", json=old, headers=probe_headers())
     assert answer.status_code in (200, 201), answer.text
     assert health(client, "old-1")["verdict"] in ("healthy", "unknown")
+
+
+def test_fabric_manager_going_down_on_a_healthy_host_is_judged(client: TestClient) -> None:
+    """Only the Fabric Manager changes between two reports: the host is judged again."""
+    post(client, "h200x2", "fab-4")
+    assert health(client, "fab-4")["verdict"] == "healthy"
+    post(client, "h200x2", "fab-4", FabricManagerDown(), kind=ReportKind.INVENTORY)
+    h = health(client, "fab-4")
+    assert h["verdict"] == "degraded" and "Fabric Manager not running" in h["reason"]
