@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.errors import install_error_handlers
 from app.openapi import install_openapi
 from app.queries import NotFound
 
@@ -67,7 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine.dispose()
 
     app = FastAPI(title="peerwatch", version="0.1.0", description=DESCRIPTION,
-                  lifespan=lifespan)
+                  lifespan=lifespan, docs_url=None, redoc_url=None)  # /docs: routes/docs.py
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
@@ -77,5 +78,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
+    install_error_handlers(app)
     install_openapi(app)
     return app

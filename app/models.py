@@ -175,6 +175,9 @@ class ReportRow(Base):
     dropped_reports: Mapped[int]
     skipped: Mapped[list[Any]]
     errors: Mapped[list[Any]]
+    # migration 0005h: SHA-256 of the report's canonical JSON, so a report_id reused for a
+    # different report is a 409 rather than a silent "duplicate" (NULL: stored before 0005h).
+    digest: Mapped[str | None] = mapped_column(String(64))
 
 
 class Measurement(Base):

@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from probes.report import Timestamp
+
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
@@ -107,8 +109,8 @@ class SilenceRequest(BaseModel):
         "duration_s": 7200, "created_by": "alice", "comment": "cable swap",
     }]})
     matchers: list[Matcher] = Field(min_length=1)
-    starts_at: datetime | None = Field(default=None, description="Default: now.")
-    ends_at: datetime | None = None
+    starts_at: Timestamp | None = Field(default=None, description="Default: now.")
+    ends_at: Timestamp | None = None
     duration_s: float | None = Field(default=None, gt=0, le=366 * 86_400,
                                      description="Instead of ends_at.")
     created_by: str = Field(min_length=1, max_length=128)

@@ -7,7 +7,6 @@ buckets) answer 422.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
@@ -31,15 +30,15 @@ from app.schemas import (
     TestHealth,
     TopologyResponse,
 )
-from probes.report import utcnow
+from probes.report import Timestamp, utcnow
 
 router = APIRouter(prefix="/api/v1/hosts", tags=["hosts"])
 
 TestParam = Annotated[str, Query(description="ce_write, ce_read, ce_bidir, sm_write, sm_read, "
                                              "latency or staged", examples=["ce_write"])]
-Since = Annotated[datetime | None, Query(description="Start (ISO 8601); default: the "
+Since = Annotated[Timestamp | None, Query(description="Start (ISO 8601); default: the "
                                                      "default range back from `until`.")]
-Until = Annotated[datetime | None, Query(description="End (ISO 8601); default: now.")]
+Until = Annotated[Timestamp | None, Query(description="End (ISO 8601); default: now.")]
 Step = Annotated[int | None, Query(ge=1, le=31 * 86_400, description="Bucket width in "
                                    "seconds; default: about 300 buckets over the range.")]
 
