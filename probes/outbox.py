@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from probes.report import Report
 from probes.sender import Backoff, Outcome, Sender, SendResult
-from probes.spool import REJECTED_SUFFIX, Spool, SpoolEntry
+from probes.spool import REJECTED_SUFFIX, AnySpool, SpoolEntry
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class OutboxStats:
 class Outbox:
     """Send-or-spool with backoff. Not thread-safe: one worker owns one outbox."""
 
-    def __init__(self, sender: Sender, spool: Spool, backoff: Backoff,
+    def __init__(self, sender: Sender, spool: AnySpool, backoff: Backoff,
                  clock: Callable[[], float], stop: threading.Event | None = None) -> None:
         self.sender = sender
         self.spool = spool
