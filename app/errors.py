@@ -9,6 +9,9 @@ never a bare 500 for something the client or the database's weather caused.
   its column, so this is a safety net, not a path.
 - A report_id reused for a different report is a 409.
 
+- Any other database error is a 500 whose log has the statement and the stack, but neither
+  SQL parameters nor the database's DETAIL (PostgreSQL quotes the failing row there).
+
 The logs name the failure's class and the route, never SQL parameters or request bodies.
 Every response also carries `X-Content-Type-Options: nosniff` and `X-Frame-Options: DENY`.
 """
@@ -16,13 +19,14 @@ Every response also carries `X-Content-Type-Options: nosniff` and `X-Frame-Optio
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
 from fastapi import FastAPI, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import DataError, OperationalError, SQLAlchemyError
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -70,6 +74,18 @@ async def _data_error(request: Request, exc: Exception) -> JSONResponse:
                         status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """Any other database error: a 500 whose log names the statement and where it failed,
+    but neither its parameters nor the database's DETAIL line (which quotes the row)."""
+    statement = (getattr(exc, "statement", None) or "")[:300]
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    log.error("database error during %s %s: %s; statement: %s\n%s", request.method,
+              request.url.path, type(getattr(exc, "orig", None) or exc).__name__, statement,
+              frames)
+    return JSONResponse({"detail": "internal database error (logged on the server)"},
+                        status_code=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
 async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
 
@@ -99,5 +115,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(DataError, _data_error)
+    app.add_exception_handler(SQLAlchemyError, _database_error)
     app.add_exception_handler(ReportConflict, _conflict)
     app.add_middleware(SecurityHeaders)

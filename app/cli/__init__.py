@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from app.cli import commands
+from app.logs import configure_logging
 from probes.errors import BadProbeRequest
 
 USAGE_ERROR = 2
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_logging("warning")  # commands that log more (serve, probe) set their own level
     try:
         return int(args.func(args) or 0)
     except BadProbeRequest as exc:
