@@ -70,8 +70,9 @@ async def _data_error(request: Request, exc: Exception) -> JSONResponse:
     message = str(orig or exc).splitlines()[0] if str(orig or exc) else type(exc).__name__
     log.warning("database refused a value during %s %s: %s", request.method,
                 request.url.path, message)
-    return JSONResponse({"detail": f"a value does not fit the database: {json_safe(message)}"},
-                        status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+    error = {"type": "value_error", "loc": [],
+             "msg": f"a value does not fit the database: {json_safe(message)}"}
+    return JSONResponse({"detail": [error]}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
