@@ -10,7 +10,7 @@ refuses). `sent == stored + counted` and no report stored twice, for every fault
                               under a streaming agent; posts in flight get 503 and retry
   server down under an agent  a real `peerwatch probe` process; the server away for 15 s
   spool corrupt               a garbage file among the spooled reports
-  spool full                  a 64 KiB tmpfs as the spool while the server is away
+  spool full                  a 256 KiB tmpfs as the spool while the server is away
   spool read-only             a read-only tmpfs: the agent runs send-only
   poison report at the head   the oldest spooled report is one the server refuses (422)
 
@@ -66,7 +66,7 @@ def skipped(fault: str, why: str) -> None:
 
 
 def _stream(url: str, spool_dir: Path, count: int, fault_at_s: float,
-            fault: Callable[[], None]) -> tuple[int, int]:
+            fault: Callable[[], None]) -> tuple[int, int, str]:
     """Submit `count` reports back to back; `fault` runs in a thread after `fault_at_s`."""
     reports = Reports()
     box = outbox(url, Spool(spool_dir, 64 << 20))
@@ -78,8 +78,9 @@ def _stream(url: str, spool_dir: Path, count: int, fault_at_s: float,
     timer.join()
     drain(box)
     lost = box.spool.dropped()
+    answers = ", ".join(f"{n} {k}" for k, n in sorted(box.stats.by_outcome.items()))
     box.close()
-    return count, lost
+    return count, lost, f"answers: {answers}"
 
 
 def server_killed_mid_ingest() -> None:
@@ -91,9 +92,9 @@ def server_killed_mid_ingest() -> None:
             time.sleep(2)
             server.start()
 
-        sent, lost = _stream(server.url, Path(spool), 60, 0.8, kill_and_restart)
+        sent, lost, note = _stream(server.url, Path(spool), 60, 0.8, kill_and_restart)
         server.stop()
-        verdict("server killed mid-ingest", sent, db, lost)
+        verdict("server killed mid-ingest", sent, db, lost, note)
 
 
 def postgres_restarted() -> None:
@@ -108,8 +109,8 @@ def postgres_restarted() -> None:
         return
     try:
         with serving(cluster.url) as server, tempfile.TemporaryDirectory() as spool:
-            sent, lost = _stream(server.url, Path(spool), 60, 0.8, cluster.restart)
-        verdict(fault, sent, cluster.url, lost)
+            sent, lost, note = _stream(server.url, Path(spool), 60, 0.8, cluster.restart)
+        verdict(fault, sent, cluster.url, lost, note)
     finally:
         cluster.remove()
 
@@ -163,7 +164,7 @@ def spool_corrupt() -> None:
 
 
 def spool_full() -> None:
-    with (tempfile.TemporaryDirectory() as tmp, tmpfs(Path(tmp) / "spool", "size=64k") as disk,
+    with (tempfile.TemporaryDirectory() as tmp, tmpfs(Path(tmp) / "spool", "size=256k") as disk,
           sqlite_url() as db):
         if disk is None:
             skipped("spool full", "cannot mount a tmpfs (needs root)")
@@ -179,7 +180,7 @@ def spool_full() -> None:
         drain(box)
         box.close()
         server.stop()
-        verdict("spool full (64 KiB tmpfs)", 40, db, lost)
+        verdict("spool full (256 KiB tmpfs)", 40, db, lost)
 
 
 def spool_read_only() -> None:
