@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,21 +26,10 @@ from schemathesis.checks import not_a_server_error, response_schema_conformance
 
 from tests.app.conftest import ADMIN_TOKEN, PROBE_TOKEN
 from tests.app.factory import sweep
+from tests.app.serve_process import wait_healthy
 from tests.probes.live_server import free_port
 
 FUZZ_EXAMPLES = int(os.environ.get("PEERWATCH_FUZZ_EXAMPLES", "20"))
-
-
-def _wait_up(base: str, proc: subprocess.Popen[bytes]) -> None:
-    for _ in range(300):
-        if proc.poll() is not None:
-            pytest.fail(f"server exited: {proc.communicate()[0].decode()[-3000:]}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    pytest.fail("server did not come up in 30 s")
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +43,7 @@ def server(pg_database: str) -> Iterator[str]:
          "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_up(base, proc)
+        wait_healthy(base, proc)
         for host in ("node-a", "node-b"):
             r = httpx.post(f"{base}/api/v1/reports", content=sweep(host=host).model_dump_json(),
                            headers={"Authorization": f"Bearer {PROBE_TOKEN}",

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -20,20 +19,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.config import Settings
 from app.db import make_engine
 from app.logs import redact_query
+from tests.app.serve_process import wait_healthy
 from tests.probes.live_server import free_port
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 SECRET = "s3cr3t-t0ken-value"
-
-
-def _wait_up(base: str) -> None:
-    for _ in range(150):
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    pytest.fail("server did not come up in 15 s")
 
 
 def test_serve_without_local_probe_logs_each_event_on_one_line(tmp_path: Path) -> None:
@@ -45,7 +35,7 @@ def test_serve_without_local_probe_logs_each_event_on_one_line(tmp_path: Path) -
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_up(base)
+        wait_healthy(base, proc)
         for _ in range(5):
             httpx.get(f"{base}/healthz", timeout=5)
         httpx.get(f"{base}/api/v1/hosts?access_token={SECRET}&since=x", timeout=5)
