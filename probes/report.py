@@ -27,7 +27,7 @@ MAX_BANDWIDTH_BPS = 10e12  # 10 TB/s
 MAX_LATENCY_S = 60.0
 MAX_GPUS = 1024
 MAX_SAMPLES = 10_000  # timed repetitions kept per transfer result
-MAX_COUNTER_SAMPLES = 1_000  # counter snapshots per report
+MAX_COUNTER_SAMPLES = 64  # counter snapshots per report (a probe sends 1 or 2)
 MAX_RESULTS = 100_000  # hard ceiling; the server also caps results by the report's inventory
 MAX_ERRORS = 10_000
 

@@ -16,7 +16,7 @@ from app.config import Settings
 from app.db import make_engine
 from app.main import create_app
 from app.models import Host, ReportRow
-from probes.report import HOSTNAME_RULE, TestName
+from probes.report import HOSTNAME_RULE, MAX_COUNTER_SAMPLES, TestName
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
 from tests.app.factory import sweep
 
@@ -121,6 +121,15 @@ def test_more_results_than_the_inventory_allows_is_a_422(client: TestClient,
     data["results"] = data["results"] * 500  # 1000 results for a 2-GPU host
     r = _post_raw(client, json.dumps(data))
     assert r.status_code == 422 and "allows at most 15" in r.text
+    assert _stored(settings) == 0
+
+
+def test_more_counter_samples_than_allowed_is_a_422(client: TestClient,
+                                                   settings: Settings) -> None:
+    data = _report()
+    data["counters"] = data["counters"] * (MAX_COUNTER_SAMPLES + 1)
+    r = _post_raw(client, json.dumps(data))
+    assert r.status_code == 422 and f"at most {MAX_COUNTER_SAMPLES}" in r.text
     assert _stored(settings) == 0
 
 
