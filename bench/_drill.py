@@ -203,8 +203,11 @@ class PrivateCluster:
         admin.dispose()
         return self
 
-    def restart(self) -> None:
-        self._ctl("restart", "-m", "fast")
+    def restart(self, down_s: float = 3.0) -> None:
+        """Stop (fast: connections cut), stay down `down_s`, start again."""
+        self._ctl("stop", "-m", "fast")
+        time.sleep(down_s)
+        self._ctl("start")
 
     def remove(self) -> None:
         try:

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,6 +47,8 @@ from bench._drill import (
     stored,
     tmpfs,
 )
+from probes.report import Report
+from probes.sender import SendResult
 from probes.spool import SendOnlySpool, Spool, open_spool
 
 RESULTS: list[bool] = []
@@ -70,6 +73,15 @@ def _stream(url: str, spool_dir: Path, count: int, fault_at_s: float,
     """Submit `count` reports back to back; `fault` runs in a thread after `fault_at_s`."""
     reports = Reports()
     box = outbox(url, Spool(spool_dir, 64 << 20))
+    statuses: Counter[str] = Counter()
+    send = box.sender.send
+
+    def counted(report: Report) -> SendResult:  # the real send, its answers tallied
+        answer = send(report)
+        statuses[str(answer.status or "no answer")] += 1
+        return answer
+
+    box.sender.send = counted  # type: ignore[method-assign]
     timer = threading.Timer(fault_at_s, fault)
     timer.start()
     for _ in range(count):
@@ -78,7 +90,7 @@ def _stream(url: str, spool_dir: Path, count: int, fault_at_s: float,
     timer.join()
     drain(box)
     lost = box.spool.dropped()
-    answers = ", ".join(f"{n} {k}" for k, n in sorted(box.stats.by_outcome.items()))
+    answers = ", ".join(f"{n} x {k}" for k, n in sorted(statuses.items()))
     box.close()
     return count, lost, f"answers: {answers}"
 
