@@ -23,7 +23,7 @@ from app.alerting.service import service_for
 from app.deps import ProbeTokenDep, SessionDep, SettingsDep
 from app.schemas import IngestResult
 from app.services.ingest import ingest
-from app.services.report_checks import check_report, oversized_integers, report_digest
+from app.services.report_checks import check_report, oversized_integers
 from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
@@ -135,8 +135,7 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     problems = check_report(report, now)
     if problems:
         raise _body_errors(problems)
-    result = await run_in_threadpool(ingest, session, report, settings, now,
-                                     report_digest(report))
+    result = await run_in_threadpool(ingest, session, report, settings, now)
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
     else:  # the alert rules for this host, now that its report is committed (never raises)

@@ -27,19 +27,19 @@ from app.services.inventory import (
     update_identity,
     upsert_inventory,
 )
-from app.services.report_checks import ReportConflict
+from app.services.report_checks import ReportConflict, report_digest
 from probes.report import Report, ReportKind, TestName
 
 ATTEMPTS = 3
 
 
-def ingest(session: Session, report: Report, settings: Settings, now: datetime,
-           digest: str | None = None) -> IngestResult:
+def ingest(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
     """Store `report` (or recognise it as stored before) and commit.
 
-    `digest` (`report_digest`) is stored with the report; a later report with the same
+    The report's digest (`report_digest`) is stored with it; a later report with the same
     report_id but another digest raises `ReportConflict` instead of passing as a duplicate.
     """
+    digest = report_digest(report)
     for attempt in range(ATTEMPTS):
         try:
             result = _stored_result(session, report.report_id, digest)
@@ -54,8 +54,7 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime,
     raise AssertionError("unreachable")
 
 
-def _stored_result(session: Session, report_id: uuid.UUID,
-                   digest: str | None) -> IngestResult | None:
+def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> IngestResult | None:
     row = session.execute(
         select(ReportRow.id, Host.name, ReportRow.digest)
         .join(Host, Host.id == ReportRow.host_id)
@@ -64,7 +63,7 @@ def _stored_result(session: Session, report_id: uuid.UUID,
     if row is None:
         return None
     pk, host, stored_digest = row
-    if digest and stored_digest and digest != stored_digest:
+    if stored_digest and digest != stored_digest:
         raise ReportConflict(f"report_id {report_id} was stored before with a different body; "
                              "a new report needs a new report_id")
     measurements = session.scalar(
@@ -76,7 +75,7 @@ def _stored_result(session: Session, report_id: uuid.UUID,
 
 
 def _store(session: Session, report: Report, settings: Settings, now: datetime,
-           digest: str | None = None) -> IngestResult:
+           digest: str) -> IngestResult:
     host = get_or_create_host(session, report.host, now)
     if is_newest(host, report.finished_at):
         update_identity(host, report.host)
