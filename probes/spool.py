@@ -315,6 +315,8 @@ def open_spool(directory: Path, max_bytes: int) -> AnySpool:
         return Spool(directory, max_bytes)
     except OSError as exc:
         reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+        if Path(directory).exists() and not Path(directory).is_dir():
+            reason = "it is not a directory"
         log.warning("SPOOL UNUSABLE: %s (%s). Running in SEND-ONLY mode: reports are sent "
                     "while the server answers, and any it cannot take are dropped and "
                     "counted. Fix the directory (--spool-dir) and restart to keep them.",

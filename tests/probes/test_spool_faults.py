@@ -81,3 +81,4 @@ def test_spool_path_that_is_a_file_starts_send_only(tmp_path: Path,
     with caplog.at_level(logging.WARNING, "probes.spool"):
         spool = open_spool(tmp_path / "spool", 1 << 20)
     assert isinstance(spool, SendOnlySpool) and "SEND-ONLY" in caplog.text
+    assert "not a directory" in caplog.text
