@@ -23,6 +23,7 @@ from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
+from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.openapi import install_openapi
 from app.queries import NotFound
 
@@ -79,5 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
+    app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
+    app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     install_openapi(app)
     return app
