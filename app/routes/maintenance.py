@@ -9,9 +9,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query, status
 
 from app.deps import AdminTokenDep, SessionDep
+from app.errors import unprocessable
 from app.models import MaintenanceWindow
 from app.queries.page_holds import list_windows
 from app.schemas_maintenance import MaintenanceOut, MaintenanceRequest, MaintenanceResponse
@@ -34,7 +35,7 @@ def create_window(body: MaintenanceRequest, session: SessionDep,
     try:
         window = declare_window(session, body, now)
     except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+        raise unprocessable("ends_at", str(exc)) from exc
     return window_out(window, now)
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
 from app.deps import AdminTokenDep, RowId, SessionDep
+from app.errors import unprocessable
 from app.models import Silence
 
 router = APIRouter(prefix="/api/v1/silences", tags=["alerts"])
@@ -29,7 +30,7 @@ def create_silence(body: SilenceRequest, session: SessionDep,
     try:
         starts, ends = body.span(now)
     except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+        raise unprocessable("ends_at", str(exc)) from exc
     silence = Silence(matchers=[m.model_dump() for m in body.matchers],
                       created_by=body.created_by, comment=body.comment, starts_at=starts,
                       ends_at=ends, created_at=now)
