@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request, status
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from app import routes
@@ -77,5 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
+    # JSON answers and the dashboard's modules shrink 5-10x (plotly.js comes pre-gzipped).
+    app.add_middleware(GZipMiddleware, minimum_size=1024)
     install_openapi(app)
     return app

@@ -36,6 +36,22 @@ export async function getJSON(path, params = {}, { signal } = {}) {
   return body;
 }
 
+/** POST a JSON body with the admin token (in a header: never in the URL). */
+export async function postJSON(path, body, token) {
+  const url = `${BASE}${path}`;
+  const response = await fetch(url, { method: "POST", body: JSON.stringify(body),
+    headers: { Accept: "application/json", "Content-Type": "application/json",
+      Authorization: `Bearer ${token}` } });
+  let answer = null;
+  try {
+    answer = await response.json();
+  } catch {
+    answer = null;
+  }
+  if (!response.ok) throw new ApiError(response.status, detailOf(answer, response.statusText), url);
+  return answer;
+}
+
 const host = (name) => `/hosts/${encodeURIComponent(name)}`;
 
 export const api = {
@@ -48,7 +64,9 @@ export const api = {
   linkSeries: (name, params, opts) => getJSON(`${host(name)}/links/series`, params, opts),
   alerts: (params, opts) => getJSON("/alerts", params, opts),
   alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
-  schedulerHosts: (opts) => getJSON("/scheduler/hosts", {}, opts),
+  ack: (id, body, token) => postJSON(`/alerts/${encodeURIComponent(id)}/ack`, body, token),
+  silence: (body, token) => postJSON("/silences", body, token),
+  schedulerHosts: (minHealthy, opts) => getJSON("/scheduler/hosts", { min_healthy_gpus: minHealthy }, opts),
   placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
 };
 

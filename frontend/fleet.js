@@ -11,13 +11,55 @@ import { sortableTable } from "./table.js";
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
 const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host
 
+// A firing alert's severity sets the least a host is shown as: a critical alert makes it red.
+const ALERT_VERDICT = { critical: "down", warning: "degraded" };
+
+/** The verdict a row is coloured by: the host's, or worse if a firing alert says so. */
+export function shownVerdict(host) {
+  const fromAlert = ALERT_VERDICT[host.worst_alert];
+  if (host.stale) return "unknown";
+  return fromAlert && VERDICTS[fromAlert].rank > verdictOf(host.verdict).rank ? fromAlert : host.verdict;
+}
+
+/** Worst first: down, degraded, stale, unknown, healthy; ties by alerts firing. */
 function severity(host) {
-  return verdictOf(host.verdict).rank + (host.stale ? 0.5 : 0);
+  const shown = verdictOf(shownVerdict(host)).rank;
+  return (host.stale ? 1.5 : shown) * 1000 + Math.min(999, host.alerts_firing);
+}
+
+const SEVERITY_ORDER = ["info", "warning", "critical"];
+
+/** {host: its worst firing alert's severity} from GET /alerts?state=firing. */
+function worstAlerts(alerts) {
+  const worst = {};
+  for (const a of alerts) {
+    if (SEVERITY_ORDER.indexOf(a.severity) > SEVERITY_ORDER.indexOf(worst[a.host])) worst[a.host] = a.severity;
+  }
+  return worst;
+}
+
+/** The reason with its most specific part first: "GPU3: 2 NVLinks down; hgx8-01: 1 of 8 …". */
+export function specificFirst(reason) {
+  const parts = String(reason || "").split("; ");
+  return parts.length > 1 ? [...parts.slice(1), parts[0]].join("; ") : reason;
+}
+
+function verdictCell(r) {
+  const shown = shownVerdict(r);
+  const why = r.worst_alert && shown !== r.verdict && !r.stale ? `${r.worst_alert} alert firing. ${r.reason}` : r.reason;
+  const b = badge(shown, why);
+  b.lastChild.textContent = ` ${r.verdict}`; // the word stays the host's; the colour may be worse
+  return [b, r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null];
+}
+
+function reasonCell(r) {
+  const text = specificFirst(r.reason);
+  if (!r.stale) return h("span", {}, text);
+  return [h("b", {}, `last known at ${fmt.time(r.last_report_at)}: `), text];
 }
 
 const COLUMNS = [
-  { key: "verdict", label: "Verdict", value: severity,
-    cell: (r) => [badge(r.verdict, r.reason), r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null] },
+  { key: "verdict", label: "Verdict", value: severity, cell: verdictCell },
   { key: "host", label: "Host", value: (r) => r.host,
     cell: (r) => h("a", { href: hostHref(r.host), class: "host" }, r.host) },
   { key: "gpus", label: "GPUs healthy", class: "num", value: (r) => r.gpus_healthy - r.gpus_total,
@@ -31,8 +73,7 @@ const COLUMNS = [
     cell: (r) => h("span", { title: fmt.time(r.last_report_at), class: r.stale ? "stale-text" : null },
       fmt.age(r.last_report_at)) },
   { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
-  { key: "reason", label: "Reason", class: "reason clip",
-    cell: (r) => h("span", { title: r.reason }, r.reason) },
+  { key: "reason", label: "Reason", class: "reason wide", cell: reasonCell },
 ];
 
 function gpusCell(r) {
@@ -72,8 +113,8 @@ function summary(hosts) {
   const healthy = hosts.reduce((a, x) => a + x.gpus_healthy, 0);
   const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
   const chips = Object.keys(VERDICTS).map((v) =>
-    h("span", { class: `chip v-${v}` }, h("span", { class: "glyph" }, VERDICTS[v].glyph),
-      ` ${count((x) => x.verdict === v)} ${v}`));
+    h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph" }, VERDICTS[v].glyph),
+      ` ${count((x) => shownVerdict(x) === v)} ${v}`));
   return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
     h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`),
     h("span", { class: "chip" }, h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
@@ -81,11 +122,12 @@ function summary(hosts) {
 }
 
 function heatCell(host) {
-  const v = verdictOf(host.verdict);
-  const label = `${host.host}: ${host.verdict}${host.stale ? ", stale" : ""}. ${host.reason}`;
-  return h("a", { class: `cell v-${VERDICTS[host.verdict] ? host.verdict : "unknown"}${host.stale ? " stale" : ""}`,
+  const shown = shownVerdict(host);
+  const v = verdictOf(shown);
+  const label = `${host.host}: ${host.verdict}${host.stale ? `, stale since ${fmt.time(host.last_report_at)}` : ""}. ${host.reason}`;
+  return h("a", { class: `cell v-${VERDICTS[shown] ? shown : "unknown"}${host.stale ? " stale" : ""}`,
     href: hostHref(host.host), title: label, "aria-label": label },
-  host.verdict === "healthy" && !host.stale ? "" : (host.stale ? "◌" : v.glyph));
+  shown === "healthy" ? "" : (host.stale ? "◌" : v.glyph));
 }
 
 export function mount(root, route) {
@@ -104,7 +146,9 @@ export function mount(root, route) {
     sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
     onSort: (sort, dir) => updateParams({ sort, dir }),
     onActivate: (r) => { location.hash = hostHref(r.host); },
+    rowClass: (r) => (r.stale ? "stale-row" : null),
   });
+  table.el.dataset.skipTarget = "the hosts table";
 
   replace(root,
     h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
@@ -138,8 +182,14 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const data = await api.hosts();
-      hosts = data.hosts.sort((a, b) => a.host.localeCompare(b.host));
+      const [data, firing] = await Promise.all([api.hosts(),
+        api.alerts({ state: "firing" }).catch((error) => {
+          if (error.name === "AbortError") throw error;
+          return { alerts: [] }; // alerting down: the hosts' own verdicts still show
+        })]);
+      const worst = worstAlerts(firing.alerts);
+      hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null }))
+        .sort((a, b) => a.host.localeCompare(b.host));
       render();
     },
     async update(next) {

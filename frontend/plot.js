@@ -4,6 +4,7 @@
 // carries `uirevision`, so a refresh keeps the user's zoom and legend choices. A chart
 // element gets data-ready="true" once drawn.
 
+import { esc } from "./dom.js";
 import { PLOT_CONFIG } from "./palette.js";
 
 let loading = null;
@@ -59,4 +60,23 @@ export function purge(...elements) {
 export function emptyNote(text) {
   return { text, xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false,
     font: { size: 12, color: "#8a93a6" } };
+}
+
+/**
+ * Escape `text` for a hover label and break it into lines of about `width` characters at
+ * spaces, so a long reason never runs off the side of the chart.
+ */
+export function wrapHover(text, width = 64) {
+  const lines = [];
+  let line = "";
+  for (const word of String(text ?? "").split(/\s+/).filter(Boolean)) {
+    if (line && line.length + word.length + 1 > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line ? `${line} ${word}` : word;
+    }
+  }
+  if (line) lines.push(line);
+  return lines.map(esc).join("<br>");
 }

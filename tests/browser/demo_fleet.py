@@ -5,13 +5,16 @@ The demo is what a person runs: the real server on SQLite and simulated hosts of
 faults take minutes to develop, so next to it we store (see `seed.py`):
 - `hgx8-faulty`: an HGX board whose GPU3 lost two NVLinks, whose GPU1 <-> GPU2 path has
   run at half speed and whose GPU5 link 2 has counted replays, for the last 30 minutes;
-- two hosts whose names are HTML (`<script>...`, `<img onerror=...>`).
-A keeper thread sends each of them an inventory pass every few seconds, as their probe
-would, so none turns stale (the demo calls a host stale after 60 s) while the tests run.
+- two hosts whose names are HTML (`<script>...`, `<img onerror=...>`);
+- `pcie4-gone`: a healthy PCIe box whose last report was 10 minutes ago (stale).
+A keeper thread sends each of them but the stale one an inventory pass every few seconds, as
+their probe would, so none turns stale (the demo calls a host stale after 60 s) while the
+tests run.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -29,6 +32,8 @@ DEMO_HOSTS = 4
 KEEP_ALIVE_S = 10.0
 START_TIMEOUT_S = 90.0
 FAULTY = "hgx8-faulty"
+ADMIN_TOKEN = "browser-test-admin-token"  # the demo's PEERWATCH_ADMIN_TOKEN: ack and silence
+STALE = "pcie4-gone"
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 
@@ -37,6 +42,7 @@ XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 class Fleet:
     url: str
     faulty: str = FAULTY
+    stale: str = STALE
     xss: tuple[str, ...] = (XSS_SCRIPT, XSS_IMG)
     own: list[SimHost] = field(default_factory=list)
 
@@ -56,7 +62,8 @@ class DemoProcess:
                 [sys.executable, "-m", "app.cli", "demo", "--port", str(port),
                  "--data-dir", str(data_dir), "--hosts", str(DEMO_HOSTS),
                  "--backfill-hours", "0"],
-                stdout=out, stderr=subprocess.STDOUT)
+                stdout=out, stderr=subprocess.STDOUT,
+                env={**os.environ, "PEERWATCH_ADMIN_TOKEN": ADMIN_TOKEN})
 
     def wait_reporting(self) -> None:
         """Until the server answers and every demo host has sent its first report."""
@@ -94,6 +101,7 @@ def own_hosts(store: Store) -> list[SimHost]:
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)
         reports += host.history()
         hosts.append(host)
+    reports += SimHost("pcie4", STALE, seed=30, span_s=1800, ago_s=600).history(every_s=600)
     store.put(reports)
     return hosts
 

@@ -57,15 +57,17 @@ class Episode:
 
 
 class SimHost:
-    def __init__(self, preset: str, hostname: str, seed: int = 1, span_s: float = 3600) -> None:
+    def __init__(self, preset: str, hostname: str, seed: int = 1, span_s: float = 3600,
+                 ago_s: float = 0) -> None:
+        """A host whose history spans `span_s` and ends `ago_s` before now (stale if > 60)."""
         self.name = hostname
         self.span_s = span_s
-        self.clock = FakeClock(datetime.now(UTC) - timedelta(seconds=span_s))
+        self.clock = FakeClock(datetime.now(UTC) - timedelta(seconds=span_s + ago_s))
         self.fabric = SimulatedFabric(preset, seed=seed, clock=self.clock, hostname=hostname)
 
     def history(self, every_s: float = 600, episodes: Sequence[Episode] = (),
                 tests: tuple[TestName, ...] = QUICK_TESTS) -> list[Report]:
-        """Sweeps every `every_s` over the last `span_s` seconds, ending now."""
+        """Sweeps every `every_s` over `span_s` seconds, ending `ago_s` before now."""
         pending = sorted(episodes, key=lambda e: e.at_s)
         options = SweepOptions(tests=tests, timeout_s=None)
         reports = []
