@@ -62,7 +62,7 @@ export function groupAlerts(alerts) {
   const groups = new Map();
   for (const a of alerts) {
     const object = objectOf(a);
-    const key = `${a.host}\u0000${object.key}`;
+    const key = `${a.host}\u001f${object.key}`;
     if (!groups.has(key)) groups.set(key, { key, host: a.host, object, alerts: [] });
     groups.get(key).alerts.push(a);
   }

@@ -16,7 +16,7 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
         open_view(page, "/#/alerts", "alerts")
     alerts = answer.value.json()["alerts"]
     assert alerts
-    rows = page.locator('table[aria-label="Alerts"] tbody tr')
+    rows = page.locator('table[aria-label="Alerts"] tbody tr.member')
     assert rows.count() == len(alerts)
     degraded = [a for a in alerts if a["alertname"] == "P2PBandwidthDegraded"
                 and a["host"] == FAULTY and a["labels"].get("gpu") == "1"
@@ -24,6 +24,9 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
     assert degraded, "the half-speed GPU1 -> GPU2 path raised no alert"
     assert any(a["alertname"] == "NVLinkDown" and a["labels"].get("gpu") == "3" for a in alerts)
     row = page.locator(f'tbody tr[data-key="{degraded[0]["id"]}"]')
+    group = row.locator("xpath=ancestor::tbody")
+    group.locator("button.unfold").click()  # the pair's alerts unfold under its line
+    assert row.is_visible()
     assert degraded[0]["annotations"]["summary"] in row.inner_text()
     assert degraded[0]["state"] in row.locator(".badge").inner_text()
     screenshot(page, "alerts")
@@ -40,7 +43,7 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
 def test_alerts_filter_by_host_and_state(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/alerts?host={FAULTY}&state=firing", "alerts")
     firing = fleet.api("/alerts", state="firing", host=FAULTY)["alerts"]
-    rows = page.locator('table[aria-label="Alerts"] tbody tr:not(.empty)')
+    rows = page.locator('table[aria-label="Alerts"] tbody tr.member')
     assert rows.count() == len(firing)
     assert page.locator('button[data-state="firing"]').get_attribute("aria-pressed") == "true"
     page.get_by_role("button", name="Show every host").click()
