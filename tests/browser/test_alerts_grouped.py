@@ -91,11 +91,15 @@ def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet) -> 
     page.fill("#admin-name", "night-shift")
     page.get_by_role("button", name="Use for this tab").click()
     assert page.evaluate("sessionStorage.getItem('peerwatch.adminToken')") == ADMIN_TOKEN
-    with page.expect_response(lambda r: r.url.endswith("/ack") and r.request.method == "POST") as acked:
+    def is_ack(r) -> bool:  # type: ignore[no-untyped-def]
+        return r.url.endswith("/ack") and r.request.method == "POST"
+
+    with page.expect_response(is_ack) as acked:
         line.locator("button.ack").click()
     assert acked.value.status == 200
     assert acked.value.request.headers["authorization"] == f"Bearer {ADMIN_TOKEN}"
-    wait_until(page, "() => document.querySelector('.action-status').textContent.startsWith('acknowledged')")
+    wait_until(page, "() => document.querySelector('.action-status').textContent"
+               ".startsWith('acknowledged')")
     link_alerts = [a for a in fleet.api("/alerts", host=FAULTY)["alerts"]
                    if a["labels"].get("link") == "16" and a["labels"].get("gpu") == "3"]
     assert link_alerts and all(a["acknowledged"]["by"] == "night-shift" for a in link_alerts)
@@ -105,7 +109,8 @@ def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet) -> 
         line.locator("button.silence").click()
     assert silenced.value.status == 201
     made = silenced.value.json()
-    assert {"name": "host", "value": FAULTY} in [{k: m[k] for k in ("name", "value")} for m in made["matchers"]]
+    matchers = [{k: m[k] for k in ("name", "value")} for m in made["matchers"]]
+    assert {"name": "host", "value": FAULTY} in matchers
     assert made["created_by"] == "night-shift"
     silences = httpx.get(f"{fleet.url}/api/v1/silences", timeout=10).json()["silences"]
     assert any(s["id"] == made["id"] for s in silences)
@@ -131,7 +136,8 @@ def test_on_a_phone_each_alert_keeps_host_and_reason(browser, fleet: Fleet) -> N
             row = rows.nth(i)
             for cell in ("td.host-cell", "td.reason", "td.concerns"):
                 box = row.locator(cell).bounding_box()
-                assert box and box["width"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= 391, (cell, box)
+                assert box and box["width"] > 0, (cell, box)
+                assert box["x"] >= 0 and box["x"] + box["width"] <= 391, (cell, box)
             assert row.locator("td.reason").inner_text().strip()
         overflow = page.evaluate("document.documentElement.scrollWidth")
         assert overflow <= 391  # no sideways scrolling to find the reason
