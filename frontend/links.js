@@ -97,7 +97,7 @@ export function errorFigure(series, informational = false) {
   const title = informational ? "Corrected errors (CRC data, ECC data), per second: informational, not judged"
     : "Judged link errors (replay, recovery, CRC flit), per second";
   const layout = baseLayout({
-    height: 260, hovermode: "x unified",
+    height: informational ? 220 : 260, hovermode: "x unified",
     title: { text: `${title}${more}`, x: 0, font: { size: 12 } },
     xaxis: { type: "date" },
     yaxis: { title: { text: "errors/s" }, rangemode: "tozero" },
