@@ -4,38 +4,20 @@
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
-import { badge, VERDICTS, verdictOf } from "./palette.js";
+import { VERDICTS, verdictOf } from "./palette.js";
+import { hostBadge, shownVerdict as shown, worstFiringByHost } from "./severity.js";
 import { href, hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
 
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
 const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host
 
-// A firing alert's severity sets the least a host is shown as: a critical alert makes it red.
-const ALERT_VERDICT = { critical: "down", warning: "degraded" };
-
-/** The verdict a row is coloured by: the host's, or worse if a firing alert says so. */
-export function shownVerdict(host) {
-  const fromAlert = ALERT_VERDICT[host.worst_alert];
-  if (host.stale) return "unknown";
-  return fromAlert && VERDICTS[fromAlert].rank > verdictOf(host.verdict).rank ? fromAlert : host.verdict;
-}
+const shownVerdict = (host) => shown(host.verdict, host.worst_alert, host.stale);
 
 /** Worst first: down, degraded, stale, unknown, healthy; ties by alerts firing. */
 function severity(host) {
   const shown = verdictOf(shownVerdict(host)).rank;
   return (host.stale ? 1.5 : shown) * 1000 + Math.min(999, host.alerts_firing);
-}
-
-const SEVERITY_ORDER = ["info", "warning", "critical"];
-
-/** {host: its worst firing alert's severity} from GET /alerts?state=firing. */
-function worstAlerts(alerts) {
-  const worst = {};
-  for (const a of alerts) {
-    if (SEVERITY_ORDER.indexOf(a.severity) > SEVERITY_ORDER.indexOf(worst[a.host])) worst[a.host] = a.severity;
-  }
-  return worst;
 }
 
 /** The reason with its most specific part first: "GPU3: 2 NVLinks down; hgx8-01: 1 of 8 …". */
@@ -45,11 +27,8 @@ export function specificFirst(reason) {
 }
 
 function verdictCell(r) {
-  const shown = shownVerdict(r);
-  const why = r.worst_alert && shown !== r.verdict && !r.stale ? `${r.worst_alert} alert firing. ${r.reason}` : r.reason;
-  const b = badge(shown, why);
-  b.lastChild.textContent = ` ${r.verdict}`; // the word stays the host's; the colour may be worse
-  return [b, r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null];
+  return [hostBadge(r.verdict, r.reason, r.worst_alert, r.stale),
+    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null];
 }
 
 function reasonCell(r) {
@@ -187,7 +166,7 @@ export function mount(root, route) {
           if (error.name === "AbortError") throw error;
           return { alerts: [] }; // alerting down: the hosts' own verdicts still show
         })]);
-      const worst = worstAlerts(firing.alerts);
+      const worst = worstFiringByHost(firing.alerts);
       hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null }))
         .sort((a, b) => a.host.localeCompare(b.host));
       render();

@@ -14,6 +14,7 @@ import { href, updateParams } from "./router.js";
 import { hostAlertPeriods, pairProblems } from "./host_problems.js";
 import { seriesFigure } from "./series.js";
 import { linkNotices, scrollToTarget } from "./host_links.js";
+import { hostBadge, worstFiring } from "./severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
 import { topologyFigure } from "./topology.js";
 
@@ -114,7 +115,7 @@ export function mount(root, route) {
     const sweep = d.last_sweep;
     replace(el.head,
       h("h1", {}, h("span", { class: "host" }, d.host)),
-      hl ? badge(hl.verdict, hl.reason) : null,
+      hl ? hostBadge(hl.verdict, hl.reason, worstFiring(data.alerts), d.stale) : null,
       d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
       alertChip(),
       hl ? h("p", { class: "reason-line" }, hl.reason) : null,

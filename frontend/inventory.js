@@ -51,7 +51,7 @@ export function inventoryTable(selected = () => null) {
       { key: "util", label: "Busy", value: (r) => r.gpu.activity?.utilization_pct ?? null,
         cell: (r) => activityCell(r.gpu.activity) },
       { key: "cpu", label: "CPU affinity", class: "mono", cell: (r) => r.gpu.cpu_affinity ?? "–" },
-      { key: "reason", label: "Why", class: "reason clip",
+      { key: "reason", label: "Why", class: "reason",
         cell: (r) => (r.health && r.health.verdict !== "healthy"
           ? h("span", { title: r.health.reason }, r.health.reason) : "") },
     ],

@@ -14,6 +14,8 @@ import { emptyNote, windowTrace } from "./plot.js";
 export const JUDGED_KINDS = ["replay", "recovery", "crc_flit"];
 export const INFO_KINDS = ["crc_data", "ecc_data"];
 const MAX_ERROR_TRACES = 12;
+// Below the date axis's two-line labels ("04:00 / Dec 1, 2026"), not over them.
+const LEGEND_BELOW_DATES = { orientation: "h", y: -0.32, font: { size: 10 } };
 
 function byGpu(links) {
   const groups = new Map();
@@ -83,6 +85,7 @@ export function throughputFigure(series) {
   const layout = baseLayout({
     height: 260, hovermode: "x unified",
     title: { text: "NVLink throughput (TX per GPU, all its links)", x: 0, font: { size: 12 } },
+    legend: LEGEND_BELOW_DATES,
     xaxis: { type: "date" },
     yaxis: { title: { text: unit }, rangemode: "tozero" },
     annotations: note ? [emptyNote(note)] : [],
@@ -99,6 +102,7 @@ export function errorFigure(series, informational = false) {
   const layout = baseLayout({
     height: informational ? 220 : 260, hovermode: "x unified",
     title: { text: `${title}${more}`, x: 0, font: { size: 12 } },
+    legend: LEGEND_BELOW_DATES,
     xaxis: { type: "date" },
     yaxis: { title: { text: "errors/s" }, rangemode: "tozero" },
     annotations: traces.length ? [] : [emptyNote(informational ? "no corrected errors counted in this range"

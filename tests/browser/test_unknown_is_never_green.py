@@ -70,8 +70,15 @@ def test_fleet_rows_worst_first_coloured_by_alerts_reason_whole(page, fleet: Fle
       cut: r.querySelector('td.reason').scrollWidth > r.querySelector('td.reason').clientWidth + 1,
       text: r.querySelector('td.reason').innerText}))""")
     verdict = {r["key"]: next(v for v in RANK if f"v-{v}" in r["cls"]) for r in shown}
-    for host in critical:
+    for host in critical - {h for h in hosts if hosts[h]["stale"]}:
         assert verdict[host] == "down", (host, verdict[host])  # red, whatever the word says
+    faulty_badge = page.locator(f'tbody tr[data-key="{FAULTY}"] .badge').inner_text()
+    assert faulty_badge.endswith(f"{hosts[FAULTY]['verdict']} · critical")
+    # the host page's header follows the same rule
+    open_view(page, f"/#/host/{FAULTY}", "host")
+    head = page.locator(".host-head .badge")
+    assert "v-down" in head.get_attribute("class") and "critical" in head.inner_text()
+    open_view(page, "/#/fleet", "fleet")
     fresh = [RANK[verdict[r["key"]]] for r in shown if not hosts[r["key"]]["stale"]]
     assert fresh == sorted(fresh, reverse=True)  # worst first
     assert not [r for r in shown if r["cut"]]  # the reason wraps, never clipped
