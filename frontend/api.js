@@ -20,12 +20,8 @@ function detailOf(body, fallback) {
   return body.detail.map((d) => `${(d.loc || []).slice(1).join(".")}: ${d.msg}`).join("; ");
 }
 
-export async function getJSON(path, params = {}, { signal } = {}) {
-  const query = new URLSearchParams(
-    Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""),
-  ).toString();
-  const url = `${BASE}${path}${query ? `?${query}` : ""}`;
-  const response = await fetch(url, { signal, headers: { Accept: "application/json" } });
+/** The JSON body of `response`, or an ApiError naming what the server said was wrong. */
+async function answerOf(response, url) {
   let body = null;
   try {
     body = await response.json();
@@ -36,20 +32,20 @@ export async function getJSON(path, params = {}, { signal } = {}) {
   return body;
 }
 
+export async function getJSON(path, params = {}, { signal } = {}) {
+  const query = new URLSearchParams(
+    Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""),
+  ).toString();
+  const url = `${BASE}${path}${query ? `?${query}` : ""}`;
+  return answerOf(await fetch(url, { signal, headers: { Accept: "application/json" } }), url);
+}
+
 /** POST a JSON body with the admin token (in a header: never in the URL). */
 export async function postJSON(path, body, token) {
   const url = `${BASE}${path}`;
-  const response = await fetch(url, { method: "POST", body: JSON.stringify(body),
+  return answerOf(await fetch(url, { method: "POST", body: JSON.stringify(body),
     headers: { Accept: "application/json", "Content-Type": "application/json",
-      Authorization: `Bearer ${token}` } });
-  let answer = null;
-  try {
-    answer = await response.json();
-  } catch {
-    answer = null;
-  }
-  if (!response.ok) throw new ApiError(response.status, detailOf(answer, response.statusText), url);
-  return answer;
+      Authorization: `Bearer ${token}` } }), url);
 }
 
 const host = (name) => `/hosts/${encodeURIComponent(name)}`;

@@ -87,7 +87,6 @@ function excluded(p) {
 }
 
 export function mount(root, route) {
-  plotly().catch(() => {}); // beside the API calls, not after them (draw reports a failure)
   let params = route.params;
   const formSlot = h("div");
   const answer = h("div", { class: "placement-answer" });
@@ -106,7 +105,11 @@ export function mount(root, route) {
         replace(answer, h("p", { class: "error-box", role: "alert" }, error.detail));
         return null;
       });
-    return Promise.all([api.topology(host), placed]);
+    const both = Promise.all([api.topology(host), placed]);
+    // Run plotly.js (preloaded by boot.js) now that the page's last API calls are out: while
+    // they are answered, not between them (draw reports a failure).
+    plotly().catch(() => {});
+    return both;
   }
 
   async function load() {

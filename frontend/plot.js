@@ -1,6 +1,7 @@
-// Drawing with plotly.js. It is loaded when a page first draws a chart, from the versioned
-// URL index.html names (/static/vendor/plotly-<version>.min.js, prefetched there): 4.8 MB of
-// script the fleet page never needs. `Plotly.react` redraws in place, and every layout
+// Drawing with plotly.js. It is loaded when a page with charts opens (by boot.js when the
+// first URL is one, else when the view mounts), from the versioned URL index.html names
+// (/static/vendor/plotly-<version>.min.js, prefetched there): 4.8 MB of script the fleet page
+// never needs. `Plotly.react` redraws in place, and every layout
 // carries `uirevision`, so a refresh keeps the user's zoom and legend choices. A chart
 // element gets data-ready="true" once drawn.
 
@@ -9,19 +10,29 @@ import { PLOT_CONFIG } from "./palette.js";
 
 let loading = null;
 
+/** The <script> loading plotly.js: the one boot.js started, or a new one. */
+function plotlyScript() {
+  const started = document.getElementById("plotly-js");
+  if (started && started.dataset.state !== "failed") return started;
+  started?.remove();
+  const script = document.createElement("script");
+  script.id = "plotly-js";
+  script.src = document.querySelector('meta[name="peerwatch-plotly"]').content;
+  document.head.append(script);
+  return script;
+}
+
 /** window.Plotly, loading plotly.js first if no page has needed it yet. */
 export function plotly() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   loading ||= new Promise((resolve, reject) => {
-    const src = document.querySelector('meta[name="peerwatch-plotly"]').content;
-    const script = document.createElement("script");
-    script.src = src;
+    const script = plotlyScript();
     script.addEventListener("load", () => resolve(window.Plotly));
     script.addEventListener("error", () => {
       loading = null;
-      reject(new Error(`could not load plotly.js from ${src}`));
+      script.dataset.state = "failed";
+      reject(new Error(`could not load plotly.js from ${script.src}`));
     });
-    document.head.append(script);
   });
   return loading;
 }
