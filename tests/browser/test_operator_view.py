@@ -129,3 +129,23 @@ def test_the_skip_link_reaches_the_first_host(fresh_page, fleet: Fleet) -> None:
     first = page.locator('table[aria-label="Hosts"] tbody tr').first.get_attribute("data-key")
     assert page.evaluate("document.activeElement.dataset.key") == first
     assert page.evaluate("location.hash") == "#/fleet"  # the skip link is not a route
+
+
+RESOURCES = """() => performance.getEntriesByType('resource').map(e => ({
+  path: new URL(e.name).pathname, start: e.startTime, end: e.responseEnd}))"""
+
+
+@pytest.mark.parametrize(("route", "view"), [(f"#/host/{FAULTY}?pair=1-2", "host"),
+                                              ("#/placement", "placement")])
+def test_plotly_loads_beside_the_api_calls_and_no_page_waits_on_hosts(  # type: ignore[no-untyped-def]
+        fresh_page, fleet: Fleet, route: str, view: str) -> None:
+    page = fresh_page
+    open_view(page, f"/?refresh=86400{route}", view)
+    loads = page.evaluate(RESOURCES)
+    plotly = [r for r in loads if "/static/vendor/plotly-" in r["path"]]
+    api = [r for r in loads if r["path"].startswith("/api/v1/")]
+    assert plotly and api
+    # plotly.js was asked for before the first API call went out, not after the answers
+    assert min(r["start"] for r in plotly) < min(r["start"] for r in api)
+    assert min(r["start"] for r in plotly) < max(r["end"] for r in api)
+    assert "/api/v1/hosts" not in {r["path"] for r in api}  # the fleet's list: not needed here
