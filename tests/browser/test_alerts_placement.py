@@ -33,6 +33,9 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
     row.get_by_role("link", name=f"GPU1 → GPU2 {degraded[0]['labels']['test']}").click()
     page.wait_for_selector("#series-chart[data-ready]")
     wait_hash(page, "pair=1-2")
+    page.wait_for_selector("#pair-panel.target")  # scrolled to and outlined
+    box = page.locator("#pair-panel").bounding_box()
+    assert box and box["y"] < page.viewport_size["height"] and box["y"] + box["height"] > 0
     shapes = page.evaluate("document.getElementById('series-chart').layout.shapes")
     assert len(shapes) >= 2  # the low period and the alert's period are shaded
     annotations = page.evaluate(
@@ -94,3 +97,6 @@ def test_a_link_alert_opens_its_gpu(page, fleet: Fleet) -> None:  # type: ignore
     wait_hash(page, "gpu=3")
     selected = page.locator('table[aria-label="GPU inventory"] tbody tr.selected')
     assert selected.count() == 1 and selected.get_attribute("data-key") == "3"
+    # a GPU's own link (?gpu=3, no link) outlines its inventory row
+    open_view(page, f"/#/host/{FAULTY}?gpu=5", "host")
+    page.wait_for_selector('table[aria-label="GPU inventory"] tbody tr.target[data-key="5"]')
