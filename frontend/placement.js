@@ -87,6 +87,7 @@ function excluded(p) {
 }
 
 export function mount(root, route) {
+  plotly().catch(() => {}); // beside the API calls, not after them (draw reports a failure)
   let params = route.params;
   const formSlot = h("div");
   const answer = h("div", { class: "placement-answer" });
@@ -105,11 +106,7 @@ export function mount(root, route) {
         replace(answer, h("p", { class: "error-box", role: "alert" }, error.detail));
         return null;
       });
-    const both = Promise.all([api.topology(host), placed]);
-    // Run plotly.js (preloaded by boot.js) now that the page's last API calls are out: while
-    // they are answered, not between them (draw reports a failure).
-    plotly().catch(() => {});
-    return both;
+    return Promise.all([api.topology(host), placed]);
   }
 
   async function load() {
