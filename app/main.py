@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.openapi import install_openapi
 from app.queries import NotFound
 
@@ -78,7 +79,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
-    # JSON answers and the dashboard's modules shrink 5-10x (plotly.js comes pre-gzipped).
+    app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
+    app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
+    # JSON answers and the dashboard's modules shrink 5-10x (plotly.js comes pre-gzipped);
+    # added last, so it is the outermost layer and the ingest metrics see plain answers.
     app.add_middleware(GZipMiddleware, minimum_size=1024)
     install_openapi(app)
     return app

@@ -107,3 +107,12 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 def probe_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {PROBE_TOKEN}"}
+
+
+def judge_later(client: TestClient, seconds: float) -> None:
+    """The server's periodic round `seconds` from now (by the server's clock): what turns a
+    silent host stale."""
+    from datetime import UTC, datetime, timedelta
+
+    from app.alerting.service import service_for
+    service_for(client.app).evaluate_all(datetime.now(UTC) + timedelta(seconds=seconds))
