@@ -101,8 +101,9 @@ def own_hosts(store: Store) -> list[SimHost]:
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)
         reports += host.history()
         hosts.append(host)
-    reports += SimHost("pcie4", STALE, seed=30, span_s=1800, ago_s=600).history(every_s=600)
     store.put(reports)
+    gone = SimHost("pcie4", STALE, seed=30, span_s=1800, ago_s=600).history(every_s=600)
+    store.put(gone, received_when_sent=True)
     return hosts
 
 

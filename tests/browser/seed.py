@@ -93,11 +93,14 @@ class Store:
         self.sessions = make_sessionmaker(self.engine)
         self.alerting = AlertingService(self.sessions, self.settings, AlertingSettings())
 
-    def put(self, reports: Iterable[Report]) -> None:
+    def put(self, reports: Iterable[Report], received_when_sent: bool = False) -> None:
+        """Store `reports` as received now, or (`received_when_sent`) as received when each
+        was finished: the server judges staleness by when it last heard from a host."""
         hosts = set()
         for report in reports:
+            received = report.finished_at if received_when_sent else datetime.now(UTC)
             with self.sessions() as session:
-                ingest(session, report, self.settings, datetime.now(UTC))
+                ingest(session, report, self.settings, received)
             hosts.add(report.host.hostname)
         for host in sorted(hosts):
             self.alerting.evaluate_host(host)
