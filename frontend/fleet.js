@@ -33,7 +33,10 @@ function verdictCell(r) {
 
 function reasonCell(r) {
   const text = specificFirst(r.reason);
-  if (!r.stale) return h("span", {}, text);
+  if (!r.stale) {
+    return [h("span", {}, text), r.since && r.verdict !== "healthy"
+      ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null];
+  }
   return [h("b", {}, `last known at ${fmt.time(r.last_report_at)}: `), text];
 }
 

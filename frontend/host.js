@@ -118,7 +118,8 @@ export function mount(root, route) {
       hl ? hostBadge(hl.verdict, hl.reason, worstFiring(data.alerts), d.stale) : null,
       d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
       alertChip(),
-      hl ? h("p", { class: "reason-line" }, hl.reason) : null,
+      hl ? h("p", { class: "reason-line" }, hl.reason,
+        hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
         `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
@@ -130,7 +131,8 @@ export function mount(root, route) {
 
   function problemItem(p) {
     const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what },
-      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason);
+      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason,
+      p.since ? h("span", { class: "muted since" }, ` — ${fmt.since(p.since)}`) : null);
     if (p.pair) {
       li.title = `open ${p.what} ${p.test}`;
       activatable(li, () => pickPair(p.pair[0], p.pair[1], p.test || test()));

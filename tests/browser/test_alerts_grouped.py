@@ -74,6 +74,9 @@ def test_a_link_alert_scrolls_to_and_outlines_its_link(page, fleet: Fleet) -> No
     wait_until(page, "() => !!document.querySelector('.target')")
     target = page.locator(".target")
     assert target.count() == 1 and target.get_attribute("data-what") == "GPU3 link 16"
+    link = next(x for x in fleet.api(f"/hosts/{FAULTY}/health")["links"]
+                if (x["gpu"], x["link"]) == (3, 16))
+    assert link["since"] and f"since {utc(link['since'])}" in target.inner_text()
     assert target.is_visible()
     box = target.bounding_box()
     assert box and 0 <= box["y"] < page.viewport_size["height"]  # scrolled into view

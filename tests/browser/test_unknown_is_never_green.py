@@ -4,6 +4,7 @@ are sorted by severity, coloured by the worst firing alert, and their reason is 
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import pytest
 
@@ -84,6 +85,8 @@ def test_fleet_rows_worst_first_coloured_by_alerts_reason_whole(page, fleet: Fle
     assert not [r for r in shown if r["cut"]]  # the reason wraps, never clipped
     faulty = next(r for r in shown if r["key"] == FAULTY)
     assert faulty["text"].startswith("GPU")  # the specific fault first, the tally after
+    since = datetime.fromisoformat(hosts[FAULTY]["since"].replace("Z", "+00:00"))
+    assert f"since {since:%Y-%m-%d %H:%M:%S}Z" in faulty["text"]  # the stored verdict's since
     chip = page.locator('.chips .chip[data-verdict="down"]').inner_text()
     assert int(chip.split()[1]) >= len(critical - {h for h in hosts if hosts[h]["stale"]})
     stale = page.locator(f'tbody tr[data-key="{STALE}"]')
