@@ -6,8 +6,9 @@ page (opened bare: it picks a host that can place the default k itself) and the 
 The server is the real app on SQLite (uvicorn on a loopback port). It holds 1000 simulated
 hosts, presets dealt in turn like the demo (hgx8, h200x2, mesh4, pcie4), one probe pass
 each; 40 of them have faults (links down, a slow pair) so the fleet page has something to
-sort up. Reports are stored through the ingest service directly (the same code the POST route
-runs, without HTTP), which takes a while on a busy machine; the timing starts after.
+sort up. Reports are stored through the ingest service directly and each host is judged (the
+same code the POST route runs, without HTTP), which takes a while on a busy machine; the
+timing starts after.
 
 Two figures per page:
 - cold: a new tab loads the page (plotly.js from the server, 4.8 MB, parsed and compiled);
@@ -34,6 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.alerting.service import AlertingService
+from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.server import ServerThread
@@ -86,6 +89,8 @@ def seed(settings: Settings, hosts: int) -> float:
     sessions = make_sessionmaker(engine)
     templates = template_reports()
     now = datetime.now(UTC)
+    # Judged as the POST route does after ingest: readers read the stored verdicts.
+    alerting = AlertingService(sessions, settings, AlertingSettings())
     for i in range(hosts):
         preset = PRESETS[i % len(PRESETS)]
         base = templates[(preset, i % 100 < FAULTY_PER_HUNDRED)]
@@ -94,6 +99,8 @@ def seed(settings: Settings, hosts: int) -> float:
             "host": base.host.model_copy(update={"hostname": host_name(i)})})
         with sessions() as session:
             ingest(session, report, settings, now)
+        alerting.evaluate_host(host_name(i))
+    alerting.close()
     engine.dispose()
     return time.perf_counter() - started
 
