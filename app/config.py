@@ -98,6 +98,11 @@ class Settings(BaseSettings):
     link_rate_window_s: float = Field(
         default=900.0, gt=0, description="Counter history a link's error rates are judged on."
     )
+    link_flap_window_s: float = Field(
+        default=3_600.0, gt=0, description="Window in which a link's downs are counted.")
+    link_flap_downs: int = Field(
+        default=2, ge=1, description="A link that went down this many times within the "
+        "window is degraded (flapping) while it is up.")
     baseline_window_days: float = Field(default=7.0, gt=0, description="History a baseline uses.")
     baseline_min_samples: int = Field(
         default=5, ge=1, description="Fewer samples give no baseline."

@@ -32,7 +32,9 @@ function severityCell(severity) {
 
 function tags(a) {
   return [a.acknowledged ? h("span", { class: "tag", title: `acknowledged by ${a.acknowledged.by}` }, "ack") : null,
-    a.silenced_by?.length ? h("span", { class: "tag" }, "silenced") : null];
+    a.silenced_by?.length ? h("span", { class: "tag" }, "silenced") : null,
+    a.held ? h("span", { class: "tag maintenance", title: `${a.held}: shown, not paged` },
+      a.in_maintenance ? "in maintenance" : "settling") : null];
 }
 
 function timeCells(start, seconds, ended) {

@@ -62,6 +62,7 @@ export const api = {
   alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
   ack: (id, body, token) => postJSON(`/alerts/${encodeURIComponent(id)}/ack`, body, token),
   silence: (body, token) => postJSON("/silences", body, token),
+  maintenance: (params, opts) => getJSON("/maintenance", params, opts),
   schedulerHosts: (minHealthy, opts) => getJSON("/scheduler/hosts", { min_healthy_gpus: minHealthy }, opts),
   placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
 };

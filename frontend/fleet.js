@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { VERDICTS, verdictOf } from "./palette.js";
 import { hostBadge, shownVerdict as shown, worstFiringByHost } from "./severity.js";
 import { href, hostHref, updateParams } from "./router.js";
@@ -28,7 +29,7 @@ export function specificFirst(reason) {
 
 function verdictCell(r) {
   return [hostBadge(r.verdict, r.reason, r.worst_alert, r.stale),
-    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null];
+    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null, maintenanceTag(r.maintenance)];
 }
 
 function reasonCell(r) {
@@ -164,13 +165,14 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const [data, firing] = await Promise.all([api.hosts(),
+      const [data, firing, maintenance] = await Promise.all([api.hosts(),
         api.alerts({ state: "firing" }).catch((error) => {
           if (error.name === "AbortError") throw error;
           return { alerts: [] }; // alerting down: the hosts' own verdicts still show
-        })]);
+        }), activeMaintenance()]);
       const worst = worstFiringByHost(firing.alerts);
-      hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null }))
+      hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null,
+        maintenance: maintenance?.get(x.host) ?? null }))
         .sort((a, b) => a.host.localeCompare(b.host));
       render();
     },

@@ -8,6 +8,7 @@ import * as fmt from "./format.js";
 import { inventoryRows, inventoryTable } from "./inventory.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
+import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { badge, verdictOf } from "./palette.js";
 import { draw, plotly, purge } from "./plot.js";
 import { href, updateParams } from "./router.js";
@@ -117,6 +118,7 @@ export function mount(root, route) {
       h("h1", {}, h("span", { class: "host" }, d.host)),
       hl ? hostBadge(hl.verdict, hl.reason, worstFiring(data.alerts), d.stale) : null,
       d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
+      maintenanceTag(data.maintenance),
       alertChip(),
       hl ? h("p", { class: "reason-line" }, hl.reason,
         hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
@@ -239,11 +241,12 @@ export function mount(root, route) {
   }
 
   async function loadAll() {
-    const [detail, health, topology, mx, links, alerts] = await Promise.all([
+    const [detail, health, topology, mx, links, alerts, , maintenance] = await Promise.all([
       api.host(name), api.health(name), api.topology(name), api.matrix(name, test()),
-      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(),
+      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
     ]);
-    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts });
+    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
+      maintenance: maintenance?.get(name) ?? null });
   }
 
   async function renderAll() {

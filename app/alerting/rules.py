@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
+from app.analysis.fabric_expect import design_links_for
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.schemas import Verdict
@@ -38,6 +39,7 @@ def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
         if gpu not in ctx.fabric.gpus:
             continue  # a GPU missing from the inventory is the host verdict's business
         up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
+        had = design_links_for(ctx.fabric.gpus[gpu].name, had)[0]  # 12 of 18 by design: 12
         if up >= had:
             continue
         out.append(Finding(
@@ -129,7 +131,18 @@ def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
                     f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
                     f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
         dashboard=dashboard_path(ctx.name, gpu=j.gpu))
-        for j in ctx.links if j.verdict is Verdict.DEGRADED]
+        for j in ctx.links if j.verdict is Verdict.DEGRADED and not j.flapping]
+
+
+def nvlink_flapping(ctx: HostContext) -> list[Finding]:
+    """Links that keep going down and coming back (up now, so NVLinkDown has resolved)."""
+    return [Finding(
+        labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
+        summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is flapping",
+        description=f"{j.reason}: reseat or replace the cable/board before it takes a job "
+                    "down with it.",
+        dashboard=dashboard_path(ctx.name, gpu=j.gpu))
+        for j in ctx.links if j.flapping]
 
 
 def p2p_access_lost(ctx: HostContext) -> list[Finding]:
@@ -244,6 +257,8 @@ RULES: tuple[Rule, ...] = (
          needs_sweep=True),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
          "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
+    Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,
+         "A link went down PEERWATCH_LINK_FLAP_DOWNS times within PEERWATCH_LINK_FLAP_WINDOW_S."),
     Rule("P2PAccessLost", "critical", 0.0, p2p_access_lost,
          "GPUs joined by NVLink can no longer use P2P."),
     Rule("PCIeLinkDowntrained", "warning", 900.0, pcie_link_downtrained,

@@ -148,8 +148,11 @@ def _failure(src: int, dst: int, test: TestName, samples: Sequence[Sample]) -> J
 
 def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
                expect: Expectation | None, baseline: BaselineRef | None,
-               th: Thresholds) -> TestJudgement:
-    """Judge one (pair, test) from its recent samples (oldest first)."""
+               th: Thresholds, low_since_before: datetime | None = None) -> TestJudgement:
+    """Judge one (pair, test) from its recent samples (oldest first).
+
+    `low_since_before`: when the low run began as last judged. The samples cover a
+    look-back window only, so a run as old as the window started earlier than they show."""
     label = pair_label(src, dst, test)
     out = TestJudgement(Verdict.UNKNOWN, f"{label} not measured yet", src, dst, test,
                         latest=samples[-1] if samples else None,
@@ -176,9 +179,12 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
         text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
                  "of other traffic, not judged)")
     run = _low_run(test, judged, expect, baseline, th)
-    lasted = (newest.at - run[0].at).total_seconds() if run else 0.0
+    began = run[0].at if run else None
+    if run and run[0] is judged[0] and low_since_before is not None:
+        began = min(began or low_since_before, low_since_before)
+    lasted = (newest.at - began).total_seconds() if began else 0.0
     if run and lasted >= th.sustain_s:
-        return replace(out, verdict=Verdict.DEGRADED, low_since=run[0].at,
+        return replace(out, verdict=Verdict.DEGRADED, low_since=began,
                        reason=f"{text}, for {fmt_duration(lasted)}")
     recent = judged[-th.intermittent_of:]
     lows = [s for s in recent
@@ -191,7 +197,7 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
                               "measurements (intermittent)")
     if not run:
         return replace(out, reason=text)
-    return replace(out, low_since=run[0].at,
+    return replace(out, low_since=began,
                    reason=f"{text}; low for {fmt_duration(lasted)}, degraded after "
                           f"{fmt_duration(th.sustain_s)}")
 

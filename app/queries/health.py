@@ -47,6 +47,7 @@ class HostHealth:
     stale: bool = False
     generated_at: datetime | None = None
     since: dict[tuple, datetime] = field(default_factory=dict)
+    link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
 
     @property
     def gpus(self) -> tuple[GpuJudgement, ...]:

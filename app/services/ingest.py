@@ -21,6 +21,7 @@ from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
 from app.services.fabric_state import load_fabric
+from app.services.host_runtime import record_runtime
 from app.services.inventory import (
     get_or_create_host,
     is_newest,
@@ -70,8 +71,9 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
     host = get_or_create_host(session, report.host, now)
     if is_newest(host, report.finished_at):
         update_identity(host, report.host)
-        if upsert_inventory(session, host, report.inventory, report.finished_at) or \
-                host.inventory_changed_at is None:
+        changed = upsert_inventory(session, host, report.inventory, report.finished_at)
+        changed = record_runtime(session, host, report, now) or changed  # Fabric Manager
+        if changed or host.inventory_changed_at is None:
             host.inventory_changed_at = now
         host.last_report_at = report.finished_at
         host.clock_skew_s = (now - report.finished_at).total_seconds()

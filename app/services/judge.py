@@ -11,11 +11,13 @@ them, so a judgement may reuse the (pair, test) verdicts stored by the last one
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.analysis.fabric_expect import unused_by_design
 from app.analysis.fabric_health import (
     GpuFacts,
     GpuJudgement,
@@ -24,6 +26,8 @@ from app.analysis.fabric_health import (
     judge_host,
     judge_link,
 )
+from app.analysis.fabric_state import judge_host_fabric
+from app.analysis.flaps import downs_now, flapping
 from app.analysis.health import (
     PairJudgement,
     Sample,
@@ -39,18 +43,21 @@ from app.models import Host
 from app.queries.common import PairKey, baseline_ref, baselines_of, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.health import HostHealth
+from app.queries.page_holds import fabric_manager_of
 from app.schemas import Verdict
 from app.services.fabric_state import HostFabric, load_fabric
 
 
 def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
-                 baselines: dict, th: Thresholds) -> dict[PairKey, TestJudgement]:
+                 baselines: dict, th: Thresholds,
+                 low_before: dict[PairKey, datetime]) -> dict[PairKey, TestJudgement]:
     tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
     keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests}
     return {
         (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
                               fabric.full_expectation(t, s, d),
-                              baseline_ref(baselines.get((s, d, t))), th)
+                              baseline_ref(baselines.get((s, d, t))), th,
+                              low_before.get((s, d, t)))
         for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
     }
 
@@ -79,13 +86,16 @@ def _judge_gpus(session: Session, fabric: HostFabric, links: list[LinkJudgement]
 
 
 def judge_tests_from_history(session: Session, settings: Settings, row: Host,
-                             fabric: HostFabric, now: datetime) -> dict[PairKey, TestJudgement]:
-    """Every (pair, test) verdict, from the samples of the look-back window."""
+                             fabric: HostFabric, now: datetime,
+                             low_before: dict[PairKey, datetime] | None = None,
+                             ) -> dict[PairKey, TestJudgement]:
+    """Every (pair, test) verdict, from the samples of the look-back window; `low_before`:
+    when each low run began as last judged (a run can be older than the window)."""
     newest = row.last_sweep_at or row.last_report_at or now
     lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
     samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
     return _judge_tests(fabric, samples, baselines_of(session, row.id),
-                        Thresholds.from_settings(settings))
+                        Thresholds.from_settings(settings), low_before or {})
 
 
 def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
@@ -110,23 +120,58 @@ def last_heard_at(row: Host) -> datetime | None:
     return row.last_received_at or row.last_report_at
 
 
-def judge_host_now(session: Session, settings: Settings, row: Host, now: datetime,
-                   tests: dict[PairKey, TestJudgement] | None = None) -> HostHealth:
-    """Every verdict of `row` at `now`. `tests`: stored (pair, test) verdicts to reuse, or
-    None to judge them from the history."""
-    fabric = load_fabric(session, row)
-    if tests is None:
-        tests = judge_tests_from_history(session, settings, row, fabric, now)
-    tests = _unknown_without_gpu(fabric, tests)
+@dataclass
+class Prior:
+    """What the last stored judgement knew that the history alone does not say."""
+
+    tests: dict[PairKey, TestJudgement] | None = None  # to reuse: no sweep since
+    low_before: dict[PairKey, datetime] = field(default_factory=dict)  # low runs' starts
+    link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    links_down: set[tuple[int, int]] = field(default_factory=set)
+
+
+def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFabric,
+                 now: datetime, since: datetime,
+                 prior: Prior) -> tuple[list[LinkJudgement], dict[tuple[int, int], dict]]:
+    """Every NVLink port from its state and error rates, flapping ports degraded; with the
+    facts to store for the next judgement (when each port went down)."""
     th = Thresholds.from_settings(settings)
+    rates = link_rates(session, row.id, since)
+    ports = {g: fabric.links_of(g) for g in fabric.gpus}
+    unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
+    links, facts = [], {}
+    for p in fabric.nvlinks:
+        key = (p.gpu, p.link)
+        j = judge_link(p, rates.get(key, {}), th, key in unused)
+        seen = [datetime.fromisoformat(t) for t in prior.link_facts.get(key, {}).get("downs", [])]
+        downs = downs_now(seen, key in prior.links_down, j.verdict is Verdict.DOWN, now,
+                          settings.link_flap_window_s)
+        links.append(flapping(j, downs, settings.link_flap_downs, settings.link_flap_window_s))
+        facts[key] = {"downs": [t.isoformat() for t in downs]} if downs else {}
+    return links, facts
+
+
+def judge_host_now(session: Session, settings: Settings, row: Host, now: datetime,
+                   prior: Prior | None = None) -> HostHealth:
+    """Every verdict of `row` at `now`, given what the last judgement knew (`prior`)."""
+    prior = prior or Prior()
+    fabric = load_fabric(session, row)
+    tests = prior.tests
+    if tests is None:
+        tests = judge_tests_from_history(session, settings, row, fabric, now, prior.low_before)
+    tests = _unknown_without_gpu(fabric, tests)
     pairs = _judge_pairs(fabric, tests)
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
-    rates = link_rates(session, row.id, counters_since)
-    links = [judge_link(p, rates.get((p.gpu, p.link), {}), th) for p in fabric.nvlinks]
+    ports = {g: fabric.links_of(g) for g in fabric.gpus}
+    links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
     gpus = _judge_gpus(session, fabric, links, pairs, counters_since)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
-    judgement = judge_host(row.name, gpus, links, pairs, stale_for)
-    return HostHealth(row, fabric, judgement, tests, stale, now)
+    fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
+                                       fabric_manager_of(session, row))
+    judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
+    health = HostHealth(row, fabric, judgement, tests, stale, now)
+    health.link_facts = link_facts
+    return health

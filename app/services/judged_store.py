@@ -26,7 +26,8 @@ from app.queries.health import (
     tests_from_rows,
 )
 from app.schemas import Verdict
-from app.services.judge import judge_host_now, last_heard_at
+from app.services.judge import Prior, judge_host_now, last_heard_at
+from probes.report import TestName
 
 Rows = dict[tuple, dict[str, Any]]
 
@@ -81,7 +82,8 @@ def rows_of(health: HostHealth) -> StoredRows:
     return {
         "host": {(): _host_row(health)},
         "gpu": {(g.gpu,): plain(g.verdict, g.reason, gpu=g.gpu) for g in j.gpus},
-        "link": {(x.gpu, x.link): plain(x.verdict, x.reason, gpu=x.gpu, link=x.link)
+        "link": {(x.gpu, x.link): {**plain(x.verdict, x.reason, gpu=x.gpu, link=x.link),
+                                   "facts": health.link_facts.get((x.gpu, x.link), {})}
                  for x in j.links},
         "pair": {(p.src, p.dst): plain(p.verdict, p.reason, src=p.src, dst=p.dst)
                  for p in j.pairs},
@@ -159,7 +161,12 @@ def judge_and_store(session: Session, settings: Settings, row: Host, now: dateti
     top_row = previous["host"].get(())
     judged_sweep = top_row["facts"].get("last_sweep_at") if top_row else None
     reuse = top_row is not None and judged_sweep == _iso(row.last_sweep_at)
-    tests = tests_from_rows(previous["test"]) if reuse else None
-    health = judge_host_now(session, settings, row, now, tests)
+    prior = Prior(
+        tests=tests_from_rows(previous["test"]) if reuse else None,
+        low_before={(r["src"], r["dst"], TestName(r["test"])): r["low_since"]
+                    for r in previous["test"].values() if r["low_since"] is not None},
+        link_facts={key: r["facts"] for key, r in previous["link"].items()},
+        links_down={key for key, r in previous["link"].items() if r["verdict"] == Verdict.DOWN})
+    health = judge_host_now(session, settings, row, now, prior)
     store(session, health, previous, now)
     return health

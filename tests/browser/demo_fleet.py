@@ -14,7 +14,6 @@ tests run.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -32,8 +31,9 @@ DEMO_HOSTS = 4
 KEEP_ALIVE_S = 10.0
 START_TIMEOUT_S = 90.0
 FAULTY = "hgx8-faulty"
-ADMIN_TOKEN = "browser-test-admin-token"  # the demo's PEERWATCH_ADMIN_TOKEN: ack and silence
+ADMIN_TOKEN = "browser-test-admin-token"  # the demo's --admin-token: ack and silence
 STALE = "pcie4-gone"
+MAINTAINED = "h200x2-maint"  # in a declared maintenance window
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 
@@ -61,9 +61,8 @@ class DemoProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "demo", "--port", str(port),
                  "--data-dir", str(data_dir), "--hosts", str(DEMO_HOSTS),
-                 "--backfill-hours", "0"],
-                stdout=out, stderr=subprocess.STDOUT,
-                env={**os.environ, "PEERWATCH_ADMIN_TOKEN": ADMIN_TOKEN})
+                 "--backfill-hours", "0", "--admin-token", ADMIN_TOKEN],
+                stdout=out, stderr=subprocess.STDOUT)
 
     def wait_reporting(self) -> None:
         """Until the server answers and every demo host has sent its first report."""
@@ -101,7 +100,11 @@ def own_hosts(store: Store) -> list[SimHost]:
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)
         reports += host.history()
         hosts.append(host)
+    host = SimHost("h200x2", MAINTAINED, seed=30, span_s=0)
+    reports += host.history()
+    hosts.append(host)
     store.put(reports)
+    store.maintenance(MAINTAINED, hours=2, comment="NVSwitch tray swap")
     gone = SimHost("pcie4", STALE, seed=30, span_s=1800, ago_s=600).history(every_s=600)
     store.put(gone, received_when_sent=True)
     return hosts

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from app.alerting.schemas import AlertState
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.main import create_app
@@ -176,3 +177,12 @@ def test_the_server_evaluates_periodically(settings: Settings) -> None:
                 break
             time.sleep(0.1)
         assert "ProbeStale" in _firing(client)
+
+
+def test_state_all_lists_alerts_of_every_state(api: TestClient) -> None:
+    every = api.get("/api/v1/alerts", params={"state": "all"})
+    assert every.status_code == 200, every.text
+    per_state = [a["id"] for s in AlertState
+                 for a in api.get("/api/v1/alerts", params={"state": s.value}).json()["alerts"]]
+    assert len(per_state) >= 2
+    assert sorted(a["id"] for a in every.json()["alerts"]) == sorted(per_state)

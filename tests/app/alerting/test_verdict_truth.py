@@ -86,3 +86,25 @@ def test_a_silent_host_is_stale_after_the_one_limit(
     assert _firing(sessions) == {("ProbeStale", None)}
     with sessions() as s:
         assert schedulable(s, 1)[1]["node-a"].startswith("stale")
+
+
+def test_how_long_a_pair_has_been_slow_is_not_capped_at_the_look_back(
+        sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
+    """Samples are read back 20 min (twice the sustain time); the pair has been slow for an
+    hour, and its reason and `low_since` say so."""
+    from probes.faults import BandwidthFactor
+    from tests.app.alerting.simhost import SimHost
+    settings = sqlite_settings.model_copy(update={"health_lookback_s": 60.0})
+    host = SimHost(sessions, settings)
+    host.step(300, "sweep")
+    host.inject(BandwidthFactor(src=0, dst=1, factor=0.5, both_directions=False))
+    host.step(300, "sweep")
+    slow_from = host.now()
+    for _ in range(12):
+        host.step(300, "sweep")
+    with sessions() as s:
+        from probes.report import TestName
+        t = host_health(s, settings, "sim-a").tests[(0, 1, TestName.CE_WRITE)]
+    assert t.verdict is Verdict.DEGRADED
+    assert t.low_since is not None and t.low_since <= slow_from
+    assert t.reason.endswith("for 60 min")
