@@ -179,6 +179,9 @@ class ReportRow(Base):
     dropped_reports: Mapped[int]
     skipped: Mapped[list[Any]]
     errors: Mapped[list[Any]]
+    # migration 0006: SHA-256 of the report's canonical JSON, so a report_id reused for a
+    # different report is a 409 rather than a silent "duplicate" (NULL: stored before 0006).
+    digest: Mapped[str | None] = mapped_column(String(64))
 
 
 class Measurement(Base):
@@ -443,7 +446,7 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- debounce (0005m)
+# --------------------------------------------------------------------------- debounce (0005)
 # Issue 11 item 7: times after which faults are expected and pages are held back. Verdicts and
 # alerts are still computed and shown; only delivery to Alertmanager waits.
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from probes.report import Timestamp
+
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
@@ -111,8 +113,8 @@ class TimeSpanRequest(BaseModel):
     """A span from `starts_at` (default: now) to `ends_at` or for `duration_s`: silences and
     maintenance windows are declared the same way."""
 
-    starts_at: datetime | None = Field(default=None, description="Default: now.")
-    ends_at: datetime | None = None
+    starts_at: Timestamp | None = Field(default=None, description="Default: now.")
+    ends_at: Timestamp | None = None
     duration_s: float | None = Field(default=None, gt=0, le=366 * 86_400,
                                      description="Instead of ends_at.")
 

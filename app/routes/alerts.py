@@ -28,7 +28,7 @@ from app.alerting.schemas import (
 from app.alerting.service import alerting_lifespan, service_for
 from app.alerting.silences import active_silences, silenced_by
 from app.analysis.debounce import Hold
-from app.deps import AdminTokenDep, SessionDep
+from app.deps import AdminTokenDep, RowId, SessionDep
 from app.models import Alert, AlertEvent, Silence
 from app.queries.page_holds import page_holds
 
@@ -103,7 +103,7 @@ def _get(session: SessionDep, alert_id: int) -> Alert:
 
 
 @router.get("/{alert_id}", response_model=AlertDetail, summary="One alert with its history")
-def get_alert(alert_id: int, request: Request, session: SessionDep) -> AlertDetail:
+def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDetail:
     alert = _get(session, alert_id)
     events = session.scalars(select(AlertEvent).where(AlertEvent.alert_id == alert_id)
                              .order_by(AlertEvent.at, AlertEvent.id))
@@ -117,7 +117,7 @@ def get_alert(alert_id: int, request: Request, session: SessionDep) -> AlertDeta
 
 @router.post("/{alert_id}/ack", response_model=AlertOut,
              summary="Acknowledge a pending or firing alert (admin token)")
-def ack_alert(alert_id: int, body: AckRequest, session: SessionDep,
+def ack_alert(alert_id: RowId, body: AckRequest, session: SessionDep,
               _admin: AdminTokenDep) -> AlertOut:
     alert = _get(session, alert_id)
     if alert.state not in ("pending", "firing"):

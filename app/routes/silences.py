@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy import select
 
 from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
-from app.deps import AdminTokenDep, SessionDep
+from app.deps import AdminTokenDep, RowId, SessionDep
 from app.models import Silence
 
 router = APIRouter(prefix="/api/v1/silences", tags=["alerts"])
@@ -53,7 +53,7 @@ def list_silences(
 
 @router.delete("/{silence_id}", response_model=SilenceOut,
                summary="Expire a silence now (admin token)")
-def expire_silence(silence_id: int, session: SessionDep, _admin: AdminTokenDep) -> SilenceOut:
+def expire_silence(silence_id: RowId, session: SessionDep, _admin: AdminTokenDep) -> SilenceOut:
     silence = session.get(Silence, silence_id)
     if silence is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND,

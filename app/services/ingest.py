@@ -29,18 +29,24 @@ from app.services.inventory import (
     update_identity,
     upsert_inventory,
 )
+from app.services.report_checks import ReportConflict, report_digest
 from probes.report import Report, ReportKind, TestName
 
 ATTEMPTS = 3
 
 
 def ingest(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
-    """Store `report` (or recognise it as stored before) and commit."""
+    """Store `report` (or recognise it as stored before) and commit.
+
+    The report's digest (`report_digest`) is stored with it; a later report with the same
+    report_id but another digest raises `ReportConflict` instead of passing as a duplicate.
+    """
+    digest = report_digest(report)
     for attempt in range(ATTEMPTS):
         try:
-            result = _stored_result(session, report.report_id)
+            result = _stored_result(session, report.report_id, digest)
             if result is None:
-                result = _store(session, report, settings, now)
+                result = _store(session, report, settings, now, digest)
             session.commit()
             return result
         except IntegrityError:
@@ -50,15 +56,18 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime) 
     raise AssertionError("unreachable")
 
 
-def _stored_result(session: Session, report_id: uuid.UUID) -> IngestResult | None:
+def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> IngestResult | None:
     row = session.execute(
-        select(ReportRow.id, Host.name)
+        select(ReportRow.id, Host.name, ReportRow.digest)
         .join(Host, Host.id == ReportRow.host_id)
         .where(ReportRow.report_id == report_id)
     ).first()
     if row is None:
         return None
-    pk, host = row
+    pk, host, stored_digest = row
+    if stored_digest and digest != stored_digest:
+        raise ReportConflict(f"report_id {report_id} was stored before with a different body; "
+                             "a new report needs a new report_id")
     measurements = session.scalar(
         select(func.count()).select_from(Measurement).where(Measurement.report_id == pk))
     samples = session.scalar(
@@ -67,7 +76,8 @@ def _stored_result(session: Session, report_id: uuid.UUID) -> IngestResult | Non
                         measurements=measurements or 0, counter_samples=samples or 0)
 
 
-def _store(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
+def _store(session: Session, report: Report, settings: Settings, now: datetime,
+           digest: str) -> IngestResult:
     host = get_or_create_host(session, report.host, now)
     if is_newest(host, report.finished_at):
         update_identity(host, report.host)
@@ -85,6 +95,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         host.last_sweep_at = report.finished_at
     row = _report_row(report, host.id, now)
+    row.digest = digest
     session.add(row)
     session.flush()  # the unique report_id is checked here
     measurements = _measurement_rows(report, host.id, row.id)

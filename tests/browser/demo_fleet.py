@@ -5,7 +5,8 @@ The demo is what a person runs: the real server on SQLite and simulated hosts of
 faults take minutes to develop, so next to it we store (see `seed.py`):
 - `hgx8-faulty`: an HGX board whose GPU3 lost two NVLinks, whose GPU1 <-> GPU2 path has
   run at half speed and whose GPU5 link 2 has counted replays, for the last 30 minutes;
-- two hosts whose names are HTML (`<script>...`, `<img onerror=...>`);
+- two hosts whose names are HTML (`<script>...`, `<img onerror=...>`): ingest refuses such
+  names now (the host-name rule), but a database from before it may hold them;
 - `pcie4-gone`: a healthy PCIe box whose last report was 10 minutes ago (stale).
 A keeper thread sends each of them but the stale one an inventory pass every few seconds, as
 their probe would, so none turns stale (the demo calls a host stale after 60 s) while the

@@ -1,7 +1,7 @@
 """Maintenance windows (no pages inside them) and each host's probe start, driver load time
 and Fabric Manager state (pages settle after a start; the fabric judge reads the manager).
 
-Revision ID: 0005m
+Revision ID: 0005
 Revises: 0004
 """
 from typing import Sequence, Union
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision: str = '0005m'
+revision: str = '0005'
 down_revision: Union[str, Sequence[str], None] = '0004'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
