@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request, status
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from app import routes
@@ -82,5 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
+    # JSON answers and the dashboard's modules shrink 5-10x (plotly.js comes pre-gzipped);
+    # added last, so it is the outermost layer and the ingest metrics see plain answers.
+    app.add_middleware(GZipMiddleware, minimum_size=1024)
     install_openapi(app)
     return app

@@ -1,11 +1,14 @@
-// Alerts: what fired, what is pending and what resolved recently, with the reason in words and
-// a link to the pair or link it concerns. The state filter lives in the URL (#/alerts?state=).
+// Alerts: one line per host and object (a pair, a link, a GPU, the host), most urgent first,
+// with its absolute start time and how long it has lasted; unfold a line for its alerts, each
+// with its history. Ack and silence from the page (see admin.js). The state and host filters
+// live in the URL (#/alerts?state=all&host=hgx8-01).
 
 import { api } from "./api.js";
+import { actionButtons, adminPanel, statusLine } from "./admin.js";
+import { alertTarget, duration, durationOf, groupAlerts, startOf, subject } from "./alert_groups.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { hostHref, updateParams } from "./router.js";
-import { sortableTable } from "./table.js";
 
 // "active" is the API's default (pending and firing); "all" adds the resolved ones.
 const STATES = ["active", "firing", "pending", "resolved", "all"];
@@ -13,68 +16,118 @@ const STATE_LOOK = {
   firing: { glyph: "●", cls: "v-down" }, pending: { glyph: "◔", cls: "v-degraded" },
   resolved: { glyph: "✓", cls: "v-healthy" }, inactive: { glyph: "○", cls: "v-unknown" },
 };
-const SEVERITY_RANK = { critical: 0, warning: 1, info: 2 };
-
-/** Where an alert points: the host page with its pair/test (or GPU) selected. */
-export function alertTarget(a) {
-  const l = a.labels || {};
-  const params = {};
-  if (l.gpu !== undefined && l.peer_gpu !== undefined) params.pair = `${l.gpu}-${l.peer_gpu}`;
-  if (l.test) params.test = l.test;
-  else if (l.gpu !== undefined) params.gpu = l.gpu;
-  return hostHref(a.host || l.host || "", params);
-}
-
-export function subject(a) {
-  const l = a.labels || {};
-  if (l.gpu !== undefined && l.peer_gpu !== undefined) {
-    return `${fmt.pair(l.gpu, l.peer_gpu)}${l.test ? ` ${l.test}` : ""}`;
-  }
-  if (l.gpu !== undefined && l.link !== undefined) return `GPU${l.gpu} link ${l.link}`;
-  if (l.gpu !== undefined) return `GPU${l.gpu}`;
-  return "host";
-}
+const HEADINGS = ["State", "Severity", "Host", "Concerns", "Alert", "Reason", "Started (UTC)",
+  "Lasted", ""];
 
 const text = (a, key) => a.annotations?.[key] ?? "";
-const since = (a) => a.fired_at || a.active_since;
 
-const COLUMNS = [
-  { key: "state", label: "State", value: (a) => a.state, cell: (a) => {
-    const look = STATE_LOOK[a.state] || STATE_LOOK.inactive;
-    return h("span", { class: `badge ${look.cls}` }, h("span", { class: "glyph" }, look.glyph), ` ${a.state}`);
-  } },
-  { key: "severity", label: "Severity", value: (a) => SEVERITY_RANK[a.severity] ?? 9,
-    cell: (a) => h("span", { class: a.severity === "critical" ? "warn" : null }, a.severity || "–") },
-  { key: "name", label: "Alert", value: (a) => a.alertname, cell: (a) => [h("b", {}, a.alertname),
-    a.acknowledged ? h("span", { class: "tag", title: `acknowledged by ${a.acknowledged.by}` }, "ack") : null,
+function stateBadge(state) {
+  const look = STATE_LOOK[state] || STATE_LOOK.inactive;
+  return h("span", { class: `badge ${look.cls}` }, h("span", { class: "glyph" }, look.glyph), ` ${state}`);
+}
+
+function severityCell(severity) {
+  return h("td", { class: `severity sev-${severity || "none"}` }, severity || "–");
+}
+
+function tags(a) {
+  return [a.acknowledged ? h("span", { class: "tag", title: `acknowledged by ${a.acknowledged.by}` }, "ack") : null,
     a.silenced_by?.length ? h("span", { class: "tag" }, "silenced") : null,
     a.held ? h("span", { class: "tag maintenance", title: `${a.held}: shown, not paged` },
-      a.in_maintenance ? "in maintenance" : "settling") : null] },
-  { key: "host", label: "Host", value: (a) => a.host,
-    cell: (a) => (a.host ? h("a", { class: "host", href: hostHref(a.host) }, a.host) : "–") },
-  { key: "subject", label: "Concerns", value: subject, cell: (a) => h("a", { href: alertTarget(a) }, subject(a)) },
-  { key: "reason", label: "Reason", class: "reason", cell: (a) => [h("div", {}, text(a, "summary")),
-    h("div", { class: "muted" }, text(a, "description"))] },
-  { key: "since", label: "Since", class: "num", value: (a) => -Date.parse(since(a)),
-    cell: (a) => h("span", { title: fmt.time(since(a)) }, fmt.age(since(a))) },
-  { key: "ended", label: "Resolved", class: "num", value: (a) => a.resolved_at ?? null,
-    cell: (a) => (a.resolved_at ? h("span", { title: fmt.time(a.resolved_at) }, `${fmt.age(a.resolved_at)} ago`) : "–") },
-];
+      a.in_maintenance ? "in maintenance" : "settling") : null];
+}
+
+function timeCells(start, seconds, ended) {
+  return [h("td", { class: "num started" }, h("time", { datetime: start }, fmt.time(start))),
+    h("td", { class: "num lasted", title: ended ? `resolved ${fmt.time(ended)}` : "still active" },
+      `${duration(seconds)}${ended ? "" : " so far"}`)];
+}
+
+function historyList(detail) {
+  return h("ol", { class: "history-list" }, detail.history.map((e) =>
+    h("li", {}, h("time", { datetime: e.at }, fmt.time(e.at)), " ", h("b", {}, e.state),
+      e.message ? ` — ${e.message}` : "")));
+}
 
 export function mount(root, route) {
   let params = route.params;
+  let last = [];
+  const open = new Set(); // groups unfolded by the user, kept across refreshes
   const toggles = STATES.map((s) => h("button", { type: "button", class: "toggle", "data-state": s,
     on: { click: () => updateParams({ state: s }) } }, s));
   const count = h("span", { class: "muted" });
   const hostFilter = h("span");
-  const table = sortableTable({ columns: COLUMNS, rowKey: (a) => String(a.id), label: "Alerts",
-    sort: { key: "severity", dir: "asc" }, onActivate: (a) => { location.hash = alertTarget(a); } });
+  const status = statusLine();
+  const panel = adminPanel(() => render(last));
+  const table = h("table", { class: "grid alerts-grid", "aria-label": "Alerts" },
+    h("thead", {}, h("tr", {}, HEADINGS.map((t) => h("th", { scope: "col" }, t)))));
   replace(root, h("div", { class: "page-head" }, h("h1", {}, "Alerts")),
     h("section", { class: "panel table-wrap" }, h("div", { class: "toolbar" },
       h("span", { class: "toggles", role: "group", "aria-label": "State" }, toggles), hostFilter, count),
-    table.el));
+    panel.el, status.el, table));
 
   const state = () => (STATES.includes(params.state) ? params.state : "active");
+
+  function memberRow(a, group) {
+    const history = h("tr", { class: "history", hidden: true }, h("td", { colspan: HEADINGS.length }));
+    const showHistory = async () => {
+      if (!history.hidden) {
+        history.hidden = true;
+        return;
+      }
+      replace(history.firstChild, h("span", { class: "muted" }, "loading…"));
+      history.hidden = false;
+      try {
+        replace(history.firstChild, historyList(await api.alert(a.id)));
+      } catch (error) {
+        replace(history.firstChild, `could not load the history: ${error.detail || error.message}`);
+      }
+    };
+    const row = h("tr", { class: "member", "data-key": String(a.id), "data-group": group.key,
+      hidden: !open.has(group.key) },
+    h("td", {}, stateBadge(a.state)), severityCell(a.severity), h("td", {}),
+    h("td", {}, h("a", { href: alertTarget(a) }, subject(a))),
+    h("td", {}, h("b", {}, a.alertname), tags(a)),
+    h("td", { class: "reason" }, h("div", {}, text(a, "summary")), h("div", { class: "muted" }, text(a, "description"))),
+    ...timeCells(startOf(a), durationOf(a), a.resolved_at),
+    h("td", {}, h("button", { type: "button", class: "link history-button", on: { click: showHistory } }, "history")));
+    return [row, history];
+  }
+
+  function groupRow(g) {
+    const members = g.alerts.length;
+    const unfold = h("button", { type: "button", class: "link unfold", "aria-expanded": String(open.has(g.key)),
+      on: { click: () => {
+        if (open.has(g.key)) open.delete(g.key);
+        else open.add(g.key);
+        render(last);
+      } } }, `${open.has(g.key) ? "▾" : "▸"} ${members} alert${members === 1 ? "" : "s"}`);
+    const names = [...new Set(g.alerts.map((a) => a.alertname))].join(", ");
+    const seconds = g.end ? (Date.parse(g.end) - Date.parse(g.start)) / 1000 : (Date.now() - Date.parse(g.start)) / 1000;
+    return h("tr", { class: `group-row state-${g.worst.state}`, "data-group": g.key },
+      h("td", {}, stateBadge(g.worst.state)), severityCell(g.worst.severity),
+      h("td", { class: "host-cell" }, g.host ? h("a", { class: "host", href: hostHref(g.host) }, g.host) : "–"),
+      h("td", { class: "concerns" }, h("a", { href: alertTarget(g.worst) }, g.object.label)),
+      h("td", {}, h("b", {}, names), tags(g.worst), " ", unfold),
+      h("td", { class: "reason" }, text(g.worst, "summary")),
+      ...timeCells(g.start, Math.max(0, seconds), g.end),
+      h("td", { class: "actions-cell" }, actionButtons(g.alerts, panel, (message, failed) => {
+        status.say(message, failed);
+        if (!failed) load();
+      })));
+  }
+
+  function render(alerts) {
+    last = alerts;
+    const groups = groupAlerts(alerts);
+    const rows = groups.map((g) => h("tbody", { class: "group", "data-group": g.key },
+      groupRow(g), g.alerts.map((a) => memberRow(a, g))));
+    for (const old of table.querySelectorAll("tbody")) old.remove();
+    table.append(...(rows.length ? rows : [h("tbody", {}, h("tr", { class: "empty" },
+      h("td", { colspan: HEADINGS.length }, "nothing to show")))]));
+    count.textContent = `${alerts.length} ${state() === "all" ? "" : state()} alert${alerts.length === 1 ? "" : "s"} ` +
+      `in ${groups.length} group${groups.length === 1 ? "" : "s"}`;
+  }
 
   async function fetchAlerts() {
     const host = params.host || null;
@@ -90,9 +143,7 @@ export function mount(root, route) {
     replace(hostFilter, params.host ? h("span", { class: "chip" }, "host ", h("b", {}, params.host), " ",
       h("button", { type: "button", class: "link", "aria-label": "Show every host",
         on: { click: () => updateParams({ host: "" }) } }, "✕")) : null);
-    const alerts = await fetchAlerts();
-    count.textContent = `${alerts.length} ${state() === "all" ? "" : state()} alert${alerts.length === 1 ? "" : "s"}`;
-    table.setRows(alerts);
+    render(await fetchAlerts());
   }
 
   return {

@@ -20,12 +20,8 @@ function detailOf(body, fallback) {
   return body.detail.map((d) => `${(d.loc || []).slice(1).join(".")}: ${d.msg}`).join("; ");
 }
 
-export async function getJSON(path, params = {}, { signal } = {}) {
-  const query = new URLSearchParams(
-    Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""),
-  ).toString();
-  const url = `${BASE}${path}${query ? `?${query}` : ""}`;
-  const response = await fetch(url, { signal, headers: { Accept: "application/json" } });
+/** The JSON body of `response`, or an ApiError naming what the server said was wrong. */
+async function answerOf(response, url) {
   let body = null;
   try {
     body = await response.json();
@@ -34,6 +30,22 @@ export async function getJSON(path, params = {}, { signal } = {}) {
   }
   if (!response.ok) throw new ApiError(response.status, detailOf(body, response.statusText), url);
   return body;
+}
+
+export async function getJSON(path, params = {}, { signal } = {}) {
+  const query = new URLSearchParams(
+    Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""),
+  ).toString();
+  const url = `${BASE}${path}${query ? `?${query}` : ""}`;
+  return answerOf(await fetch(url, { signal, headers: { Accept: "application/json" } }), url);
+}
+
+/** POST a JSON body with the admin token (in a header: never in the URL). */
+export async function postJSON(path, body, token) {
+  const url = `${BASE}${path}`;
+  return answerOf(await fetch(url, { method: "POST", body: JSON.stringify(body),
+    headers: { Accept: "application/json", "Content-Type": "application/json",
+      Authorization: `Bearer ${token}` } }), url);
 }
 
 const host = (name) => `/hosts/${encodeURIComponent(name)}`;
@@ -48,8 +60,10 @@ export const api = {
   linkSeries: (name, params, opts) => getJSON(`${host(name)}/links/series`, params, opts),
   alerts: (params, opts) => getJSON("/alerts", params, opts),
   alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
+  ack: (id, body, token) => postJSON(`/alerts/${encodeURIComponent(id)}/ack`, body, token),
+  silence: (body, token) => postJSON("/silences", body, token),
   maintenance: (params, opts) => getJSON("/maintenance", params, opts),
-  schedulerHosts: (opts) => getJSON("/scheduler/hosts", {}, opts),
+  schedulerHosts: (minHealthy, opts) => getJSON("/scheduler/hosts", { min_healthy_gpus: minHealthy }, opts),
   placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
 };
 

@@ -97,6 +97,19 @@ async function tick() {
   }
 }
 
+// The skip link jumps past the header to the page's main thing: the first row of a table
+// marked data-skip-target (the fleet's hosts), else <main>. A hash href would be a route.
+const skip = document.getElementById("skip-link");
+const skipTarget = () => main.querySelector("[data-skip-target]");
+skip.addEventListener("focus", () => {
+  skip.textContent = `Skip to ${skipTarget()?.dataset.skipTarget || "content"}`;
+});
+skip.addEventListener("click", (event) => {
+  event.preventDefault();
+  const target = skipTarget();
+  (target?.querySelector("tbody tr[tabindex]") || target || main).focus();
+});
+
 window.addEventListener("hashchange", navigate);
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") tick();

@@ -5,21 +5,44 @@ import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
-import { badge, VERDICTS, verdictOf } from "./palette.js";
+import { VERDICTS, verdictOf } from "./palette.js";
+import { hostBadge, shownVerdict as shown, worstFiringByHost } from "./severity.js";
 import { href, hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
 
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
 const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host
 
+const shownVerdict = (host) => shown(host.verdict, host.worst_alert, host.stale);
+
+/** Worst first: down, degraded, stale, unknown, healthy; ties by alerts firing. */
 function severity(host) {
-  return verdictOf(host.verdict).rank + (host.stale ? 0.5 : 0);
+  const shown = verdictOf(shownVerdict(host)).rank;
+  return (host.stale ? 1.5 : shown) * 1000 + Math.min(999, host.alerts_firing);
+}
+
+/** The reason with its most specific part first: "GPU3: 2 NVLinks down; hgx8-01: 1 of 8 …". */
+export function specificFirst(reason) {
+  const parts = String(reason || "").split("; ");
+  return parts.length > 1 ? [...parts.slice(1), parts[0]].join("; ") : reason;
+}
+
+function verdictCell(r) {
+  return [hostBadge(r.verdict, r.reason, r.worst_alert, r.stale),
+    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null, maintenanceTag(r.maintenance)];
+}
+
+function reasonCell(r) {
+  const text = specificFirst(r.reason);
+  if (!r.stale) {
+    return [h("span", {}, text), r.since && r.verdict !== "healthy"
+      ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null];
+  }
+  return [h("b", {}, `last known at ${fmt.time(r.last_report_at)}: `), text];
 }
 
 const COLUMNS = [
-  { key: "verdict", label: "Verdict", value: severity,
-    cell: (r) => [badge(r.verdict, r.reason), r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
-      maintenanceTag(r.maintenance)] },
+  { key: "verdict", label: "Verdict", value: severity, cell: verdictCell },
   { key: "host", label: "Host", value: (r) => r.host,
     cell: (r) => h("a", { href: hostHref(r.host), class: "host" }, r.host) },
   { key: "gpus", label: "GPUs healthy", class: "num", value: (r) => r.gpus_healthy - r.gpus_total,
@@ -33,8 +56,7 @@ const COLUMNS = [
     cell: (r) => h("span", { title: fmt.time(r.last_report_at), class: r.stale ? "stale-text" : null },
       fmt.age(r.last_report_at)) },
   { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
-  { key: "reason", label: "Reason", class: "reason clip",
-    cell: (r) => h("span", { title: r.reason }, r.reason) },
+  { key: "reason", label: "Reason", class: "reason wide", cell: reasonCell },
 ];
 
 function gpusCell(r) {
@@ -74,8 +96,8 @@ function summary(hosts) {
   const healthy = hosts.reduce((a, x) => a + x.gpus_healthy, 0);
   const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
   const chips = Object.keys(VERDICTS).map((v) =>
-    h("span", { class: `chip v-${v}` }, h("span", { class: "glyph" }, VERDICTS[v].glyph),
-      ` ${count((x) => x.verdict === v)} ${v}`));
+    h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph" }, VERDICTS[v].glyph),
+      ` ${count((x) => shownVerdict(x) === v)} ${v}`));
   return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
     h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`),
     h("span", { class: "chip" }, h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
@@ -83,11 +105,12 @@ function summary(hosts) {
 }
 
 function heatCell(host) {
-  const v = verdictOf(host.verdict);
-  const label = `${host.host}: ${host.verdict}${host.stale ? ", stale" : ""}. ${host.reason}`;
-  return h("a", { class: `cell v-${VERDICTS[host.verdict] ? host.verdict : "unknown"}${host.stale ? " stale" : ""}`,
+  const shown = shownVerdict(host);
+  const v = verdictOf(shown);
+  const label = `${host.host}: ${host.verdict}${host.stale ? `, stale since ${fmt.time(host.last_report_at)}` : ""}. ${host.reason}`;
+  return h("a", { class: `cell v-${VERDICTS[shown] ? shown : "unknown"}${host.stale ? " stale" : ""}`,
     href: hostHref(host.host), title: label, "aria-label": label },
-  host.verdict === "healthy" && !host.stale ? "" : (host.stale ? "◌" : v.glyph));
+  shown === "healthy" ? "" : (host.stale ? "◌" : v.glyph));
 }
 
 export function mount(root, route) {
@@ -106,7 +129,9 @@ export function mount(root, route) {
     sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
     onSort: (sort, dir) => updateParams({ sort, dir }),
     onActivate: (r) => { location.hash = hostHref(r.host); },
+    rowClass: (r) => (r.stale ? "stale-row" : null),
   });
+  table.el.dataset.skipTarget = "the hosts table";
 
   replace(root,
     h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
@@ -140,9 +165,15 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const [data, maintenance] = await Promise.all([api.hosts(), activeMaintenance()]);
-      hosts = data.hosts.sort((a, b) => a.host.localeCompare(b.host));
-      for (const x of hosts) x.maintenance = maintenance?.get(x.host) ?? null;
+      const [data, firing, maintenance] = await Promise.all([api.hosts(),
+        api.alerts({ state: "firing" }).catch((error) => {
+          if (error.name === "AbortError") throw error;
+          return { alerts: [] }; // alerting down: the hosts' own verdicts still show
+        }), activeMaintenance()]);
+      const worst = worstFiringByHost(firing.alerts);
+      hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null,
+        maintenance: maintenance?.get(x.host) ?? null }))
+        .sort((a, b) => a.host.localeCompare(b.host));
       render();
     },
     async update(next) {

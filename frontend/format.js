@@ -70,3 +70,8 @@ export function time(iso) {
 export function pair(src, dst) {
   return `GPU${src} → GPU${dst}`;
 }
+
+/** "since 2026-12-01 04:12:00Z (35 min)": when a verdict began (the server's `since`). */
+export function since(iso) {
+  return iso ? `since ${time(iso)} (${age(iso)})` : "";
+}

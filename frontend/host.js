@@ -10,10 +10,13 @@ import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { badge, verdictOf } from "./palette.js";
-import { draw, purge } from "./plot.js";
+import { draw, plotly, purge } from "./plot.js";
 import { href, updateParams } from "./router.js";
 import { hostAlertPeriods, pairProblems } from "./host_problems.js";
 import { seriesFigure } from "./series.js";
+import { linkNotices, scrollToTarget } from "./host_links.js";
+import { hostBadge, worstFiring } from "./severity.js";
+import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
 import { topologyFigure } from "./topology.js";
 
 export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
@@ -45,11 +48,13 @@ function rangeButtons(current, onPick) {
 }
 
 export function mount(root, route) {
+  plotly().catch(() => {}); // start the 4.8 MB download now, beside the API calls (draw reports a failure)
   const name = route.args[0] || "";
   let params = route.params;
   const data = {};
   const el = {
     head: h("div", { class: "page-head host-head" }),
+    notices: h("div", { class: "notices", id: "link-notices" }),
     problems: h("div", { class: "problems" }),
     topo: h("div", { class: "chart", id: "topology-chart" }),
     matrix: h("div", { class: "chart", id: "matrix-chart" }),
@@ -61,6 +66,7 @@ export function mount(root, route) {
     linksHead: h("div", { class: "panel-head" }),
     throughput: h("div", { class: "chart", id: "throughput-chart" }),
     errors: h("div", { class: "chart", id: "errors-chart" }),
+    infoErrors: h("div", { class: "chart", id: "info-errors-chart" }),
     probeErrors: h("div"),
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
@@ -68,7 +74,7 @@ export function mount(root, route) {
   const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
 
-  replace(root, el.head, el.problems,
+  replace(root, el.head, el.notices, el.problems,
     h("div", { class: "two-col" },
       h("section", { class: "panel" }, h("div", { class: "panel-head" }, h("h2", {}, "Topology"),
         h("span", { class: "muted" }, "NVLink solid (width = NV#) · PCIe dotted (path level)")), el.topo),
@@ -76,7 +82,7 @@ export function mount(root, route) {
         h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrix, el.live)),
     pairPanel,
     h("section", { class: "panel" }, el.linksHead,
-      h("div", { class: "two-col" }, el.throughput, el.errors)),
+      h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
       inventory.el),
     el.probeErrors);
@@ -97,16 +103,25 @@ export function mount(root, route) {
       `● ${firing} firing`, pending ? `, ${pending} pending` : "");
   }
 
+  /** What the page shows: the API's verdicts, or, for a stale host, "unknown, last known …". */
+  function shown(key) {
+    const at = data.detail.last_report_at;
+    if (!data.detail.stale || !data[key]) return data[key];
+    return { health: staleHealth, topology: staleTopology, matrix: staleMatrix }[key](data[key], at);
+  }
+
   function renderHead() {
-    const d = data.detail, hl = data.health;
+    const d = data.detail, hl = shown("health");
+    root.classList.toggle("stale", Boolean(d.stale));
     const sweep = d.last_sweep;
     replace(el.head,
       h("h1", {}, h("span", { class: "host" }, d.host)),
-      hl ? badge(hl.verdict, hl.reason) : null,
-      d.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+      hl ? hostBadge(hl.verdict, hl.reason, worstFiring(data.alerts), d.stale) : null,
+      d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
       maintenanceTag(data.maintenance),
       alertChip(),
-      hl ? h("p", { class: "reason-line" }, hl.reason) : null,
+      hl ? h("p", { class: "reason-line" }, hl.reason,
+        hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
         `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
@@ -117,8 +132,9 @@ export function mount(root, route) {
   }
 
   function problemItem(p) {
-    const li = h("li", { class: `v-${p.verdict}` },
-      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason);
+    const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what },
+      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason,
+      p.since ? h("span", { class: "muted since" }, ` — ${fmt.since(p.since)}`) : null);
     if (p.pair) {
       li.title = `open ${p.what} ${p.test}`;
       activatable(li, () => pickPair(p.pair[0], p.pair[1], p.test || test()));
@@ -128,6 +144,9 @@ export function mount(root, route) {
 
   function renderProblems() {
     const items = pairProblems(data.health);
+    if (data.detail.stale) {
+      for (const p of items) p.reason = `last known at ${fmt.time(data.detail.last_report_at)}: ${p.reason}`;
+    }
     if (!items.length) {
       replace(el.problems);
       return;
@@ -145,8 +164,8 @@ export function mount(root, route) {
 
   async function renderPair() {
     const pair = parsePair(params.pair);
-    pairPanel.hidden = !pair;
-    if (!pair || !data.series) return;
+    pairPanel.hidden = !pair || !data.series;
+    if (pairPanel.hidden) return;
     const s = data.series;
     const periods = hostAlertPeriods(data.health, data.alerts, s);
     const swap = h("a", { class: "btn", href: "#", on: { click: (e) => {
@@ -155,7 +174,7 @@ export function mount(root, route) {
     replace(el.pairHead, h("h2", {}, `${fmt.pair(pair[0], pair[1])} · ${s.test}`), swap,
       rangeButtons(range(), (r) => updateParams({ range: r })),
       h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`));
-    const cell = data.matrix?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
+    const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "");
     const { data: traces, layout } = seriesFigure(s, periods);
     await draw(el.series, traces, layout);
@@ -172,7 +191,9 @@ export function mount(root, route) {
       h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`));
     const t = throughputFigure(ls);
     const e = errorFigure(ls);
-    await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout)]);
+    const i = errorFigure(ls, true);
+    await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
+      draw(el.infoErrors, i.data, i.layout)]);
   }
 
   function renderProbeErrors() {
@@ -189,9 +210,22 @@ export function mount(root, route) {
         errors.map((e) => h("li", {}, h("b", { class: "mono" }, e.where), " ", e.message)))));
   }
 
+  /** The selected pair's series; a pair the API does not know is a notice, never a blank page. */
   async function loadPair() {
     const pair = parsePair(params.pair);
-    data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(range()) }) : null;
+    data.seriesError = null;
+    try {
+      data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(range()) }) : null;
+    } catch (error) {
+      if (!error.status) throw error; // a network failure or an abort: the page's own error
+      data.series = null;
+      data.seriesError = error.detail;
+    }
+  }
+
+  function renderNotices() {
+    const lines = linkNotices(params, data.detail, parsePair(params.pair), data.seriesError, TESTS);
+    replace(el.notices, lines.map((t) => h("p", { class: "notice", role: "status" }, `⚠ ${t}`)));
   }
 
   /** This host's alerts, active and resolved; the page still draws if alerting is down. */
@@ -217,36 +251,52 @@ export function mount(root, route) {
 
   async function renderAll() {
     renderHead();
+    renderNotices();
     renderProblems();
-    inventory.setRows(inventoryRows(data.detail, data.health));
+    inventory.setRows(inventoryRows(data.detail, shown("health")));
     renderProbeErrors();
-    const topo = topologyFigure(data.topology);
+    const topo = topologyFigure(shown("topology"));
     await Promise.all([
       draw(el.topo, topo.data, topo.layout),
-      matrix.set(data.matrix, parsePair(params.pair)),
+      matrix.set(shown("matrix"), parsePair(params.pair)),
       renderPair(), renderLinks(),
     ]);
+  }
+
+  let targeted = null; // the pair/GPU/link last scrolled to, so a refresh never scrolls again
+
+  function showTarget() {
+    const key = `${params.pair}|${params.gpu}|${params.link}`;
+    if (key === targeted) return;
+    targeted = key;
+    scrollToTarget(root, params, parsePair(params.pair) && data.series ? el.series : null);
   }
 
   return {
     async refresh() {
       await loadAll();
       await renderAll();
+      showTarget();
     },
     async update(next) {
       const before = params;
       params = next.params;
+      if (!data.detail) { // the first load failed (e.g. the server was away): load it all now
+        await this.refresh();
+        return;
+      }
       if (before.test !== params.test) data.matrix = await api.matrix(name, test());
       if (before.range !== params.range) data.links = await api.linkSeries(name, window_(range()));
       await loadPair();
       renderHead();
-      await Promise.all([matrix.set(data.matrix, parsePair(params.pair)), renderPair(),
+      renderNotices();
+      await Promise.all([matrix.set(shown("matrix"), parsePair(params.pair)), renderPair(),
         before.range !== params.range ? renderLinks() : null]);
-      if (params.pair && before.pair !== params.pair) el.series.scrollIntoView({ block: "nearest" });
-      if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, data.health));
+      if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
+      showTarget();
     },
     destroy() {
-      purge(el.topo, el.matrix, el.series, el.throughput, el.errors);
+      purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors);
     },
   };
 }

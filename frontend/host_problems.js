@@ -10,23 +10,26 @@ function worstTest(pair) {
   return bad.sort((a, b) => rank(b) - rank(a))[0];
 }
 
-/** Non-healthy links, pairs and GPUs, worst first: [{verdict, what, reason, pair?, test?}]. */
+/** Non-healthy links, pairs and GPUs, worst first: [{verdict, what, reason, since, pair?, test?}]
+ * (`since`: when the object entered its verdict, from the server's stored judgement). */
 export function pairProblems(health) {
   if (!health) return [];
   const items = [];
   for (const l of health.links) {
-    if (l.verdict !== "healthy") items.push({ verdict: l.verdict, what: `GPU${l.gpu} link ${l.link}`, reason: l.reason });
+    if (l.verdict !== "healthy") {
+      items.push({ verdict: l.verdict, what: `GPU${l.gpu} link ${l.link}`, reason: l.reason, since: l.since });
+    }
   }
   for (const p of health.pairs) {
     const t = worstTest(p);
     if (!t) continue;
     const since = t.low_since ? ` (low since ${fmt.time(t.low_since)})` : "";
     items.push({ verdict: p.verdict, what: fmt.pair(p.src, p.dst), reason: `${p.reason}${since}`,
-      pair: [p.src, p.dst], test: t.test });
+      pair: [p.src, p.dst], test: t.test, since: t.low_since ? null : p.since });
   }
   for (const g of health.gpus) {
     if (g.verdict !== "healthy" && g.verdict !== "unknown") {
-      items.push({ verdict: g.verdict, what: `GPU${g.gpu}`, reason: g.reason });
+      items.push({ verdict: g.verdict, what: `GPU${g.gpu}`, reason: g.reason, since: g.since });
     }
   }
   return items.sort((a, b) => verdictOf(b.verdict).rank - verdictOf(a.verdict).rank);

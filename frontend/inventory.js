@@ -40,6 +40,9 @@ export function inventoryTable(selected = () => null) {
       { key: "gpu", label: "GPU", value: (r) => r.gpu.index, cell: (r) => h("b", {}, `GPU${r.gpu.index}`) },
       { key: "verdict", label: "Verdict", value: (r) => r.health?.verdict,
         cell: (r) => (r.health ? badge(r.health.verdict, r.health.reason) : "–") },
+      { key: "reason", label: "Why", class: "reason why",
+        cell: (r) => (r.health && r.health.verdict !== "healthy"
+          ? h("span", { title: r.health.reason }, r.health.reason) : "") },
       { key: "name", label: "Name", value: (r) => r.gpu.name, cell: (r) => r.gpu.name },
       { key: "uuid", label: "UUID", class: "mono", cell: (r) => r.gpu.uuid },
       { key: "bus", label: "PCI bus", class: "mono", value: (r) => r.gpu.pci_bus_id, cell: (r) => r.gpu.pci_bus_id },
@@ -51,9 +54,6 @@ export function inventoryTable(selected = () => null) {
       { key: "util", label: "Busy", value: (r) => r.gpu.activity?.utilization_pct ?? null,
         cell: (r) => activityCell(r.gpu.activity) },
       { key: "cpu", label: "CPU affinity", class: "mono", cell: (r) => r.gpu.cpu_affinity ?? "–" },
-      { key: "reason", label: "Why", class: "reason clip",
-        cell: (r) => (r.health && r.health.verdict !== "healthy"
-          ? h("span", { title: r.health.reason }, r.health.reason) : "") },
     ],
   });
 }

@@ -8,8 +8,14 @@ import * as fmt from "./format.js";
 import { baseLayout, SERIES } from "./palette.js";
 import { emptyNote, windowTrace } from "./plot.js";
 
-const ERROR_KINDS = ["replay", "recovery", "crc_flit", "crc_data", "ecc_data"];
+// Judged (app/analysis/fabric_health.py): replay and recovery growth, CRC flit errors.
+// Informational: CRC data and ECC data count errors the link corrected; they grow under load
+// on healthy NVLink 4 hardware and are never judged, so they get a chart of their own.
+export const JUDGED_KINDS = ["replay", "recovery", "crc_flit"];
+export const INFO_KINDS = ["crc_data", "ecc_data"];
 const MAX_ERROR_TRACES = 12;
+// Below the date axis's two-line labels ("04:00 / Dec 1, 2026"), not over them.
+const LEGEND_BELOW_DATES = { orientation: "h", y: -0.32, font: { size: 10 } };
 
 function byGpu(links) {
   const groups = new Map();
@@ -47,17 +53,18 @@ function txSums(links) {
   return sums;
 }
 
-/** One trace per (link, counter) that rose in the range, worst peak first, at most 12. */
-export function errorTraces(series) {
+/** One trace per (link, counter of `kinds`) that rose in the range, worst peak first, at most
+ * 12; PCIe replays (judged) only with the judged kinds. */
+export function errorTraces(series, kinds = JUDGED_KINDS) {
   const found = [];
   for (const l of series.links) {
-    for (const kind of ERROR_KINDS) {
+    for (const kind of kinds) {
       const ys = l.points.map((p) => p[`${kind}_per_s`]);
       const peak = Math.max(0, ...ys.filter((v) => v !== null && v !== undefined));
       if (peak > 0) found.push({ name: `GPU${l.gpu} link ${l.link} ${kind}`, x: l.points.map((p) => p.start), y: ys, peak });
     }
   }
-  for (const p of series.pcie || []) {
+  for (const p of kinds === JUDGED_KINDS ? series.pcie || [] : []) {
     const ys = p.points.map((q) => q.replay_per_s);
     const peak = Math.max(0, ...ys.filter((v) => v !== null && v !== undefined));
     if (peak > 0) found.push({ name: `GPU${p.gpu} PCIe replay`, x: p.points.map((q) => q.start), y: ys, peak });
@@ -78,6 +85,7 @@ export function throughputFigure(series) {
   const layout = baseLayout({
     height: 260, hovermode: "x unified",
     title: { text: "NVLink throughput (TX per GPU, all its links)", x: 0, font: { size: 12 } },
+    legend: LEGEND_BELOW_DATES,
     xaxis: { type: "date" },
     yaxis: { title: { text: unit }, rangemode: "tozero" },
     annotations: note ? [emptyNote(note)] : [],
@@ -85,15 +93,20 @@ export function throughputFigure(series) {
   return { data: [windowTrace(series.since, series.until), ...traces], layout };
 }
 
-export function errorFigure(series) {
-  const { traces, total } = errorTraces(series);
+/** Judged counters (`informational` false) or corrected-error counters (true). */
+export function errorFigure(series, informational = false) {
+  const { traces, total } = errorTraces(series, informational ? INFO_KINDS : JUDGED_KINDS);
   const more = total > traces.length ? ` (worst ${traces.length} of ${total})` : "";
+  const title = informational ? "Corrected errors (CRC data, ECC data), per second: informational, not judged"
+    : "Judged link errors (replay, recovery, CRC flit), per second";
   const layout = baseLayout({
-    height: 260, hovermode: "x unified",
-    title: { text: `Link error rates, per second${more}`, x: 0, font: { size: 12 } },
+    height: informational ? 220 : 260, hovermode: "x unified",
+    title: { text: `${title}${more}`, x: 0, font: { size: 12 } },
+    legend: LEGEND_BELOW_DATES,
     xaxis: { type: "date" },
     yaxis: { title: { text: "errors/s" }, rangemode: "tozero" },
-    annotations: traces.length ? [] : [emptyNote("no error counter rose in this range ✓")],
+    annotations: traces.length ? [] : [emptyNote(informational ? "no corrected errors counted in this range"
+      : "no judged error counter rose in this range ✓")],
   });
   return { data: [windowTrace(series.since, series.until), ...traces], layout };
 }

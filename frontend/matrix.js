@@ -7,7 +7,7 @@
 import { esc, h } from "./dom.js";
 import * as fmt from "./format.js";
 import { baseLayout, VERDICTS, verdictOf } from "./palette.js";
-import { draw, onPlotly } from "./plot.js";
+import { draw, onPlotly, wrapHover } from "./plot.js";
 
 function cellText(cell, unit) {
   if (cell.error) return "err";
@@ -24,7 +24,7 @@ export function cellHover(cell, unit) {
     `ratio ${esc(fmt.ratio(cell.ratio))}` +
       (cell.baseline ? ` · baseline ${esc(fmt.value(cell.baseline, unit))} (${esc(fmt.ratio(cell.baseline_ratio))})` : ""));
   if (cell.contended) lines.push(`contended: ${esc(fmt.bytes(cell.foreign_bytes))} of other traffic`);
-  lines.push(`${esc(verdictOf(cell.verdict).glyph)} ${esc(cell.verdict)}: ${esc(cell.reason)}`,
+  lines.push(wrapHover(`${verdictOf(cell.verdict).glyph} ${cell.verdict}: ${cell.reason}`),
     `measured ${esc(fmt.time(cell.measured_at))}`);
   return lines.join("<br>");
 }

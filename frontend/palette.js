@@ -37,6 +37,9 @@ export const THEME = {
   font: "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
 };
 
+export const HOVER_LABEL = { bgcolor: "#1c212b", bordercolor: "#8a93a6", align: "left",
+  font: { family: THEME.font, size: 12, color: "#eef1f6" } };
+
 /** Plotly layout defaults for the dark theme; `uirevision` keeps zoom across refreshes. */
 export function baseLayout(extra = {}) {
   const axis = { gridcolor: THEME.grid, zerolinecolor: THEME.grid, linecolor: THEME.grid,
@@ -45,7 +48,9 @@ export function baseLayout(extra = {}) {
     paper_bgcolor: THEME.paper, plot_bgcolor: THEME.plot,
     font: { family: THEME.font, size: 11, color: THEME.text },
     margin: { l: 48, r: 12, t: 28, b: 36 },
-    hoverlabel: { bgcolor: "#0b0d12", bordercolor: THEME.grid, font: { family: THEME.font } },
+    // Light text on a dark panel, set explicitly: left to itself Plotly picks a text colour
+    // from the trace and drew dark grey on black (issue 14). Contrast ~13:1.
+    hoverlabel: HOVER_LABEL,
     legend: { orientation: "h", y: -0.18, font: { size: 10 } },
     uirevision: "keep",
     ...extra,
@@ -54,7 +59,10 @@ export function baseLayout(extra = {}) {
   };
 }
 
+// No Plotly logo and no "Share chart" button: plotly.js 4 shows one by default
+// (showSendToCloud) that offers to upload the chart to a public cloud service.
 export const PLOT_CONFIG = {
-  displaylogo: false, responsive: true,
-  modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+  displaylogo: false, responsive: true, showSendToCloud: false, showEditInChartStudio: false,
+  modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d", "sendDataToCloud",
+    "editInChartStudio"],
 };

@@ -6,12 +6,13 @@
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
-import { draw, purge } from "./plot.js";
+import { draw, plotly, purge } from "./plot.js";
 import { hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
 import { topologyFigure } from "./topology.js";
 
 const PATTERNS = { ring: "ring all-reduce", all_to_all: "all-to-all" };
+const DEFAULT_K = 4;
 
 function pairText(p) {
   return p ? fmt.pair(p[0], p[1]) : "–";
@@ -22,11 +23,20 @@ function setText(gpus, pattern) {
     (pattern === "ring" && gpus.length > 2 ? ` → GPU${gpus[0]}` : "");
 }
 
-function form(params, hostNames, onSubmit) {
-  const host = h("select", { name: "host", id: "pl-host", required: true },
-    hostNames.map((n) => h("option", { value: n, selected: n === params.host }, n)));
+/** Host choices: those that can take k GPUs now first, then the others with the reason. */
+function hostOptions(fit, selected) {
+  const able = fit.hosts.map((x) => h("option", { value: x.host, selected: x.host === selected },
+    `${x.host} (${x.healthy_gpus.length} of ${x.gpus_total} healthy)`));
+  const others = Object.entries(fit.left_out).map(([name, why]) =>
+    h("option", { value: name, selected: name === selected }, `${name} — ${why}`));
+  return [able.length ? h("optgroup", { label: `can take ${fit.min_healthy_gpus} GPUs now` }, able) : null,
+    others.length ? h("optgroup", { label: "cannot now" }, others) : null];
+}
+
+function form(params, fit, onSubmit) {
+  const host = h("select", { name: "host", id: "pl-host", required: true }, hostOptions(fit, params.host));
   const k = h("input", { name: "k", id: "pl-k", type: "number", min: 1, max: 1024,
-    value: params.k || "4", required: true });
+    value: params.k || String(DEFAULT_K), required: true });
   const pattern = h("select", { name: "pattern", id: "pl-pattern" },
     Object.entries(PATTERNS).map(([v, label]) => h("option", { value: v, selected: v === (params.pattern || "ring") }, label)));
   const el = h("form", { class: "toolbar placement-form" },
@@ -77,6 +87,7 @@ function excluded(p) {
 }
 
 export function mount(root, route) {
+  plotly().catch(() => {}); // beside the API calls, not after them (draw reports a failure)
   let params = route.params;
   const formSlot = h("div");
   const answer = h("div", { class: "placement-answer" });
@@ -87,24 +98,33 @@ export function mount(root, route) {
   h("div", { class: "two-col" }, h("section", { class: "panel" }, h("div", { class: "panel-head" },
     h("h2", {}, "Chosen set on the topology")), graph), h("section", { class: "panel" }, answer)));
 
+  /** The placement and the host's topology, asked for together; a refusal is shown. */
+  async function ask(host) {
+    const placed = api.placement({ host, gpus: params.k || DEFAULT_K, pattern: params.pattern || "ring" })
+      .catch((error) => {
+        if (!error.status) throw error;
+        replace(answer, h("p", { class: "error-box", role: "alert" }, error.detail));
+        return null;
+      });
+    return Promise.all([api.topology(host), placed]);
+  }
+
   async function load() {
-    const hosts = (await api.hosts()).hosts.map((x) => x.host).sort();
-    if (!params.host && hosts.length) params = { ...params, host: hosts[0] };
+    // A bare #/placement opens on the first host that can take the default k GPUs now; a
+    // named host is asked at once, beside the list of hosts.
+    const fitting = api.schedulerHosts(Number(params.k) || DEFAULT_K);
+    const asked = params.host ? ask(params.host) : null;
+    const fit = await fitting;
+    const host = params.host || fit.hosts[0]?.host || Object.keys(fit.left_out)[0];
     if (!formSlot.contains(document.activeElement)) { // never rebuild under the user's hands
-      replace(formSlot, form(params, hosts, (next) => updateParams(next, { push: true })));
+      replace(formSlot, form({ ...params, host }, fit, (next) => updateParams(next, { push: true })));
     }
-    if (!params.host) {
+    if (!host) {
       replace(answer, h("p", { class: "muted" }, "No hosts have reported yet."));
       return;
     }
-    const topo = await api.topology(params.host);
-    let p = null;
-    try {
-      p = await api.placement({ host: params.host, gpus: params.k || 4, pattern: params.pattern || "ring" });
-    } catch (error) {
-      if (!error.status) throw error;
-      replace(answer, h("p", { class: "error-box", role: "alert" }, error.detail));
-    }
+    params = { ...params, host };
+    const [topo, p] = await (asked || ask(host));
     const chosen = p ? new Set(p.gpus.map((g) => `gpu${g}`)) : new Set();
     const order = p?.pattern === "ring" ? new Map(p.gpus.map((g, i) => [`gpu${g}`, i + 1])) : null;
     const fig = topologyFigure(topo, { highlight: p ? chosen : null, order, height: 440 });

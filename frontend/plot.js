@@ -1,26 +1,38 @@
-// Drawing with plotly.js. It is loaded when a page first draws a chart, from the versioned
-// URL index.html names (/static/vendor/plotly-<version>.min.js, prefetched there): 4.8 MB of
-// script the fleet page never needs. `Plotly.react` redraws in place, and every layout
+// Drawing with plotly.js. It is loaded when a page with charts opens (by boot.js when the
+// first URL is one, else when the view mounts), from the versioned URL index.html names
+// (/static/vendor/plotly-<version>.min.js, prefetched there): 4.8 MB of script the fleet page
+// never needs. `Plotly.react` redraws in place, and every layout
 // carries `uirevision`, so a refresh keeps the user's zoom and legend choices. A chart
 // element gets data-ready="true" once drawn.
 
+import { esc } from "./dom.js";
 import { PLOT_CONFIG } from "./palette.js";
 
 let loading = null;
+
+/** The <script> loading plotly.js: the one boot.js started, or a new one. */
+function plotlyScript() {
+  const started = document.getElementById("plotly-js");
+  if (started && started.dataset.state !== "failed") return started;
+  started?.remove();
+  const script = document.createElement("script");
+  script.id = "plotly-js";
+  script.src = document.querySelector('meta[name="peerwatch-plotly"]').content;
+  document.head.append(script);
+  return script;
+}
 
 /** window.Plotly, loading plotly.js first if no page has needed it yet. */
 export function plotly() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   loading ||= new Promise((resolve, reject) => {
-    const src = document.querySelector('meta[name="peerwatch-plotly"]').content;
-    const script = document.createElement("script");
-    script.src = src;
+    const script = plotlyScript();
     script.addEventListener("load", () => resolve(window.Plotly));
     script.addEventListener("error", () => {
       loading = null;
-      reject(new Error(`could not load plotly.js from ${src}`));
+      script.dataset.state = "failed";
+      reject(new Error(`could not load plotly.js from ${script.src}`));
     });
-    document.head.append(script);
   });
   return loading;
 }
@@ -59,4 +71,23 @@ export function purge(...elements) {
 export function emptyNote(text) {
   return { text, xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false,
     font: { size: 12, color: "#8a93a6" } };
+}
+
+/**
+ * Escape `text` for a hover label and break it into lines of about `width` characters at
+ * spaces, so a long reason never runs off the side of the chart.
+ */
+export function wrapHover(text, width = 64) {
+  const lines = [];
+  let line = "";
+  for (const word of String(text ?? "").split(/\s+/).filter(Boolean)) {
+    if (line && line.length + word.length + 1 > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line ? `${line} ${word}` : word;
+    }
+  }
+  if (line) lines.push(line);
+  return lines.map(esc).join("<br>");
 }

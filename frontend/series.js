@@ -43,7 +43,10 @@ function referenceTraces(s, x0, x1) {
     const y = fmt.axisValue(s.expected.value, s.unit);
     traces.push({ type: "scatter", mode: "lines", name: "expected", x: [x0, x1], y: [y, y],
       line: { color: OKABE_ITO.yellow, width: 1.5, dash: "dash" }, hoverinfo: "text",
-      hovertext: `expected ${esc(fmt.value(s.expected.value, s.unit))} (${esc(s.expected.basis)})` });
+      // The API gives the expectation of the topology as last reported, not one per bucket:
+      // say so, so a flat line across a week is not read as a week of NV18.
+      hovertext: `expected now ${esc(fmt.value(s.expected.value, s.unit))} (${esc(s.expected.basis)})` +
+        "<br>from the topology as last reported; earlier buckets may have had other links" });
   }
   return traces;
 }

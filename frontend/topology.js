@@ -7,6 +7,7 @@
 import { esc } from "./dom.js";
 import * as fmt from "./format.js";
 import { baseLayout, THEME, verdictOf } from "./palette.js";
+import { wrapHover } from "./plot.js";
 
 const NODE_SYMBOL = { gpu: "square", nvswitch: "hexagon2", cpu: "diamond-wide" };
 const NODE_SIZE = { gpu: 30, nvswitch: 44, cpu: 26 };
@@ -55,7 +56,7 @@ function edgeHover(e, names) {
     lines.push(`${esc(e.test || "")} ${esc(fmt.bandwidth(e.latest_bps))} of expected ` +
       `${esc(fmt.bandwidth(e.expected_bps))}`);
   }
-  lines.push(`${esc(verdictOf(e.verdict).glyph)} ${esc(e.verdict)}: ${esc(e.reason)}`);
+  lines.push(wrapHover(`${verdictOf(e.verdict).glyph} ${e.verdict}: ${e.reason}`));
   return lines.join("<br>");
 }
 
@@ -129,7 +130,7 @@ function nodeTrace(nodes, pos, highlight, order) {
     const short = n.kind === "gpu" ? `GPU${n.gpu}` : n.kind === "nvswitch" ? "NVSwitch" : n.id.toUpperCase();
     const step = order?.get(n.id);
     text.push(esc(`${n.verdict === "healthy" ? "" : `${v.glyph} `}${short}${step ? ` #${step}` : ""}`));
-    hover.push(`<b>${esc(n.label)}</b><br>${esc(v.glyph)} ${esc(n.verdict)}: ${esc(n.reason)}`);
+    hover.push(`<b>${esc(n.label)}</b><br>${wrapHover(`${v.glyph} ${n.verdict}: ${n.reason}`)}`);
     colors.push(v.color);
     symbols.push(NODE_SYMBOL[n.kind] || "circle");
     sizes.push((NODE_SIZE[n.kind] || 24) + (chosen ? 8 : 0));

@@ -21,6 +21,7 @@ import pytest
 
 from tests.browser.demo_fleet import (
     FAULTY,
+    STALE,
     XSS_IMG,
     XSS_SCRIPT,
     DemoProcess,
@@ -31,7 +32,7 @@ from tests.browser.demo_fleet import (
 from tests.browser.seed import Store
 from tests.conftest import require
 
-__all__ = ["FAULTY", "XSS_IMG", "XSS_SCRIPT", "Fleet"]
+__all__ = ["FAULTY", "STALE", "XSS_IMG", "XSS_SCRIPT", "Fleet"]
 
 CHROMIUM = Path(os.environ.get("PEERWATCH_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

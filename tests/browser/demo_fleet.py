@@ -6,9 +6,11 @@ faults take minutes to develop, so next to it we store (see `seed.py`):
 - `hgx8-faulty`: an HGX board whose GPU3 lost two NVLinks, whose GPU1 <-> GPU2 path has
   run at half speed and whose GPU5 link 2 has counted replays, for the last 30 minutes;
 - two hosts whose names are HTML (`<script>...`, `<img onerror=...>`): ingest refuses such
-  names now (the host-name rule), but a database from before it may hold them.
-A keeper thread sends each of them an inventory pass every few seconds, as their probe
-would, so none turns stale (the demo calls a host stale after 60 s) while the tests run.
+  names now (the host-name rule), but a database from before it may hold them;
+- `pcie4-gone`: a healthy PCIe box whose last report was 10 minutes ago (stale).
+A keeper thread sends each of them but the stale one an inventory pass every few seconds, as
+their probe would, so none turns stale (the demo calls a host stale after 60 s) while the
+tests run.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ DEMO_HOSTS = 4
 KEEP_ALIVE_S = 10.0
 START_TIMEOUT_S = 90.0
 FAULTY = "hgx8-faulty"
+ADMIN_TOKEN = "browser-test-admin-token"  # the demo's --admin-token: ack and silence
+STALE = "pcie4-gone"
 MAINTAINED = "h200x2-maint"  # in a declared maintenance window
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
@@ -39,6 +43,7 @@ XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 class Fleet:
     url: str
     faulty: str = FAULTY
+    stale: str = STALE
     xss: tuple[str, ...] = (XSS_SCRIPT, XSS_IMG)
     own: list[SimHost] = field(default_factory=list)
 
@@ -57,7 +62,7 @@ class DemoProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "demo", "--port", str(port),
                  "--data-dir", str(data_dir), "--hosts", str(DEMO_HOSTS),
-                 "--backfill-hours", "0"],
+                 "--backfill-hours", "0", "--admin-token", ADMIN_TOKEN],
                 stdout=out, stderr=subprocess.STDOUT)
 
     def wait_reporting(self) -> None:
@@ -101,6 +106,8 @@ def own_hosts(store: Store) -> list[SimHost]:
     hosts.append(host)
     store.put(reports)
     store.maintenance(MAINTAINED, hours=2, comment="NVSwitch tray swap")
+    gone = SimHost("pcie4", STALE, seed=30, span_s=1800, ago_s=600).history(every_s=600)
+    store.put(gone, received_when_sent=True)
     return hosts
 
 

@@ -68,16 +68,18 @@ def _legacy_named(report: Report, hostname: str) -> Report:
 
 
 class SimHost:
-    def __init__(self, preset: str, hostname: str, seed: int = 1, span_s: float = 3600) -> None:
+    def __init__(self, preset: str, hostname: str, seed: int = 1, span_s: float = 3600,
+                 ago_s: float = 0) -> None:
+        """A host whose history spans `span_s` and ends `ago_s` before now (stale if > 60)."""
         self.name = hostname
         self.span_s = span_s
-        self.clock = FakeClock(datetime.now(UTC) - timedelta(seconds=span_s))
+        self.clock = FakeClock(datetime.now(UTC) - timedelta(seconds=span_s + ago_s))
         fabric_name = hostname if HOSTNAME.fullmatch(hostname) else f"legacy-{seed}"
         self.fabric = SimulatedFabric(preset, seed=seed, clock=self.clock, hostname=fabric_name)
 
     def history(self, every_s: float = 600, episodes: Sequence[Episode] = (),
                 tests: tuple[TestName, ...] = QUICK_TESTS) -> list[Report]:
-        """Sweeps every `every_s` over the last `span_s` seconds, ending now."""
+        """Sweeps every `every_s` over `span_s` seconds, ending `ago_s` before now."""
         pending = sorted(episodes, key=lambda e: e.at_s)
         options = SweepOptions(tests=tests, timeout_s=None)
         reports = []
@@ -105,11 +107,14 @@ class Store:
         self.sessions = make_sessionmaker(self.engine)
         self.alerting = AlertingService(self.sessions, self.settings, AlertingSettings())
 
-    def put(self, reports: Iterable[Report]) -> None:
+    def put(self, reports: Iterable[Report], received_when_sent: bool = False) -> None:
+        """Store `reports` as received now, or (`received_when_sent`) as received when each
+        was finished: the server judges staleness by when it last heard from a host."""
         hosts = set()
         for report in reports:
+            received = report.finished_at if received_when_sent else datetime.now(UTC)
             with self.sessions() as session:
-                ingest(session, report, self.settings, datetime.now(UTC))
+                ingest(session, report, self.settings, received)
             hosts.add(report.host.hostname)
         for host in sorted(hosts):
             self.alerting.evaluate_host(host)

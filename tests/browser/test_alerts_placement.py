@@ -16,7 +16,7 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
         open_view(page, "/#/alerts", "alerts")
     alerts = answer.value.json()["alerts"]
     assert alerts
-    rows = page.locator('table[aria-label="Alerts"] tbody tr')
+    rows = page.locator('table[aria-label="Alerts"] tbody tr.member')
     assert rows.count() == len(alerts)
     degraded = [a for a in alerts if a["alertname"] == "P2PBandwidthDegraded"
                 and a["host"] == FAULTY and a["labels"].get("gpu") == "1"
@@ -24,6 +24,9 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
     assert degraded, "the half-speed GPU1 -> GPU2 path raised no alert"
     assert any(a["alertname"] == "NVLinkDown" and a["labels"].get("gpu") == "3" for a in alerts)
     row = page.locator(f'tbody tr[data-key="{degraded[0]["id"]}"]')
+    group = row.locator("xpath=ancestor::tbody")
+    group.locator("button.unfold").click()  # the pair's alerts unfold under its line
+    assert row.is_visible()
     assert degraded[0]["annotations"]["summary"] in row.inner_text()
     assert degraded[0]["state"] in row.locator(".badge").inner_text()
     screenshot(page, "alerts")
@@ -31,6 +34,9 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
     row.get_by_role("link", name="GPU1 → GPU2").click()
     page.wait_for_selector("#series-chart[data-ready]")
     wait_hash(page, "pair=1-2")
+    page.wait_for_selector("#pair-panel.target")  # scrolled to and outlined
+    box = page.locator("#pair-panel").bounding_box()
+    assert box and box["y"] < page.viewport_size["height"] and box["y"] + box["height"] > 0
     shapes = page.evaluate("document.getElementById('series-chart').layout.shapes")
     assert len(shapes) >= 2  # the low period and the alert's period are shaded
     annotations = page.evaluate(
@@ -41,7 +47,7 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
 def test_alerts_filter_by_host_and_state(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/alerts?host={FAULTY}&state=firing", "alerts")
     firing = fleet.api("/alerts", state="firing", host=FAULTY)["alerts"]
-    rows = page.locator('table[aria-label="Alerts"] tbody tr:not(.empty)')
+    rows = page.locator('table[aria-label="Alerts"] tbody tr.member')
     assert rows.count() == len(firing)
     assert page.locator('button[data-state="firing"]').get_attribute("aria-pressed") == "true"
     page.get_by_role("button", name="Show every host").click()
@@ -92,3 +98,6 @@ def test_a_link_alert_opens_its_gpu(page, fleet: Fleet) -> None:  # type: ignore
     wait_hash(page, "gpu=3")
     selected = page.locator('table[aria-label="GPU inventory"] tbody tr.selected')
     assert selected.count() == 1 and selected.get_attribute("data-key") == "3"
+    # a GPU's own link (?gpu=3, no link) outlines its inventory row
+    open_view(page, f"/#/host/{FAULTY}?gpu=5", "host")
+    page.wait_for_selector('table[aria-label="GPU inventory"] tbody tr.target[data-key="5"]')

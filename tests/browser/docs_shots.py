@@ -1,0 +1,63 @@
+"""The screenshots in docs/img/, taken from a running `peerwatch demo` (not a test).
+
+    peerwatch demo --port 8101 --hosts 8 --backfill-hours 6 &   # wait ~6 min: faults develop,
+    python -m tests.browser.docs_shots http://127.0.0.1:8101 docs/img   # pcie4-01 turns stale
+
+Pages: the fleet, the HGX board that lost two NVLinks (hgx8-01), the host that stopped
+reporting (pcie4-01), and the alerts page; each full-page at 1440 px, plus the alerts page
+at a phone's width.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, DRAWN
+
+SHOTS = {
+    "fleet": ("#/fleet", "fleet"),
+    "faulty-board": ("#/host/hgx8-01?test=ce_write", "host"),
+    "stale-host": ("#/host/pcie4-01", "host"),
+    "alerts": ("#/alerts?state=all", "alerts"),
+}
+
+
+def wait_drawn(page, view: str, hash_: str, timeout_s: float = 60) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(DRAWN, [view, hash_]):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{hash_} did not draw")
+        page.wait_for_timeout(100)
+
+
+def take(url: str, out: Path, prefix: str = "") -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    taken = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        for width, height, suffix in ((1440, 1000, ""), (390, 844, "-phone")):
+            context = browser.new_context(viewport={"width": width, "height": height})
+            page = context.new_page()
+            for name, (hash_, view) in SHOTS.items():
+                if suffix and name != "alerts":
+                    continue
+                page.goto(f"{url}/?refresh=86400{hash_}")
+                wait_drawn(page, view, hash_)
+                page.wait_for_timeout(500)
+                page.mouse.move(1, 1)
+                path = out / f"{prefix}{name}{suffix}.png"
+                page.screenshot(path=str(path), full_page=True)
+                taken.append(path)
+            context.close()
+        browser.close()
+    return taken
+
+
+if __name__ == "__main__":
+    prefix = sys.argv[3] if len(sys.argv) > 3 else ""
+    for shot in take(sys.argv[1], Path(sys.argv[2]), prefix):
+        print(shot)

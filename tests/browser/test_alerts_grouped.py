@@ -1,0 +1,149 @@
+"""The alerts page as an operator uses it (issue 14): one line per host and object with its
+absolute start and duration, history, ack and silence with the admin token typed once per tab
+(never in the URL), links that scroll to their object, and a phone layout."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import httpx
+import pytest
+
+from tests.browser.conftest import FAULTY, Fleet, open_view, wait_hash, wait_until
+from tests.browser.demo_fleet import ADMIN_TOKEN
+
+pytestmark = pytest.mark.browser
+
+
+def object_key(a: dict) -> str:
+    labels = a["labels"]
+    if "peer_gpu" in labels:
+        lo, hi = sorted((int(labels["gpu"]), int(labels["peer_gpu"])))
+        return f"pair {lo}-{hi}"
+    if "link" in labels:
+        return f"link {labels['gpu']}-{labels['link']}"
+    return f"gpu {labels['gpu']}" if "gpu" in labels else "host"
+
+
+def start(a: dict) -> str:
+    return str(a["fired_at"] or a["active_since"])
+
+
+def utc(text: str) -> str:
+    """The dashboard's absolute time: '2026-12-01 04:12:00Z'."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def test_alerts_are_grouped_by_host_and_object(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    with page.expect_response(lambda r: r.url.endswith(f"/api/v1/alerts?host={FAULTY}")) as answer:
+        open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
+    alerts = answer.value.json()["alerts"]
+    groups: dict[str, list[dict]] = {}
+    for a in alerts:
+        groups.setdefault(object_key(a), []).append(a)
+    lines = page.locator("tbody.group")
+    assert lines.count() == len(groups)
+    keys = lines.evaluate_all("gs => gs.map(g => g.dataset.group.split('\\u001f')[1])")
+    assert sorted(keys) == sorted(groups)
+    assert page.locator("tr.member:visible").count() == 0  # folded: one line per object
+    pair = groups["pair 1-2"]
+    line = page.locator("tbody.group").nth(keys.index("pair 1-2"))
+    assert "GPU1 ↔ GPU2" in line.locator("tr.group-row").inner_text()
+    started = line.locator("tr.group-row td.started time")
+    assert started.get_attribute("datetime") == min(start(a) for a in pair)
+    assert started.inner_text() == utc(min(start(a) for a in pair))
+    assert "so far" in line.locator("tr.group-row td.lasted").inner_text()
+    # the history of one alert, read from /alerts/{id}
+    line.locator("button.unfold").click()
+    member = line.locator("tr.member").first
+    with page.expect_response(lambda r: "/api/v1/alerts/" in r.url) as detail:
+        member.locator("button.history-button").click()
+    history = detail.value.json()["history"]
+    assert history
+    items = line.locator(".history-list li")
+    items.first.wait_for()
+    assert items.count() == len(history)
+    assert history[0]["state"] in items.first.inner_text()
+
+
+def test_a_link_alert_scrolls_to_and_outlines_its_link(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
+    page.locator("tr.group-row").get_by_role("link", name="GPU3 link 16").click()
+    wait_hash(page, "link=16")
+    page.wait_for_selector('main[data-ready="host"]')
+    wait_until(page, "() => !!document.querySelector('.target')")
+    target = page.locator(".target")
+    assert target.count() == 1 and target.get_attribute("data-what") == "GPU3 link 16"
+    link = next(x for x in fleet.api(f"/hosts/{FAULTY}/health")["links"]
+                if (x["gpu"], x["link"]) == (3, 16))
+    assert link["since"] and f"since {utc(link['since'])}" in target.inner_text()
+    assert target.is_visible()
+    box = target.bounding_box()
+    assert box and 0 <= box["y"] < page.viewport_size["height"]  # scrolled into view
+    outline = page.evaluate("getComputedStyle(document.querySelector('.target')).outlineStyle")
+    assert outline == "solid"
+
+
+def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
+    line = page.locator("tbody.group").filter(has_text="GPU3 link 16").first
+    line.locator("button.ack").click()  # no token yet: the form asks for one
+    assert page.locator("details.admin").get_attribute("open") is not None
+    assert page.evaluate("document.activeElement.id") == "admin-token"
+    page.fill("#admin-token", ADMIN_TOKEN)
+    page.fill("#admin-name", "night-shift")
+    page.get_by_role("button", name="Use for this tab").click()
+    assert page.evaluate("sessionStorage.getItem('peerwatch.adminToken')") == ADMIN_TOKEN
+    def is_ack(r) -> bool:  # type: ignore[no-untyped-def]
+        return r.url.endswith("/ack") and r.request.method == "POST"
+
+    with page.expect_response(is_ack) as acked:
+        line.locator("button.ack").click()
+    assert acked.value.status == 200
+    assert acked.value.request.headers["authorization"] == f"Bearer {ADMIN_TOKEN}"
+    wait_until(page, "() => document.querySelector('.action-status').textContent"
+               ".startsWith('acknowledged')")
+    link_alerts = [a for a in fleet.api("/alerts", host=FAULTY)["alerts"]
+                   if a["labels"].get("link") == "16" and a["labels"].get("gpu") == "3"]
+    assert link_alerts and all(a["acknowledged"]["by"] == "night-shift" for a in link_alerts)
+    line = page.locator("tbody.group").filter(has_text="GPU3 link 16").first
+    line.locator("select.silence-hours").select_option("4")
+    with page.expect_response(lambda r: r.url.endswith("/api/v1/silences")) as silenced:
+        line.locator("button.silence").click()
+    assert silenced.value.status == 201
+    made = silenced.value.json()
+    matchers = [{k: m[k] for k in ("name", "value")} for m in made["matchers"]]
+    assert {"name": "host", "value": FAULTY} in matchers
+    assert made["created_by"] == "night-shift"
+    silences = httpx.get(f"{fleet.url}/api/v1/silences", timeout=10).json()["silences"]
+    assert any(s["id"] == made["id"] for s in silences)
+    # the token never reached a URL: not the page's, not any request's
+    assert ADMIN_TOKEN not in page.url
+    assert ADMIN_TOKEN not in page.evaluate(
+        "performance.getEntriesByType('resource').map(e => e.name).join(' ')")
+    page.get_by_role("button", name="Forget").click()
+    assert page.evaluate("sessionStorage.getItem('peerwatch.adminToken')") is None
+
+
+def test_on_a_phone_each_alert_keeps_host_and_reason(browser, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    context = browser.new_context(base_url=fleet.url, viewport={"width": 390, "height": 844},
+                                  is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_view(page, "/?refresh=86400#/alerts", "alerts")
+        rows = page.locator("tr.group-row")
+        assert rows.count() >= 1
+        for i in range(rows.count()):
+            row = rows.nth(i)
+            for cell in ("td.host-cell", "td.reason", "td.concerns"):
+                box = row.locator(cell).bounding_box()
+                assert box and box["width"] > 0, (cell, box)
+                assert box["x"] >= 0 and box["x"] + box["width"] <= 391, (cell, box)
+            assert row.locator("td.reason").inner_text().strip()
+        overflow = page.evaluate("document.documentElement.scrollWidth")
+        assert overflow <= 391  # no sideways scrolling to find the reason
+        assert not errors
+    finally:
+        context.close()
