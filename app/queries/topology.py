@@ -27,7 +27,7 @@ from app.schemas import (
     TopologyResponse,
     Verdict,
 )
-from probes.report import LinkState, RemoteType, TestName
+from probes.report import LinkState, NvLinkPort, RemoteType, TestName
 
 EDGE_TESTS = (TestName.CE_WRITE, TestName.CE_READ, TestName.SM_WRITE, TestName.SM_READ,
               TestName.STAGED)
@@ -70,6 +70,12 @@ def _edge(edge_id: str, source: str, target: str, kind: EdgeKind, health: HostHe
     )
 
 
+def _judged_links(judged: dict[tuple[int, int], LinkJudgement],
+                  ports: Iterable[NvLinkPort]) -> list[LinkJudgement]:
+    """The stored verdicts of `ports` (a port seen after the last judgement has none yet)."""
+    return [j for p in ports if (j := judged.get((p.gpu, p.link))) is not None]
+
+
 def _nvlink_edges(health: HostHealth) -> list[TopologyEdge]:
     fabric = health.fabric
     link_j = {(j.gpu, j.link): j for j in health.judgement.links}
@@ -86,7 +92,7 @@ def _nvlink_edges(health: HostHealth) -> list[TopologyEdge]:
             peers = [pair for pair in fabric.pairs if gpu in pair]
             edges.append(_edge(
                 f"{_gpu_id(gpu)}-{SWITCH}", _gpu_id(gpu), SWITCH, EdgeKind.NVLINK, health, peers,
-                [link_j[(p.gpu, p.link)] for p in to_switch], f"{up}/{len(to_switch)} links up",
+                _judged_links(link_j, to_switch), f"{up}/{len(to_switch)} links up",
                 width=up, links_total=len(to_switch),
                 speed_bps=max((p.speed_bps or 0 for p in to_switch), default=None) or None))
     for (a, b), ports in sorted(direct.items()):
@@ -94,7 +100,7 @@ def _nvlink_edges(health: HostHealth) -> list[TopologyEdge]:
         up = sum(1 for p in mine if p.state is LinkState.UP)
         edges.append(_edge(
             f"{_gpu_id(a)}-{_gpu_id(b)}", _gpu_id(a), _gpu_id(b), EdgeKind.NVLINK, health,
-            [(a, b), (b, a)], [link_j[(p.gpu, p.link)] for p in ports],
+            [(a, b), (b, a)], _judged_links(link_j, ports),
             f"NV{up}: {up}/{len(mine)} links up", width=up, links_total=len(mine),
             speed_bps=max((p.speed_bps or 0 for p in mine), default=None) or None))
     return edges

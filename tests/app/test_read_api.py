@@ -261,3 +261,20 @@ def test_openapi_lists_every_endpoint_with_examples(client: TestClient) -> None:
     body = doc["paths"]["/api/v1/reports"]["post"]["requestBody"]
     assert body["content"]["application/json"]["schema"]["$ref"].endswith("/Report")
     assert "Report" in schemas and "TransferResult" in schemas
+
+
+def test_a_host_stored_but_not_judged_yet_reads_unknown_everywhere(settings: Settings) -> None:
+    """Ingested, its judgement not stored yet (it comes right after the commit): every read
+    answers, unknown, instead of failing."""
+    from app.db import make_engine, make_sessionmaker
+    from app.services.ingest import ingest
+    engine = make_engine(settings)
+    with make_sessionmaker(engine)() as s:
+        ingest(s, sweep(n=2), settings, T0)
+    engine.dispose()
+    with TestClient(create_app(settings)) as c:
+        for path in ("", "/topology", "/health", "/matrix"):
+            r = c.get(f"/api/v1/hosts/node-a{path}")
+            assert r.status_code in (200, 404), (path, r.text)
+        assert c.get("/api/v1/hosts/node-a/health").json()["verdict"] == "unknown"
+        assert c.get("/api/v1/hosts").json()["hosts"][0]["reason"].endswith("not judged yet")
