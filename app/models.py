@@ -3,6 +3,8 @@
 Inventory tables (hosts, gpus, nvlinks, pairs) hold the latest known shape of each host and
 are upserted by every report. History tables (reports, measurements, counter/gpu samples)
 are append-only and pruned by age; `measurement_rollups` keeps hourly aggregates for a year.
+On PostgreSQL (migration 0005p) measurements, link_samples and gpu_samples are partitioned
+by day and their primary keys also hold the time column (see app/services/partitions.py).
 `reports.report_id` is unique: that constraint, not any in-process state, is what makes
 ingest idempotent across server replicas.
 

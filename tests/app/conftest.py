@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,24 +43,33 @@ def _pg_reachable() -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """URL of a fresh, migrated PostgreSQL database that lives for this test session."""
+@contextmanager
+def throwaway_pg_database(migrate: bool = True) -> Iterator[str]:
+    """URL of a fresh PostgreSQL database (migrated to head unless told not to), dropped
+    on exit."""
     require(_pg_reachable(), "PostgreSQL at 127.0.0.1:5432")
     name = f"peerwatch_test_{secrets.token_hex(6)}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(Settings(database_url=url))
-    upgrade_to_head(engine)
-    engine.dispose()
+    if migrate:
+        engine = make_engine(Settings(database_url=url))
+        upgrade_to_head(engine)
+        engine.dispose()
     try:
         yield url
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """URL of a fresh, migrated PostgreSQL database that lives for this test session."""
+    with throwaway_pg_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -37,8 +37,9 @@ def _count(session: Session, model: type) -> int:
 
 
 def test_rollup_then_prune(settings: Settings) -> None:
-    """Samples every 20 min for 4 hours, starting 15 days ago: rolled up, then pruned."""
-    start = (datetime.now(UTC) - timedelta(days=15)).replace(minute=0, second=0, microsecond=0)
+    """Samples every 20 min for 4 hours, starting 16 days ago: rolled up, then pruned (on
+    PostgreSQL whole days are dropped, so the samples' days must have ended 14 days ago)."""
+    start = (datetime.now(UTC) - timedelta(days=16)).replace(minute=0, second=0, microsecond=0)
     app_settings = settings.model_copy(update={"retention_raw_days": 14.0})
     with TestClient(create_app(app_settings)) as client:
         _post_sweeps(client, start, 12, timedelta(minutes=20))
@@ -56,7 +57,10 @@ def test_rollup_then_prune(settings: Settings) -> None:
         # Today: the raw samples are past 14 days and go; the rollups stay.
         out = run_maintenance(engine, app_settings)
         assert out.pruned is not None
-        assert out.pruned["measurements"] == 24 and out.pruned["link_samples"] == 12
+        if engine.dialect.name == "sqlite":
+            assert out.pruned["measurements"] == 24 and out.pruned["link_samples"] == 12
+        else:
+            assert f"measurements_p{start:%Y%m%d}" in out.dropped
         with Session(engine) as s:
             assert _count(s, Measurement) == 0 and _count(s, LinkSample) == 0
             assert _count(s, MeasurementRollup) == 8
