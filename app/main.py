@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.leadership import Leadership
 from app.openapi import install_openapi
 from app.queries import NotFound
 
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            app.state.leadership.release()
             engine.dispose()
 
     app = FastAPI(title="peerwatch", version="0.1.0", description=DESCRIPTION,
@@ -71,6 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    # Whether this replica runs the once-only periodic jobs (app/leadership.py).
+    app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
     app.state.background_jobs = []

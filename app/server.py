@@ -45,13 +45,15 @@ def prepare_database(settings: Settings) -> str | None:
 
 
 async def maintenance_loop(app: FastAPI) -> None:
-    """Run the rollup/prune job now and then every `maintenance_interval_s`; a failing run
-    is logged and retried at the next interval, never fatal to the server."""
+    """Run the rollup/prune/partition job now and then every `maintenance_interval_s` in the
+    leading replica; a failing run is logged and retried at the next interval, never fatal
+    to the server."""
     settings: Settings = app.state.settings
     while True:
         try:
-            result = await run_in_threadpool(run_maintenance, app.state.engine, settings)
-            log.info("maintenance: %s", result)
+            if await run_in_threadpool(app.state.leadership.held):
+                result = await run_in_threadpool(run_maintenance, app.state.engine, settings)
+                log.info("maintenance: %s", result)
         except Exception:  # noqa: BLE001 - the server must keep serving
             log.exception("maintenance run failed; retrying in %.0f s",
                           settings.maintenance_interval_s)
