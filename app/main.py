@@ -25,6 +25,7 @@ from app.db import make_engine, make_sessionmaker
 from app.leadership import Leadership
 from app.openapi import install_openapi
 from app.queries import NotFound
+from app.timing import ServerTiming
 
 API_PREFIX = "/api/v1"
 
@@ -81,5 +82,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
+    app.add_middleware(ServerTiming)
     install_openapi(app)
     return app
