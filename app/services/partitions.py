@@ -83,11 +83,19 @@ def create_default(conn: Connection, table: str) -> None:
 def create_day(conn: Connection, table: str, day: date) -> None:
     """Make `day`'s partition, moving its rows out of the default partition first."""
     name, column = partition_name(table, day), PARTITIONED[table]
-    lo, hi = _start(day).isoformat(), _start(day + DAY).isoformat()
     conn.execute(text(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS)"))
     conn.execute(text(
         f"WITH moved AS (DELETE FROM {table}_default WHERE {column} >= :lo AND {column} < :hi "
-        f"RETURNING *) INSERT INTO {name} SELECT * FROM moved"), {"lo": lo, "hi": hi})
+        f"RETURNING *) INSERT INTO {name} SELECT * FROM moved"),
+        {"lo": _start(day), "hi": _start(day + DAY)})
+    attach_day(conn, table, day)
+
+
+def attach_day(conn: Connection, table: str, day: date) -> None:
+    """Attach the plain table `partition_name(table, day)` (made LIKE `table` and holding
+    only that day's rows) as a partition: its indexes and keys are built on the way in."""
+    name, column = partition_name(table, day), PARTITIONED[table]
+    lo, hi = _start(day).isoformat(), _start(day + DAY).isoformat()
     # The CHECK lets ATTACH skip scanning the new table; it is redundant afterwards.
     conn.execute(text(f"ALTER TABLE {name} ADD CONSTRAINT {name}_in_day CHECK "
                       f"({column} IS NOT NULL AND {column} >= '{lo}' AND {column} < '{hi}')"))
