@@ -155,12 +155,18 @@ def host_ids(url: str) -> list[int]:
     return ids
 
 
-def stored_rows(url: str) -> int:
+def stored_rows(url: str) -> tuple[int, int]:
+    """Measurement rows, and their bytes on disk with indexes (every partition's)."""
     engine = create_engine(url)
     with engine.connect() as conn:
         n = conn.execute(text("SELECT count(*) FROM measurements")).scalar_one()
+        size = conn.execute(text(
+            "SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits "
+            "WHERE inhparent = 'measurements'::regclass")).scalar_one()
+        if not size:  # not partitioned
+            size = conn.execute(text("SELECT pg_total_relation_size('measurements')")).scalar()
     engine.dispose()
-    return int(n)
+    return int(n), int(size)
 
 
 def run(url: str, args: argparse.Namespace) -> Table:
@@ -188,7 +194,9 @@ def run(url: str, args: argparse.Namespace) -> Table:
         run_maintenance(engine, Settings(database_url=url))
         engine.dispose()
         table.add("rollup of the history (maintenance)", time.perf_counter() - started, "s")
-        table.add("measurement rows stored", stored_rows(url), "rows",
+        rows, size = stored_rows(url)
+        table.add("measurement bytes per row (with indexes)", size / rows, "B", fmt="{:,.0f}")
+        table.add("measurement rows stored", rows, "rows",
                   20_000_000 if wanted >= 20_000_000 else None, fmt="{:,.0f}",
                   higher_is_better=True)
         print("  reads", flush=True)

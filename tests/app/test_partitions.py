@@ -112,8 +112,15 @@ def test_maintenance_makes_days_ahead_and_drops_whole_expired_days(pg_database: 
         with TestClient(create_app(settings)) as client:
             _post(client, old)
             _post(client, NOW)
-        # As of 17 days ago the old rows get their own day, moved out of the default partition.
-        run_maintenance(engine, settings, now=old + timedelta(minutes=30))
+            _post(client, NOW - timedelta(days=60))  # a spool delivering a very old report
+        with engine.connect() as conn:  # no days made for the old two: stored whole, in the
+            ahead = {t: conn.execute(text(f"SELECT count(*) FROM {t}_default")).scalar()
+                     for t in partitions.PARTITIONED}  # default partitions
+        assert ahead["measurements"] == 2 * 2 and ahead["link_samples"] == 2
+        # As of 17 days ago the old rows get their own day, moved out of the default partition;
+        # the 60-day-old rows, past retention, are deleted from it.
+        out = run_maintenance(engine, settings, now=old + timedelta(minutes=30))
+        assert out.pruned is not None and out.pruned["measurements"] == 2
         with engine.connect() as conn:
             assert partitions.today(old) in partitions.days(conn, "measurements")
             assert conn.execute(text("SELECT count(*) FROM measurements_default")).scalar() == 0
@@ -125,6 +132,6 @@ def test_maintenance_makes_days_ahead_and_drops_whole_expired_days(pg_database: 
         assert min(days) > partitions.today(NOW - timedelta(days=16))
         assert partitions.today(NOW) + timedelta(days=partitions.AHEAD_DAYS) in days
         assert oldest is not None and oldest > NOW - timedelta(days=1)
-        assert _counts(engine)["reports"] == 2  # reports stay a year: replays stay no-ops
+        assert _counts(engine)["reports"] == 3  # reports stay a year: replays stay no-ops
     finally:
         engine.dispose()
