@@ -44,21 +44,15 @@ def _pg_reachable() -> bool:
 
 
 @contextmanager
-def throwaway_pg_database(migrate: bool = True) -> Iterator[str]:
-    """URL of a fresh PostgreSQL database (migrated to head unless told not to), dropped
-    on exit."""
+def throwaway_pg_database(prefix: str) -> Iterator[str]:
+    """URL of a new, empty PostgreSQL database `<prefix>_<random>`, dropped afterwards."""
     require(_pg_reachable(), "PostgreSQL at 127.0.0.1:5432")
-    name = f"peerwatch_test_{secrets.token_hex(6)}"
+    name = f"{prefix}_{secrets.token_hex(6)}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    if migrate:
-        engine = make_engine(Settings(database_url=url))
-        upgrade_to_head(engine)
-        engine.dispose()
     try:
-        yield url
+        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -68,7 +62,10 @@ def throwaway_pg_database(migrate: bool = True) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """URL of a fresh, migrated PostgreSQL database that lives for this test session."""
-    with throwaway_pg_database() as url:
+    with throwaway_pg_database("peerwatch_test") as url:
+        engine = make_engine(Settings(database_url=url))
+        upgrade_to_head(engine)
+        engine.dispose()
         yield url
 
 

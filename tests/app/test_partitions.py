@@ -50,7 +50,7 @@ def _relkind(engine: Engine, table: str) -> str:
 
 @pytest.fixture
 def pg_at_0004() -> Iterator[tuple[Settings, Engine]]:
-    with throwaway_pg_database(migrate=False) as url:
+    with throwaway_pg_database("peerwatch_test") as url:
         settings = Settings(database_url=url, probe_tokens=[PROBE_TOKEN])
         engine = make_engine(settings)
         _migrate(engine, "0004")

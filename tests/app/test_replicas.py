@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, text
 from app.config import Settings
 from app.db import make_engine
 from app.leadership import DELIVERY_LOCK, Leadership, exclusive
-from bench._serve import serve_processes
+from bench._replicas import serve_processes
 from tests.app.conftest import PROBE_TOKEN, throwaway_pg_database
 from tests.app.factory import sweep
 
@@ -81,7 +81,7 @@ def _wait_for(check: Any, timeout_s: float = 20.0) -> None:
 
 
 def test_two_replicas_store_every_report_once_and_notify_once(receiver: Receiver) -> None:
-    with throwaway_pg_database() as url:
+    with throwaway_pg_database("peerwatch_test") as url:  # the servers create the schema
         env = {"PEERWATCH_DATABASE_URL": url, "PEERWATCH_PROBE_TOKENS": PROBE_TOKEN,
                "PEERWATCH_ALERTMANAGER_URL": f"http://127.0.0.1:{receiver.server_port}",
                "PEERWATCH_ALERT_EVAL_INTERVAL_S": "0.5", "PEERWATCH_MAINTENANCE_INTERVAL_S": "1"}

@@ -1,4 +1,5 @@
-"""Real `peerwatch serve` processes on loopback ports, for the replica test and bench/fleet.
+"""Several real `peerwatch serve` processes on loopback ports, for the replica test and
+bench/fleet.py.
 
 `serve_processes(n, env)` starts n servers against the database in `env`
 (PEERWATCH_DATABASE_URL), waits until each answers /healthz, yields their base URLs, and
