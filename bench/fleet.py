@@ -61,8 +61,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    "from 100 hosts up, else 1,000,000)")
     p.add_argument("--repeat", type=int, default=20,
                    help="calls per read endpoint (default: 20)")
-    p.add_argument("--read-cap", type=float, default=60.0,
-                   help="seconds at most per read endpoint (default: 60)")
+    p.add_argument("--read-cap", type=float, default=20.0,
+                   help="seconds at most per read endpoint (default: 20)")
     return p.parse_args(argv)
 
 
