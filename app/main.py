@@ -23,6 +23,7 @@ from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.leadership import Leadership
+from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.openapi import install_openapi
 from app.queries import NotFound
 from app.timing import ServerTiming
@@ -83,5 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
     app.add_middleware(ServerTiming)
+    app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
+    app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     install_openapi(app)
     return app

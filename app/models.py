@@ -94,6 +94,10 @@ class Host(Base):
     # be off), and how far the probe's clock was from it in the newest report.
     last_received_at: Mapped[datetime | None]
     clock_skew_s: Mapped[float | None] = mapped_column(Float)
+    # ... and what lets a judgement be skipped when nothing judged has changed: when the
+    # inventory last changed, and the sum of the judged error counters in the newest report.
+    inventory_changed_at: Mapped[datetime | None]
+    error_total: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Gpu(Base):
@@ -359,6 +363,7 @@ class JudgedTest(_Judged, Base):
     src: Mapped[int] = mapped_column(primary_key=True)
     dst: Mapped[int] = mapped_column(primary_key=True)
     value: Mapped[float | None] = mapped_column(Float, doc="Newest judged (uncontended) value.")
+    value_at: Mapped[datetime | None] = mapped_column(doc="When `value` was measured.")
     ratio_expected: Mapped[float | None] = mapped_column(Float)
     ratio_baseline: Mapped[float | None] = mapped_column(Float)
     low_since: Mapped[datetime | None]
@@ -438,3 +443,40 @@ __all__ = [
     "JudgedHost", "JudgedLink", "JudgedPair", "JudgedTest", "LinkSample", "Measurement",
     "MeasurementRollup", "NvLink", "Pair", "ReportRow", "Silence",
 ]
+
+
+# --------------------------------------------------------------------------- debounce (0005m)
+# Issue 11 item 7: times after which faults are expected and pages are held back. Verdicts and
+# alerts are still computed and shown; only delivery to Alertmanager waits.
+
+
+class MaintenanceWindow(Base):
+    """A declared maintenance window of one host: no pages between `starts_at` and `ends_at`."""
+
+    __tablename__ = "maintenance_windows"
+    __table_args__ = (Index(None, "host", "ends_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host: Mapped[str] = mapped_column(String(253))
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime]
+    created_by: Mapped[str] = mapped_column(String(128))
+    comment: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class HostRuntime(Base):
+    """What the host's newest report said about its probe and driver start and Fabric Manager:
+    links still train just after either start, so pages settle for a while after them."""
+
+    __tablename__ = "host_runtime"
+
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    probe_started_at: Mapped[datetime | None]
+    driver_loaded_at: Mapped[datetime | None]
+    fabric_manager: Mapped[dict[str, Any] | None]
+    updated_at: Mapped[datetime]
+
+
+__all__ += ["HostRuntime", "MaintenanceWindow"]

@@ -139,13 +139,33 @@ class RdmaInfo(_Model):
 
 
 class SwitchFabricInfo(_Model):
-    """NVSwitch fabric registration (nvmlDeviceGetGpuFabricInfoV)."""
+    """GPU fabric registration (NVML's GPU fabric info), as `probes/nvml_fabric.py` reads it.
+
+    Every field is optional so that reports of older probes stay valid. `source` says which
+    NVML call answered: "legacy" (nvmlDeviceGetGpuFabricInfo, no health fields) or "v3"/"v2"
+    (nvmlDeviceGetGpuFabricInfoV, called only once the legacy call said the GPU has a fabric:
+    it crashed the process on a GPU without one). `health_issues` is `health_mask` decoded.
+    """
 
     state: str | None = None  # "not_started" | "in_progress" | "completed" | ...
     status: str | None = None  # "success" or the NVML error name
     clique_id: Count | None = None
     cluster_uuid: str | None = None
-    health: str | None = None
+    health: str | None = None  # health summary: "healthy" | "unhealthy" | "limited_capacity"
+    health_mask: Count | None = None
+    health_issues: list[str] = Field(default_factory=list)  # e.g. "route_unhealthy"
+    source: str | None = Field(default=None, max_length=16)
+
+
+class FabricManagerInfo(_Model):
+    """Whether NVIDIA Fabric Manager runs on this host, and how the probe could tell.
+
+    `running` is None when the probe could not look (no /proc access, no unit file).
+    """
+
+    running: bool | None = None
+    how: str = Field(default="", max_length=200)  # e.g. "process nv-fabricmanager pid 1234"
+    installed: bool | None = None  # a unit file or the binary exists
 
 
 class GpuInfo(_Model):
@@ -199,6 +219,7 @@ class Inventory(_Model):
     gpus: list[GpuInfo]
     nvlinks: list[NvLinkPort] = Field(default_factory=list)
     pairs: list[PairInfo] = Field(default_factory=list)
+    fabric_manager: FabricManagerInfo | None = None  # None: not looked for (older probes)
 
 
 # --------------------------------------------------------------------------- samples
@@ -311,6 +332,10 @@ class HostIdentity(_Model):
     driver_version: str | None = Field(default=None, max_length=64)
     cuda_version: str | None = Field(default=None, max_length=64)
     probe_version: str | None = Field(default=None, max_length=64)
+    # When this probe process started and when the NVIDIA driver was loaded: links may still
+    # be training just after either, so the server holds pages back for a settle time.
+    probe_started_at: datetime | None = None
+    driver_loaded_at: datetime | None = None
 
 
 class Report(_Model):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
@@ -26,12 +26,10 @@ def silence_out(s: Silence, now: datetime) -> SilenceOut:
 def create_silence(body: SilenceRequest, session: SessionDep,
                    _admin: AdminTokenDep) -> SilenceOut:
     now = datetime.now(UTC)
-    starts = body.starts_at or now
-    ends = body.ends_at or starts + timedelta(seconds=body.duration_s or 0)
-    if ends <= starts:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            detail=f"ends_at {ends.isoformat()} is not after starts_at "
-                                   f"{starts.isoformat()}")
+    try:
+        starts, ends = body.span(now)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
     silence = Silence(matchers=[m.model_dump() for m in body.matchers],
                       created_by=body.created_by, comment=body.comment, starts_at=starts,
                       ends_at=ends, created_at=now)

@@ -21,9 +21,11 @@ from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
 from app.services.fabric_state import load_fabric
+from app.services.host_runtime import record_runtime
 from app.services.inventory import (
     get_or_create_host,
     is_newest,
+    judged_error_total,
     update_identity,
     upsert_inventory,
 )
@@ -69,9 +71,15 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
     host = get_or_create_host(session, report.host, now)
     if is_newest(host, report.finished_at):
         update_identity(host, report.host)
-        upsert_inventory(session, host, report.inventory, report.finished_at)
+        changed = upsert_inventory(session, host, report.inventory, report.finished_at)
+        changed = record_runtime(session, host, report, now) or changed  # Fabric Manager
+        if changed or host.inventory_changed_at is None:
+            host.inventory_changed_at = now
         host.last_report_at = report.finished_at
         host.clock_skew_s = (now - report.finished_at).total_seconds()
+        errors = judged_error_total(report.counters)
+        if errors is not None:
+            host.error_total = errors
     host.last_received_at = now
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):

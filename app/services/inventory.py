@@ -9,6 +9,7 @@ went down this morning. Rows missing from the newest inventory are kept with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +17,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Gpu, Host, NvLink, Pair
-from probes.report import GpuInfo, HostIdentity, Inventory, NvLinkPort, PairInfo
+from probes.report import (
+    CounterSample,
+    GpuInfo,
+    HostIdentity,
+    Inventory,
+    NvLinkPort,
+    PairInfo,
+)
 
 
 def get_or_create_host(session: Session, identity: HostIdentity, at: datetime) -> Host:
@@ -77,29 +85,48 @@ def _stamps(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
-          wanted: dict[tuple[int, ...], dict[str, Any]]) -> None:
-    """Make `model`'s rows of this host match `wanted` (keyed by `key_cols`)."""
+          wanted: dict[tuple[int, ...], dict[str, Any]]) -> bool:
+    """Make `model`'s rows of this host match `wanted` (keyed by `key_cols`); True when
+    anything but a time stamp changed."""
     existing = {
         tuple(getattr(row, c) for c in key_cols): row
         for row in session.scalars(select(model).where(model.host_id == host_id))
     }
+    any_change = False
     for key, fields in wanted.items():
         row = existing.pop(key, None)
         if row is None:
             session.add(model(host_id=host_id, **dict(zip(key_cols, key, strict=True)), **fields))
+            any_change = True
         else:
             changed = {k: v for k, v in fields.items()
                        if k not in STAMPS and getattr(row, k) != v}
+            any_change = any_change or bool(changed)
             if changed or "last_seen_at" in fields:
                 for name, value in {**changed, **_stamps(fields)}.items():
                     setattr(row, name, value)
     for row in existing.values():
+        any_change = any_change or row.present
         row.present = False
+    return any_change
 
 
-def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime) -> None:
-    _sync(session, Gpu, host.id, ("index",), {(g.index,): _gpu_fields(g, at) for g in inv.gpus})
-    _sync(session, NvLink, host.id, ("gpu", "link"),
-          {(p.gpu, p.link): _link_fields(p, at) for p in inv.nvlinks})
-    _sync(session, Pair, host.id, ("src", "dst"),
-          {(p.src, p.dst): _pair_fields(p, at) for p in inv.pairs})
+def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime) -> bool:
+    """Store the newest inventory; True when it differs from the one stored before."""
+    gpus = _sync(session, Gpu, host.id, ("index",),
+                 {(g.index,): _gpu_fields(g, at) for g in inv.gpus})
+    links = _sync(session, NvLink, host.id, ("gpu", "link"),
+                  {(p.gpu, p.link): _link_fields(p, at) for p in inv.nvlinks})
+    pairs = _sync(session, Pair, host.id, ("src", "dst"),
+                  {(p.src, p.dst): _pair_fields(p, at) for p in inv.pairs})
+    return gpus or links or pairs
+
+
+def judged_error_total(counters: Sequence[CounterSample]) -> int | None:
+    """The judged error counters (replay, recovery, CRC flit, PCIe replay) of the newest
+    counter sample, summed: when it has not moved, no link or GPU error rate can have grown."""
+    if not counters:
+        return None
+    newest = max(counters, key=lambda c: c.at)
+    total = sum((c.replay or 0) + (c.recovery or 0) + (c.crc_flit or 0) for c in newest.links)
+    return total + sum(v or 0 for v in newest.pcie_replay.values())

@@ -10,7 +10,7 @@ indexes and keys are read from the live table, so they come back exactly. SQLite
 See app/services/partitions.py.
 
 Revision ID: 0005p
-Revises: 0004
+Revises: 0005m (written on 0004; chained after main's 0005m so there is one head)
 """
 from datetime import UTC, datetime, timedelta
 from typing import Sequence, Union
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from app.services import partitions
 
 revision: str = '0005p'
-down_revision: Union[str, Sequence[str], None] = '0004'
+down_revision: Union[str, Sequence[str], None] = '0005m'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -2,14 +2,15 @@
 on SQLite and on PostgreSQL.
 
 PostgreSQL: one throwaway database per test session (`peerwatch_test_<random>`, created on
-the server at 127.0.0.1:5432 and dropped afterwards), so helpers running suites side by side
-never collide; tables are emptied between tests. SQLite: a migrated file is made once and
-copied for each test. Where PostgreSQL is unreachable, `require` skips (developer) or fails
-(CI).
+the server at 127.0.0.1:5432, or the port in $PEERWATCH_TEST_PG_PORT, and dropped afterwards),
+so helpers running suites side by side never collide; tables are emptied between tests.
+SQLite: a migrated file is made once and copied for each test. Where PostgreSQL is
+unreachable, `require` skips (developer) or fails (CI).
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -27,7 +28,8 @@ from app.main import create_app
 from app.models import Base
 from tests.conftest import require
 
-PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+PG_PORT = int(os.environ.get("PEERWATCH_TEST_PG_PORT", "5432"))  # as .ci/prepare-postgres
+PG_ADMIN_URL = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/test"
 PROBE_TOKEN = "probe-secret"
 ADMIN_TOKEN = "admin-secret"
 
@@ -46,7 +48,7 @@ def _pg_reachable() -> bool:
 @contextmanager
 def throwaway_pg_database(prefix: str) -> Iterator[str]:
     """URL of a new, empty PostgreSQL database `<prefix>_<random>`, dropped afterwards."""
-    require(_pg_reachable(), "PostgreSQL at 127.0.0.1:5432")
+    require(_pg_reachable(), f"PostgreSQL at 127.0.0.1:{PG_PORT}")
     name = f"{prefix}_{secrets.token_hex(6)}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
@@ -114,3 +116,12 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 def probe_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {PROBE_TOKEN}"}
+
+
+def judge_later(client: TestClient, seconds: float) -> None:
+    """The server's periodic round `seconds` from now (by the server's clock): what turns a
+    silent host stale."""
+    from datetime import UTC, datetime, timedelta
+
+    from app.alerting.service import service_for
+    service_for(client.app).evaluate_all(datetime.now(UTC) + timedelta(seconds=seconds))

@@ -21,6 +21,7 @@ from tests.app.conftest import PROBE_TOKEN, probe_headers, throwaway_pg_database
 from tests.app.factory import sweep
 
 NOW = datetime.now(UTC).replace(microsecond=0)
+BEFORE = "0005m"  # the revision 0005p follows
 TABLES = ("measurements", "link_samples", "gpu_samples", "reports")
 
 
@@ -49,11 +50,11 @@ def _relkind(engine: Engine, table: str) -> str:
 
 
 @pytest.fixture
-def pg_at_0004() -> Iterator[tuple[Settings, Engine]]:
+def pg_before_0005p() -> Iterator[tuple[Settings, Engine]]:
     with throwaway_pg_database("peerwatch_test") as url:
         settings = Settings(database_url=url, probe_tokens=[PROBE_TOKEN])
         engine = make_engine(settings)
-        _migrate(engine, "0004")
+        _migrate(engine, BEFORE)
         try:
             yield settings, engine
         finally:
@@ -61,8 +62,8 @@ def pg_at_0004() -> Iterator[tuple[Settings, Engine]]:
 
 
 def test_migration_converts_a_populated_database_and_back(
-        pg_at_0004: tuple[Settings, Engine]) -> None:
-    settings, engine = pg_at_0004
+        pg_before_0005p: tuple[Settings, Engine]) -> None:
+    settings, engine = pg_before_0005p
     with TestClient(create_app(settings)) as client:
         for days_ago in (400, 20, 3, 1, 0):  # 400 days: older than any day made -> default
             _post(client, NOW - timedelta(days=days_ago, minutes=5))
@@ -97,7 +98,7 @@ def test_migration_converts_a_populated_database_and_back(
         conn.execute(text("DELETE FROM reports"))
     assert _counts(engine) == dict.fromkeys(TABLES, 0)
 
-    _migrate(engine, "0004", down=True)
+    _migrate(engine, BEFORE, down=True)
     assert all(_relkind(engine, t) == "r" for t in partitions.PARTITIONED)
 
 

@@ -29,6 +29,7 @@ DEMO_HOSTS = 4
 KEEP_ALIVE_S = 10.0
 START_TIMEOUT_S = 90.0
 FAULTY = "hgx8-faulty"
+MAINTAINED = "h200x2-maint"  # in a declared maintenance window
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 
@@ -94,7 +95,11 @@ def own_hosts(store: Store) -> list[SimHost]:
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)
         reports += host.history()
         hosts.append(host)
+    host = SimHost("h200x2", MAINTAINED, seed=30, span_s=0)
+    reports += host.history()
+    hosts.append(host)
     store.put(reports)
+    store.maintenance(MAINTAINED, hours=2, comment="NVSwitch tray swap")
     return hosts
 
 

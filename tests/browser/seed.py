@@ -24,7 +24,9 @@ from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.demo.run import DemoOptions, demo_settings
+from app.schemas_maintenance import MaintenanceRequest
 from app.services.ingest import ingest
+from app.services.maintenance import declare_window
 from probes.faults import Fault
 from probes.report import Report, ReportKind, TestName
 from probes.simulated import SimulatedFabric
@@ -99,6 +101,12 @@ class Store:
             hosts.add(report.host.hostname)
         for host in sorted(hosts):
             self.alerting.evaluate_host(host)
+
+    def maintenance(self, host: str, hours: float, comment: str) -> None:
+        """Declare a maintenance window for `host` from now, as the admin API would."""
+        with self.sessions() as session:
+            declare_window(session, MaintenanceRequest(
+                host=host, duration_s=hours * 3600, comment=comment), datetime.now(UTC))
 
     def close(self) -> None:
         self.alerting.close()

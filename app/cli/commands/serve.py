@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from app.cli.options import port_number
 from app.config import Settings
 from app.server import SchemaBehind, build_server_app
 
@@ -19,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "environment variables (see docs/server.md); an empty database is created.")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    parser.add_argument("--port", type=port_number, default=8000, help="port (default: 8000)")
     parser.add_argument("--database-url", default=None,
                         help="override PEERWATCH_DATABASE_URL (default: from the environment, "
                         "else sqlite under PEERWATCH_DATA_DIR)")
