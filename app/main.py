@@ -24,9 +24,11 @@ from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
+from app.leadership import Leadership
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.openapi import install_openapi
 from app.queries import NotFound
+from app.timing import ServerTiming
 
 API_PREFIX = "/api/v1"
 
@@ -67,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            app.state.leadership.release()
             engine.dispose()
 
     app = FastAPI(title="peerwatch", version="0.1.0", description=DESCRIPTION,
@@ -74,6 +77,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    # Whether this replica runs the once-only periodic jobs (app/leadership.py).
+    app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
     app.state.background_jobs = []
@@ -81,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
+    app.add_middleware(ServerTiming)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     # JSON answers and the dashboard's modules shrink 5-10x (plotly.js comes pre-gzipped);

@@ -3,6 +3,8 @@
 Inventory tables (hosts, gpus, nvlinks, pairs) hold the latest known shape of each host and
 are upserted by every report. History tables (reports, measurements, counter/gpu samples)
 are append-only and pruned by age; `measurement_rollups` keeps hourly aggregates for a year.
+On PostgreSQL (migration 0007) measurements, link_samples and gpu_samples are partitioned
+by day and their primary keys also hold the time column (see app/services/partitions.py).
 `reports.report_id` is unique: that constraint, not any in-process state, is what makes
 ingest idempotent across server replicas.
 
@@ -220,7 +222,9 @@ class LinkSample(Base):
     """Cumulative counters of one NVLink port at one time (judge rates, never sizes)."""
 
     __tablename__ = "link_samples"
-    __table_args__ = (Index(None, "host_id", "gpu", "link", "at"), Index(None, "at"))
+    # (host_id, at): a host's newest window across all its links, what judging reads (0004)
+    __table_args__ = (Index(None, "host_id", "gpu", "link", "at"), Index(None, "at"),
+                      Index(None, "host_id", "at"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     report_id: Mapped[int] = mapped_column(
@@ -243,7 +247,8 @@ class GpuSample(Base):
     """Per-GPU counters and activity at one time: PCIe replays, utilization, processes."""
 
     __tablename__ = "gpu_samples"
-    __table_args__ = (Index(None, "host_id", "gpu", "at"), Index(None, "at"))
+    __table_args__ = (Index(None, "host_id", "gpu", "at"), Index(None, "at"),
+                      Index(None, "host_id", "at"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     report_id: Mapped[int] = mapped_column(

@@ -17,6 +17,7 @@ from sqlalchemy import Connection
 from app.config import Settings
 from app.db import make_engine, normalize_url
 from app.models import Base, UtcDateTime
+from app.services.partitions import include_name
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging"):
@@ -39,6 +40,7 @@ def _configure(connection: Connection) -> None:
         compare_type=True,
         render_as_batch=connection.dialect.name == "sqlite",
         render_item=render_item,
+        include_name=include_name,
     )
 
 

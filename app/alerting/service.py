@@ -1,10 +1,11 @@
 """When evaluation runs: after each ingest (that host, cheap) and periodically (every host).
 
 The periodic round is what lets time-based rules fire (a probe that went silent sends no
-report to trigger anything) and what retries Alertmanager deliveries. It runs in every
-replica; the per-host lock in `engine.py` makes that safe, and a replica that dies simply
-stops taking part. Nothing here may break ingest: every failure is logged and left for the
-next round.
+report to trigger anything) and what retries Alertmanager deliveries. It runs only in the
+leading replica (`app/leadership.py`); the evaluation after an ingest runs in whichever
+replica took the report, made safe by the per-host lock in `engine.py`. Delivery, from
+either path, holds a database lock, so two replicas never send the same alert twice.
+Nothing here may break ingest: every failure is logged and left for the next round.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from app.alerting.rule import Rule
 from app.alerting.rules import RULES
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
+from app.leadership import DELIVERY_LOCK, exclusive
 from app.models import Alert, AlertEvent, Host, JudgedHost
 
 log = logging.getLogger(__name__)
@@ -80,10 +82,15 @@ class AlertingService:
         return outcomes
 
     def deliver(self, now: datetime | None = None) -> Delivery | None:
+        """Send what is due, unless a delivery runs now here or in another replica."""
         if self.client is None or not self._delivering.acquire(blocking=False):
             return None
         try:
-            return deliver(self.sessions, self.client, now or datetime.now(UTC), self.alerting)
+            with exclusive(self.sessions.kw["bind"], DELIVERY_LOCK) as mine:
+                if not mine:
+                    return None
+                return deliver(self.sessions, self.client, now or datetime.now(UTC),
+                               self.alerting)
         finally:
             self._delivering.release()
 
@@ -154,7 +161,7 @@ async def alerting_lifespan(app: Any) -> AsyncIterator[None]:
     """Run `tick` every `alert_eval_interval_s` (0 turns the loop off) while the app runs."""
     service = service_for(app)
     interval = service.alerting.alert_eval_interval_s
-    task = asyncio.create_task(_loop(service, interval)) if interval > 0 else None
+    task = asyncio.create_task(_loop(app, service, interval)) if interval > 0 else None
     try:
         yield
     finally:
@@ -165,7 +172,8 @@ async def alerting_lifespan(app: Any) -> AsyncIterator[None]:
         service.close()
 
 
-async def _loop(service: AlertingService, interval: float) -> None:
+async def _loop(app: Any, service: AlertingService, interval: float) -> None:
     while True:
         await asyncio.sleep(interval)
-        await asyncio.to_thread(service.tick)
+        if await asyncio.to_thread(app.state.leadership.held):
+            await asyncio.to_thread(service.tick)

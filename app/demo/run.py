@@ -25,7 +25,6 @@ from typing import TextIO
 import psutil
 from sqlalchemy import func, select
 
-from app.cli.commands.serve import build_server_app
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
@@ -34,6 +33,7 @@ from app.demo.live import LiveFleet, LiveIntervals
 from app.demo.scenario import default_scenario
 from app.demo.server import ServerThread
 from app.models import ReportRow
+from app.server import build_server_app
 from probes.report import utcnow
 
 log = logging.getLogger(__name__)

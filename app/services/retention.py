@@ -7,13 +7,16 @@ after the newest rollup, plus the hours touched by reports received since the pr
 (a probe's spool delivering old reports late), so rollups stay exact without bookkeeping.
 Only hours whose raw samples are still complete are ever re-aggregated.
 
-On PostgreSQL an advisory lock lets exactly one replica run the job at a time; the others
-skip. `run_maintenance` is safe to call as often as you like.
+On PostgreSQL the raw tables are partitioned by day (`app/services/partitions.py`): the job
+first makes the days ahead, and pruning drops whole expired days instead of deleting rows
+(so raw samples stay up to a day longer than `retention_raw_days`). An advisory lock lets
+exactly one replica run the job at a time; the others skip. `run_maintenance` is safe to
+call as often as you like.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, case, delete, func, insert, select, text
@@ -21,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import GpuSample, LinkSample, Measurement, MeasurementRollup, ReportRow
+from app.services import partitions
 from app.sql import epoch_seconds, from_epoch_seconds
 
 HOUR = timedelta(hours=1)
@@ -33,7 +37,9 @@ class MaintenanceResult:
     rolled_from: datetime | None = None
     rolled_until: datetime | None = None
     rollup_rows: int = 0
-    pruned: dict[str, int] | None = None
+    pruned: dict[str, int] | None = None  # rows deleted
+    made: list[str] = field(default_factory=list)  # partitions made ahead (PostgreSQL)
+    dropped: list[str] = field(default_factory=list)  # whole expired partitions dropped
 
     def __str__(self) -> str:
         """What `serve` logs: one readable line, e.g. "rolled up 12 rows (hours 10:00-12:00
@@ -47,7 +53,9 @@ class MaintenanceResult:
             rolled = "nothing to roll up"
         pruned = ", ".join(f"{table} {rows}" for table, rows in (self.pruned or {}).items()
                            if rows)
-        return f"{rolled}; pruned {pruned or 'nothing'}"
+        days = (f"; made {len(self.made)} day partitions" if self.made else "") + (
+            f"; dropped {', '.join(self.dropped)}" if self.dropped else "")
+        return f"{rolled}; pruned {pruned or 'nothing'}{days}"
 
 
 def floor_hour(at: datetime) -> datetime:
@@ -100,19 +108,36 @@ def roll_up(session: Session, start: datetime, end: datetime) -> int:
         MeasurementRollup.hour >= start, MeasurementRollup.hour < end)) or 0
 
 
-def prune(session: Session, settings: Settings, now: datetime) -> dict[str, int]:
+def prune(session: Session, settings: Settings, now: datetime,
+          out: MaintenanceResult) -> dict[str, int]:
     raw_cutoff = now - timedelta(seconds=settings.retention_raw_s)
     rollup_cutoff = now - timedelta(seconds=settings.retention_rollup_s)
     statements = {
-        "measurements": delete(Measurement).where(Measurement.measured_at < raw_cutoff),
-        "link_samples": delete(LinkSample).where(LinkSample.at < raw_cutoff),
-        "gpu_samples": delete(GpuSample).where(GpuSample.at < raw_cutoff),
         "measurement_rollups": delete(MeasurementRollup).where(
             MeasurementRollup.hour < rollup_cutoff),
         "reports": delete(ReportRow).where(ReportRow.finished_at < rollup_cutoff),
     }
-    return {name: max(session.execute(stmt).rowcount or 0, 0)  # type: ignore[attr-defined]
-            for name, stmt in statements.items()}
+    if partitions.is_partitioned(session.connection()):
+        out.dropped = partitions.drop_days_before(session.connection(), raw_cutoff)
+        pruned = partitions.prune_default(session.connection(), raw_cutoff)
+    else:
+        statements |= {
+            "measurements": delete(Measurement).where(Measurement.measured_at < raw_cutoff),
+            "link_samples": delete(LinkSample).where(LinkSample.at < raw_cutoff),
+            "gpu_samples": delete(GpuSample).where(GpuSample.at < raw_cutoff),
+        }
+        pruned = {}
+    return pruned | {name: max(session.execute(stmt).rowcount or 0, 0)  # type: ignore[attr-defined]
+                     for name, stmt in statements.items()}
+
+
+def make_days_ahead(session: Session, now: datetime) -> list[str]:
+    """PostgreSQL: the partitions from yesterday to `AHEAD_DAYS` ahead of `now`."""
+    if not partitions.is_partitioned(session.connection()):
+        return []
+    today = partitions.today(now)
+    return partitions.ensure_days(session.connection(), today - partitions.DAY,
+                                  today + timedelta(days=partitions.AHEAD_DAYS))
 
 
 def _locked(session: Session) -> bool:
@@ -129,10 +154,10 @@ def run_maintenance(engine: Engine, settings: Settings,
     with Session(engine) as session, session.begin():
         if not _locked(session):
             return MaintenanceResult(skipped=True)
-        out = MaintenanceResult()
+        out = MaintenanceResult(made=make_days_ahead(session, now))
         start, end = _rollup_start(session, settings, now), floor_hour(now)
         if start is not None and start < end:
             out.rolled_from, out.rolled_until = start, end
             out.rollup_rows = roll_up(session, start, end)
-        out.pruned = prune(session, settings, now)
+        out.pruned = prune(session, settings, now, out)
         return out

@@ -43,6 +43,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('clock_skew_s', sa.Float(), nullable=True))
         batch_op.add_column(sa.Column('inventory_changed_at', TS, nullable=True))
         batch_op.add_column(sa.Column('error_total', sa.BigInteger(), nullable=True))
+    for table in ('link_samples', 'gpu_samples'):  # a host's newest window, all links at once
+        op.create_index(op.f(f'ix_{table}_host_id_at'), table, ['host_id', 'at'])
     _judged('judged_hosts', [],
             sa.Column('stale', sa.Boolean(), nullable=False),
             sa.Column('gpus_total', sa.Integer(), nullable=False),
@@ -76,6 +78,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Downgrade schema."""
+    for table in ('link_samples', 'gpu_samples'):
+        op.drop_index(op.f(f'ix_{table}_host_id_at'), table_name=table)
     for name in ('judged_tests', 'judged_pairs', 'judged_links', 'judged_gpus', 'judged_hosts'):
         op.drop_table(name)
     with op.batch_alter_table('hosts', schema=None) as batch_op:

@@ -14,13 +14,15 @@ from app.cli import main
 from app.config import Settings
 from app.db import current_revision, head_revision, make_engine, upgrade_to_head
 from app.models import Base
+from app.services.partitions import include_name
 
 
 def test_models_and_migrations_agree(db_url: str) -> None:
     engine = make_engine(Settings(database_url=db_url))
     try:
         with engine.connect() as conn:
-            ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+            ctx = MigrationContext.configure(conn, opts={"compare_type": True,
+                                                         "include_name": include_name})
             diffs = compare_metadata(ctx, Base.metadata)
         assert diffs == []
         assert current_revision(engine) == head_revision()

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli.commands.serve import SchemaBehind, prepare_database
 from app.config import Settings
 from app.db import make_engine
+from app.server import SchemaBehind, prepare_database
 from tests.app.factory import sweep
 
 

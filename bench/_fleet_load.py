@@ -1,0 +1,220 @@
+"""The simulated fleet's traffic for bench/fleet.py: N `hgx8` probes posting through HTTP.
+
+Reports are built once from the simulated `hgx8` fabric, like bench/ingest.py does (a full
+sweep: 393 results, 2 counter samples of 8 x 18 NVLink ports; an inventory report: the
+inventory and one counter sample), with a marker host name and a marker clock; each post
+is that JSON with the marks replaced (host, a new report id, now), so the client spends
+its CPU on sending, not on building reports.
+
+Three phases:
+- `warm_up`: every host posts one sweep and then one inventory report, one at a time per
+  server: the quiet per-report server cost (the `Server-Timing` header);
+- `load`: every host on its own compressed cadence (a sweep every 600/k s, inventory every
+  30/k s, random phases), one post in flight per host as a probe does, 429/503 answered by
+  waiting `Retry-After` with jitter and sending the same report again (the probe spools it),
+  while /healthz is polled every 100 ms;
+- `burst`: a few posters sending sweeps back to back: the API's rows/s at saturation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import httpx
+
+from probes.report import Report, ReportKind
+from probes.simulated import SimulatedFabric
+from probes.sweep import SweepOptions, build_report
+
+MARK = datetime(2001, 1, 1, tzinfo=UTC)
+MARK_JSON = "2001-01-01T00:00:00Z"
+HOST_MARK = "__HOST__"
+TOKEN = "bench-token"
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+PROBE_TIMEOUT_S = 10.0  # the probe's own request timeout
+INVENTORY_S, SWEEP_S = 30.0, 600.0  # the probe's real cadence
+
+
+def rows_of(report: Report) -> int:
+    """Rows one report writes: the report, its results, link and GPU samples."""
+    return 1 + len(report.results) + sum(len(c.links) + len(c.pcie_replay)
+                                         for c in report.counters)
+
+
+@dataclass
+class Template:
+    kind: str
+    json: str
+    report_id: str
+    rows: int
+    report: Report
+
+    def body(self, host: str, at: datetime) -> str:
+        when = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return (self.json.replace(self.report_id, str(uuid.uuid4()), 1)
+                .replace(HOST_MARK, host).replace(MARK_JSON, when))
+
+
+def templates() -> dict[str, Template]:
+    fabric = SimulatedFabric("hgx8", seed=11, hostname=HOST_MARK)
+    out = {}
+    for kind in (ReportKind.SWEEP, ReportKind.INVENTORY):
+        report = build_report(fabric, kind=kind, options=SweepOptions(timeout_s=None),
+                              now=lambda: MARK)
+        out[kind.value] = Template(kind.value, report.model_dump_json(), str(report.report_id),
+                                   rows_of(report), report)
+    return out
+
+
+def host_name(i: int) -> str:
+    return f"hgx8-{i:04d}"
+
+
+@dataclass
+class Sample:
+    kind: str
+    status: int  # 0: no answer (timeout or connection error)
+    latency_ms: float
+    server_ms: float | None
+
+
+@dataclass
+class Record:
+    samples: list[Sample] = field(default_factory=list)
+    healthz_ms: list[float] = field(default_factory=list)
+    late_s: list[float] = field(default_factory=list)  # how late each post left its schedule
+    seconds: float = 0.0
+
+    def accepted(self, kind: str | None = None) -> list[Sample]:
+        return [s for s in self.samples if s.status in (200, 201)
+                and (kind is None or s.kind == kind)]
+
+    def count(self, *statuses: int) -> int:
+        return sum(1 for s in self.samples if s.status in statuses)
+
+
+def server_ms(response: httpx.Response) -> float | None:
+    timing = response.headers.get("server-timing", "")
+    if "dur=" not in timing:
+        return None
+    return float(timing.split("dur=", 1)[1].split(",", 1)[0])
+
+
+async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
+               record: Record) -> httpx.Response | None:
+    started = time.perf_counter()
+    try:
+        response = await client.post(f"{base}/api/v1/reports", content=body, headers=HEADERS)
+    except httpx.HTTPError:
+        record.samples.append(Sample(kind, 0, (time.perf_counter() - started) * 1000, None))
+        return None
+    record.samples.append(Sample(kind, response.status_code,
+                                 (time.perf_counter() - started) * 1000, server_ms(response)))
+    return response
+
+
+def client(hosts: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=PROBE_TIMEOUT_S,
+                             limits=httpx.Limits(max_connections=hosts + 16))
+
+
+async def warm_up(bases: list[str], hosts: int, tpl: dict[str, Template]) -> Record:
+    record, queue = Record(), asyncio.Queue[int]()
+    for i in range(hosts):
+        queue.put_nowait(i)
+
+    async def worker(http: httpx.AsyncClient, base: str) -> None:
+        while not queue.empty():
+            name = host_name(queue.get_nowait())
+            for kind in ("sweep", "inventory"):
+                answer = await post(http, base, kind, tpl[kind].body(name, datetime.now(UTC)),
+                                    record)
+                if answer is None or answer.status_code not in (200, 201):
+                    raise RuntimeError(f"warm-up post failed: {answer and answer.text[:300]}")
+
+    started = time.perf_counter()
+    async with client(len(bases)) as http:
+        await asyncio.gather(*(worker(http, base) for base in bases))
+    record.seconds = time.perf_counter() - started
+    return record
+
+
+def _retry_after(response: httpx.Response | None) -> float:
+    try:
+        return float(response.headers.get("retry-after", 1)) if response is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+async def _probe(http: httpx.AsyncClient, base: str, name: str, tpl: dict[str, Template],
+                 compress: float, start: float, end: float, record: Record) -> None:
+    every = {"inventory": INVENTORY_S / compress, "sweep": SWEEP_S / compress}
+    due = {kind: start + random.random() * every[kind] for kind in every}
+    while True:
+        kind = min(due, key=lambda k: due[k])
+        if due[kind] >= end:
+            return
+        await asyncio.sleep(max(0.0, due[kind] - time.monotonic()))
+        record.late_s.append(time.monotonic() - due[kind])
+        body = tpl[kind].body(name, datetime.now(UTC))
+        while time.monotonic() < end:
+            answer = await post(http, base, kind, body, record)
+            if answer is not None and answer.status_code in (200, 201):
+                break
+            await asyncio.sleep(_retry_after(answer) * random.uniform(0.5, 1.5))
+        due[kind] += every[kind]
+
+
+async def _poll_healthz(http: httpx.AsyncClient, bases: list[str], end: float,
+                        record: Record) -> None:
+    i = 0
+    while time.monotonic() < end:
+        started = time.perf_counter()
+        try:
+            await http.get(f"{bases[i % len(bases)]}/healthz")
+            record.healthz_ms.append((time.perf_counter() - started) * 1000)
+        except httpx.HTTPError:
+            record.healthz_ms.append(PROBE_TIMEOUT_S * 1000)
+        i += 1
+        await asyncio.sleep(0.1)
+
+
+async def load(bases: list[str], hosts: int, tpl: dict[str, Template], compress: float,
+               duration_s: float) -> Record:
+    record = Record()
+    start = time.monotonic()
+    end = start + duration_s
+    async with client(hosts) as http, client(4) as health:
+        await asyncio.gather(
+            _poll_healthz(health, bases, end, record),
+            *(_probe(http, bases[i % len(bases)], host_name(i), tpl, compress, start, end,
+                     record) for i in range(hosts)))
+    record.seconds = time.monotonic() - start
+    return record
+
+
+async def burst(bases: list[str], hosts: int, tpl: dict[str, Template], posters: int,
+                duration_s: float) -> Record:
+    """`posters` clients sending sweeps back to back (no pause) for `duration_s`."""
+    record = Record()
+    end = time.monotonic() + duration_s
+
+    async def poster(http: httpx.AsyncClient, k: int) -> None:
+        n = k
+        while time.monotonic() < end:
+            body = tpl["sweep"].body(host_name(n % hosts), datetime.now(UTC))
+            answer = await post(http, bases[k % len(bases)], "sweep", body, record)
+            if answer is not None and answer.status_code in (429, 503):
+                await asyncio.sleep(_retry_after(answer) * random.uniform(0.5, 1.5))
+            n += posters
+
+    started = time.monotonic()
+    async with client(posters) as http:
+        await asyncio.gather(*(poster(http, k) for k in range(posters)))
+    record.seconds = time.monotonic() - started
+    return record
