@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,6 +20,7 @@ from app.config import Settings
 from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
+from app.services.bulk import insert_rows
 from app.services.fabric_state import load_fabric
 from app.services.inventory import (
     get_or_create_host,
@@ -82,8 +83,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
     measurements = _measurement_rows(report, host.id, row.id)
     links, gpus = _sample_rows(report, host.id, row.id)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
-        if rows:
-            session.execute(insert(model), rows)
+        insert_rows(session, model.__table__, rows)
     keys = {(m["src"], m["dst"], m["test"]) for m in measurements
             if m["src"] is not None and m["error"] is None and not m["contended"]}
     if keys:

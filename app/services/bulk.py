@@ -1,0 +1,53 @@
+"""Insert many rows of one table in the session's transaction, as fast as the driver allows.
+
+A sweep report is ~700 rows (measurements, link and GPU samples). Through the ORM's
+executemany each value passes SQLAlchemy's per-parameter machinery and PostgreSQL gets
+batched INSERTs; here PostgreSQL gets one `COPY ... FROM STDIN` (psycopg 3
+`cursor.copy`) and SQLite one prepared INSERT run by the driver's `executemany`. Values go
+through each column type's own bind processor first, so what is stored is byte for byte
+what an ORM insert stores (UTC datetimes, JSON text). It runs on the session's connection:
+a failure later in the ingest rolls these rows back with everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Session
+
+
+def _processors(table: Table, columns: Sequence[str],
+                dialect: Dialect) -> list[Callable[[Any], Any] | None]:
+    return [table.c[name].type._cached_bind_processor(dialect) for name in columns]
+
+
+def _values(rows: Sequence[dict[str, Any]], columns: Sequence[str],
+            processors: list[Callable[[Any], Any] | None]) -> list[tuple[Any, ...]]:
+    pairs = list(zip(columns, processors, strict=True))
+    return [tuple(row[name] if fn is None or row[name] is None else fn(row[name])
+                  for name, fn in pairs) for row in rows]
+
+
+def insert_rows(session: Session, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT `rows` (dicts with the same keys, no primary key) into `table`."""
+    if not rows:
+        return
+    connection = session.connection()
+    dialect = connection.dialect
+    columns = list(rows[0])
+    values = _values(rows, columns, _processors(table, columns, dialect))
+    names = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
+    quoted_table = dialect.identifier_preparer.format_table(table)
+    if dialect.name == "postgresql":
+        raw = connection.connection.dbapi_connection
+        assert raw is not None
+        with raw.cursor() as cursor:
+            with cursor.copy(f"COPY {quoted_table} ({names}) FROM STDIN") as copy:
+                for value in values:
+                    copy.write_row(value)
+        return
+    marks = ", ".join("?" if dialect.paramstyle == "qmark" else "%s" for _ in columns)
+    connection.exec_driver_sql(f"INSERT INTO {quoted_table} ({names}) VALUES ({marks})", values)
