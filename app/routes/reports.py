@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
@@ -41,9 +40,27 @@ router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
 
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: nobody is listening for the answer
 REPORT_SCHEMA_REF = "#/components/schemas/Report"
-# 19+ digits in a row: the only way an integer beyond 64 bits can appear. Scanning the bytes
-# is cheap; walking the parsed tree is done only when this finds something.
-LONG_NUMBER = re.compile(rb"\d{19,}")
+# An integer beyond 64 bits has 19+ digits in a row; the digits after a float's point do not
+# count (a sweep has dozens of those). Finding such a run in the bytes (every digit mapped to
+# "0", then a plain `find`) is ~10x faster than a regex; walking the parsed tree to name the
+# field is done only when one is found.
+_DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_LONG_RUN = b"0" * 19
+_ZERO = ord("0")
+
+
+def may_hold_long_integer(body: bytes) -> bool:
+    """False only when no integer of 19+ digits can be in `body`."""
+    flat = body.translate(_DIGITS_TO_ZERO)
+    at = flat.find(_LONG_RUN)
+    while at != -1:
+        if at == 0 or body[at - 1] != ord("."):
+            return True
+        end = at + len(_LONG_RUN)
+        while end < len(flat) and flat[end] == _ZERO:
+            end += 1
+        at = flat.find(_LONG_RUN, end)
+    return False
 
 
 async def read_limited_body(request: Request, limit: int) -> bytes:
@@ -125,7 +142,7 @@ def parse_report(body: bytes) -> Report:
             detail=f"unsupported schema_version {version!r}; this server supports "
                    f"{list(SUPPORTED_SCHEMA_VERSIONS)}",
         )
-    if LONG_NUMBER.search(body) and (too_large := oversized_integers(data)):
+    if may_hold_long_integer(body) and (too_large := oversized_integers(data)):
         raise _body_errors(too_large)
     return validate_report(data)
 

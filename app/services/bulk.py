@@ -4,8 +4,8 @@ A sweep report is ~700 rows (measurements, link and GPU samples). Through the OR
 executemany each value passes SQLAlchemy's per-parameter machinery and PostgreSQL gets
 batched INSERTs; here PostgreSQL gets one `COPY ... FROM STDIN` (psycopg 3
 `cursor.copy`) and SQLite one prepared INSERT run by the driver's `executemany`. Values go
-through each column type's own bind processor first, so what is stored is byte for byte
-what an ORM insert stores (UTC datetimes, JSON text). It runs on the session's connection:
+through each column type's own bind processor first (UTC datetimes), JSON as orjson's
+compact text, so what is stored reads back exactly as an ORM insert's. It runs on the session's connection:
 a failure later in the ingest rolls these rows back with everything else.
 """
 
@@ -14,14 +14,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Table
+import orjson
+from sqlalchemy import JSON, Table
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
 def _processors(table: Table, columns: Sequence[str],
                 dialect: Dialect) -> list[Callable[[Any], Any] | None]:
-    return [table.c[name].type._cached_bind_processor(dialect) for name in columns]
+    """Each column's bind processor; JSON columns get their text from orjson (the same
+    document, compact), which both drivers store as it is."""
+    return [_json_text if isinstance(table.c[name].type, JSON)
+            else table.c[name].type._cached_bind_processor(dialect) for name in columns]
 
 
 def _values(rows: Sequence[dict[str, Any]], columns: Sequence[str],

@@ -18,6 +18,7 @@ from app.analysis.expected import Expectation, expected
 from app.models import Gpu, Host, NvLink, Pair
 from probes.report import (
     GpuInfo,
+    Inventory,
     LinkState,
     NvLinkPort,
     P2PCap,
@@ -108,3 +109,11 @@ def load_fabric(session: Session, host: Host) -> HostFabric:
     pairs = select(Pair).where(Pair.host_id == host.id, Pair.present.is_(True))
     fabric.pairs = {(r.src, r.dst): _pair(r) for r in session.scalars(pairs)}
     return fabric
+
+
+def fabric_from_inventory(host: Host, inventory: Inventory) -> HostFabric:
+    """The fabric `load_fabric` would read right after `inventory` was stored as the
+    host's newest: its GPUs, present ports and pairs (no missing GPUs: nothing asks)."""
+    return HostFabric(host=host, gpus={g.index: g for g in inventory.gpus},
+                      nvlinks=sorted(inventory.nvlinks, key=lambda p: (p.gpu, p.link)),
+                      pairs={(p.src, p.dst): p for p in inventory.pairs})

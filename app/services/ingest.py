@@ -21,7 +21,7 @@ from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
 from app.services.bulk import insert_rows
-from app.services.fabric_state import load_fabric
+from app.services.fabric_state import fabric_from_inventory, load_fabric
 from app.services.inventory import (
     get_or_create_host,
     is_newest,
@@ -37,7 +37,9 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime) 
     """Store `report` (or recognise it as stored before) and commit."""
     for attempt in range(ATTEMPTS):
         try:
-            result = _stored_result(session, report.report_id)
+            # a first attempt goes straight to the insert, whose unique report_id finds a
+            # duplicate; only a retry (after that or another conflict) looks it up
+            result = _stored_result(session, report.report_id) if attempt else None
             if result is None:
                 result = _store(session, report, settings, now)
             session.commit()
@@ -68,7 +70,11 @@ def _stored_result(session: Session, report_id: uuid.UUID) -> IngestResult | Non
 
 def _store(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
     host = get_or_create_host(session, report.host, now)
-    if is_newest(host, report.finished_at):
+    row = _report_row(report, host.id, now)
+    session.add(row)
+    session.flush()  # the unique report_id is checked here, before any other work
+    newest = is_newest(host, report.finished_at)
+    if newest:
         update_identity(host, report.host)
         upsert_inventory(session, host, report.inventory, report.finished_at)
         host.last_report_at = report.finished_at
@@ -77,9 +83,6 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         host.last_sweep_at = report.finished_at
-    row = _report_row(report, host.id, now)
-    session.add(row)
-    session.flush()  # the unique report_id is checked here
     measurements = _measurement_rows(report, host.id, row.id)
     links, gpus = _sample_rows(report, host.id, row.id)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
@@ -87,8 +90,10 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
     keys = {(m["src"], m["dst"], m["test"]) for m in measurements
             if m["src"] is not None and m["error"] is None and not m["contended"]}
     if keys:
-        refresh_baselines(session, load_fabric(session, host), keys, report.finished_at,
-                          settings)
+        # the newest report's inventory is what was just stored: no need to read it back
+        fabric = (fabric_from_inventory(host, report.inventory) if newest
+                  else load_fabric(session, host))
+        refresh_baselines(session, fabric, keys, report.finished_at, settings)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))
 
