@@ -19,7 +19,6 @@ import math
 from typing import Any
 
 import orjson
-
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError

@@ -5,19 +5,24 @@ executemany each value passes SQLAlchemy's per-parameter machinery and PostgreSQ
 batched INSERTs; here PostgreSQL gets one `COPY ... FROM STDIN` (psycopg 3
 `cursor.copy`) and SQLite one prepared INSERT run by the driver's `executemany`. Values go
 through each column type's own bind processor first (UTC datetimes), JSON as orjson's
-compact text, so what is stored reads back exactly as an ORM insert's. It runs on the session's connection:
-a failure later in the ingest rolls these rows back with everything else.
+compact text, so what is stored reads back exactly as an ORM insert's. It runs on the
+session's connection: a failure later in the ingest rolls these rows back with the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from sqlalchemy import JSON, Table
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
+
+from app.models import Base
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 def _json_text(value: Any) -> str:
@@ -39,10 +44,11 @@ def _values(rows: Sequence[dict[str, Any]], columns: Sequence[str],
                   for name, fn in pairs) for row in rows]
 
 
-def insert_rows(session: Session, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    """INSERT `rows` (dicts with the same keys, no primary key) into `table`."""
+def insert_rows(session: Session, model: type[Base], rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT `rows` (dicts with the same keys, no primary key) into `model`'s table."""
     if not rows:
         return
+    table = cast(Table, model.__table__)
     connection = session.connection()
     dialect = connection.dialect
     columns = list(rows[0])
@@ -50,8 +56,7 @@ def insert_rows(session: Session, table: Table, rows: Sequence[dict[str, Any]]) 
     names = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
     quoted_table = dialect.identifier_preparer.format_table(table)
     if dialect.name == "postgresql":
-        raw = connection.connection.dbapi_connection
-        assert raw is not None
+        raw = cast("psycopg.Connection[Any]", connection.connection.dbapi_connection)
         with raw.cursor() as cursor:
             with cursor.copy(f"COPY {quoted_table} ({names}) FROM STDIN") as copy:
                 for value in values:

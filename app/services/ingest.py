@@ -86,7 +86,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
     measurements = _measurement_rows(report, host.id, row.id)
     links, gpus = _sample_rows(report, host.id, row.id)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
-        insert_rows(session, model.__table__, rows)
+        insert_rows(session, model, rows)
     keys = {(m["src"], m["dst"], m["test"]) for m in measurements
             if m["src"] is not None and m["error"] is None and not m["contended"]}
     if keys:
