@@ -23,8 +23,10 @@ from app.services.baselines import refresh_baselines
 from app.services.bulk import insert_rows
 from app.services.fabric_state import fabric_from_inventory, load_fabric
 from app.services.inventory import (
+    forget_uncommitted,
     get_or_create_host,
     is_newest,
+    remember_committed,
     update_identity,
     upsert_inventory,
 )
@@ -43,9 +45,11 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime) 
             if result is None:
                 result = _store(session, report, settings, now)
             session.commit()
+            remember_committed(session)
             return result
         except IntegrityError:
             session.rollback()
+            forget_uncommitted(session)
             if attempt == ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")

@@ -9,6 +9,7 @@ went down this morning. Rows missing from the newest inventory are kept with
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +21,9 @@ from probes.report import GpuInfo, HostIdentity, Inventory, NvLinkPort, PairInfo
 
 
 def get_or_create_host(session: Session, identity: HostIdentity, at: datetime) -> Host:
-    host = session.scalar(select(Host).where(Host.name == identity.hostname))
+    """The host's row, locked until commit (PostgreSQL): two replicas ingesting reports of
+    one host at once take turns, so neither writes its inventory over rows it did not see."""
+    host = session.scalar(select(Host).where(Host.name == identity.hostname).with_for_update())
     if host is None:
         host = Host(name=identity.hostname, fabric=identity.fabric, first_seen=at)
         session.add(host)
@@ -120,7 +123,61 @@ def _grouped(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return list(groups.values())
 
 
+class InventoryMemo:
+    """What this process last committed as each host's inventory: its fingerprint and the
+    host's `last_report_at` it set. If the host still shows that `last_report_at`, no report
+    has rewritten the inventory since (every rewrite moves it, whichever replica made it),
+    so an unchanged inventory needs only its GPUs' `last_seen_at` bumped. One per app, put
+    in `session.info[MEMO_KEY]` by the sessionmaker; sessions without one always compare."""
+
+    def __init__(self) -> None:
+        self._stored: dict[int, tuple[bytes, datetime]] = {}
+
+    def unchanged(self, host: Host, fingerprint: bytes) -> bool:
+        return (host.last_report_at is not None
+                and self._stored.get(host.id) == (fingerprint, host.last_report_at))
+
+    def remember(self, host_id: int, fingerprint: bytes, version: datetime) -> None:
+        self._stored[host_id] = (fingerprint, version)
+
+
+MEMO_KEY = "peerwatch.inventory_memo"
+_PENDING_KEY = "peerwatch.inventory_pending"
+
+
+def _fingerprint(inv: Inventory) -> bytes:
+    return hashlib.blake2b(inv.model_dump_json().encode(), digest_size=16).digest()
+
+
+def remember_committed(session: Session) -> None:
+    """After a commit: the inventory written in it is now what the memo may trust."""
+    pending = session.info.pop(_PENDING_KEY, None)
+    memo = session.info.get(MEMO_KEY)
+    if pending is not None and memo is not None:
+        memo.remember(*pending)
+
+
+def forget_uncommitted(session: Session) -> None:
+    session.info.pop(_PENDING_KEY, None)
+
+
 def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime) -> None:
+    """Write `inv` as the host's inventory as of `at` (the report's finish, which becomes the
+    host's `last_report_at`)."""
+    memo: InventoryMemo | None = session.info.get(MEMO_KEY)
+    if memo is None:
+        _upsert(session, host, inv, at)
+        return
+    fingerprint = _fingerprint(inv)
+    if memo.unchanged(host, fingerprint):
+        session.execute(update(Gpu).where(Gpu.host_id == host.id, Gpu.present.is_(True))
+                        .values(last_seen_at=at))
+    else:
+        _upsert(session, host, inv, at)
+    session.info[_PENDING_KEY] = (host.id, fingerprint, at)
+
+
+def _upsert(session: Session, host: Host, inv: Inventory, at: datetime) -> None:
     _sync(session, Gpu, host.id, ("index",), {(g.index,): _gpu_fields(g, at) for g in inv.gpus})
     _sync(session, NvLink, host.id, ("gpu", "link"),
           {(p.gpu, p.link): _link_fields(p, at) for p in inv.nvlinks})
