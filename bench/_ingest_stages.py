@@ -179,3 +179,14 @@ def profile(app: Any, bodies: list[bytes]) -> Profile:
                for k, v in per_stage.items()}
     return Profile(statistics.median(walls), statistics.median(cpus), db_ms,
                    statistics.median(hooks), medians)
+
+
+def combined(profiles: list[Profile]) -> Profile:
+    """Medians over profiles of one report each (the database CPU: a mean, as in one)."""
+    names = {k for p in profiles for k in p.stages}
+    return Profile(
+        statistics.median(p.wall_ms for p in profiles),
+        statistics.median(p.app_cpu_ms for p in profiles),
+        statistics.fmean(p.db_cpu_ms for p in profiles),
+        statistics.median(p.hook_ms for p in profiles),
+        {k: statistics.median(p.stages.get(k, 0.0) for p in profiles) for k in names})

@@ -9,7 +9,6 @@ the API achieves in rows/s is printed as a ratio to these.
 
 from __future__ import annotations
 
-import statistics
 import time
 import uuid
 from collections.abc import Callable
@@ -65,25 +64,30 @@ def _copy(cur: psycopg.Cursor[Any], table: str, rows: list[tuple[Any, ...]],
             copy.write_row(row)
 
 
-def ceiling_rows_per_s(url: str, host_id: int, report: Report, repeat: int) -> dict[str, float]:
-    """Median rows/s of each raw method over `repeat` reports (one transaction each)."""
-    tables = report_rows(report, host_id)
-    total = 1 + sum(len(rows) for rows in tables.values())
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    methods: dict[str, Callable[..., None]] = {"batch insert": _batch, "COPY": _copy}
-    figures = {}
-    with psycopg.connect(dsn) as conn:
-        for name, method in methods.items():
-            times = []
-            for _ in range(repeat):
-                t = time.perf_counter()
-                with conn.transaction(), conn.cursor() as cur:
-                    report_pk = _insert_report(cur, host_id)
-                    for table, rows in tables.items():
-                        columns = list(rows[0])
-                        values = [tuple(report_pk if c == "report_id" else _plain(r[c])
-                                        for c in columns) for r in rows]
-                        method(cur, table, values, columns)
-                times.append(time.perf_counter() - t)
-            figures[name] = total / statistics.median(times)
-    return figures
+class RawInserter:
+    """One psycopg connection inserting a report's rows, one transaction per call."""
+
+    METHODS: dict[str, Callable[..., None]] = {"batch insert": _batch, "COPY": _copy}
+
+    def __init__(self, url: str, host_id: int, report: Report) -> None:
+        self.host_id = host_id
+        self.tables = report_rows(report, host_id)
+        self.rows = 1 + sum(len(rows) for rows in self.tables.values())
+        dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self.conn = psycopg.connect(dsn)
+
+    def seconds(self, method: str) -> float:
+        """Wall seconds to insert the report's rows with `method`, committed."""
+        insert_all = self.METHODS[method]
+        t = time.perf_counter()
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            report_pk = _insert_report(cur, self.host_id)
+            for table, rows in self.tables.items():
+                columns = list(rows[0])
+                values = [tuple(report_pk if c == "report_id" else _plain(r[c])
+                                for c in columns) for r in rows]
+                insert_all(cur, table, values, columns)
+        return time.perf_counter() - t
+
+    def close(self) -> None:
+        self.conn.close()

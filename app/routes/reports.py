@@ -23,12 +23,11 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.alerting.service import service_for
 from app.config import Settings
-from app.deps import ProbeTokenDep, SessionDep, SettingsDep
+from app.deps import ProbeTokenDep, SettingsDep
 from app.ingest_gate import IngestGate, gate_for
 from app.schemas import IngestResult
 from app.services.ingest import ingest
@@ -169,7 +168,7 @@ def parse_report(body: bytes) -> Report:
     }},
 )
 async def post_report(request: Request, response: Response, _token: ProbeTokenDep,
-                      session: SessionDep, settings: SettingsDep) -> IngestResult:
+                      settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
     body = await read_limited_body(request, settings.max_body_bytes)
     gate = gate_for(request.app)
@@ -177,7 +176,7 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
-        result = await run_in_threadpool(store_body, gate, session, body, settings)
+        result = await run_in_threadpool(store_body, request.app, gate, body, settings)
         gate.stats.accepted += 1
         if result.duplicate:
             response.status_code = status.HTTP_200_OK
@@ -186,16 +185,16 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     return result
 
 
-def store_body(gate: IngestGate, session: Session, body: bytes,
-               settings: Settings) -> IngestResult:
-    """Parse, validate and store one report: a worker thread's part, off the event loop."""
+def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings) -> IngestResult:
+    """Parse, validate and store one report: a worker thread's part, off the event loop (the
+    session is opened here too, so a refused report never costs a thread-pool hop for it)."""
     report = parse_report(body)
     now = utcnow()
     problems = check_report(report, now)
     if problems:
         raise _body_errors(problems)
     try:
-        with gate.writing():
+        with gate.writing(), app.state.sessionmaker() as session:
             return ingest(session, report, settings, now)
     except OperationalError as exc:
         if "database is locked" in str(exc):

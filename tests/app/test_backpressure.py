@@ -9,65 +9,31 @@ stored exactly once. On SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 from sqlalchemy import func, select
 
 from app.config import Settings
 from app.db import make_engine
 from app.models import Measurement, ReportRow
+from bench._serve import serve_process
 from probes.outbox import Outbox
 from probes.report import Report, TestName
 from probes.sender import Backoff, Sender, SendResult
 from probes.simulated import SimulatedFabric
 from probes.spool import Spool
 from probes.sweep import SweepOptions, build_report
-from tests.probes.live_server import free_port
 
 PROBES = 12
 REPORTS_EACH = 2
 TOKEN = "tok"
 SATURATED = {"PEERWATCH_INGEST_CONCURRENCY": "1", "PEERWATCH_INGEST_QUEUE": "2",
              "PEERWATCH_INGEST_WAIT_S": "0.5", "PEERWATCH_INGEST_RETRY_AFTER_S": "1"}
-
-
-@contextmanager
-def serve(database_url: str, data_dir: Path) -> Iterator[str]:
-    """`peerwatch serve` on a free loopback port; its base URL once /healthz answers."""
-    port = free_port()
-    env = {**os.environ, **SATURATED, "PEERWATCH_DATA_DIR": str(data_dir),
-           "PEERWATCH_PROBE_TOKENS": TOKEN}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
-         database_url, "--no-local-probe", "--log-level", "warning"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("server did not come up in 20 s")
-        yield base
-    finally:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-        assert b"Traceback" not in out, out.decode()
 
 
 class RecordingSender(Sender):
@@ -124,7 +90,8 @@ def test_overload_is_refused_with_retry_after_and_nothing_is_lost(
     answers: list[SendResult] = []
     health: list[int | str] = []
     stop = threading.Event()
-    with serve(db_url, tmp_path / "server") as base:
+    env = {**SATURATED, "PEERWATCH_PROBE_TOKENS": TOKEN}
+    with serve_process(db_url, tmp_path / "server", env) as base:
         poller = threading.Thread(target=poll_healthz, args=(base, stop, health))
         poller.start()
         try:
