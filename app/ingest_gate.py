@@ -66,11 +66,23 @@ class IngestGate:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new loop (tests' clients): its own semaphore
             self._loop, self._slots = loop, asyncio.Semaphore(self.concurrency)
-        if self._slots.locked() and self.stats.waiting >= self.queue:
+        if not self._slots.locked():
+            await self._slots.acquire()  # a free slot: taken at once, before anyone else runs
+        elif self.stats.waiting >= self.queue:
             self.stats.refused_full += 1
             raise Saturated(status.HTTP_429_TOO_MANY_REQUESTS, self.retry_after_s,
                             f"ingest saturated: {self.stats.active} reports in progress and "
                             f"{self.stats.waiting} waiting; retry later")
+        else:
+            await self._wait_for_slot()
+        self.stats.active += 1
+        try:
+            yield
+        finally:
+            self.stats.active -= 1
+            self._slots.release()
+
+    async def _wait_for_slot(self) -> None:
         self.stats.waiting += 1
         try:
             await asyncio.wait_for(self._slots.acquire(), self.wait_s)
@@ -81,12 +93,6 @@ class IngestGate:
                             ) from None
         finally:
             self.stats.waiting -= 1
-        self.stats.active += 1
-        try:
-            yield
-        finally:
-            self.stats.active -= 1
-            self._slots.release()
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:

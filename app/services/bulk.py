@@ -37,9 +37,25 @@ def _processors(table: Table, columns: Sequence[str],
             else table.c[name].type._cached_bind_processor(dialect) for name in columns]
 
 
+def _memoised(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`fn` for a column of few distinct hashable values (a sample's time, in every row)."""
+    seen: dict[Any, Any] = {}
+
+    def processed(value: Any) -> Any:
+        try:
+            return seen[value]
+        except KeyError:
+            seen[value] = result = fn(value)
+            return result
+        except TypeError:  # unhashable
+            return fn(value)
+    return processed
+
+
 def _values(rows: Sequence[dict[str, Any]], columns: Sequence[str],
             processors: list[Callable[[Any], Any] | None]) -> list[tuple[Any, ...]]:
-    pairs = list(zip(columns, processors, strict=True))
+    pairs = [(name, fn if fn is None or fn is _json_text else _memoised(fn))
+             for name, fn in zip(columns, processors, strict=True)]
     return [tuple(row[name] if fn is None or row[name] is None else fn(row[name])
                   for name, fn in pairs) for row in rows]
 

@@ -4,6 +4,7 @@ and /healthz and /readyz answer while every slot is taken."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
@@ -93,3 +94,32 @@ def test_a_client_that_went_away_is_not_worked_for(
             threading.Event().wait(0.05)
         assert load["client_gone"] == 1 and load["accepted"] == 1
     assert stored(settings).report_ids == [kept.report_id]
+
+
+@pytest.mark.parametrize(("queue", "codes"), [(0, [429] * 7), (2, [503, 503] + [429] * 5)])
+def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
+        tmp_path: Path, queue: int, codes: list[int]) -> None:
+    """Eight reports arrive in the same instant at one slot: one is taken, `queue` wait (and
+    time out, the slot being held), the rest are refused at once with 429."""
+    from app.ingest_gate import IngestGate, Saturated
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=queue,
+                                ingest_wait_s=0.2), serialise_writers=False)
+
+    async def one(release: asyncio.Event) -> int:
+        try:
+            async with gate.slot():
+                await release.wait()
+                return 201
+        except Saturated as refused:
+            return refused.status_code
+
+    async def burst() -> list[int]:
+        release = asyncio.Event()
+        tasks = [asyncio.create_task(one(release)) for _ in range(8)]
+        refused = await asyncio.gather(*tasks[1:])
+        release.set()
+        return [await tasks[0], *sorted(refused, reverse=True)]
+
+    assert asyncio.run(burst()) == [201, *codes]
+    assert (gate.stats.refused_full, gate.stats.refused_wait) == (7 - queue, queue)
