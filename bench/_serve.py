@@ -22,6 +22,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for_healthz(base: str, timeout_s: float = 20.0) -> None:
+    """Return once `base`/healthz answers 200; RuntimeError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server did not come up in {timeout_s:g} s")
+
+
 @contextmanager
 def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Iterator[str]:
     """The server's base URL once /healthz answers; stopped with SIGINT on exit, and a
@@ -34,14 +46,7 @@ def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Ite
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("server did not come up in 20 s")
+        wait_for_healthz(base)
         yield base
     finally:
         proc.send_signal(signal.SIGINT)
