@@ -123,3 +123,28 @@ def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
 
     assert asyncio.run(burst()) == [201, *codes]
     assert (gate.stats.refused_full, gate.stats.refused_wait) == (7 - queue, queue)
+
+
+def test_sqlite_locked_by_another_process_is_503_with_retry_after(tmp_path: Path) -> None:
+    """Another writer (here a second connection, as another process would hold it) keeps
+    the SQLite file locked past the busy timeout: 503 + Retry-After, never a 500."""
+    import sqlite3
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    settings = _settings(tmp_path, sqlite_busy_timeout_ms=100, ingest_retry_after_s=2)
+    other = sqlite3.connect(settings.database_url.removeprefix("sqlite:///"))
+    other.execute("BEGIN IMMEDIATE")  # the write lock, held
+    try:
+        with TestClient(create_app(settings)) as client:
+            r = client.post("/api/v1/reports", content=sweep(n=2).model_dump_json(),
+                            headers=HEADERS)
+            assert r.status_code == 503 and r.headers["Retry-After"] == "2"
+            assert "locked" in r.json()["detail"]
+            assert client.get("/readyz").json()["ingest"]["refused_locked"] == 1
+    finally:
+        other.rollback()
+        other.close()
+    assert stored(settings).report_ids == []
