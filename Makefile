@@ -7,7 +7,19 @@ PORT   ?= 8000
 
 .PHONY: demo test lint typecheck unit bench install clean
 
-$(STAMP): pyproject.toml
+# A $(VENV) made by a Python older than MIN_PYTHON (say `make PYTHON=python3.10` once) is
+# rebuilt with $(PYTHON); if $(PYTHON) is too old as well, make names the one command to run.
+MIN_PYTHON := 3.11
+PY_OK := import sys; sys.exit(sys.version_info < tuple(map(int, "$(MIN_PYTHON)".split("."))))
+
+$(STAMP): pyproject.toml setup.py
+	@if [ -x $(BIN)/python ] && ! $(BIN)/python -c '$(PY_OK)' 2>/dev/null; then \
+	  echo "make: $(VENV) has $$($(BIN)/python -V 2>&1), older than $(MIN_PYTHON): rebuilding it with $(PYTHON)"; \
+	  rm -rf $(VENV); fi
+	@if [ ! -x $(BIN)/python ] && ! $(PYTHON) -c '$(PY_OK)' 2>/dev/null; then \
+	  echo "make: peerwatch needs Python >= $(MIN_PYTHON), and '$(PYTHON)'" \
+	    "$$($(PYTHON) -V 2>/dev/null | sed 's/^/is /' | grep . || echo 'does not run')." \
+	    "Run: make PYTHON=python$(MIN_PYTHON) (or any newer python3)"; exit 1; fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'

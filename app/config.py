@@ -82,7 +82,9 @@ class Settings(BaseSettings):
 
     # --- judgement
     stale_after_s: float = Field(
-        default=1_800.0, gt=0, description="A host with no report for this long is stale."
+        default=90.0, gt=0, description="A host whose probe has not been heard for this long "
+        "(by the server's clock) is stale: unknown, not schedulable, and ProbeStale fires. "
+        "The default is three of the probe's 30 s inventory intervals."
     )
     degraded_ratio_expected: float = Field(
         default=0.7, gt=0, le=1, description="measured/expected below this is low."
@@ -93,6 +95,12 @@ class Settings(BaseSettings):
     degraded_sustain_s: float = Field(
         default=600.0, ge=0, description="A pair is degraded once it has been low this long."
     )
+    intermittent_low: int = Field(
+        default=3, ge=1, description="A pair is degraded when this many of its newest "
+        "`intermittent_of` judged samples are low (an intermittent fault).")
+    intermittent_of: int = Field(
+        default=6, ge=1, description="How many newest judged samples the intermittent rule "
+        "looks at.")
     health_lookback_s: float = Field(
         default=7_200.0, gt=0, description="History read back from the newest sweep to judge "
         "pairs (at least twice degraded_sustain_s is used)."
@@ -100,6 +108,11 @@ class Settings(BaseSettings):
     link_rate_window_s: float = Field(
         default=900.0, gt=0, description="Counter history a link's error rates are judged on."
     )
+    link_flap_window_s: float = Field(
+        default=3_600.0, gt=0, description="Window in which a link's downs are counted.")
+    link_flap_downs: int = Field(
+        default=2, ge=1, description="A link that went down this many times within the "
+        "window is degraded (flapping) while it is up.")
     baseline_window_days: float = Field(default=7.0, gt=0, description="History a baseline uses.")
     baseline_min_samples: int = Field(
         default=5, ge=1, description="Fewer samples give no baseline."

@@ -18,11 +18,10 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.assets import asset_dir
 from app.config import Settings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-MIGRATIONS_DIR = REPO_ROOT / "migrations"
-ALEMBIC_INI = REPO_ROOT / "alembic.ini"
+MIGRATIONS_DIR = asset_dir("migrations")
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -69,11 +68,15 @@ MIGRATION_LOCK_ID = 0x7065_6572  # "peer"
 
 
 def alembic_config(connection: Connection | None = None) -> Any:
-    """An Alembic Config for this repository; with `connection`, migrations run on it."""
+    """An Alembic Config for peerwatch's migrations; with `connection`, migrations run on it.
+
+    Built in code, not read from alembic.ini (which serves the plain `alembic` command in a
+    checkout and is not installed), so an installed wheel migrates the same way."""
     from alembic.config import Config
 
-    cfg = Config(str(ALEMBIC_INI))
+    cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("path_separator", "os")
     cfg.attributes["skip_logging"] = True  # keep the caller's logging as it is
     if connection is not None:
         cfg.attributes["connection"] = connection

@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.openapi import install_openapi
 from app.queries import NotFound
 
@@ -77,5 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
+    app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
+    app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     install_openapi(app)
     return app

@@ -1,17 +1,18 @@
-"""What `/metrics` exports, as plain values: one snapshot of the fleet read at scrape time.
+"""What the server's `/metrics` exports, as plain values: the fleet's judged state.
 
-The collector (`app/metrics.py`) only turns a `FleetSnapshot` into metric families; reading
-the database into a snapshot is `app/metrics_loader.py`. Keeping the two apart lets the
-exposition (names, labels, units, cardinality) be checked on its own, and keeps SQL out of
-the collector.
+The server exports verdicts, not measurements: per host and per GPU the stored verdict
+(`judged_hosts`, `judged_gpus`, written after each ingest and by the periodic evaluation),
+when each host was last heard from by the server's clock, the probe's clock skew, and the
+alerts of the server's own rules. Per-link and per-pair series come from the probe agents
+(`probes/metrics.py`). A few series per host and one per GPU keep a scrape of 1000 hosts
+small (docs/alerts.md, "Series per host"). The collector (`app/metrics.py`) only turns a
+`FleetSnapshot` into metric families; reading the database is `app/metrics_loader.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-
-from probes.report import LinkCounters, PcieLink, TestName
 
 
 @dataclass(frozen=True)
@@ -21,56 +22,24 @@ class HostFacts:
     driver_version: str | None = None
     cuda_version: str | None = None
     probe_version: str | None = None
-    last_report_at: datetime | None = None
-    last_sweep_at: datetime | None = None
-    # cost and outcome of the latest sweep
-    sweep_gpu_time_s: float | None = None
-    sweep_wall_time_s: float | None = None
-    sweep_device_memory_bytes: int | None = None
-    skipped_gpus: int = 0
-    transfer_errors: int = 0
-    probe_errors: int = 0  # in the latest report of any kind
+    last_received_at: datetime | None = None  # the server's clock
+    last_sweep_at: datetime | None = None  # the probe's clock
+    clock_skew_s: float | None = None  # receive time - report time, newest report
+    # its stored verdict (None: not judged yet)
+    verdict: str | None = None
+    verdict_since: datetime | None = None
+    stale: bool | None = None
+    gpus_total: int | None = None
+    gpus_healthy: int | None = None
+    worst_ratio: float | None = None
 
 
 @dataclass(frozen=True)
-class GpuFacts:
+class GpuVerdict:
     host: str
     gpu: int
-    nvlink_ports: int  # ports the GPU has had: in the inventory now, or seen before
-    nvlinks_active: int
-    pcie: PcieLink = PcieLink()
-
-
-@dataclass(frozen=True)
-class PortFacts:
-    host: str
-    gpu: int
-    link: int
-    up: bool
-    counters: LinkCounters | None = None  # latest cumulative counters
-
-
-@dataclass(frozen=True)
-class PairFacts:
-    host: str
-    src: int
-    dst: int
-    nvlink_width: int
-    p2p_access: bool | None  # None: the probe could not tell
-
-
-@dataclass(frozen=True)
-class ResultFacts:
-    """The latest successful result of one test on one ordered pair."""
-
-    host: str
-    src: int
-    dst: int
-    test: TestName
-    value: float  # bytes/s, or seconds for latency
-    expected: float | None = None
-    baseline: float | None = None
-    contended: bool = False
+    verdict: str
+    present: bool | None = None  # in the newest inventory (False: fell off the bus)
 
 
 @dataclass(frozen=True)
@@ -85,8 +54,5 @@ class AlertCount:
 @dataclass
 class FleetSnapshot:
     hosts: list[HostFacts] = field(default_factory=list)
-    gpus: list[GpuFacts] = field(default_factory=list)
-    ports: list[PortFacts] = field(default_factory=list)
-    pairs: list[PairFacts] = field(default_factory=list)
-    results: list[ResultFacts] = field(default_factory=list)
+    gpus: list[GpuVerdict] = field(default_factory=list)
     alerts: list[AlertCount] = field(default_factory=list)

@@ -92,6 +92,10 @@ class Host(Base):
     # be off), and how far the probe's clock was from it in the newest report.
     last_received_at: Mapped[datetime | None]
     clock_skew_s: Mapped[float | None] = mapped_column(Float)
+    # ... and what lets a judgement be skipped when nothing judged has changed: when the
+    # inventory last changed, and the sum of the judged error counters in the newest report.
+    inventory_changed_at: Mapped[datetime | None]
+    error_total: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Gpu(Base):
@@ -357,6 +361,7 @@ class JudgedTest(_Judged, Base):
     src: Mapped[int] = mapped_column(primary_key=True)
     dst: Mapped[int] = mapped_column(primary_key=True)
     value: Mapped[float | None] = mapped_column(Float, doc="Newest judged (uncontended) value.")
+    value_at: Mapped[datetime | None] = mapped_column(doc="When `value` was measured.")
     ratio_expected: Mapped[float | None] = mapped_column(Float)
     ratio_baseline: Mapped[float | None] = mapped_column(Float)
     low_since: Mapped[datetime | None]

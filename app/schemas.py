@@ -49,6 +49,9 @@ def _example(example: dict[str, Any]) -> ConfigDict:
 class Judged(BaseModel):
     verdict: Verdict
     reason: str = Field(examples=["all 56 pairs within 0.9 of expected"])
+    since: datetime | None = Field(
+        default=None, description="When it entered this verdict (server clock); None when "
+        "not judged yet.")
 
 
 # --------------------------------------------------------------------------- ingest
@@ -203,7 +206,13 @@ class HostDetail(BaseModel):
     cuda_version: str | None
     probe_version: str | None
     first_seen: datetime
-    last_report_at: datetime | None
+    last_report_at: datetime | None = Field(description="Newest report, by the probe's clock.")
+    last_received_at: datetime | None = Field(
+        default=None, description="When the newest report arrived, by the server's clock "
+        "(what staleness is judged by).")
+    clock_skew_s: float | None = Field(
+        default=None, description="Server receive time minus the probe's finish time of the "
+        "newest report: the probe clock's offset plus the upload time.")
     stale: bool
     gpus: list[GpuOut]
     nvlinks: list[NvLinkOut]
@@ -468,7 +477,10 @@ class HealthResponse(Judged):
                               "low_since": "2026-11-30T10:00:00Z"}]}],
     })
     host: str
-    generated_at: datetime
+    generated_at: datetime | None = Field(description="When this state was judged (server "
+                                                       "clock); None when not judged yet.")
+    stale: bool = Field(default=False, description="No report within the staleness limit: "
+                                                   "every verdict is as last known.")
     gpus: list[GpuHealth]
     links: list[LinkHealth]
     pairs: list[PairHealth]

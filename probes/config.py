@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from probes.report import PAIR_TESTS, TestName
 
 ENV_PREFIX = "PEERWATCH_PROBE_"
 
@@ -21,6 +24,13 @@ def default_spool_dir() -> Path:
     """Where undelivered reports wait: under XDG_STATE_HOME (the FHS place for such state)."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "peerwatch" / "spool"
+
+
+def _csv(value: Any) -> Any:
+    """`ce_write,latency` from the environment or the command line; lists pass through."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
 
 
 class ProbeSettings(BaseSettings):
@@ -48,6 +58,12 @@ class ProbeSettings(BaseSettings):
     request_timeout_s: float = Field(default=10.0, gt=0)
     backoff_initial_s: float = Field(default=5.0, gt=0)
     backoff_max_s: float = Field(default=300.0, gt=0)
+
+    # The agent's own /metrics (per link, GPU, pair); None: not served.
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_addr: str = "0.0.0.0"
+    metrics_tests: Annotated[list[TestName], NoDecode, BeforeValidator(_csv)] = Field(
+        default_factory=lambda: list(PAIR_TESTS), min_length=1)
 
     @field_validator("server_url")
     @classmethod

@@ -18,6 +18,7 @@ from probes.config import ProbeSettings
 from probes.errors import FabricUnavailable
 from probes.fabric import Fabric
 from probes.fabric_select import open_fabric, open_real
+from probes.metrics_server import AgentExposition, MetricsServer
 from probes.outbox import Outbox
 from probes.passes import report_builder
 from probes.sender import Backoff, Sender
@@ -31,6 +32,7 @@ class ProbeRuntime:
     fabric: Fabric
     outbox: Outbox
     worker: Worker
+    metrics: MetricsServer | None = None  # the agent's /metrics, with --metrics-port
 
 
 def open_fabric_for(settings: ProbeSettings) -> Fabric:
@@ -68,4 +70,9 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
         outbox = Outbox(sender, spool, backoff, clock, stop)
         build = report_builder(fabric, settings, watchdog=watchdog)
         worker = Worker(build, outbox, settings, clock=clock, sleep=sleep, rng=rng, meter=meter)
-        yield ProbeRuntime(settings, fabric, outbox, worker)
+        metrics = None
+        if settings.metrics_port is not None:
+            expose = AgentExposition(worker.state, spool, settings.metrics_tests)
+            metrics = MetricsServer(expose, settings.metrics_port, settings.metrics_addr)
+            stack.callback(metrics.close)
+        yield ProbeRuntime(settings, fabric, outbox, worker, metrics)

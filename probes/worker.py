@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from probes.agent_state import AgentState
 from probes.config import ProbeSettings
 from probes.outbox import Delivery, Outbox, Submitted
 from probes.report import Report, ReportKind
@@ -95,6 +96,7 @@ class Worker:
         self.rng = rng or random.Random()
         self.meter = meter
         self.stats = WorkerStats()
+        self.state = AgentState()  # what the agent's /metrics shows (probes/metrics.py)
         self._cpu_mark = meter()[0]
         self.next_inventory_at = 0.0
         self.next_sweep_at = 0.0
@@ -153,6 +155,7 @@ class Worker:
                 submitted = Submitted(self.outbox.keep(report))
         if submitted.delivery in (Delivery.DELIVERED, Delivery.SPOOLED):
             self.outbox.spool.acknowledge_drops(announced)
+            self.state.announced_drops(announced)
         self.stats.deliveries[submitted.delivery] = (
             self.stats.deliveries.get(submitted.delivery, 0) + 1)
         return submitted
@@ -166,6 +169,7 @@ class Worker:
         if self.outbox.ready() and len(self.outbox.spool) and not self.stopping:
             self._step("replay", self.outbox.replay)  # drops it finds go in this report
         report = self._step("stamp_cost", lambda: self._stamp(built)) or built
+        self.state.record(report)
         submitted = self._step("deliver", lambda: self._deliver(report))
         log.log(logging.INFO if kind is ReportKind.SWEEP else logging.DEBUG, "%s",
                 summarize(report, submitted))

@@ -8,6 +8,10 @@ missing, a developer's run skips those tests, but CI (`PEERWATCH_REQUIRE_SERVICE
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -21,3 +25,19 @@ def require(available: bool, what: str) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"{what} is required in CI but is not available", pytrace=False)
     pytest.skip(f"{what} is not available")
+
+
+@contextmanager
+def background(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real service process, its output in `log`; stopped (terminate, then kill) on exit."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -1,31 +1,28 @@
 """What the rules look at for one host: the server's own verdicts plus a few raw facts.
 
-`health` is `app.queries.host_health` — the same judgement the API and dashboard show (pair
-sustain rule, contention ignored, counter rates across resets), computed at the evaluation's
-`now`. Reading every pair's recent samples is most of its cost, and only a sweep changes
-them, so the NVLink verdicts the other rules need are also available alone (`links`, from the
-server's own `link_rates` and `judge_link`, over the same window as `host_health`). The rules
-add only what a verdict does not carry: the latest sweep's failed tests, how many NVLink
-ports each GPU has had, and the time of the last report.
+`health` is the host's judged state, stored in the same transaction just before the rules
+run (`app/services/judged_store.py`): the verdicts the API, dashboard, scheduler and
+`/metrics` read. The rules add only what a verdict does not carry: the latest sweep's failed
+tests, how many NVLink ports each GPU has had, and the time of the last report.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.alerting.settings import AlertingSettings
-from app.analysis.fabric_health import LinkJudgement, judge_link
+from app.analysis.fabric_health import LinkJudgement
 from app.analysis.health import Thresholds
 from app.config import Settings
 from app.models import Host, Measurement, NvLink, ReportRow
-from app.queries.health import HostHealth, host_health, link_rates
-from app.services.fabric_state import HostFabric, load_fabric
+from app.queries.health import HostHealth
+from app.services.fabric_state import HostFabric
 
 
 @dataclass(frozen=True)
@@ -44,6 +41,7 @@ class HostContext:
     now: datetime
     settings: Settings
     alerting: AlertingSettings
+    health: HostHealth  # the judged state just stored for this host
 
     @property
     def name(self) -> str:
@@ -53,26 +51,14 @@ class HostContext:
     def thresholds(self) -> Thresholds:
         return Thresholds.from_settings(self.settings)
 
-    @cached_property
-    def health(self) -> HostHealth:
-        return host_health(self.session, self.settings, self.host, self.now)
-
-    @cached_property
+    @property
     def fabric(self) -> HostFabric:
-        if "health" in self.__dict__:
-            return self.health.fabric
-        return load_fabric(self.session, self.host)
+        return self.health.fabric
 
-    @cached_property
+    @property
     def links(self) -> list[LinkJudgement]:
-        """The server's verdict on every NVLink port, without judging the pairs."""
-        if "health" in self.__dict__:
-            return list(self.health.judgement.links)
-        since = ((self.host.last_report_at or self.now)
-                 - timedelta(seconds=self.settings.link_rate_window_s))
-        rates = link_rates(self.session, self.host.id, since)
-        return [judge_link(p, rates.get((p.gpu, p.link), {}), self.thresholds)
-                for p in self.fabric.nvlinks]
+        """The stored verdict of every NVLink port."""
+        return list(self.health.judgement.links)
 
     @cached_property
     def ports_had(self) -> Counter[int]:
@@ -99,5 +85,5 @@ class HostContext:
 
 
 def load_context(session: Session, host: Host, now: datetime, settings: Settings,
-                 alerting: AlertingSettings) -> HostContext:
-    return HostContext(session, host, now, settings, alerting)
+                 alerting: AlertingSettings, health: HostHealth) -> HostContext:
+    return HostContext(session, host, now, settings, alerting, health)

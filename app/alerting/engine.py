@@ -3,9 +3,10 @@
     inactive --(active)--> pending --(active for `for`)--> firing --(not active)--> resolved
                               \\--(not active before `for`)--> inactive
 
-Every change is a row in `alert_events`. One host is one unit of work: one transaction
-holding a per-host lock, so two replicas (or the ingest hook and the periodic loop of one
-replica) never evaluate the same host at once:
+Every change is a row in `alert_events`. One host is one unit of work — judge it, store its
+state, evaluate the rules over that state — in one transaction holding a per-host lock, so
+two replicas (or the ingest hook and the periodic loop of one replica) never evaluate the
+same host at once:
 - PostgreSQL: `pg_advisory_xact_lock(namespace, hash(host))`, released by the commit;
 - SQLite (one server process): a process-wide lock around the transaction.
 Behind the lock a partial unique index (one pending-or-firing row per fingerprint) makes a
@@ -28,7 +29,8 @@ from app.alerting.context import HostContext, load_context
 from app.alerting.rule import Finding, Rule, fingerprint
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
-from app.models import Alert, AlertEvent, Host
+from app.models import Alert, AlertEvent, Host, JudgedHost
+from app.services.judged_store import judge_and_store
 
 ACTIVE = ("pending", "firing")
 LOCK_NAMESPACE = 0x5057  # "PW": first key of peerwatch's advisory locks
@@ -70,24 +72,36 @@ def for_seconds(rule: Rule, alerting: AlertingSettings) -> float:
 
 def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
                   settings: Settings, alerting: AlertingSettings,
-                  rules: Sequence[Rule], after_report: bool = False) -> Outcome:
-    """Evaluate the rules for `host` at `now` and commit the state changes.
+                  rules: Sequence[Rule], due_before: datetime | None = None) -> Outcome:
+    """Judge `host` at `now`, store its state, evaluate the rules over that state and commit
+    both together: the alerts fire from exactly the verdicts every reader sees.
 
-    `after_report`: called because a report arrived. If it was not a sweep, the rules that
-    read pair verdicts are left out (their alerts stay as they are): nothing they read
-    has changed, and reading it is most of an evaluation's cost.
+    `due_before` (the periodic round): do nothing when the host was judged at or after it,
+    by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
     """
     with sessions() as session, host_lock(session, host):
         host_row = session.scalar(select(Host).where(Host.name == host))
         findings: dict[str, tuple[Rule, Finding, dict[str, str]]] = {}
         if host_row is not None:
-            if after_report and host_row.last_report_at != host_row.last_sweep_at:
-                rules = [r for r in rules if not r.needs_sweep]
-            ctx = load_context(session, host_row, now, settings, alerting)
+            if due_before is not None and _judged_since(session, host_row.id, due_before):
+                return Outcome(host=host)
+            pending = session.scalar(select(Alert.id).where(
+                Alert.host == host, Alert.state == "pending").limit(1))
+            health = judge_and_store(session, settings, host_row, now,
+                                     may_skip=pending is None)
+            if health is None:  # nothing judged changed and no alert waits on its `for`
+                session.commit()
+                return Outcome(host=host)
+            ctx = load_context(session, host_row, now, settings, alerting, health)
             findings = _findings(ctx, rules)
         outcome = _apply(session, host, findings, now, alerting, {r.name for r in rules})
         session.commit()
         return outcome
+
+
+def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
+    judged = session.scalar(select(JudgedHost.judged_at).where(JudgedHost.host_id == host_id))
+    return judged is not None and judged >= at
 
 
 def _findings(ctx: HostContext, rules: Sequence[Rule]

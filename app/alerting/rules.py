@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.analysis.health import p2p_problem
+from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.schemas import Verdict
-from probes.report import BANDWIDTH_TESTS, LinkState
+from app.services.judge import last_heard_at
+from probes.report import BANDWIDTH_TESTS, LinkState, TestName
 
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
@@ -48,25 +49,74 @@ def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
     return out
 
 
+def _explained(ctx: HostContext) -> dict[int, str]:
+    """GPUs whose own fault explains slow pairs, and the fault: NVLinks down or lost,
+    growing link errors, P2P lost, or the GPU missing. A pair alert would only repeat them."""
+    why: dict[int, str] = {g: "missing" for g in ctx.fabric.missing_gpus}
+    for j in ctx.links:
+        if j.verdict is not Verdict.HEALTHY:
+            why.setdefault(j.gpu, f"NVLink {j.link} {j.verdict.value}")
+    for gpu, had in ctx.ports_had.items():
+        up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
+        if gpu in ctx.fabric.gpus and up < had:
+            why.setdefault(gpu, f"{up} of {had} NVLinks up")
+    return why
+
+
+def _pcie_short(ctx: HostContext) -> set[int]:
+    """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
+    out = set()
+    for gpu, info in ctx.fabric.gpus.items():
+        p = info.pcie
+        if (p.width_current and p.width_max and p.width_current < p.width_max) or (
+                p.gen_current and p.gen_max and p.gen_current < p.gen_max):
+            out.add(gpu)
+    return out
+
+
 def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
-    """Pairs the server calls degraded for low bandwidth (sustained, contention ignored)."""
-    out = []
+    """One alert per ordered pair the server calls degraded for low bandwidth (sustained or
+    intermittent, contention ignored), its slow tests listed; none where a fault of either
+    GPU explains it (that GPU's own alert is the page), nor for staged copies of a GPU whose
+    PCIe link is downtrained."""
+    explained, pcie = _explained(ctx), _pcie_short(ctx)
+    slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
         if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED:
             continue
         if j.low_since is None:
             continue  # a failed test, not a slow one: ProbeFailing says so
-        ratios = [r for r in (j.ratio_expected, j.ratio_baseline) if r is not None]
-        out.append(Finding(
-            labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst),
-                    "test": test.value},
-            summary=f"GPU{src}->GPU{dst} {test.value} on {ctx.name} is below its expected "
-                    "bandwidth",
-            description=j.reason + ".",
-            dashboard=dashboard_path(ctx.name, pair=(src, dst), test=test.value),
-            value=min(ratios) if ratios else None))
-    return out
+        if src in explained or dst in explained:
+            continue
+        if test is TestName.STAGED and (src in pcie or dst in pcie):
+            continue
+        slow.setdefault((src, dst), []).append(j)
+    return [_pair_finding(ctx, src, dst, js) for (src, dst), js in sorted(slow.items())]
+
+
+def _pair_finding(ctx: HostContext, src: int, dst: int,
+                  tests: list[TestJudgement]) -> Finding:
+    worst = min(tests, key=lambda j: min(r for r in (j.ratio_expected, j.ratio_baseline, 9.0)
+                                         if r is not None))
+    ratios = [r for j in tests for r in (j.ratio_expected, j.ratio_baseline) if r is not None]
+    names = ", ".join(j.test.value for j in tests)
+    return Finding(
+        labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst)},
+        summary=f"GPU{src}->GPU{dst} on {ctx.name} is below its "
+                f"{_below_what(worst, ctx.thresholds)} ({names})",
+        description=" ".join(j.reason + "." for j in tests),
+        dashboard=dashboard_path(ctx.name, pair=(src, dst), test=worst.test.value),
+        value=min(ratios) if ratios else None)
+
+
+def _below_what(j: TestJudgement, th: Thresholds) -> str:
+    """Which expectation a slow pair missed: the topology's, its own baseline's, or both."""
+    expected = j.ratio_expected is not None and j.ratio_expected < th.ratio_expected
+    baseline = j.ratio_baseline is not None and j.ratio_baseline < th.ratio_baseline
+    if expected and baseline:
+        return "expected bandwidth and its baseline"
+    return "baseline" if baseline else "expected bandwidth"
 
 
 def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
@@ -79,7 +129,18 @@ def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
                     f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
                     f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
         dashboard=dashboard_path(ctx.name, gpu=j.gpu))
-        for j in ctx.links if j.verdict is Verdict.DEGRADED]
+        for j in ctx.links if j.verdict is Verdict.DEGRADED and not j.flapping]
+
+
+def nvlink_flapping(ctx: HostContext) -> list[Finding]:
+    """Links that keep going down and coming back (up now, so NVLinkDown has resolved)."""
+    return [Finding(
+        labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
+        summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is flapping",
+        description=f"{j.reason}: reseat or replace the cable/board before it takes a job "
+                    "down with it.",
+        dashboard=dashboard_path(ctx.name, gpu=j.gpu))
+        for j in ctx.links if j.flapping]
 
 
 def p2p_access_lost(ctx: HostContext) -> list[Finding]:
@@ -118,19 +179,53 @@ def pcie_link_downtrained(ctx: HostContext) -> list[Finding]:
 
 
 def probe_stale(ctx: HostContext) -> list[Finding]:
-    last = ctx.host.last_report_at
-    limit = ctx.alerting.probe_stale_after_s
-    age = (ctx.now - last).total_seconds() if last else None
-    if age is not None and age <= limit:
+    """The stored host verdict's staleness (server clock, PEERWATCH_STALE_AFTER_S): the
+    same threshold the host verdict and the scheduler use."""
+    if not ctx.health.stale:
         return []
+    heard = last_heard_at(ctx.host)
+    age = (ctx.now - heard).total_seconds() if heard else None
     since = f"for {fmt_duration(age)}" if age is not None else "ever"
     return [Finding(
         labels={"host": ctx.name},
         summary=f"No report from {ctx.name} {since}",
-        description=f"The peerwatch probe on {ctx.name} has not reported {since} (limit "
-                    f"{fmt_duration(limit)}: {ctx.alerting.probe_stale_intervals:g} inventory "
-                    "intervals); its fabric is not being watched.",
+        description=f"The peerwatch probe on {ctx.name} has not been heard from {since} "
+                    f"(limit {fmt_duration(ctx.settings.stale_after_s)}, by the server's "
+                    "clock); its fabric is not being watched and its GPUs are not scheduled.",
         dashboard=dashboard_path(ctx.name), value=age)]
+
+
+def probe_clock_skew(ctx: HostContext) -> list[Finding]:
+    """The probe's clock is off: its timestamps (sample times, series) are shifted. A
+    warning, never staleness: staleness is judged by the server's clock."""
+    skew = ctx.host.clock_skew_s
+    limit = ctx.alerting.clock_skew_warn_s
+    if skew is None or abs(skew) <= limit or ctx.health.stale:
+        return []
+    way = "behind" if skew > 0 else "ahead of"
+    return [Finding(
+        labels={"host": ctx.name},
+        summary=f"The probe clock on {ctx.name} is {fmt_duration(abs(skew))} {way} the server's",
+        description=f"Reports from {ctx.name} arrive {skew:+.0f} s after the time they carry "
+                    f"(limit ±{limit:g} s): the probe host's clock is {way} the server's. "
+                    "Fix its time sync (chrony/NTP); peerwatch judges staleness by its own "
+                    "clock, but the host's sample times are shifted.",
+        dashboard=dashboard_path(ctx.name), value=skew)]
+
+
+def gpu_missing(ctx: HostContext) -> list[Finding]:
+    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79)."""
+    out = []
+    for gpu, row in sorted(ctx.fabric.missing_gpus.items()):
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(gpu)},
+            summary=f"GPU{gpu} is missing from {ctx.name}",
+            description=f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen "
+                        f"at {row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the "
+                        "newest inventory: it fell off the bus (Xid 79) or was reset. Its "
+                        "pairs are not judged and the scheduler leaves it out.",
+            dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
+    return out
 
 
 def probe_failing(ctx: HostContext) -> list[Finding]:
@@ -155,16 +250,23 @@ RULES: tuple[Rule, ...] = (
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
          "Fewer active NVLinks than the ports the GPU has had."),
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
-         "The server's verdict 'degraded' for low bandwidth; its sustain time is the wait.",
+         "The server's verdict 'degraded' for low bandwidth, one per ordered pair; none where "
+         "a fault of either GPU explains it.",
          needs_sweep=True),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
          "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
+    Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,
+         "A link went down PEERWATCH_LINK_FLAP_DOWNS times within PEERWATCH_LINK_FLAP_WINDOW_S."),
     Rule("P2PAccessLost", "critical", 0.0, p2p_access_lost,
          "GPUs joined by NVLink can no longer use P2P."),
     Rule("PCIeLinkDowntrained", "warning", 900.0, pcie_link_downtrained,
          "PCIe width (and generation, unless turned off) below the maximum."),
     Rule("ProbeStale", "warning", 0.0, probe_stale,
-         "No report for PEERWATCH_PROBE_STALE_INTERVALS inventory intervals."),
+         "No report for PEERWATCH_STALE_AFTER_S (the host verdict's staleness)."),
+    Rule("ProbeClockSkew", "warning", 600.0, probe_clock_skew,
+         "The probe's clock is off from the server's by more than PEERWATCH_CLOCK_SKEW_WARN_S."),
+    Rule("GPUMissing", "critical", 0.0, gpu_missing,
+         "A GPU seen before is missing from the newest inventory."),
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
          "Transfer tests failed in the latest sweep."),
 )

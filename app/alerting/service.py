@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import threading
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -30,7 +28,7 @@ from app.alerting.rule import Rule
 from app.alerting.rules import RULES
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
-from app.models import Alert, AlertEvent, Host
+from app.models import Alert, AlertEvent, Host, JudgedHost
 
 log = logging.getLogger(__name__)
 
@@ -46,38 +44,39 @@ class AlertingService:
                                           alerting.alertmanager_timeout_s)
                        if alerting.alertmanager_url else None)
         self._delivering = threading.Lock()
-        self._evaluated: dict[str, float] = {}  # host -> time.monotonic() of its last evaluation
 
     # ----------------------------------------------------------------- the work
 
     def evaluate_host(self, host: str, now: datetime | None = None,
-                      after_report: bool = False) -> Outcome:
-        outcome = evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
-                                self.alerting, self.rules, after_report)
-        self._evaluated[host] = time.monotonic()
-        return outcome
+                      due_before: datetime | None = None) -> Outcome:
+        return evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
+                             self.alerting, self.rules, due_before)
 
     def evaluate_all(self, now: datetime | None = None, only_due: bool = False) -> list[Outcome]:
-        """Every known host, and any host that still has active alerts (even if deleted).
+        """Judge and evaluate every known host, and any host that still has active alerts
+        (even if deleted).
 
-        `only_due` (the periodic round) skips hosts this replica evaluated within the last
-        interval, which is every host that reports: the round's real work is the silent
-        ones, whose time-based rules (ProbeStale) nothing else would look at.
+        `only_due` (the periodic round) leaves out hosts judged within the last interval by
+        any replica, which is every host that reports: the round's real work is the silent
+        ones, whose time-based verdicts and rules (staleness) nothing else would look at.
         """
         now = now or datetime.now(UTC)
+        due_before = (now - timedelta(seconds=self.alerting.alert_eval_interval_s)
+                      if only_due else None)
         with self.sessions() as session:
             hosts = set(session.scalars(select(Host.name)))
             hosts |= {h for h in session.scalars(
                 select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
-        if only_due:
-            recent = time.monotonic() - self.alerting.alert_eval_interval_s
-            hosts = {h for h in hosts if self._evaluated.get(h, -math.inf) < recent}
+            if due_before is not None:
+                fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id) \
+                    .where(JudgedHost.judged_at >= due_before)
+                hosts -= set(session.scalars(fresh))
         outcomes = []
         for host in sorted(hosts):
             try:
-                outcomes.append(self.evaluate_host(host, now))
+                outcomes.append(self.evaluate_host(host, now, due_before))
             except Exception:  # one host's failure never stops the others
-                log.exception("alert evaluation failed for host %s", host)
+                log.exception("evaluation failed for host %s", host)
         return outcomes
 
     def deliver(self, now: datetime | None = None) -> Delivery | None:
@@ -104,11 +103,12 @@ class AlertingService:
     # ----------------------------------------------------------------- entry points
 
     def after_ingest(self, host: str) -> Outcome | None:
-        """Called once a report of `host` is committed. Never raises."""
+        """Called once a report of `host` is committed: judge it, store its state, evaluate
+        its alerts. Never raises."""
         try:
-            outcome = self.evaluate_host(host, after_report=True)
+            outcome = self.evaluate_host(host)
         except Exception:
-            log.exception("alert evaluation after ingest failed for host %s", host)
+            log.exception("judging after ingest failed for host %s", host)
             return None
         if self.client is not None and (outcome.fired or outcome.resolved):
             threading.Thread(target=self._deliver_quietly, name="peerwatch-alert-delivery",

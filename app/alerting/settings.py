@@ -7,22 +7,22 @@ read from there, never duplicated here.
 
 from __future__ import annotations
 
+import logging
+import os
 from enum import StrEnum
-from typing import Annotated
 
-from pydantic import BeforeValidator, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.config import parse_csv
-from probes.report import PAIR_TESTS, TestName
+log = logging.getLogger(__name__)
 
 
 class MetricsDetail(StrEnum):
-    """How fine `/metrics` is: each level keeps everything of the levels below it."""
+    """How fine the server's `/metrics` is. Per-pair and per-link series are the probe
+    agents' (`peerwatch probe --metrics-port`); `pair`, the old default, reads as `gpu`."""
 
-    PAIR = "pair"  # per pair x test and per NVLink port, plus the below (default)
-    GPU = "gpu"  # per GPU (NVLink counts, PCIe link) and per host
-    HOST = "host"  # per-host aggregates only: a few dozen series per host
+    GPU = "gpu"  # per-GPU verdicts and the per-host series (default)
+    HOST = "host"  # per-host series only
 
 
 class AlertingSettings(BaseSettings):
@@ -32,21 +32,15 @@ class AlertingSettings(BaseSettings):
 
     # --- /metrics
     metrics_detail: MetricsDetail = Field(
-        default=MetricsDetail.PAIR,
-        description="pair (every pair/test and link), gpu (per-GPU and per-host), "
-        "or host (per-host aggregates only) — the cardinality knob for large fleets.",
-    )
-    metrics_tests: Annotated[list[TestName], NoDecode, BeforeValidator(parse_csv)] = Field(
-        default_factory=lambda: list(PAIR_TESTS),
-        description="Tests exported per pair (comma-separated); default: all pair tests.",
+        default=MetricsDetail.GPU,
+        description="gpu (per-GPU verdicts and per-host series) or host (per-host only). "
+        "Per-pair and per-link series come from the probe agents.",
     )
 
     # --- rules
-    probe_inventory_interval_s: float = Field(
-        default=30.0, gt=0, description="The probes' inventory interval (their default)."
-    )
-    probe_stale_intervals: float = Field(
-        default=3.0, gt=0, description="ProbeStale fires after this many silent intervals."
+    clock_skew_warn_s: float = Field(
+        default=60.0, gt=0, description="ProbeClockSkew fires when a probe's reports arrive "
+        "more than this many seconds off the time they carry, for 10 min.",
     )
     pcie_check_generation: bool = Field(
         default=True,
@@ -77,11 +71,25 @@ class AlertingSettings(BaseSettings):
     )
     alertmanager_timeout_s: float = Field(default=5.0, gt=0)
 
+    @field_validator("metrics_detail", mode="before")
+    @classmethod
+    def _pair_moved_to_agents(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() == "pair":
+            log.warning("PEERWATCH_METRICS_DETAIL=pair: per-pair and per-link series now come "
+                        "from the probe agents (peerwatch probe --metrics-port); the server "
+                        "exports per-GPU verdicts (as 'gpu'). See docs/alerts.md.")
+            return MetricsDetail.GPU.value
+        return value
+
+    @model_validator(mode="after")
+    def _metrics_tests_moved_to_agents(self) -> AlertingSettings:
+        if os.environ.get("PEERWATCH_METRICS_TESTS"):
+            log.warning("PEERWATCH_METRICS_TESTS is no longer read by the server: per-pair "
+                        "series come from the probe agents; set PEERWATCH_PROBE_METRICS_TESTS "
+                        "there. See docs/alerts.md.")
+        return self
+
     @field_validator("alertmanager_url", "external_url")
     @classmethod
     def _no_trailing_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
-
-    @property
-    def probe_stale_after_s(self) -> float:
-        return self.probe_inventory_interval_s * self.probe_stale_intervals

@@ -35,6 +35,7 @@ CORRECTED_COUNTERS = ("crc_data", "ecc_data")  # stored and shown, never judged 
 class LinkJudgement(Judgement):
     gpu: int
     link: int
+    flapping: bool = False  # degraded for going down again and again, not for its errors
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,11 @@ The rule, per (pair, test):
 - a sample is *low* when measured/expected < `ratio_expected` or measured/baseline <
   `ratio_baseline` (latency: the inverse ratios, so lower is always worse);
 - the pair is **degraded** when the newest judged samples are all low and that run of low
-  samples spans at least `sustain_s`; a shorter run is still healthy, with the reason saying
-  it is being watched;
+  samples spans at least `sustain_s`, or when `intermittent_low` of the newest
+  `intermittent_of` judged samples are low (slow in every other sweep); a shorter run is
+  still healthy, with the reason saying it is being watched. Once degraded, a pair is healthy
+  again after `intermittent_low` good samples in a row: hysteresis, so a fault that comes
+  and goes pages once and stays paged;
 - the newest attempt failing is **down** when the one before it failed too (or there is
   none), **degraded** after an isolated failure;
 - no judged sample at all is **unknown**.
@@ -37,11 +40,14 @@ class Thresholds:
     sustain_s: float = 600.0
     error_rate_per_s: float = 0.0  # NVLink replay/recovery growth tolerated
     crc_rate_per_s: float = 1.0  # NVLink CRC/ECC growth tolerated
+    intermittent_low: int = 3  # degraded when this many ...
+    intermittent_of: int = 6  # ... of the newest judged samples are low
 
     @classmethod
     def from_settings(cls, s: Settings) -> Thresholds:
         return cls(s.degraded_ratio_expected, s.degraded_ratio_baseline, s.degraded_sustain_s,
-                   s.error_rate_degraded_per_s, s.crc_rate_degraded_per_s)
+                   s.error_rate_degraded_per_s, s.crc_rate_degraded_per_s,
+                   s.intermittent_low, s.intermittent_of)
 
 
 @dataclass(frozen=True)
@@ -78,9 +84,13 @@ class TestJudgement(Judgement):
     test: TestName
     latest: Sample | None = None  # newest sample of any kind
     value: float | None = None  # newest judged value
+    value_at: datetime | None = None  # when it was measured
     ratio_expected: float | None = None
     ratio_baseline: float | None = None
     low_since: datetime | None = None
+    expected: float | None = None  # what it was judged against, stored with the verdict
+    expected_basis: str | None = None
+    baseline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,11 +148,17 @@ def _failure(src: int, dst: int, test: TestName, samples: Sequence[Sample]) -> J
 
 def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
                expect: Expectation | None, baseline: BaselineRef | None,
-               th: Thresholds) -> TestJudgement:
-    """Judge one (pair, test) from its recent samples (oldest first)."""
+               th: Thresholds, low_since_before: datetime | None = None) -> TestJudgement:
+    """Judge one (pair, test) from its recent samples (oldest first).
+
+    `low_since_before`: when the low run began as last judged. The samples cover a
+    look-back window only, so a run as old as the window started earlier than they show."""
     label = pair_label(src, dst, test)
     out = TestJudgement(Verdict.UNKNOWN, f"{label} not measured yet", src, dst, test,
-                        latest=samples[-1] if samples else None)
+                        latest=samples[-1] if samples else None,
+                        expected=expect.value if expect else None,
+                        expected_basis=expect.basis if expect else None,
+                        baseline=baseline.value if baseline else None)
     if not samples:
         return out
     if samples[-1].error is not None:
@@ -156,22 +172,34 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     newest = judged[-1]
     assert newest.value is not None
     r_e, r_b = _ratios(test, newest.value, expect, baseline)
-    out = replace(out, verdict=Verdict.HEALTHY, value=newest.value, ratio_expected=r_e,
-                  ratio_baseline=r_b)
+    out = replace(out, verdict=Verdict.HEALTHY, value=newest.value, value_at=newest.at,
+                  ratio_expected=r_e, ratio_baseline=r_b)
     text = describe(src, dst, test, newest.value, expect, baseline)
     if samples[-1].contended:
         text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
                  "of other traffic, not judged)")
     run = _low_run(test, judged, expect, baseline, th)
+    began = run[0].at if run else None
+    if run and run[0] is judged[0] and low_since_before is not None:
+        began = min(began or low_since_before, low_since_before)
+    lasted = (newest.at - began).total_seconds() if began else 0.0
+    if run and lasted >= th.sustain_s:
+        return replace(out, verdict=Verdict.DEGRADED, low_since=began,
+                       reason=f"{text}, for {fmt_duration(lasted)}")
+    recent = judged[-th.intermittent_of:]
+    lows = [s for s in recent
+            if s.value is not None and is_low(test, s.value, expect, baseline, th)]
+    recovered = len(judged) >= th.intermittent_low and all(
+        s not in lows for s in judged[-th.intermittent_low:])
+    if len(lows) >= th.intermittent_low and not recovered:
+        return replace(out, verdict=Verdict.DEGRADED, low_since=lows[0].at,
+                       reason=f"{text}; low in {len(lows)} of the last {len(recent)} "
+                              "measurements (intermittent)")
     if not run:
         return replace(out, reason=text)
-    lasted = (newest.at - run[0].at).total_seconds()
-    out = replace(out, low_since=run[0].at)
-    if lasted >= th.sustain_s:
-        return replace(out, verdict=Verdict.DEGRADED,
-                       reason=f"{text}, for {fmt_duration(lasted)}")
-    return replace(out, reason=f"{text}; low for {fmt_duration(lasted)}, degraded after "
-                               f"{fmt_duration(th.sustain_s)}")
+    return replace(out, low_since=began,
+                   reason=f"{text}; low for {fmt_duration(lasted)}, degraded after "
+                          f"{fmt_duration(th.sustain_s)}")
 
 
 def _low_run(test: TestName, judged: Sequence[Sample], expect: Expectation | None,

@@ -16,7 +16,7 @@ def fmt_value(value: float, unit: Unit | str) -> str:
 
 def fmt_duration(seconds: float) -> str:
     seconds = max(0.0, seconds)
-    if seconds < 90:
+    if seconds < 120:  # "90 s", never a rounded "2 min"
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)
     if minutes < 120:

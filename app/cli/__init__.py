@@ -3,21 +3,30 @@
 Each module defines `register(subparsers)` adding its parser with `set_defaults(func=run)`,
 where `run(args) -> int` returns the exit status. Modules are discovered, so adding a
 command never means editing this file. Usage errors (unknown preset, test, GPU index) are
-one line on stderr and exit status 2, like argparse's own.
+one line on stderr and exit status 2, like argparse's own; other user errors (no GPUs, an
+unreachable database, see `app.cli.errors`) one line and status 1. A command whose module
+needs the server's packages still shows in a probe-only install and says what to install.
+Output cut short by a closed pipe (`peerwatch bench --json | head`) ends quietly with status
+141, as SIGPIPE ends `cat` or `grep`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
+import signal
 import sys
 from collections.abc import Sequence
 
 from app.cli import commands
+from app.cli.errors import SERVER_EXTRA_HINT, explain, missing_server_module
 from probes.errors import BadProbeRequest
 
 USAGE_ERROR = 2
+USER_ERROR = 1
+BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,14 +36,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        try:
+            module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        except ModuleNotFoundError as exc:
+            if not missing_server_module(exc):
+                raise
+            _register_unavailable(sub, info.name, exc)
+            continue
         module.register(sub)
     return parser
 
 
+def _register_unavailable(sub: argparse._SubParsersAction, name: str,
+                          exc: ModuleNotFoundError) -> None:
+    """A stand-in for a command this install cannot run: it takes any arguments and fails
+    with the one line `explain` gives for the missing module."""
+    parser = sub.add_parser(name, help=f"(needs the server's packages: {SERVER_EXTRA_HINT})")
+
+    def unavailable(_args: argparse.Namespace) -> int:
+        raise exc
+
+    parser.set_defaults(func=unavailable, takes_any_arguments=True)
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader went away: point stdout at /dev/null so the exit flush cannot fail too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "takes_any_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.func(args) or 0)
     except BadProbeRequest as exc:
@@ -42,6 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except Exception as exc:
+        message = explain(exc)
+        if message is None:
+            raise
+        print(f"peerwatch {args.command}: error: {message}", file=sys.stderr)
+        return USER_ERROR
 
 
 if __name__ == "__main__":

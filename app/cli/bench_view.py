@@ -1,5 +1,5 @@
 """What `peerwatch bench` prints for a person: nvbandwidth-style matrices, then topology,
-P2P status, measured/expected ratios and the sweep's cost.
+P2P status, ratios to expected and the sweep's cost.
 
 Every matrix reads the same way: the row is the source GPU, the column the destination
 (`GPU(row) -> GPU(column)`), so data flows from the row's GPU to the column's.
@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from app.cli.bench_expect import Expectations, Judged
-from probes.report import P2PCap, P2PStatus, Report, TestName, TransferResult
+from probes.report import GpuInfo, LinkState, P2PCap, P2PStatus, Report, TestName, TransferResult
 
 ABOUT: dict[TestName, str] = {
     TestName.CE_WRITE: "copy engine, issued by the source (push)",
@@ -141,7 +141,8 @@ def render_ratios(console: Console, report: Report, tests: list[TestName]) -> No
         row = [by_key.get((t, s, d)) for t in pair_tests]
         table.add_row(f"{s} -> {d}", topo.get((s, d), "?"),  # type: ignore[arg-type]
                       *[_ratio_text(j) if j else Text("") for j in row])
-    console.print(_titled("[bold]Measured / expected[/] per pair (1.00 = what the topology "
+    console.print(_titled("[bold]Ratio to expected[/] per pair (bandwidth: measured / "
+                          "expected; latency: expected / measured; 1.00 = what the topology "
                           "promises, lower is worse; * contended)", table))
     console.print()
 
@@ -176,4 +177,42 @@ def render(console: Console, report: Report, tests: list[TestName]) -> None:
     render_results(console, report, tests)
     render_topology(console, report)
     render_ratios(console, report, tests)
+    render_cost(console, report)
+
+
+def _pcie_text(g: GpuInfo) -> str:
+    p = g.pcie
+    if p.gen_current is None or p.width_current is None:
+        return "N/A"
+    text = f"Gen{p.gen_current} x{p.width_current}"
+    if (p.gen_max, p.width_max) != (p.gen_current, p.width_current):
+        text += f" (max Gen{p.gen_max} x{p.width_max})"
+    return text
+
+
+def render_gpus(console: Console, report: Report, gpus: tuple[int, ...] | None) -> None:
+    """What one GPU can show without a peer: its PCIe link and NVLink ports, then the cost
+    (no empty pair matrices)."""
+    host = report.host
+    console.print(f"[bold]{host.hostname}[/] · fabric {host.fabric} · "
+                  f"{len(report.inventory.gpus)} GPU(s) on this host"
+                  + (f" · driver {host.driver_version}" if host.driver_version else ""))
+    console.print()
+    table = Table(box=None, pad_edge=False)
+    for column in ("GPU", "name", "memory", "PCIe link", "PCIe replays", "NVLinks up",
+                   "NVLink speed", "CPU Affinity"):
+        table.add_column(column, justify="left" if column in ("name", "CPU Affinity") else "right")
+    for g in sorted(report.inventory.gpus, key=lambda g: g.index):
+        if gpus is not None and g.index not in gpus:
+            continue
+        ports = [p for p in report.inventory.nvlinks if p.gpu == g.index]
+        up = [p for p in ports if p.state is LinkState.UP]
+        speed = max((p.speed_bps or 0.0 for p in up), default=0.0)
+        replays = g.pcie.replay_count
+        table.add_row(str(g.index), g.name, f"{g.memory_total_bytes / (1 << 30):.0f} GiB",
+                      _pcie_text(g), "N/A" if replays is None else str(replays),
+                      f"{len(up)}/{len(ports)}", f"{speed / 1e9:.1f} GB/s" if speed else "—",
+                      g.cpu_affinity or "N/A")
+    console.print(_titled("[bold]GPU[/] (no peer to test against)", table))
+    console.print()
     render_cost(console, report)

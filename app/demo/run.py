@@ -38,6 +38,7 @@ from probes.report import utcnow
 
 log = logging.getLogger(__name__)
 FIRST_REPORTS_WAIT_S = 10.0  # history waits (at most this) for every host's first report
+HISTORY_STAMP = "history-started-at"  # in the data directory: when the first run began
 
 
 @dataclass
@@ -48,14 +49,29 @@ class DemoOptions:
     hosts: int = DEFAULT_HOSTS
     seed: int = 0
     backfill_hours: float = 24.0
+    admin_token: str | None = None  # None: a random one, printed
     intervals: LiveIntervals = field(default_factory=LiveIntervals)
 
 
-def demo_settings(options: DemoOptions, token: str) -> Settings:
+def demo_settings(options: DemoOptions, token: str, admin_token: str | None = None) -> Settings:
     """Server settings tuned to the demo's fast clock: staleness and degradation in minutes."""
     database = (options.data_dir / "peerwatch.db").resolve()
     return Settings(data_dir=options.data_dir, database_url=f"sqlite:///{database}",
-                    probe_tokens=[token], stale_after_s=60.0, degraded_sustain_s=120.0)
+                    probe_tokens=[token], admin_token=admin_token, stale_after_s=60.0,
+                    degraded_sustain_s=120.0)
+
+
+def history_age_s(data_dir: Path, new_database: bool, now: float) -> float:
+    """Seconds since the demo's database was new (its backfill's "now"): 0 for a new one,
+    else from the stamp the first run left in the data directory."""
+    stamp = data_dir / HISTORY_STAMP
+    if new_database or not stamp.exists():
+        stamp.write_text(f"{now}\n")
+        return 0.0
+    try:
+        return max(0.0, now - float(stamp.read_text()))
+    except ValueError:
+        return 0.0
 
 
 def migrate_and_count(settings: Settings) -> int:
@@ -90,9 +106,11 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
              stop: threading.Event | None = None) -> int:
     stop = stop or threading.Event()
     token = secrets.token_urlsafe(18)
-    settings = demo_settings(options, token)
+    admin_token = options.admin_token or secrets.token_urlsafe(18)
+    settings = demo_settings(options, token, admin_token)
     options.data_dir.mkdir(parents=True, exist_ok=True)
     existing = migrate_and_count(settings)
+    age_s = history_age_s(options.data_dir, existing == 0, time.time())
     app = build_server_app(settings)  # what `serve` runs, with its rollup/prune job
     try:
         server = ServerThread(app, host=options.bind, port=options.port).start()
@@ -107,7 +125,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     live_start = utcnow()
     live.start()
     _announce(out, server.url, options, fleet_names=[h.name for h in fleet],
-              story=scenario.describe())
+              story=scenario.describe(age_s), admin_token=admin_token)
     backfill_thread = None
     backfill_stop = threading.Event()
     if options.backfill_hours > 0 and existing == 0:
@@ -161,11 +179,13 @@ def _backfill(backfill: Backfill, live: LiveFleet, stop: threading.Event, out: T
 
 
 def _announce(out: TextIO, url: str, options: DemoOptions, fleet_names: list[str],
-              story: list[str]) -> None:
+              story: list[str], admin_token: str) -> None:
     lines = [
         "peerwatch demo: a simulated fleet reporting to a real server",
         f"  dashboard: {url}/",
         f"  API docs:  {url}/docs",
+        f"  admin token: {admin_token} (silences, acknowledgements: "
+        "Authorization: Bearer <token>)",
         f"  data:      {options.data_dir.resolve()}",
         f"  hosts:     {', '.join(fleet_names)}",
         f"  intervals: inventory every {options.intervals.inventory_s:g} s, sweeps every "

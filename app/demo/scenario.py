@@ -75,11 +75,14 @@ class Scenario:
     def silent_at(self, host: str, t: float) -> bool:
         return any(s.host == host and t >= s.start_s for s in self.silences)
 
-    def describe(self) -> list[str]:
-        """One line per happening, in time order."""
+    def describe(self, history_age_s: float = 0.0) -> list[str]:
+        """One line per happening, in time order, as time from now. The live story starts
+        now; the backfilled history (t < 0) was written when the demo's database was new,
+        `history_age_s` ago, so on a restart it lies that much further back."""
         events = [(e.start_s, e.host, e.what) for e in self.episodes]
         events += [(s.start_s, s.host, s.what) for s in self.silences]
-        return [f"{_when(t):>8} {host}: {what}" for t, host, what in sorted(events)]
+        shifted = [(t - history_age_s if t < 0 else t, host, what) for t, host, what in events]
+        return [f"{_when(t):>8} {host}: {what}" for t, host, what in sorted(shifted)]
 
 
 def _when(t: float) -> str:

@@ -1,143 +1,121 @@
-"""Assemble every verdict of one host from the database, with the pure judges of
-`app/analysis/`. Read-only; nothing is cached, so every replica answers the same."""
+"""A host's judged state as stored: every verdict (host, GPUs, links, pairs, pair tests) with
+its reason, since when, and the figures behind it.
+
+The state is written by `app/services/judged_store.py` when something changes (after a report
+is ingested, in the periodic evaluation); every reader (the API, the dashboard, the scheduler,
+the alert rules, `/metrics`) reads it here and never judges again, so a read costs a few
+indexed selects whatever the history holds.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.fabric_health import (
-    GpuFacts,
-    GpuJudgement,
-    HostJudgement,
-    LinkJudgement,
-    judge_gpu,
-    judge_host,
-    judge_link,
-)
-from app.analysis.health import (
-    PairJudgement,
-    Sample,
-    TestJudgement,
-    Thresholds,
-    judge_pair,
-    judge_test,
-)
-from app.analysis.rates import rate_per_s
-from app.analysis.text import fmt_duration
+from app.analysis.fabric_health import GpuJudgement, HostJudgement, LinkJudgement
+from app.analysis.health import PairJudgement, Sample, TestJudgement
 from app.config import Settings
-from app.models import GpuSample, Host, LinkSample
-from app.queries.common import PairKey, baseline_ref, baselines_of, get_host, pair_samples
+from app.models import Host, JudgedGpu, JudgedHost, JudgedLink, JudgedPair, JudgedTest
+from app.queries.common import PairKey, get_host
 from app.schemas import Verdict
 from app.services.fabric_state import HostFabric, load_fabric
-from probes.report import utcnow
+from probes.report import TestName
 
-COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
+# Each kind of judged object: its table and the columns that name one object on a host.
+TABLES: dict[str, Any] = {"host": JudgedHost, "gpu": JudgedGpu, "link": JudgedLink,
+                          "pair": JudgedPair, "test": JudgedTest}
+KEYS: dict[str, tuple[str, ...]] = {"host": (), "gpu": ("gpu",), "link": ("gpu", "link"),
+                                    "pair": ("src", "dst"), "test": ("src", "dst", "test")}
+StoredRows = dict[str, dict[tuple, dict[str, Any]]]  # kind -> object key -> column values
+NOT_JUDGED = "not judged yet"
 
 
 @dataclass
 class HostHealth:
-    """Everything judged about one host. `judgement` carries the GPU/link/pair verdicts."""
+    """Everything judged about one host. `judgement` carries the GPU/link/pair verdicts;
+    `since` maps (kind, *key) — ("gpu", 3), ("test", 0, 1, "ce_write") — to when the object
+    entered its current verdict."""
 
     host: Host
     fabric: HostFabric
     judgement: HostJudgement
     tests: dict[PairKey, TestJudgement] = field(default_factory=dict)
-    samples: dict[PairKey, list[Sample]] = field(default_factory=dict)
     stale: bool = False
-    generated_at: datetime = field(default_factory=utcnow)
+    generated_at: datetime | None = None
+    since: dict[tuple, datetime] = field(default_factory=dict)
+    link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
 
     @property
     def gpus(self) -> tuple[GpuJudgement, ...]:
         return self.judgement.gpus
 
 
-def link_rates(session: Session, host_id: int,
-               since: datetime) -> dict[tuple[int, int], dict[str, float | None]]:
-    """Growth per second of every counter of every link since `since`."""
-    cols = [getattr(LinkSample, c) for c in COUNTERS]
-    rows = session.execute(
-        select(LinkSample.gpu, LinkSample.link, LinkSample.at, *cols)
-        .where(LinkSample.host_id == host_id, LinkSample.at >= since)
-        .order_by(LinkSample.at, LinkSample.id))
-    series: dict[tuple[int, int], list[tuple]] = defaultdict(list)
-    for gpu, link, at, *values in rows:
-        series[(gpu, link)].append((at, *values))
-    return {key: {c: rate_per_s([(p[0], p[i + 1]) for p in points])
-                  for i, c in enumerate(COUNTERS)}
-            for key, points in series.items()}
-
-
-def pcie_replay_rates(session: Session, host_id: int, since: datetime) -> dict[int, float | None]:
-    rows = session.execute(
-        select(GpuSample.gpu, GpuSample.at, GpuSample.pcie_replay)
-        .where(GpuSample.host_id == host_id, GpuSample.at >= since)
-        .order_by(GpuSample.at, GpuSample.id))
-    series: dict[int, list[tuple[datetime, int | None]]] = defaultdict(list)
-    for gpu, at, replay in rows:
-        series[gpu].append((at, replay))
-    return {gpu: rate_per_s(points) for gpu, points in series.items()}
-
-
-def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
-                 baselines: dict, th: Thresholds) -> dict[PairKey, TestJudgement]:
-    tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
-    keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests}
-    return {
-        (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []), fabric.expectation(t, s, d),
-                              baseline_ref(baselines.get((s, d, t))), th)
-        for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
-    }
-
-
-def _judge_pairs(fabric: HostFabric,
-                 tests: dict[PairKey, TestJudgement]) -> list[PairJudgement]:
-    by_pair: dict[tuple[int, int], list[TestJudgement]] = defaultdict(list)
-    for (s, d, _), j in tests.items():
-        by_pair[(s, d)].append(j)
-    for pair in fabric.pairs:
-        by_pair.setdefault(pair, [])
-    return [judge_pair(s, d, js, fabric.pairs.get((s, d)))
-            for (s, d), js in sorted(by_pair.items())]
-
-
-def _judge_gpus(session: Session, fabric: HostFabric, links: list[LinkJudgement],
-                pairs: list[PairJudgement], since: datetime) -> list[GpuJudgement]:
-    replays = pcie_replay_rates(session, fabric.host.id, since)
-    out = []
-    for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
-        facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
-                         pcie_replay_per_s=replays.get(gpu))
-        out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
-                             [p for p in pairs if gpu in (p.src, p.dst)]))
+def stored_rows(session: Session, host_id: int) -> StoredRows:
+    """Every stored judged row of one host, by kind and object key."""
+    out: StoredRows = {}
+    for kind, model in TABLES.items():
+        table = model.__table__
+        rows = session.execute(select(table).where(table.c.host_id == host_id)).mappings()
+        out[kind] = {tuple(r[k] for k in KEYS[kind]): dict(r) for r in rows}
     return out
 
 
-def host_health(session: Session, settings: Settings, host: str | Host,
-                now: datetime | None = None) -> HostHealth:
-    """Every verdict of `host` (a name or a Host row), judged now from the stored history."""
+def test_from_row(r: dict[str, Any]) -> TestJudgement:
+    latest = None
+    if r["latest_at"] is not None:
+        latest = Sample(at=r["latest_at"], value=r["latest_value"],
+                        contended=r["latest_contended"], error=r["latest_error"],
+                        foreign_bytes=r["latest_foreign_bytes"])
+    return TestJudgement(
+        Verdict(r["verdict"]), r["reason"], r["src"], r["dst"], TestName(r["test"]),
+        latest=latest, value=r["value"], value_at=r["value_at"],
+        ratio_expected=r["ratio_expected"],
+        ratio_baseline=r["ratio_baseline"], low_since=r["low_since"], expected=r["expected"],
+        expected_basis=r["expected_basis"], baseline=r["baseline"])
+
+
+def tests_from_rows(rows: dict[tuple, dict[str, Any]]) -> dict[PairKey, TestJudgement]:
+    judged = (test_from_row(r) for _, r in sorted(rows.items()))
+    return {(t.src, t.dst, t.test): t for t in judged}
+
+
+def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHealth:
+    """The stored state as the judges' own values (the shape every reader works with)."""
+    tests = tests_from_rows(rows["test"])
+    by_pair: dict[tuple[int, int], list[TestJudgement]] = {}
+    for (s, d, _), t in tests.items():
+        by_pair.setdefault((s, d), []).append(t)
+    pairs = tuple(PairJudgement(Verdict(r["verdict"]), r["reason"], s, d,
+                                tuple(sorted(by_pair.get((s, d), []), key=lambda t: t.test)))
+                  for (s, d), r in sorted(rows["pair"].items()))
+    links = tuple(LinkJudgement(Verdict(r["verdict"]), r["reason"], g, k)
+                  for (g, k), r in sorted(rows["link"].items()))
+    gpus = tuple(GpuJudgement(Verdict(r["verdict"]), r["reason"], g)
+                 for (g,), r in sorted(rows["gpu"].items()))
+    top = rows["host"][()]
+    judgement = HostJudgement(Verdict(top["verdict"]), top["reason"], gpus, links, pairs)
+    since = {(kind, *key): r["since"] for kind, objs in rows.items() for key, r in objs.items()}
+    return HostHealth(row, fabric, judgement, tests, top["stale"], top["judged_at"], since)
+
+
+def unjudged(row: Host, fabric: HostFabric) -> HostHealth:
+    """A host whose first judgement has not been stored yet (it is on its way)."""
+    return HostHealth(row, fabric, HostJudgement(Verdict.UNKNOWN, f"{row.name}: {NOT_JUDGED}"),
+                      stale=True)
+
+
+def host_health(session: Session, settings: Settings, host: str | Host) -> HostHealth:
+    """Every stored verdict of `host` (a name or a Host row); `NotFound` for an unknown name."""
     row = get_host(session, host) if isinstance(host, str) else host
-    now = now or utcnow()
-    th = Thresholds.from_settings(settings)
     fabric = load_fabric(session, row)
-    newest = row.last_sweep_at or row.last_report_at or now
-    lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
-    samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
-    tests = _judge_tests(fabric, samples, baselines_of(session, row.id), th)
-    pairs = _judge_pairs(fabric, tests)
-    counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
-    rates = link_rates(session, row.id, counters_since)
-    links = [judge_link(p, rates.get((p.gpu, p.link), {}), th) for p in fabric.nvlinks]
-    gpus = _judge_gpus(session, fabric, links, pairs, counters_since)
-    age = (now - row.last_report_at).total_seconds() if row.last_report_at else None
-    stale = age is None or age > settings.stale_after_s
-    stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
-    judgement = judge_host(row.name, gpus, links, pairs, stale_for)
-    return HostHealth(row, fabric, judgement, tests, samples, stale, now)
+    rows = stored_rows(session, row.id)
+    if () not in rows["host"]:
+        return unjudged(row, fabric)
+    return health_from_rows(row, fabric, rows)
 
 
 def gpu_health(session: Session, settings: Settings, host: str) -> list[GpuJudgement]:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.models import Alert, GpuSample, Host, ReportRow
+from app.models import Alert, GpuSample, Host, JudgedHost, ReportRow
 from app.queries.common import get_host
-from app.queries.health import HostHealth, host_health
+from app.queries.health import NOT_JUDGED
 from app.schemas import (
     GpuActivityOut,
     GpuOut,
@@ -24,7 +21,7 @@ from app.schemas import (
     Verdict,
 )
 from app.services.fabric_state import load_fabric
-from probes.report import LinkState, utcnow
+from probes.report import LinkState, TestName
 
 FIRING = "firing"
 
@@ -37,30 +34,33 @@ def firing_alert_counts(session: Session) -> dict[str, int]:
     return {str(host): n for host, n in rows}
 
 
-def summarize(health: HostHealth, alerts_firing: int = 0) -> HostSummary:
-    j, host = health.judgement, health.host
-    ratios = [(t.ratio_expected, t) for t in health.tests.values()
-              if t.ratio_expected is not None]
-    worst = min(ratios, key=lambda r: r[0], default=None)
+def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostSummary:
+    if judged is None:
+        return HostSummary(host=host.name, fabric=host.fabric, verdict=Verdict.UNKNOWN,
+                           reason=f"{host.name}: {NOT_JUDGED}", gpus_total=0, gpus_healthy=0,
+                           last_report_at=host.last_report_at, last_sweep_at=host.last_sweep_at,
+                           stale=True, alerts_firing=alerts_firing)
+    worst = None
+    if judged.worst_test is not None and judged.worst_ratio is not None:
+        assert judged.worst_src is not None and judged.worst_dst is not None
+        worst = PairRef(src=judged.worst_src, dst=judged.worst_dst,
+                        test=TestName(judged.worst_test), ratio=judged.worst_ratio)
     return HostSummary(
-        host=host.name, fabric=host.fabric, verdict=j.verdict, reason=j.reason,
-        gpus_total=len(j.gpus),
-        gpus_healthy=sum(1 for g in j.gpus if g.verdict is Verdict.HEALTHY),
-        worst_pair=PairRef(src=worst[1].src, dst=worst[1].dst, test=worst[1].test,
-                           ratio=round(worst[0], 4)) if worst else None,
-        last_report_at=host.last_report_at, last_sweep_at=host.last_sweep_at,
-        stale=health.stale, alerts_firing=alerts_firing,
+        host=host.name, fabric=host.fabric, verdict=Verdict(judged.verdict),
+        reason=judged.reason, since=judged.since, gpus_total=judged.gpus_total,
+        gpus_healthy=judged.gpus_healthy, worst_pair=worst, last_report_at=host.last_report_at,
+        last_sweep_at=host.last_sweep_at, stale=judged.stale, alerts_firing=alerts_firing,
     )
 
 
-def host_summaries(session: Session, settings: Settings,
-                   now: datetime | None = None) -> list[HostSummary]:
-    """One summary per known host, by name: verdict, healthy GPUs, worst pair, staleness."""
-    now = now or utcnow()
+def host_summaries(session: Session) -> list[HostSummary]:
+    """One summary per known host, by name, as last judged: verdict, healthy GPUs, worst
+    pair, staleness. Two indexed selects, whatever the fleet's history holds."""
     alerts = firing_alert_counts(session)
-    hosts = session.scalars(select(Host).order_by(Host.name))
-    return [summarize(host_health(session, settings, h, now), alerts.get(h.name, 0))
-            for h in hosts]
+    rows = session.execute(select(Host, JudgedHost)
+                           .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
+                           .order_by(Host.name))
+    return [_summary(h, j, alerts.get(h.name, 0)) for h, j in rows]
 
 
 def _latest_activity(session: Session, host_id: int) -> dict[int, GpuActivityOut]:
@@ -86,24 +86,24 @@ def _last_sweep(session: Session, host_id: int) -> ReportOut | None:
         errors=[ProbeErrorOut(**e) for e in row.errors])
 
 
-def host_detail(session: Session, settings: Settings, name: str,
-                now: datetime | None = None) -> HostDetail:
+def host_detail(session: Session, name: str) -> HostDetail:
     """The inventory of one host as last reported, with each GPU's latest activity."""
     host = get_host(session, name)
     fabric = load_fabric(session, host)
-    now = now or utcnow()
     activity = _latest_activity(session, host.id)
     gpus = [GpuOut(**g.model_dump(exclude={"pcie", "rdma", "switch_fabric"}), pcie=g.pcie,
                    rdma=g.rdma, switch_fabric=g.switch_fabric,
                    nvlinks_up=sum(1 for p in fabric.links_of(i) if p.state is LinkState.UP),
                    activity=activity.get(i))
             for i, g in sorted(fabric.gpus.items())]
-    stale = host.last_report_at is None or \
-        (now - host.last_report_at).total_seconds() > settings.stale_after_s
+    judged_stale = session.scalar(select(JudgedHost.stale).where(JudgedHost.host_id == host.id))
+    stale = True if judged_stale is None else judged_stale
     return HostDetail(
         host=host.name, fabric=host.fabric, driver_version=host.driver_version,
         cuda_version=host.cuda_version, probe_version=host.probe_version,
-        first_seen=host.first_seen, last_report_at=host.last_report_at, stale=stale, gpus=gpus,
+        first_seen=host.first_seen, last_report_at=host.last_report_at,
+        last_received_at=host.last_received_at, clock_skew_s=host.clock_skew_s, stale=stale,
+        gpus=gpus,
         nvlinks=[NvLinkOut(**p.model_dump(exclude={"capabilities"})) for p in fabric.nvlinks],
         pairs=[PairOut(**p.model_dump()) for _, p in sorted(fabric.pairs.items())],
         last_sweep=_last_sweep(session, host.id),

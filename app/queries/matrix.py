@@ -1,28 +1,26 @@
-"""The newest measurement of every ordered pair for one test, judged."""
+"""The newest measurement of every ordered pair for one test, with its stored verdict."""
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.queries.common import NotFound, PairKey, baselines_of
+from app.queries.common import NotFound, PairKey
 from app.queries.health import HostHealth, host_health
 from app.schemas import MatrixCell, MatrixResponse
 from probes.report import TestName, unit_of
 
 
-def _cell(health: HostHealth, key: PairKey, baselines: dict) -> MatrixCell:
+def _cell(health: HostHealth, key: PairKey) -> MatrixCell:
     src, dst, test = key
     judged = health.tests[key]
-    expect = health.fabric.expectation(test, src, dst)
     latest = judged.latest
-    base = baselines.get(key)
     return MatrixCell(
         src=src, dst=dst, verdict=judged.verdict, reason=judged.reason,
+        since=health.since.get(("test", src, dst, test.value)),
         value=latest.value if latest else None,
-        expected=expect.value if expect else None,
-        expected_basis=expect.basis if expect else None,
-        ratio=judged.ratio_expected, baseline=base.value if base else None,
+        expected=judged.expected, expected_basis=judged.expected_basis,
+        ratio=judged.ratio_expected, baseline=judged.baseline,
         baseline_ratio=judged.ratio_baseline,
         contended=latest.contended if latest else False,
         foreign_bytes=latest.foreign_bytes if latest else 0,
@@ -50,7 +48,6 @@ def latest_matrix(session: Session, settings: Settings, host: str,
     keys = sorted(k for k in health.tests if k[2] is test)
     if not any(health.tests[k].latest for k in keys):
         raise NotFound("test", test.value, where=health.host.name)
-    baselines = baselines_of(session, health.host.id)
     gpus = sorted(set(health.fabric.gpus) | {k[0] for k in keys} | {k[1] for k in keys})
     return MatrixResponse(host=health.host.name, test=test, unit=unit_of(test), gpus=gpus,
-                          cells=[_cell(health, k, baselines) for k in keys])
+                          cells=[_cell(health, k) for k in keys])

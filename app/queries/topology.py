@@ -61,12 +61,10 @@ def _edge(edge_id: str, source: str, target: str, kind: EdgeKind, health: HostHe
         reason += f"; {bad[0].reason}"
     if slowest is not None:
         reason += f"; slowest: {slowest.reason}"
-    expect = (health.fabric.expectation(slowest.test, slowest.src, slowest.dst)
-              if slowest else None)
     return TopologyEdge(
         id=edge_id, source=source, target=target, kind=kind, verdict=verdict, reason=reason,
         test=slowest.test if slowest else None, latest_bps=slowest.value if slowest else None,
-        expected_bps=expect.value if expect else None,
+        expected_bps=slowest.expected if slowest else None,
         measured_at=slowest.latest.at if slowest and slowest.latest else None,
         **fields,  # type: ignore[arg-type]
     )

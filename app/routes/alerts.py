@@ -9,7 +9,7 @@ The rules' evaluation itself runs after each ingest and periodically (see
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy import case, select
@@ -52,8 +52,8 @@ def alert_out(alert: Alert, silences: list[Silence]) -> AlertOut:
 @router.get("", response_model=AlertsResponse, summary="Alerts, firing first")
 def list_alerts(
     session: SessionDep,
-    state: Annotated[AlertState | None, Query(description="Default: pending and firing.")]
-    = None,
+    state: Annotated[AlertState | Literal["all"] | None, Query(
+        description="Default: pending and firing; `all` for every state.")] = None,
     host: Annotated[str | None, Query(description="Only alerts of this host.")] = None,
     alertname: Annotated[str | None, Query(description="Only this rule, e.g. NVLinkDown.")]
     = None,
@@ -62,8 +62,8 @@ def list_alerts(
     query = select(Alert)
     if state is None:
         query = query.where(Alert.state.in_(("pending", "firing")))
-    else:
-        query = query.where(Alert.state == state.value)
+    elif state != "all":
+        query = query.where(Alert.state == AlertState(state).value)
     if host is not None:
         query = query.where(Alert.host == host)
     if alertname is not None:

@@ -25,9 +25,11 @@ from pathlib import Path
 from fastapi import APIRouter, HTTPException, Request, Response
 from plotly.offline import get_plotlyjs_version
 
+from app.assets import asset_dir
+
 router = APIRouter(include_in_schema=False)
 
-FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
+FRONTEND_DIR = asset_dir("frontend")
 PLOTLY_VERSION: str = get_plotlyjs_version()
 PLOTLY_URL = f"/static/vendor/plotly-{PLOTLY_VERSION}.min.js"
 PLOTLY_PLACEHOLDER = "__PLOTLY_URL__"

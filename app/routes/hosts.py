@@ -14,21 +14,18 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from app.deps import SessionDep, SettingsDep
 from app.queries import host_health, host_summaries, latest_matrix
+from app.queries.health_view import health_view
 from app.queries.hosts import host_detail
 from app.queries.link_series import link_series
 from app.queries.series import pair_series
 from app.queries.topology import host_topology
 from app.schemas import (
-    GpuHealth,
     HealthResponse,
     HostDetail,
     HostsResponse,
-    LinkHealth,
     LinkSeriesResponse,
     MatrixResponse,
-    PairHealth,
     SeriesResponse,
-    TestHealth,
     TopologyResponse,
 )
 from probes.report import utcnow
@@ -49,14 +46,13 @@ def _unprocessable(exc: ValueError) -> HTTPException:
 
 
 @router.get("", response_model=HostsResponse, summary="Every host with its health summary")
-def list_hosts(session: SessionDep, settings: SettingsDep) -> HostsResponse:
-    now = utcnow()
-    return HostsResponse(generated_at=now, hosts=host_summaries(session, settings, now))
+def list_hosts(session: SessionDep) -> HostsResponse:
+    return HostsResponse(generated_at=utcnow(), hosts=host_summaries(session))
 
 
 @router.get("/{host}", response_model=HostDetail, summary="A host's inventory")
-def get_host_detail(host: str, session: SessionDep, settings: SettingsDep) -> HostDetail:
-    return host_detail(session, settings, host)
+def get_host_detail(host: str, session: SessionDep) -> HostDetail:
+    return host_detail(session, host)
 
 
 @router.get("/{host}/topology", response_model=TopologyResponse,
@@ -99,17 +95,6 @@ def get_link_series(host: str, session: SessionDep, since: Since = None, until: 
 
 
 @router.get("/{host}/health", response_model=HealthResponse,
-            summary="Verdicts for the host, each GPU, link and pair, with reasons")
+            summary="Verdicts for the host, each GPU, link and pair, with reasons and since when")
 def get_health(host: str, session: SessionDep, settings: SettingsDep) -> HealthResponse:
-    h = host_health(session, settings, host)
-    j = h.judgement
-    return HealthResponse(
-        host=h.host.name, verdict=j.verdict, reason=j.reason, generated_at=h.generated_at,
-        gpus=[GpuHealth(gpu=g.gpu, verdict=g.verdict, reason=g.reason) for g in j.gpus],
-        links=[LinkHealth(gpu=x.gpu, link=x.link, verdict=x.verdict, reason=x.reason)
-               for x in j.links],
-        pairs=[PairHealth(src=p.src, dst=p.dst, verdict=p.verdict, reason=p.reason, tests=[
-            TestHealth(test=t.test, verdict=t.verdict, reason=t.reason,
-                       ratio_expected=t.ratio_expected, ratio_baseline=t.ratio_baseline,
-                       low_since=t.low_since) for t in p.tests]) for p in j.pairs],
-    )
+    return health_view(host_health(session, settings, host))

@@ -53,6 +53,13 @@ def _recent_values(session: Session, host_id: int, keys: Iterable[Key], since: d
     return values
 
 
+def _at_full_width(fabric: HostFabric, src: int, dst: int) -> bool:
+    """A pair running with NVLinks lost teaches its baseline nothing: the lower figures
+    would become its normal and hide the loss."""
+    pair = fabric.pairs.get((src, dst))
+    return pair is None or pair.nvlink_width >= fabric.full_width(src, dst)[0]
+
+
 def refresh_baselines(session: Session, fabric: HostFabric, keys: set[Key], at: datetime,
                       settings: Settings) -> int:
     """Recompute the due baselines among `keys` as of `at`; returns how many were written."""
@@ -65,6 +72,7 @@ def refresh_baselines(session: Session, fabric: HostFabric, keys: set[Key], at: 
                    Baseline.updated_at).where(Baseline.host_id == host_id))
     }
     fresh_after = at - timedelta(seconds=settings.baseline_refresh_s)
+    keys = {k for k in keys if _at_full_width(fabric, k[0], k[1])}
     missing = {k for k in keys if k not in existing}
     stale = sorted((existing[k][1], k) for k in keys
                    if k in existing and existing[k][1] < fresh_after)

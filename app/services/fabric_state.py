@@ -39,6 +39,7 @@ class HostFabric:
     gpus: dict[int, GpuInfo] = field(default_factory=dict)  # in the newest inventory
     missing_gpus: dict[int, Gpu] = field(default_factory=dict)  # seen before, gone now
     nvlinks: list[NvLinkPort] = field(default_factory=list)
+    gone_links: list[NvLinkPort] = field(default_factory=list)  # seen before, not now
     pairs: dict[tuple[int, int], PairInfo] = field(default_factory=dict)
 
     _ports_by_gpu: dict[int, list[NvLinkPort]] | None = field(default=None, init=False,
@@ -62,11 +63,44 @@ class HostFabric:
         return min(speeds) if speeds else None
 
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
+        """What the pair should reach with the NVLinks it has up now."""
         pair = self.pairs.get((src, dst))
         if pair is None or src not in self.gpus or dst not in self.gpus:
             return None
         return expected(test, pair, self.gpus[src], self.gpus[dst],
                         self.link_speed_bps(src, dst))
+
+    def full_width(self, src: int, dst: int) -> tuple[int, bool]:
+        """(NVLinks the pair has when every port it has been seen with is up, behind
+        NVSwitch?): the smaller port count of the two GPUs behind NVSwitch, the ports
+        joining them when direct."""
+        ports = [p for p in self.nvlinks + self.gone_links if p.gpu in (src, dst)]
+        if any(p.remote_type is RemoteType.NVSWITCH for p in ports):
+            counts = [sum(1 for p in ports if p.gpu == g
+                          and p.remote_type is RemoteType.NVSWITCH) for g in (src, dst)]
+            return min(counts), True
+        return sum(1 for p in ports if p.gpu == src and p.remote_gpu == dst), False
+
+    def full_expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
+        """What the pair should reach at its full NVLink width, saying how many links are up
+        when some are not: lost links show their cost instead of lowering the bar."""
+        now = self.expectation(test, src, dst)
+        pair = self.pairs.get((src, dst))
+        full, switched = self.full_width(src, dst)
+        if now is None or pair is None or full <= pair.nvlink_width:
+            return now
+        speed = self.link_speed_bps(src, dst) or self._seen_speed(src, dst)
+        whole = pair.model_copy(update={"nvlink_width": full, "topology": f"NV{full}",
+                                        "via_nvswitch": switched})
+        best = expected(test, whole, self.gpus[src], self.gpus[dst], speed)
+        if best is None:
+            return now
+        up = f"{pair.nvlink_width}/{full} links up now"
+        return Expectation(best.value, best.unit, f"{best.basis}; {up}")
+
+    def _seen_speed(self, src: int, dst: int) -> float | None:
+        speeds = [p.speed_bps for p in self.gone_links if p.gpu in (src, dst) and p.speed_bps]
+        return min(speeds) if speeds else None
 
 
 def _gpu_info(row: Gpu) -> GpuInfo:
@@ -104,16 +138,21 @@ def load_fabric(session: Session, host: Host) -> HostFabric:
             fabric.gpus[gpu.index] = _gpu_info(gpu)
         else:
             fabric.missing_gpus[gpu.index] = gpu
-    links = select(NvLink).where(NvLink.host_id == host.id, NvLink.present.is_(True))
-    fabric.nvlinks = [_port(r) for r in session.scalars(links.order_by(NvLink.gpu, NvLink.link))]
+    links = select(NvLink).where(NvLink.host_id == host.id)
+    for row in session.scalars(links.order_by(NvLink.gpu, NvLink.link)):
+        (fabric.nvlinks if row.present else fabric.gone_links).append(_port(row))
     pairs = select(Pair).where(Pair.host_id == host.id, Pair.present.is_(True))
     fabric.pairs = {(r.src, r.dst): _pair(r) for r in session.scalars(pairs)}
     return fabric
 
 
-def fabric_from_inventory(host: Host, inventory: Inventory) -> HostFabric:
-    """The fabric `load_fabric` would read right after `inventory` was stored as the
-    host's newest: its GPUs, present ports and pairs (no missing GPUs: nothing asks)."""
+def fabric_from_inventory(session: Session, host: Host, inventory: Inventory) -> HostFabric:
+    """The fabric `load_fabric` would read right after `inventory` was stored as the host's
+    newest: its GPUs, ports and pairs from the report itself, only the ports it no longer
+    has (usually none) read back (no missing GPUs: nothing at ingest asks)."""
+    gone = select(NvLink).where(NvLink.host_id == host.id, NvLink.present.is_(False))
     return HostFabric(host=host, gpus={g.index: g for g in inventory.gpus},
                       nvlinks=sorted(inventory.nvlinks, key=lambda p: (p.gpu, p.link)),
+                      gone_links=[_port(r) for r in session.scalars(
+                          gone.order_by(NvLink.gpu, NvLink.link))],
                       pairs={(p.src, p.dst): p for p in inventory.pairs})

@@ -26,6 +26,7 @@ from app.services.inventory import (
     forget_uncommitted,
     get_or_create_host,
     is_newest,
+    judged_error_total,
     remember_committed,
     update_identity,
     upsert_inventory,
@@ -81,9 +82,14 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
     newest = is_newest(host, report.finished_at)
     if newest:
         update_identity(host, report.host)
-        upsert_inventory(session, host, report.inventory, report.finished_at)
+        if upsert_inventory(session, host, report.inventory, report.finished_at) or \
+                host.inventory_changed_at is None:
+            host.inventory_changed_at = now
         host.last_report_at = report.finished_at
         host.clock_skew_s = (now - report.finished_at).total_seconds()
+        errors = judged_error_total(report.counters)
+        if errors is not None:
+            host.error_total = errors
     host.last_received_at = now
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
@@ -96,7 +102,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime) 
             if m["src"] is not None and m["error"] is None and not m["contended"]}
     if keys:
         # the newest report's inventory is what was just stored: no need to read it back
-        fabric = (fabric_from_inventory(host, report.inventory) if newest
+        fabric = (fabric_from_inventory(session, host, report.inventory) if newest
                   else load_fabric(session, host))
         refresh_baselines(session, fabric, keys, report.finished_at, settings)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,

@@ -10,6 +10,7 @@ went down this morning. Rows missing from the newest inventory are kept with
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,14 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Gpu, Host, NvLink, Pair
-from probes.report import GpuInfo, HostIdentity, Inventory, NvLinkPort, PairInfo
+from probes.report import (
+    CounterSample,
+    GpuInfo,
+    HostIdentity,
+    Inventory,
+    NvLinkPort,
+    PairInfo,
+)
 
 
 def get_or_create_host(session: Session, identity: HostIdentity, at: datetime) -> Host:
@@ -80,8 +88,9 @@ def _stamps(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
-          wanted: dict[tuple[int, ...], dict[str, Any]]) -> None:
-    """Make `model`'s rows of this host match `wanted` (keyed by `key_cols`).
+          wanted: dict[tuple[int, ...], dict[str, Any]]) -> bool:
+    """Make `model`'s rows of this host match `wanted` (keyed by `key_cols`); True when
+    anything but a time stamp changed.
 
     Plain rows in, executemany out: a steady 8-GPU host is ~200 rows compared and a handful
     written, and ORM objects for each would cost more than the writes."""
@@ -114,6 +123,7 @@ def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
     if gone:
         session.connection().execute(
             update(model).where(table.c.id.in_(gone)).values(present=False))
+    return bool(inserts or gone or any(set(u) - {"pk", *STAMPS} for u in updates))
 
 
 def _grouped(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -161,25 +171,36 @@ def forget_uncommitted(session: Session) -> None:
     session.info.pop(_PENDING_KEY, None)
 
 
-def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime) -> None:
-    """Write `inv` as the host's inventory as of `at` (the report's finish, which becomes the
-    host's `last_report_at`)."""
+def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime) -> bool:
+    """Store the newest inventory as of `at` (the report's finish, which becomes the host's
+    `last_report_at`); True when it differs from the one stored before."""
     memo: InventoryMemo | None = session.info.get(MEMO_KEY)
     if memo is None:
-        _upsert(session, host, inv, at)
-        return
+        return _upsert(session, host, inv, at)
     fingerprint = _fingerprint(inv)
+    changed = False
     if memo.unchanged(host, fingerprint):
         session.execute(update(Gpu).where(Gpu.host_id == host.id, Gpu.present.is_(True))
                         .values(last_seen_at=at))
     else:
-        _upsert(session, host, inv, at)
+        changed = _upsert(session, host, inv, at)
     session.info[_PENDING_KEY] = (host.id, fingerprint, at)
+    return changed
 
 
-def _upsert(session: Session, host: Host, inv: Inventory, at: datetime) -> None:
-    _sync(session, Gpu, host.id, ("index",), {(g.index,): _gpu_fields(g, at) for g in inv.gpus})
-    _sync(session, NvLink, host.id, ("gpu", "link"),
-          {(p.gpu, p.link): _link_fields(p, at) for p in inv.nvlinks})
-    _sync(session, Pair, host.id, ("src", "dst"),
-          {(p.src, p.dst): _pair_fields(p, at) for p in inv.pairs})
+def _upsert(session: Session, host: Host, inv: Inventory, at: datetime) -> bool:
+    gpus = _sync(session, Gpu, host.id, ("index",),
+                 {(g.index,): _gpu_fields(g, at) for g in inv.gpus})
+    links = _sync(session, NvLink, host.id, ("gpu", "link"),
+                  {(p.gpu, p.link): _link_fields(p, at) for p in inv.nvlinks})
+    pairs = _sync(session, Pair, host.id, ("src", "dst"),
+                  {(p.src, p.dst): _pair_fields(p, at) for p in inv.pairs})
+    return gpus or links or pairs
+def judged_error_total(counters: Sequence[CounterSample]) -> int | None:
+    """The judged error counters (replay, recovery, CRC flit, PCIe replay) of the newest
+    counter sample, summed: when it has not moved, no link or GPU error rate can have grown."""
+    if not counters:
+        return None
+    newest = max(counters, key=lambda c: c.at)
+    total = sum((c.replay or 0) + (c.recovery or 0) + (c.crc_flit or 0) for c in newest.links)
+    return total + sum(v or 0 for v in newest.pcie_replay.values())

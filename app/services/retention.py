@@ -35,6 +35,20 @@ class MaintenanceResult:
     rollup_rows: int = 0
     pruned: dict[str, int] | None = None
 
+    def __str__(self) -> str:
+        """What `serve` logs: one readable line, e.g. "rolled up 12 rows (hours 10:00-12:00
+        UTC); pruned reports 3, measurements 240"."""
+        if self.skipped:
+            return "skipped: another replica is running it"
+        if self.rolled_from and self.rolled_until:
+            start, end = f"{self.rolled_from:%Y-%m-%d %H:%M}", f"{self.rolled_until:%H:%M}"
+            rolled = f"rolled up {self.rollup_rows} rows (hours {start}-{end} UTC)"
+        else:
+            rolled = "nothing to roll up"
+        pruned = ", ".join(f"{table} {rows}" for table, rows in (self.pruned or {}).items()
+                           if rows)
+        return f"{rolled}; pruned {pruned or 'nothing'}"
+
 
 def floor_hour(at: datetime) -> datetime:
     return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)

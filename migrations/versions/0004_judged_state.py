@@ -41,6 +41,8 @@ def upgrade() -> None:
     with op.batch_alter_table('hosts', schema=None) as batch_op:
         batch_op.add_column(sa.Column('last_received_at', TS, nullable=True))
         batch_op.add_column(sa.Column('clock_skew_s', sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column('inventory_changed_at', TS, nullable=True))
+        batch_op.add_column(sa.Column('error_total', sa.BigInteger(), nullable=True))
     _judged('judged_hosts', [],
             sa.Column('stale', sa.Boolean(), nullable=False),
             sa.Column('gpus_total', sa.Integer(), nullable=False),
@@ -58,6 +60,7 @@ def upgrade() -> None:
                              sa.Column('src', sa.Integer(), nullable=False),
                              sa.Column('dst', sa.Integer(), nullable=False)],
             sa.Column('value', sa.Float(), nullable=True),
+            sa.Column('value_at', TS, nullable=True),
             sa.Column('ratio_expected', sa.Float(), nullable=True),
             sa.Column('ratio_baseline', sa.Float(), nullable=True),
             sa.Column('low_since', TS, nullable=True),
@@ -76,5 +79,7 @@ def downgrade() -> None:
     for name in ('judged_tests', 'judged_pairs', 'judged_links', 'judged_gpus', 'judged_hosts'):
         op.drop_table(name)
     with op.batch_alter_table('hosts', schema=None) as batch_op:
+        batch_op.drop_column('error_total')
+        batch_op.drop_column('inventory_changed_at')
         batch_op.drop_column('clock_skew_s')
         batch_op.drop_column('last_received_at')

@@ -2,17 +2,19 @@
 on SQLite and on PostgreSQL.
 
 PostgreSQL: one throwaway database per test session (`peerwatch_test_<random>`, created on
-the server at 127.0.0.1:5432 and dropped afterwards), so helpers running suites side by side
-never collide; tables are emptied between tests. SQLite: a migrated file is made once and
-copied for each test. Where PostgreSQL is unreachable, `require` skips (developer) or fails
-(CI).
+the server at 127.0.0.1:5432, or the port in $PEERWATCH_TEST_PG_PORT, and dropped afterwards),
+so helpers running suites side by side never collide; tables are emptied between tests.
+SQLite: a migrated file is made once and copied for each test. Where PostgreSQL is
+unreachable, `require` skips (developer) or fails (CI).
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,8 @@ from app.main import create_app
 from app.models import Base
 from tests.conftest import require
 
-PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+PG_PORT = int(os.environ.get("PEERWATCH_TEST_PG_PORT", "5432"))  # as .ci/prepare-postgres
+PG_ADMIN_URL = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/test"
 PROBE_TOKEN = "probe-secret"
 ADMIN_TOKEN = "admin-secret"
 
@@ -42,24 +45,30 @@ def _pg_reachable() -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """URL of a fresh, migrated PostgreSQL database that lives for this test session."""
-    require(_pg_reachable(), "PostgreSQL at 127.0.0.1:5432")
-    name = f"peerwatch_test_{secrets.token_hex(6)}"
+@contextmanager
+def throwaway_pg_database(prefix: str) -> Iterator[str]:
+    """URL of a new, empty PostgreSQL database `<prefix>_<random>`, dropped afterwards."""
+    require(_pg_reachable(), f"PostgreSQL at 127.0.0.1:{PG_PORT}")
+    name = f"{prefix}_{secrets.token_hex(6)}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(Settings(database_url=url))
-    upgrade_to_head(engine)
-    engine.dispose()
     try:
-        yield url
+        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """URL of a fresh, migrated PostgreSQL database that lives for this test session."""
+    with throwaway_pg_database("peerwatch_test") as url:
+        engine = make_engine(Settings(database_url=url))
+        upgrade_to_head(engine)
+        engine.dispose()
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -107,3 +116,12 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 def probe_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {PROBE_TOKEN}"}
+
+
+def judge_later(client: TestClient, seconds: float) -> None:
+    """The server's periodic round `seconds` from now (by the server's clock): what turns a
+    silent host stale."""
+    from datetime import UTC, datetime, timedelta
+
+    from app.alerting.service import service_for
+    service_for(client.app).evaluate_all(datetime.now(UTC) + timedelta(seconds=seconds))

@@ -17,11 +17,13 @@ from urllib.parse import urlencode
 import httpx
 
 from app.demo.fleet import plan_fleet
+from app.demo.run import history_age_s
 from app.demo.scenario import default_scenario
 from probes.faults import BandwidthFactor, ErrorGrowth, LinksDown
 from tests.probes.live_server import free_port
 
 FIRST_DATA_WITHIN_S = 10.0
+ADMIN_TOKEN = "demo-admin-token"
 
 
 def first_data_budget_s() -> float:
@@ -48,7 +50,7 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "demo", "--port", str(port), "--data-dir",
-         str(tmp_path / "demo"), "--hosts", "4"],
+         str(tmp_path / "demo"), "--hosts", "4", "--admin-token", ADMIN_TOKEN],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -76,6 +78,7 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
             history = any(b["count"] for b in series.get("buckets", []))
             time.sleep(0.5)
         assert sweep, "no live sweep reached the server"
+        _assert_admin_token_works(base)
         assert history, "no backfilled report from a day ago reached the server"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
@@ -85,9 +88,29 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
             proc.communicate()
     assert proc.returncode == 0, err
     assert f"dashboard: {base}/" in out and f"API docs:  {base}/docs" in out
+    assert f"admin token: {ADMIN_TOKEN} " in out
     assert re.search(r"first data: the first host reported [\d.]+ s after start, 4 of 4 hosts", out)
     assert out.rstrip().endswith("peerwatch demo: stopped")
     assert "Traceback" not in err
+
+
+def _assert_admin_token_works(base: str) -> None:
+    ack = {"by": "test"}
+    right = httpx.post(f"{base}/api/v1/alerts/999999/ack", json=ack,
+                       headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    wrong = httpx.post(f"{base}/api/v1/alerts/999999/ack", json=ack,
+                       headers={"Authorization": "Bearer not-the-token"})
+    assert (right.status_code, wrong.status_code) == (404, 403)
+
+
+def test_a_restart_dates_the_history_from_the_first_run(tmp_path: Path) -> None:
+    story = default_scenario(plan_fleet(12))
+    assert history_age_s(tmp_path, True, now=1000.0) == 0.0
+    assert history_age_s(tmp_path, False, now=1000.0 + 3 * 3600) == 3 * 3600
+    fresh, restarted = story.describe(), story.describe(history_age_s=3 * 3600)
+    assert " -10.0 h hgx8-01: four NVLinks of GPU5 down for an hour" in fresh
+    assert " -13.0 h hgx8-01: four NVLinks of GPU5 down for an hour" in restarted
+    assert "  +180 s hgx8-01: two NVLinks of GPU3 go down" in restarted  # live: from now
 
 
 def test_the_scenario_develops_faults_over_time() -> None:

@@ -1,11 +1,12 @@
-"""`GET /metrics` for a simulated HGX board: promtool-clean, and the series count per host
-that docs/alerts.md gives as a formula, for each cardinality setting."""
+"""`GET /metrics` of the real app on SQLite and PostgreSQL: the stored verdicts
+(`judged_hosts`, `judged_gpus`, inserted here as the judging code will write them),
+staleness by the server's clock, this replica's ingest counters, and the series count per
+host that docs/alerts.md gives."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -13,95 +14,111 @@ from fastapi.testclient import TestClient
 from app.alerting.settings import AlertingSettings, MetricsDetail
 from app.config import Settings
 from app.main import create_app
-from app.services.ingest import ingest
-from probes.report import BANDWIDTH_TESTS, TestName
+from app.models import Gpu, Host, JudgedGpu, JudgedHost
+from probes.report import ReportKind
 from probes.simulated import SimulatedFabric
 from probes.sweep import build_report
-from tests.app.metrics_helpers import names, promtool_check, series, value
+from tests.app.conftest import probe_headers
+from tests.app.metrics_helpers import promtool_check, series, value
 
-GPUS, LINKS_PER_GPU = 8, 18
-PAIRS = GPUS * (GPUS - 1)
-
-
-def per_host(tests: set[TestName], detail: MetricsDetail) -> int:
-    """The formula of docs/alerts.md, "Series per host"."""
-    bandwidth = len(tests & BANDWIDTH_TESTS)
-    host = 9 + 5 + 7 + bandwidth  # probe, aggregates, counter sums, worst ratio per test
-    gpu = GPUS * 7  # NVLink ports/active, PCIe gen/width now/max, PCIe replays
-    link = GPUS * LINKS_PER_GPU * 8  # up, 5 error counters, tx/rx bytes
-    pair = PAIRS * (2 + 5 * bandwidth + 4 * (TestName.LATENCY in tests))
-    return host + (gpu if detail is not MetricsDetail.HOST else 0) + (
-        link + pair if detail is MetricsDetail.PAIR else 0)
+NOW = datetime.now(UTC).replace(microsecond=0)
+GPUS = 8
+PER_HOST = 10  # info, verdict, since, stale, gpus, healthy, worst ratio, received, sweep, skew
+PER_GPU = 2  # verdict, present
 
 
-@pytest.fixture(scope="module")
-def hgx8_settings(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Settings:
-    """One full default sweep of a healthy simulated hgx8 host (baselines from 1 sample)."""
-    path = tmp_path_factory.mktemp("metrics") / "peerwatch.db"
-    shutil.copy(sqlite_template, path)
-    settings = Settings(database_url=f"sqlite:///{path}", baseline_min_samples=1)
-    app = create_app(settings)
-    report = build_report(SimulatedFabric("hgx8", seed=11, hostname="hgx-01"))
-    with app.state.sessionmaker() as session:
-        ingest(session, report, settings, report.finished_at)
-    app.state.engine.dispose()
-    return settings
+def _judged(session, name: str, *, sick_gpu: int | None, stale: bool = False,
+            missing_gpu: int | None = None) -> None:
+    host = Host(name=name, fabric="simulated:hgx8", first_seen=NOW - timedelta(days=1),
+                last_report_at=NOW - timedelta(seconds=4), last_sweep_at=NOW - timedelta(minutes=5),
+                last_received_at=NOW, clock_skew_s=4.0)
+    session.add(host)
+    session.flush()
+    bad = "down" if stale else ("degraded" if sick_gpu is not None else "healthy")
+    session.add(JudgedHost(host_id=host.id, verdict=bad, reason="test", since=NOW,
+                           judged_at=NOW, facts={}, stale=stale, gpus_total=GPUS,
+                           gpus_healthy=GPUS - (sick_gpu is not None), worst_src=0, worst_dst=1,
+                           worst_test="ce_write", worst_ratio=0.42))
+    for g in range(GPUS):
+        verdict = "down" if g == missing_gpu else "degraded" if g == sick_gpu else "healthy"
+        session.add(JudgedGpu(host_id=host.id, gpu=g, reason="test", since=NOW, judged_at=NOW,
+                              facts={}, verdict=verdict))
+        session.add(Gpu(host_id=host.id, index=g, uuid=f"GPU-{name}-{g}", name="NVIDIA H200",
+                        pci_bus_id=f"0000:{g:02x}:00.0", memory_total_bytes=141 << 30,
+                        nvlink_count=18, pcie={}, rdma={}, present=g != missing_gpu,
+                        last_seen_at=NOW))
 
 
-def scrape(settings: Settings, **alerting: object) -> str:
+def _app(settings: Settings, **alerting: object) -> TestClient:
     app = create_app(settings)
     app.state.alerting_settings = AlertingSettings(alert_eval_interval_s=0, **alerting)
-    with TestClient(app) as client:
-        r = client.get("/metrics")
-    assert r.status_code == 200
+    return TestClient(app)
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with _app(settings) as test_client:
+        with test_client.app.state.sessionmaker() as session:  # type: ignore[attr-defined]
+            _judged(session, "hgx-01", sick_gpu=3)
+            _judged(session, "hgx-02", sick_gpu=None, missing_gpu=6)
+            _judged(session, "hgx-03", sick_gpu=None, stale=True)
+            session.commit()
+        yield test_client
+
+
+def _scrape(client: TestClient) -> str:
+    r = client.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     return r.text
 
 
-@pytest.fixture(scope="module")
-def full(hgx8_settings: Settings) -> Iterator[str]:
-    yield scrape(hgx8_settings)
-
-
-def test_hgx8_exposition_passes_promtool(full: str) -> None:
-    assert promtool_check(full) == ""
-
-
-def test_hgx8_series_match_the_documented_formula(full: str) -> None:
-    measured = {TestName.CE_WRITE, TestName.CE_READ, TestName.CE_BIDIR, TestName.SM_WRITE,
-                TestName.SM_READ, TestName.STAGED, TestName.LATENCY}
-    assert len(series(full)) == per_host(measured, MetricsDetail.PAIR) == 3251
-
-
-@pytest.mark.parametrize("detail", [MetricsDetail.GPU, MetricsDetail.HOST])
-def test_detail_levels_cut_series_to_the_formula(hgx8_settings: Settings,
-                                                 detail: MetricsDetail) -> None:
-    text = scrape(hgx8_settings, metrics_detail=detail)
-    measured = {t for t in TestName if t is not TestName.ALLREDUCE}
-    assert len(series(text)) == per_host(measured, detail)
+def test_judged_state_is_exported_promtool_clean(client: TestClient) -> None:
+    text = _scrape(client)
     assert promtool_check(text) == ""
+    assert value(text, "peerwatch_host_verdict", host="hgx-01", verdict="degraded") == 1
+    assert value(text, "peerwatch_gpu_verdict", host="hgx-01", gpu="3", verdict="degraded") == 1
+    assert value(text, "peerwatch_gpu_verdict", host="hgx-01", gpu="2", verdict="healthy") == 1
+    assert value(text, "peerwatch_host_verdict", host="hgx-03", verdict="down") == 1
+    assert value(text, "peerwatch_host_stale", host="hgx-03") == 1
+    assert value(text, "peerwatch_probe_last_received_timestamp_seconds",
+                 host="hgx-02") == NOW.timestamp()
+    assert value(text, "peerwatch_probe_clock_skew_seconds", host="hgx-02") == 4.0
+    assert value(text, "peerwatch_host_p2p_bandwidth_ratio_min", host="hgx-01") == 0.42
+    assert value(text, "peerwatch_gpu_present", host="hgx-02", gpu="6") == 0
+    assert value(text, "peerwatch_gpu_present", host="hgx-02", gpu="5") == 1
+    assert value(text, "peerwatch_gpu_verdict", host="hgx-02", gpu="6", verdict="down") == 1
 
 
-def test_tests_subset_cuts_pair_series(hgx8_settings: Settings) -> None:
-    text = scrape(hgx8_settings, metrics_tests=[TestName.CE_WRITE, TestName.LATENCY])
-    pair_names = {n for n in names(text) if n.startswith("peerwatch_p2p_")}
-    tests_seen = {line.split('test="')[1].split('"')[0] for line in series(text)
-                  if line.startswith("peerwatch_p2p_") and 'test="' in line}
-    assert tests_seen == {"ce_write", "latency"}
-    assert "peerwatch_p2p_latency_seconds" in pair_names
+def test_series_per_host_match_the_documented_formula(client: TestClient) -> None:
+    text = _scrape(client)
+    per_host = [line for line in series(text) if 'host="hgx-01"' in line]
+    assert len(per_host) == PER_HOST + PER_GPU * GPUS == 26
 
 
-def test_values_are_the_latest_sweep_in_base_units(full: str) -> None:
-    pair = {"host": "hgx-01", "gpu": "3", "peer_gpu": "5"}
-    bw = value(full, "peerwatch_p2p_bandwidth_bytes_per_second", **pair, test="ce_write")
-    expected = value(full, "peerwatch_p2p_expected_bandwidth_bytes_per_second", **pair,
-                     test="ce_write")
-    ratio = value(full, "peerwatch_p2p_bandwidth_ratio", **pair, test="ce_write")
-    assert bw is not None and expected is not None and ratio is not None
-    assert 300e9 < bw < 500e9  # NV18 on H100/H200-class NVSwitch: ~390 GB/s
-    assert ratio == pytest.approx(bw / expected)
-    latency = value(full, "peerwatch_p2p_latency_seconds", **pair)
-    assert latency is not None and 1e-7 < latency < 1e-5
-    assert value(full, "peerwatch_gpu_nvlink_links", host="hgx-01", gpu="3") == 18
-    assert value(full, "peerwatch_probe_transfer_errors", host="hgx-01") == 0
-    gpu_s = value(full, "peerwatch_probe_sweep_gpu_seconds", host="hgx-01")
-    assert gpu_s is not None and gpu_s > 0
+def test_host_detail_leaves_out_gpu_verdicts(settings: Settings, client: TestClient) -> None:
+    with _app(settings, metrics_detail=MetricsDetail.HOST) as other:
+        text = _scrape(other)
+    assert len([line for line in series(text) if 'host="hgx-01"' in line]) == PER_HOST
+    assert "peerwatch_gpu_verdict{" not in text and "peerwatch_gpu_present{" not in text
+
+
+def test_ingest_counts_every_outcome_and_times_the_stored(client: TestClient) -> None:
+    report = build_report(SimulatedFabric("h200x2", seed=3, hostname="ingest-a"),
+                          ReportKind.INVENTORY)
+    body = report.model_dump_json()
+    headers = {**probe_headers(), "Content-Type": "application/json"}
+    assert client.post("/api/v1/reports", content=body, headers=headers).status_code == 201
+    assert client.post("/api/v1/reports", content=body, headers=headers).status_code == 200
+    assert client.post("/api/v1/reports", content=b"{", headers=headers).status_code == 422
+    assert client.post("/api/v1/reports", content=body).status_code == 401
+    text = _scrape(client)
+    assert promtool_check(text) == ""
+    counts = {o: value(text, "peerwatch_ingest_reports_total", outcome=o)
+              for o in ("stored", "duplicate", "rejected", "unauthorized", "busy", "failed")}
+    assert counts == {"stored": 1, "duplicate": 1, "rejected": 1, "unauthorized": 1,
+                      "busy": 0, "failed": 0}
+    assert value(text, "peerwatch_ingest_duration_seconds_count") == 2
+    assert value(text, "peerwatch_ingest_in_progress") == 0
+    # the stored report's host shows at once, received by the server's clock
+    received = value(text, "peerwatch_probe_last_received_timestamp_seconds", host="ingest-a")
+    assert received is not None and abs(received - datetime.now(UTC).timestamp()) < 60

@@ -14,7 +14,7 @@ from app.config import Settings
 from app.db import head_revision
 from app.main import create_app
 from probes.report import Report, TestName
-from tests.app.conftest import probe_headers
+from tests.app.conftest import judge_later, probe_headers
 from tests.app.factory import T0, expected_value, healthy, sweep
 
 STEP = timedelta(minutes=10)
@@ -107,7 +107,12 @@ def test_hosts_list_summarises(api: TestClient) -> None:
 
 
 def test_stale_host_is_unknown(client: TestClient) -> None:
-    post(client, sweep(n=2))  # two days old; the default stale_after_s is 30 min
+    """Staleness is the server's clock: a report finished two days ago by the probe's clock
+    but received now is a host heard from now; two days of silence after it is stale."""
+    post(client, sweep(n=2))
+    h = client.get("/api/v1/hosts").json()["hosts"][0]
+    assert (h["stale"], h["verdict"]) == (False, "healthy")
+    judge_later(client, 2 * 86_400)  # the default stale_after_s is 30 min
     h = client.get("/api/v1/hosts").json()["hosts"][0]
     assert h["stale"] is True
     assert h["verdict"] == "unknown"

@@ -48,6 +48,8 @@ def test_rollup_then_prune(settings: Settings) -> None:
         out = run_maintenance(engine, app_settings, now=start + timedelta(hours=5, minutes=1))
         assert (out.rolled_from, out.rolled_until) == (start, start + timedelta(hours=5))
         assert out.rollup_rows == 4 * 2  # 4 hours x 2 ordered pairs
+        assert str(out) == (f"rolled up 8 rows (hours {start:%Y-%m-%d %H:%M}-"
+                            f"{start + timedelta(hours=5):%H:%M} UTC); pruned nothing")
         with Session(engine) as s:
             row = s.scalars(select(MeasurementRollup).order_by(MeasurementRollup.hour)).first()
             assert row is not None
@@ -57,6 +59,7 @@ def test_rollup_then_prune(settings: Settings) -> None:
         out = run_maintenance(engine, app_settings)
         assert out.pruned is not None
         assert out.pruned["measurements"] == 24 and out.pruned["link_samples"] == 12
+        assert "measurements 24" in str(out) and "MaintenanceResult" not in str(out)
         with Session(engine) as s:
             assert _count(s, Measurement) == 0 and _count(s, LinkSample) == 0
             assert _count(s, MeasurementRollup) == 8

@@ -17,7 +17,7 @@ from probes.faults import LinksDown
 from probes.report import Report, TestName
 from probes.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
-from tests.app.conftest import probe_headers
+from tests.app.conftest import judge_later, probe_headers
 
 CE_ONLY = SweepOptions(tests=(TestName.CE_WRITE,))
 
@@ -102,9 +102,10 @@ def test_bad_requests_name_what_was_wrong(client: TestClient, params: dict[str, 
 
 
 def test_scheduler_hosts_lists_fresh_hosts_with_enough_healthy_gpus(client: TestClient) -> None:
+    post(client, report("h200x2", host="old", at=datetime.now(UTC) - timedelta(days=1)))
+    judge_later(client, 1800)  # the server's periodic round, half an hour on
     post(client, report("hgx8", LinksDown(gpu=5, count=18), host="hgx-cut"))
     post(client, report("hgx8", host="hgx-ok"))
-    post(client, report("h200x2", host="old", at=datetime.now(UTC) - timedelta(days=1)))
 
     body = client.get("/api/v1/scheduler/hosts", params={"min_healthy_gpus": 8}).json()
     assert [h["host"] for h in body["hosts"]] == ["hgx-ok"]
@@ -122,6 +123,7 @@ def test_scheduler_hosts_lists_fresh_hosts_with_enough_healthy_gpus(client: Test
 
 def test_placement_on_a_stale_host_answers_but_warns(client: TestClient) -> None:
     post(client, report("h200x2", host="old", at=datetime.now(UTC) - timedelta(days=1)))
+    judge_later(client, 3600)
     body = placement(client, "old", 2).json()
     assert body["gpus"] == [0, 1]
     assert body["warnings"][0].startswith("host is stale")

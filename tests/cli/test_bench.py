@@ -45,7 +45,8 @@ def test_human_output_reads_like_nvbandwidth_and_nvidia_smi(
     assert "GB/s" in out and " ns" in out and "allreduce" in out
     topo = out[out.index("Topology"):]
     assert "NV4" in topo and "SYS" in topo and "OK nvlink" in topo and "OK pcie" in topo
-    assert "Measured / expected" in out and "Sweep cost: GPU time" in out
+    assert "Ratio to expected" in out and "latency: expected / measured" in out
+    assert "Sweep cost: GPU time" in out
     assert "sm_write" not in out  # only the tests asked for
 
 
@@ -89,3 +90,44 @@ def test_every_option_says_its_default() -> None:
     for test in TestName:
         assert test.value in help_text
     assert "simulated:hgx8" in help_text
+
+
+def test_help_states_each_tests_default_sample_count(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "ce_write, ce_read 2; ce_bidir, sm_write, sm_read, latency, staged, allreduce 3" in text
+
+
+@pytest.mark.parametrize("gpus", ["0", "0,0"])
+def test_a_selection_of_one_gpu_says_so_and_shows_no_blank_matrices(
+        capsys: pytest.CaptureFixture[str], gpus: str) -> None:
+    status, out, err = _run(capsys, "--fabric", "simulated:h200x2", "--gpus", gpus)
+    assert status == 0
+    assert err.strip().splitlines() == [
+        "peerwatch bench: one GPU selected (GPU 0): the transfer tests measure pairs and need "
+        "two GPUs; showing what one GPU can tell: its PCIe link, NVLink ports and the probe's "
+        "cost"]
+    assert "GPU(row) -> GPU(column)" not in out and "Ratio to expected" not in out
+    row = next(line for line in out.splitlines() if line.strip().startswith("0 "))
+    assert "NVIDIA H200" in row and "Gen5 x16" in row and "18/18" in row
+    assert "Sweep cost" in out
+
+
+def test_a_one_gpu_host_says_so() -> None:
+    from app.cli.commands.bench import one_gpu_note
+    from probes.simulated import SimulatedFabric
+    from probes.sweep import SweepOptions, build_report
+
+    fabric = SimulatedFabric("h200x2")
+    report = build_report(fabric, options=SweepOptions(tests=(TestName.CE_WRITE,)))
+    inventory = report.inventory.model_copy(update={"gpus": report.inventory.gpus[:1]})
+    alone = report.model_copy(update={"inventory": inventory})
+    assert one_gpu_note(alone, None).startswith("this host has one GPU (GPU 0): ")  # type: ignore[union-attr]
+    assert one_gpu_note(report, None) is None
+
+
+def test_json_for_one_gpu_is_still_one_document(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = _run(capsys, "--fabric", "simulated:hgx8", "--gpus", "3", "--json")
+    assert status == 0 and "one GPU selected (GPU 3)" in err
+    assert json.loads(out)["results"] == []

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.cli.bench_expect import Expectations
-from app.cli.bench_view import render
+from app.cli.bench_view import render, render_gpus
 from probes.budgets import DEFAULT_BUDGETS
 from probes.errors import BadProbeRequest
 from probes.fabric import Fabric
@@ -34,14 +34,23 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_BUSY_PCT = 10.0
 
 
+def _default_samples() -> str:
+    """"ce_write, ce_read 2; ce_bidir, ... 3": each test's default sample count."""
+    by_count: dict[int, list[str]] = {}
+    for test, budget in DEFAULT_BUDGETS.items():
+        by_count.setdefault(budget.samples, []).append(test.value)
+    return "; ".join(f"{', '.join(tests)} {n}" for n, tests in sorted(by_count.items()))
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "bench", help="measure this host's GPU fabric once and print the matrices",
         description="Run peerwatch's transfer tests between every pair of GPUs on this host\n"
         "and print one matrix per test (row = source GPU, column = destination, like\n"
-        "nvbandwidth), the topology and P2P status, each pair's measured/expected ratio\n"
-        "and what the sweep cost. Without GPUs, --fabric auto falls back to a simulated\n"
-        "host. What each test measures: docs/probe-tests.md.",
+        "nvbandwidth), the topology and P2P status, each pair's ratio to expected\n"
+        "(bandwidth measured/expected, latency expected/measured) and what the sweep\n"
+        "cost. Without GPUs, --fabric auto falls back to a simulated host. What each\n"
+        "test measures: docs/probe-tests.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="tests: " + ", ".join(t.value for t in TestName)
         + "\nfabrics: " + ", ".join(fabric_choices())
@@ -63,8 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="N",
                    help="noise seed of a simulated fabric; same seed, same numbers (default: 0)")
     p.add_argument("--samples", type=int, default=None, metavar="N",
-                   help="timed samples per test, the median is reported (default: "
-                   f"{DEFAULT_BUDGETS[TestName.CE_WRITE].samples}, from probes/budgets.py)")
+                   help="timed samples per test, the median is reported (default: per "
+                   f"test, from probes/budgets.py: {_default_samples()})")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="watchdog per test; a test running longer is recorded as hung and "
                    "its GPUs are left alone for the rest of the run "
@@ -95,7 +104,7 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
         raise BadProbeRequest(f"--gpus must be comma-separated GPU indices, got {text!r}") from None
     if any(g < 0 for g in gpus) or not gpus:
         raise BadProbeRequest(f"--gpus must name GPU indices 0 or above, got {text!r}")
-    return gpus
+    return tuple(dict.fromkeys(gpus))  # "0,0" is GPU 0 once
 
 
 def options_from(args: argparse.Namespace, tests: list[TestName]) -> SweepOptions:
@@ -133,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
         report = _measure(fabric, options, show_progress=sys.stderr.isatty())
     finally:
         fabric.close()
+    single = one_gpu_note(report, options.gpus)
+    if single:
+        print(f"peerwatch bench: {single}", file=sys.stderr)
     if args.json:
         json.dump(json_document(report), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -140,8 +152,27 @@ def run(args: argparse.Namespace) -> int:
     out = Console()
     if not out.is_terminal:
         out = Console(width=max(120, shutil.get_terminal_size().columns))
-    render(out, report, tests)
+    if single:
+        render_gpus(out, report, options.gpus)
+    else:
+        render(out, report, tests)
     return 0
+
+
+def one_gpu_note(report: Report, selected: tuple[int, ...] | None) -> str | None:
+    """The one line for a host with one GPU, or a selection of one; None with two or more."""
+    on_host = sorted(g.index for g in report.inventory.gpus)
+    gpus = list(selected) if selected is not None else on_host
+    if len(gpus) >= 2:
+        return None
+    if not gpus:
+        where = "this host has no GPUs"
+    elif selected is not None and len(on_host) > 1:
+        where = f"one GPU selected (GPU {gpus[0]})"
+    else:
+        where = f"this host has one GPU (GPU {gpus[0]})"
+    return (f"{where}: the transfer tests measure pairs and need two GPUs; showing what one "
+            "GPU can tell: its PCIe link, NVLink ports and the probe's cost")
 
 
 def _measure(fabric: Fabric, options: SweepOptions, *, show_progress: bool) -> Report:

@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+from app.cli.options import port_number
 from app.demo.fleet import DEFAULT_HOSTS
 
 # Defaults here, not imported from app.demo.run: building the parser for any command must not
@@ -26,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the server with a simulated fleet (no GPU needed)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help=f"port to serve on (default: {DEFAULT_PORT})")
     parser.add_argument("--bind", default=DEFAULT_BIND,
                         help=f"address to serve on (default: {DEFAULT_BIND})")
@@ -41,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backfill-hours", type=float, default=DEFAULT_BACKFILL_HOURS,
                         help="hours of history to backfill into a new database; 0 for none "
                              f"(default: {DEFAULT_BACKFILL_HOURS:g})")
+    parser.add_argument("--admin-token", default=None,
+                        help="admin token for silences and acknowledgements (default: a "
+                             "random one, printed at start)")
     parser.set_defaults(func=run)
 
 
@@ -54,5 +58,6 @@ def run(args: argparse.Namespace) -> int:
     from app.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,
-                          hosts=args.hosts, seed=args.seed, backfill_hours=args.backfill_hours)
+                          hosts=args.hosts, seed=args.seed, backfill_hours=args.backfill_hours,
+                          admin_token=args.admin_token)
     return run_demo(options)

@@ -48,6 +48,8 @@ _OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--watchdog-timeout", "watchdog_timeout_s", float,
      "seconds one transfer test may take before it is abandoned as hung"),
     ("--request-timeout", "request_timeout_s", float, "seconds to wait for the server"),
+    ("--metrics-port", "metrics_port", int,
+     "serve this host's per-link/GPU/pair series on http://ADDR:PORT/metrics for Prometheus"),
 ]
 
 
@@ -57,6 +59,8 @@ def _default_text(field: str) -> str:
         shown = "none"
     elif field == "hostname":
         shown = "the fabric's host name"
+    elif field == "metrics_port":
+        shown = "not served"
     else:
         shown = str(value)
     return f"(default: {shown}; env {ENV_PREFIX}{field.upper()})"

@@ -17,6 +17,7 @@ import sys
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from app.cli.options import port_number
 from app.config import Settings
 from app.db import current_revision, head_revision, make_engine, upgrade_to_head
 from app.main import create_app
@@ -36,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "environment variables (see docs/server.md); an empty database is created.")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    parser.add_argument("--port", type=port_number, default=8000, help="port (default: 8000)")
     parser.add_argument("--database-url", default=None,
                         help="override PEERWATCH_DATABASE_URL (default: from the environment, "
                         "else sqlite under PEERWATCH_DATA_DIR)")

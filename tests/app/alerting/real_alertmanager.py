@@ -11,13 +11,14 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import require
+from tests.conftest import background, require
 
 BINARY = "prometheus-alertmanager"
 CONFIG = """\
@@ -49,31 +50,27 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     pytest.fail(f"Alertmanager not ready after 20 s: {log.read_text()[-2000:]}")
 
 
-@pytest.fixture(scope="module")
-def alertmanager_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def running_alertmanager(config: str, work: Path) -> Iterator[str]:
+    """A real Alertmanager with `config` (YAML text) on a free loopback port: its URL."""
     binary = shutil.which(BINARY) or f"/usr/bin/{BINARY}"
     require(Path(binary).exists(), f"{BINARY} (Debian package prometheus-alertmanager)")
-    work = tmp_path_factory.mktemp("alertmanager")
-    (work / "alertmanager.yml").write_text(CONFIG)
+    (work / "alertmanager.yml").write_text(config)
     port = _free_port()
     log = work / "log.txt"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [binary, f"--config.file={work / 'alertmanager.yml'}",
-             f"--storage.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-             "--cluster.listen-address="],
-            stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    argv = [binary, f"--config.file={work / 'alertmanager.yml'}",
+            f"--storage.path={work / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address="]
+    with background(argv, log) as proc:
+        url = f"http://127.0.0.1:{port}"
         _wait_ready(url, proc, log)
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def alertmanager_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_alertmanager(CONFIG, tmp_path_factory.mktemp("alertmanager")) as url:
+        yield url
 
 
 def alerts_in(url: str, **filters: Any) -> list[dict[str, Any]]:

@@ -67,15 +67,16 @@ class SimHost:
     def clear(self, *faults: Fault) -> None:
         self.fabric.clear(*faults)
 
-    def evaluate(self, after_report: bool = False) -> None:
-        """The periodic round (every rule), or with `after_report` the ingest hook's."""
-        self.service.evaluate_host(self.hostname, self.now(), after_report)
+    def evaluate(self) -> None:
+        """Judge the host, store its state and evaluate every rule (what the ingest hook and
+        the periodic round both do)."""
+        self.service.evaluate_host(self.hostname, self.now())
 
     def step(self, seconds: float, kind: ReportKind | str = ReportKind.INVENTORY) -> None:
         """Time passes, the probe reports, the server evaluates: one turn of the loop."""
         self.advance(seconds)
         self.send(ReportKind(kind))
-        self.evaluate(after_report=True)
+        self.evaluate()
 
     # ----------------------------------------------------------------- reading back
 

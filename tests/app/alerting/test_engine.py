@@ -146,13 +146,21 @@ def test_a_deleted_host_has_its_alerts_resolved(host: SimHost) -> None:
 
 def test_the_periodic_round_skips_fresh_hosts_and_catches_silent_ones(
         host: SimHost) -> None:
+    """Whether a host is due is read from its stored `judged_at`, so it is the same for
+    every replica: one judged it moments ago, none re-judges it; once it is due, the first
+    round judges it and the other replica's round, right after, finds nothing to do."""
+    from app.models import JudgedHost
     alerting = AlertingSettings(alert_eval_interval_s=30)
     replica = AlertingService(host.sessions, host.settings, alerting)
+    other = AlertingService(host.sessions, host.settings, alerting)
     host.send()
     replica.evaluate_host(host.hostname, host.now())  # as after its ingest
-    host.advance(200)
+    host.advance(20)
+    assert other.evaluate_all(host.now(), only_due=True) == []  # judged 20 s ago: not due
+    host.advance(180)
     replica.tick(host.now())
-    assert host.alerts() == []  # evaluated moments ago (real time): not due yet
-    other = AlertingService(host.sessions, host.settings, alerting)
-    other.tick(host.now())  # a replica that has not looked at it lately
     assert host.firing() == {"ProbeStale"}
+    with host.sessions() as s:
+        judged_at = s.scalar(select(JudgedHost.judged_at))
+    assert judged_at == host.now()
+    assert other.evaluate_all(host.now(), only_due=True) == []

@@ -113,3 +113,28 @@ def test_corrected_crc_and_ecc_growth_under_load_stays_silent(host: SimHost) -> 
     for _ in range(4):
         host.step(30)
     assert host.alerts() == []
+
+
+def test_a_flapping_link_is_degraded_and_pages_once_it_is_up(host: SimHost) -> None:
+    """Down for 30 s, up, down again, up: NVLinkDown never lasts its 60 s, but the link
+    went down twice within the hour and is flapping."""
+    from sqlalchemy import select
+
+    from app.models import JudgedLink
+    host.send()
+    host.evaluate()
+    down = LinksDown(gpu=1, links=(4,))
+    for _ in range(2):
+        host.inject(down)
+        host.step(30)
+        host.clear(down)
+        host.step(30)
+    assert host.firing() == {"NVLinkFlapping"}
+    [alert] = host.alerts("firing")
+    assert alert.labels["link"] == "4" and alert.labels["gpu"] == "1"
+    assert "went down 2 times in the last 60 min" in alert.annotations["description"]
+    with host.sessions() as s:
+        link = s.scalar(select(JudgedLink).where(JudgedLink.gpu == 1, JudgedLink.link == 4))
+        assert link is not None and link.verdict == "degraded" and len(link.facts["downs"]) == 2
+    host.step(3600)  # an hour later the downs have left the window
+    assert host.firing() == set()

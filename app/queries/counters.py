@@ -1,0 +1,79 @@
+"""Growth per second of the cumulative NVLink and PCIe counters over a window, per link or
+GPU: what the link and GPU judges read (by rate, never by lifetime size).
+
+The link rates are computed by the database (window functions: each reading minus the one
+before it, a reset counting as growth from zero, as `app.analysis.rates.rate_per_s` does),
+so a judgement reads one row per link, not every reading of the window.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import and_, case, func, select
+from sqlalchemy.orm import Session
+
+from app.analysis.rates import rate_per_s
+from app.models import GpuSample, LinkSample
+
+COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
+JUDGED = ("replay", "recovery", "crc_flit")  # what `app.analysis.fabric_health` judges
+
+
+def link_rates(session: Session, host_id: int, since: datetime,
+               counters: Sequence[str] = JUDGED) -> dict[tuple[int, int], dict[str, float | None]]:
+    """Growth per second of `counters` of every link since `since` (None: fewer than two
+    readings)."""
+    def previous(column: Any) -> Any:
+        return func.lag(column).over(partition_by=(LinkSample.gpu, LinkSample.link),
+                                     order_by=(LinkSample.at, LinkSample.id))
+
+    cols = [LinkSample.gpu, LinkSample.link, LinkSample.at,
+            previous(LinkSample.at).label("prev_at")]
+    for c in counters:
+        now, before = getattr(LinkSample, c), previous(getattr(LinkSample, c))
+        cols.append(case((before.is_(None), None), (now >= before, now - before),
+                         else_=now).label(c))
+    steps = select(*cols).where(LinkSample.host_id == host_id,
+                                LinkSample.at >= since).subquery()
+    aggregates = []
+    for c in counters:
+        counted = and_(steps.c[c].is_not(None), steps.c.at > steps.c.prev_at)
+        aggregates += [func.sum(case((counted, steps.c[c]))),
+                       func.min(case((counted, steps.c.prev_at))),
+                       func.max(case((counted, steps.c.at)))]
+    rows = session.execute(select(steps.c.gpu, steps.c.link, *aggregates)
+                           .group_by(steps.c.gpu, steps.c.link))
+    out: dict[tuple[int, int], dict[str, float | None]] = {}
+    for gpu, link, *values in rows:
+        out[(gpu, link)] = {c: _rate(*values[3 * i:3 * i + 3]) for i, c in enumerate(counters)}
+    return out
+
+
+def _rate(growth: int | None, first: datetime | str | None,
+          last: datetime | str | None) -> float | None:
+    if growth is None or first is None or last is None:
+        return None
+    span = (_aware(last) - _aware(first)).total_seconds()
+    return float(growth) / span if span > 0 else None
+
+
+def _aware(at: datetime | str) -> datetime:
+    """SQLite hands aggregated timestamps back as text; PostgreSQL as aware datetimes."""
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def pcie_replay_rates(session: Session, host_id: int, since: datetime) -> dict[int, float | None]:
+    rows = session.execute(
+        select(GpuSample.gpu, GpuSample.at, GpuSample.pcie_replay)
+        .where(GpuSample.host_id == host_id, GpuSample.at >= since)
+        .order_by(GpuSample.at, GpuSample.id))
+    series: dict[int, list[tuple[datetime, int | None]]] = defaultdict(list)
+    for gpu, at, replay in rows:
+        series[gpu].append((at, replay))
+    return {gpu: rate_per_s(points) for gpu, points in series.items()}

@@ -1,0 +1,44 @@
+"""Placement's input read from a host's stored state: inventory, GPU and pair verdicts, and
+per pair the evidence of its copy rate (the stored newest uncontended value of each test and
+the newest sample of any kind), shaped for `app.analysis.placement`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from app.analysis.health import Sample
+from app.analysis.placement import FabricView, GpuState, PairVerdict
+from app.analysis.placement_inputs import measured_matrix, view_from_inventory
+from app.queries.common import PairKey
+from app.queries.health import HostHealth
+from app.schemas import Verdict
+from probes.report import Inventory
+
+
+def _evidence(health: HostHealth) -> dict[PairKey, list[Sample]]:
+    """Per (pair, test): its newest judged value and, if newer, its newest sample."""
+    out: dict[PairKey, list[Sample]] = {}
+    for key, t in health.tests.items():
+        rows = []
+        if t.value is not None and t.value_at is not None:
+            rows.append(Sample(at=t.value_at, value=t.value))
+        if t.latest is not None and t.latest.at != t.value_at:
+            rows.append(t.latest)
+        out[key] = rows
+    return out
+
+
+def placement_view(health: HostHealth) -> tuple[FabricView, datetime | None]:
+    """Placement's input from one host's stored verdicts, and when its newest evidence was
+    measured."""
+    fabric = health.fabric
+    inventory = Inventory(gpus=[fabric.gpus[i] for i in sorted(fabric.gpus)],
+                          nvlinks=fabric.nvlinks, pairs=list(fabric.pairs.values()))
+    measured, newest = measured_matrix(_evidence(health))
+    gpu_verdicts = {g.gpu: (g.verdict is Verdict.HEALTHY, g.reason) for g in health.gpus}
+    pairs = {(p.src, p.dst): PairVerdict(p.verdict.value, p.reason)
+             for p in health.judgement.pairs}
+    view = view_from_inventory(inventory, measured, gpu_verdicts, pairs)
+    gone = [GpuState(g.gpu, False, g.reason) for g in health.gpus if g.gpu not in fabric.gpus]
+    return replace(view, gpus=[*view.gpus, *gone]), newest

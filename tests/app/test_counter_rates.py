@@ -1,0 +1,65 @@
+"""The database computes link counter rates (window functions) exactly as the pure
+`rate_per_s` does over the same readings: growth between readings, a reset counting as growth
+from zero, unknown readings skipped — on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from app.analysis.rates import rate_per_s
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+from app.models import Host, LinkSample, ReportRow
+from app.queries.counters import link_rates
+from tests.app.factory import T0
+
+
+def _readings(rng: random.Random, n: int) -> list[int]:
+    value, out = rng.randint(0, 50), []
+    for _ in range(n):
+        if rng.random() < 0.1:
+            value = rng.randint(0, 3)  # reset: the counter restarts from zero
+        else:
+            value += rng.choice([0, 0, 0, 1, 7])
+        out.append(value)
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sql_rates_equal_the_pure_rates(settings: Settings, seed: int) -> None:
+    rng = random.Random(seed)
+    engine = make_engine(settings)
+    sessions = make_sessionmaker(engine)
+    with sessions() as s:
+        host = Host(name="h", fabric="simulated:test", first_seen=T0)
+        s.add(host)
+        s.flush()
+        report = ReportRow(report_id=uuid.uuid4(), host_id=host.id,
+                           schema_version=1, kind="inventory", started_at=T0, finished_at=T0,
+                           received_at=T0, gpu_time_s=0, wall_time_s=0,
+                           device_memory_bytes_max=0, agent_cpu_s=0, agent_rss_bytes=0,
+                           dropped_reports=0, skipped=[], errors=[])
+        s.add(report)
+        s.flush()
+        expected = {}
+        since = T0 + timedelta(seconds=130)
+        for link in range(3):
+            times = [T0 + timedelta(seconds=30 * i + rng.randint(0, 5)) for i in range(20)]
+            replay = _readings(rng, 20)
+            crc = [None if link == 2 else v for v in _readings(rng, 20)]
+            for at, r, c in zip(times, replay, crc, strict=True):
+                s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0, link=link,
+                                 replay=r, recovery=r, crc_flit=c))
+            kept = [(t, r, c) for t, r, c in zip(times, replay, crc, strict=True) if t >= since]
+            expected[(0, link)] = {"replay": rate_per_s([(t, r) for t, r, _ in kept]),
+                                   "crc_flit": rate_per_s([(t, c) for t, _, c in kept])}
+        s.commit()
+        got = link_rates(s, host.id, since)
+    engine.dispose()
+    for key, rates in expected.items():
+        for counter, value in rates.items():
+            assert got[key][counter] == pytest.approx(value), (key, counter)

@@ -1,0 +1,94 @@
+"""Every user error is one line on stderr and a non-zero exit, for every command.
+
+Run as a person would, in a fresh process (`python -m app.cli`), so nothing the test runner
+set up (logging, imported modules) can hide a traceback. The PostgreSQL cases use the real
+server the suite uses (a database that does not exist there) and a port nothing listens on.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from probes.errors import FabricUnavailable
+from probes.fabric_select import open_real
+from tests.app.conftest import PG_PORT
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def peerwatch(*argv: str, env: dict[str, str] | None = None,
+              cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app.cli", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *, status: int,
+                          says: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == status, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert lines and says in lines[-1], result.stderr
+    if status != 2:  # argparse's usage errors print the usage line first
+        assert len(lines) == 1, result.stderr
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again when the socket is
+
+
+def test_bench_on_nvml_without_nvml_is_one_line() -> None:
+    try:
+        open_real().close()
+        pytest.skip("NVML works on this machine")
+    except FabricUnavailable:
+        pass
+    assert_one_line_error(peerwatch("bench", "--fabric", "nvml"), status=1, says="NVML")
+
+
+@pytest.mark.parametrize("command", ["migrate", "serve"])
+@pytest.mark.parametrize(("url", "says"), [
+    ("postgresql://postgres@127.0.0.1:{closed}/test", "Connection refused"),
+    ("postgresql://postgres@127.0.0.1:{pg_port}/peerwatch_no_such_db", "does not exist"),
+    ("nonsense", "invalid database URL"),
+    ("mysqlish://host/db", "unsupported database URL"),
+    ("sqlite:////proc/peerwatch-no/such.db", "No such file or directory"),
+])
+def test_unusable_database_is_one_line(command: str, url: str, says: str) -> None:
+    url = url.format(closed=closed_port(), pg_port=PG_PORT)
+    argv = [command, "--database-url", url]
+    if command == "serve":
+        argv.append("--no-local-probe")
+    assert_one_line_error(peerwatch(*argv), status=1, says=says)
+
+
+@pytest.mark.parametrize("command", ["serve", "demo"])
+@pytest.mark.parametrize("port", ["70000", "0", "http"])
+def test_bad_port_is_a_usage_error(command: str, port: str) -> None:
+    assert_one_line_error(peerwatch(command, "--port", port), status=2, says="--port")
+
+
+def test_json_into_a_closed_pipe_ends_quietly_like_other_tools() -> None:
+    """`peerwatch bench --json | head -c 10`: the reader leaves early; no BrokenPipeError."""
+    cmd = f"{sys.executable} -m app.cli bench --fabric simulated:hgx8 --json | head -c 10"
+    result = subprocess.run(["bash", "-c", f"{cmd}; exit ${{PIPESTATUS[0]}}"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout == '{\n "schema'
+    assert result.stderr == ""
+    assert result.returncode == 141  # 128 + SIGPIPE, what a shell reports for `cat`
+
+
+def test_tables_into_a_closed_pipe_end_quietly() -> None:
+    """The tables go through rich, which quietly ends with status 1 on a closed pipe (0 when
+    the whole output fitted in the pipe before `head` left: a race this test allows)."""
+    cmd = f"{sys.executable} -m app.cli bench --fabric simulated:hgx8 | head -n 1"
+    result = subprocess.run(["bash", "-c", f"{cmd}; exit ${{PIPESTATUS[0]}}"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.startswith("sim-hgx8")
+    assert result.stderr == "" and result.returncode in (0, 1)
