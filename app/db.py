@@ -3,7 +3,8 @@
 SQLite (the default) is a file in WAL mode with a busy timeout and foreign keys on, set on
 every connection by a connect event, so readers never block the ingest writer and a second
 process waits instead of failing. PostgreSQL goes through psycopg 3
-(`postgresql+psycopg://`); a plain `postgresql://` URL is upgraded to it.
+(`postgresql+psycopg://`); a plain `postgresql://` URL is upgraded to it. Engines hide SQL
+parameters from their errors, so a failed insert never prints report rows into a log.
 
 The schema exists only through Alembic: `upgrade_to_head(engine)` runs the migrations in
 `migrations/` programmatically (what `peerwatch migrate` and `serve` call).
@@ -14,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -36,13 +37,15 @@ def make_engine(settings: Settings) -> Engine:
     url = normalize_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, settings.sqlite_busy_timeout_ms)
-    return create_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True)
+    return create_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True,
+                         hide_parameters=True)
 
 
 def _sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False})
+    engine = create_engine(url, connect_args={"check_same_thread": False},
+                           hide_parameters=True)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -111,7 +114,10 @@ def head_revision() -> str | None:
 
 
 def current_revision(engine: Engine) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
+    """The schema revision stored in the database (None when empty). Read with one plain
+    query, not Alembic's MigrationContext, which logs two lines per call (`/healthz`)."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        revision: str | None = conn.scalar(text("SELECT version_num FROM alembic_version"))
+        return revision

@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
@@ -66,6 +66,9 @@ def require_admin_token(credentials: BearerDep, settings: SettingsDep) -> str:
     allowed = [settings.admin_token] if settings.admin_token else []
     return _check_token(credentials, allowed, "admin token")
 
+
+# Row ids in paths: bounded by the INTEGER column, so a huge id is a 422, never a driver error.
+RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Row id.")]
 
 ProbeTokenDep = Annotated[str, Depends(require_probe_token)]
 AdminTokenDep = Annotated[str, Depends(require_admin_token)]

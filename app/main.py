@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from app import routes
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.errors import install_error_handlers
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.openapi import install_openapi
 from app.queries import NotFound
@@ -68,7 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine.dispose()
 
     app = FastAPI(title="peerwatch", version="0.1.0", description=DESCRIPTION,
-                  lifespan=lifespan)
+                  lifespan=lifespan, docs_url=None, redoc_url=None)  # /docs: routes/docs.py
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
+    install_error_handlers(app)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     install_openapi(app)

@@ -179,6 +179,9 @@ class ReportRow(Base):
     dropped_reports: Mapped[int]
     skipped: Mapped[list[Any]]
     errors: Mapped[list[Any]]
+    # migration 0006: SHA-256 of the report's canonical JSON, so a report_id reused for a
+    # different report is a 409 rather than a silent "duplicate" (NULL: stored before 0006).
+    digest: Mapped[str | None] = mapped_column(String(64))
 
 
 class Measurement(Base):
@@ -441,3 +444,40 @@ __all__ = [
     "JudgedHost", "JudgedLink", "JudgedPair", "JudgedTest", "LinkSample", "Measurement",
     "MeasurementRollup", "NvLink", "Pair", "ReportRow", "Silence",
 ]
+
+
+# --------------------------------------------------------------------------- debounce (0005)
+# Issue 11 item 7: times after which faults are expected and pages are held back. Verdicts and
+# alerts are still computed and shown; only delivery to Alertmanager waits.
+
+
+class MaintenanceWindow(Base):
+    """A declared maintenance window of one host: no pages between `starts_at` and `ends_at`."""
+
+    __tablename__ = "maintenance_windows"
+    __table_args__ = (Index(None, "host", "ends_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host: Mapped[str] = mapped_column(String(253))
+    starts_at: Mapped[datetime]
+    ends_at: Mapped[datetime]
+    created_by: Mapped[str] = mapped_column(String(128))
+    comment: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class HostRuntime(Base):
+    """What the host's newest report said about its probe and driver start and Fabric Manager:
+    links still train just after either start, so pages settle for a while after them."""
+
+    __tablename__ = "host_runtime"
+
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    probe_started_at: Mapped[datetime | None]
+    driver_loaded_at: Mapped[datetime | None]
+    fabric_manager: Mapped[dict[str, Any] | None]
+    updated_at: Mapped[datetime]
+
+
+__all__ += ["HostRuntime", "MaintenanceWindow"]

@@ -48,6 +48,7 @@ export const api = {
   linkSeries: (name, params, opts) => getJSON(`${host(name)}/links/series`, params, opts),
   alerts: (params, opts) => getJSON("/alerts", params, opts),
   alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
+  maintenance: (params, opts) => getJSON("/maintenance", params, opts),
   schedulerHosts: (opts) => getJSON("/scheduler/hosts", {}, opts),
   placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
 };

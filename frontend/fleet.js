@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { badge, VERDICTS, verdictOf } from "./palette.js";
 import { href, hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
@@ -17,7 +18,8 @@ function severity(host) {
 
 const COLUMNS = [
   { key: "verdict", label: "Verdict", value: severity,
-    cell: (r) => [badge(r.verdict, r.reason), r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null] },
+    cell: (r) => [badge(r.verdict, r.reason), r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+      maintenanceTag(r.maintenance)] },
   { key: "host", label: "Host", value: (r) => r.host,
     cell: (r) => h("a", { href: hostHref(r.host), class: "host" }, r.host) },
   { key: "gpus", label: "GPUs healthy", class: "num", value: (r) => r.gpus_healthy - r.gpus_total,
@@ -138,8 +140,9 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const data = await api.hosts();
+      const [data, maintenance] = await Promise.all([api.hosts(), activeMaintenance()]);
       hosts = data.hosts.sort((a, b) => a.host.localeCompare(b.host));
+      for (const x of hosts) x.maintenance = maintenance?.get(x.host) ?? null;
       render();
     },
     async update(next) {

@@ -8,6 +8,7 @@ import * as fmt from "./format.js";
 import { inventoryRows, inventoryTable } from "./inventory.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
+import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { badge, verdictOf } from "./palette.js";
 import { draw, purge } from "./plot.js";
 import { href, updateParams } from "./router.js";
@@ -103,6 +104,7 @@ export function mount(root, route) {
       h("h1", {}, h("span", { class: "host" }, d.host)),
       hl ? badge(hl.verdict, hl.reason) : null,
       d.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+      maintenanceTag(data.maintenance),
       alertChip(),
       hl ? h("p", { class: "reason-line" }, hl.reason) : null,
       h("p", { class: "meta" }, [
@@ -205,11 +207,12 @@ export function mount(root, route) {
   }
 
   async function loadAll() {
-    const [detail, health, topology, mx, links, alerts] = await Promise.all([
+    const [detail, health, topology, mx, links, alerts, , maintenance] = await Promise.all([
       api.host(name), api.health(name), api.topology(name), api.matrix(name, test()),
-      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(),
+      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
     ]);
-    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts });
+    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
+      maintenance: maintenance?.get(name) ?? null });
   }
 
   async function renderAll() {

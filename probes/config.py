@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from probes.report import PAIR_TESTS, TestName
+from probes.report import PAIR_TESTS, TestName, valid_hostname
 
 ENV_PREFIX = "PEERWATCH_PROBE_"
 
@@ -71,6 +71,11 @@ class ProbeSettings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"server URL must start with http:// or https://, got {value!r}")
         return value.rstrip("/")
+
+    @field_validator("hostname")
+    @classmethod
+    def _hostname_rule(cls, value: str | None) -> str | None:
+        return valid_hostname(value) if value else value
 
     @model_validator(mode="after")
     def _backoff_order(self) -> ProbeSettings:

@@ -14,6 +14,12 @@ checked against the preset when a fault goes in, so a typo fails at once.
     TransferHangs(gpu=5)                      a test touching GPU 5 blocks until released
     PcieDowntrained(gpu=6, gen=4, width=8)    PCIe trained below its maximum
     BusyGpu(gpu=7)                            a job runs there: processes, utilisation, memory
+    FabricNotCompleted(state="in_progress")   NVSwitch fabric registration not COMPLETED
+    FabricStatusError(status="unknown")       registration COMPLETED with an error status
+    FabricUnhealthy(issues=("route_unhealthy",))  fabric health summary/mask report trouble
+    FabricManagerDown()                       no nv-fabricmanager process (fabric unchanged)
+    PeerCopiesFail(a=0, b=1)                  links up, fabric COMPLETED, P2P copies fail
+    DriverRestarted()                         the driver was (re)loaded now: links settle
 
 Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
 a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
@@ -142,6 +148,52 @@ class BusyGpu:
     slowdown: float = 0.85
 
 
+@dataclass(frozen=True)
+class FabricNotCompleted:
+    """GPU fabric registration stuck before COMPLETED (every GPU when `gpu` is None)."""
+
+    state: Literal["not_started", "in_progress"] = "in_progress"
+    gpu: int | None = None
+
+
+@dataclass(frozen=True)
+class FabricStatusError:
+    """Registration ended with an NVML error status (named like NVML_ERROR_*, lower case)."""
+
+    status: str = "unknown"
+    gpu: int | None = None
+
+
+@dataclass(frozen=True)
+class FabricUnhealthy:
+    """The fabric's health summary and mask report trouble (e.g. a route unhealthy)."""
+
+    health: str = "unhealthy"
+    issues: tuple[str, ...] = ("route_unhealthy",)
+    gpu: int | None = None
+
+
+@dataclass(frozen=True)
+class FabricManagerDown:
+    """nv-fabricmanager is not running. The fabric keeps the state it had (COMPLETED stays
+    COMPLETED until a GPU reset): this is the fault that hides for weeks."""
+
+
+@dataclass(frozen=True)
+class PeerCopiesFail:
+    """Links up and fabric COMPLETED, yet P2P copies between `a` and `b` fail (both ways);
+    host-staged copies still work."""
+
+    a: int
+    b: int
+    message: str = "CUDA error: unspecified launch failure on peer copy (simulated)"
+
+
+@dataclass(frozen=True)
+class DriverRestarted:
+    """The NVIDIA driver was (re)loaded when the fault went in: links train, pages settle."""
+
+
 Fault = (
     LinksDown
     | BandwidthFactor
@@ -152,6 +204,12 @@ Fault = (
     | TransferHangs
     | PcieDowntrained
     | BusyGpu
+    | FabricNotCompleted
+    | FabricStatusError
+    | FabricUnhealthy
+    | FabricManagerDown
+    | PeerCopiesFail
+    | DriverRestarted
 )
 
 
@@ -164,7 +222,12 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
             return (a, b)
         case Contention(gpu=g, peer=p):
             return (g,) if p is None else (g, p)
-        case TransferHangs(gpu=g):
+        case TransferHangs(gpu=g) | FabricNotCompleted(gpu=g) | FabricStatusError(gpu=g) \
+                | FabricUnhealthy(gpu=g):
             return () if g is None else (g,)
+        case PeerCopiesFail(a=a, b=b):
+            return (a, b)
+        case FabricManagerDown() | DriverRestarted():
+            return ()
         case _:
             return (fault.gpu,)

@@ -74,7 +74,10 @@ def collect_inventory(fabric: Fabric, errors: list[ProbeError]) -> Inventory:
                                  partial(fabric.pair, s.index, d.index))
                 if pair is not None:
                     pairs.append(pair)
-    return Inventory(gpus=gpus, nvlinks=nvlinks, pairs=pairs)
+    # Optional in the Fabric seam: a backend that can look for Fabric Manager says so.
+    read_fm = getattr(fabric, "fabric_manager", None)
+    fm = read_item(errors, f"{name}.fabric_manager", read_fm) if read_fm else None
+    return Inventory(gpus=gpus, nvlinks=nvlinks, pairs=pairs, fabric_manager=fm)
 
 
 def collect_counters(

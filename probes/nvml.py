@@ -21,12 +21,14 @@ nvmlDeviceGetTopologyCommonAncestor describes PCIe only.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 from probes.errors import BadProbeRequest, FabricUnavailable, NotSupported, PeerwatchProbeError
 from probes.nvlink import NvLinks
+from probes.nvml_fabric import ChildCheck, FabricReader, child_fabric_check, fabric_check_main
 from probes.report import (
     GpuActivity,
     GpuInfo,
@@ -55,9 +57,6 @@ P2P_INDEXES: dict[P2PCap, int] = {
 }
 P2P_STATUSES: dict[int, P2PStatus] = dict(enumerate(P2PStatus))  # nvmlGpuP2PStatus_t order
 
-FABRIC_STATES = {1: "not_started", 2: "in_progress", 3: "completed"}
-FABRIC_HEALTH = {1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
-
 # nvmlValueType_t -> the c_nvmlValue_t member holding it
 _VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 
@@ -78,7 +77,8 @@ def load_pynvml() -> ModuleType:
 class Nvml:
     """One NVML session over every GPU NVML sees. Close it with `close()`."""
 
-    def __init__(self, module: Any = None, sysfs: Sysfs | None = None) -> None:
+    def __init__(self, module: Any = None, sysfs: Sysfs | None = None,
+                 fabric_child_check: ChildCheck = child_fabric_check) -> None:
         self._m = module if module is not None else load_pynvml()
         self._sysfs = sysfs if sysfs is not None else Sysfs()
         try:
@@ -106,6 +106,7 @@ class Nvml:
         self._invalid = getattr(self._m, "NVML_ERROR_INVALID_ARGUMENT", 2)
         self._link_counts: dict[int, int] = {}
         self._links = NvLinks(self)
+        self._fabric = FabricReader(self, fabric_child_check)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -256,39 +257,9 @@ class Nvml:
         )
 
     def switch_fabric(self, gpu: int) -> SwitchFabricInfo | None:
-        """NVSwitch fabric registration; None where the GPU has no fabric to join."""
-        info = self._fabric_struct(gpu)
-        if info is None or int(info.state) == 0:  # NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
-            return None
-        uuid_bytes = bytes(info.clusterUuid)
-        summary = getattr(info, "healthSummary", None)
-        return SwitchFabricInfo(
-            state=FABRIC_STATES.get(int(info.state), f"state_{int(info.state)}"),
-            status=self._return_name(int(info.status)),
-            clique_id=int(info.cliqueId),
-            cluster_uuid=uuid_bytes.hex() if any(uuid_bytes) else None,
-            health=None if summary is None else FABRIC_HEALTH.get(int(summary)),
-        )
-
-    def _fabric_struct(self, gpu: int) -> Any:
-        """nvmlDeviceGetGpuFabricInfoV with the v3 struct, else v2, else the old call."""
-        h, where = self._handle(gpu), f"nvml.fabric gpu={gpu}"
-        attempts = [
-            ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfo_v3_t"),
-            ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfo_v2_t"),
-            ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
-        ]
-        for fn_name, struct_name in attempts:
-            struct = getattr(self._m, struct_name, None)
-            if struct is None or getattr(self._m, fn_name, None) is None:
-                continue
-            info = struct()
-            try:
-                self._call(where, fn_name, h, self._m.byref(info))
-            except NotSupported:
-                continue
-            return info
-        return None
+        """NVSwitch fabric registration; None where the GPU has no fabric to join. The legacy
+        call decides before the V call is made (see probes/nvml_fabric.py: V crashed)."""
+        return self._fabric.read(gpu)
 
     def _return_name(self, code: int) -> str:
         if code == 0:
@@ -361,3 +332,9 @@ class Nvml:
             via_nvswitch=via_switch,
             p2p=p2p,
         )
+
+
+if __name__ == "__main__":  # the child of probes/nvml_fabric.py: `--fabric-check GPU`
+    if len(sys.argv) != 3 or sys.argv[1] != "--fabric-check":
+        sys.exit("usage: python -m probes.nvml --fabric-check GPU_INDEX")
+    sys.exit(fabric_check_main(int(sys.argv[2]), load_pynvml()))

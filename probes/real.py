@@ -19,8 +19,10 @@ from typing import Any
 import probes
 from probes.errors import FabricUnavailable, TransferError
 from probes.fabric import Measurement, TestSpec
+from probes.host_runtime import HostRuntime
 from probes.nvml import Nvml
 from probes.report import (
+    FabricManagerInfo,
     GpuActivity,
     GpuInfo,
     HostIdentity,
@@ -39,8 +41,10 @@ class RealFabric:
     name = "nvml"
 
     def __init__(self, nvml_module: Any = None, cupy_module: Any = None,
-                 sysfs: Sysfs | None = None, timeout_s: float = 10.0) -> None:
+                 sysfs: Sysfs | None = None, timeout_s: float = 10.0,
+                 runtime: HostRuntime | None = None) -> None:
         self._nvml = Nvml(module=nvml_module, sysfs=sysfs)
+        self._runtime = runtime or HostRuntime()
         self._cupy_module = cupy_module
         self._timeout_s = timeout_s
         self._transfers: Transfers | None = None
@@ -77,7 +81,12 @@ class RealFabric:
             driver_version=self._nvml.driver_version(),
             cuda_version=self._nvml.cuda_version(),
             probe_version=probes.__version__,  # also when run from a source tree
+            probe_started_at=self._runtime.process_started_at(),
+            driver_loaded_at=self._runtime.driver_loaded_at(),
         )
+
+    def fabric_manager(self) -> FabricManagerInfo:
+        return self._runtime.fabric_manager()
 
     def gpu_count(self) -> int:
         return self._nvml.gpu_count()

@@ -11,12 +11,13 @@ so a broken probe cannot poison the history.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = (1,)
@@ -25,11 +26,67 @@ SUPPORTED_SCHEMA_VERSIONS = (1,)
 MAX_BANDWIDTH_BPS = 10e12  # 10 TB/s
 MAX_LATENCY_S = 60.0
 MAX_GPUS = 1024
+MAX_SAMPLES = 10_000  # timed repetitions kept per transfer result
+MAX_COUNTER_SAMPLES = 64  # counter snapshots per report (a probe sends 1 or 2)
+MAX_RESULTS = 100_000  # hard ceiling; the server also caps results by the report's inventory
+MAX_ERRORS = 10_000
 
+# Every integer is bounded by the column that stores it: INTEGER (32-bit on PostgreSQL) for
+# counts of things, BIGINT for bytes and lifetime counters. A value beyond is a 422, not a 500.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+# Times outside these years are a broken clock (and year 1 overflows on conversion to UTC).
+EARLIEST_YEAR, LATEST_YEAR = 1970, 9000
+
+# Host names: DNS-style labels of letters, digits, `-` and `_`, joined by dots, at most 253
+# characters. No label is empty, so "." and ".." never appear, nor does "/": every accepted
+# host is reachable at /api/v1/hosts/<name>.
+HOSTNAME_RULE = ("labels of letters, digits, '-' and '_' (not starting or ending with '-'), "
+                 "joined by single dots, at most 253 characters")
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+HOSTNAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+
+
+def clean_text(value: str) -> str:
+    """Text a database and a JSON answer can hold: no NUL, no lone surrogate."""
+    if "\x00" in value:
+        raise ValueError("text must not contain a NUL character (\\u0000)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text must be valid Unicode (a lone surrogate was sent)") from None
+    return value
+
+
+def sane_time(value: datetime) -> datetime:
+    """An aware time within the years a real clock can show (checked before any arithmetic)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("timestamp needs a time zone (e.g. 2026-11-30T10:00:00Z)")
+    if not EARLIEST_YEAR <= value.year <= LATEST_YEAR:
+        raise ValueError(f"year {value.year} is outside {EARLIEST_YEAR}..{LATEST_YEAR}")
+    return value
+
+
+def valid_hostname(value: str) -> str:
+    if len(value) > 253 or not HOSTNAME.fullmatch(value):
+        raise ValueError(f"host name {value[:80]!r} breaks the rule: {HOSTNAME_RULE}")
+    return value
+
+
+_Clean = AfterValidator(clean_text)
+Text8 = Annotated[str, Field(max_length=8), _Clean]
+Text16 = Annotated[str, Field(max_length=16), _Clean]
+Text32 = Annotated[str, Field(max_length=32), _Clean]
+Text64 = Annotated[str, Field(max_length=64), _Clean]
+Text128 = Annotated[str, Field(max_length=128), _Clean]
+Text256 = Annotated[str, Field(max_length=256), _Clean]
+Text2000 = Annotated[str, Field(max_length=2000), _Clean]
+Timestamp = Annotated[datetime, AfterValidator(sane_time)]
 GpuIndex = Annotated[int, Field(ge=0, lt=MAX_GPUS)]
-Count = Annotated[int, Field(ge=0)]
+Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Counter64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Seconds = Annotated[float, Field(ge=0, le=86_400 * 366, allow_inf_nan=False)]
-Bytes = Annotated[int, Field(ge=0)]
+Bytes = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Percent = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
 
 
@@ -134,28 +191,48 @@ class RdmaInfo(_Model):
 
     gpudirect_supported: bool | None = None  # CUDA device attribute
     peermem_loaded: bool | None = None  # nvidia_peermem kernel module
-    nearest_nic: str | None = None  # e.g. "mlx5_0"
+    nearest_nic: Text64 | None = None  # e.g. "mlx5_0"
     nic_path: PathLevel | None = None  # PCIe path level GPU <-> that NIC
 
 
 class SwitchFabricInfo(_Model):
-    """NVSwitch fabric registration (nvmlDeviceGetGpuFabricInfoV)."""
+    """GPU fabric registration (NVML's GPU fabric info), as `probes/nvml_fabric.py` reads it.
 
-    state: str | None = None  # "not_started" | "in_progress" | "completed" | ...
-    status: str | None = None  # "success" or the NVML error name
+    Every field is optional so that reports of older probes stay valid. `source` says which
+    NVML call answered: "legacy" (nvmlDeviceGetGpuFabricInfo, no health fields) or "v3"/"v2"
+    (nvmlDeviceGetGpuFabricInfoV, called only once the legacy call said the GPU has a fabric:
+    it crashed the process on a GPU without one). `health_issues` is `health_mask` decoded.
+    """
+
+    state: Text64 | None = None  # "not_started" | "in_progress" | "completed" | ...
+    status: Text64 | None = None  # "success" or the NVML error name
     clique_id: Count | None = None
-    cluster_uuid: str | None = None
-    health: str | None = None
+    cluster_uuid: Text64 | None = None
+    health: Text64 | None = None  # health summary: "healthy" | "unhealthy" | "limited_capacity"
+    health_mask: Count | None = None
+    health_issues: list[Text64] = Field(default_factory=list, max_length=64)  # "route_unhealthy"
+    source: Text16 | None = None
+
+
+class FabricManagerInfo(_Model):
+    """Whether NVIDIA Fabric Manager runs on this host, and how the probe could tell.
+
+    `running` is None when the probe could not look (no /proc access, no unit file).
+    """
+
+    running: bool | None = None
+    how: Annotated[str, Field(max_length=200), _Clean] = ""  # "process nv-fabricmanager pid 1"
+    installed: bool | None = None  # a unit file or the binary exists
 
 
 class GpuInfo(_Model):
     index: GpuIndex
-    uuid: str = Field(min_length=1, max_length=128)
-    name: str = Field(max_length=128)
-    pci_bus_id: str = Field(max_length=32)
+    uuid: Annotated[str, Field(min_length=1, max_length=128), _Clean]
+    name: Text128
+    pci_bus_id: Text32
     memory_total_bytes: Bytes
-    cpu_affinity: str | None = Field(default=None, max_length=256)  # e.g. "0-31,64-95"
-    numa_node: int | None = None
+    cpu_affinity: Text256 | None = None  # e.g. "0-31,64-95"
+    numa_node: Annotated[int, Field(ge=-1, le=INT32_MAX)] | None = None
     nvlink_count: Count = 0  # ports NVML reports (NVML_FI_DEV_NVLINK_LINK_COUNT)
     pcie: PcieLink = PcieLink()
     rdma: RdmaInfo = RdmaInfo()
@@ -166,14 +243,14 @@ class NvLinkPort(_Model):
     gpu: GpuIndex
     link: Annotated[int, Field(ge=0, lt=64)]
     state: LinkState
-    version: str | None = None  # "4.0" decoded from NVML's enum (6 -> 4.0)
+    version: Text16 | None = None  # "4.0" decoded from NVML's enum (6 -> 4.0)
     speed_bps: Annotated[float, Field(ge=0, le=MAX_BANDWIDTH_BPS, allow_inf_nan=False)] | None = (
         None  # per direction, bytes per second
     )
     remote_type: RemoteType = RemoteType.UNKNOWN
-    remote_pci_bus_id: str | None = None  # None on NVSwitch hosts: NVML cannot name the peer
+    remote_pci_bus_id: Text32 | None = None  # None on NVSwitch hosts: NVML cannot name the peer
     remote_gpu: GpuIndex | None = None  # resolved from remote_pci_bus_id where it names a GPU
-    capabilities: dict[str, bool] = Field(default_factory=dict)
+    capabilities: dict[Text64, bool] = Field(default_factory=dict, max_length=64)
 
 
 class PairInfo(_Model):
@@ -181,7 +258,7 @@ class PairInfo(_Model):
 
     src: GpuIndex
     dst: GpuIndex
-    topology: str = Field(max_length=8)  # "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"
+    topology: Text8  # "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"
     pcie_path: PathLevel
     nvlink_width: Count = 0  # NV#: active links joining them (NVSwitch: min of the two GPUs')
     via_nvswitch: bool = False
@@ -196,9 +273,10 @@ class PairInfo(_Model):
 
 
 class Inventory(_Model):
-    gpus: list[GpuInfo]
-    nvlinks: list[NvLinkPort] = Field(default_factory=list)
-    pairs: list[PairInfo] = Field(default_factory=list)
+    gpus: list[GpuInfo] = Field(max_length=MAX_GPUS)
+    nvlinks: list[NvLinkPort] = Field(default_factory=list, max_length=MAX_GPUS * 64)
+    pairs: list[PairInfo] = Field(default_factory=list, max_length=MAX_GPUS * (MAX_GPUS - 1))
+    fabric_manager: FabricManagerInfo | None = None  # None: not looked for (older probes)
 
 
 # --------------------------------------------------------------------------- samples
@@ -211,11 +289,11 @@ class LinkCounters(_Model):
     link: Annotated[int, Field(ge=0, lt=64)]
     tx_bytes: Bytes | None = None  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX (KiB) * 1024
     rx_bytes: Bytes | None = None
-    replay: Count | None = None
-    recovery: Count | None = None
-    crc_flit: Count | None = None
-    crc_data: Count | None = None
-    ecc_data: Count | None = None
+    replay: Counter64 | None = None
+    recovery: Counter64 | None = None
+    crc_flit: Counter64 | None = None
+    crc_data: Counter64 | None = None
+    ecc_data: Counter64 | None = None
 
 
 class GpuActivity(_Model):
@@ -228,10 +306,10 @@ class GpuActivity(_Model):
 
 
 class CounterSample(_Model):
-    at: datetime
-    links: list[LinkCounters] = Field(default_factory=list)
-    pcie_replay: dict[GpuIndex, Count] = Field(default_factory=dict)
-    activity: list[GpuActivity] = Field(default_factory=list)
+    at: Timestamp
+    links: list[LinkCounters] = Field(default_factory=list, max_length=MAX_GPUS * 64)
+    pcie_replay: dict[GpuIndex, Counter64] = Field(default_factory=dict)
+    activity: list[GpuActivity] = Field(default_factory=list, max_length=MAX_GPUS)
 
 
 # --------------------------------------------------------------------------- results
@@ -249,10 +327,11 @@ class TransferResult(_Model):
     test: TestName
     src: GpuIndex | None = None
     dst: GpuIndex | None = None
-    gpus: list[GpuIndex] = Field(default_factory=list)  # allreduce participants
+    gpus: list[GpuIndex] = Field(default_factory=list, max_length=MAX_GPUS)  # allreduce set
     value: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     unit: Unit
-    samples: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=list)
+    samples: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
+        default_factory=list, max_length=MAX_SAMPLES)
     bytes_per_copy: Bytes = 0
     copies: Count = 0
     gpu_time_s: Seconds = 0.0  # GPU time the whole test used, warm-up included
@@ -260,8 +339,8 @@ class TransferResult(_Model):
     verified: bool = False
     contended: bool = False
     foreign_bytes: Bytes = 0
-    started_at: datetime | None = None
-    error: str | None = Field(default=None, max_length=2000)
+    started_at: Timestamp | None = None
+    error: Text2000 | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TransferResult:
@@ -283,7 +362,7 @@ class TransferResult(_Model):
 
 class SkippedGpu(_Model):
     gpu: GpuIndex
-    reason: str = Field(max_length=500)
+    reason: Annotated[str, Field(max_length=500), _Clean]
 
 
 class SweepCost(_Model):
@@ -294,23 +373,28 @@ class SweepCost(_Model):
     device_memory_bytes_max: Bytes = 0
     agent_cpu_s: Seconds = 0.0
     agent_rss_bytes: Bytes = 0
-    skipped: list[SkippedGpu] = Field(default_factory=list)
+    skipped: list[SkippedGpu] = Field(default_factory=list, max_length=MAX_GPUS)
     dropped_reports: Count = 0  # spooled reports dropped because the spool was full
 
 
 class ProbeError(_Model):
     """Something the probe could not read or run; the rest of the pass went on."""
 
-    where: str = Field(max_length=200)  # e.g. "nvml.link_counters gpu=3"
-    message: str = Field(max_length=2000)
+    where: Annotated[str, Field(max_length=200), _Clean]  # e.g. "nvml.link_counters gpu=3"
+    message: Text2000
 
 
 class HostIdentity(_Model):
-    hostname: str = Field(min_length=1, max_length=253)
-    fabric: str = Field(max_length=64)  # "nvml" or "simulated:<preset>"
-    driver_version: str | None = Field(default=None, max_length=64)
-    cuda_version: str | None = Field(default=None, max_length=64)
-    probe_version: str | None = Field(default=None, max_length=64)
+    hostname: Annotated[str, Field(min_length=1, max_length=253), _Clean,
+                        AfterValidator(valid_hostname)]
+    fabric: Text64  # "nvml" or "simulated:<preset>"
+    driver_version: Text64 | None = None
+    cuda_version: Text64 | None = None
+    probe_version: Text64 | None = None
+    # When this probe process started and when the NVIDIA driver was loaded: links may still
+    # be training just after either, so the server holds pages back for a settle time.
+    probe_started_at: Timestamp | None = None
+    driver_loaded_at: Timestamp | None = None
 
 
 class Report(_Model):
@@ -318,13 +402,13 @@ class Report(_Model):
     report_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     kind: ReportKind
     host: HostIdentity
-    started_at: datetime
-    finished_at: datetime
+    started_at: Timestamp
+    finished_at: Timestamp
     inventory: Inventory
-    counters: list[CounterSample] = Field(default_factory=list)
-    results: list[TransferResult] = Field(default_factory=list)
+    counters: list[CounterSample] = Field(default_factory=list, max_length=MAX_COUNTER_SAMPLES)
+    results: list[TransferResult] = Field(default_factory=list, max_length=MAX_RESULTS)
     cost: SweepCost = SweepCost()
-    errors: list[ProbeError] = Field(default_factory=list)
+    errors: list[ProbeError] = Field(default_factory=list, max_length=MAX_ERRORS)
 
     @model_validator(mode="after")
     def _coherent(self) -> Report:

@@ -22,7 +22,7 @@ from probes.metrics_server import AgentExposition, MetricsServer
 from probes.outbox import Outbox
 from probes.passes import report_builder
 from probes.sender import Backoff, Sender
-from probes.spool import Spool
+from probes.spool import open_spool
 from probes.worker import Clock, Meter, Sleep, Worker, process_usage
 
 
@@ -60,7 +60,7 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
         if fabric is None:
             fabric = open_fabric_for(settings)
             stack.callback(fabric.close)
-        spool = Spool(settings.spool_dir, settings.spool_max_bytes)
+        spool = open_spool(settings.spool_dir, settings.spool_max_bytes)
         stack.callback(spool.close)
         sender = Sender(settings.server_url, settings.token, settings.request_timeout_s)
         stack.callback(sender.close)

@@ -28,6 +28,7 @@ class Port:
     remote: int | None
     remote_link: int | None
     up: bool
+    wired: bool = True  # False: a port the SKU leaves unconnected (reported down)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ class SimTopology:
                     wires[b].append((a, la))
         return wires
 
+    def _unwired(self, gpu: int, wired: int) -> list[Port]:
+        extra = self.preset.nvlink.unwired_ports if self.preset.nvlink.fabric != "none" else 0
+        return [Port(gpu, wired + i, None, None, False, wired=False) for i in range(extra)]
+
     def _ports(self, faults: tuple[Fault, ...]) -> dict[int, list[Port]]:
         wires = self._wiring()
         down: set[tuple[int, int]] = set()
@@ -81,6 +86,7 @@ class SimTopology:
                             down.add((remote, remote_link))  # a cable has two ends
         return {
             g: [Port(g, i, r, rl, (g, i) not in down) for i, (r, rl) in enumerate(ws)]
+            + self._unwired(g, len(ws))
             for g, ws in wires.items()
         }
 

@@ -24,13 +24,16 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
+from datetime import datetime
 
 import probes
+from probes import simfabric
 from probes.errors import BadProbeRequest, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.faults import (
     BusyGpu,
     Contention,
+    DriverRestarted,
     ErrorGrowth,
     Fault,
     TransferFails,
@@ -39,6 +42,7 @@ from probes.faults import (
 )
 from probes.presets import Preset, load_calibration, load_preset
 from probes.report import (
+    FabricManagerInfo,
     GpuActivity,
     GpuInfo,
     HostIdentity,
@@ -49,8 +53,8 @@ from probes.report import (
     PcieLink,
     RdmaInfo,
     RemoteType,
-    SwitchFabricInfo,
     TestName,
+    utcnow,
 )
 from probes.simcounters import CounterBank
 from probes.simrun import Run, contention_rate, model_run
@@ -71,6 +75,7 @@ class SimulatedFabric:
         faults: Iterable[Fault] = (),
         clock: Callable[[], float] = time.monotonic,
         hostname: str | None = None,
+        started_at: datetime | None = None,
     ) -> None:
         self.preset = load_preset(preset) if isinstance(preset, str) else preset
         self.name = f"simulated:{self.preset.name}"
@@ -85,6 +90,8 @@ class SimulatedFabric:
         self._last_tick = clock()
         self._runs: Counter[str] = Counter()
         self._hangs: list[threading.Event] = []
+        self.started_at = started_at  # reported as the probe's start (None: not reported)
+        self._driver_loaded_at: datetime | None = None
         self.inject(*faults)
 
     # ------------------------------------------------------------------ faults
@@ -101,6 +108,8 @@ class SimulatedFabric:
         with self._lock:
             self._advance()
             self._faults.extend(faults)
+            if any(isinstance(f, DriverRestarted) for f in faults):
+                self._driver_loaded_at = utcnow()
             self._rebuild()
 
     def clear(self, *faults: Fault) -> None:
@@ -147,7 +156,12 @@ class SimulatedFabric:
         return HostIdentity(hostname=self.hostname, fabric=self.name,
                             driver_version=self.preset.driver_version,
                             cuda_version=self.preset.cuda_version,
-                            probe_version=probes.__version__)
+                            probe_version=probes.__version__,
+                            probe_started_at=self.started_at,
+                            driver_loaded_at=self._driver_loaded_at)
+
+    def fabric_manager(self) -> FabricManagerInfo:
+        return simfabric.fabric_manager(self.preset, self._faults)
 
     def gpu_count(self) -> int:
         return len(self.preset.gpus)
@@ -157,7 +171,6 @@ class SimulatedFabric:
         slot, model = self.preset.gpus[index], self.preset.gpu_model
         socket = self.preset.sockets[slot.socket]
         gen, width = self._topo.pcie_now[index]
-        sw = self.preset.switch_fabric
         return GpuInfo(
             index=index, uuid=self._uuid(index), name=model.name, pci_bus_id=slot.pci_bus_id,
             memory_total_bytes=model.memory_total_bytes, cpu_affinity=socket.cpu_affinity,
@@ -167,7 +180,7 @@ class SimulatedFabric:
             rdma=RdmaInfo(gpudirect_supported=self.preset.rdma.gpudirect_supported,
                           peermem_loaded=self.preset.rdma.peermem_loaded,
                           nearest_nic=slot.rdma.nearest_nic, nic_path=slot.rdma.nic_path),
-            switch_fabric=SwitchFabricInfo(**sw.model_dump()) if sw else None,
+            switch_fabric=simfabric.switch_fabric(self.preset, self._faults, index),
         )
 
     def _uuid(self, index: int) -> str:
@@ -185,7 +198,8 @@ class SimulatedFabric:
             NvLinkPort(
                 gpu=gpu, link=p.link, state=LinkState.UP if p.up else LinkState.DOWN,
                 version=nv.version, speed_bps=topo.link_bps if p.up else None,
-                remote_type=RemoteType.NVSWITCH if p.remote is None else RemoteType.GPU,
+                remote_type=(RemoteType.UNKNOWN if not p.wired else
+                             RemoteType.NVSWITCH if p.remote is None else RemoteType.GPU),
                 remote_pci_bus_id=None if p.remote is None else self.preset.gpus[
                     p.remote].pci_bus_id,
                 remote_gpu=p.remote, capabilities=dict(LINK_CAPABILITIES),
@@ -228,6 +242,9 @@ class SimulatedFabric:
         for f in self.faults:
             if isinstance(f, TransferFails) and f.gpu in gpus and f.test in (None, spec.test):
                 raise TransferError(f"{spec.label()}: {f.message}")
+        peer_error = simfabric.peer_copy_failure(self._faults, spec)
+        if peer_error is not None:
+            raise TransferError(peer_error)
         with self._lock:
             run = model_run(self._topo, spec, self._faults)
             samples = self._noisy(spec, run)

@@ -11,7 +11,10 @@ back as a report is moved aside (`<name>.corrupt`) with a logged error and the r
 still sent; a report the server refused is moved aside as `<name>.rejected`, also counted.
 
 One probe owns a spool directory at a time (an exclusive `flock` on `.lock`), so two agents
-pointed at the same directory fail loudly instead of interleaving.
+pointed at the same directory fail loudly instead of interleaving. A spool directory that
+cannot be used at all (read-only, not a directory) does not stop the agent: `open_spool`
+warns and returns a `SendOnlySpool`, which sends while the server answers and counts each
+report it could not keep as dropped.
 """
 
 from __future__ import annotations
@@ -63,13 +66,17 @@ def atomic_write(directory: Path, name: str, data: bytes) -> None:
     tmp = directory / f"{_TMP_PREFIX}{name}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, directory / name)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, directory / name)
+    except BaseException:  # disk full, I/O error: leave no partial file behind
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(directory)
 
 
@@ -245,6 +252,76 @@ class Spool:
     def _prune_set_aside(self) -> None:
         for old in self.set_aside_files()[:-KEEP_SET_ASIDE]:
             old.unlink(missing_ok=True)
+
+
+class SendOnlySpool:
+    """The spool's interface with no disk behind it: nothing waits, each report not
+    delivered is counted as dropped and announced in the next one that is."""
+
+    def __init__(self, directory: Path, reason: str) -> None:
+        self.directory = Path(directory)
+        self.reason = reason
+        self._dropped = 0
+
+    def close(self) -> None:
+        pass
+
+    def entries(self) -> list[SpoolEntry]:
+        return []
+
+    def __len__(self) -> int:
+        return 0
+
+    def size_bytes(self) -> int:
+        return 0
+
+    def note_lost(self) -> None:
+        self._dropped += 1
+
+    def dropped(self) -> int:
+        return self._dropped
+
+    def acknowledge_drops(self, n: int) -> None:
+        self._dropped -= min(max(n, 0), self._dropped)
+
+    def put(self, report: Report) -> SpoolEntry | None:
+        log.error("send-only mode (spool %s unusable: %s): report %s could not be delivered "
+                  "now and is dropped (counted)", self.directory, self.reason, report.report_id)
+        self.note_lost()
+        return None
+
+    def load(self, entry: SpoolEntry) -> Report | None:
+        return None
+
+    def remove(self, entry: SpoolEntry) -> None:
+        pass
+
+    def set_aside(self, entry: SpoolEntry, suffix: str) -> None:
+        self.note_lost()
+
+    def set_aside_report(self, report: Report, suffix: str) -> None:
+        self.note_lost()
+
+    def set_aside_files(self) -> list[Path]:
+        return []
+
+
+AnySpool = Spool | SendOnlySpool
+
+
+def open_spool(directory: Path, max_bytes: int) -> AnySpool:
+    """The spool in `directory`; a send-only stand-in, with a warning, when it is unusable."""
+    try:
+        return Spool(directory, max_bytes)
+    except OSError as exc:
+        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+        if Path(directory).exists() and not Path(directory).is_dir():
+            reason = "it is not a directory"
+        log.warning("SPOOL UNUSABLE: %s (%s). Running in SEND-ONLY mode: reports are sent "
+                    "while the server answers, and any it cannot take are dropped and "
+                    "counted. Fix the directory (--spool-dir) and restart to keep them.",
+                    directory, reason)
+        return SendOnlySpool(directory, reason)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -3,10 +3,12 @@
 Due now: a firing alert never sent, or last sent a resend interval ago (its `endsAt` is set
 4 intervals ahead, like Prometheus, so Alertmanager keeps it only while peerwatch keeps
 saying so); a resolved alert whose firing was sent but whose resolution was not (sent with
-`endsAt` = when it resolved). Silenced alerts are not sent. A failure to reach Alertmanager
-is logged and changes nothing, so the next round sends the same alerts again: nothing is
-lost, and ingest never waits on it. Two replicas may both send an alert; Alertmanager
-de-duplicates by label set, which is what Prometheus HA pairs rely on too.
+`endsAt` = when it resolved). Silenced alerts are not sent, nor are those of a host in a
+maintenance window or still settling after its probe or driver started (`page_holds`).
+A failure to reach Alertmanager is logged and changes nothing, so the next round sends the
+same alerts again: nothing is lost, and ingest never waits on it. Two replicas may both send
+an alert; Alertmanager de-duplicates by label set, which is what Prometheus HA pairs rely on
+too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from app.alerting.alertmanager import AlertmanagerClient, AlertmanagerUnavailabl
 from app.alerting.settings import AlertingSettings
 from app.alerting.silences import active_silences, silenced_by
 from app.models import Alert
+from app.queries.page_holds import page_holds
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,9 @@ def due(session: Session, now: datetime, alerting: AlertingSettings) -> list[Ale
     resolved = and_(Alert.state == "resolved", Alert.notified_state == "firing")
     rows = list(session.scalars(select(Alert).where(or_(firing, resolved)).order_by(Alert.id)))
     silences = active_silences(session, now)
-    return [a for a in rows if a.state == "resolved" or not silenced_by(silences, a.labels)]
+    held = page_holds(session, now, alerting.alert_settle_s, {a.host for a in rows if a.host})
+    return [a for a in rows if a.state == "resolved" or (
+        not silenced_by(silences, a.labels) and a.host not in held)]
 
 
 def outgoing(alert: Alert, now: datetime, alerting: AlertingSettings) -> OutgoingAlert:

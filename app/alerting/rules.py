@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
+from app.analysis.fabric_expect import design_links_for
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.schemas import Verdict
@@ -38,6 +39,7 @@ def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
         if gpu not in ctx.fabric.gpus:
             continue  # a GPU missing from the inventory is the host verdict's business
         up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
+        had = design_links_for(ctx.fabric.gpus[gpu].name, had)[0]  # 12 of 18 by design: 12
         if up >= had:
             continue
         out.append(Finding(

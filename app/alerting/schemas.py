@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from probes.report import Timestamp
 
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
@@ -37,6 +39,7 @@ class AlertOut(BaseModel):
         "value": 0.0, "active_since": "2026-11-30T10:02:11Z",
         "fired_at": "2026-11-30T10:03:12Z", "resolved_at": None,
         "updated_at": "2026-11-30T10:20:00Z", "acknowledged": None, "silenced_by": [],
+        "in_maintenance": False, "held": None,
     }]})
 
     id: int
@@ -53,6 +56,12 @@ class AlertOut(BaseModel):
     updated_at: datetime
     acknowledged: Acknowledgement | None
     silenced_by: list[int] = Field(description="Ids of active silences that mute it.")
+    in_maintenance: bool = Field(
+        default=False, description="Its host is in a declared maintenance window: shown, "
+        "not sent to Alertmanager.")
+    held: str | None = Field(
+        default=None, description="Why it is not paged now: maintenance or settling after "
+        "the probe or driver started (None: it pages as usual).")
 
 
 class AlertsResponse(BaseModel):
@@ -100,22 +109,17 @@ class Matcher(BaseModel):
         return self
 
 
-class SilenceRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
-        "matchers": [{"name": "host", "value": "gpu-node-17"},
-                     {"name": "alertname", "value": "NVLink.*", "is_regex": True}],
-        "duration_s": 7200, "created_by": "alice", "comment": "cable swap",
-    }]})
-    matchers: list[Matcher] = Field(min_length=1)
-    starts_at: datetime | None = Field(default=None, description="Default: now.")
-    ends_at: datetime | None = None
+class TimeSpanRequest(BaseModel):
+    """A span from `starts_at` (default: now) to `ends_at` or for `duration_s`: silences and
+    maintenance windows are declared the same way."""
+
+    starts_at: Timestamp | None = Field(default=None, description="Default: now.")
+    ends_at: Timestamp | None = None
     duration_s: float | None = Field(default=None, gt=0, le=366 * 86_400,
                                      description="Instead of ends_at.")
-    created_by: str = Field(min_length=1, max_length=128)
-    comment: str = Field(default="", max_length=2000)
 
     @model_validator(mode="after")
-    def _one_end(self) -> SilenceRequest:
+    def _one_end(self) -> TimeSpanRequest:
         if (self.ends_at is None) == (self.duration_s is None):
             raise ValueError("give exactly one of ends_at and duration_s")
         for name in ("starts_at", "ends_at"):
@@ -123,6 +127,26 @@ class SilenceRequest(BaseModel):
             if at is not None and at.tzinfo is None:
                 raise ValueError(f"{name} needs a time zone (e.g. 2026-11-30T10:00:00Z)")
         return self
+
+    def span(self, now: datetime) -> tuple[datetime, datetime]:
+        """(starts, ends); ValueError naming both when the end is not after the start."""
+        starts = self.starts_at or now
+        ends = self.ends_at or starts + timedelta(seconds=self.duration_s or 0)
+        if ends <= starts:
+            raise ValueError(f"ends_at {ends.isoformat()} is not after starts_at "
+                             f"{starts.isoformat()}")
+        return starts, ends
+
+
+class SilenceRequest(TimeSpanRequest):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+        "matchers": [{"name": "host", "value": "gpu-node-17"},
+                     {"name": "alertname", "value": "NVLink.*", "is_regex": True}],
+        "duration_s": 7200, "created_by": "alice", "comment": "cable swap",
+    }]})
+    matchers: list[Matcher] = Field(min_length=1)
+    created_by: str = Field(min_length=1, max_length=128)
+    comment: str = Field(default="", max_length=2000)
 
 
 class SilenceOut(BaseModel):

@@ -57,6 +57,11 @@ class AlertingSettings(BaseSettings):
     alert_resolved_keep_days: float = Field(
         default=30.0, gt=0, description="Resolved alerts and their history are kept this long."
     )
+    alert_settle_s: float = Field(
+        default=300.0, ge=0,
+        description="Pages wait this long after a probe or the NVIDIA driver started (links "
+        "may still be training); alerts are still computed and shown. 0: no settle time.",
+    )
     external_url: str = Field(
         default="",
         description="The server's URL as users reach it; prefixes dashboard links in alerts.",

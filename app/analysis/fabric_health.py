@@ -7,11 +7,13 @@
   and they grow under load on healthy hardware (measured on the lent H200 pair, 2026-11-30:
   10-142 per second per link during a contended sweep, every transfer verified, no replay,
   recovery or flit CRC). They are kept, exported and charted, never turned into a verdict.
-- GPU: down when it vanished from the inventory, when every NVLink it has is down, or when
-  every measured pair it is part of is down; degraded when some links are down (its
-  NVSwitch width is reduced), a link is degraded, its PCIe link trained narrower than its
-  maximum, its NVSwitch fabric registration is not complete, or at least half its measured
-  pairs are degraded or down.
+  A port its SKU leaves unwired by design (`fabric_expect.unused_by_design`) is healthy.
+- GPU: down when it vanished from the inventory, when every NVLink it should have is down,
+  or when every measured pair it is part of is down; degraded when fewer links are up than
+  its SKU wires (its NVSwitch width is reduced), a link is degraded, its PCIe link trained
+  narrower than its maximum, or at least half its measured pairs are degraded or down; the
+  fabric contradictions of `fabric_state.py` (fabric not COMPLETED, registration failed,
+  fabric unhealthy, peer copies failing behind up links) add their own reasons and actions.
 - host: unknown when stale or never measured; down when every GPU is down; degraded when
   anything on it is not healthy.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
 from app.analysis.health import Judgement, PairJudgement, Thresholds
 from app.analysis.text import fmt_rate
 from app.schemas import SEVERITY, Verdict
@@ -61,12 +64,17 @@ class GpuFacts:
     info: GpuInfo | None  # None: missing from the newest inventory
     ports: Sequence[NvLinkPort] = field(default_factory=tuple)
     pcie_replay_per_s: float | None = None
+    design_overrides: Mapping[str, int] | None = None  # GPU name -> NVLinks wired by design
 
 
 def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
-               th: Thresholds) -> LinkJudgement:
-    """One NVLink port from its NVML state and its counters' growth per second."""
+               th: Thresholds, unused: bool = False) -> LinkJudgement:
+    """One NVLink port from its NVML state and its counters' growth per second.
+    `unused`: the GPU's SKU leaves this port unwired by design (see `unused_by_design`)."""
     name = f"GPU{port.gpu} link {port.link}"
+    if unused and port.state is LinkState.DOWN:
+        return LinkJudgement(Verdict.HEALTHY, f"{name} not wired (by design for this SKU)",
+                             port.gpu, port.link)
     if port.state is LinkState.DOWN:
         return LinkJudgement(Verdict.DOWN, f"{name} is down (NVML link state)", port.gpu,
                              port.link)
@@ -85,26 +93,21 @@ def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
 
 
 def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
-                  pairs: Sequence[PairJudgement]) -> tuple[list[str], list[str]]:
+                  pairs: Sequence[PairJudgement],
+                  fabric: GpuFabricVerdict) -> tuple[list[str], list[str]]:
     """(reasons it is down, reasons it is degraded)."""
     down: list[str] = []
     degraded: list[str] = []
     info = facts.info
     assert info is not None
-    up = sum(1 for p in facts.ports if p.state is LinkState.UP)
-    if facts.ports and up == 0:
-        down.append(f"all {len(facts.ports)} NVLinks down")
-    elif up < len(facts.ports):
-        degraded.append(f"{up}/{len(facts.ports)} NVLinks up")
+    for finding in fabric.findings:
+        (down if finding.verdict is Verdict.DOWN else degraded).append(finding.text)
     sick = [j for j in links if j.verdict is Verdict.DEGRADED]
     if sick:
         degraded.append(sick[0].reason + (f" (+{len(sick) - 1} more links)" if sick[1:] else ""))
     pcie = info.pcie
     if pcie.width_current and pcie.width_max and pcie.width_current < pcie.width_max:
         degraded.append(f"PCIe trained x{pcie.width_current} of x{pcie.width_max}")
-    fabric = info.switch_fabric
-    if fabric is not None and fabric.state and fabric.state != "completed":
-        degraded.append(f"NVSwitch fabric registration {fabric.state}")
     if facts.pcie_replay_per_s:
         degraded.append(f"PCIe replays growing {fmt_rate(facts.pcie_replay_per_s)}")
     judged = [p for p in pairs if p.verdict is not Verdict.UNKNOWN]
@@ -124,24 +127,37 @@ def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
     if facts.info is None:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu} is missing from the newest inventory",
                             gpu)
-    down, degraded = _gpu_problems(gpu, facts, links, pairs)
+    fabric = judge_gpu_fabric(gpu, facts.info, facts.ports, pairs, facts.design_overrides)
+    down, degraded = _gpu_problems(gpu, facts, links, pairs, fabric)
     if down:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu)
     if degraded:
         return GpuJudgement(Verdict.DEGRADED, f"GPU{gpu}: " + "; ".join(degraded), gpu)
+    return GpuJudgement(Verdict.HEALTHY, _healthy_text(gpu, facts, pairs, fabric), gpu)
+
+
+def _healthy_text(gpu: int, facts: GpuFacts, pairs: Sequence[PairJudgement],
+                  fabric: GpuFabricVerdict) -> str:
     bad = [p for p in pairs if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
     up = sum(1 for p in facts.ports if p.state is LinkState.UP)
     links_text = f"{up}/{len(facts.ports)} NVLinks up" if facts.ports else "no NVLinks"
+    if fabric.expectation.by_design_short:
+        links_text += f" (as designed: {fabric.expectation.design_links} wired)"
+    elif facts.ports and not fabric.expectation.nvlink:
+        links_text = f"no NVLink in use ({fabric.expectation.basis})"
     judged = sum(1 for p in pairs if p.verdict is not Verdict.UNKNOWN)
     text = f"GPU{gpu}: {links_text}, {judged - len(bad)} of {judged} measured pairs healthy"
     if bad:
         text += f" (not: {', '.join(f'GPU{p.src}->GPU{p.dst}' for p in bad[:4])})"
-    return GpuJudgement(Verdict.HEALTHY, text, gpu)
+    return text
 
 
 def judge_host(host: str, gpus: Sequence[GpuJudgement], links: Sequence[LinkJudgement],
-               pairs: Sequence[PairJudgement], stale_for: str | None) -> HostJudgement:
-    """`stale_for`: how long since the last report, when the host is stale, else None."""
+               pairs: Sequence[PairJudgement], stale_for: str | None,
+               fabric: HostFabricVerdict | None = None) -> HostJudgement:
+    """`stale_for`: how long since the last report, when the host is stale, else None.
+    `fabric`: `judge_host_fabric`'s verdict; its host-level findings (Fabric Manager down)
+    make the host degraded even while every GPU is healthy."""
 
     def verdict(v: Verdict, reason: str) -> HostJudgement:
         return HostJudgement(v, reason, tuple(gpus), tuple(links), tuple(pairs))
@@ -155,6 +171,9 @@ def judge_host(host: str, gpus: Sequence[GpuJudgement], links: Sequence[LinkJudg
     bad_gpus = [g for g in gpus if g.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
     bad_pairs = [p for p in pairs if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
     bad_links = [j for j in links if j.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
+    host_fabric = [f.text for f in fabric.findings] if fabric is not None else []
+    if host_fabric and not (bad_gpus or bad_pairs or bad_links):
+        return verdict(Verdict.DEGRADED, f"{host}: {'; '.join(host_fabric)}")
     if bad_gpus or bad_pairs or bad_links:
         first = (bad_gpus or bad_pairs or bad_links)[0]
         counts = [f"{len(bad_gpus)} of {len(gpus)} GPUs", f"{len(bad_pairs)} of "

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from app.cli import commands
 from app.cli.errors import SERVER_EXTRA_HINT, explain, missing_server_module
+from app.logs import configure_logging
 from probes.errors import BadProbeRequest
 
 USAGE_ERROR = 2
@@ -71,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "takes_any_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    configure_logging("warning")  # commands that log more (serve, probe) set their own level
     try:
         return int(args.func(args) or 0)
     except BadProbeRequest as exc:

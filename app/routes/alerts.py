@@ -8,11 +8,13 @@ The rules' evaluation itself runs after each ingest and periodically (see
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from sqlalchemy import case, select
+from sqlalchemy.orm import Session
 
 from app.alerting.schemas import (
     Acknowledgement,
@@ -23,17 +25,20 @@ from app.alerting.schemas import (
     AlertsResponse,
     AlertState,
 )
-from app.alerting.service import alerting_lifespan
+from app.alerting.service import alerting_lifespan, service_for
 from app.alerting.silences import active_silences, silenced_by
-from app.deps import AdminTokenDep, SessionDep
+from app.analysis.debounce import Hold
+from app.deps import AdminTokenDep, RowId, SessionDep
 from app.models import Alert, AlertEvent, Silence
+from app.queries.page_holds import page_holds
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], lifespan=alerting_lifespan)
 
 STATE_ORDER = case((Alert.state == "firing", 0), (Alert.state == "pending", 1), else_=2)
 
 
-def alert_out(alert: Alert, silences: list[Silence]) -> AlertOut:
+def alert_out(alert: Alert, silences: list[Silence],
+              holds: Mapping[str, Hold] | None = None) -> AlertOut:
     ack = None
     if alert.acked_at is not None and alert.acked_by is not None:
         ack = Acknowledgement(by=alert.acked_by, at=alert.acked_at)
@@ -46,11 +51,25 @@ def alert_out(alert: Alert, silences: list[Silence]) -> AlertOut:
         resolved_at=alert.resolved_at, updated_at=alert.updated_at, acknowledged=ack,
         silenced_by=silenced_by(silences, labels) if alert.state in ("pending", "firing")
         else [],
+        **_held(alert, holds or {}),
     )
+
+
+def _held(alert: Alert, holds: Mapping[str, Hold]) -> dict[str, Any]:
+    hold = holds.get(alert.host or "") if alert.state in ("pending", "firing") else None
+    return {"in_maintenance": hold is not None and hold.kind == "maintenance",
+            "held": hold.reason if hold else None}
+
+
+def holds_for(request: Request, session: Session, alerts: Sequence[Alert],
+              now: datetime) -> dict[str, Hold]:
+    settle_s = service_for(request.app).alerting.alert_settle_s
+    return page_holds(session, now, settle_s, {a.host for a in alerts if a.host})
 
 
 @router.get("", response_model=AlertsResponse, summary="Alerts, firing first")
 def list_alerts(
+    request: Request,
     session: SessionDep,
     state: Annotated[AlertState | Literal["all"] | None, Query(
         description="Default: pending and firing; `all` for every state.")] = None,
@@ -69,8 +88,11 @@ def list_alerts(
     if alertname is not None:
         query = query.where(Alert.rule == alertname)
     query = query.order_by(STATE_ORDER, Alert.updated_at.desc(), Alert.id.desc()).limit(limit)
-    silences = active_silences(session, datetime.now(UTC))
-    return AlertsResponse(alerts=[alert_out(a, silences) for a in session.scalars(query)])
+    now = datetime.now(UTC)
+    silences = active_silences(session, now)
+    rows = list(session.scalars(query))
+    holds = holds_for(request, session, rows, now)
+    return AlertsResponse(alerts=[alert_out(a, silences, holds) for a in rows])
 
 
 def _get(session: SessionDep, alert_id: int) -> Alert:
@@ -81,11 +103,13 @@ def _get(session: SessionDep, alert_id: int) -> Alert:
 
 
 @router.get("/{alert_id}", response_model=AlertDetail, summary="One alert with its history")
-def get_alert(alert_id: int, session: SessionDep) -> AlertDetail:
+def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDetail:
     alert = _get(session, alert_id)
     events = session.scalars(select(AlertEvent).where(AlertEvent.alert_id == alert_id)
                              .order_by(AlertEvent.at, AlertEvent.id))
-    base = alert_out(alert, active_silences(session, datetime.now(UTC)))
+    now = datetime.now(UTC)
+    base = alert_out(alert, active_silences(session, now),
+                     holds_for(request, session, [alert], now))
     history = [AlertEventOut(state=e.state, at=e.at, value=e.value, message=e.message)
                for e in events]
     return AlertDetail(**base.model_dump(), history=history)
@@ -93,7 +117,7 @@ def get_alert(alert_id: int, session: SessionDep) -> AlertDetail:
 
 @router.post("/{alert_id}/ack", response_model=AlertOut,
              summary="Acknowledge a pending or firing alert (admin token)")
-def ack_alert(alert_id: int, body: AckRequest, session: SessionDep,
+def ack_alert(alert_id: RowId, body: AckRequest, session: SessionDep,
               _admin: AdminTokenDep) -> AlertOut:
     alert = _get(session, alert_id)
     if alert.state not in ("pending", "firing"):

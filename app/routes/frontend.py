@@ -99,8 +99,12 @@ def plotly_js(version: str, request: Request) -> Response:
 
 def _static_file(path: str) -> Path:
     """A file inside frontend/, or 404: no path may climb out of it."""
-    target = (FRONTEND_DIR / path).resolve()
-    if not target.is_relative_to(FRONTEND_DIR) or not target.is_file():
+    try:
+        target = (FRONTEND_DIR / path).resolve()
+        found = target.is_relative_to(FRONTEND_DIR) and target.is_file()
+    except (ValueError, OSError):  # a NUL byte, a name too long for the file system
+        found = False
+    if not found:
         raise HTTPException(404, f"no static file {path!r}")
     return target
 

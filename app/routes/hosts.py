@@ -7,7 +7,6 @@ buckets) answer 422.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
@@ -28,17 +27,20 @@ from app.schemas import (
     SeriesResponse,
     TopologyResponse,
 )
-from probes.report import utcnow
+from probes.report import MAX_GPUS, Timestamp, utcnow
 
 router = APIRouter(prefix="/api/v1/hosts", tags=["hosts"])
 
 TestParam = Annotated[str, Query(description="ce_write, ce_read, ce_bidir, sm_write, sm_read, "
                                              "latency or staged", examples=["ce_write"])]
-Since = Annotated[datetime | None, Query(description="Start (ISO 8601); default: the "
+Since = Annotated[Timestamp | None, Query(description="Start (ISO 8601); default: the "
                                                      "default range back from `until`.")]
-Until = Annotated[datetime | None, Query(description="End (ISO 8601); default: now.")]
+Until = Annotated[Timestamp | None, Query(description="End (ISO 8601); default: now.")]
 Step = Annotated[int | None, Query(ge=1, le=31 * 86_400, description="Bucket width in "
                                    "seconds; default: about 300 buckets over the range.")]
+
+GpuQuery = Annotated[int | None, Query(ge=0, lt=MAX_GPUS, description="Only this GPU")]
+LinkQuery = Annotated[int | None, Query(ge=0, lt=64, description="Only this link")]
 
 
 def _unprocessable(exc: ValueError) -> HTTPException:
@@ -71,8 +73,9 @@ def get_matrix(host: str, session: SessionDep, settings: SettingsDep,
 @router.get("/{host}/series", response_model=SeriesResponse,
             summary="Bucketed min/mean/max of one pair and test, with baseline and expected")
 def get_series(host: str, session: SessionDep, settings: SettingsDep,
-               src: Annotated[int, Query(ge=0, description="Source GPU index")],
-               dst: Annotated[int, Query(ge=0, description="Destination GPU index")],
+               src: Annotated[int, Query(ge=0, lt=MAX_GPUS, description="Source GPU index")],
+               dst: Annotated[int, Query(ge=0, lt=MAX_GPUS,
+                                               description="Destination GPU index")],
                test: TestParam = "ce_write", since: Since = None, until: Until = None,
                step: Step = None) -> SeriesResponse:
     try:
@@ -85,8 +88,7 @@ def get_series(host: str, session: SessionDep, settings: SettingsDep,
             summary="Per-link throughput and error-counter rates over time")
 def get_link_series(host: str, session: SessionDep, since: Since = None, until: Until = None,
                     step: Step = None,
-                    gpu: Annotated[int | None, Query(ge=0, description="Only this GPU")] = None,
-                    link: Annotated[int | None, Query(ge=0, description="Only this link")] = None,
+                    gpu: GpuQuery = None, link: LinkQuery = None,
                     ) -> LinkSeriesResponse:
     try:
         return link_series(session, host, since, until, step, gpu, link)

@@ -115,12 +115,21 @@ def load_json(body: bytes) -> Any:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _body_errors([{"type": "json_invalid", "loc": (),
                              "msg": f"body is not valid JSON: {exc}"}]) from exc
+    except RecursionError as exc:
+        raise _too_deep() from exc
+
+
+def _too_deep() -> RequestValidationError:
+    return _body_errors([{"type": "json_invalid", "loc": (),
+                          "msg": "body nests JSON too deeply for a report"}])
 
 
 def validate_report(data: dict[str, Any]) -> Report:
     """The wire model (422 naming each field)."""
     try:
         return Report.model_validate(data)
+    except RecursionError as exc:
+        raise _too_deep() from exc
     except ValidationError as exc:
         raise _body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
     except TypeError as exc:  # e.g. comparing a naive with an aware timestamp
@@ -155,6 +164,7 @@ def parse_report(body: bytes) -> Report:
                                                     "nothing changed, `duplicate` is true."},
         400: {"description": "Unsupported schema_version (the detail names the supported)."},
         401: {"description": "No bearer token."},
+        409: {"description": "This report_id was stored before with a different body."},
         403: {"description": "The bearer token is not a probe token."},
         413: {"description": "Body larger than PEERWATCH_MAX_BODY_BYTES."},
         429: {"description": "Ingest saturated (PEERWATCH_INGEST_QUEUE full): nothing was "

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy import select
 
 from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
-from app.deps import AdminTokenDep, SessionDep
+from app.deps import AdminTokenDep, RowId, SessionDep
 from app.models import Silence
 
 router = APIRouter(prefix="/api/v1/silences", tags=["alerts"])
@@ -26,12 +26,10 @@ def silence_out(s: Silence, now: datetime) -> SilenceOut:
 def create_silence(body: SilenceRequest, session: SessionDep,
                    _admin: AdminTokenDep) -> SilenceOut:
     now = datetime.now(UTC)
-    starts = body.starts_at or now
-    ends = body.ends_at or starts + timedelta(seconds=body.duration_s or 0)
-    if ends <= starts:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
-                            detail=f"ends_at {ends.isoformat()} is not after starts_at "
-                                   f"{starts.isoformat()}")
+    try:
+        starts, ends = body.span(now)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
     silence = Silence(matchers=[m.model_dump() for m in body.matchers],
                       created_by=body.created_by, comment=body.comment, starts_at=starts,
                       ends_at=ends, created_at=now)
@@ -55,7 +53,7 @@ def list_silences(
 
 @router.delete("/{silence_id}", response_model=SilenceOut,
                summary="Expire a silence now (admin token)")
-def expire_silence(silence_id: int, session: SessionDep, _admin: AdminTokenDep) -> SilenceOut:
+def expire_silence(silence_id: RowId, session: SessionDep, _admin: AdminTokenDep) -> SilenceOut:
     silence = session.get(Silence, silence_id)
     if silence is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND,

@@ -22,6 +22,7 @@ from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
 from app.services.bulk import insert_rows
 from app.services.fabric_state import fabric_from_inventory, load_fabric
+from app.services.host_runtime import record_runtime
 from app.services.inventory import (
     forget_uncommitted,
     get_or_create_host,
@@ -31,6 +32,7 @@ from app.services.inventory import (
     update_identity,
     upsert_inventory,
 )
+from app.services.report_checks import ReportConflict, report_digest
 from probes.report import LinkCounters, Report, ReportKind, TestName
 
 ATTEMPTS = 3
@@ -38,14 +40,19 @@ LINK_COUNTERS = tuple(LinkCounters.model_fields)
 
 
 def ingest(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
-    """Store `report` (or recognise it as stored before) and commit."""
+    """Store `report` (or recognise it as stored before) and commit.
+
+    The report's digest (`report_digest`) is stored with it; a later report with the same
+    report_id but another digest raises `ReportConflict` instead of passing as a duplicate.
+    """
+    digest = report_digest(report)
     for attempt in range(ATTEMPTS):
         try:
             # a first attempt goes straight to the insert, whose unique report_id finds a
             # duplicate; only a retry (after that or another conflict) looks it up
-            result = _stored_result(session, report.report_id) if attempt else None
+            result = _stored_result(session, report.report_id, digest) if attempt else None
             if result is None:
-                result = _store(session, report, settings, now)
+                result = _store(session, report, settings, now, digest)
             session.commit()
             remember_committed(session)
             return result
@@ -57,15 +64,18 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime) 
     raise AssertionError("unreachable")
 
 
-def _stored_result(session: Session, report_id: uuid.UUID) -> IngestResult | None:
+def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> IngestResult | None:
     row = session.execute(
-        select(ReportRow.id, Host.name)
+        select(ReportRow.id, Host.name, ReportRow.digest)
         .join(Host, Host.id == ReportRow.host_id)
         .where(ReportRow.report_id == report_id)
     ).first()
     if row is None:
         return None
-    pk, host = row
+    pk, host, stored_digest = row
+    if stored_digest and digest != stored_digest:
+        raise ReportConflict(f"report_id {report_id} was stored before with a different body; "
+                             "a new report needs a new report_id")
     measurements = session.scalar(
         select(func.count()).select_from(Measurement).where(Measurement.report_id == pk))
     samples = session.scalar(
@@ -74,16 +84,19 @@ def _stored_result(session: Session, report_id: uuid.UUID) -> IngestResult | Non
                         measurements=measurements or 0, counter_samples=samples or 0)
 
 
-def _store(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
+def _store(session: Session, report: Report, settings: Settings, now: datetime,
+           digest: str) -> IngestResult:
     host = get_or_create_host(session, report.host, now)
     row = _report_row(report, host.id, now)
+    row.digest = digest
     session.add(row)
     session.flush()  # the unique report_id is checked here, before any other work
     newest = is_newest(host, report.finished_at)
     if newest:
         update_identity(host, report.host)
-        if upsert_inventory(session, host, report.inventory, report.finished_at) or \
-                host.inventory_changed_at is None:
+        changed = upsert_inventory(session, host, report.inventory, report.finished_at)
+        changed = record_runtime(session, host, report, now) or changed  # Fabric Manager
+        if changed or host.inventory_changed_at is None:
             host.inventory_changed_at = now
         host.last_report_at = report.finished_at
         host.clock_skew_s = (now - report.finished_at).total_seconds()

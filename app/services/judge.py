@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.analysis.fabric_expect import unused_by_design
 from app.analysis.fabric_health import (
     GpuFacts,
     GpuJudgement,
@@ -25,6 +26,7 @@ from app.analysis.fabric_health import (
     judge_host,
     judge_link,
 )
+from app.analysis.fabric_state import judge_host_fabric
 from app.analysis.flaps import downs_now, flapping
 from app.analysis.health import (
     PairJudgement,
@@ -41,6 +43,7 @@ from app.models import Host
 from app.queries.common import PairKey, baseline_ref, baselines_of, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.health import HostHealth
+from app.queries.page_holds import fabric_manager_of
 from app.schemas import Verdict
 from app.services.fabric_state import HostFabric, load_fabric
 
@@ -134,10 +137,12 @@ def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFa
     facts to store for the next judgement (when each port went down)."""
     th = Thresholds.from_settings(settings)
     rates = link_rates(session, row.id, since)
+    ports = {g: fabric.links_of(g) for g in fabric.gpus}
+    unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
     links, facts = [], {}
     for p in fabric.nvlinks:
         key = (p.gpu, p.link)
-        j = judge_link(p, rates.get(key, {}), th)
+        j = judge_link(p, rates.get(key, {}), th, key in unused)
         seen = [datetime.fromisoformat(t) for t in prior.link_facts.get(key, {}).get("downs", [])]
         downs = downs_now(seen, key in prior.links_down, j.verdict is Verdict.DOWN, now,
                           settings.link_flap_window_s)
@@ -157,13 +162,16 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     tests = _unknown_without_gpu(fabric, tests)
     pairs = _judge_pairs(fabric, tests)
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
+    ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
     gpus = _judge_gpus(session, fabric, links, pairs, counters_since)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
-    judgement = judge_host(row.name, gpus, links, pairs, stale_for)
+    fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
+                                       fabric_manager_of(session, row))
+    judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     health = HostHealth(row, fabric, judgement, tests, stale, now)
     health.link_facts = link_facts
     return health

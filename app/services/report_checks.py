@@ -3,17 +3,20 @@
 The wire models (`probes/report.py`) judge each value; these judge the report as a whole
 against what the database can store: duplicate GPUs, links or pairs (which would break a
 unique constraint half-way through an ingest), samples naming GPUs the inventory lacks, and
-clocks far in the future (which would pin "latest" to a time that never comes). Each problem
+clocks far in the future (which would pin "latest" to a time that never comes), more results
+than the inventory allows (each (src, dst, test) at most once) and a `report_id` reused for a
+different report (`report_digest` is what ingest compares). Each problem
 is returned in pydantic's error shape, with the field path, so the 422 names the field.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from probes.report import Report
+from probes.report import PAIR_TESTS, Report, TestName
 
 MAX_CLOCK_AHEAD = timedelta(hours=1)
 INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
@@ -58,10 +61,48 @@ def _check_times(report: Report, now: datetime) -> Iterator[dict[str, Any]]:
                               "server's clock")
 
 
+def result_limit(gpus: int) -> int:
+    """Most results a report on `gpus` GPUs can carry: each pair test once per ordered pair,
+    plus one all-reduce per GPU count (2..gpus)."""
+    return gpus * (gpus - 1) * len(PAIR_TESTS) + max(gpus - 1, 0)
+
+
+def _result_key(result: Any) -> tuple[Any, ...]:
+    if result.test is TestName.ALLREDUCE:
+        return (result.test.value, tuple(sorted(result.gpus)))
+    return (result.test.value, result.src, result.dst)
+
+
+def _check_results(report: Report) -> Iterator[dict[str, Any]]:
+    limit = result_limit(len(report.inventory.gpus))
+    if len(report.results) > limit:
+        yield _error(("results",), f"{len(report.results)} results, but a host of "
+                     f"{len(report.inventory.gpus)} GPUs allows at most {limit} (each pair "
+                     "test once per ordered pair)")
+        return
+    seen: set[tuple[Any, ...]] = set()
+    for i, result in enumerate(report.results):
+        key = _result_key(result)
+        if key in seen:
+            yield _error(("results", i), f"duplicate result for (test, src, dst) {key}: "
+                         "send each test of each pair once per report")
+        seen.add(key)
+
+
+class ReportConflict(Exception):
+    """A report_id already stored with a different body (answered 409)."""
+
+
+def report_digest(report: Report) -> str:
+    """SHA-256 of the report's canonical JSON: what tells a retry from a reused report_id."""
+    return hashlib.sha256(report.model_dump_json().encode()).hexdigest()
+
+
 def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:
     """Every coherence problem of `report`, as pydantic-style errors (empty when fine)."""
     inv = report.inventory
     errors: list[dict[str, Any]] = list(_check_times(report, now))
+    errors += _check_results(report)
     errors += _duplicates((g.index for g in inv.gpus), ("inventory", "gpus"), "GPU index")
     errors += _duplicates(((p.gpu, p.link) for p in inv.nvlinks), ("inventory", "nvlinks"),
                           "(gpu, link)")

@@ -7,7 +7,7 @@ routes the chipset allows. How fast such a machine *runs* is not in the preset: 
 so every preset inherits the same measured behaviour (size curve, efficiencies, latencies).
 
     load_preset("hgx8")      -> Preset (validated; unknown fields are errors)
-    PRESET_NAMES             -> ("h200x2", "hgx8", "mesh4", "pcie4")
+    PRESET_NAMES             -> ("h100nvl2", "h200x2", "hgx8", "mesh4", "pcie4")
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ class NvLinkLayout(_Data):
     links_per_gpu: int = 0  # nvswitch
     links_per_pair: int = 0  # direct
     pairs: list[tuple[int, int]] = Field(default_factory=list)  # direct
+    unwired_ports: int = 0  # ports each GPU reports but its SKU leaves unwired (always down)
 
 
 class PcieLayout(_Data):

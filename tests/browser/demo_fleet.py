@@ -5,7 +5,8 @@ The demo is what a person runs: the real server on SQLite and simulated hosts of
 faults take minutes to develop, so next to it we store (see `seed.py`):
 - `hgx8-faulty`: an HGX board whose GPU3 lost two NVLinks, whose GPU1 <-> GPU2 path has
   run at half speed and whose GPU5 link 2 has counted replays, for the last 30 minutes;
-- two hosts whose names are HTML (`<script>...`, `<img onerror=...>`).
+- two hosts whose names are HTML (`<script>...`, `<img onerror=...>`): ingest refuses such
+  names now (the host-name rule), but a database from before it may hold them.
 A keeper thread sends each of them an inventory pass every few seconds, as their probe
 would, so none turns stale (the demo calls a host stale after 60 s) while the tests run.
 """
@@ -29,6 +30,7 @@ DEMO_HOSTS = 4
 KEEP_ALIVE_S = 10.0
 START_TIMEOUT_S = 90.0
 FAULTY = "hgx8-faulty"
+MAINTAINED = "h200x2-maint"  # in a declared maintenance window
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 
@@ -94,7 +96,11 @@ def own_hosts(store: Store) -> list[SimHost]:
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)
         reports += host.history()
         hosts.append(host)
+    host = SimHost("h200x2", MAINTAINED, seed=30, span_s=0)
+    reports += host.history()
+    hosts.append(host)
     store.put(reports)
+    store.maintenance(MAINTAINED, hours=2, comment="NVSwitch tray swap")
     return hosts
 
 

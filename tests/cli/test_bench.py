@@ -67,7 +67,8 @@ def test_gpu_subset_and_samples(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--fabric", "simulated:dgx9"], "unknown simulated preset 'dgx9' (known: h200x2, hgx8"),
+    (["--fabric", "simulated:dgx9"],
+     "unknown simulated preset 'dgx9' (known: h100nvl2, h200x2, hgx8"),
     (["--fabric", "cuda"], "unknown fabric 'cuda'"),
     (["--tests", "ce_write,bogus"], "unknown test 'bogus'"),
     (["--fabric", "simulated:mesh4", "--gpus", "0,7"], "no GPU 7 on simulated:mesh4"),

@@ -5,7 +5,9 @@ every value it returns was read on that machine, and every query NVML refused th
 links 18..35, ECC_COUNT ...) raises the same NVMLError here. Two answers are not in the dump and
 come from ../shared/REFERENCE.md instead: P2P READ (the dump hit the bindings' tuple bug; the
 status is OK) and the NVSwitch fabric info (the dump called the old API wrongly; the state is
-COMPLETED). `direct_attached(...)` rewires the same GPUs as a board without switches.
+COMPLETED). `v_segfaults=True` with `legacy_fabric={"state": 0}` is the one-H200 machine of
+REFERENCE.md section 6: its V call raises `Segfault`, which nothing in the probe catches.
+`direct_attached(...)` rewires the same GPUs as a board without switches.
 
 It is shaped like pynvml where probes/nvml.py touches it: same function names, constants,
 NVMLError classes carrying `.value`, field-value entries with `nvmlReturn`/`valueType`/`value`,
@@ -101,11 +103,33 @@ def _answer(value: Any) -> Any:
     return value
 
 
-class c_nvmlGpuFabricInfo_v3_t:  # noqa: N801 - pynvml's name
+class c_nvmlGpuFabricInfo_t:  # noqa: N801 - pynvml's name (the legacy struct: no health)
     def __init__(self) -> None:
-        self.version = 0x3000028
         self.clusterUuid = bytes(16)
-        self.status = self.cliqueId = self.state = self.healthMask = self.healthSummary = 0
+        self.status = self.cliqueId = self.state = 0
+
+
+class c_nvmlGpuFabricInfo_v2_t(c_nvmlGpuFabricInfo_t):  # noqa: N801
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0x2000024
+        self.healthMask = 0
+
+
+class c_nvmlGpuFabricInfo_v3_t(c_nvmlGpuFabricInfo_v2_t):  # noqa: N801
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0x3000028
+        self.healthSummary = 0
+
+
+class Segfault(BaseException):  # noqa: N818 - stands for a signal, not an error
+    """What nvmlDeviceGetGpuFabricInfoV did on the one-H200 machine (SIGSEGV). A BaseException,
+    so no `except Exception` in the probe can swallow it: a test sees it if V is ever called."""
+
+
+LEGACY_KEYS = ("state", "status", "cliqueId", "clusterUuid")
+SAME = "same"
 
 
 class FakePynvml:
@@ -114,11 +138,16 @@ class FakePynvml:
     NVMLError = NVMLError
 
     def __init__(self, dump: dict[str, Any], *, init_error: int | None = None,
-                 fabric: dict[str, Any] | None = None) -> None:
+                 fabric: dict[str, Any] | None = None, legacy_fabric: Any = SAME,
+                 v_segfaults: bool = False, has_legacy: bool = True) -> None:
         self.dump = dump
         self.devices: list[dict[str, Any]] = dump["devices"]
         self.init_error = init_error
-        self.fabric = fabric  # None: the fabric query is NotSupported
+        self.fabric = fabric  # what the V call answers; None: NotSupported
+        # What the legacy call answers: SAME = the V answer's legacy fields, None: NotSupported,
+        # or a dict ({"state": 0} is the one-H200 machine's answer).
+        self.legacy_fabric = legacy_fabric
+        self.v_segfaults = v_segfaults
         self.initialized = False
         self.calls: list[str] = []
         self.tx_kib = {
@@ -127,8 +156,11 @@ class FakePynvml:
             for link, v in enumerate(d["fields_per_link"]["NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX"])
         }
         for name, value in globals().items():
-            if name.startswith(("NVML_", "NVMLError_")) or name == "c_nvmlGpuFabricInfo_v3_t":
+            if name.startswith(("NVML_", "NVMLError_", "c_nvmlGpuFabricInfo")):
                 setattr(self, name, value)
+        if not has_legacy:  # bindings without the old call: it is simply not there
+            del self.c_nvmlGpuFabricInfo_t
+            self.nvmlDeviceGetGpuFabricInfo = None
 
     @classmethod
     def from_dump(cls, path: Path = FIXTURE, **kwargs: Any) -> FakePynvml:
@@ -248,10 +280,24 @@ class FakePynvml:
         return list(self._dev(h)["procs"])
 
     def nvmlDeviceGetGpuFabricInfoV(self, h: Any, info: Any) -> int:
+        self.calls.append("nvmlDeviceGetGpuFabricInfoV")
+        if self.v_segfaults:
+            raise Segfault("nvmlDeviceGetGpuFabricInfoV: SIGSEGV (the process would be dead)")
         if self.fabric is None:
             _raise(NVML_ERROR_NOT_SUPPORTED)
         for key, value in self.fabric.items():
-            setattr(info, key, value)
+            if hasattr(info, key):
+                setattr(info, key, value)
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetGpuFabricInfo(self, h: Any, info: Any) -> int:
+        self.calls.append("nvmlDeviceGetGpuFabricInfo")
+        answer = self.fabric if self.legacy_fabric == SAME else self.legacy_fabric
+        if answer is None:
+            _raise(NVML_ERROR_NOT_SUPPORTED)
+        for key in LEGACY_KEYS:
+            if key in answer:
+                setattr(info, key, answer[key])
         return NVML_SUCCESS
 
     def nvmlDeviceGetTopologyCommonAncestor(self, h1: Any, h2: Any) -> int:

@@ -57,13 +57,16 @@ def test_server_down_then_up_loses_nothing_and_doubles_nothing(tmp_path: Path) -
     settings = server_settings(tmp_path / "server")
     with probe(tmp_path, f"http://127.0.0.1:{port}",
                inventory_interval_s=60) as (runtime, clock, built):
+        sent: list[Report] = []  # as delivered: the agent stamps its cost in after building
+        stamp = runtime.worker._stamp
+        runtime.worker._stamp = lambda report: sent.append(stamp(report)) or sent[-1]
         runtime.worker.run(until=clock.now + 300)  # nobody listens on the port
         assert len(built) >= 6 and len(runtime.outbox.spool) == len(built)
         assert {r.kind for r in built} == {ReportKind.INVENTORY, ReportKind.SWEEP}
         with live_server(settings, port=port):
             runtime.worker.run(until=clock.now + 400)  # backoff expires, the spool drains
             # A report the server has but whose answer was lost comes back from the spool:
-            again = built[0]
+            again = sent[0]  # the very same body: a different one would be a 409
             runtime.outbox.spool.put(again)
             assert runtime.outbox.replay() == 1
             answer = runtime.outbox.stats.last_answer

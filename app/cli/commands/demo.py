@@ -14,6 +14,7 @@ from pathlib import Path
 
 from app.cli.options import port_number
 from app.demo.fleet import DEFAULT_HOSTS
+from app.logs import configure_logging
 
 # Defaults here, not imported from app.demo.run: building the parser for any command must not
 # import the server (FastAPI, SQLAlchemy), which only `demo` itself needs.
@@ -52,8 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hosts < 1:
         print("peerwatch demo: error: --hosts must be at least 1", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging("warning")
     logging.getLogger("app.demo").setLevel(logging.INFO)
     from app.demo.run import DemoOptions, run_demo
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.logs import configure_logging
 from probes.config import ENV_PREFIX, ProbeSettings
 from probes.errors import BadProbeRequest, FabricUnavailable
 from probes.outbox import Delivery, Submitted
@@ -99,8 +100,7 @@ def settings_from(args: argparse.Namespace) -> ProbeSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level)
     settings = settings_from(args)
     with ExitStack() as stack:
         try:

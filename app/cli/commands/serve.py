@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from app.cli.options import port_number
 from app.config import Settings
 from app.db import current_revision, head_revision, make_engine, upgrade_to_head
+from app.logs import configure_logging
 from app.main import create_app
 from app.services.retention import run_maintenance
 
@@ -99,6 +100,7 @@ def build_server_app(settings: Settings) -> FastAPI:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    config = configure_logging(args.log_level)  # every path below, local probe or not
     settings = settings_from_args(args)
     try:
         app = build_server_app(settings)
@@ -110,9 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_local_probe:
         from app.local_probe import attach_local_probe
 
-        # uvicorn configures only its own loggers: let the probe's (and ours) reach stderr.
-        logging.basicConfig(level=args.log_level.upper(),
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         attach_local_probe(app, args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                log_config=config)
     return 0

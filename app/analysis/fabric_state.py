@@ -1,0 +1,185 @@
+"""Judge a GPU's fabric state against what it should be: contradictions, each with an action.
+
+Operators' trackers show the same fabric faults again and again, each hidden by a reading
+that looks fine on its own: links Active while P2P is dead and the fabric manager reports
+success; Fabric Manager down for weeks with every GPU "healthy"; pages for links that were
+still training after a reboot; SKUs failing fixed thresholds because they wire 12 of their 18
+links. So each finding here names the contradiction and what to do about it:
+
+    fabric not COMPLETED (in_progress): P2P cannot be trusted          -> degraded / down
+    fabric registration status <error>                                 -> down
+    fabric health unhealthy / limited capacity (mask issues)           -> degraded
+    k of n NVLinks wired by design up (all down: down)                 -> degraded / down
+    links up and fabric COMPLETED but peer copies fail                 -> down
+    Fabric Manager installed but not running on an NVSwitch host       -> degraded (host)
+
+The expectation (`fabric_expect.py`) comes first, so a PCIe box, a single board and a
+12-of-18 SKU are healthy as built. Pure: plain values in, verdicts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from app.analysis.fabric_expect import FabricExpectation, expect_gpu
+from app.analysis.health import PairJudgement
+from app.schemas import SEVERITY, Verdict
+from probes.report import FabricManagerInfo, GpuInfo, LinkState, NvLinkPort, TestName
+
+NOT_COMPLETED = {"not_started": Verdict.DOWN, "in_progress": Verdict.DEGRADED}
+P2P_TESTS = frozenset(TestName) - {TestName.STAGED, TestName.ALLREDUCE}
+
+
+@dataclass(frozen=True)
+class FabricFinding:
+    """One contradiction: what is wrong and what to do about it."""
+
+    verdict: Verdict
+    what: str
+    action: str  # "" where the finding is a plain fact (links down: the link rules act)
+    kind: str = ""  # registration | status | health | links | peer_copies | fabric_manager
+
+    @property
+    def text(self) -> str:
+        return f"{self.what}; {self.action}" if self.action else self.what
+
+
+@dataclass(frozen=True)
+class GpuFabricVerdict:
+    gpu: int
+    verdict: Verdict
+    reason: str
+    expectation: FabricExpectation
+    findings: tuple[FabricFinding, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostFabricVerdict:
+    verdict: Verdict
+    reason: str
+    gpus: tuple[GpuFabricVerdict, ...] = ()
+    findings: tuple[FabricFinding, ...] = ()  # host-level ones (Fabric Manager)
+
+
+def _registration(info: GpuInfo, exp: FabricExpectation) -> list[FabricFinding]:
+    fab = info.switch_fabric
+    if not exp.registration or fab is None:
+        return []
+    out = []
+    if fab.state != "completed":
+        out.append(FabricFinding(
+            NOT_COMPLETED.get(fab.state or "", Verdict.DOWN),
+            f"fabric not COMPLETED ({fab.state}): P2P cannot be trusted",
+            "wait for Fabric Manager to finish training; if it stays, check the "
+            "nvidia-fabricmanager log and reset the GPU", "registration"))
+    if fab.status not in (None, "success"):
+        out.append(FabricFinding(
+            Verdict.DOWN, f"fabric registration failed (status {fab.status})",
+            "restart nvidia-fabricmanager, then reset the GPU", "status"))
+    if fab.health in ("unhealthy", "limited_capacity") or fab.health_issues:
+        issues = f" ({', '.join(fab.health_issues)})" if fab.health_issues else ""
+        out.append(FabricFinding(
+            Verdict.DEGRADED, f"fabric health {fab.health or 'reports issues'}{issues}",
+            "expect reduced P2P bandwidth; check NVSwitch links and the Fabric Manager log",
+            "health"))
+    return out
+
+
+def _links(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> list[FabricFinding]:
+    if not exp.nvlink or not ports:
+        return []
+    up = sum(1 for p in ports if p.state is LinkState.UP)
+    if up == 0:
+        return [FabricFinding(Verdict.DOWN, f"all {exp.design_links} NVLinks down", "",
+                              "links")]
+    if up < exp.design_links:
+        return [FabricFinding(Verdict.DEGRADED, f"{up}/{exp.design_links} NVLinks up", "",
+                              "links")]
+    return []
+
+
+def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
+                 exp: FabricExpectation, pairs: Sequence[PairJudgement]) -> list[FabricFinding]:
+    """Links up and fabric COMPLETED, yet the newest peer copies of a pair failed."""
+    if not exp.nvlink or not any(p.state is LinkState.UP for p in ports):
+        return []
+    fab = info.switch_fabric
+    if exp.registration and (fab is None or fab.state != "completed"):
+        return []  # already explained by the registration finding
+    failed = [(p, t) for p in pairs if gpu in (p.src, p.dst) for t in p.tests
+              if t.test in P2P_TESTS and t.latest is not None and t.latest.error is not None]
+    if not failed:
+        return []
+    pair, test = failed[0]
+    state = "fabric COMPLETED" if exp.registration else "direct NVLink"
+    more = f" (+{len(failed) - 1} more)" if failed[1:] else ""
+    return [FabricFinding(
+        Verdict.DOWN,
+        f"links up and {state} but peer copies fail: GPU{pair.src}->GPU{pair.dst} "
+        f"{test.test.value}: {test.latest.error if test.latest else ''}{more}",
+        "P2P is broken behind a healthy-looking fabric; drain the GPU, reset it (or restart "
+        "nvidia-fabricmanager) and rerun the sweep", "peer_copies")]
+
+
+def _summary(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> str:
+    if not exp.nvlink:
+        return f"GPU{gpu}: {exp.basis}"
+    up = sum(1 for p in ports if p.state is LinkState.UP)
+    design = (f", as designed ({exp.design_links} of {exp.ports} wired)"
+              if exp.by_design_short else "")
+    return f"GPU{gpu}: {up}/{exp.ports} NVLinks up{design}; {exp.basis}"
+
+
+def judge_gpu_fabric(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
+                     pairs: Sequence[PairJudgement] = (),
+                     overrides: Mapping[str, int] | None = None) -> GpuFabricVerdict:
+    """One GPU's fabric: registration, links against the design, peer copies."""
+    exp = expect_gpu(info, ports, overrides)
+    findings = (_registration(info, exp) + _links(gpu, ports, exp)
+                + _peer_copies(gpu, info, ports, exp, pairs))
+    if not findings:
+        return GpuFabricVerdict(gpu, Verdict.HEALTHY, _summary(gpu, ports, exp), exp)
+    verdict = max((f.verdict for f in findings), key=SEVERITY.__getitem__)
+    reason = f"GPU{gpu}: " + "; ".join(f.text for f in findings)
+    return GpuFabricVerdict(gpu, verdict, reason, exp, tuple(findings))
+
+
+def fabric_manager_finding(expectations: Sequence[FabricExpectation],
+                           fm: FabricManagerInfo | None) -> FabricFinding | None:
+    """Fabric Manager installed here but not running, on a host with NVSwitch.
+
+    Not installed at all is no finding: a fabric cannot complete without Fabric Manager, so
+    it runs elsewhere (a VM's hypervisor or service VM, or a container the probe can't see);
+    where the fabric is not complete, the registration finding already says so."""
+    if fm is None or fm.running is not False or fm.installed is False:
+        return None
+    if not any(e.fabric_manager for e in expectations):
+        return None
+    return FabricFinding(
+        Verdict.DEGRADED,
+        "Fabric Manager not running on an NVSwitch host (" + (fm.how or "no process") + ")",
+        "the fabric may still read COMPLETED, but no GPU can rejoin it after a reset or "
+        "reboot; start nvidia-fabricmanager", "fabric_manager")
+
+
+def judge_host_fabric(host: str, gpus: Mapping[int, GpuInfo],
+                      ports_by_gpu: Mapping[int, Sequence[NvLinkPort]],
+                      pairs: Sequence[PairJudgement] = (),
+                      fabric_manager: FabricManagerInfo | None = None,
+                      overrides: Mapping[str, int] | None = None) -> HostFabricVerdict:
+    """Every GPU's fabric verdict plus the host-level Fabric Manager check."""
+    verdicts = tuple(judge_gpu_fabric(g, info, ports_by_gpu.get(g, ()), pairs, overrides)
+                     for g, info in sorted(gpus.items()))
+    fm = fabric_manager_finding([v.expectation for v in verdicts], fabric_manager)
+    host_findings = (fm,) if fm else ()
+    bad = [v for v in verdicts if v.verdict is not Verdict.HEALTHY]
+    verdict = max([Verdict.HEALTHY, *(v.verdict for v in bad),
+                   *(f.verdict for f in host_findings)], key=SEVERITY.__getitem__)
+    if verdict is Verdict.HEALTHY:
+        kinds = sorted({v.expectation.basis for v in verdicts})
+        reason = f"{host}: fabric as expected ({'; '.join(kinds) or 'no GPUs'})"
+    else:
+        parts = [f.text for f in host_findings] + [v.reason for v in bad]
+        reason = f"{host}: " + " | ".join(parts)
+    return HostFabricVerdict(verdict, reason, verdicts, host_findings)

@@ -1,0 +1,76 @@
+"""`peerwatch maintenance HOST --for 2h`: declare a maintenance window on a running server.
+
+Inside it the host's alerts are still computed and shown, but not paged. Talks to the
+server's admin API (`POST /api/v1/maintenance`) with the admin token. Exit status: 0 done,
+3 token refused, 4 request rejected, 1 server unreachable; usage errors 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+import httpx
+
+from probes.errors import BadProbeRequest
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in '2h', '90m', '1h30m', '45s', '1d' (BadProbeRequest naming the text)."""
+    parts = DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text.replace(" ", ""):
+        raise BadProbeRequest(f"duration {text!r}: use a number with s, m, h or d, e.g. 2h")
+    seconds = sum(float(n) * UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise BadProbeRequest(f"duration {text!r} is not positive")
+    return seconds
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "maintenance", help="declare a maintenance window: no pages for a host for a while",
+        description="Declare a maintenance window for HOST on a running peerwatch server. "
+        "Its alerts are still computed and shown (marked 'in maintenance'), never paged.")
+    parser.add_argument("host", metavar="HOST", help="the host's name as peerwatch shows it")
+    parser.add_argument("--for", dest="duration", required=True,
+                        help="how long, e.g. 2h, 90m, 1h30m, 1d")
+    parser.add_argument("--server", default=os.environ.get("PEERWATCH_SERVER_URL",
+                                                           "http://127.0.0.1:8000"),
+                        help="server base URL (default: $PEERWATCH_SERVER_URL or "
+                        "http://127.0.0.1:8000)")
+    parser.add_argument("--token", default=os.environ.get("PEERWATCH_ADMIN_TOKEN"),
+                        help="admin token (default: $PEERWATCH_ADMIN_TOKEN)")
+    parser.add_argument("--comment", default="", help="why (default: empty)")
+    parser.add_argument("--by", default=os.environ.get("USER", "cli"),
+                        help="who declares it (default: $USER)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) -> int:
+    seconds = parse_duration(args.duration)
+    if not args.token:
+        raise BadProbeRequest("no admin token: pass --token or set PEERWATCH_ADMIN_TOKEN")
+    body = {"host": args.host, "duration_s": seconds, "created_by": args.by,
+            "comment": args.comment}
+    try:
+        with httpx.Client(base_url=args.server.rstrip("/"), transport=transport,
+                          timeout=10.0) as client:
+            answer = client.post("/api/v1/maintenance", json=body,
+                                 headers={"Authorization": f"Bearer {args.token}"})
+    except httpx.HTTPError as exc:
+        print(f"peerwatch maintenance: cannot reach {args.server}: {exc}")
+        return 1
+    if answer.status_code in (401, 403):
+        print(f"peerwatch maintenance: the server refused the admin token ({answer.status_code})")
+        return 3
+    if answer.status_code != 201:
+        print(f"peerwatch maintenance: rejected ({answer.status_code}): {answer.text[:500]}")
+        return 4
+    window = answer.json()
+    print(f"{window['host']} in maintenance from {window['starts_at']} until "
+          f"{window['ends_at']} (window {window['id']}): alerts shown, not paged")
+    return 0

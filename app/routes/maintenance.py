@@ -1,0 +1,57 @@
+"""Maintenance windows: declare one for a host (admin token), list them, end one early.
+
+Inside a window the host's verdicts and alerts are computed and shown as always; its alerts
+are marked "in maintenance" and are not sent to Alertmanager (`app/alerting/notify.py`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+
+from app.deps import AdminTokenDep, SessionDep
+from app.models import MaintenanceWindow
+from app.queries.page_holds import list_windows
+from app.schemas_maintenance import MaintenanceOut, MaintenanceRequest, MaintenanceResponse
+from app.services.maintenance import declare_window, end_window
+
+router = APIRouter(prefix="/api/v1/maintenance", tags=["alerts"])
+
+
+def window_out(w: MaintenanceWindow, now: datetime) -> MaintenanceOut:
+    return MaintenanceOut(id=w.id, host=w.host, starts_at=w.starts_at, ends_at=w.ends_at,
+                          created_by=w.created_by, comment=w.comment, created_at=w.created_at,
+                          active=w.starts_at <= now < w.ends_at)
+
+
+@router.post("", response_model=MaintenanceOut, status_code=status.HTTP_201_CREATED,
+             summary="Declare a maintenance window for a host (admin token)")
+def create_window(body: MaintenanceRequest, session: SessionDep,
+                  _admin: AdminTokenDep) -> MaintenanceOut:
+    now = datetime.now(UTC)
+    try:
+        window = declare_window(session, body, now)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+    return window_out(window, now)
+
+
+@router.get("", response_model=MaintenanceResponse,
+            summary="Maintenance windows, latest start first")
+def get_windows(
+    session: SessionDep,
+    host: Annotated[str | None, Query(description="Only this host's windows.")] = None,
+    ended: Annotated[bool, Query(description="Include windows that have ended.")] = False,
+) -> MaintenanceResponse:
+    now = datetime.now(UTC)
+    return MaintenanceResponse(
+        windows=[window_out(w, now) for w in list_windows(session, now, host, ended)])
+
+
+@router.delete("/{window_id}", response_model=MaintenanceOut,
+               summary="End a maintenance window now (admin token)")
+def delete_window(window_id: int, session: SessionDep, _admin: AdminTokenDep) -> MaintenanceOut:
+    now = datetime.now(UTC)
+    return window_out(end_window(session, window_id, now), now)

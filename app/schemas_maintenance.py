@@ -1,0 +1,33 @@
+"""API shapes of maintenance windows (`/api/v1/maintenance`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.alerting.schemas import TimeSpanRequest
+
+
+class MaintenanceRequest(TimeSpanRequest):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+        "host": "gpu-node-17", "duration_s": 7200, "created_by": "alice",
+        "comment": "NVSwitch tray swap"}]})
+    host: str = Field(min_length=1, max_length=253, examples=["gpu-node-17"])
+    created_by: str = Field(default="admin", min_length=1, max_length=128)
+    comment: str = Field(default="", max_length=2000)
+
+
+class MaintenanceOut(BaseModel):
+    id: int
+    host: str
+    starts_at: datetime
+    ends_at: datetime
+    created_by: str
+    comment: str
+    created_at: datetime
+    active: bool = Field(description="The window covers now: the host's alerts are not paged.")
+
+
+class MaintenanceResponse(BaseModel):
+    windows: list[MaintenanceOut]

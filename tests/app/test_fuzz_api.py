@@ -1,0 +1,98 @@
+"""Fuzz the whole OpenAPI document (issue 12): schemathesis generates valid and invalid
+requests for every operation and sends them to a real `peerwatch serve` process on
+PostgreSQL, with the probe token on the ingest route and the admin token elsewhere.
+
+Every answer must be below 500 and match the schema the document gives for its status.
+Examples per operation are limited (`FUZZ_EXAMPLES`, default 20) so the run stays within a
+couple of minutes on two cores; set PEERWATCH_FUZZ_EXAMPLES higher for a deeper run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error, response_schema_conformance
+
+from tests.app.conftest import ADMIN_TOKEN, PROBE_TOKEN
+from tests.app.factory import sweep
+from tests.app.serve_process import wait_healthy
+from tests.probes.live_server import free_port
+
+FUZZ_EXAMPLES = int(os.environ.get("PEERWATCH_FUZZ_EXAMPLES", "20"))
+
+
+@pytest.fixture(scope="module")
+def server(pg_database: str) -> Iterator[str]:
+    """`peerwatch serve` on the session's PostgreSQL database, with two hosts stored."""
+    port = free_port()
+    env = {**os.environ, "PEERWATCH_DATABASE_URL": pg_database,
+           "PEERWATCH_PROBE_TOKENS": PROBE_TOKEN, "PEERWATCH_ADMIN_TOKEN": ADMIN_TOKEN}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-local-probe",
+         "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, proc)
+        for host in ("node-a", "node-b"):
+            r = httpx.post(f"{base}/api/v1/reports", content=sweep(host=host).model_dump_json(),
+                           headers={"Authorization": f"Bearer {PROBE_TOKEN}",
+                                    "Content-Type": "application/json"}, timeout=30)
+            assert r.status_code in (200, 201), r.text
+        yield base
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def _token_for(path: str) -> str:
+    return PROBE_TOKEN if path.startswith("/api/v1/reports") else ADMIN_TOKEN
+
+
+def _operations(base: str) -> list[Any]:
+    loaded = schemathesis.openapi.from_url(f"{base}/openapi.json")
+    return [result.ok() for result in loaded.get_all_operations()]
+
+
+def _fuzz(operation: Any, mode: GenerationMode, base: str) -> str | None:
+    """Run one operation's examples; the first failure's description, or None."""
+    headers = {"Authorization": f"Bearer {_token_for(operation.path)}"}
+
+    @given(operation.as_strategy(generation_mode=mode))
+    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    def run(case: Any) -> None:
+        case.call_and_validate(base_url=base, headers=headers, timeout=60,
+                               checks=[not_a_server_error, response_schema_conformance])
+
+    try:
+        run()
+    except Unsatisfiable:  # nothing to make invalid (no parameters, or only free-form text)
+        return None
+    except Exception as exc:  # noqa: BLE001 - collected, reported together below
+        return f"{mode.value} {operation.method.upper()} {operation.path}: {exc}"[:3000]
+    return None
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("mode", list(GenerationMode), ids=lambda m: m.value)
+def test_no_server_errors_and_answers_match_the_schema(server: str,
+                                                       mode: GenerationMode) -> None:
+    operations = _operations(server)
+    assert len(operations) >= 15  # the whole document, not a part of it
+    failures = [f for op in operations if (f := _fuzz(op, mode, server))]
+    assert not failures, "\n\n".join(failures)
