@@ -57,6 +57,16 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=16 << 20, ge=1024, description="Largest report body accepted; bigger gets 413."
     )
+    ingest_concurrency: int = Field(
+        default=4, ge=1, description="Reports parsed and stored at once by one process.")
+    ingest_queue: int = Field(
+        default=32, ge=0, description="Reports that may wait for a free ingest slot; one more "
+        "is answered 429 at once.")
+    ingest_wait_s: float = Field(
+        default=2.0, ge=0, description="Longest wait for an ingest slot before 503 (keep well "
+        "under the probes' timeout).")
+    ingest_retry_after_s: int = Field(
+        default=5, ge=1, description="Retry-After (seconds) sent with 429/503 when saturated.")
 
     # --- retention
     retention_raw_days: float = Field(

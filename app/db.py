@@ -60,7 +60,10 @@ def _sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False)
+    """Sessions of one app; they share its inventory memo (see app.services.inventory)."""
+    from app.services.inventory import MEMO_KEY, InventoryMemo
+
+    return sessionmaker(engine, expire_on_commit=False, info={MEMO_KEY: InventoryMemo()})
 
 
 # Any constant works; it only has to be the same in every replica.

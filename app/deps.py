@@ -20,7 +20,7 @@ bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token>
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -55,8 +55,9 @@ def _check_token(credentials: HTTPAuthorizationCredentials | None, allowed: list
     return token
 
 
-def require_probe_token(credentials: BearerDep, settings: SettingsDep) -> str:
-    """401 without a bearer token, 403 with one that is not in PEERWATCH_PROBE_TOKENS."""
+async def require_probe_token(credentials: BearerDep, settings: SettingsDep) -> str:
+    """401 without a bearer token, 403 with one that is not in PEERWATCH_PROBE_TOKENS.
+    Async (no I/O): a report refused as too many never waits for a thread-pool slot."""
     return _check_token(credentials, settings.probe_tokens, "probe token")
 
 

@@ -490,3 +490,25 @@ class Healthz(BaseModel):
     status: str = Field(examples=["ok"])
     database: str = Field(examples=["sqlite", "postgresql"])
     schema_revision: str | None
+
+
+class IngestLoad(BaseModel):
+    """This process's ingest gate: slots in use, reports waiting, and what it refused."""
+
+    active: int = Field(examples=[2])
+    waiting: int = Field(examples=[0])
+    concurrency: int = Field(examples=[4])
+    queue: int = Field(examples=[32])
+    accepted: int = Field(examples=[1200])
+    refused_full: int = Field(examples=[0], description="429: the queue was full")
+    refused_wait: int = Field(examples=[0], description="503: no slot within the wait")
+    refused_locked: int = Field(examples=[0], description="503: the database was locked")
+    client_gone: int = Field(examples=[0], description="dropped: the client had gone")
+
+
+class Readyz(BaseModel):
+    status: str = Field(examples=["ready", "busy", "unavailable"])
+    database: str = Field(examples=["sqlite", "postgresql"])
+    schema_revision: str | None
+    detail: str | None = Field(default=None, examples=[None])
+    ingest: IngestLoad

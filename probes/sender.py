@@ -3,7 +3,9 @@
     2xx                           DELIVERED     the server has it (a replayed duplicate too:
                                                 ingest is idempotent on report_id)
     5xx, 408, 429, timeout,
-    connection refused/reset      RETRY         spool it, try again later with backoff
+    connection refused/reset      RETRY         spool it, try again later with backoff, never
+                                                before the answer's Retry-After (jittered:
+                                                an overloaded server is not hit in lockstep)
     401, 403                      UNAUTHORIZED  the token is wrong: log loudly, spool it, and
                                                 retry only at the slowest backoff
     404, 405                      UNAUTHORIZED  (same: the URL is wrong, not the report)
@@ -16,9 +18,11 @@ absent server and wrong for a bad token or a bad report.
 
 from __future__ import annotations
 
+import email.utils
 import json
 import random
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 
 import httpx
@@ -29,6 +33,7 @@ REPORTS_PATH = "/api/v1/reports"
 _MESSAGE_LIMIT = 500
 _RETRY_STATUS = frozenset({408, 425, 429})
 _CONFIG_STATUS = frozenset({401, 403, 404, 405})
+RETRY_AFTER_JITTER = 0.5  # a Retry-After of T is honoured as a wait in [T, 1.5 T]
 
 
 class Outcome(StrEnum):
@@ -76,11 +81,19 @@ def server_message(response: httpx.Response) -> str:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "")
+    """Retry-After in seconds: delta-seconds or an HTTP date (RFC 9110); None if absent."""
+    value = response.headers.get("retry-after", "").strip()
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 class Sender:
@@ -132,10 +145,17 @@ class Backoff:
         return min(self.max_s, self.initial_s * 2 ** min(self.failures - 1, 62))
 
     def failure(self, at_least_s: float = 0.0) -> float:
-        """Record a failure; the delay before the next attempt."""
+        """Record a failure; the delay before the next attempt.
+
+        `at_least_s` is the server's Retry-After: never sooner than that, and spread over up
+        to RETRY_AFTER_JITTER more of it, so a fleet told "5 s" at the same moment does not
+        come back in the same instant. The cap `max_s` gives way to a longer Retry-After."""
         self.failures += 1
         nominal = self.step()
-        return min(self.max_s, max(at_least_s, self._rng.uniform(nominal / 2, nominal)))
+        delay = min(self.max_s, self._rng.uniform(nominal / 2, nominal))
+        if at_least_s > 0:
+            delay = max(delay, at_least_s * self._rng.uniform(1.0, 1.0 + RETRY_AFTER_JITTER))
+        return delay
 
     def give_up_for_now(self) -> float:
         """A failure a retry soon will not fix (a bad token): wait the longest step."""

@@ -5,22 +5,30 @@ order that gives the most useful error: token (401/403, before any byte is read)
 (413, while reading), JSON (422), `schema_version` (400 naming the supported versions, before
 full validation, so a newer probe is told to upgrade the server rather than shown fifty field
 errors), then the full wire model and the report's coherence (422 naming each field).
+
+Only reading the body happens on the event loop. Parsing (orjson), validation and the
+transaction run in a worker thread while the report holds an ingest slot (`app.ingest_gate`):
+a saturated process answers 429/503 with Retry-After at once, and a client that went away
+while its report waited for a slot costs nothing more.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
 from app.alerting.service import service_for
-from app.deps import ProbeTokenDep, SessionDep, SettingsDep
+from app.config import Settings
+from app.deps import ProbeTokenDep, SettingsDep
+from app.ingest_gate import IngestGate, gate_for
 from app.schemas import IngestResult
 from app.services.ingest import ingest
 from app.services.report_checks import check_report, oversized_integers
@@ -28,10 +36,29 @@ from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
 
+CLIENT_CLOSED_REQUEST = 499  # nginx's code: nobody is listening for the answer
 REPORT_SCHEMA_REF = "#/components/schemas/Report"
-# 19+ digits in a row: the only way an integer beyond 64 bits can appear. Scanning the bytes
-# is cheap; walking the parsed tree is done only when this finds something.
-LONG_NUMBER = re.compile(rb"\d{19,}")
+# An integer beyond 64 bits has 19+ digits in a row; the digits after a float's point do not
+# count (a sweep has dozens of those). Finding such a run in the bytes (every digit mapped to
+# "0", then a plain `find`) is ~10x faster than a regex; walking the parsed tree to name the
+# field is done only when one is found.
+_DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_LONG_RUN = b"0" * 19
+_ZERO = ord("0")
+
+
+def may_hold_long_integer(body: bytes) -> bool:
+    """False only when no integer of 19+ digits can be in `body`."""
+    flat = body.translate(_DIGITS_TO_ZERO)
+    at = flat.find(_LONG_RUN)
+    while at != -1:
+        if at == 0 or body[at - 1] != ord("."):
+            return True
+        end = at + len(_LONG_RUN)
+        while end < len(flat) and flat[end] == _ZERO:
+            end += 1
+        at = flat.find(_LONG_RUN, end)
+    return False
 
 
 async def read_limited_body(request: Request, limit: int) -> bytes:
@@ -75,16 +102,43 @@ def _body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
     return RequestValidationError(cleaned)
 
 
-def parse_report(body: bytes) -> Report:
-    """JSON -> schema_version check (400) -> 64-bit check -> wire model (422s)."""
+def load_json(body: bytes) -> Any:
+    """The parsed body. orjson first (several times faster on a 250 kB sweep); what it
+    refuses but the standard parser reads (NaN, integers past 64 bits) goes through the
+    standard parser, so those values reach the checks that name their field."""
     try:
-        data = json.loads(body)
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _body_errors([{"type": "json_invalid", "loc": (),
                              "msg": f"body is not valid JSON: {exc}"}]) from exc
     except RecursionError as exc:
-        raise _body_errors([{"type": "json_invalid", "loc": (),
-                             "msg": "body nests JSON too deeply for a report"}]) from exc
+        raise _too_deep() from exc
+
+
+def _too_deep() -> RequestValidationError:
+    return _body_errors([{"type": "json_invalid", "loc": (),
+                          "msg": "body nests JSON too deeply for a report"}])
+
+
+def validate_report(data: dict[str, Any]) -> Report:
+    """The wire model (422 naming each field)."""
+    try:
+        return Report.model_validate(data)
+    except RecursionError as exc:
+        raise _too_deep() from exc
+    except ValidationError as exc:
+        raise _body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
+    except TypeError as exc:  # e.g. comparing a naive with an aware timestamp
+        raise _body_errors([{"type": "value_error", "loc": (), "msg": str(exc)}]) from exc
+
+
+def parse_report(body: bytes) -> Report:
+    """JSON -> schema_version check (400) -> 64-bit check -> wire model (422s)."""
+    data = load_json(body)
     if not isinstance(data, dict):
         raise _body_errors([{"type": "model_type", "loc": (),
                              "msg": "a report must be a JSON object"}])
@@ -95,17 +149,9 @@ def parse_report(body: bytes) -> Report:
             detail=f"unsupported schema_version {version!r}; this server supports "
                    f"{list(SUPPORTED_SCHEMA_VERSIONS)}",
         )
-    if LONG_NUMBER.search(body) and (too_large := oversized_integers(data)):
+    if may_hold_long_integer(body) and (too_large := oversized_integers(data)):
         raise _body_errors(too_large)
-    try:
-        return Report.model_validate(data)
-    except RecursionError as exc:
-        raise _body_errors([{"type": "json_invalid", "loc": (),
-                             "msg": "body nests JSON too deeply for a report"}]) from exc
-    except ValidationError as exc:
-        raise _body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
-    except TypeError as exc:  # e.g. comparing a naive with an aware timestamp
-        raise _body_errors([{"type": "value_error", "loc": (), "msg": str(exc)}]) from exc
+    return validate_report(data)
 
 
 @router.post(
@@ -121,6 +167,10 @@ def parse_report(body: bytes) -> Report:
         409: {"description": "This report_id was stored before with a different body."},
         403: {"description": "The bearer token is not a probe token."},
         413: {"description": "Body larger than PEERWATCH_MAX_BODY_BYTES."},
+        429: {"description": "Ingest saturated (PEERWATCH_INGEST_QUEUE full): nothing was "
+                             "done; retry after the `Retry-After` seconds."},
+        503: {"description": "No ingest slot within PEERWATCH_INGEST_WAIT_S, or the "
+                             "database was locked; retry after `Retry-After` seconds."},
     },
     openapi_extra={"requestBody": {
         "required": True,
@@ -128,16 +178,35 @@ def parse_report(body: bytes) -> Report:
     }},
 )
 async def post_report(request: Request, response: Response, _token: ProbeTokenDep,
-                      session: SessionDep, settings: SettingsDep) -> IngestResult:
+                      settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
-    report = parse_report(await read_limited_body(request, settings.max_body_bytes))
+    body = await read_limited_body(request, settings.max_body_bytes)
+    gate = gate_for(request.app)
+    async with gate.slot():
+        if await request.is_disconnected():  # it gave up waiting: do no work for it
+            gate.stats.client_gone += 1
+            raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
+        result = await run_in_threadpool(store_body, request.app, gate, body, settings)
+        gate.stats.accepted += 1
+        if result.duplicate:
+            response.status_code = status.HTTP_200_OK
+        else:  # the alert rules for this host, now that its report is committed (never raises)
+            await run_in_threadpool(service_for(request.app).after_ingest, result.host)
+    return result
+
+
+def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings) -> IngestResult:
+    """Parse, validate and store one report: a worker thread's part, off the event loop (the
+    session is opened here too, so a refused report never costs a thread-pool hop for it)."""
+    report = parse_report(body)
     now = utcnow()
     problems = check_report(report, now)
     if problems:
         raise _body_errors(problems)
-    result = await run_in_threadpool(ingest, session, report, settings, now)
-    if result.duplicate:
-        response.status_code = status.HTTP_200_OK
-    else:  # the alert rules for this host, now that its report is committed (never raises)
-        await run_in_threadpool(service_for(request.app).after_ingest, result.host)
-    return result
+    try:
+        with gate.writing(), app.state.sessionmaker() as session:
+            return ingest(session, report, settings, now)
+    except OperationalError as exc:
+        if "database is locked" in str(exc):
+            raise gate.locked() from exc
+        raise

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select, union_all
+from sqlalchemy import bindparam, insert, select, union_all, update
 from sqlalchemy.orm import Session
 
 from app.analysis.baseline import healthy_values, robust_baseline
@@ -63,15 +64,18 @@ def refresh_baselines(session: Session, fabric: HostFabric, keys: set[Key], at: 
                       settings: Settings) -> int:
     """Recompute the due baselines among `keys` as of `at`; returns how many were written."""
     host_id = fabric.host.id
+    # (id, updated_at) per key: plain rows, not 392 ORM objects of which a dozen change
     existing = {
-        (b.src, b.dst, b.test): b
-        for b in session.scalars(select(Baseline).where(Baseline.host_id == host_id))
+        (src, dst, test): (pk, updated_at)
+        for pk, src, dst, test, updated_at in session.execute(
+            select(Baseline.id, Baseline.src, Baseline.dst, Baseline.test,
+                   Baseline.updated_at).where(Baseline.host_id == host_id))
     }
     fresh_after = at - timedelta(seconds=settings.baseline_refresh_s)
     keys = {k for k in keys if _at_full_width(fabric, k[0], k[1])}
     missing = {k for k in keys if k not in existing}
-    stale = sorted((existing[k].updated_at, k) for k in keys
-                   if k in existing and existing[k].updated_at < fresh_after)
+    stale = sorted((existing[k][1], k) for k in keys
+                   if k in existing and existing[k][1] < fresh_after)
     # A missing baseline is always attempted (a verdict needs it, and young history is cheap
     # to read); refreshes of existing ones go stalest first, a batch per report.
     due = missing | {k for _, k in stale[:settings.baseline_refresh_batch]}
@@ -79,7 +83,8 @@ def refresh_baselines(session: Session, fabric: HostFabric, keys: set[Key], at: 
         return 0
     since = at - timedelta(seconds=settings.baseline_window_s)
     values = _recent_values(session, host_id, due, since, at, settings.baseline_max_samples)
-    written = 0
+    inserts: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
     for key in sorted(due):
         src, dst, test = key
         expect = fabric.expectation(TestName(test), src, dst)
@@ -89,11 +94,15 @@ def refresh_baselines(session: Session, fabric: HostFabric, keys: set[Key], at: 
         stats = robust_baseline(kept, settings.baseline_min_samples)
         if stats is None:
             continue
-        row = existing.get(key)
-        if row is None:
-            row = Baseline(host_id=host_id, src=src, dst=dst, test=test)
-            session.add(row)
-        row.value, row.spread, row.n = stats.value, stats.spread, stats.n
-        row.window_s, row.updated_at = settings.baseline_window_s, at
-        written += 1
-    return written
+        fields = {"value": stats.value, "spread": stats.spread, "n": stats.n,
+                  "window_s": settings.baseline_window_s, "updated_at": at}
+        if key in existing:
+            updates.append({"pk": existing[key][0], **fields})
+        else:
+            inserts.append({"host_id": host_id, "src": src, "dst": dst, "test": test, **fields})
+    if inserts:  # a replica inserting the same key at once: IntegrityError, ingest retries
+        session.execute(insert(Baseline), inserts)
+    if updates:
+        session.connection().execute(
+            update(Baseline).where(Baseline.id == bindparam("pk")), updates)
+    return len(inserts) + len(updates)

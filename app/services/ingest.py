@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,19 +20,23 @@ from app.config import Settings
 from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
-from app.services.fabric_state import load_fabric
+from app.services.bulk import insert_rows
+from app.services.fabric_state import fabric_from_inventory, load_fabric
 from app.services.host_runtime import record_runtime
 from app.services.inventory import (
+    forget_uncommitted,
     get_or_create_host,
     is_newest,
     judged_error_total,
+    remember_committed,
     update_identity,
     upsert_inventory,
 )
 from app.services.report_checks import ReportConflict, report_digest
-from probes.report import Report, ReportKind, TestName
+from probes.report import LinkCounters, Report, ReportKind, TestName
 
 ATTEMPTS = 3
+LINK_COUNTERS = tuple(LinkCounters.model_fields)
 
 
 def ingest(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
@@ -44,13 +48,17 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime) 
     digest = report_digest(report)
     for attempt in range(ATTEMPTS):
         try:
-            result = _stored_result(session, report.report_id, digest)
+            # a first attempt goes straight to the insert, whose unique report_id finds a
+            # duplicate; only a retry (after that or another conflict) looks it up
+            result = _stored_result(session, report.report_id, digest) if attempt else None
             if result is None:
                 result = _store(session, report, settings, now, digest)
             session.commit()
+            remember_committed(session)
             return result
         except IntegrityError:
             session.rollback()
+            forget_uncommitted(session)
             if attempt == ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
@@ -79,7 +87,12 @@ def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> Inges
 def _store(session: Session, report: Report, settings: Settings, now: datetime,
            digest: str) -> IngestResult:
     host = get_or_create_host(session, report.host, now)
-    if is_newest(host, report.finished_at):
+    row = _report_row(report, host.id, now)
+    row.digest = digest
+    session.add(row)
+    session.flush()  # the unique report_id is checked here, before any other work
+    newest = is_newest(host, report.finished_at)
+    if newest:
         update_identity(host, report.host)
         changed = upsert_inventory(session, host, report.inventory, report.finished_at)
         changed = record_runtime(session, host, report, now) or changed  # Fabric Manager
@@ -94,20 +107,17 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         host.last_sweep_at = report.finished_at
-    row = _report_row(report, host.id, now)
-    row.digest = digest
-    session.add(row)
-    session.flush()  # the unique report_id is checked here
     measurements = _measurement_rows(report, host.id, row.id)
     links, gpus = _sample_rows(report, host.id, row.id)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
-        if rows:
-            session.execute(insert(model), rows)
+        insert_rows(session, model, rows)
     keys = {(m["src"], m["dst"], m["test"]) for m in measurements
             if m["src"] is not None and m["error"] is None and not m["contended"]}
     if keys:
-        refresh_baselines(session, load_fabric(session, host), keys, report.finished_at,
-                          settings)
+        # the newest report's inventory is what was just stored: no need to read it back
+        fabric = (fabric_from_inventory(session, host, report.inventory) if newest
+                  else load_fabric(session, host))
+        refresh_baselines(session, fabric, keys, report.finished_at, settings)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))
 
@@ -148,8 +158,8 @@ def _sample_rows(report: Report, host_id: int,
     gpus: list[dict[str, Any]] = []
     for sample in report.counters:
         base = {"report_id": report_pk, "host_id": host_id, "at": sample.at}
-        for c in sample.links:
-            links.append({**base, **c.model_dump(), "gpu": c.gpu, "link": c.link})
+        for c in sample.links:  # attributes, not model_dump(): 288 of them in a sweep
+            links.append({**base, **{name: getattr(c, name) for name in LINK_COUNTERS}})
         activity = {a.gpu: a for a in sample.activity}
         for gpu in sorted(set(activity) | set(sample.pcie_replay)):
             a = activity.get(gpu)

@@ -9,11 +9,12 @@ went down this morning. Rows missing from the newest inventory are kept with
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Gpu, Host, NvLink, Pair
@@ -28,7 +29,9 @@ from probes.report import (
 
 
 def get_or_create_host(session: Session, identity: HostIdentity, at: datetime) -> Host:
-    host = session.scalar(select(Host).where(Host.name == identity.hostname))
+    """The host's row, locked until commit (PostgreSQL): two replicas ingesting reports of
+    one host at once take turns, so neither writes its inventory over rows it did not see."""
+    host = session.scalar(select(Host).where(Host.name == identity.hostname).with_for_update())
     if host is None:
         host = Host(name=identity.hostname, fabric=identity.fabric, first_seen=at)
         session.add(host)
@@ -87,32 +90,105 @@ def _stamps(fields: dict[str, Any]) -> dict[str, Any]:
 def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
           wanted: dict[tuple[int, ...], dict[str, Any]]) -> bool:
     """Make `model`'s rows of this host match `wanted` (keyed by `key_cols`); True when
-    anything but a time stamp changed."""
+    anything but a time stamp changed.
+
+    Plain rows in, executemany out: a steady 8-GPU host is ~200 rows compared and a handful
+    written, and ORM objects for each would cost more than the writes."""
+    table = model.__table__
+    compared = ["present", *(c for c in next(iter(wanted.values()), {})
+                             if c not in STAMPS and c != "present")]
+    columns = [table.c.id, *(table.c[c] for c in key_cols), *(table.c[c] for c in compared)]
+    first = 1 + len(key_cols)
     existing = {
-        tuple(getattr(row, c) for c in key_cols): row
-        for row in session.scalars(select(model).where(model.host_id == host_id))
+        tuple(row[1:first]): (row[0], dict(zip(compared, row[first:], strict=True)))
+        for row in session.execute(select(*columns).where(table.c.host_id == host_id))
     }
-    any_change = False
+    inserts, updates = [], []
     for key, fields in wanted.items():
-        row = existing.pop(key, None)
-        if row is None:
-            session.add(model(host_id=host_id, **dict(zip(key_cols, key, strict=True)), **fields))
-            any_change = True
-        else:
-            changed = {k: v for k, v in fields.items()
-                       if k not in STAMPS and getattr(row, k) != v}
-            any_change = any_change or bool(changed)
-            if changed or "last_seen_at" in fields:
-                for name, value in {**changed, **_stamps(fields)}.items():
-                    setattr(row, name, value)
-    for row in existing.values():
-        any_change = any_change or row.present
-        row.present = False
-    return any_change
+        found = existing.pop(key, None)
+        if found is None:
+            inserts.append({"host_id": host_id, **dict(zip(key_cols, key, strict=True)),
+                            **fields})
+            continue
+        pk, stored = found
+        changed = {k: v for k, v in fields.items() if k not in STAMPS and stored[k] != v}
+        if changed or "last_seen_at" in fields:
+            updates.append({**changed, **_stamps(fields), "pk": pk})
+    if inserts:
+        session.execute(insert(model), inserts)
+    for same_columns in _grouped(updates):  # one executemany per set of changed columns
+        session.connection().execute(update(model).where(table.c.id == bindparam("pk")),
+                                     same_columns)
+    gone = [pk for pk, stored in existing.values() if stored["present"]]
+    if gone:
+        session.connection().execute(
+            update(model).where(table.c.id.in_(gone)).values(present=False))
+    return bool(inserts or gone or any(set(u) - {"pk", *STAMPS} for u in updates))
+
+
+def _grouped(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    groups: dict[frozenset[str], list[dict[str, Any]]] = {}
+    for u in updates:
+        groups.setdefault(frozenset(u), []).append(u)
+    return list(groups.values())
+
+
+class InventoryMemo:
+    """What this process last committed as each host's inventory: its fingerprint and the
+    host's `last_report_at` it set. If the host still shows that `last_report_at`, no report
+    has rewritten the inventory since (every rewrite moves it, whichever replica made it),
+    so an unchanged inventory needs only its GPUs' `last_seen_at` bumped. One per app, put
+    in `session.info[MEMO_KEY]` by the sessionmaker; sessions without one always compare."""
+
+    def __init__(self) -> None:
+        self._stored: dict[int, tuple[bytes, datetime]] = {}
+
+    def unchanged(self, host: Host, fingerprint: bytes) -> bool:
+        return (host.last_report_at is not None
+                and self._stored.get(host.id) == (fingerprint, host.last_report_at))
+
+    def remember(self, host_id: int, fingerprint: bytes, version: datetime) -> None:
+        self._stored[host_id] = (fingerprint, version)
+
+
+MEMO_KEY = "peerwatch.inventory_memo"
+_PENDING_KEY = "peerwatch.inventory_pending"
+
+
+def _fingerprint(inv: Inventory) -> bytes:
+    return hashlib.blake2b(inv.model_dump_json().encode(), digest_size=16).digest()
+
+
+def remember_committed(session: Session) -> None:
+    """After a commit: the inventory written in it is now what the memo may trust."""
+    pending = session.info.pop(_PENDING_KEY, None)
+    memo = session.info.get(MEMO_KEY)
+    if pending is not None and memo is not None:
+        memo.remember(*pending)
+
+
+def forget_uncommitted(session: Session) -> None:
+    session.info.pop(_PENDING_KEY, None)
 
 
 def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime) -> bool:
-    """Store the newest inventory; True when it differs from the one stored before."""
+    """Store the newest inventory as of `at` (the report's finish, which becomes the host's
+    `last_report_at`); True when it differs from the one stored before."""
+    memo: InventoryMemo | None = session.info.get(MEMO_KEY)
+    if memo is None:
+        return _upsert(session, host, inv, at)
+    fingerprint = _fingerprint(inv)
+    changed = False
+    if memo.unchanged(host, fingerprint):
+        session.execute(update(Gpu).where(Gpu.host_id == host.id, Gpu.present.is_(True))
+                        .values(last_seen_at=at))
+    else:
+        changed = _upsert(session, host, inv, at)
+    session.info[_PENDING_KEY] = (host.id, fingerprint, at)
+    return changed
+
+
+def _upsert(session: Session, host: Host, inv: Inventory, at: datetime) -> bool:
     gpus = _sync(session, Gpu, host.id, ("index",),
                  {(g.index,): _gpu_fields(g, at) for g in inv.gpus})
     links = _sync(session, NvLink, host.id, ("gpu", "link"),
@@ -120,8 +196,6 @@ def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime)
     pairs = _sync(session, Pair, host.id, ("src", "dst"),
                   {(p.src, p.dst): _pair_fields(p, at) for p in inv.pairs})
     return gpus or links or pairs
-
-
 def judged_error_total(counters: Sequence[CounterSample]) -> int | None:
     """The judged error counters (replay, recovery, CRC flit, PCIe replay) of the newest
     counter sample, summed: when it has not moved, no link or GPU error rate can have grown."""

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ import pytest
 from app.config import Settings
 from app.db import make_engine
 from app.server import SchemaBehind, prepare_database
+from bench._serve import wait_for_healthz
 from tests.app.factory import sweep
 
 
@@ -35,14 +35,7 @@ def test_serve_creates_the_database_and_answers(tmp_path: Path) -> None:
          "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("server did not come up in 10 s")
+        wait_for_healthz(base)
         assert (tmp_path / "peerwatch.db").exists()
         r = httpx.post(f"{base}/api/v1/reports", content=sweep().model_dump_json(),
                        headers={"Authorization": "Bearer tok",

@@ -7,7 +7,9 @@ hand-written fake server on httpx's MockTransport.
 
 from __future__ import annotations
 
+import email.utils
 import random
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -49,8 +51,19 @@ def test_overloaded_server_is_retried_after_its_retry_after() -> None:
     answer = _sender(lambda r: httpx.Response(503, headers={"Retry-After": "120"},
                                               json={"detail": "draining"})).send(sample_report())
     assert (answer.outcome, answer.status, answer.message) == (Outcome.RETRY, 503, "draining")
-    backoff = Backoff(5, 300, random.Random(1))
-    assert backoff.failure(at_least_s=answer.retry_after_s or 0) == 120
+    assert answer.retry_after_s == 120
+    waits = [Backoff(5, 60, random.Random(seed)).failure(at_least_s=120) for seed in range(20)]
+    assert all(120 <= w <= 180 for w in waits)  # never sooner, past the 60 s cap if asked
+    assert len({round(w, 3) for w in waits}) == 20  # jittered: the fleet does not return at once
+
+
+def test_retry_after_as_an_http_date() -> None:
+    in_a_minute = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=60),
+                                              usegmt=True)
+    answer = _sender(lambda r: httpx.Response(429, headers={"Retry-After": in_a_minute})
+                     ).send(sample_report())
+    assert answer.outcome is Outcome.RETRY and answer.retry_after_s is not None
+    assert 55 <= answer.retry_after_s <= 60
 
 
 def test_validation_errors_are_reported_field_by_field() -> None:

@@ -1,0 +1,120 @@
+"""Backpressure for `POST /api/v1/reports`: a bounded number of ingests per process.
+
+An ingest holds one of `ingest_concurrency` slots from parsing to its post-commit hook. Up
+to `ingest_queue` more reports wait for a slot, each at most `ingest_wait_s`; past that the
+process is saturated and says so at once — 429 when the queue is full (no work done, not
+even parsing), 503 when a wait ran out — both with `Retry-After`, which probes honour with
+jitter while they spool. A fleet that outruns the server thus gets fast refusals instead of
+requests piling up until every probe times out and re-sends.
+
+SQLite has one writer per database: its ingests also take `writer_lock`, so this process
+never races itself into "database is locked" (other processes still wait on the busy
+timeout, and a lock error that does come through is answered 503 with Retry-After).
+The gate lives on `app.state`, one per app, like everything else here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import HTTPException, status
+
+from app.config import Settings
+
+
+class Saturated(HTTPException):
+    """429/503 with Retry-After: this process cannot take the report now."""
+
+    def __init__(self, code: int, retry_after_s: int, detail: str) -> None:
+        super().__init__(code, detail=detail, headers={"Retry-After": str(retry_after_s)})
+
+
+@dataclass
+class GateStats:
+    active: int = 0
+    waiting: int = 0
+    accepted: int = 0
+    refused_full: int = 0  # 429: queue full
+    refused_wait: int = 0  # 503: waited ingest_wait_s
+    refused_locked: int = 0  # 503: the database was locked
+    client_gone: int = 0  # dropped before the expensive part
+
+
+class IngestGate:
+    def __init__(self, settings: Settings, serialise_writers: bool) -> None:
+        self.concurrency = settings.ingest_concurrency
+        self.queue = settings.ingest_queue
+        self.wait_s = settings.ingest_wait_s
+        self.retry_after_s = settings.ingest_retry_after_s
+        self.stats = GateStats()
+        self._slots = asyncio.Semaphore(self.concurrency)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._writer_lock = threading.Lock() if serialise_writers else None
+
+    @property
+    def saturated(self) -> bool:
+        return self.stats.active >= self.concurrency and self.stats.waiting >= self.queue
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold an ingest slot, or raise `Saturated` (429 at once, 503 after the wait)."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop (tests' clients): its own semaphore
+            self._loop, self._slots = loop, asyncio.Semaphore(self.concurrency)
+        if not self._slots.locked():
+            await self._slots.acquire()  # a free slot: taken at once, before anyone else runs
+        elif self.stats.waiting >= self.queue:
+            self.stats.refused_full += 1
+            raise Saturated(status.HTTP_429_TOO_MANY_REQUESTS, self.retry_after_s,
+                            f"ingest saturated: {self.stats.active} reports in progress and "
+                            f"{self.stats.waiting} waiting; retry later")
+        else:
+            await self._wait_for_slot()
+        self.stats.active += 1
+        try:
+            yield
+        finally:
+            self.stats.active -= 1
+            self._slots.release()
+
+    async def _wait_for_slot(self) -> None:
+        self.stats.waiting += 1
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self.wait_s)
+        except TimeoutError:
+            self.stats.refused_wait += 1
+            raise Saturated(status.HTTP_503_SERVICE_UNAVAILABLE, self.retry_after_s,
+                            f"no ingest slot free within {self.wait_s:g} s; retry later"
+                            ) from None
+        finally:
+            self.stats.waiting -= 1
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around the database write (in a worker thread): one at a time on SQLite."""
+        if self._writer_lock is None:
+            yield
+            return
+        with self._writer_lock:
+            yield
+
+    def locked(self) -> Saturated:
+        """The answer to a "database is locked" that got past the busy timeout."""
+        self.stats.refused_locked += 1
+        return Saturated(status.HTTP_503_SERVICE_UNAVAILABLE, self.retry_after_s,
+                         "the database is locked by another writer; retry later")
+
+
+def gate_for(app: Any) -> IngestGate:
+    """The app's gate, made on first use from `app.state` (settings, engine)."""
+    gate: IngestGate | None = getattr(app.state, "ingest_gate", None)
+    if gate is None:
+        sqlite = app.state.engine.dialect.name == "sqlite"
+        gate = IngestGate(app.state.settings, serialise_writers=sqlite)
+        app.state.ingest_gate = gate
+    return gate

@@ -1,0 +1,82 @@
+"""Insert many rows of one table in the session's transaction, as fast as the driver allows.
+
+A sweep report is ~700 rows (measurements, link and GPU samples). Through the ORM's
+executemany each value passes SQLAlchemy's per-parameter machinery and PostgreSQL gets
+batched INSERTs; here PostgreSQL gets one `COPY ... FROM STDIN` (psycopg 3
+`cursor.copy`) and SQLite one prepared INSERT run by the driver's `executemany`. Values go
+through each column type's own bind processor first (UTC datetimes), JSON as orjson's
+compact text, so what is stored reads back exactly as an ORM insert's. It runs on the
+session's connection: a failure later in the ingest rolls these rows back with the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import orjson
+from sqlalchemy import JSON, Table
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Session
+
+from app.models import Base
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _processors(table: Table, columns: Sequence[str],
+                dialect: Dialect) -> list[Callable[[Any], Any] | None]:
+    """Each column's bind processor; JSON columns get their text from orjson (the same
+    document, compact), which both drivers store as it is."""
+    return [_json_text if isinstance(table.c[name].type, JSON)
+            else table.c[name].type._cached_bind_processor(dialect) for name in columns]
+
+
+def _memoised(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`fn` for a column of few distinct hashable values (a sample's time, in every row)."""
+    seen: dict[Any, Any] = {}
+
+    def processed(value: Any) -> Any:
+        try:
+            return seen[value]
+        except KeyError:
+            seen[value] = result = fn(value)
+            return result
+        except TypeError:  # unhashable
+            return fn(value)
+    return processed
+
+
+def _values(rows: Sequence[dict[str, Any]], columns: Sequence[str],
+            processors: list[Callable[[Any], Any] | None]) -> list[tuple[Any, ...]]:
+    pairs = [(name, fn if fn is None or fn is _json_text else _memoised(fn))
+             for name, fn in zip(columns, processors, strict=True)]
+    return [tuple(row[name] if fn is None or row[name] is None else fn(row[name])
+                  for name, fn in pairs) for row in rows]
+
+
+def insert_rows(session: Session, model: type[Base], rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT `rows` (dicts with the same keys, no primary key) into `model`'s table."""
+    if not rows:
+        return
+    table = cast(Table, model.__table__)
+    connection = session.connection()
+    dialect = connection.dialect
+    columns = list(rows[0])
+    values = _values(rows, columns, _processors(table, columns, dialect))
+    names = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
+    quoted_table = dialect.identifier_preparer.format_table(table)
+    if dialect.name == "postgresql":
+        raw = cast("psycopg.Connection[Any]", connection.connection.dbapi_connection)
+        with raw.cursor() as cursor:
+            with cursor.copy(f"COPY {quoted_table} ({names}) FROM STDIN") as copy:
+                for value in values:
+                    copy.write_row(value)
+        return
+    marks = ", ".join("?" if dialect.paramstyle == "qmark" else "%s" for _ in columns)
+    connection.exec_driver_sql(f"INSERT INTO {quoted_table} ({names}) VALUES ({marks})", values)

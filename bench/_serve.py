@@ -1,0 +1,55 @@
+"""`peerwatch serve` in a subprocess on a free loopback port: a real server with its own
+interpreter (no GIL shared with the client), for the overload test and the refusal bench."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_healthz(base: str, timeout_s: float = 20.0) -> None:
+    """Return once `base`/healthz answers 200; RuntimeError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server did not come up in {timeout_s:g} s")
+
+
+@contextmanager
+def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Iterator[str]:
+    """The server's base URL once /healthz answers; stopped with SIGINT on exit, and a
+    traceback in its output is an error."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
+         database_url, "--no-local-probe", "--log-level", "warning"],
+        env={**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), **env},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_healthz(base)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    if b"Traceback" in out:
+        raise RuntimeError(f"the server failed:\n{out.decode()[-3000:]}")

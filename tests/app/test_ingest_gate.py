@@ -1,0 +1,150 @@
+"""The ingest gate in a real server (uvicorn on a loopback port): a full queue is refused at
+once with 429 + Retry-After, a client that gave up while its report waited costs nothing,
+and /healthz and /readyz answer while every slot is taken."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.routes import reports
+from probes.report import Report
+from tests.app.factory import sweep
+from tests.probes.live_server import TOKEN, live_server, server_settings, stored
+
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Every ingest waits for the returned event before it stores: the slot stays taken."""
+    release, entered = threading.Event(), threading.Event()
+    real = reports.store_body
+
+    def slow(*args: Any, **kw: Any) -> Any:
+        entered.set()
+        release.wait(30)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(reports, "store_body", slow)
+    release.entered = entered  # type: ignore[attr-defined]
+    yield release
+    release.set()
+
+
+def _settings(tmp_path: Path, **gate: Any) -> Settings:
+    return server_settings(tmp_path).model_copy(update=gate)
+
+
+def _post(url: str, report: Report, timeout: float = 30) -> httpx.Response:
+    return httpx.post(f"{url}/api/v1/reports", content=report.model_dump_json(),
+                      headers=HEADERS, timeout=timeout)
+
+
+def _in_background(fn: Any) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(fn()))
+    thread.start()
+    return thread, out
+
+
+def test_full_queue_is_refused_at_once_and_health_answers(
+        tmp_path: Path, held: threading.Event) -> None:
+    settings = _settings(tmp_path, ingest_concurrency=1, ingest_queue=0,
+                         ingest_retry_after_s=3)
+    with live_server(settings) as server:
+        first, answers = _in_background(lambda: _post(server.url, sweep(n=2)))
+        assert held.entered.wait(10)  # type: ignore[attr-defined]
+        refused = _post(server.url, sweep(n=2, report_id=uuid.uuid4()))
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "3"
+        assert "saturated" in refused.json()["detail"]
+        assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+        ready = httpx.get(f"{server.url}/readyz", timeout=10)
+        assert ready.status_code == 503 and ready.json()["status"] == "busy"
+        held.set()
+        first.join(30)
+        assert answers[0].status_code == 201
+        assert httpx.get(f"{server.url}/readyz", timeout=10).json()["status"] == "ready"
+    assert len(stored(settings).report_ids) == 1
+
+
+def test_a_client_that_went_away_is_not_worked_for(
+        tmp_path: Path, held: threading.Event) -> None:
+    settings = _settings(tmp_path, ingest_concurrency=1, ingest_queue=4, ingest_wait_s=20)
+    kept, gone = sweep(n=2), sweep(n=2, host="node-gone")
+    with live_server(settings) as server:
+        first, _ = _in_background(lambda: _post(server.url, kept))
+        assert held.entered.wait(10)  # type: ignore[attr-defined]
+        with pytest.raises(httpx.ReadTimeout):  # it waits for the slot, then gives up
+            _post(server.url, gone, timeout=0.5)
+        held.set()
+        first.join(30)
+        for _ in range(100):
+            load = httpx.get(f"{server.url}/readyz", timeout=10).json()["ingest"]
+            if load["client_gone"] or load["accepted"] > 1:
+                break
+            threading.Event().wait(0.05)
+        assert load["client_gone"] == 1 and load["accepted"] == 1
+    assert stored(settings).report_ids == [kept.report_id]
+
+
+@pytest.mark.parametrize(("queue", "codes"), [(0, [429] * 7), (2, [503, 503] + [429] * 5)])
+def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
+        tmp_path: Path, queue: int, codes: list[int]) -> None:
+    """Eight reports arrive in the same instant at one slot: one is taken, `queue` wait (and
+    time out, the slot being held), the rest are refused at once with 429."""
+    from app.ingest_gate import IngestGate, Saturated
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=queue,
+                                ingest_wait_s=0.2), serialise_writers=False)
+
+    async def one(release: asyncio.Event) -> int:
+        try:
+            async with gate.slot():
+                await release.wait()
+                return 201
+        except Saturated as refused:
+            return refused.status_code
+
+    async def burst() -> list[int]:
+        release = asyncio.Event()
+        tasks = [asyncio.create_task(one(release)) for _ in range(8)]
+        refused = await asyncio.gather(*tasks[1:])
+        release.set()
+        return [await tasks[0], *sorted(refused, reverse=True)]
+
+    assert asyncio.run(burst()) == [201, *codes]
+    assert (gate.stats.refused_full, gate.stats.refused_wait) == (7 - queue, queue)
+
+
+def test_sqlite_locked_by_another_process_is_503_with_retry_after(tmp_path: Path) -> None:
+    """Another writer (here a second connection, as another process would hold it) keeps
+    the SQLite file locked past the busy timeout: 503 + Retry-After, never a 500."""
+    import sqlite3
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    settings = _settings(tmp_path, sqlite_busy_timeout_ms=100, ingest_retry_after_s=2)
+    other = sqlite3.connect(settings.database_url.removeprefix("sqlite:///"))
+    other.execute("BEGIN IMMEDIATE")  # the write lock, held
+    try:
+        with TestClient(create_app(settings)) as client:
+            r = client.post("/api/v1/reports", content=sweep(n=2).model_dump_json(),
+                            headers=HEADERS)
+            assert r.status_code == 503 and r.headers["Retry-After"] == "2"
+            assert "locked" in r.json()["detail"]
+            assert client.get("/readyz").json()["ingest"]["refused_locked"] == 1
+    finally:
+        other.rollback()
+        other.close()
+    assert stored(settings).report_ids == []

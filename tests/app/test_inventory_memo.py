@@ -1,0 +1,49 @@
+"""An unchanged inventory costs one UPDATE (GPUs' last_seen_at), but never hides a change
+another replica wrote: two apps on one database, as two `serve` processes would be."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from app.config import Settings
+from app.db import make_engine
+from app.main import create_app
+from app.models import Gpu, NvLink
+from probes.report import Report
+from tests.app.conftest import probe_headers
+from tests.app.factory import T0, sweep
+
+
+def _post(client: TestClient, report: Report) -> None:
+    r = client.post("/api/v1/reports", content=report.model_dump_json(),
+                    headers={**probe_headers(), "Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+
+
+def _link_state(settings: Settings) -> tuple[str, datetime]:
+    engine = make_engine(settings)
+    try:
+        with engine.connect() as conn:
+            state = conn.scalar(select(NvLink.state).where(NvLink.gpu == 0, NvLink.link == 0))
+            seen = conn.scalar(select(Gpu.last_seen_at).where(Gpu.index == 0))
+        assert state is not None and seen is not None
+        return state, seen.replace(tzinfo=None)
+    finally:
+        engine.dispose()
+
+
+def test_unchanged_inventory_is_memoised_but_another_replicas_change_is_seen(
+        settings: Settings) -> None:
+    at = [T0 + timedelta(minutes=k) for k in range(4)]
+    with TestClient(create_app(settings)) as a, TestClient(create_app(settings)) as b:
+        _post(a, sweep(at=at[0]))
+        _post(a, sweep(at=at[1]))  # same inventory: the memo's one UPDATE
+        state, seen = _link_state(settings)
+        assert state == "up" and seen >= at[1].replace(tzinfo=None)
+        _post(b, sweep(at=at[2], down_links=[(0, 0)]))  # the other replica: link down
+        assert _link_state(settings)[0] == "down"
+        _post(a, sweep(at=at[3]))  # a's memo says "up, unchanged": it must not trust it
+        assert _link_state(settings)[0] == "up"

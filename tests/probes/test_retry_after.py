@@ -1,0 +1,82 @@
+"""A real HTTP server that is overloaded: 429 with Retry-After, then 201. The probe's outbox
+spools the report, does not try again before the Retry-After (plus its jitter), then
+delivers it once."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from probes.outbox import Delivery, Outbox
+from probes.sender import RETRY_AFTER_JITTER, Backoff, Sender
+from probes.spool import Spool
+from tests.probes.fakeclock import FakeClock
+from tests.probes.sample_reports import sample_report
+
+RETRY_AFTER_S = 7
+
+
+class Busy(BaseHTTPRequestHandler):
+    """429 + Retry-After to the first `busy` posts, then 201; remembers each report body."""
+
+    busy = 1
+    bodies: list[bytes] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).bodies.append(body)
+        if len(type(self).bodies) <= type(self).busy:
+            self._answer(429, b'{"detail": "ingest saturated"}',
+                         {"Retry-After": str(RETRY_AFTER_S)})
+        else:
+            self._answer(201, b'{"duplicate": false}', {})
+
+    def _answer(self, code: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(code)
+        for name, value in {**headers, "Content-Type": "application/json"}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def busy_server() -> Iterator[str]:
+    Busy.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_retry_after_is_honoured_then_the_report_is_delivered_once(
+        busy_server: str, tmp_path: Path) -> None:
+    clock = FakeClock()
+    outbox = Outbox(Sender(busy_server, "tok", 5.0), Spool(tmp_path, 1 << 20),
+                    Backoff(1.0, 300.0, random.Random(3)), clock)
+    report = sample_report()
+    first = outbox.submit(report)
+    assert first.delivery is Delivery.SPOOLED and first.answer is not None
+    assert (first.answer.status, first.answer.retry_after_s) == (429, RETRY_AFTER_S)
+    due = outbox.replay_due_at()
+    assert due is not None
+    assert clock() + RETRY_AFTER_S <= due <= clock() + RETRY_AFTER_S * (1 + RETRY_AFTER_JITTER)
+    clock.advance(RETRY_AFTER_S - 0.5)
+    assert not outbox.ready() and outbox.replay() == 0  # nothing sent before Retry-After
+    assert len(Busy.bodies) == 1
+    clock.advance(due - clock())
+    assert outbox.replay() == 1 and len(outbox.spool) == 0
+    assert len(Busy.bodies) == 2 and Busy.bodies[1] == report.model_dump_json().encode()
+    outbox.close()
