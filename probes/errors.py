@@ -3,6 +3,7 @@
     PeerwatchProbeError
     ├── FabricUnavailable     no driver / no GPUs / library missing: this backend cannot run here
     ├── NotSupported          the hardware or driver does not offer this query: treat as absent
+    ├── GpuUnreachable        the GPU stopped answering (fell off the bus, Xid 79)
     ├── TransferError         a transfer test failed (CUDA error, verification failed)
     │   └── TransferTimeout   a transfer test did not finish within its watchdog
     └── BadProbeRequest       a caller asked for something that does not exist (GPU, test, preset)
@@ -23,6 +24,11 @@ class FabricUnavailable(PeerwatchProbeError):
 
 class NotSupported(PeerwatchProbeError):
     """The device does not support this query; the caller records the value as absent."""
+
+
+class GpuUnreachable(PeerwatchProbeError):
+    """The GPU stopped answering (NVML_ERROR_GPU_IS_LOST): it fell off the bus; the probe
+    leaves it out of the inventory and the server pages about the GPU it no longer sees."""
 
 
 class TransferError(PeerwatchProbeError):

@@ -20,6 +20,7 @@ checked against the preset when a fault goes in, so a typo fails at once.
     FabricManagerDown()                       no nv-fabricmanager process (fabric unchanged)
     PeerCopiesFail(a=0, b=1)                  links up, fabric COMPLETED, P2P copies fail
     DriverRestarted()                         the driver was (re)loaded now: links settle
+    GpuLost(gpu=4)                            GPU 4 fell off the bus (Xid 79): NVML says lost
 
 Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
 a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
@@ -194,6 +195,14 @@ class DriverRestarted:
     """The NVIDIA driver was (re)loaded when the fault went in: links train, pages settle."""
 
 
+@dataclass(frozen=True)
+class GpuLost:
+    """`gpu` fell off the bus (Xid 79): every NVML query of it answers "GPU is lost", so it
+    leaves the inventory and no test runs on it. Clearing it is the reset that brings it back."""
+
+    gpu: int
+
+
 Fault = (
     LinksDown
     | BandwidthFactor
@@ -210,6 +219,7 @@ Fault = (
     | FabricManagerDown
     | PeerCopiesFail
     | DriverRestarted
+    | GpuLost
 )
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
 from probes.config import ProbeSettings
 from probes.errors import FabricUnavailable
@@ -21,6 +22,7 @@ from probes.fabric_select import open_fabric, open_real
 from probes.metrics_server import AgentExposition, MetricsServer
 from probes.outbox import Outbox
 from probes.passes import report_builder
+from probes.report import utcnow
 from probes.sender import Backoff, Sender
 from probes.spool import open_spool
 from probes.worker import Clock, Meter, Sleep, Worker, process_usage
@@ -54,8 +56,10 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
                  clock: Clock = time.monotonic, sleep: Sleep | None = None,
                  meter: Meter = process_usage, rng: random.Random | None = None,
                  stop: threading.Event | None = None,
-                 watchdog: bool = True) -> Iterator[ProbeRuntime]:
-    """A ready worker; everything it opened is closed on exit (spool lock, HTTP, fabric)."""
+                 watchdog: bool = True,
+                 wall: Callable[[], datetime] = utcnow) -> Iterator[ProbeRuntime]:
+    """A ready worker; everything it opened is closed on exit (spool lock, HTTP, fabric).
+    `wall`: the clock reports are stamped with (a host's own, which may be off)."""
     with ExitStack() as stack:
         if fabric is None:
             fabric = open_fabric_for(settings)
@@ -68,7 +72,7 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
         backoff = Backoff(settings.backoff_initial_s, settings.backoff_max_s,
                           random.Random(rng.random()))
         outbox = Outbox(sender, spool, backoff, clock, stop)
-        build = report_builder(fabric, settings, watchdog=watchdog)
+        build = report_builder(fabric, settings, now=wall, watchdog=watchdog)
         worker = Worker(build, outbox, settings, clock=clock, sleep=sleep, rng=rng, meter=meter)
         metrics = None
         if settings.metrics_port is not None:

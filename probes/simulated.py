@@ -28,7 +28,7 @@ from datetime import datetime
 
 import probes
 from probes import simfabric
-from probes.errors import BadProbeRequest, TransferError
+from probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.faults import (
     BusyGpu,
@@ -36,6 +36,7 @@ from probes.faults import (
     DriverRestarted,
     ErrorGrowth,
     Fault,
+    GpuLost,
     TransferFails,
     TransferHangs,
     gpus_named,
@@ -104,7 +105,7 @@ class SimulatedFabric:
         """Add faults now; their time-based effects start counting from this moment."""
         for f in faults:
             for g in gpus_named(f):
-                self._check_gpu(g)
+                self._check_index(g)
         with self._lock:
             self._advance()
             self._faults.extend(faults)
@@ -293,10 +294,16 @@ class SimulatedFabric:
 
     # ------------------------------------------------------------------ argument checks
 
-    def _check_gpu(self, index: int) -> None:
+    def _check_index(self, index: int) -> None:
         if not 0 <= index < len(self.preset.gpus):
             raise BadProbeRequest(
                 f"no GPU {index} on {self.name} (GPUs 0-{len(self.preset.gpus) - 1})")
+
+    def _check_gpu(self, index: int) -> None:
+        self._check_index(index)
+        if any(isinstance(f, GpuLost) and f.gpu == index for f in self._faults):
+            raise GpuUnreachable(f"GPU {index}: GPU is lost (NVML_ERROR_GPU_IS_LOST, "
+                                 "simulated Xid 79)")
 
     def _check_pair(self, src: int, dst: int) -> None:
         self._check_gpu(src)

@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from app.demo.faults import apply_faults
@@ -20,6 +21,7 @@ from app.demo.fleet import DemoHost
 from app.demo.scenario import Scenario
 from probes.config import ProbeSettings
 from probes.outbox import Delivery
+from probes.report import utcnow
 from probes.runner import ProbeRuntime, open_runtime
 from probes.simulated import SimulatedFabric
 from probes.worker import thread_usage
@@ -90,9 +92,10 @@ class LiveFleet:
 
     def _run_host(self, live: LiveHost) -> None:
         try:
+            skew = timedelta(seconds=self.scenario.clock_skew_s(live.host.name))
             with open_runtime(self._settings(live.host), fabric=live.fabric, meter=thread_usage,
                               rng=random.Random(live.host.seed), stop=live.stop,
-                              watchdog=False) as runtime:
+                              watchdog=False, wall=lambda: utcnow() + skew) as runtime:
                 live.runtime = runtime
                 runtime.worker.run()
         except Exception:  # one host's crash must not take the demo down

@@ -19,8 +19,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import psutil
 from sqlalchemy import func, select
@@ -30,10 +31,12 @@ from app.db import make_engine, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
 from app.demo.fleet import DEFAULT_HOSTS, plan_fleet
 from app.demo.live import LiveFleet, LiveIntervals
-from app.demo.scenario import default_scenario
+from app.demo.scenario import Scenario, default_scenario
 from app.demo.server import ServerThread
 from app.models import ReportRow
+from app.schemas_maintenance import MaintenanceRequest
 from app.server import build_server_app
+from app.services.maintenance import declare_window
 from probes.report import utcnow
 
 log = logging.getLogger(__name__)
@@ -123,6 +126,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     live = LiveFleet(fleet, scenario, server.url, token, options.data_dir / "spool",
                      options.intervals)
     live_start = utcnow()
+    _declare_maintenance(app, scenario, live_start)
     live.start()
     _announce(out, server.url, options, fleet_names=[h.name for h in fleet],
               story=scenario.describe(age_s), admin_token=admin_token)
@@ -149,6 +153,16 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     server.stop()
     print("peerwatch demo: stopped", file=out, flush=True)
     return 0
+
+
+def _declare_maintenance(app: Any, scenario: Scenario, now: datetime) -> None:
+    """The scenario's planned windows, declared the way an operator would (the admin API's
+    service), so the demo shows a fault inside one: judged and shown, not paged."""
+    with app.state.sessionmaker() as session:
+        for m in scenario.maintenance:
+            declare_window(session, MaintenanceRequest(
+                host=m.host, duration_s=m.hours * 3600, created_by="demo",
+                comment=m.comment), now)
 
 
 def _backfill(backfill: Backfill, live: LiveFleet, stop: threading.Event, out: TextIO) -> None:

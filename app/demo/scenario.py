@@ -14,6 +14,10 @@ The live story (default fleet):
     +120 s  mesh4-01  a foreign job copies GPU0->GPU1 (contended samples, not degradation)
     +180 s  hgx8-01   two of GPU3's NVLinks go down (NV18 -> NV16 to every peer)
     +240 s  pcie4-01  stops reporting
+    +150 s  hgx8-03   GPU6 falls off the bus (Xid 79): GPUMissing, its pairs unknown
+    now     mesh4-02  its probe clock runs 3 min behind: ProbeClockSkew, never stale
+    now     h200x2-02 a 2 h maintenance window; +90 s two NVLinks of GPU1 go down: judged
+                      and shown, not paged
     always  mesh4-01  GPU3 runs a job: skipped by sweeps
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
@@ -33,6 +37,7 @@ from probes.faults import (
     Contention,
     ErrorGrowth,
     Fault,
+    GpuLost,
     LinksDown,
     P2PDisabled,
 )
@@ -61,9 +66,36 @@ class Silence:
 
 
 @dataclass(frozen=True)
+class ClockSkew:
+    """A host whose probe clock is off by `seconds` (negative: behind) from the start."""
+
+    host: str
+    seconds: float
+
+    @property
+    def what(self) -> str:
+        way = "behind" if self.seconds < 0 else "ahead"
+        return f"its probe clock runs {abs(self.seconds) / 60:g} min {way} (a warning, never stale)"
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """A maintenance window declared for `host` when the demo starts."""
+
+    host: str
+    hours: float
+    comment: str
+
+
+@dataclass(frozen=True)
 class Scenario:
     episodes: tuple[Episode, ...]
     silences: tuple[Silence, ...]
+    clocks: tuple[ClockSkew, ...] = ()
+    maintenance: tuple[Maintenance, ...] = ()
+
+    def clock_skew_s(self, host: str) -> float:
+        return next((c.seconds for c in self.clocks if c.host == host), 0.0)
 
     def faults_at(self, host: str, t: float) -> frozenset[Fault]:
         found: set[Fault] = set()
@@ -81,6 +113,9 @@ class Scenario:
         `history_age_s` ago, so on a restart it lies that much further back."""
         events = [(e.start_s, e.host, e.what) for e in self.episodes]
         events += [(s.start_s, s.host, s.what) for s in self.silences]
+        events += [(0.0, c.host, c.what) for c in self.clocks]
+        events += [(0.0, m.host, f"in maintenance for {m.hours:g} h ({m.comment}): verdicts "
+                                 "shown, no pages") for m in self.maintenance]
         shifted = [(t - history_age_s if t < 0 else t, host, what) for t, host, what in events]
         return [f"{_when(t):>8} {host}: {what}" for t, host, what in sorted(shifted)]
 
@@ -108,6 +143,11 @@ def rising_errors(gpu: int, link: int, start_per_s: float, doubling_s: float,
         rate = min(cap_per_s, start_per_s * 2 ** math.floor(elapsed / doubling_s))
         return (ErrorGrowth(gpu=gpu, link=link, counter="replay", per_second=rate),)
     return at
+
+
+def _exists(fleet: list[DemoHost], preset: str, ordinal: int) -> bool:
+    host = find_host(fleet, preset, ordinal)
+    return host is not None and host.ordinal == ordinal
 
 
 def default_scenario(fleet: list[DemoHost]) -> Scenario:
@@ -142,7 +182,17 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     cast("h200x2", 2, -20 * HOUR, -19 * HOUR, _constant(P2PDisabled(a=0, b=1)),
          "P2P disabled between GPU0 and GPU1 by a driver setting")
 
+    if _exists(fleet, "hgx8", 3):  # fleets too small for these keep the story above
+        cast("hgx8", 3, 150, forever, _constant(GpuLost(gpu=6)),
+             "GPU6 falls off the bus (Xid 79)")
+    if _exists(fleet, "h200x2", 2):
+        cast("h200x2", 2, 90, forever, _constant(LinksDown(gpu=1, count=2)),
+             "two NVLinks of GPU1 go down, inside its maintenance window")
+
     silent = find_host(fleet, "pcie4", 1)
     if silent is not None:
         silences.append(Silence(silent.name, 240))
-    return Scenario(tuple(episodes), tuple(silences))
+    clocks = (ClockSkew("mesh4-02", -180.0),) if _exists(fleet, "mesh4", 2) else ()
+    maintenance = (Maintenance("h200x2-02", 2.0, "planned NVLink cable swap"),) \
+        if _exists(fleet, "h200x2", 2) else ()
+    return Scenario(tuple(episodes), tuple(silences), clocks, maintenance)

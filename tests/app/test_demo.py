@@ -144,3 +144,19 @@ def test_command_line_defaults_are_the_demo_defaults() -> None:
     assert (args.port, args.bind, args.data_dir, args.hosts, args.seed, args.backfill_hours) == (
         defaults.port, defaults.bind, defaults.data_dir, defaults.hosts, defaults.seed,
         defaults.backfill_hours)
+
+
+def test_the_default_story_has_a_lost_gpu_a_skewed_clock_and_a_maintenance_window() -> None:
+    from app.demo.fleet import plan_fleet
+    from app.demo.scenario import default_scenario
+    from probes.faults import GpuLost, LinksDown
+    scenario = default_scenario(plan_fleet(12))
+    assert GpuLost(gpu=6) in scenario.faults_at("hgx8-03", 200)
+    assert scenario.clock_skew_s("mesh4-02") == -180.0
+    assert [m.host for m in scenario.maintenance] == ["h200x2-02"]
+    assert LinksDown(gpu=1, count=2) in scenario.faults_at("h200x2-02", 100)
+    story = "\n".join(scenario.describe())
+    assert "GPU6 falls off the bus" in story and "probe clock runs 3 min behind" in story
+    small = default_scenario(plan_fleet(4))  # too few hosts: nothing lands on the wrong one
+    assert small.clocks == () and small.maintenance == ()
+    assert GpuLost(gpu=6) not in small.faults_at("hgx8-01", 200)

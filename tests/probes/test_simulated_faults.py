@@ -173,3 +173,19 @@ def test_hostnames_give_distinct_uuids_in_a_fleet() -> None:
     assert a.gpu(0).uuid != b.gpu(0).uuid and a.gpu(0).uuid == SimulatedFabric(
         "hgx8", hostname="node-a").gpu(0).uuid
     assert a.host().hostname == "node-a" and a.host().fabric == "simulated:hgx8"
+
+
+def test_a_gpu_lost_leaves_the_inventory_and_the_sweep() -> None:
+    """Xid 79: NVML answers "GPU is lost" for it; the probe records that once and measures
+    the others; clearing the fault (the reset) brings it back."""
+    from probes.faults import GpuLost
+    from probes.report import ReportKind, TestName
+    from probes.sweep import SweepOptions, build_report
+    fabric = SimulatedFabric("hgx8", seed=1, hostname="lost", faults=[GpuLost(gpu=4)])
+    report = build_report(fabric, ReportKind.SWEEP, SweepOptions(tests=(TestName.CE_WRITE,)))
+    assert [g.index for g in report.inventory.gpus] == [0, 1, 2, 3, 5, 6, 7]
+    assert all(4 not in (r.src, r.dst) for r in report.results) and len(report.results) == 42
+    assert any("GPU is lost" in e.message for e in report.errors)
+    fabric.clear()
+    back = build_report(fabric, ReportKind.INVENTORY)
+    assert len(back.inventory.gpus) == 8
