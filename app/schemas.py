@@ -88,7 +88,9 @@ class HostSummary(Judged):
     worst_pair: PairRef | None = Field(
         default=None, description="Lowest ratio among latest results."
     )
-    last_report_at: datetime | None
+    last_report_at: datetime | None = Field(description="Newest report, by the probe's clock.")
+    last_received_at: datetime | None = Field(
+        default=None, description="When the newest report arrived, by the server's clock.")
     last_sweep_at: datetime | None
     stale: bool = Field(description="No report for longer than PEERWATCH_STALE_AFTER_S.")
     alerts_firing: int = Field(default=0, description="Firing alerts labelled with this host.")

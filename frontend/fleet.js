@@ -10,9 +10,13 @@ import { hostBadge, shownVerdict as shown, worstFiringByHost } from "./severity.
 import { href, hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
 
+// Hosts are coloured by their verdict made worse by their worst firing alert: the chips say so.
+const CHIP_WORDS = { degraded: "degraded or warning", down: "down or critical" };
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
 const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host
 
+/** When the server last heard from the host, by its own clock (a probe's clock may be off). */
+const heardAt = (host) => host.last_received_at || host.last_report_at;
 const shownVerdict = (host) => shown(host.verdict, host.worst_alert, host.stale);
 
 /** Worst first: down, degraded, stale, unknown, healthy; ties by alerts firing. */
@@ -38,13 +42,14 @@ function reasonCell(r) {
     return [h("span", {}, text), r.since && r.verdict !== "healthy"
       ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null];
   }
-  return [h("b", {}, `last known at ${fmt.time(r.last_report_at)}: `), text];
+  return [h("b", {}, `last known at ${fmt.time(heardAt(r))}: `), text];
 }
 
 const COLUMNS = [
   { key: "verdict", label: "Verdict", value: severity, cell: verdictCell },
   { key: "host", label: "Host", value: (r) => r.host,
     cell: (r) => h("a", { href: hostHref(r.host), class: "host" }, r.host) },
+  { key: "reason", label: "Reason", class: "reason wide", cell: reasonCell },
   { key: "gpus", label: "GPUs healthy", class: "num", value: (r) => r.gpus_healthy - r.gpus_total,
     title: "healthy / total GPUs", cell: gpusCell },
   { key: "ratio", label: "Worst pair", value: (r) => r.worst_pair?.ratio ?? null,
@@ -52,11 +57,10 @@ const COLUMNS = [
   { key: "alerts", label: "Alerts", class: "num", value: (r) => r.alerts_firing,
     cell: (r) => (r.alerts_firing ? h("a", { class: "tag firing", href: href("alerts", [], { host: r.host }) },
       `● ${r.alerts_firing}`) : "0") },
-  { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(r.last_report_at),
-    cell: (r) => h("span", { title: fmt.time(r.last_report_at), class: r.stale ? "stale-text" : null },
-      fmt.age(r.last_report_at)) },
+  { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(heardAt(r)),
+    cell: (r) => h("span", { title: `received ${fmt.time(heardAt(r))} (server clock)`,
+      class: r.stale ? "stale-text" : null }, fmt.age(heardAt(r))) },
   { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
-  { key: "reason", label: "Reason", class: "reason wide", cell: reasonCell },
 ];
 
 function gpusCell(r) {
@@ -97,7 +101,7 @@ function summary(hosts) {
   const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
   const chips = Object.keys(VERDICTS).map((v) =>
     h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph" }, VERDICTS[v].glyph),
-      ` ${count((x) => shownVerdict(x) === v)} ${v}`));
+      ` ${count((x) => shownVerdict(x) === v)} ${CHIP_WORDS[v] || v}`));
   return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
     h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`),
     h("span", { class: "chip" }, h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
@@ -107,7 +111,7 @@ function summary(hosts) {
 function heatCell(host) {
   const shown = shownVerdict(host);
   const v = verdictOf(shown);
-  const label = `${host.host}: ${host.verdict}${host.stale ? `, stale since ${fmt.time(host.last_report_at)}` : ""}. ${host.reason}`;
+  const label = `${host.host}: ${host.verdict}${host.stale ? `, stale since ${fmt.time(heardAt(host))}` : ""}. ${host.reason}`;
   return h("a", { class: `cell v-${VERDICTS[shown] ? shown : "unknown"}${host.stale ? " stale" : ""}`,
     href: hostHref(host.host), title: label, "aria-label": label },
   shown === "healthy" ? "" : (host.stale ? "◌" : v.glyph));

@@ -25,5 +25,5 @@ export function maintenanceTag(window) {
   if (!window) return null;
   const why = window.comment ? `: ${window.comment}` : "";
   return h("span", { class: "tag maintenance", title: `declared by ${window.created_by}${why}; ` +
-    "alerts are shown, not paged" }, `🔧 maintenance until ${fmt.time(window.ends_at)}`);
+    "alerts are shown, not paged" }, `maintenance until ${fmt.time(window.ends_at)}`);
 }

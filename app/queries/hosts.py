@@ -38,8 +38,10 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
     if judged is None:
         return HostSummary(host=host.name, fabric=host.fabric, verdict=Verdict.UNKNOWN,
                            reason=f"{host.name}: {NOT_JUDGED}", gpus_total=0, gpus_healthy=0,
-                           last_report_at=host.last_report_at, last_sweep_at=host.last_sweep_at,
-                           stale=True, alerts_firing=alerts_firing)
+                           last_report_at=host.last_report_at,
+                           last_received_at=host.last_received_at,
+                           last_sweep_at=host.last_sweep_at, stale=True,
+                           alerts_firing=alerts_firing)
     worst = None
     if judged.worst_test is not None and judged.worst_ratio is not None:
         assert judged.worst_src is not None and judged.worst_dst is not None
@@ -49,7 +51,7 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
         host=host.name, fabric=host.fabric, verdict=Verdict(judged.verdict),
         reason=judged.reason, since=judged.since, gpus_total=judged.gpus_total,
         gpus_healthy=judged.gpus_healthy, worst_pair=worst, last_report_at=host.last_report_at,
-        last_sweep_at=host.last_sweep_at, stale=judged.stale, alerts_firing=alerts_firing,
+        last_received_at=host.last_received_at, last_sweep_at=host.last_sweep_at, stale=judged.stale, alerts_firing=alerts_firing,
     )
 
 
