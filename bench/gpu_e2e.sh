@@ -28,7 +28,7 @@ FABRIC=${FABRIC:-auto}   # FABRIC=simulated:h200x2 tries this script without GPU
 
 python3 -m app.cli serve --no-local-probe --port 8000 --log-level warning >"$OUT/serve.log" 2>&1 &
 SERVE=$!
-for _ in $(seq 60); do get "$API/healthz" >/dev/null && break; sleep 0.5; done
+for _ in $(seq 60); do get "$API/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
 probe() { pw probe --server "$API" --token e2e-token --fabric "$FABRIC" --spool-dir /tmp/pw-e2e/spool "$@"; }
 for i in 1 2 3; do probe --once >"$OUT/probe-$i.log" 2>&1; echo "probe $i exit $?" >>"$OUT/probe-$i.log"; done
 python3 -m bench.probe_contention --load 0 1 25 >"$OUT/load.log" 2>&1 &
@@ -67,13 +67,17 @@ for f in sorted(out.glob("probe-*.log")):
 m = j("hosts") or {}
 print("hosts:", [(h["host"], h["verdict"], h["gpus_healthy"], h["gpus_total"]) for h in m.get("hosts", [])])
 for name in out.glob("api_hosts_*_matrix*.json"):
-    for c in json.loads(name.read_text()).get("cells", json.loads(name.read_text()).get("pairs", [])):
+    try:
+        cells = json.loads(name.read_text()).get("cells", [])
+    except ValueError:  # a one-GPU host has no pair matrix (404)
+        cells = []
+    for c in cells:
         print("matrix", {k: c.get(k) for k in ("src", "dst", "value", "ratio", "verdict", "contended", "foreign_bytes")})
 p = j("scheduler_placement")
 if p: print("placement k=2 ring:", p.get("gpus"), "predicted", round((p.get("predicted_bps") or 0) / 1e9, 1), "GB/s")
 metrics = (out / "metrics.txt").read_text().splitlines()
 print("metrics lines:", len([l for l in metrics if l and not l.startswith("#")]))
-print([l for l in metrics if l.startswith("peerwatch_p2p_bandwidth_bytes_per_second")][:4])
+print([l for l in metrics if l.startswith(("peerwatch_host_verdict", "peerwatch_gpu_verdict"))][:4])
 print(open(out / "serve-local.log").read().splitlines()[-1])
 PY
 tar czf "$RESULTS/e2e-logs.tgz" -C "$OUT" .
