@@ -108,6 +108,11 @@ class Settings(BaseSettings):
     link_rate_window_s: float = Field(
         default=900.0, gt=0, description="Counter history a link's error rates are judged on."
     )
+    pcie_check_generation: bool = Field(
+        default=True,
+        description="A PCIe link trained at a generation below its maximum makes the GPU "
+        "degraded and fires PCIeLinkDowntrained (off for GPUs that lower their PCIe "
+        "generation when idle to save power): the verdict and the alert agree.")
     link_flap_window_s: float = Field(
         default=3_600.0, gt=0, description="Window in which a link's downs are counted.")
     link_flap_downs: int = Field(

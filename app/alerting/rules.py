@@ -166,7 +166,7 @@ def pcie_link_downtrained(ctx: HostContext) -> list[Finding]:
         short: list[tuple[str, str, int]] = []
         if p.width_current and p.width_max and p.width_current < p.width_max:
             short.append(("width", f"x{p.width_current} of x{p.width_max}", p.width_current))
-        if (ctx.alerting.pcie_check_generation and p.gen_current and p.gen_max
+        if (ctx.settings.pcie_check_generation and p.gen_current and p.gen_max
                 and p.gen_current < p.gen_max):
             short.append(("generation", f"Gen{p.gen_current} of Gen{p.gen_max}", p.gen_current))
         for field_name, text, now_at in short:

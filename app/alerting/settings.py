@@ -42,11 +42,6 @@ class AlertingSettings(BaseSettings):
         default=60.0, gt=0, description="ProbeClockSkew fires when a probe's reports arrive "
         "more than this many seconds off the time they carry, for 10 min.",
     )
-    pcie_check_generation: bool = Field(
-        default=True,
-        description="PCIeLinkDowntrained also fires on a generation below max (off for GPUs "
-        "that lower their PCIe generation when idle to save power).",
-    )
     alert_for_s: dict[str, float] = Field(
         default_factory=dict,
         description='Per-rule `for` durations overriding the defaults, JSON: {"NVLinkDown": 120}.',

@@ -65,6 +65,7 @@ class GpuFacts:
     ports: Sequence[NvLinkPort] = field(default_factory=tuple)
     pcie_replay_per_s: float | None = None
     design_overrides: Mapping[str, int] | None = None  # GPU name -> NVLinks wired by design
+    pcie_check_generation: bool = True  # a generation below max is degraded, as it alerts
 
 
 def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
@@ -108,6 +109,9 @@ def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
     pcie = info.pcie
     if pcie.width_current and pcie.width_max and pcie.width_current < pcie.width_max:
         degraded.append(f"PCIe trained x{pcie.width_current} of x{pcie.width_max}")
+    if (facts.pcie_check_generation and pcie.gen_current and pcie.gen_max
+            and pcie.gen_current < pcie.gen_max):
+        degraded.append(f"PCIe trained Gen{pcie.gen_current} of Gen{pcie.gen_max}")
     if facts.pcie_replay_per_s:
         degraded.append(f"PCIe replays growing {fmt_rate(facts.pcie_replay_per_s)}")
     judged = [p for p in pairs if p.verdict is not Verdict.UNKNOWN]

@@ -51,7 +51,8 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
         host=host.name, fabric=host.fabric, verdict=Verdict(judged.verdict),
         reason=judged.reason, since=judged.since, gpus_total=judged.gpus_total,
         gpus_healthy=judged.gpus_healthy, worst_pair=worst, last_report_at=host.last_report_at,
-        last_received_at=host.last_received_at, last_sweep_at=host.last_sweep_at, stale=judged.stale, alerts_firing=alerts_firing,
+        last_received_at=host.last_received_at, last_sweep_at=host.last_sweep_at,
+        stale=judged.stale, alerts_firing=alerts_firing,
     )
 
 

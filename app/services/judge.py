@@ -73,13 +73,15 @@ def _judge_pairs(fabric: HostFabric,
             for (s, d), js in sorted(by_pair.items())]
 
 
-def _judge_gpus(session: Session, fabric: HostFabric, links: list[LinkJudgement],
-                pairs: list[PairJudgement], since: datetime) -> list[GpuJudgement]:
+def _judge_gpus(session: Session, settings: Settings, fabric: HostFabric,
+                links: list[LinkJudgement], pairs: list[PairJudgement],
+                since: datetime) -> list[GpuJudgement]:
     replays = pcie_replay_rates(session, fabric.host.id, since)
     out = []
     for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
         facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
-                         pcie_replay_per_s=replays.get(gpu))
+                         pcie_replay_per_s=replays.get(gpu),
+                         pcie_check_generation=settings.pcie_check_generation)
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
@@ -164,7 +166,7 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
-    gpus = _judge_gpus(session, fabric, links, pairs, counters_since)
+    gpus = _judge_gpus(session, settings, fabric, links, pairs, counters_since)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s

@@ -108,3 +108,20 @@ def test_how_long_a_pair_has_been_slow_is_not_capped_at_the_look_back(
     assert t.verdict is Verdict.DEGRADED
     assert t.low_since is not None and t.low_since <= slow_from
     assert t.reason.endswith("for 60 min")
+
+
+def test_a_pcie_link_downtrained_in_generation_only_is_judged_as_it_alerts(
+        sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
+    """Gen4 of Gen5 at full width: PCIeLinkDowntrained fires, and the GPU reads degraded
+    (not healthy and handed out by the scheduler) — one judgement for both."""
+    from probes.faults import PcieDowntrained
+    from tests.app.alerting.simhost import SimHost
+    host = SimHost(sessions, sqlite_settings)
+    host.inject(PcieDowntrained(gpu=1, gen=4, width=16))
+    for _ in range(32):
+        host.step(30)
+    assert host.firing() == {"PCIeLinkDowntrained"}
+    with sessions() as s:
+        gpu1 = next(g for g in host_health(s, sqlite_settings, "sim-a").gpus if g.gpu == 1)
+        assert gpu1.verdict is Verdict.DEGRADED and "Gen4 of Gen5" in gpu1.reason
+        assert schedulable(s, 2)[1]["sim-a"].startswith("1 healthy GPUs of 2")
