@@ -95,6 +95,13 @@ def host_families(hosts: list[HostFacts]) -> Iterator[Metric]:
             if value is not None:
                 family.add_metric([h.host], value)
         yield family
+    fabric = _gauge("host_fabric_problem", "1 for each kind of host-level fabric "
+                    "contradiction in the host's stored verdict (fabric_manager).",
+                    [*HOST, "kind"])
+    for h in hosts:
+        for kind in h.fabric_problems:
+            fabric.add_metric([h.host, kind], 1)
+    yield fabric
 
 
 def gpu_families(gpus: list[GpuVerdict]) -> Iterator[Metric]:
@@ -102,11 +109,16 @@ def gpu_families(gpus: list[GpuVerdict]) -> Iterator[Metric]:
                      "value is 1.", [*GPU, "verdict"])
     present = _gauge("gpu_present", "1 when the GPU is in the host's newest inventory, 0 when "
                      "a GPU seen before is missing from it (fell off the bus).", GPU)
+    fabric = _gauge("gpu_fabric_problem", "1 for each kind of fabric contradiction in the "
+                    "GPU's stored verdict (registration, status, health, links, peer_copies).",
+                    [*GPU, "kind"])
     for g in gpus:
         verdict.add_metric([g.host, str(g.gpu), g.verdict], 1)
         if g.present is not None:
             present.add_metric([g.host, str(g.gpu)], 1 if g.present else 0)
-    yield from (verdict, present)
+        for kind in g.fabric:
+            fabric.add_metric([g.host, str(g.gpu), kind], 1)
+    yield from (verdict, present, fabric)
 
 
 def alert_family(snap: FleetSnapshot) -> Metric:

@@ -29,7 +29,7 @@ def _hosts(session: Session) -> list[HostFacts]:
                Host.probe_version, Host.last_received_at, Host.last_sweep_at,
                Host.clock_skew_s, JudgedHost.verdict, JudgedHost.since,
                JudgedHost.stale, JudgedHost.gpus_total, JudgedHost.gpus_healthy,
-               JudgedHost.worst_ratio)
+               JudgedHost.worst_ratio, JudgedHost.facts)
         .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
         .order_by(Host.name))
     return [HostFacts(
@@ -38,17 +38,19 @@ def _hosts(session: Session) -> list[HostFacts]:
         last_received_at=r.last_received_at, last_sweep_at=r.last_sweep_at,
         clock_skew_s=r.clock_skew_s, verdict=r.verdict,
         verdict_since=r.since, stale=r.stale, gpus_total=r.gpus_total,
-        gpus_healthy=r.gpus_healthy, worst_ratio=r.worst_ratio) for r in rows]
+        gpus_healthy=r.gpus_healthy, worst_ratio=r.worst_ratio,
+        fabric_problems=tuple((r.facts or {}).get("fabric", ()))) for r in rows]
 
 
 def _gpu_verdicts(session: Session) -> list[GpuVerdict]:
     rows = session.execute(
-        select(Host.name, JudgedGpu.gpu, JudgedGpu.verdict, Gpu.present)
+        select(Host.name, JudgedGpu.gpu, JudgedGpu.verdict, Gpu.present, JudgedGpu.facts)
         .join(Host, Host.id == JudgedGpu.host_id)
         .outerjoin(Gpu, and_(Gpu.host_id == JudgedGpu.host_id, Gpu.index == JudgedGpu.gpu))
         .order_by(Host.name, JudgedGpu.gpu))
-    return [GpuVerdict(host=name, gpu=gpu, verdict=verdict, present=present)
-            for name, gpu, verdict, present in rows]
+    return [GpuVerdict(host=name, gpu=gpu, verdict=verdict, present=present,
+                       fabric=tuple((facts or {}).get("fabric", ())))
+            for name, gpu, verdict, present, facts in rows]
 
 
 def _alerts(session: Session) -> list[AlertCount]:

@@ -32,6 +32,7 @@ class HostFacts:
     gpus_total: int | None = None
     gpus_healthy: int | None = None
     worst_ratio: float | None = None
+    fabric_problems: tuple[str, ...] = ()  # host-level fabric contradictions (Fabric Manager)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class GpuVerdict:
     gpu: int
     verdict: str
     present: bool | None = None  # in the newest inventory (False: fell off the bus)
+    fabric: tuple[str, ...] = ()  # kinds of fabric contradiction in its stored verdict
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
+from app.alerting.rules_fabric import FABRIC_RULES
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
@@ -271,5 +272,6 @@ RULES: tuple[Rule, ...] = (
          "A GPU seen before is missing from the newest inventory."),
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
          "Transfer tests failed in the latest sweep."),
+    *FABRIC_RULES,
 )
 RULE_NAMES = frozenset(r.name for r in RULES)

@@ -8,9 +8,9 @@ per kind of trouble so that each pages once with its action:
     FabricManagerDown       warning   Fabric Manager installed but not running on an
                                       NVSwitch host (host)
 
-They read the same judge the GPU and host verdicts use. Not yet in `rules.RULES`: every rule
-there has a PromQL twin (tests/deploy), and the fabric state is not exported in /metrics yet;
-`AlertingService(..., rules=RULES + FABRIC_RULES)` runs them.
+They read the same judge the GPU and host verdicts use, and are part of `rules.RULES`. Their
+PromQL twins read the kinds of contradiction stored with each verdict, which the server's
+/metrics exports (`peerwatch_gpu_fabric_problem`, `peerwatch_host_fabric_problem`).
 """
 
 from __future__ import annotations

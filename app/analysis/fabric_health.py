@@ -44,6 +44,7 @@ class LinkJudgement(Judgement):
 @dataclass(frozen=True)
 class GpuJudgement(Judgement):
     gpu: int
+    fabric: tuple[str, ...] = ()  # kinds of fabric contradiction found (fabric_state.py)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class HostJudgement(Judgement):
     gpus: tuple[GpuJudgement, ...] = ()
     links: tuple[LinkJudgement, ...] = ()
     pairs: tuple[PairJudgement, ...] = ()
+    fabric: tuple[str, ...] = ()  # kinds of host-level fabric contradiction (Fabric Manager)
 
     @property
     def healthy_gpus(self) -> list[int]:
@@ -133,11 +135,12 @@ def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
                             gpu)
     fabric = judge_gpu_fabric(gpu, facts.info, facts.ports, pairs, facts.design_overrides)
     down, degraded = _gpu_problems(gpu, facts, links, pairs, fabric)
+    kinds = tuple(sorted({f.kind for f in fabric.findings if f.kind}))
     if down:
-        return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu)
+        return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu, kinds)
     if degraded:
-        return GpuJudgement(Verdict.DEGRADED, f"GPU{gpu}: " + "; ".join(degraded), gpu)
-    return GpuJudgement(Verdict.HEALTHY, _healthy_text(gpu, facts, pairs, fabric), gpu)
+        return GpuJudgement(Verdict.DEGRADED, f"GPU{gpu}: " + "; ".join(degraded), gpu, kinds)
+    return GpuJudgement(Verdict.HEALTHY, _healthy_text(gpu, facts, pairs, fabric), gpu, kinds)
 
 
 def _healthy_text(gpu: int, facts: GpuFacts, pairs: Sequence[PairJudgement],
@@ -163,8 +166,10 @@ def judge_host(host: str, gpus: Sequence[GpuJudgement], links: Sequence[LinkJudg
     `fabric`: `judge_host_fabric`'s verdict; its host-level findings (Fabric Manager down)
     make the host degraded even while every GPU is healthy."""
 
+    kinds = tuple(sorted({f.kind for f in fabric.findings if f.kind})) if fabric else ()
+
     def verdict(v: Verdict, reason: str) -> HostJudgement:
-        return HostJudgement(v, reason, tuple(gpus), tuple(links), tuple(pairs))
+        return HostJudgement(v, reason, tuple(gpus), tuple(links), tuple(pairs), kinds)
 
     if stale_for is not None:
         return verdict(Verdict.UNKNOWN, f"{host}: no report for {stale_for}")

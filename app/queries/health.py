@@ -94,10 +94,12 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
                   for (s, d), r in sorted(rows["pair"].items()))
     links = tuple(LinkJudgement(Verdict(r["verdict"]), r["reason"], g, k)
                   for (g, k), r in sorted(rows["link"].items()))
-    gpus = tuple(GpuJudgement(Verdict(r["verdict"]), r["reason"], g)
+    gpus = tuple(GpuJudgement(Verdict(r["verdict"]), r["reason"], g,
+                              tuple(r["facts"].get("fabric", ())))
                  for (g,), r in sorted(rows["gpu"].items()))
     top = rows["host"][()]
-    judgement = HostJudgement(Verdict(top["verdict"]), top["reason"], gpus, links, pairs)
+    judgement = HostJudgement(Verdict(top["verdict"]), top["reason"], gpus, links, pairs,
+                              tuple(top["facts"].get("fabric", ())))
     since = {(kind, *key): r["since"] for kind, objs in rows.items() for key, r in objs.items()}
     return HostHealth(row, fabric, judgement, tests, top["stale"], top["judged_at"], since)
 

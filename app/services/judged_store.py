@@ -61,7 +61,7 @@ def _host_row(health: HostHealth) -> dict[str, Any]:
     j, worst = health.judgement, _worst_pair(health)
     return {
         "verdict": j.verdict.value, "reason": j.reason, "stale": health.stale,
-        "facts": {"last_sweep_at": _iso(health.host.last_sweep_at),
+        "facts": {"fabric": list(j.fabric), "last_sweep_at": _iso(health.host.last_sweep_at),
                   "inventory_changed_at": _iso(health.host.inventory_changed_at),
                   "error_total": health.host.error_total},
         "gpus_total": len(j.gpus),
@@ -81,7 +81,9 @@ def rows_of(health: HostHealth) -> StoredRows:
 
     return {
         "host": {(): _host_row(health)},
-        "gpu": {(g.gpu,): plain(g.verdict, g.reason, gpu=g.gpu) for g in j.gpus},
+        "gpu": {(g.gpu,): {**plain(g.verdict, g.reason, gpu=g.gpu),
+                           "facts": {"fabric": list(g.fabric)} if g.fabric else {}}
+                for g in j.gpus},
         "link": {(x.gpu, x.link): {**plain(x.verdict, x.reason, gpu=x.gpu, link=x.link),
                                    "facts": health.link_facts.get((x.gpu, x.link), {})}
                  for x in j.links},

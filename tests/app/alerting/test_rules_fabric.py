@@ -7,7 +7,6 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.alerting.rules import RULES
-from app.alerting.rules_fabric import FABRIC_RULES
 from app.alerting.service import AlertingService
 from app.config import Settings
 from probes.faults import FabricManagerDown, FabricNotCompleted, PeerCopiesFail
@@ -17,7 +16,7 @@ from tests.app.alerting.simhost import SimHost
 def host(sessions: sessionmaker[Session], settings: Settings, preset: str,
          name: str) -> SimHost:
     h = SimHost(sessions, settings, preset=preset, hostname=name)
-    h.service = AlertingService(sessions, settings, h.alerting, RULES + FABRIC_RULES)
+    h.service = AlertingService(sessions, settings, h.alerting, RULES)
     return h
 
 

@@ -133,12 +133,14 @@ def test_failed_transfers_fire_probe_failing_until_a_clean_sweep(host: SimHost) 
     fails = TransferFails(gpu=1)
     host.inject(fails)
     host.step(SWEEP_S, "sweep")
-    [alert] = host.alerts("firing")
-    assert alert.rule == "ProbeFailing"
+    [alert] = host.alerts("firing", rule="ProbeFailing")
     assert alert.value == 6  # 3 tests x 2 directions touch GPU1
+    # links up, fabric COMPLETED, yet peer copies fail: the fabric judge names both ends
+    assert {a.labels["gpu"] for a in host.alerts("firing", rule="PeerCopiesFailing")} == \
+        {"0", "1"}
     assert "illegal memory access" in alert.annotations["description"]
     host.clear(fails)
     host.step(30)  # an inventory report does not clear it: the latest sweep still failed
-    assert host.firing() == {"ProbeFailing"}
+    assert host.firing() == {"ProbeFailing", "PeerCopiesFailing"}
     host.step(SWEEP_S, "sweep")
     assert host.firing() == set()
