@@ -1,0 +1,75 @@
+"""One judgement, read by all: for every simulated fault type, the firing alerts and the
+stored non-healthy objects name the same GPUs, both ways — no alert about a GPU the verdicts
+call healthy, no non-healthy GPU, link or pair that no alert names. Host-level alerts that
+describe pairs (ProbeFailing) name their GPUs in the description."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.queries.health import host_health
+from app.schemas import Verdict
+from probes.faults import (
+    BandwidthFactor,
+    BusyGpu,
+    Contention,
+    ErrorGrowth,
+    FabricManagerDown,
+    FabricNotCompleted,
+    FabricStatusError,
+    FabricUnhealthy,
+    Fault,
+    GpuLost,
+    LinksDown,
+    P2PDisabled,
+    PcieDowntrained,
+    PeerCopiesFail,
+    TransferFails,
+)
+from tests.app.alerting.simhost import SimHost
+
+BAD = (Verdict.DEGRADED, Verdict.DOWN)
+FAULTS: list[Fault] = [
+    LinksDown(gpu=1, count=2), BandwidthFactor(src=0, dst=1, factor=0.5),
+    ErrorGrowth(gpu=0, link=3, counter="replay", per_second=0.5), P2PDisabled(a=0, b=1),
+    PcieDowntrained(gpu=1, gen=4, width=8), PcieDowntrained(gpu=1, gen=4, width=16),
+    TransferFails(gpu=1), GpuLost(gpu=1), FabricNotCompleted(gpu=1),
+    FabricStatusError(gpu=1), FabricUnhealthy(gpu=1), PeerCopiesFail(a=0, b=1),
+    FabricManagerDown(), Contention(gpu=0, peer=1), BusyGpu(gpu=1),
+]
+
+
+def _alerted(host: SimHost) -> set[int]:
+    gpus: set[int] = set()
+    for a in host.alerts("firing"):
+        named = {a.labels.get("gpu"), a.labels.get("peer_gpu")} - {None}
+        if not named:  # a host-level alert: the GPUs its description names
+            named = set(re.findall(r"GPU(\d+)", a.annotations.get("description", "")))
+        gpus |= {int(g) for g in named}
+    return gpus
+
+
+def _not_healthy(host: SimHost) -> set[int]:
+    with host.sessions() as s:
+        j = host_health(s, host.settings, host.hostname).judgement
+    gpus = {g.gpu for g in j.gpus if g.verdict in BAD}
+    gpus |= {x.gpu for x in j.links if x.verdict in BAD}
+    gpus |= {g for p in j.pairs if p.verdict in BAD for g in (p.src, p.dst)}
+    return gpus
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=lambda f: repr(f))
+def test_firing_alerts_and_stored_verdicts_name_the_same_gpus(
+        sessions: sessionmaker[Session], sqlite_settings: Settings, fault: Fault) -> None:
+    host = SimHost(sessions, sqlite_settings)
+    for _ in range(3):
+        host.step(300, "sweep")
+    host.inject(fault)
+    for i in range(36):  # 18 min: past every rule's `for` (PCIe: 15 min)
+        host.step(30, "sweep" if i % 10 == 9 else "inventory")
+    alerted, bad = _alerted(host), _not_healthy(host)
+    assert alerted == bad, (fault, {a.rule for a in host.alerts("firing")})
