@@ -136,7 +136,7 @@ def pair_series(session: Session, settings: Settings, host: str, src: int, dst: 
                             mean=a.total / a.count, max=a.hi, count=a.count)
                for b, a in sorted(aggs.items())]
     base = baselines_of(session, row.id).get((src, dst, name))
-    expect = fabric.expectation(name, src, dst)
+    expect = fabric.full_expectation(name, src, dst)  # what the pair is judged against
     return SeriesResponse(
         host=row.name, src=src, dst=dst, test=name, unit=unit_of(name), since=since,
         until=until, step_s=step, source="hourly" if hourly else "raw", buckets=buckets,
