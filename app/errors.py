@@ -27,17 +27,13 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError, SQLAlchemyError
-from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.response_headers import SecurityHeaders
 from app.services.report_checks import ReportConflict
 
 log = logging.getLogger("peerwatch.errors")
 
 RETRY_AFTER_S = 5
-SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY"}
-
-
 def unprocessable(field: str, message: str) -> RequestValidationError:
     """A 422 in FastAPI's own shape (a list naming the body field), as the API documents
     for every 422: for checks a route makes after the body parsed."""
@@ -96,27 +92,6 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
-
-
-class SecurityHeaders:
-    """ASGI middleware: nosniff and frame protection on every response (set unless present)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in SECURITY_HEADERS.items():
-                    headers.setdefault(name, value)
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -28,7 +28,7 @@ from app.leadership import Leadership
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.openapi import install_openapi
 from app.queries import NotFound
-from app.timing import ServerTiming
+from app.response_headers import ServerTiming
 
 API_PREFIX = "/api/v1"
 

@@ -5,16 +5,8 @@
 #   tests/gpu, then (E2E=1) bench/gpu_e2e.sh: serve + probe on the real fabric, stored verdicts
 # Usage from the repository root:  WHL=.whl E2E=1 bash bench/gpu_checks.sh
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/_gpu_env.sh"
 RESULTS=${OUT:-/tmp/peerwatch-gpu}; mkdir -p "$RESULTS"
-cd "$(dirname "$0")/.."
-if [ -n "${WHL:-}" ] && ls "$WHL"/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site "$WHL"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader >"$RESULTS/machine.log" 2>&1
 timeout 120 python3 bench/gpu_fabric_check.py >"$RESULTS/fabric.log" 2>&1
 echo "exit $?" >>"$RESULTS/fabric.log"

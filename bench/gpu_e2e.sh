@@ -5,17 +5,9 @@
 # Run from the repository root:  WHL=../.whl bash bench/gpu_e2e.sh
 # Logs come back as $OUT/e2e-logs.tgz, the SQLite database as $OUT/h200x2.db (for dashboard screenshots of real data).
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/_gpu_env.sh"
 RESULTS=${OUT:-/tmp/peerwatch-e2e}; mkdir -p "$RESULTS"
 OUT=/tmp/pw-e2e-logs; rm -rf "$OUT"; mkdir -p "$OUT"   # many files: tarred into $RESULTS
-cd "$(dirname "$0")/.."
-if [ -n "${WHL:-}" ] && ls "$WHL"/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site "$WHL"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 python3 -c "import fastapi, sqlalchemy, alembic.command, uvicorn, pydantic_settings, plotly, app.main, app.cli" \
   || { echo "missing Python packages: carry them as wheels (WHL=...)"; exit 1; }
 DB=/tmp/pw-e2e/peerwatch.db; rm -rf /tmp/pw-e2e; mkdir -p /tmp/pw-e2e

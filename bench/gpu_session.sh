@@ -5,17 +5,9 @@
 # $OUT, a short table comes last. Usage, from the repository root on the device:
 #   WHL=../.whl TUNE=1 bash bench/gpu_session.sh
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/_gpu_env.sh"
 OUT=${OUT:-/tmp/peerwatch-gpu}
 mkdir -p "$OUT"
-cd "$(dirname "$0")/.."
-if [ -n "${WHL:-}" ] && ls "$WHL"/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site "$WHL"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 { nvidia-smi topo -m; nvidia-smi --query-gpu=index,name,pci.bus_id,memory.used --format=csv;
   python3 -c 'import cupy, pynvml; print("cupy", cupy.__version__)'; } >"$OUT/machine.log" 2>&1
 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/probes -ra >"$OUT/pytest.log" 2>&1
