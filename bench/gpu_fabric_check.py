@@ -73,7 +73,11 @@ def verdict(data: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     if sys.argv[1:] == ["--child"]:
-        print(json.dumps(read_fabric()))
+        from probes.errors import FabricUnavailable
+        try:
+            print(json.dumps(read_fabric()))
+        except FabricUnavailable as exc:  # no GPU here: a skip, as every GPU bench says
+            print(json.dumps({"unavailable": str(exc)}))
         return 0
     try:
         child = subprocess.run([sys.executable, __file__, "--child"], capture_output=True,
@@ -89,6 +93,9 @@ def main() -> int:
         return 1
     try:
         data = json.loads(child.stdout.strip().splitlines()[-1])
+        if "unavailable" in data:
+            print(f"skipped: no NVIDIA GPU here ({data['unavailable']})")
+            return 0
         for line in describe(data) + verdict(data):
             print(line)
     except Exception as exc:  # noqa: BLE001 - a report script: say what broke, never crash
