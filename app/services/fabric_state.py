@@ -70,6 +70,7 @@ class HostFabric:
         return expected(test, pair, self.gpus[src], self.gpus[dst],
                         self.link_speed_bps(src, dst))
 
+    @functools.cache  # noqa: B019 - one HostFabric lives for one judgement or request
     def full_width(self, src: int, dst: int) -> tuple[int, bool]:
         """(NVLinks the pair has when every port it has been seen with is up, behind
         NVSwitch?): the smaller port count of the two GPUs behind NVSwitch, the ports

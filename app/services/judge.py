@@ -29,6 +29,7 @@ from app.analysis.fabric_health import (
 from app.analysis.fabric_state import judge_host_fabric
 from app.analysis.flaps import downs_now, flapping
 from app.analysis.health import (
+    BaselineRef,
     PairJudgement,
     Sample,
     TestJudgement,
@@ -40,7 +41,7 @@ from app.analysis.health import (
 from app.analysis.text import fmt_duration
 from app.config import Settings
 from app.models import Host
-from app.queries.common import PairKey, baseline_ref, baselines_of, pair_samples
+from app.queries.common import PairKey, baseline_refs, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.health import HostHealth
 from app.queries.page_holds import fabric_manager_of
@@ -49,14 +50,14 @@ from app.services.fabric_state import HostFabric, load_fabric
 
 
 def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
-                 baselines: dict, th: Thresholds,
+                 baselines: dict[PairKey, BaselineRef], th: Thresholds,
                  low_before: dict[PairKey, datetime]) -> dict[PairKey, TestJudgement]:
     tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
     keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests}
     return {
         (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
                               fabric.full_expectation(t, s, d),
-                              baseline_ref(baselines.get((s, d, t))), th,
+                              baselines.get((s, d, t)), th,
                               low_before.get((s, d, t)))
         for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
     }
@@ -96,7 +97,7 @@ def judge_tests_from_history(session: Session, settings: Settings, row: Host,
     newest = row.last_sweep_at or row.last_report_at or now
     lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
     samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
-    return _judge_tests(fabric, samples, baselines_of(session, row.id),
+    return _judge_tests(fabric, samples, baseline_refs(session, row.id),
                         Thresholds.from_settings(settings), low_before or {})
 
 
