@@ -35,7 +35,6 @@ class Rule:
     for_s: float  # seconds an instance stays active before it fires
     check: Callable[[HostContext], list[Finding]]
     doc: str = ""
-    needs_sweep: bool = False  # reads pair verdicts, which only a sweep report changes
 
     def labels(self, finding: Finding) -> dict[str, str]:
         return {"alertname": self.name, "severity": self.severity, **finding.labels}

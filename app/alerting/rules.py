@@ -254,8 +254,7 @@ RULES: tuple[Rule, ...] = (
          "Fewer active NVLinks than the ports the GPU has had."),
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
          "The server's verdict 'degraded' for low bandwidth, one per ordered pair; none where "
-         "a fault of either GPU explains it.",
-         needs_sweep=True),
+         "a fault of either GPU explains it."),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
          "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
     Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,

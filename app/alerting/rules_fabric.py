@@ -68,7 +68,7 @@ FABRIC_RULES: tuple[Rule, ...] = (
     Rule("NVSwitchFabricNotReady", "critical", 120.0, fabric_not_ready,
          "GPU fabric registration not COMPLETED, failed, or unhealthy: P2P cannot be trusted."),
     Rule("PeerCopiesFailing", "critical", 0.0, peer_copies_failing,
-         "Links up and fabric COMPLETED, yet peer copies fail.", needs_sweep=True),
+         "Links up and fabric COMPLETED, yet peer copies fail."),
     Rule("FabricManagerDown", "warning", 300.0, fabric_manager_down,
          "Fabric Manager installed but not running on an NVSwitch host."),
 )
