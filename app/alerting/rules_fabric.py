@@ -8,7 +8,8 @@ per kind of trouble so that each pages once with its action:
     FabricManagerDown       warning   Fabric Manager installed but not running on an
                                       NVSwitch host (host)
 
-They read the same judge the GPU and host verdicts use, and are part of `rules.RULES`. Their
+They read the kinds of contradiction stored with the GPU and host verdicts (never judging
+again), and are part of `rules.RULES`. Their
 PromQL twins read the kinds of contradiction stored with each verdict, which the server's
 /metrics exports (`peerwatch_gpu_fabric_problem`, `peerwatch_host_fabric_problem`).
 """
@@ -17,51 +18,43 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.analysis.fabric_state import (
-    GpuFabricVerdict,
-    fabric_manager_finding,
-    judge_gpu_fabric,
-)
-from app.queries.page_holds import fabric_manager_of
 
 REGISTRATION = ("registration", "status", "health")
 
 
-def _gpu_verdicts(ctx: HostContext, with_pairs: bool) -> list[GpuFabricVerdict]:
-    pairs = ctx.health.judgement.pairs if with_pairs else ()
-    return [judge_gpu_fabric(g, info, ctx.fabric.links_of(g), pairs)
-            for g, info in sorted(ctx.fabric.gpus.items())]
-
-
-def _per_gpu(ctx: HostContext, kinds: tuple[str, ...], with_pairs: bool) -> list[Finding]:
+def _per_gpu(ctx: HostContext, kinds: tuple[str, ...], what: str) -> list[Finding]:
+    """A finding per GPU whose stored verdict names one of `kinds` (the contradiction's
+    words and action are in that verdict's reason): read, not judged again."""
     out = []
-    for v in _gpu_verdicts(ctx, with_pairs):
-        found = [f for f in v.findings if f.kind in kinds]
+    for g in ctx.health.gpus:
+        found = [k for k in g.fabric if k in kinds]
         if not found:
             continue
         out.append(Finding(
-            labels={"host": ctx.name, "gpu": str(v.gpu)},
-            summary=f"GPU{v.gpu} on {ctx.name}: {found[0].what}",
-            description="; ".join(f.text for f in found),
-            dashboard=dashboard_path(ctx.name, gpu=v.gpu), value=float(len(found))))
+            labels={"host": ctx.name, "gpu": str(g.gpu)},
+            summary=f"GPU{g.gpu} on {ctx.name}: {what}", description=g.reason,
+            dashboard=dashboard_path(ctx.name, gpu=g.gpu), value=float(len(found))))
     return out
 
 
 def fabric_not_ready(ctx: HostContext) -> list[Finding]:
-    return _per_gpu(ctx, REGISTRATION, with_pairs=False)
+    return _per_gpu(ctx, REGISTRATION, "GPU fabric not ready")
 
 
 def peer_copies_failing(ctx: HostContext) -> list[Finding]:
-    return _per_gpu(ctx, ("peer_copies",), with_pairs=True)
+    return _per_gpu(ctx, ("peer_copies",),
+                    "peer copies fail with links up and fabric COMPLETED")
 
 
 def fabric_manager_down(ctx: HostContext) -> list[Finding]:
-    expectations = [v.expectation for v in _gpu_verdicts(ctx, with_pairs=False)]
-    finding = fabric_manager_finding(expectations, fabric_manager_of(ctx.session, ctx.host))
-    if finding is None:
+    if "fabric_manager" not in ctx.health.judgement.fabric:
         return []
-    return [Finding(labels={"host": ctx.name}, summary=f"{ctx.name}: {finding.what}",
-                    description=finding.text, dashboard=dashboard_path(ctx.name), value=0.0)]
+    return [Finding(labels={"host": ctx.name},
+                    summary=f"{ctx.name}: Fabric Manager is not running",
+                    description=f"Fabric Manager is installed on {ctx.name} but not running "
+                                "(start nvidia-fabricmanager); the host reads: "
+                                f"{ctx.health.judgement.reason}",
+                    dashboard=dashboard_path(ctx.name), value=0.0)]
 
 
 FABRIC_RULES: tuple[Rule, ...] = (
