@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from probes.errors import FabricUnavailable
 
 if TYPE_CHECKING:
-    from probes.real import RealFabric
+    from probes.nvidia.real import RealFabric
 
 
 def real_fabric_or_skip() -> RealFabric | None:
     """The real fabric, CuPy started; None (after saying why) where there is no GPU."""
     try:
-        from probes.real import RealFabric
+        from probes.nvidia.real import RealFabric
 
         fabric = RealFabric()
         fabric.transfers()

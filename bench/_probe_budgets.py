@@ -94,7 +94,7 @@ def counter_costs(fabric) -> None:
 
 def nccl_variant() -> int:
     """In a fresh process (NCCL reads its environment once): NCCL's held memory and busbw."""
-    from probes.transfers import Transfers
+    from probes.nvidia.transfers import Transfers
 
     tr = Transfers()
     env = {k: v for k, v in os.environ.items() if k.startswith("NCCL_") and k != "NCCL_NVLS_ENABLE"}

@@ -28,8 +28,8 @@ if str(ROOT) not in sys.path:
 
 def read_fabric(nvml: Any = None, runtime: Any = None) -> dict[str, Any]:
     """The child's work: the probe's readings as JSON-able values."""
-    from probes.host_runtime import HostRuntime
-    from probes.nvml import Nvml
+    from probes.nvidia.host_runtime import HostRuntime
+    from probes.nvidia.nvml import Nvml
 
     nvml = nvml or Nvml()
     runtime = runtime or HostRuntime()

@@ -25,7 +25,7 @@ LOAD = TestSpec(TestName.CE_WRITE, bytes_per_copy=256 * MiB, copies=32, samples=
 
 def load(src: int, dst: int, seconds: float) -> int:
     """Copy src -> dst back to back until `seconds` pass; print 'ready' once copying."""
-    from probes.real import RealFabric
+    from probes.nvidia.real import RealFabric
 
     fabric = RealFabric()
     deadline = time.monotonic() + seconds

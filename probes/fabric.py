@@ -1,10 +1,10 @@
 """The fabric seam: one Protocol describing a GPU host's peer-to-peer fabric.
 
-Two implementations answer it: the real one (`probes/nvml.py` for NVML, `probes/transfers.py`
-for CuPy transfer tests, joined in `probes/real.py`) and the simulated one
-(`probes/simulated.py`, built from a topology preset). Everything above this seam — the sweep,
-the worker, the server — runs unchanged on either, which is what lets every CPU test and the
-demo exercise the whole product without a GPU.
+Two implementations answer it: the real one (`probes/nvidia/nvml.py` for NVML,
+`probes/nvidia/transfers.py` for CuPy transfer tests, joined in `probes/nvidia/real.py`) and
+the simulated one (`probes/simulated.py`, built from a topology preset). Everything above this
+seam — the sweep, the worker, the server — runs unchanged on either, which is what lets every
+CPU test and the demo exercise the whole product without a GPU.
 
 Queries are per GPU or per pair so that the caller can isolate failures item by item (the
 node_exporter habit: one failing collector never stops the others). A backend raises

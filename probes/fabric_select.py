@@ -32,10 +32,10 @@ def fabric_choices() -> list[str]:
 def open_real() -> Fabric:
     """The NVML + CuPy backend; FabricUnavailable when this machine cannot run it."""
     try:
-        from probes.real import RealFabric
+        from probes.nvidia.real import RealFabric
 
         fabric: Fabric = RealFabric()
-    except ImportError as exc:  # probes.real itself, or pynvml inside it
+    except ImportError as exc:  # probes.nvidia.real itself, or pynvml inside it
         raise FabricUnavailable(f"the real backend cannot load: {exc}") from exc
     return fabric
 

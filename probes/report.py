@@ -196,7 +196,7 @@ class RdmaInfo(_Model):
 
 
 class SwitchFabricInfo(_Model):
-    """GPU fabric registration (NVML's GPU fabric info), as `probes/nvml_fabric.py` reads it.
+    """GPU fabric registration (NVML's GPU fabric info), as `probes/nvidia/nvml_fabric.py` reads it.
 
     Every field is optional so that reports of older probes stay valid. `source` says which
     NVML call answered: "legacy" (nvmlDeviceGetGpuFabricInfo, no health fields) or "v3"/"v2"

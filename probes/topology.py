@@ -1,6 +1,6 @@
 """Pure decoding of what NVML and sysfs report into the shapes `nvidia-smi topo -m` shows.
 
-Kept apart from `probes/nvml.py` so the rules that matter most (how NV# is derived on an
+Kept apart from `probes/nvidia/nvml.py` so the rules that matter most (how NV# is derived on an
 NVSwitch host, how a PCIe path level is named) can be read and tested without any NVML at all.
 """
 

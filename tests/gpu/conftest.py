@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from probes.errors import FabricUnavailable
-from probes.real import RealFabric
+from probes.nvidia.real import RealFabric
 
 
 @pytest.fixture(scope="session")

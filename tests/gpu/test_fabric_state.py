@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from app.analysis.fabric_state import judge_host_fabric
 from app.schemas import Verdict
-from probes.real import RealFabric
+from probes.nvidia.real import RealFabric
 from probes.report import RemoteType
 
 

@@ -12,7 +12,7 @@ import pytest
 from app.analysis.expected import expected
 from probes.errors import BadProbeRequest
 from probes.fabric import Fabric, TestSpec
-from probes.real import RealFabric
+from probes.nvidia.real import RealFabric
 from probes.report import PAIR_TESTS, LinkState, TestName
 
 MiB = 1 << 20

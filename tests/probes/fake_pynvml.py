@@ -9,7 +9,7 @@ COMPLETED). `v_segfaults=True` with `legacy_fabric={"state": 0}` is the one-H200
 REFERENCE.md section 6: its V call raises `Segfault`, which nothing in the probe catches.
 `direct_attached(...)` rewires the same GPUs as a board without switches.
 
-It is shaped like pynvml where probes/nvml.py touches it: same function names, constants,
+It is shaped like pynvml where probes/nvidia/nvml.py touches it: same function names, constants,
 NVMLError classes carrying `.value`, field-value entries with `nvmlReturn`/`valueType`/`value`,
 and `byref` (pynvml re-exports ctypes; here it passes the struct through).
 """

@@ -13,7 +13,7 @@ from probes.simulated import SimulatedFabric
 
 
 def _has_gpu() -> bool:
-    if importlib.util.find_spec("probes.real") is None:
+    if importlib.util.find_spec("probes.nvidia.real") is None:
         return False
     try:
         open_fabric("nvml").close()

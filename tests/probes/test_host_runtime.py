@@ -1,4 +1,4 @@
-"""probes/host_runtime.py on small fake /proc and /sys trees: Fabric Manager found as a
+"""probes/nvidia/host_runtime.py on small fake /proc and /sys trees: Fabric Manager found as a
 process, installed-but-down, not installed, or not observable; start times."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from probes.host_runtime import HostRuntime
+from probes.nvidia.host_runtime import HostRuntime
 
 
 def _proc(root: Path, pid: int, comm: str) -> None:

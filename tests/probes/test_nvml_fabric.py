@@ -1,13 +1,13 @@
-"""probes/nvml_fabric.py: the legacy fabric call decides before the V call (which crashed the
+"""probes/nvidia/nvml_fabric.py: the legacy fabric call decides before the V call (which crashed the
 process on a one-H200 machine without NVLink, REFERENCE.md section 6)."""
 
 from __future__ import annotations
 
 import pytest
 
-from probes.nvml import Nvml
-from probes.nvml_fabric import decode_health_mask
-from probes.sysfs import Sysfs
+from probes.nvidia.nvml import Nvml
+from probes.nvidia.nvml_fabric import decode_health_mask
+from probes.nvidia.sysfs import Sysfs
 from tests.probes.fake_pynvml import FakePynvml
 
 V = "nvmlDeviceGetGpuFabricInfoV"

@@ -9,10 +9,10 @@ import pytest
 
 from probes.errors import FabricUnavailable
 from probes.fabric import Fabric, TestSpec
-from probes.real import RealFabric
+from probes.nvidia.real import RealFabric
+from probes.nvidia.sysfs import Sysfs
+from probes.nvidia.transfers import Transfers, load_cupy
 from probes.report import TestName
-from probes.sysfs import Sysfs
-from probes.transfers import Transfers, load_cupy
 from tests.probes.fake_pynvml import FakePynvml
 
 

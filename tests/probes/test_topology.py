@@ -1,4 +1,4 @@
-"""Decoding rules (probes/topology.py) and the sysfs reader (probes/sysfs.py) on a fake /sys."""
+"""Decoding rules (probes/topology.py) and the sysfs reader (probes/nvidia/sysfs.py), fake /sys."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from probes.nvidia.sysfs import Sysfs
 from probes.report import LinkState, NvLinkPort, PathLevel, RemoteType
-from probes.sysfs import Sysfs
 from probes.topology import (
     cpulist,
     normalize_bus_id,

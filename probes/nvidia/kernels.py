@@ -1,4 +1,4 @@
-"""CUDA C source of the probe's kernels, compiled by CuPy (NVRTC) in probes/transfers.py.
+"""CUDA C source of the probe's kernels, compiled by CuPy (NVRTC) in probes/nvidia/transfers.py.
 
 Kept as plain text here so it can be read, reviewed and size-checked without CuPy. The methods
 copy nvbandwidth's (see ../shared/REFERENCE.md section 4):

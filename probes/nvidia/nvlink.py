@@ -23,7 +23,7 @@ from probes.report import LinkCounters, LinkState, NvLinkPort, RemoteType
 from probes.topology import REMOTE_TYPES, as_text, normalize_bus_id, nvlink_version
 
 if TYPE_CHECKING:
-    from probes.nvml import Nvml
+    from probes.nvidia.nvml import Nvml
 
 PORTS_TTL_S = 2.0
 ERROR_COUNTER_TTL_S = 10.0

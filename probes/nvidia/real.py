@@ -1,5 +1,5 @@
-"""The real fabric: NVML (probes/nvml.py) for inventory and counters, CuPy (probes/transfers.py)
-for transfer tests, joined behind the `Fabric` Protocol.
+"""The real fabric: NVML (probes/nvidia/nvml.py) for inventory and counters,
+CuPy (probes/nvidia/transfers.py) for transfer tests, joined behind the `Fabric` Protocol.
 
 Indices are NVML's everywhere above this seam. CUDA may number the same GPUs differently
 (CUDA_DEVICE_ORDER defaults to fastest-first, CUDA_VISIBLE_DEVICES hides and renumbers), so
@@ -19,8 +19,10 @@ from typing import Any
 import probes
 from probes.errors import FabricUnavailable, TransferError
 from probes.fabric import Measurement, TestSpec
-from probes.host_runtime import HostRuntime
-from probes.nvml import Nvml
+from probes.nvidia.host_runtime import HostRuntime
+from probes.nvidia.nvml import Nvml
+from probes.nvidia.sysfs import Sysfs
+from probes.nvidia.transfers import Transfers
 from probes.report import (
     FabricManagerInfo,
     GpuActivity,
@@ -30,9 +32,7 @@ from probes.report import (
     NvLinkPort,
     PairInfo,
 )
-from probes.sysfs import Sysfs
 from probes.topology import normalize_bus_id
-from probes.transfers import Transfers
 
 
 class RealFabric:

@@ -11,7 +11,8 @@ nvbandwidth's (../shared/REFERENCE.md section 4), made cheap enough to run besid
   (a position-dependent pattern written before, counted after), never over the probed link;
 - device memory is plain cudaMalloc, counted per GPU and freed when the test ends.
 
-Indices here are CUDA device ordinals; `probes/real.py` maps NVML indices onto them by PCI id.
+Indices here are CUDA device ordinals; `probes/nvidia/real.py` maps NVML indices onto them by
+PCI id.
 CUDA, NVRTC and NCCL errors become `TransferError` (chained); a test that does not finish
 within `timeout_s` raises `TransferTimeout`.
 """
@@ -23,11 +24,11 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from probes import kernels
 from probes.errors import BadProbeRequest, FabricUnavailable, TransferError
 from probes.fabric import Measurement, TestSpec
+from probes.nvidia import kernels
+from probes.nvidia.transfer_run import Run
 from probes.report import TestName
-from probes.transfer_run import Run
 
 PEER_ACCESS_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled: not exported by CuPy
 GPUDIRECT_RDMA_SUPPORTED = 116  # cudaDevAttrGPUDirectRDMASupported
@@ -93,7 +94,7 @@ class Transfers:
         return self.cp.cuda.Device(index)
 
     def kernel(self, device: int, name: str) -> Any:
-        """A kernel from probes/kernels.py, compiled (NVRTC) once per device."""
+        """A kernel from probes/nvidia/kernels.py, compiled (NVRTC) once per device."""
         key = (device, name)
         if key not in self._functions:
             with self.device(device):

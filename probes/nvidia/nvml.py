@@ -27,8 +27,14 @@ from types import ModuleType
 from typing import Any
 
 from probes.errors import BadProbeRequest, FabricUnavailable, NotSupported, PeerwatchProbeError
-from probes.nvlink import NvLinks
-from probes.nvml_fabric import ChildCheck, FabricReader, child_fabric_check, fabric_check_main
+from probes.nvidia.nvlink import NvLinks
+from probes.nvidia.nvml_fabric import (
+    ChildCheck,
+    FabricReader,
+    child_fabric_check,
+    fabric_check_main,
+)
+from probes.nvidia.sysfs import Sysfs
 from probes.report import (
     GpuActivity,
     GpuInfo,
@@ -41,7 +47,6 @@ from probes.report import (
     RdmaInfo,
     SwitchFabricInfo,
 )
-from probes.sysfs import Sysfs
 from probes.topology import (
     as_text,
     cpulist,
@@ -258,7 +263,7 @@ class Nvml:
 
     def switch_fabric(self, gpu: int) -> SwitchFabricInfo | None:
         """NVSwitch fabric registration; None where the GPU has no fabric to join. The legacy
-        call decides before the V call is made (see probes/nvml_fabric.py: V crashed)."""
+        call decides before the V call is made (see probes/nvidia/nvml_fabric.py: V crashed)."""
         return self._fabric.read(gpu)
 
     def _return_name(self, code: int) -> str:
@@ -334,7 +339,7 @@ class Nvml:
         )
 
 
-if __name__ == "__main__":  # the child of probes/nvml_fabric.py: `--fabric-check GPU`
+if __name__ == "__main__":  # the child of probes/nvidia/nvml_fabric.py: `--fabric-check GPU`
     if len(sys.argv) != 3 or sys.argv[1] != "--fabric-check":
-        sys.exit("usage: python -m probes.nvml --fabric-check GPU_INDEX")
+        sys.exit("usage: python -m probes.nvidia.nvml --fabric-check GPU_INDEX")
     sys.exit(fabric_check_main(int(sys.argv[2]), load_pynvml()))

@@ -1,6 +1,6 @@
 """One transfer test's life on the GPUs: buffers, the hold, timed windows, verification, cleanup.
 
-Used only by probes/transfers.py, which hands it its `Transfers` (and through it, CuPy): this
+Used only by probes/nvidia/transfers.py, which hands it its `Transfers` (and through it, CuPy): this
 module never imports cupy itself. A `Run` is a context manager; leaving it always releases the
 hold and frees every buffer it allocated, so a failed test leaves no memory behind. Only a test
 that timed out keeps its buffers (freeing memory a hung copy still writes would crash).
@@ -11,13 +11,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from probes import kernels
 from probes.errors import TransferTimeout
+from probes.nvidia import kernels
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from probes.transfers import Transfers
+    from probes.nvidia.transfers import Transfers
 
 HOLD_TIMEOUT_NS = 2_000_000_000  # a spin kernel gives up after 2 s even if never released
 POLL_S = 50e-6
