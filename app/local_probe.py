@@ -23,11 +23,11 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
+from probes.agent.runner import open_runtime
 from probes.config import ProbeSettings
 from probes.errors import FabricUnavailable
 from probes.fabric import Fabric
 from probes.fabric_select import open_real
-from probes.runner import open_runtime
 
 log = logging.getLogger("peerwatch.local_probe")
 LISTEN_WAIT_S = 30.0

@@ -29,11 +29,11 @@ from sqlalchemy import create_engine, func, select, text
 from app.config import Settings
 from app.db import make_engine
 from app.models import ReportRow
-from probes.outbox import Outbox
+from probes.agent.outbox import Outbox
+from probes.agent.sender import Backoff, Sender
+from probes.agent.spool import AnySpool
 from probes.report import Report, utcnow
-from probes.sender import Backoff, Sender
-from probes.simulated import SimulatedFabric
-from probes.spool import AnySpool
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 TOKEN = "drill-token"

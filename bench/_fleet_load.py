@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 import httpx
 
 from probes.report import Report, ReportKind
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 MARK = datetime(2001, 1, 1, tzinfo=UTC)

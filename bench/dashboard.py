@@ -42,9 +42,9 @@ from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.server import ServerThread
 from app.main import create_app
 from app.services.ingest import ingest
-from probes.faults import BandwidthFactor, LinksDown
 from probes.report import Report, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import BandwidthFactor, LinksDown
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 CHROMIUM = Path("/usr/bin/chromium")

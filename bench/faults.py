@@ -47,9 +47,9 @@ from bench._drill import (
     stored,
     tmpfs,
 )
+from probes.agent.sender import SendResult
+from probes.agent.spool import SendOnlySpool, Spool, open_spool
 from probes.report import Report
-from probes.sender import SendResult
-from probes.spool import SendOnlySpool, Spool, open_spool
 
 RESULTS: list[bool] = []
 

@@ -46,7 +46,7 @@ from bench._ingest_stages import Profile, combined, profile
 from bench._raw_ceiling import RawInserter
 from bench._refusals import refusal_latency
 from probes.report import Report, ReportKind
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

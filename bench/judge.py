@@ -31,7 +31,7 @@ from app.services.ingest import ingest
 from app.services.judge import judge_host_now
 from bench.ingest import postgres_url, sqlite_url
 from probes.report import ReportKind, utcnow
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 HOST = "bench-judge-hgx8"

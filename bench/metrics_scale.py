@@ -34,10 +34,10 @@ from app.db import make_engine, upgrade_to_head
 from app.main import create_app
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost
 from bench.ingest import postgres_url, sqlite_url
-from probes.agent_state import AgentState
-from probes.metrics_server import AgentExposition, MetricsServer
-from probes.simulated import SimulatedFabric
-from probes.spool import Spool
+from probes.agent.agent_state import AgentState
+from probes.agent.metrics_server import AgentExposition, MetricsServer
+from probes.agent.spool import Spool
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 GPUS = 8

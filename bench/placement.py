@@ -63,9 +63,9 @@ def endpoint_cpu_s() -> float:
     from app.config import Settings
     from app.db import make_engine, upgrade_to_head
     from app.main import create_app
-    from probes.faults import LinksDown
     from probes.report import TestName
-    from probes.simulated import SimulatedFabric
+    from probes.sim.faults import LinksDown
+    from probes.sim.simulated import SimulatedFabric
     from probes.sweep import SweepOptions, build_report
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,11 +27,11 @@ from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
 from app.demo.fleet import plan_fleet
 from app.demo.scenario import default_scenario
+from probes.agent.spool import Spool
 from probes.config import ProbeSettings
 from probes.passes import report_builder
 from probes.report import ReportKind, utcnow
-from probes.simulated import SimulatedFabric
-from probes.spool import Spool
+from probes.sim.simulated import SimulatedFabric
 
 PRESETS = ("h200x2", "hgx8", "mesh4", "pcie4")
 INVENTORY_S, SWEEP_S = 30.0, 600.0

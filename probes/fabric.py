@@ -2,7 +2,7 @@
 
 Two implementations answer it: the real one (`probes/nvidia/nvml.py` for NVML,
 `probes/nvidia/transfers.py` for CuPy transfer tests, joined in `probes/nvidia/real.py`) and
-the simulated one (`probes/simulated.py`, built from a topology preset). Everything above this
+the simulated one (`probes/sim/simulated.py`, built from a topology preset). Everything above this
 seam — the sweep, the worker, the server — runs unchanged on either, which is what lets every
 CPU test and the demo exercise the whole product without a GPU.
 

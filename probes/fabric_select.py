@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from probes.errors import BadProbeRequest, FabricUnavailable
 from probes.fabric import Fabric
-from probes.presets import PRESET_NAMES
+from probes.sim.presets import PRESET_NAMES
 
 FALLBACK_PRESET = "h200x2"
 SIMULATED = "simulated:"
@@ -50,7 +50,7 @@ def open_fabric(
 ) -> Fabric:
     """The fabric `spec` names; BadProbeRequest for a name that is none of `fabric_choices()`."""
     if spec.startswith(SIMULATED):
-        from probes.simulated import SimulatedFabric
+        from probes.sim.simulated import SimulatedFabric
 
         return SimulatedFabric(spec.removeprefix(SIMULATED), seed=seed, hostname=hostname,
                                clock=clock)

@@ -4,7 +4,7 @@ The dcgm-exporter pattern: every GPU node serves its own series and Prometheus s
 node, so the per-link and per-pair cardinality is spread over the fleet's scrape targets
 instead of piling up in the server's `/metrics` (which exports verdicts only; see
 docs/alerts.md). A custom collector in the manner of client_python's `gc_collector.py`
-reads the agent's newest state (`probes/agent_state.py`) at scrape time; nothing here
+reads the agent's newest state (`probes/agent/agent_state.py`) at scrape time; nothing here
 judges a value, it exports what the probe read and measured.
 
 Names are `peerwatch_<thing>_<unit>` in base units; lifetime counters end in `_total`.
@@ -21,7 +21,7 @@ from typing import Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from probes.agent_state import AgentState, AgentView, newest_counters, newest_pcie_replays
+from probes.agent.agent_state import AgentState, AgentView, newest_counters, newest_pcie_replays
 from probes.report import P2PCap, P2PStatus, PairInfo, Report, TestName
 
 # Lifetime NVLink counters: LinkCounters field -> metric name stem (without `_total`).
@@ -51,7 +51,7 @@ PAIR_TEST = ["host", "gpu", "peer_gpu", "test"]
 
 
 class SpoolGauge(Protocol):
-    """What the collector reads of the spool (`probes.spool.Spool` is one)."""
+    """What the collector reads of the spool (`probes.agent.spool.Spool` is one)."""
 
     def __len__(self) -> int: ...
     def size_bytes(self) -> int: ...

@@ -12,7 +12,7 @@ not the probe's own crossed its links (`probes.contention`). What it will not do
   GPU is listed in `SweepCost.skipped` with the reason;
 - stop because one test failed: the failure becomes a `TransferResult` with `error`;
 - wait forever: a test that outlives its watchdog is recorded as a `TransferTimeout`, and the
-  GPUs it touched are treated as hung for the rest of the pass (see `probes.watchdog` for why
+  GPUs it touched are treated as hung for the rest of the pass (see `probes.agent.watchdog` for why
   a hung CUDA call cannot be killed), their remaining tests skipped with the reason.
 """
 
@@ -27,6 +27,7 @@ from functools import partial
 
 from pydantic import ValidationError
 
+from probes.agent.watchdog import Watchdog
 from probes.budgets import DEFAULT_BUDGETS, Budget
 from probes.contention import ContentionRule, foreign_bytes, probe_bytes
 from probes.errors import BadProbeRequest, NotSupported, PeerwatchProbeError, TransferTimeout
@@ -47,7 +48,6 @@ from probes.report import (
     unit_of,
     utcnow,
 )
-from probes.watchdog import Watchdog
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from app.services.report_checks import check_report
 from probes.config import ProbeSettings
 from probes.passes import report_builder
 from probes.report import Report, ReportKind, utcnow
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.demo.fleet import DemoHost, find_host
-from probes.faults import (
+from probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     Contention,

@@ -22,11 +22,11 @@ from app.config import Settings
 from app.db import make_engine
 from app.models import Measurement, ReportRow
 from bench._serve import serve_process
-from probes.outbox import Outbox
+from probes.agent.outbox import Outbox
+from probes.agent.sender import Backoff, Sender, SendResult
+from probes.agent.spool import Spool
 from probes.report import Report, TestName
-from probes.sender import Backoff, Sender, SendResult
-from probes.simulated import SimulatedFabric
-from probes.spool import Spool
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 PROBES = 12

@@ -19,7 +19,7 @@ import httpx
 from app.demo.fleet import plan_fleet
 from app.demo.run import history_age_s
 from app.demo.scenario import default_scenario
-from probes.faults import BandwidthFactor, ErrorGrowth, LinksDown
+from probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown
 from tests.probes.live_server import free_port
 
 FIRST_DATA_WITHIN_S = 10.0
@@ -149,7 +149,7 @@ def test_command_line_defaults_are_the_demo_defaults() -> None:
 def test_the_default_story_has_a_lost_gpu_a_skewed_clock_and_a_maintenance_window() -> None:
     from app.demo.fleet import plan_fleet
     from app.demo.scenario import default_scenario
-    from probes.faults import GpuLost, LinksDown
+    from probes.sim.faults import GpuLost, LinksDown
     scenario = default_scenario(plan_fleet(12))
     assert GpuLost(gpu=6) in scenario.faults_at("hgx8-03", 200)
     assert scenario.clock_skew_s("mesh4-02") == -180.0

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 
-from probes.faults import FabricManagerDown, FabricNotCompleted, Fault, PeerCopiesFail
 from probes.report import Report, ReportKind, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import FabricManagerDown, FabricNotCompleted, Fault, PeerCopiesFail
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 

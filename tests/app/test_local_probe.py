@@ -22,7 +22,7 @@ from app.local_probe import attach_local_probe, loopback_for
 from app.main import create_app
 from probes.config import ProbeSettings
 from probes.errors import FabricUnavailable
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from tests.probes.live_server import TOKEN, free_port, server_settings, stored
 
 FAST = ProbeSettings(inventory_interval_s=0.3, sweep_interval_s=1.0, sweep_jitter_s=0.0)

@@ -19,7 +19,7 @@ from app.db import make_engine, make_sessionmaker
 from app.schemas_maintenance import MaintenanceRequest
 from app.services.maintenance import declare_window
 from probes.errors import BadProbeRequest
-from probes.faults import LinksDown
+from probes.sim.faults import LinksDown
 from tests.app.alerting.simhost import SimHost
 from tests.app.conftest import ADMIN_TOKEN
 

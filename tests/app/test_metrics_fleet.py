@@ -16,7 +16,7 @@ from app.config import Settings
 from app.main import create_app
 from app.models import Gpu, Host, JudgedGpu, JudgedHost
 from probes.report import ReportKind
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import build_report
 from tests.app.conftest import probe_headers
 from tests.app.metrics_helpers import promtool_check, series, value

@@ -19,10 +19,10 @@ from app.analysis.placement import (
 )
 from app.analysis.placement_inputs import expected_matrix, view_from_inventory
 from probes.fabric import TestSpec
-from probes.faults import LinksDown
 from probes.inventory import collect_inventory
 from probes.report import Inventory, LinkState, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import LinksDown
+from probes.sim.simulated import SimulatedFabric
 
 NVLINK_RING = 0.69 / 0.83  # all-reduce bus bandwidth over CE rate on NVLink
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from probes.faults import LinksDown
 from probes.report import Report, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import LinksDown
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 from tests.app.conftest import judge_later, probe_headers
 

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-from probes.faults import BandwidthFactor, LinksDown
 from probes.report import TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import BandwidthFactor, LinksDown
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from probes.report import TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 from tests.probes.live_server import TOKEN, live_server, server_settings, stored
 

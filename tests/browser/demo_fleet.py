@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from probes.faults import BandwidthFactor, ErrorGrowth, LinksDown
+from probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown
 from tests.browser.seed import Episode, SimHost, Store
 
 DEMO_HOSTS = 4

@@ -27,9 +27,9 @@ from app.demo.run import DemoOptions, demo_settings
 from app.schemas_maintenance import MaintenanceRequest
 from app.services.ingest import ingest
 from app.services.maintenance import declare_window
-from probes.faults import Fault
 from probes.report import HOSTNAME, Report, ReportKind, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import Fault
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 # A quick sweep: enough tests to fill the matrix selector, cheap enough to build in ms.

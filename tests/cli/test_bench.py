@@ -117,7 +117,7 @@ def test_a_selection_of_one_gpu_says_so_and_shows_no_blank_matrices(
 
 def test_a_one_gpu_host_says_so() -> None:
     from app.cli.commands.bench import one_gpu_note
-    from probes.simulated import SimulatedFabric
+    from probes.sim.simulated import SimulatedFabric
     from probes.sweep import SweepOptions, build_report
 
     fabric = SimulatedFabric("h200x2")

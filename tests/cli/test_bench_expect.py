@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.cli.bench_expect import Expectations
-from probes.faults import BandwidthFactor, LinksDown, P2PDisabled, PcieDowntrained
-from probes.presets import PRESET_NAMES
 from probes.report import TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import BandwidthFactor, LinksDown, P2PDisabled, PcieDowntrained
+from probes.sim.presets import PRESET_NAMES
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import build_report
 
 

@@ -142,7 +142,7 @@ def test_auto_without_gpus_refuses_instead_of_reporting_simulated_data(tmp_path:
 
 
 def test_a_spool_owned_by_another_probe_is_refused(tmp_path: Path, capsys) -> None:
-    from probes.spool import Spool
+    from probes.agent.spool import Spool
 
     with Spool(tmp_path, 1 << 20):
         status = main(once(tmp_path, f"http://127.0.0.1:{free_port()}"))

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 import yaml
 
+from probes.agent.runner import open_runtime
 from probes.config import ProbeSettings
-from probes.faults import LinksDown
 from probes.report import ReportKind
-from probes.runner import open_runtime
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import LinksDown
+from probes.sim.simulated import SimulatedFabric
 from tests.conftest import background, require
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings
 

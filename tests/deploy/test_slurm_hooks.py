@@ -23,9 +23,9 @@ import uvicorn
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.main import create_app
-from probes.faults import LinksDown
 from probes.report import TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import LinksDown
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,17 +12,24 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from probes.agent_state import AgentState
+from probes.agent.agent_state import AgentState
+from probes.agent.metrics_server import AgentExposition, MetricsServer
+from probes.agent.runner import open_runtime
+from probes.agent.spool import Spool
 from probes.config import ProbeSettings
 from probes.errors import BadProbeRequest
-from probes.faults import BusyGpu, Contention, ErrorGrowth, LinksDown, P2PDisabled, PcieDowntrained
 from probes.metrics import AgentCollector
-from probes.metrics_server import AgentExposition, MetricsServer
 from probes.metrics_text import render
 from probes.report import PAIR_TESTS, ReportKind, TestName
-from probes.runner import open_runtime
-from probes.simulated import SimulatedFabric
-from probes.spool import Spool
+from probes.sim.faults import (
+    BusyGpu,
+    Contention,
+    ErrorGrowth,
+    LinksDown,
+    P2PDisabled,
+    PcieDowntrained,
+)
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import build_report
 from tests.app.metrics_helpers import promtool_check, series, value
 
@@ -287,7 +294,7 @@ def test_metrics_tests_setting_reads_a_list_and_refuses_unknown_tests() -> None:
 
 
 def test_the_agent_metrics_never_import_the_server() -> None:
-    code = ("import sys, probes.runner, probes.metrics_server; "
+    code = ("import sys, probes.agent.runner, probes.agent.metrics_server; "
             "bad = [m for m in ('fastapi', 'sqlalchemy', 'app') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -9,7 +9,7 @@ import pytest
 from probes.errors import BadProbeRequest, FabricUnavailable
 from probes.fabric import Fabric
 from probes.fabric_select import fabric_choices, open_fabric
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 
 
 def _has_gpu() -> bool:

@@ -9,7 +9,7 @@ import pytest
 
 from probes.budgets import DEFAULT_BUDGETS
 from probes.report import LinkState, P2PCap, P2PStatus, PathLevel, RemoteType, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "h200x2"
 NVML = json.loads((FIXTURES / "nvml.json").read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from probes.errors import FabricUnavailable, NotSupported, PeerwatchProbeError
 from probes.inventory import collect_counters, collect_inventory
 from probes.report import LinkCounters, ProbeError, Report, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.outbox import Delivery, Outbox
-from probes.sender import RETRY_AFTER_JITTER, Backoff, Sender
-from probes.spool import Spool
+from probes.agent.outbox import Delivery, Outbox
+from probes.agent.sender import RETRY_AFTER_JITTER, Backoff, Sender
+from probes.agent.spool import Spool
 from tests.probes.fakeclock import FakeClock
 from tests.probes.sample_reports import sample_report
 

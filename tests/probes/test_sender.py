@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from probes.sender import Backoff, Outcome, Sender, classify
+from probes.agent.sender import Backoff, Outcome, Sender, classify
 from tests.probes.sample_reports import sample_report
 
 

@@ -1,4 +1,4 @@
-"""Fabric-service faults of the simulated host (probes/simfabric.py): what NVML, /proc and the
+"""Fabric-service faults of the simulated host (probes/sim/simfabric.py): what NVML, /proc and the
 transfer tests would show, consistently, and the H100 NVL preset built with 12 of 18 links."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ import pytest
 
 from probes.errors import TransferError
 from probes.fabric import TestSpec
-from probes.faults import (
+from probes.inventory import collect_inventory
+from probes.report import LinkState, TestName
+from probes.sim.faults import (
     DriverRestarted,
     FabricManagerDown,
     FabricNotCompleted,
@@ -15,9 +17,7 @@ from probes.faults import (
     FabricUnhealthy,
     PeerCopiesFail,
 )
-from probes.inventory import collect_inventory
-from probes.report import LinkState, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 
 
 def test_registration_faults_change_only_the_named_gpu() -> None:

@@ -7,7 +7,8 @@ import pytest
 from probes.budgets import DEFAULT_BUDGETS
 from probes.errors import BadProbeRequest, TransferError
 from probes.fabric import TestSpec
-from probes.faults import (
+from probes.report import LinkState, P2PCap, P2PStatus, TestName
+from probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     ErrorGrowth,
@@ -16,8 +17,7 @@ from probes.faults import (
     PcieDowntrained,
     TransferHangs,
 )
-from probes.report import LinkState, P2PCap, P2PStatus, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, run_sweep
 
 
@@ -178,8 +178,8 @@ def test_hostnames_give_distinct_uuids_in_a_fleet() -> None:
 def test_a_gpu_lost_leaves_the_inventory_and_the_sweep() -> None:
     """Xid 79: NVML answers "GPU is lost" for it; the probe records that once and measures
     the others; clearing the fault (the reset) brings it back."""
-    from probes.faults import GpuLost
     from probes.report import ReportKind, TestName
+    from probes.sim.faults import GpuLost
     from probes.sweep import SweepOptions, build_report
     fabric = SimulatedFabric("hgx8", seed=1, hostname="lost", faults=[GpuLost(gpu=4)])
     report = build_report(fabric, ReportKind.SWEEP, SweepOptions(tests=(TestName.CE_WRITE,)))

@@ -7,10 +7,10 @@ import itertools
 import pytest
 
 from probes.errors import BadProbeRequest
-from probes.faults import BusyGpu, Contention, TransferFails, TransferHangs
-from probes.presets import PRESET_NAMES
 from probes.report import PAIR_TESTS, Report, ReportKind, TestName, TransferResult
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import BusyGpu, Contention, TransferFails, TransferHangs
+from probes.sim.presets import PRESET_NAMES
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, SweepProgress, build_report, run_sweep
 
 Pair = tuple[int | None, int | None]

@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from probes.faults import (
+from probes.report import LinkCounters, LinkState, P2PStatus, Report, TestName, TransferResult
+from probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     Contention,
@@ -18,9 +19,8 @@ from probes.faults import (
     PcieDowntrained,
     TransferFails,
 )
-from probes.presets import PRESET_NAMES
-from probes.report import LinkCounters, LinkState, P2PStatus, Report, TestName, TransferResult
-from probes.simulated import SimulatedFabric
+from probes.sim.presets import PRESET_NAMES
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 TESTS = (TestName.CE_WRITE, TestName.LATENCY, TestName.STAGED, TestName.ALLREDUCE)

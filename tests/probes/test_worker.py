@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
+from probes.agent.outbox import Delivery
+from probes.agent.runner import ProbeRuntime, open_runtime
+from probes.agent.sender import Outcome
+from probes.agent.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX
 from probes.config import ProbeSettings
-from probes.faults import BusyGpu, TransferHangs
-from probes.outbox import Delivery
 from probes.report import Report, ReportKind, TestName, utcnow
-from probes.runner import ProbeRuntime, open_runtime
-from probes.sender import Outcome
-from probes.simulated import SimulatedFabric
-from probes.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX
+from probes.sim.faults import BusyGpu, TransferHangs
+from probes.sim.simulated import SimulatedFabric
 from tests.probes.fakeclock import FakeClock
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
 

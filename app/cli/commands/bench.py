@@ -25,8 +25,8 @@ from probes.budgets import DEFAULT_BUDGETS
 from probes.errors import BadProbeRequest
 from probes.fabric import Fabric
 from probes.fabric_select import FALLBACK_PRESET, fabric_choices, open_fabric
-from probes.presets import PRESET_NAMES
 from probes.report import Report, TestName
+from probes.sim.presets import PRESET_NAMES
 from probes.sweep import SweepOptions, SweepProgress, build_report
 
 ALL_TESTS = ",".join(t.value for t in TestName)

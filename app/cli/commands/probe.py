@@ -20,13 +20,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.logs import configure_logging
+from probes.agent.outbox import Delivery, Submitted
+from probes.agent.runner import ProbeRuntime, open_runtime
+from probes.agent.sender import Outcome
+from probes.agent.spool import SpoolLocked
 from probes.config import ENV_PREFIX, ProbeSettings
 from probes.errors import BadProbeRequest, FabricUnavailable
-from probes.outbox import Delivery, Submitted
 from probes.report import Report, ReportKind
-from probes.runner import ProbeRuntime, open_runtime
-from probes.sender import Outcome
-from probes.spool import SpoolLocked
 
 EXIT_FAILED, EXIT_USAGE, EXIT_UNAUTHORIZED, EXIT_REJECTED = 1, 2, 3, 4
 _DEFAULTS = ProbeSettings.model_construct()

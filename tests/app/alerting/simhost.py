@@ -19,9 +19,9 @@ from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.models import Alert, AlertEvent
 from app.services.ingest import ingest
-from probes.faults import Fault
 from probes.report import Report, ReportKind, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import Fault
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 # A fixed morning: tests never depend on the real clock.

@@ -12,7 +12,7 @@ from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.models import Silence
-from probes.faults import LinksDown
+from probes.sim.faults import LinksDown
 from tests.app.alerting.real_alertmanager import alerts_in
 from tests.app.alerting.simhost import SimHost
 

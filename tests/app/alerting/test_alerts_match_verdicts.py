@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.queries.health import host_health
 from app.schemas import Verdict
-from probes.faults import (
+from probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     Contention,

@@ -16,9 +16,9 @@ from app.alerting.schemas import AlertState
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.main import create_app
-from probes.faults import LinksDown
 from probes.report import ReportKind
-from probes.simulated import SimulatedFabric
+from probes.sim.faults import LinksDown
+from probes.sim.simulated import SimulatedFabric
 from probes.sweep import build_report
 from tests.app.alerting.simhost import QUICK
 from tests.app.conftest import ADMIN_TOKEN, probe_headers

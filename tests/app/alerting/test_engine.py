@@ -17,7 +17,7 @@ from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.models import Alert, AlertEvent
-from probes.faults import LinksDown
+from probes.sim.faults import LinksDown
 from tests.app.alerting.simhost import START, SimHost
 
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.alerting.rules import RULES
 from app.alerting.service import AlertingService
 from app.config import Settings
-from probes.faults import FabricManagerDown, FabricNotCompleted, PeerCopiesFail
+from probes.sim.faults import FabricManagerDown, FabricNotCompleted, PeerCopiesFail
 from tests.app.alerting.simhost import SimHost
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.faults import ErrorGrowth, LinksDown
+from probes.sim.faults import ErrorGrowth, LinksDown
 from tests.app.alerting.simhost import SimHost
 
 LINK = ("gpu", "0"), ("host", "sim-a"), ("link", "17")

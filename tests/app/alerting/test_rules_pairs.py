@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from probes.faults import BandwidthFactor, Contention, P2PDisabled, PcieDowntrained, TransferFails
+from probes.sim.faults import (
+    BandwidthFactor,
+    Contention,
+    P2PDisabled,
+    PcieDowntrained,
+    TransferFails,
+)
 from tests.app.alerting.simhost import SimHost
 
 SWEEP_S = 300.0
@@ -40,7 +46,7 @@ def test_lost_links_page_once_not_once_per_pair(host: SimHost) -> None:
     """6 of GPU1's 18 links down: its pairs fall to 12/18 of their full width, and the one
     page is the GPU's (NVLinkDown per link, NVLinkWidthReduced); no pair alert repeats it,
     in either direction."""
-    from probes.faults import LinksDown
+    from probes.sim.faults import LinksDown
     for _ in range(3):
         host.step(SWEEP_S, "sweep")
     host.inject(LinksDown(gpu=1, count=6))

@@ -92,7 +92,7 @@ def test_how_long_a_pair_has_been_slow_is_not_capped_at_the_look_back(
         sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
     """Samples are read back 20 min (twice the sustain time); the pair has been slow for an
     hour, and its reason and `low_since` say so."""
-    from probes.faults import BandwidthFactor
+    from probes.sim.faults import BandwidthFactor
     from tests.app.alerting.simhost import SimHost
     settings = sqlite_settings.model_copy(update={"health_lookback_s": 60.0})
     host = SimHost(sessions, settings)
@@ -114,7 +114,7 @@ def test_a_pcie_link_downtrained_in_generation_only_is_judged_as_it_alerts(
         sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
     """Gen4 of Gen5 at full width: PCIeLinkDowntrained fires, and the GPU reads degraded
     (not healthy and handed out by the scheduler) — one judgement for both."""
-    from probes.faults import PcieDowntrained
+    from probes.sim.faults import PcieDowntrained
     from tests.app.alerting.simhost import SimHost
     host = SimHost(sessions, sqlite_settings)
     host.inject(PcieDowntrained(gpu=1, gen=4, width=16))

@@ -12,7 +12,8 @@ from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_li
 from app.analysis.fabric_state import judge_gpu_fabric, judge_host_fabric
 from app.analysis.health import PairJudgement, Sample, Thresholds, judge_pair, judge_test
 from app.schemas import Verdict
-from probes.faults import (
+from probes.report import FabricManagerInfo, TestName
+from probes.sim.faults import (
     FabricManagerDown,
     FabricNotCompleted,
     FabricStatusError,
@@ -21,8 +22,7 @@ from probes.faults import (
     LinksDown,
     PeerCopiesFail,
 )
-from probes.report import FabricManagerInfo, TestName
-from probes.simulated import SimulatedFabric
+from probes.sim.simulated import SimulatedFabric
 
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
 

@@ -15,9 +15,9 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-from probes.presets import Calibration
 from probes.report import TestName
-from probes.simtopo import Route
+from probes.sim.presets import Calibration
+from probes.sim.simtopo import Route
 
 BIG_COPY = 64 << 20  # at and above this size an SM copy kernel runs at its full rate
 

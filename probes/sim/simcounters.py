@@ -13,9 +13,9 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from probes.presets import Preset
 from probes.report import LinkCounters
-from probes.simtopo import SimTopology
+from probes.sim.presets import Preset
+from probes.sim.simtopo import SimTopology
 
 ERROR_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 

@@ -15,17 +15,17 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from probes.agent.metrics_server import AgentExposition, MetricsServer
+from probes.agent.outbox import Outbox
+from probes.agent.sender import Backoff, Sender
+from probes.agent.spool import open_spool
+from probes.agent.worker import Clock, Meter, Sleep, Worker, process_usage
 from probes.config import ProbeSettings
 from probes.errors import FabricUnavailable
 from probes.fabric import Fabric
 from probes.fabric_select import open_fabric, open_real
-from probes.metrics_server import AgentExposition, MetricsServer
-from probes.outbox import Outbox
 from probes.passes import report_builder
 from probes.report import utcnow
-from probes.sender import Backoff, Sender
-from probes.spool import open_spool
-from probes.worker import Clock, Meter, Sleep, Worker, process_usage
 
 
 @dataclass

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from probes.agent_state import AgentState
+from probes.agent.agent_state import AgentState
+from probes.agent.outbox import Delivery, Outbox, Submitted
 from probes.config import ProbeSettings
-from probes.outbox import Delivery, Outbox, Submitted
 from probes.report import Report, ReportKind
 
 log = logging.getLogger(__name__)

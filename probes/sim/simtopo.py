@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from probes.faults import Fault, LinksDown, P2PDisabled, PcieDowntrained
-from probes.presets import Calibration, Preset
 from probes.report import P2PCap, P2PStatus, PairInfo, PathLevel
+from probes.sim.faults import Fault, LinksDown, P2PDisabled, PcieDowntrained
+from probes.sim.presets import Calibration, Preset
 
 RouteKind = Literal["nvlink", "pcie", "staged"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probes.fabric import TestSpec
-from probes.faults import BandwidthFactor, BusyGpu, Contention, Fault
-from probes.presets import load_calibration
 from probes.report import TestName
-from probes.simperf import PerfModel, best_ring
-from probes.simtopo import SimTopology
+from probes.sim.faults import BandwidthFactor, BusyGpu, Contention, Fault
+from probes.sim.presets import load_calibration
+from probes.sim.simperf import PerfModel, best_ring
+from probes.sim.simtopo import SimTopology
 
 LATENCY_LOAD_BYTES = 64  # bytes one dependent peer load brings back over the link
 Flow = tuple[int, int, float]  # sender, receiver, bytes

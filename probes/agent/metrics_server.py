@@ -23,7 +23,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from probes.agent_state import AgentState, AgentView
+from probes.agent.agent_state import AgentState, AgentView
 from probes.errors import BadProbeRequest
 from probes.metrics import AgentCollector, SpoolGauge
 from probes.metrics_text import render

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from probes.agent.sender import Backoff, Outcome, Sender, SendResult
+from probes.agent.spool import REJECTED_SUFFIX, AnySpool, SpoolEntry
 from probes.report import Report
-from probes.sender import Backoff, Outcome, Sender, SendResult
-from probes.spool import REJECTED_SUFFIX, AnySpool, SpoolEntry
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from probes.fabric import TestSpec
-from probes.faults import (
+from probes.report import FabricManagerInfo, SwitchFabricInfo, TestName
+from probes.sim.faults import (
     FabricManagerDown,
     FabricNotCompleted,
     FabricStatusError,
@@ -19,8 +20,7 @@ from probes.faults import (
     Fault,
     PeerCopiesFail,
 )
-from probes.presets import Preset
-from probes.report import FabricManagerInfo, SwitchFabricInfo, TestName
+from probes.sim.presets import Preset
 
 
 def _applies(fault_gpu: int | None, gpu: int) -> bool:

@@ -27,21 +27,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import probes
-from probes import simfabric
 from probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from probes.fabric import Measurement, TestSpec
-from probes.faults import (
-    BusyGpu,
-    Contention,
-    DriverRestarted,
-    ErrorGrowth,
-    Fault,
-    GpuLost,
-    TransferFails,
-    TransferHangs,
-    gpus_named,
-)
-from probes.presets import Preset, load_calibration, load_preset
 from probes.report import (
     FabricManagerInfo,
     GpuActivity,
@@ -57,16 +44,29 @@ from probes.report import (
     TestName,
     utcnow,
 )
-from probes.simcounters import CounterBank
-from probes.simrun import Run, contention_rate, model_run
-from probes.simtopo import SimTopology
+from probes.sim import simfabric
+from probes.sim.faults import (
+    BusyGpu,
+    Contention,
+    DriverRestarted,
+    ErrorGrowth,
+    Fault,
+    GpuLost,
+    TransferFails,
+    TransferHangs,
+    gpus_named,
+)
+from probes.sim.presets import Preset, load_calibration, load_preset
+from probes.sim.simcounters import CounterBank
+from probes.sim.simrun import Run, contention_rate, model_run
+from probes.sim.simtopo import SimTopology
 
 LINK_CAPABILITIES = {"p2p_supported": True, "p2p_atomics": True, "sysmem_access": True,
                      "sysmem_atomics": True, "sli_bridge": True, "valid": True}
 
 
 class SimulatedFabric:
-    """A GPU host built from a preset; see the module docstring and `probes.faults`."""
+    """A GPU host built from a preset; see the module docstring and `probes.sim.faults`."""
 
     def __init__(
         self,
