@@ -21,8 +21,8 @@ from app.analysis.fabric_health import LinkJudgement
 from app.analysis.health import Thresholds
 from app.config import Settings
 from app.models import Host, Measurement, NvLink, ReportRow
+from app.queries.fabric import HostFabric
 from app.queries.health import HostHealth
-from app.services.fabric_state import HostFabric
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Alert, GpuSample, Host, JudgedHost, ReportRow
 from app.queries.common import get_host
+from app.queries.fabric import load_fabric
 from app.queries.health import NOT_JUDGED
 from app.schemas import (
     GpuActivityOut,
@@ -20,7 +21,6 @@ from app.schemas import (
     ReportOut,
     Verdict,
 )
-from app.services.fabric_state import load_fabric
 from probes.report import LinkState, TestName
 
 FIRING = "firing"

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from app.analysis.rates import increases
 from app.models import GpuSample, LinkSample
 from app.queries.common import NotFound, get_host
+from app.queries.fabric import load_fabric
 from app.schemas import LinkRatePoint, LinkSeries, LinkSeriesResponse, PcieRatePoint, PcieSeries
-from app.services.fabric_state import load_fabric
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 FIELDS = ("tx_bps", "rx_bps", "replay_per_s", "recovery_per_s", "crc_flit_per_s",

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.models import Measurement, MeasurementRollup
 from app.queries.common import NotFound, baselines_of, get_host
+from app.queries.fabric import load_fabric
 from app.schemas import BaselineOut, ExpectedOut, SeriesBucket, SeriesPoint, SeriesResponse
-from app.services.fabric_state import load_fabric
 from app.sql import epoch_seconds
 from probes.report import TestName, unit_of
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.analysis.baseline import healthy_values, robust_baseline
 from app.config import Settings
 from app.models import Baseline, Measurement
-from app.services.fabric_state import HostFabric
+from app.queries.fabric import HostFabric
 from probes.report import TestName
 
 Key = tuple[int, int, str]

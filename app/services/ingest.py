@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
+from app.queries.fabric import fabric_from_inventory, load_fabric
 from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
 from app.services.bulk import insert_rows
-from app.services.fabric_state import fabric_from_inventory, load_fabric
 from app.services.host_runtime import record_runtime
 from app.services.inventory import (
     forget_uncommitted,

@@ -43,10 +43,10 @@ from app.config import Settings
 from app.models import Host
 from app.queries.common import PairKey, baseline_refs, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates
+from app.queries.fabric import HostFabric, load_fabric
 from app.queries.health import HostHealth
 from app.queries.page_holds import fabric_manager_of
 from app.schemas import Verdict
-from app.services.fabric_state import HostFabric, load_fabric
 
 
 def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
