@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.analysis.verdict import Verdict
 from probes.report import (
     LinkState,
     P2PCap,
@@ -26,20 +27,6 @@ from probes.report import (
     TestName,
     Unit,
 )
-
-
-class Verdict(StrEnum):
-    """Worst first in `SEVERITY`; `unknown` means too little data to judge."""
-
-    HEALTHY = "healthy"
-    DEGRADED = "degraded"
-    DOWN = "down"
-    UNKNOWN = "unknown"
-
-
-SEVERITY: dict[Verdict, int] = {
-    Verdict.HEALTHY: 0, Verdict.UNKNOWN: 1, Verdict.DEGRADED: 2, Verdict.DOWN: 3,
-}
 
 
 def _example(example: dict[str, Any]) -> ConfigDict:

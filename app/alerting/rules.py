@@ -13,7 +13,7 @@ from app.alerting.rules_fabric import FABRIC_RULES
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 from app.services.judge import last_heard_at
 from probes.report import BANDWIDTH_TESTS, LinkState, TestName
 

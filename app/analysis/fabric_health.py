@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
 from app.analysis.health import Judgement, PairJudgement, Thresholds
 from app.analysis.text import fmt_rate
-from app.schemas import SEVERITY, Verdict
+from app.analysis.verdict import SEVERITY, Verdict
 from probes.report import GpuInfo, LinkState, NvLinkPort
 
 ERROR_COUNTERS = ("replay", "recovery")

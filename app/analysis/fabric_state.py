@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from app.analysis.fabric_expect import FabricExpectation, expect_gpu
 from app.analysis.health import PairJudgement
-from app.schemas import SEVERITY, Verdict
+from app.analysis.verdict import SEVERITY, Verdict
 from probes.report import FabricManagerInfo, GpuInfo, LinkState, NvLinkPort, TestName
 
 NOT_COMPLETED = {"not_started": Verdict.DOWN, "in_progress": Verdict.DEGRADED}

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from app.analysis.fabric_health import LinkJudgement
 from app.analysis.text import fmt_duration
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 
 
 def downs_now(seen: Sequence[datetime], was_down: bool, is_down: bool, now: datetime,

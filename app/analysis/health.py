@@ -28,8 +28,8 @@ from datetime import datetime
 
 from app.analysis.expected import Expectation, ratio
 from app.analysis.text import fmt_duration, fmt_value, fmt_window
+from app.analysis.verdict import SEVERITY, Verdict
 from app.config import Settings
-from app.schemas import SEVERITY, Verdict
 from probes.report import P2PCap, P2PStatus, PairInfo, TestName, unit_of
 
 

@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from app.analysis.fabric_health import GpuJudgement, HostJudgement, LinkJudgement
 from app.analysis.health import PairJudgement, Sample, TestJudgement
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.models import Host, JudgedGpu, JudgedHost, JudgedLink, JudgedPair, JudgedTest
 from app.queries.common import PairKey, get_host
 from app.queries.fabric import HostFabric, load_fabric
-from app.schemas import Verdict
 from probes.report import TestName
 
 # Each kind of judged object: its table and the columns that name one object on a host.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.analysis.verdict import Verdict
 from app.models import Alert, GpuSample, Host, JudgedHost, ReportRow
 from app.queries.common import get_host
 from app.queries.fabric import load_fabric
@@ -19,7 +20,6 @@ from app.schemas import (
     PairRef,
     ProbeErrorOut,
     ReportOut,
-    Verdict,
 )
 from probes.report import LinkState, TestName
 

@@ -10,9 +10,9 @@ from datetime import datetime
 from app.analysis.health import Sample
 from app.analysis.placement import FabricView, GpuState, PairVerdict
 from app.analysis.placement_inputs import measured_matrix, view_from_inventory
+from app.analysis.verdict import Verdict
 from app.queries.common import PairKey
 from app.queries.health import HostHealth
-from app.schemas import Verdict
 from probes.report import Inventory
 
 

@@ -8,9 +8,9 @@ from collections import defaultdict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.analysis.verdict import Verdict
 from app.models import Host, JudgedGpu, JudgedHost
 from app.queries.health import NOT_JUDGED
-from app.schemas import Verdict
 from app.schemas_scheduler import SchedulableHost, UnhealthyGpu
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.fabric_health import LinkJudgement
 from app.analysis.health import TestJudgement, worst
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.queries.health import HostHealth, host_health
 from app.schemas import (
@@ -25,7 +26,6 @@ from app.schemas import (
     TopologyEdge,
     TopologyNode,
     TopologyResponse,
-    Verdict,
 )
 from probes.report import LinkState, NvLinkPort, RemoteType, TestName
 

@@ -39,6 +39,7 @@ from app.analysis.health import (
     pair_label,
 )
 from app.analysis.text import fmt_duration
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.models import Host
 from app.queries.common import PairKey, baseline_refs, pair_samples
@@ -46,7 +47,6 @@ from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.health import HostHealth
 from app.queries.page_holds import fabric_manager_of
-from app.schemas import Verdict
 
 
 def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],

@@ -15,6 +15,7 @@ from sqlalchemy import and_, bindparam, delete, insert
 from sqlalchemy.orm import Session
 
 from app.analysis.health import TestJudgement
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.models import Host, JudgedHost
 from app.queries.health import (
@@ -25,7 +26,6 @@ from app.queries.health import (
     stored_rows,
     tests_from_rows,
 )
-from app.schemas import Verdict
 from app.services.judge import Prior, judge_host_now, last_heard_at
 from probes.report import TestName
 

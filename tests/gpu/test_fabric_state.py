@@ -5,7 +5,7 @@ NVSwitch board every GPU's registration is COMPLETED and the judge finds nothing
 from __future__ import annotations
 
 from app.analysis.fabric_state import judge_host_fabric
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 from probes.nvidia.real import RealFabric
 from probes.report import RemoteType
 

@@ -10,9 +10,9 @@ import re
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.queries.health import host_health
-from app.schemas import Verdict
 from probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,

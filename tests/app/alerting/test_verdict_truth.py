@@ -10,10 +10,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.queries.health import host_health
 from app.queries.scheduler import schedulable
-from app.schemas import Verdict
 from app.services.ingest import ingest
 from probes.report import Report, ReportKind
 from tests.app.factory import T0, sweep

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
 from app.analysis.health import PairJudgement, Thresholds
 from app.analysis.rates import increases, rate_per_s
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 from probes.report import LinkState, NvLinkPort, PcieLink, RemoteType
 from tests.app.factory import gpu
 

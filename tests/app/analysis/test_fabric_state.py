@@ -11,7 +11,7 @@ from app.analysis.fabric_expect import expect_gpu, unused_by_design
 from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
 from app.analysis.fabric_state import judge_gpu_fabric, judge_host_fabric
 from app.analysis.health import PairJudgement, Sample, Thresholds, judge_pair, judge_test
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 from probes.report import FabricManagerInfo, TestName
 from probes.sim.faults import (
     FabricManagerDown,

@@ -14,7 +14,7 @@ from app.analysis.health import (
     judge_test,
     p2p_problem,
 )
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 from probes.report import PairInfo, PathLevel, TestName, Unit
 
 T = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
