@@ -16,6 +16,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app.analysis.health import Thresholds
+
 DAY_S = 86_400.0
 
 
@@ -157,3 +159,11 @@ class Settings(BaseSettings):
     @property
     def baseline_window_s(self) -> float:
         return self.baseline_window_days * DAY_S
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """The judging thresholds these settings name (analysis/ never reads Settings)."""
+        return Thresholds(self.degraded_ratio_expected, self.degraded_ratio_baseline,
+                          self.degraded_sustain_s, self.error_rate_degraded_per_s,
+                          self.crc_rate_degraded_per_s, self.intermittent_low,
+                          self.intermittent_of)

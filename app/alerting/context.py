@@ -49,7 +49,7 @@ class HostContext:
 
     @cached_property
     def thresholds(self) -> Thresholds:
-        return Thresholds.from_settings(self.settings)
+        return self.settings.thresholds
 
     @property
     def fabric(self) -> HostFabric:

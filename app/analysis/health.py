@@ -29,7 +29,6 @@ from datetime import datetime
 from app.analysis.expected import Expectation, ratio
 from app.analysis.text import fmt_duration, fmt_value, fmt_window
 from app.analysis.verdict import SEVERITY, Verdict
-from app.config import Settings
 from probes.report import P2PCap, P2PStatus, PairInfo, TestName, unit_of
 
 
@@ -42,12 +41,6 @@ class Thresholds:
     crc_rate_per_s: float = 1.0  # NVLink CRC/ECC growth tolerated
     intermittent_low: int = 3  # degraded when this many ...
     intermittent_of: int = 6  # ... of the newest judged samples are low
-
-    @classmethod
-    def from_settings(cls, s: Settings) -> Thresholds:
-        return cls(s.degraded_ratio_expected, s.degraded_ratio_baseline, s.degraded_sustain_s,
-                   s.error_rate_degraded_per_s, s.crc_rate_degraded_per_s,
-                   s.intermittent_low, s.intermittent_of)
 
 
 @dataclass(frozen=True)

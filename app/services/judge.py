@@ -98,7 +98,7 @@ def judge_tests_from_history(session: Session, settings: Settings, row: Host,
     lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
     samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
     return _judge_tests(fabric, samples, baseline_refs(session, row.id),
-                        Thresholds.from_settings(settings), low_before or {})
+                        settings.thresholds, low_before or {})
 
 
 def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
@@ -138,7 +138,7 @@ def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFa
                  prior: Prior) -> tuple[list[LinkJudgement], dict[tuple[int, int], dict]]:
     """Every NVLink port from its state and error rates, flapping ports degraded; with the
     facts to store for the next judgement (when each port went down)."""
-    th = Thresholds.from_settings(settings)
+    th = settings.thresholds
     rates = link_rates(session, row.id, since)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
