@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import logging
 import secrets
-import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +34,7 @@ from app.models import ReportRow
 from app.schemas_maintenance import MaintenanceRequest
 from app.server import build_server_app
 from app.services.maintenance import declare_window
+from app.signals import stop_on_signals
 from probes.report import utcnow
 
 log = logging.getLogger(__name__)
@@ -89,22 +87,6 @@ def migrate_and_count(settings: Settings) -> int:
         engine.dispose()
 
 
-@contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    def handler(_signum: int, _frame: object) -> None:
-        stop.set()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
              stop: threading.Event | None = None) -> int:
     stop = stop or threading.Event()
@@ -142,7 +124,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     elif existing:
         print(f"  history: {existing} reports already stored in {options.data_dir}; "
               "no backfill", file=out, flush=True)
-    with _stop_on_signals(stop):
+    with stop_on_signals(stop.set):
         while not stop.wait(0.5):
             pass
     print("peerwatch demo: stopping ...", file=out, flush=True)

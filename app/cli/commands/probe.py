@@ -10,16 +10,14 @@ waits safely in the spool, 3 when the server refused the token (report kept in t
 from __future__ import annotations
 
 import argparse
-import logging
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import Any
 
 from pydantic import ValidationError
 
 from app.logs import configure_logging
+from app.signals import stop_on_signals
 from probes.agent.outbox import Delivery, Submitted
 from probes.agent.runner import ProbeRuntime, open_runtime
 from probes.agent.sender import Outcome
@@ -110,26 +108,11 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         if args.once:
             return run_once(runtime)
-        with _stop_on_signals(runtime):
+        with stop_on_signals(runtime.worker.stop):
             runtime.worker.run()
         print(f"peerwatch probe: stopped; {len(runtime.outbox.spool)} report(s) in "
               f"{settings.spool_dir}", file=sys.stderr)
         return 0
-
-
-@contextmanager
-def _stop_on_signals(runtime: ProbeRuntime) -> Iterator[None]:
-    """SIGTERM and SIGINT end the loop after its current step; reports stay in the spool."""
-    def handler(signum: int, _frame: object) -> None:
-        logging.getLogger(__name__).info("%s received: stopping", signal.Signals(signum).name)
-        runtime.worker.stop()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def run_once(runtime: ProbeRuntime) -> int:
