@@ -18,12 +18,12 @@ from app.analysis.rates import increases
 from app.models import GpuSample, LinkSample
 from app.queries.common import NotFound, get_host
 from app.queries.fabric import load_fabric
+from app.queries.window import time_window
 from app.schemas import LinkRatePoint, LinkSeries, LinkSeriesResponse, PcieRatePoint, PcieSeries
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 FIELDS = ("tx_bps", "rx_bps", "replay_per_s", "recovery_per_s", "crc_flit_per_s",
           "crc_data_per_s", "ecc_data_per_s")
-MAX_BUCKETS = 2_000
 
 
 def bucket_rates(points: list[tuple[datetime, int | None]],
@@ -63,14 +63,9 @@ def link_series(session: Session, host: str, since: datetime | None = None,
     if link is not None and not any(p.link == link and (gpu is None or p.gpu == gpu)
                                     for p in fabric.nvlinks):
         raise NotFound("NVLink", link, where=row.name)
-    until = until or datetime.now(UTC)
-    since = since or until - timedelta(hours=1)
-    span = (until - since).total_seconds()
-    if span <= 0:
-        raise ValueError("since must be before until")
-    step = step or max(10, math.ceil(span / 60))
-    if span / step > MAX_BUCKETS:
-        raise ValueError(f"{span / step:.0f} buckets requested; at most {MAX_BUCKETS}")
+    window = time_window(since, until, step, timedelta(hours=1),
+                         lambda span: max(10, math.ceil(span / 60)))
+    since, until, step = window.since, window.until, window.step
     query = select(LinkSample.gpu, LinkSample.link, LinkSample.at,
                    *(getattr(LinkSample, c) for c in COUNTERS)).where(
         LinkSample.host_id == row.id, LinkSample.at >= since, LinkSample.at <= until)

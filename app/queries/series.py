@@ -20,11 +20,11 @@ from app.config import Settings
 from app.models import Measurement, MeasurementRollup
 from app.queries.common import NotFound, baselines_of, get_host
 from app.queries.fabric import load_fabric
+from app.queries.window import time_window
 from app.schemas import BaselineOut, ExpectedOut, SeriesBucket, SeriesPoint, SeriesResponse
 from app.sql import epoch_seconds
 from probes.report import TestName, unit_of
 
-MAX_BUCKETS = 2_000
 TARGET_BUCKETS = 300
 NICE_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 MAX_LISTED = 1_000  # contended / failed points listed beside the buckets
@@ -110,19 +110,14 @@ def pair_series(session: Session, settings: Settings, host: str, src: int, dst: 
     for gpu in (src, dst):
         if gpu not in fabric.gpus and gpu not in fabric.missing_gpus:
             raise NotFound("GPU", gpu, where=row.name)
-    until = until or datetime.now(UTC)
-    since = since or until - timedelta(days=1)
-    span = (until - since).total_seconds()
-    if span <= 0:
-        raise ValueError("since must be before until")
-    hourly = span > settings.series_raw_max_s
-    step = step or choose_step(span, hourly)
+    raw_max = settings.series_raw_max_s
+    window = time_window(since, until, step, timedelta(days=1),
+                         lambda span: choose_step(span, span > raw_max))
+    since, until, step = window.since, window.until, window.step
+    hourly = window.span_s > raw_max
     if hourly and step % 3600:
-        raise ValueError(f"a range over {settings.series_raw_max_s:.0f} s reads hourly "
+        raise ValueError(f"a range over {raw_max:.0f} s reads hourly "
                          "rollups: step must be a multiple of 3600")
-    if span / step > MAX_BUCKETS:
-        raise ValueError(f"{span / step:.0f} buckets requested; at most {MAX_BUCKETS}: "
-                         "use a larger step")
     raw_key = [Measurement.host_id == row.id, Measurement.src == src, Measurement.dst == dst,
                Measurement.test == name.value]
     in_range = [*raw_key, Measurement.measured_at >= since, Measurement.measured_at <= until]
