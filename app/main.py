@@ -21,6 +21,7 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from app import routes
+from app.alerting.service import alerting_loop, close_alerting
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
@@ -69,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            close_alerting(app)
             app.state.leadership.release()
             engine.dispose()
 
@@ -81,7 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
-    app.state.background_jobs = []
+    app.state.background_jobs = [alerting_loop]
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)

@@ -11,11 +11,9 @@ Nothing here may break ingest: every failure is logged and left for the next rou
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -156,19 +154,19 @@ def service_for(app: Any) -> AlertingService:
     return service
 
 
-@asynccontextmanager
-async def alerting_lifespan(app: Any) -> AsyncIterator[None]:
-    """Run `tick` every `alert_eval_interval_s` (0 turns the loop off) while the app runs."""
+async def alerting_loop(app: Any) -> None:
+    """The periodic round every `alert_eval_interval_s` (0 turns it off): one of the app's
+    background jobs, started and cancelled with the others by `app.main.create_app`."""
     service = service_for(app)
     interval = service.alerting.alert_eval_interval_s
-    task = asyncio.create_task(_loop(app, service, interval)) if interval > 0 else None
-    try:
-        yield
-    finally:
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    if interval > 0:
+        await _loop(app, service, interval)
+
+
+def close_alerting(app: Any) -> None:
+    """At shutdown: close the Alertmanager client, if the service was ever made."""
+    service: AlertingService | None = getattr(app.state, "alerting", None)
+    if service is not None:
         service.close()
 
 

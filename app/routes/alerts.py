@@ -3,7 +3,7 @@
 Reading is open like the rest of the read API; acknowledging needs the admin token
 (`Authorization: Bearer <PEERWATCH_ADMIN_TOKEN>`: 401 without one, 403 with another).
 The rules' evaluation itself runs after each ingest and periodically (see
-`app/alerting/service.py`, whose lifespan this router carries into the app).
+`app/alerting/service.py`; its periodic round is one of `create_app`'s background jobs).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
-from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
 from app.alerting.schemas import (
@@ -25,17 +24,15 @@ from app.alerting.schemas import (
     AlertsResponse,
     AlertState,
 )
-from app.alerting.service import alerting_lifespan, service_for
+from app.alerting.service import service_for
 from app.alerting.silences import active_silences, silenced_by
 from app.analysis.debounce import Hold
 from app.deps import AdminTokenDep, RowId, SessionDep
 from app.models import Alert, AlertEvent, Silence
+from app.queries.alerts import alert_history, find_alerts
 from app.queries.page_holds import page_holds
 
-router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], lifespan=alerting_lifespan)
-
-STATE_ORDER = case((Alert.state == "firing", 0), (Alert.state == "pending", 1), else_=2)
-
+router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 
 def alert_out(alert: Alert, silences: list[Silence],
               holds: Mapping[str, Hold] | None = None) -> AlertOut:
@@ -78,19 +75,9 @@ def list_alerts(
     = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
 ) -> AlertsResponse:
-    query = select(Alert)
-    if state is None:
-        query = query.where(Alert.state.in_(("pending", "firing")))
-    elif state != "all":
-        query = query.where(Alert.state == AlertState(state).value)
-    if host is not None:
-        query = query.where(Alert.host == host)
-    if alertname is not None:
-        query = query.where(Alert.rule == alertname)
-    query = query.order_by(STATE_ORDER, Alert.updated_at.desc(), Alert.id.desc()).limit(limit)
+    rows = find_alerts(session, None if state is None else str(state), host, alertname, limit)
     now = datetime.now(UTC)
     silences = active_silences(session, now)
-    rows = list(session.scalars(query))
     holds = holds_for(request, session, rows, now)
     return AlertsResponse(alerts=[alert_out(a, silences, holds) for a in rows])
 
@@ -105,8 +92,7 @@ def _get(session: SessionDep, alert_id: int) -> Alert:
 @router.get("/{alert_id}", response_model=AlertDetail, summary="One alert with its history")
 def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDetail:
     alert = _get(session, alert_id)
-    events = session.scalars(select(AlertEvent).where(AlertEvent.alert_id == alert_id)
-                             .order_by(AlertEvent.at, AlertEvent.id))
+    events = alert_history(session, alert_id)
     now = datetime.now(UTC)
     base = alert_out(alert, active_silences(session, now),
                      holds_for(request, session, [alert], now))

@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
-from sqlalchemy import select
 
 from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
 from app.deps import AdminTokenDep, RowId, SessionDep
 from app.errors import unprocessable
 from app.models import Silence
+from app.queries.alerts import find_silences
 
 router = APIRouter(prefix="/api/v1/silences", tags=["alerts"])
 
@@ -45,10 +45,7 @@ def list_silences(
     expired: Annotated[bool, Query(description="Include expired ones.")] = False,
 ) -> SilencesResponse:
     now = datetime.now(UTC)
-    query = select(Silence)
-    if not expired:
-        query = query.where(Silence.ends_at > now)
-    rows = session.scalars(query.order_by(Silence.created_at.desc(), Silence.id.desc()))
+    rows = find_silences(session, now, expired)
     return SilencesResponse(silences=[silence_out(s, now) for s in rows])
 
 
