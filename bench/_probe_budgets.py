@@ -70,16 +70,16 @@ def scan(fabric, measured: dict) -> None:
 def counter_costs(fabric) -> None:
     """Where link_counters' time goes: field-value calls of several sizes, error counters."""
     nv = fabric._nvml
-    m, h = nv._m, nv._handle(0)
+    m, h = nv.module, nv.handle(0)
     tx, rx = m.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, m.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
     err = [m.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, m.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY,
            m.NVML_FI_DEV_NVLINK_ERROR_DL_CRC]
     cases = {
-        "1 field (link count)": lambda: nv._fields(0, [(m.NVML_FI_DEV_NVLINK_LINK_COUNT, 0)]),
-        "18 fields (TX)": lambda: nv._fields(0, [(tx, link) for link in range(18)]),
-        "36 fields (TX+RX)": lambda: nv._fields(0, [(f, link) for link in range(18)
+        "1 field (link count)": lambda: nv.fields(0, [(m.NVML_FI_DEV_NVLINK_LINK_COUNT, 0)]),
+        "18 fields (TX)": lambda: nv.fields(0, [(tx, link) for link in range(18)]),
+        "36 fields (TX+RX)": lambda: nv.fields(0, [(f, link) for link in range(18)
                                                     for f in (tx, rx)]),
-        "54 fields (DL errors)": lambda: nv._fields(0, [(f, link) for link in range(18)
+        "54 fields (DL errors)": lambda: nv.fields(0, [(f, link) for link in range(18)
                                                         for f in err]),
         "36 error-counter calls": lambda: [m.nvmlDeviceGetNvLinkErrorCounter(h, link, c)
                                            for link in range(18) for c in (3, 4)],

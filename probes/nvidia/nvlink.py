@@ -47,7 +47,7 @@ class NvLinks:
 
     def ports(self, gpu: int) -> list[NvLinkPort]:
         """Every NVLink port NVML reports for the GPU (0 .. LINK_COUNT-1, never MAX_LINKS)."""
-        h = self.nvml._handle(gpu)
+        h = self.nvml.handle(gpu)
         count = self.nvml.link_count(gpu)
         speeds = self._per_link_field(gpu, "NVML_FI_DEV_NVLINK_GET_SPEED", count)
         ports = [p for link in range(count) if (p := self._port(gpu, h, link, speeds[link]))]
@@ -61,23 +61,23 @@ class NvLinks:
         return self.ports(gpu)
 
     def _per_link_field(self, gpu: int, name: str, count: int) -> list[int | float | None]:
-        field_id = getattr(self.nvml._m, name, None)
+        field_id = getattr(self.nvml.module, name, None)
         if field_id is None or count == 0:
             return [None] * count
         try:
-            return self.nvml._fields(gpu, [(field_id, link) for link in range(count)])
+            return self.nvml.fields(gpu, [(field_id, link) for link in range(count)])
         except NotSupported:
             return [None] * count
 
     def _port(self, gpu: int, h: Any, link: int, speed_mbps: Any) -> NvLinkPort | None:
         nv, where = self.nvml, f"nvml.nvlink gpu={gpu} link={link}"
         try:
-            state = nv._call(where, "nvmlDeviceGetNvLinkState", h, link, per_link=True)
+            state = nv.call(where, "nvmlDeviceGetNvLinkState", h, link, per_link=True)
         except NotSupported:
             return None  # no such port on this GPU
 
         def ask(name: str, *args: Any) -> Any:
-            return nv._maybe(where, name, h, link, *args, per_link=True)
+            return nv.maybe(where, name, h, link, *args, per_link=True)
 
         remote_type = ask("nvmlDeviceGetNvLinkRemoteDeviceType")
         remote = ask("nvmlDeviceGetNvLinkRemotePciInfo")
@@ -103,10 +103,10 @@ class NvLinks:
     def counters(self, gpu: int) -> list[LinkCounters]:
         """Cumulative per-link counters (see the module docstring for what is fresh)."""
         count = self.nvml.link_count(gpu)
-        m = self.nvml._m
+        m = self.nvml.module
         ids = [getattr(m, f"NVML_FI_DEV_NVLINK_{n}", None) for n in COUNTER_FIELDS]
         wanted = [(fid, link) for link in range(count) for fid in ids if fid is not None]
-        values = dict(zip(wanted, self.nvml._fields(gpu, wanted), strict=True)) if wanted else {}
+        values = dict(zip(wanted, self.nvml.fields(gpu, wanted), strict=True)) if wanted else {}
 
         def get(fid: int | None, link: int) -> int | None:
             v = values.get((fid, link)) if fid is not None else None
@@ -129,13 +129,13 @@ class NvLinks:
         cached = self._errors.get(gpu)
         if cached and time.monotonic() - cached[0] < ERROR_COUNTER_TTL_S:
             return cached[1]
-        h = self.nvml._handle(gpu)
+        h = self.nvml.handle(gpu)
         read = []
         for link in range(count):
             where = f"nvml.counters gpu={gpu} link={link}"
             row: dict[str, int | None] = {}
             for key, code in ERROR_COUNTERS.items():
-                v = self.nvml._maybe(where, "nvmlDeviceGetNvLinkErrorCounter", h, link, code,
+                v = self.nvml.maybe(where, "nvmlDeviceGetNvLinkErrorCounter", h, link, code,
                                      per_link=True)
                 row[key] = None if v is None else int(v)
             read.append(row)

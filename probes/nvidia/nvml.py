@@ -84,20 +84,20 @@ class Nvml:
 
     def __init__(self, module: Any = None, sysfs: Sysfs | None = None,
                  fabric_child_check: ChildCheck = child_fabric_check) -> None:
-        self._m = module if module is not None else load_pynvml()
+        self.module = module if module is not None else load_pynvml()
         self._sysfs = sysfs if sysfs is not None else Sysfs()
         try:
-            self._m.nvmlInit()
-        except self._m.NVMLError as exc:
+            self.module.nvmlInit()
+        except self.module.NVMLError as exc:
             raise FabricUnavailable(f"NVML could not start: {exc}") from exc
         self._open = True
         try:
-            count = int(self._m.nvmlDeviceGetCount())
-            self._handles = [self._m.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            count = int(self.module.nvmlDeviceGetCount())
+            self._handles = [self.module.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
             self._bus_ids = [
-                as_text(self._m.nvmlDeviceGetPciInfo(h).busId) for h in self._handles
+                as_text(self.module.nvmlDeviceGetPciInfo(h).busId) for h in self._handles
             ]
-        except self._m.NVMLError as exc:
+        except self.module.NVMLError as exc:
             self.close()
             raise FabricUnavailable(f"NVML could not list GPUs: {exc}") from exc
         if not self._handles:
@@ -105,10 +105,10 @@ class Nvml:
             raise FabricUnavailable("NVML sees no GPUs")
         self._norm_bus = [normalize_bus_id(b) for b in self._bus_ids]
         self._absent = {
-            getattr(self._m, "NVML_ERROR_NOT_SUPPORTED", 3),
-            getattr(self._m, "NVML_ERROR_FUNCTION_NOT_FOUND", 13),
+            getattr(self.module, "NVML_ERROR_NOT_SUPPORTED", 3),
+            getattr(self.module, "NVML_ERROR_FUNCTION_NOT_FOUND", 13),
         }
-        self._invalid = getattr(self._m, "NVML_ERROR_INVALID_ARGUMENT", 2)
+        self._invalid = getattr(self.module, "NVML_ERROR_INVALID_ARGUMENT", 2)
         self._link_counts: dict[int, int] = {}
         self._links = NvLinks(self)
         self._fabric = FabricReader(self, fabric_child_check)
@@ -119,8 +119,8 @@ class Nvml:
         if getattr(self, "_open", False):
             self._open = False
             try:
-                self._m.nvmlShutdown()
-            except self._m.NVMLError:
+                self.module.nvmlShutdown()
+            except self.module.NVMLError:
                 pass  # shutting down a session that is already gone is not worth an error
 
     def gpu_count(self) -> int:
@@ -128,45 +128,49 @@ class Nvml:
 
     def bus_id(self, gpu: int) -> str:
         """NVML's PCI bus id of a GPU, e.g. '00000000:00:06.0'."""
-        self._handle(gpu)
+        self.handle(gpu)
         return self._bus_ids[gpu]
 
     def gpu_at(self, bus_id: str | None) -> int | None:
         """The index of the GPU at a normalised PCI bus id, None when it is no GPU of ours."""
         return self._norm_bus.index(bus_id) if bus_id in self._norm_bus else None
 
-    def _handle(self, gpu: int) -> Any:
+    # The calls below are the interface `nvlink.py` and `nvml_fabric.py` read NVML through:
+    # a GPU's handle, one pynvml function with its errors converted, and field values.
+
+    def handle(self, gpu: int) -> Any:
+        """NVML's handle of GPU `gpu` (NVML index); BadProbeRequest for a GPU that is not there."""
         if not 0 <= gpu < len(self._handles):
             raise BadProbeRequest(f"no GPU {gpu}: NVML sees {len(self._handles)} GPU(s)")
         return self._handles[gpu]
 
-    def _call(self, where: str, name: str, *args: Any, per_link: bool = False) -> Any:
+    def call(self, where: str, name: str, *args: Any, per_link: bool = False) -> Any:
         """Call pynvml.<name>, converting its errors at this boundary."""
-        fn: Callable[..., Any] | None = getattr(self._m, name, None)
+        fn: Callable[..., Any] | None = getattr(self.module, name, None)
         if fn is None:
             raise NotSupported(f"{where}: this nvidia-ml-py has no {name}")
         try:
             return fn(*args)
-        except self._m.NVMLError as exc:
+        except self.module.NVMLError as exc:
             code = getattr(exc, "value", None)
             if code in self._absent or (per_link and code == self._invalid):
                 raise NotSupported(f"{where}: {name}: {exc}") from exc
             raise NvmlQueryError(f"{where}: {name}: {exc}") from exc
 
-    def _maybe(self, where: str, name: str, *args: Any, per_link: bool = False) -> Any:
-        """Like _call, but an unsupported query is simply None."""
+    def maybe(self, where: str, name: str, *args: Any, per_link: bool = False) -> Any:
+        """Like `call`, but an unsupported query is simply None."""
         try:
-            return self._call(where, name, *args, per_link=per_link)
+            return self.call(where, name, *args, per_link=per_link)
         except NotSupported:
             return None
 
-    def _fields(self, gpu: int, ids: Sequence[tuple[int, int]]) -> list[int | float | None]:
+    def fields(self, gpu: int, ids: Sequence[tuple[int, int]]) -> list[int | float | None]:
         """Field values (field id, scope/link) in ONE nvmlDeviceGetFieldValues call.
 
         Each entry carries its own nvmlReturn: a failed entry is None, the others stand.
         """
-        raw = self._call(f"nvml.fields gpu={gpu}", "nvmlDeviceGetFieldValues",
-                         self._handle(gpu), list(ids))
+        raw = self.call(f"nvml.fields gpu={gpu}", "nvmlDeviceGetFieldValues",
+                         self.handle(gpu), list(ids))
         out: list[int | float | None] = []
         for entry in raw:
             if int(entry.nvmlReturn) != 0:
@@ -177,35 +181,35 @@ class Nvml:
             out.append(getattr(entry.value, member))
         return out
 
-    def _field(self, gpu: int, name: str, scope: int = 0) -> int | None:
-        field_id = getattr(self._m, name, None)
+    def field(self, gpu: int, name: str, scope: int = 0) -> int | None:
+        field_id = getattr(self.module, name, None)
         if field_id is None:
             return None
-        value = self._fields(gpu, [(field_id, scope)])[0]
+        value = self.fields(gpu, [(field_id, scope)])[0]
         return None if value is None else int(value)
 
     # ------------------------------------------------------------------ host
 
     def driver_version(self) -> str | None:
-        value = self._maybe("nvml.driver", "nvmlSystemGetDriverVersion")
+        value = self.maybe("nvml.driver", "nvmlSystemGetDriverVersion")
         return None if value is None else as_text(value)
 
     def cuda_version(self) -> str | None:
         """CUDA version the driver supports, e.g. '13.0' (NVML returns 13000)."""
-        value = self._maybe("nvml.cuda", "nvmlSystemGetCudaDriverVersion")
+        value = self.maybe("nvml.cuda", "nvmlSystemGetCudaDriverVersion")
         return None if value is None else f"{int(value) // 1000}.{int(value) % 1000 // 10}"
 
     # ------------------------------------------------------------------ one GPU
 
     def gpu(self, index: int) -> GpuInfo:
-        h = self._handle(index)
+        h = self.handle(index)
         where = f"nvml.gpu gpu={index}"
-        memory = self._call(where, "nvmlDeviceGetMemoryInfo", h)
+        memory = self.call(where, "nvmlDeviceGetMemoryInfo", h)
         nvlinks = self.link_count(index)
         return GpuInfo(
             index=index,
-            uuid=as_text(self._call(where, "nvmlDeviceGetUUID", h)),
-            name=as_text(self._call(where, "nvmlDeviceGetName", h)),
+            uuid=as_text(self.call(where, "nvmlDeviceGetUUID", h)),
+            name=as_text(self.call(where, "nvmlDeviceGetName", h)),
             pci_bus_id=self._bus_ids[index],
             memory_total_bytes=int(memory.total),
             cpu_affinity=self._cpu_affinity(index),
@@ -218,31 +222,31 @@ class Nvml:
 
     def _cpu_affinity(self, gpu: int) -> str | None:
         words = max(1, ((os.cpu_count() or 64) + 63) // 64)
-        mask = self._maybe(f"nvml.cpu_affinity gpu={gpu}", "nvmlDeviceGetCpuAffinity",
-                           self._handle(gpu), words)
+        mask = self.maybe(f"nvml.cpu_affinity gpu={gpu}", "nvmlDeviceGetCpuAffinity",
+                           self.handle(gpu), words)
         return None if mask is None else cpulist(list(mask))
 
     def _numa_node(self, gpu: int) -> int | None:
         """NVML's NUMA node (NotSupported on x86), else the kernel's view of the PCI device
         (-1 in a VM), else NVML's memory affinity when it names exactly one node (what
         `nvidia-smi topo -m` prints as NUMA Affinity)."""
-        h, where = self._handle(gpu), f"nvml.numa gpu={gpu}"
-        node = self._maybe(where, "nvmlDeviceGetNumaNodeId", h)
+        h, where = self.handle(gpu), f"nvml.numa gpu={gpu}"
+        node = self.maybe(where, "nvmlDeviceGetNumaNodeId", h)
         if node is not None and int(node) >= 0:
             return int(node)
         node = self._sysfs.numa_node(self._bus_ids[gpu])
         if node is not None:
             return node
-        mask = self._maybe(where, "nvmlDeviceGetMemoryAffinity", h, 1,
-                           getattr(self._m, "NVML_AFFINITY_SCOPE_NODE", 0))
+        mask = self.maybe(where, "nvmlDeviceGetMemoryAffinity", h, 1,
+                           getattr(self.module, "NVML_AFFINITY_SCOPE_NODE", 0))
         nodes = [] if mask is None else [b for b in range(64) if int(mask[0]) >> b & 1]
         return nodes[0] if len(nodes) == 1 else None
 
     def _pcie(self, gpu: int) -> PcieLink:
-        h, where = self._handle(gpu), f"nvml.pcie gpu={gpu}"
+        h, where = self.handle(gpu), f"nvml.pcie gpu={gpu}"
 
         def read(name: str) -> int | None:
-            value = self._maybe(where, name, h)
+            value = self.maybe(where, name, h)
             return None if value is None else int(value)
 
         return PcieLink(
@@ -269,8 +273,8 @@ class Nvml:
     def _return_name(self, code: int) -> str:
         if code == 0:
             return "success"
-        for name in dir(self._m):
-            if name.startswith("NVML_ERROR_") and getattr(self._m, name) == code:
+        for name in dir(self.module):
+            if name.startswith("NVML_ERROR_") and getattr(self.module, name) == code:
                 return name.removeprefix("NVML_ERROR_").lower()
         return f"nvml_return_{code}"
 
@@ -279,7 +283,7 @@ class Nvml:
     def link_count(self, gpu: int) -> int:
         """NVML_FI_DEV_NVLINK_LINK_COUNT: ports this GPU has (fixed for the session)."""
         if gpu not in self._link_counts:
-            self._link_counts[gpu] = self._field(gpu, "NVML_FI_DEV_NVLINK_LINK_COUNT") or 0
+            self._link_counts[gpu] = self.field(gpu, "NVML_FI_DEV_NVLINK_LINK_COUNT") or 0
         return self._link_counts[gpu]
 
     def nvlinks(self, gpu: int) -> list[NvLinkPort]:
@@ -291,18 +295,18 @@ class Nvml:
     # ------------------------------------------------------------------ PCIe, activity
 
     def pcie_replay(self, gpu: int) -> int:
-        return int(self._call(f"nvml.pcie_replay gpu={gpu}", "nvmlDeviceGetPcieReplayCounter",
-                              self._handle(gpu)))
+        return int(self.call(f"nvml.pcie_replay gpu={gpu}", "nvmlDeviceGetPcieReplayCounter",
+                              self.handle(gpu)))
 
     def activity(self, gpu: int) -> GpuActivity:
         """Utilisation, memory in use and compute processes OTHER than this probe: once the
         probe has run a test it holds a CUDA context on the GPU, which NVML lists as a compute
         process, and a probe must not find its own GPUs busy. (In a container the probe needs
         the host's PID namespace to recognise itself, as dcgm-exporter does.)"""
-        h, where = self._handle(gpu), f"nvml.activity gpu={gpu}"
-        util = self._maybe(where, "nvmlDeviceGetUtilizationRates", h)
-        memory = self._maybe(where, "nvmlDeviceGetMemoryInfo", h)
-        procs = self._maybe(where, "nvmlDeviceGetComputeRunningProcesses", h) or []
+        h, where = self.handle(gpu), f"nvml.activity gpu={gpu}"
+        util = self.maybe(where, "nvmlDeviceGetUtilizationRates", h)
+        memory = self.maybe(where, "nvmlDeviceGetMemoryInfo", h)
+        procs = self.maybe(where, "nvmlDeviceGetComputeRunningProcesses", h) or []
         own = self._sysfs.own_pids()
         return GpuActivity(
             gpu=gpu,
@@ -316,17 +320,17 @@ class Nvml:
     def pair(self, src: int, dst: int) -> PairInfo:
         """How `nvidia-smi topo -m` and `topo -p2p` describe the ordered pair (CUDA's
         can-access-peer is not NVML's to answer: the caller fills it)."""
-        hs, hd = self._handle(src), self._handle(dst)
+        hs, hd = self.handle(src), self.handle(dst)
         if src == dst:
             raise BadProbeRequest(f"a pair needs two different GPUs, got {src} twice")
         where = f"nvml.pair {src}->{dst}"
-        code = self._maybe(where, "nvmlDeviceGetTopologyCommonAncestor", hs, hd)
+        code = self.maybe(where, "nvmlDeviceGetTopologyCommonAncestor", hs, hd)
         pcie = path_level(code) if code is not None else path_level(50)
         width, via_switch = nvlink_width(src, dst, self._links.recent_ports(src),
                                          self._links.recent_ports(dst))
         p2p = {}
         for cap, index in P2P_INDEXES.items():
-            status = self._maybe(where, "nvmlDeviceGetP2PStatus", hs, hd, index)
+            status = self.maybe(where, "nvmlDeviceGetP2PStatus", hs, hd, index)
             if status is not None:
                 p2p[cap] = P2P_STATUSES.get(int(status), P2PStatus.UNKNOWN)
         return PairInfo(

@@ -79,7 +79,7 @@ class FabricReader:
 
     def read(self, gpu: int) -> SwitchFabricInfo | None:
         """The GPU's fabric registration; None where it has no fabric to join."""
-        m = self.nvml._m
+        m = self.nvml.module
         legacy = self._legacy(gpu)
         if legacy is None and getattr(m, "nvmlDeviceGetGpuFabricInfo", None) is not None:
             return None  # the legacy call said NOT_SUPPORTED: never ask V
@@ -93,13 +93,13 @@ class FabricReader:
         return None if legacy is None else self._info(legacy, "legacy")
 
     def _legacy(self, gpu: int) -> Any:
-        struct = getattr(self.nvml._m, "c_nvmlGpuFabricInfo_t", None)
-        if struct is None or getattr(self.nvml._m, "nvmlDeviceGetGpuFabricInfo", None) is None:
+        struct = getattr(self.nvml.module, "c_nvmlGpuFabricInfo_t", None)
+        if struct is None or getattr(self.nvml.module, "nvmlDeviceGetGpuFabricInfo", None) is None:
             return None
         info = struct()
         try:
-            self.nvml._call(f"nvml.fabric gpu={gpu}", "nvmlDeviceGetGpuFabricInfo",
-                            self.nvml._handle(gpu), self.nvml._m.byref(info))
+            self.nvml.call(f"nvml.fabric gpu={gpu}", "nvmlDeviceGetGpuFabricInfo",
+                            self.nvml.handle(gpu), self.nvml.module.byref(info))
         except NotSupported:
             return None
         return info
@@ -110,7 +110,7 @@ class FabricReader:
         return self._child_ok[gpu]
 
     def _v(self, gpu: int) -> tuple[Any, str] | None:
-        m = self.nvml._m
+        m = self.nvml.module
         if getattr(m, "nvmlDeviceGetGpuFabricInfoV", None) is None:
             return None
         for version, struct_name in (("v3", "c_nvmlGpuFabricInfo_v3_t"),
@@ -120,8 +120,8 @@ class FabricReader:
                 continue
             info = struct()
             try:
-                self.nvml._call(f"nvml.fabric gpu={gpu}", "nvmlDeviceGetGpuFabricInfoV",
-                                self.nvml._handle(gpu), m.byref(info))
+                self.nvml.call(f"nvml.fabric gpu={gpu}", "nvmlDeviceGetGpuFabricInfoV",
+                                self.nvml.handle(gpu), m.byref(info))
             except NotSupported:
                 continue
             return info, version
