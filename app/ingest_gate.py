@@ -3,7 +3,7 @@
 An ingest holds one of `ingest_concurrency` slots from parsing to its post-commit hook. Up
 to `ingest_queue` more reports wait for a slot, each at most `ingest_wait_s`; past that the
 process is saturated and says so at once — 429 when the queue is full (no work done, not
-even parsing), 503 when a wait ran out — both with `Retry-After`, which probes honour with
+even reading the body), 503 when a wait ran out — both with `Retry-After`, which probes honour with
 jitter while they spool. A fleet that outruns the server thus gets fast refusals instead of
 requests piling up until every probe times out and re-sends.
 
@@ -60,6 +60,19 @@ class IngestGate:
     def saturated(self) -> bool:
         return self.stats.active >= self.concurrency and self.stats.waiting >= self.queue
 
+    def refuse_if_full(self) -> None:
+        """Before the body is read: 429 at once when no slot is free and the queue is full,
+        so a saturated process spends no time receiving a report it would refuse anyway."""
+        if self._loop is asyncio.get_running_loop() and self._slots.locked() \
+                and self.stats.waiting >= self.queue:
+            raise self._full()
+
+    def _full(self) -> Saturated:
+        self.stats.refused_full += 1
+        return Saturated(status.HTTP_429_TOO_MANY_REQUESTS, self.retry_after_s,
+                         f"ingest saturated: {self.stats.active} reports in progress and "
+                         f"{self.stats.waiting} waiting; retry later")
+
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold an ingest slot, or raise `Saturated` (429 at once, 503 after the wait)."""
@@ -69,10 +82,7 @@ class IngestGate:
         if not self._slots.locked():
             await self._slots.acquire()  # a free slot: taken at once, before anyone else runs
         elif self.stats.waiting >= self.queue:
-            self.stats.refused_full += 1
-            raise Saturated(status.HTTP_429_TOO_MANY_REQUESTS, self.retry_after_s,
-                            f"ingest saturated: {self.stats.active} reports in progress and "
-                            f"{self.stats.waiting} waiting; retry later")
+            raise self._full()
         else:
             await self._wait_for_slot()
         self.stats.active += 1

@@ -180,8 +180,9 @@ def parse_report(body: bytes) -> Report:
 async def post_report(request: Request, response: Response, _token: ProbeTokenDep,
                       settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
-    body = await read_limited_body(request, settings.max_body_bytes)
     gate = gate_for(request.app)
+    gate.refuse_if_full()  # saturated: refused before the body is even received
+    body = await read_limited_body(request, settings.max_body_bytes)
     async with gate.slot():
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1

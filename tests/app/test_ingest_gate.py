@@ -5,6 +5,7 @@ and /healthz and /readyz answer while every slot is taken."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -148,3 +149,23 @@ def test_sqlite_locked_by_another_process_is_503_with_retry_after(tmp_path: Path
         other.rollback()
         other.close()
     assert stored(settings).report_ids == []
+
+
+def test_a_saturated_server_refuses_before_receiving_the_body(
+        tmp_path: Path, held: threading.Event) -> None:
+    """Headers promising a 50 MB report, and no body: the 429 comes back at once, so the
+    server did not wait to receive a report it was going to refuse."""
+    settings = _settings(tmp_path, ingest_concurrency=1, ingest_queue=0)
+    with live_server(settings) as server:
+        first, answers = _in_background(lambda: _post(server.url, sweep(n=2)))
+        assert held.entered.wait(10)  # type: ignore[attr-defined]
+        host, port = server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall((f"POST /api/v1/reports HTTP/1.1\r\nHost: {host}\r\n"
+                          f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json"
+                          "\r\nContent-Length: 50000000\r\n\r\n").encode())
+            status_line = conn.makefile("rb").readline().decode()
+        assert status_line.split()[1] == "429", status_line
+        held.set()
+        first.join(30)
+        assert answers[0].status_code == 201
