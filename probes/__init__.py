@@ -1,3 +1,15 @@
-"""peerwatch probe side: reads a GPU host's fabric (NVML + CuPy, or a simulation) into reports."""
+"""peerwatch probe side: reads a GPU host's fabric (NVML + CuPy, or a simulation) into reports.
+
+Rooms:
+    report.py, snapshot models   the versioned wire schema, shared with the server.
+    fabric.py                    the seam: one Protocol every fabric answers.
+    sweep.py, inventory.py       what a probe pass runs and reads, on any fabric.
+    nvidia/                      the real host: NVML (only `nvml.py` imports pynvml), CuPy
+                                 (only `transfers.py` imports cupy), sysfs, Fabric Manager.
+    sim/                         the simulated fabric: presets, performance model, faults.
+    agent/                       the long-running probe: worker, spool, sender, watchdog.
+
+The probe-only install (`pip install peerwatch`) needs nothing from `app/`.
+"""
 
 __version__ = "0.1.0"
