@@ -128,6 +128,10 @@ def _cliques(trays: Sequence[Tray]) -> tuple[Clique, ...]:
     return tuple(sorted(out, key=lambda c: -c.gpus))
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _named(items: Sequence[str]) -> str:
     more = f" (+{len(items) - SHOWN} more)" if len(items) > SHOWN else ""
     return "; ".join(items[:SHOWN]) + more
@@ -139,22 +143,23 @@ def _problems(trays: Sequence[Tray], cliques: Sequence[Clique], states: Counter[
     out = []
     stale = [t.host for t in trays if not t.fresh]
     if stale:
-        out.append(f"{len(stale)} of {len(trays)} trays stale or not judged ({_named(stale)})")
+        out.append(f"{len(stale)} of {_n(len(trays), 'tray')} stale or not judged "
+                   f"({_named(stale)})")
     bad = [g for g in gpus if not g.healthy]
     if bad:
-        out.append(f"{len(bad)} of {len(gpus)} GPUs not healthy: "
+        out.append(f"{len(bad)} of {_n(len(gpus), 'GPU')} not healthy: "
                    + _named([f"{g.host} GPU{g.gpu} {g.verdict.value}" for g in bad]))
     not_done = {s: n for s, n in states.items() if s != "completed"}
     if not_done:
         out.append("fabric not COMPLETED on " + ", ".join(
-            f"{n} GPUs ({s})" for s, n in sorted(not_done.items())))
+            f"{_n(n, 'GPU')} ({s})" for s, n in sorted(not_done.items())))
     limited = {h: n for h, n in health.items() if h not in ("healthy", "none")}
     if limited:
-        out.append("fabric health " + ", ".join(f"{h} on {n} GPUs"
+        out.append("fabric health " + ", ".join(f"{h} on {_n(n, 'GPU')}"
                                                 for h, n in sorted(limited.items())))
     if len(cliques) > 1:
         out.append(f"split into {len(cliques)} cliques: " + ", ".join(
-            f"{c.clique_id} ({c.gpus} GPUs)" for c in cliques))
+            f"{c.clique_id} ({_n(c.gpus, 'GPU')})" for c in cliques))
     return out
 
 
@@ -176,7 +181,7 @@ def roll_up(domain: str, trays: Iterable[Tray]) -> DomainRollup:
     cliques = _cliques(ordered)
     problems = _problems(ordered, cliques, states, health)
     verdict = _verdict(ordered, problems)
-    size = f"{len(ordered)} trays, {len(gpus)} GPUs"
+    size = f"{_n(len(ordered), 'tray')}, {_n(len(gpus), 'GPU')}"
     if verdict is Verdict.UNKNOWN:
         reason = f"{size}: no tray judged fresh yet"
     elif problems:
@@ -190,4 +195,5 @@ def _span_words(cliques: Sequence[Clique]) -> str:
     best = largest_healthy(cliques)
     if best is None:
         return "no tray of any clique is wholly healthy"
-    return f"a job may span {len(best.job_span)} healthy trays of clique {best.clique_id}"
+    return (f"a job may span {_n(len(best.job_span), 'healthy tray')} of clique "
+            f"{best.clique_id}")
