@@ -67,7 +67,8 @@ class Tray:
 
     @property
     def fresh(self) -> bool:
-        return not self.stale and self.verdict is not Verdict.UNKNOWN
+        """Reporting (not stale), as `/scheduler/hosts` counts a host that may take a job."""
+        return not self.stale
 
     def healthy_gpus(self, clique: int | None) -> list[int]:
         """GPUs of this tray in `clique` a job may use: fresh tray, GPU judged healthy."""
@@ -145,7 +146,7 @@ def _problems(trays: Sequence[Tray], cliques: Sequence[Clique], states: Counter[
     if stale:
         out.append(f"{len(stale)} of {_n(len(trays), 'tray')} stale or not judged "
                    f"({_named(stale)})")
-    bad = [g for g in gpus if not g.healthy]
+    bad = [g for g in gpus if not g.healthy and g.verdict is not Verdict.UNKNOWN]
     if bad:
         out.append(f"{len(bad)} of {_n(len(gpus), 'GPU')} not healthy: "
                    + _named([f"{g.host} GPU{g.gpu} {g.verdict.value}" for g in bad]))
@@ -163,13 +164,28 @@ def _problems(trays: Sequence[Tray], cliques: Sequence[Clique], states: Counter[
     return out
 
 
-def _verdict(trays: Sequence[Tray], problems: Sequence[str]) -> Verdict:
+def _unjudged(trays: Sequence[Tray]) -> list[str]:
+    """What keeps a domain from being called healthy without being a fault: trays whose pairs
+    were not measured yet (host verdict unknown), GPUs not judged yet."""
+    out = []
+    waiting = [t.host for t in trays if t.fresh and t.verdict is Verdict.UNKNOWN]
+    if waiting:
+        out.append(f"{_n(len(waiting), 'tray')} not measured yet ({_named(waiting)})")
+    gpus = [g for t in trays if t.fresh for g in t.gpus if g.verdict is Verdict.UNKNOWN]
+    if gpus:
+        out.append(f"{_n(len(gpus), 'GPU')} not judged yet")
+    return out
+
+
+def _verdict(trays: Sequence[Tray], problems: Sequence[str], unjudged: Sequence[str]) -> Verdict:
     fresh = [t for t in trays if t.fresh]
     if not fresh:
         return Verdict.UNKNOWN
     if all(t.verdict is Verdict.DOWN for t in fresh):
         return Verdict.DOWN
-    return Verdict.DEGRADED if problems else Verdict.HEALTHY
+    if problems:
+        return Verdict.DEGRADED
+    return Verdict.UNKNOWN if unjudged else Verdict.HEALTHY
 
 
 def roll_up(domain: str, trays: Iterable[Tray]) -> DomainRollup:
@@ -180,12 +196,13 @@ def roll_up(domain: str, trays: Iterable[Tray]) -> DomainRollup:
     health = Counter(g.health or "none" for g in gpus)
     cliques = _cliques(ordered)
     problems = _problems(ordered, cliques, states, health)
-    verdict = _verdict(ordered, problems)
+    unjudged = _unjudged(ordered)
+    verdict = _verdict(ordered, problems, unjudged)
     size = f"{_n(len(ordered), 'tray')}, {_n(len(gpus), 'GPU')}"
-    if verdict is Verdict.UNKNOWN:
-        reason = f"{size}: no tray judged fresh yet"
-    elif problems:
-        reason = f"{size}: " + "; ".join(problems) + f"; {_span_words(cliques)}"
+    if not any(t.fresh for t in ordered):
+        reason = f"{size}: no tray reporting (every one stale or not judged)"
+    elif problems or unjudged:
+        reason = f"{size}: " + "; ".join([*problems, *unjudged]) + f"; {_span_words(cliques)}"
     else:
         reason = f"{size} in clique {cliques[0].clique_id}, fabric COMPLETED and healthy"
     return DomainRollup(domain, verdict, reason, ordered, cliques, dict(states), dict(health))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from probes.report import TestName
+from probes.report import ReportKind, TestName
 from probes.sim.faults import (
     CliqueMoved,
     FabricNotCompleted,
@@ -129,11 +129,22 @@ def test_a_silent_tray_turns_stale_and_leaves_the_job_span(client: TestClient) -
     judge_later(client, 3600)  # nobody reported for an hour: every tray stale
     (d,) = domains(client)
     assert d["verdict"] == "unknown" and d["job_span"] == []
-    assert d["reason"] == "2 trays, 8 GPUs: no tray judged fresh yet"
+    assert d["reason"] == "2 trays, 8 GPUs: no tray reporting (every one stale or not judged)"
     post_tray(client, 1)  # tray 1 reports again; tray 2 stays stale
     (d,) = domains(client)
     assert d["verdict"] == "degraded" and d["job_span"] == [tray_name(1)]
     assert f"1 of 2 trays stale or not judged ({tray_name(2)})" in d["reason"]
+
+
+def test_trays_not_measured_yet_are_unknown_never_healthy(client: TestClient) -> None:
+    for n in (1, 2):
+        fab = SimulatedFabric("nvl72", hostname=tray_name(n), rack=RACK)
+        post(client, build_report(fab, ReportKind.INVENTORY).model_dump_json())
+    (d,) = domains(client)
+    assert d["verdict"] == "unknown"
+    assert d["reason"] == (f"2 trays, 8 GPUs: 2 trays not measured yet ({tray_name(1)}; "
+                           f"{tray_name(2)}); a job may span 2 healthy trays of clique 1")
+    assert d["job_span"] == [tray_name(1), tray_name(2)]  # GPUs healthy, as /scheduler/hosts
 
 
 def test_domain_ids_are_read_with_or_without_dashes(client: TestClient) -> None:
