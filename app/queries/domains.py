@@ -1,16 +1,18 @@
 """NVLink domains as stored: every GPU's fabric registration (`gpus.switch_fabric`) grouped
-by cluster UUID and clique, with the judged verdicts of its GPU and host.
+by domain (`gpus.nvlink_domain`, the cluster UUID written with the inventory) and clique,
+with the judged verdicts of its GPU and host.
 
-Read-time roll-up, measured (bench/domains.py): three selects over `hosts`, `gpus`,
-`judged_gpus` and `judged_hosts`, no history and no judging, so a read costs the same
-whatever the history holds and grows only with the fleet's GPU count. The verdicts it
-counts were judged at ingest (`app/services/judged_store.py`); `app/analysis/domains.py`
-only rolls them up.
+Read-time roll-up, measured (bench/domains.py): one select joining `gpus` (by its indexed
+domain column), `hosts`, `judged_gpus` and `judged_hosts`; no history and no judging, so a
+read grows with the GPUs in domains (one domain's for `/domains/{id}`), never with the
+history. The verdicts it counts were judged at ingest (`app/services/judged_store.py`);
+`app/analysis/domains.py` only rolls them up.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import and_, select
@@ -33,8 +35,6 @@ from app.schemas_domains import (
     TrayPickOut,
 )
 
-HostKey = tuple[int, str]  # (host id, host name)
-
 
 def _member(host: str, gpu: int, fabric: dict[str, Any], verdict: str | None,
             reason: str | None) -> MemberGpu:
@@ -45,39 +45,39 @@ def _member(host: str, gpu: int, fabric: dict[str, Any], verdict: str | None,
                      reason or f"GPU{gpu}: {NOT_JUDGED}")
 
 
-def _members(session: Session) -> dict[str, dict[HostKey, list[MemberGpu]]]:
-    """domain id -> (host id, name) -> its GPUs in that domain, by GPU index."""
+@dataclass
+class _TrayRows:
+    verdict: Verdict
+    reason: str
+    stale: bool
+    gpus: list[MemberGpu] = field(default_factory=list)
+
+
+def _members(session: Session, only: str | None) -> dict[str, dict[str, _TrayRows]]:
+    """domain id -> host name -> its judged state and GPUs in that domain, in one select."""
+    where = Gpu.nvlink_domain.is_not(None) if only is None else Gpu.nvlink_domain == only
     rows = session.execute(
-        select(Host.id, Host.name, Gpu.index, Gpu.switch_fabric, JudgedGpu.verdict,
-               JudgedGpu.reason)
-        .join(Gpu, Gpu.host_id == Host.id)
+        select(Gpu.nvlink_domain, Host.name, Gpu.index, Gpu.switch_fabric, JudgedGpu.verdict,
+               JudgedGpu.reason, JudgedHost.verdict, JudgedHost.reason, JudgedHost.stale)
+        .join(Host, Host.id == Gpu.host_id)
         .outerjoin(JudgedGpu, and_(JudgedGpu.host_id == Gpu.host_id, JudgedGpu.gpu == Gpu.index))
-        .order_by(Host.name, Gpu.index))
-    out: dict[str, dict[HostKey, list[MemberGpu]]] = defaultdict(lambda: defaultdict(list))
-    for host_id, name, index, fabric, verdict, reason in rows:
-        key = domain_key(fabric.get("cluster_uuid")) if isinstance(fabric, dict) else None
-        if key is not None:
-            out[key][(host_id, name)].append(_member(name, index, fabric, verdict, reason))
+        .outerjoin(JudgedHost, JudgedHost.host_id == Gpu.host_id)
+        .where(where).order_by(Gpu.nvlink_domain, Host.name, Gpu.index))
+    out: dict[str, dict[str, _TrayRows]] = defaultdict(dict)
+    for domain, name, index, fabric, verdict, reason, h_verdict, h_reason, stale in rows:
+        tray = out[domain].get(name)
+        if tray is None:
+            tray = out[domain][name] = _TrayRows(
+                Verdict(h_verdict) if h_verdict else Verdict.UNKNOWN,
+                h_reason or f"{name}: {NOT_JUDGED}", True if stale is None else stale)
+        tray.gpus.append(_member(name, index, fabric or {}, verdict, reason))
     return out
 
 
 def _rollups(session: Session, only: str | None = None) -> list[DomainRollup]:
-    members = _members(session)
-    if only is not None:
-        members = {only: members[only]} if only in members else {}
-    if not members:
-        return []
-    judged = {r.host_id: r for r in session.scalars(select(JudgedHost))}
-    out = []
-    for domain, hosts in sorted(members.items()):
-        trays = []
-        for (host_id, name), gpus in hosts.items():
-            j = judged.get(host_id)
-            trays.append(Tray(name, Verdict(j.verdict) if j else Verdict.UNKNOWN,
-                              j.reason if j else f"{name}: {NOT_JUDGED}",
-                              j.stale if j else True, tuple(gpus)))
-        out.append(roll_up(domain, trays))
-    return out
+    return [roll_up(domain, [Tray(name, t.verdict, t.reason, t.stale, tuple(t.gpus))
+                             for name, t in hosts.items()])
+            for domain, hosts in sorted(_members(session, only).items())]
 
 
 def _summary_fields(r: DomainRollup) -> dict[str, Any]:
