@@ -13,8 +13,8 @@ export const domainHref = (id) => href("domain", [id]);
 const shortId = (id) => `${id.slice(0, 8)}…`;
 
 function fabricWords(g) {
-  const state = g.state === "completed" ? "" : (g.state || "no fabric state");
-  const health = g.health && g.health !== "healthy" ? g.health.replace("_", " ") : "";
+  const state = g.state === "completed" ? "" : (g.state || "no fabric state").replace(/_/g, " ");
+  const health = g.health && g.health !== "healthy" ? g.health.replace(/_/g, " ") : "";
   return [state, health].filter(Boolean).join(", ");
 }
 
@@ -110,6 +110,6 @@ export function domainsPanel(domains) {
   return [h("h2", {}, "NVLink domains"), h("ul", { class: "domain-list" }, domains.map((d) =>
     h("li", { "data-domain": d.id }, badge(d.verdict, d.reason), " ",
       h("a", { href: domainHref(d.id), class: "domain-link" }, `domain ${shortId(d.id)}`),
-      ` ${trays(d.tray_count)}, ${d.gpu_count} GPUs, ${d.cliques.length} ` +
-      `clique${d.cliques.length === 1 ? "" : "s"} — `, h("span", { class: "muted" }, d.reason))))];
+      ` (${d.cliques.length} clique${d.cliques.length === 1 ? "" : "s"}): `,
+      h("span", { class: "muted" }, d.reason))))];
 }
