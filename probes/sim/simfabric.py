@@ -34,7 +34,7 @@ from probes.sim.presets import Preset, rack_cluster_uuid
 # DEGRADED_BW = 1 at shift 0; INCORRECT_CONFIGURATION = 5 (insufficient NVLinks) at shift 8.
 DEGRADED_BANDWIDTH = (0x1, "degraded_bandwidth")
 INSUFFICIENT_NVLINKS = (0x5 << 8, "incorrect_configuration:insufficient_nvlinks")
-HEALTH_ORDER = ("healthy", "limited_capacity", "unhealthy")  # worst last
+HEALTH_RANK = {"healthy": 0, "limited_capacity": 1, "unhealthy": 2}  # worse is higher
 
 
 def _applies(fault_gpu: int | None, gpu: int) -> bool:
@@ -44,8 +44,7 @@ def _applies(fault_gpu: int | None, gpu: int) -> bool:
 def _worse_health(fields: dict[str, Any], health: str, mask_issue: tuple[int, str]) -> None:
     """Add one health-mask issue and keep the worse of the two health summaries."""
     mask, issue = mask_issue
-    now = fields.get("health") or "healthy"
-    if HEALTH_ORDER.index(health) > HEALTH_ORDER.index(now if now in HEALTH_ORDER else "healthy"):
+    if HEALTH_RANK[health] > HEALTH_RANK.get(fields.get("health") or "healthy", 0):
         fields["health"] = health
     fields["health_mask"] = (fields.get("health_mask") or 0) | mask
     fields["health_issues"] = [*fields.get("health_issues", []), issue]
@@ -71,7 +70,6 @@ def switch_fabric(preset: Preset, faults: Sequence[Fault], gpu: int,
     fields.setdefault("source", "v3")
     if preset.rack is not None:
         fields["cluster_uuid"] = rack_cluster_uuid(rack or preset.rack.name)
-        fields.setdefault("health_issues", [])
         _rack_faults(fields, faults, gpu)
     for f in faults:
         if isinstance(f, FabricNotCompleted) and _applies(f.gpu, gpu):
