@@ -117,6 +117,10 @@ class Gpu(Base):
     pcie: Mapped[dict[str, Any]]
     rdma: Mapped[dict[str, Any]]
     switch_fabric: Mapped[dict[str, Any] | None]
+    # migration 0009: the NVLink domain (`switch_fabric`'s cluster UUID as 32 hex digits,
+    # `app.analysis.domains.domain_key`), written with the inventory so that a domain's
+    # GPUs are one indexed select away (`app/queries/domains.py`).
+    nvlink_domain: Mapped[str | None] = mapped_column(String(32), index=True)
     present: Mapped[bool] = mapped_column(Boolean, doc="In the host's latest inventory.")
     last_seen_at: Mapped[datetime]
 

@@ -12,8 +12,9 @@ import * as fleet from "./fleet.js";
 import * as host from "./host.js";
 import * as alerts from "./alerts.js";
 import * as placement from "./placement.js";
+import * as domain from "./domain.js";
 
-const VIEWS = { fleet, host, alerts, placement };
+const VIEWS = { fleet, host, alerts, placement, domain };
 // Seconds between refreshes: 15, or `?refresh=N` in the page URL (N >= 1), e.g. for a wall screen.
 const REFRESH_MS = Math.max(1, Number(new URLSearchParams(location.search).get("refresh")) || 15) * 1000;
 

@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
+import { domainsPanel } from "./domain.js";
 import { VERDICTS, verdictOf } from "./palette.js";
 import { hostBadge, shownVerdict as shown, worstFiringByHost } from "./severity.js";
 import { href, hostHref, updateParams } from "./router.js";
@@ -128,6 +129,7 @@ export function mount(root, route) {
   const chips = h("div", { class: "chips", "aria-label": "Fleet summary" });
   const grid = h("div", { class: "heat-grid", role: "list", "aria-label": "Hosts, worst first" });
   const count = h("span", { class: "muted" });
+  const domains = h("section", { class: "panel domains-panel", hidden: true });
   const table = sortableTable({
     columns: COLUMNS, rowKey: (r) => r.host, label: "Hosts", limit: TABLE_ROWS,
     sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
@@ -143,6 +145,7 @@ export function mount(root, route) {
       h("div", { class: "toolbar" }, search, h("span", { class: "toggles", role: "group",
         "aria-label": "Show only" }, toggles), count),
       grid),
+    domains,
     h("section", { class: "panel table-wrap" }, table.el));
 
   function selectedVerdicts() {
@@ -169,15 +172,20 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const [data, firing, maintenance] = await Promise.all([api.hosts(),
+      const [data, firing, maintenance, racks] = await Promise.all([api.hosts(),
         api.alerts({ state: "firing" }).catch((error) => {
           if (error.name === "AbortError") throw error;
           return { alerts: [] }; // alerting down: the hosts' own verdicts still show
-        }), activeMaintenance()]);
+        }), activeMaintenance(), api.domains().then((d) => d.domains, (error) => {
+          if (error.name === "AbortError") throw error;
+          return []; // an older server without domains: the fleet still shows
+        })]);
       const worst = worstFiringByHost(firing.alerts);
       hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null,
         maintenance: maintenance?.get(x.host) ?? null }))
         .sort((a, b) => a.host.localeCompare(b.host));
+      domains.hidden = !racks.length;
+      replace(domains, domainsPanel(racks));
       render();
     },
     async update(next) {

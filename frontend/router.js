@@ -2,7 +2,7 @@
 //
 //   #/fleet?q=node&sort=ratio          -> {view: "fleet", args: [], params: {q, sort}}
 //   #/host/<name>?test=ce_write&pair=3-5 -> {view: "host", args: [name], params: {...}}
-//   #/alerts   #/placement?host=..&k=4&pattern=ring
+//   #/alerts   #/placement?host=..&k=4&pattern=ring   #/domain/<cluster uuid>
 //
 // Path segments are percent-encoded, so a host name may hold any character (even "/").
 

@@ -322,11 +322,17 @@ class TransferResult(_Model):
     `foreign_bytes` are bytes other traffic put on the probed links during the test window
     (NVLink TX counters around the window minus the probe's own bytes); `contended` says
     they were large enough that the value must not be read as the link's capability.
+
+    `peer_host` (part of schema v2, optional): a cross-host pair test over a rack-scale NVLink
+    domain (GB200 NVL72), `src` on the reporting host and `dst` on `peer_host`. No probe sends
+    it yet and the server answers 422 to it (docs/domains.md says why and what is missing).
     """
 
     test: TestName
     src: GpuIndex | None = None
     dst: GpuIndex | None = None
+    peer_host: Annotated[str, Field(max_length=253), _Clean,
+                         AfterValidator(valid_hostname)] | None = None
     gpus: list[GpuIndex] = Field(default_factory=list, max_length=MAX_GPUS)  # allreduce set
     value: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     unit: Unit
@@ -353,11 +359,18 @@ class TransferResult(_Model):
             if v is not None and v > limit:
                 raise ValueError(f"value {v:g} {self.unit.value} is beyond any real fabric")
         if self.test is TestName.ALLREDUCE:
-            if len(self.gpus) < 2:
-                raise ValueError("allreduce needs at least two gpus")
-        elif self.src is None or self.dst is None or self.src == self.dst:
+            if len(self.gpus) < 2 or self.peer_host is not None:
+                raise ValueError("allreduce needs at least two gpus of the reporting host")
+        elif self.src is None or self.dst is None:
+            raise ValueError(f"{self.test} needs GPUs src and dst")
+        elif self.src == self.dst and self.peer_host is None:
             raise ValueError(f"{self.test} needs two different GPUs as src and dst")
         return self
+
+    def local_gpus(self) -> set[int]:
+        """GPUs of the reporting host this result names (a cross-host `dst` is not one)."""
+        dst = None if self.peer_host is not None else self.dst
+        return set(self.gpus) | {i for i in (self.src, dst) if i is not None}
 
 
 class SkippedGpu(_Model):
@@ -416,7 +429,7 @@ class Report(_Model):
             raise ValueError("finished_at is before started_at")
         known = {g.index for g in self.inventory.gpus}
         for r in self.results:
-            used = set(r.gpus) | {i for i in (r.src, r.dst) if i is not None}
+            used = r.local_gpus()
             if not used <= known:
                 missing = sorted(used - known)
                 raise ValueError(f"result {r.test} names GPU(s) {missing} not in inventory")

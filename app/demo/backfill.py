@@ -64,9 +64,10 @@ class _HistoryHost:
     def __init__(self, host: DemoHost, settings: ProbeSettings,
                  wall: Callable[[], datetime]) -> None:
         self.name = host.name
+        self.pace = host.pace
         self.clock = _FakeClock()
         self.fabric = SimulatedFabric(host.preset, seed=host.seed + 7919, hostname=host.name,
-                                      clock=self.clock)
+                                      clock=self.clock, rack=host.rack)
         self.build = report_builder(self.fabric, settings, now=wall, watchdog=False)
 
 
@@ -96,10 +97,13 @@ class Backfill:
         sweep_every = max(1, round(plan.sweep_every_s / plan.inventory_every_s))
         for step in range(steps):
             self._t = -plan.span_s + step * plan.inventory_every_s
-            kind = ReportKind.SWEEP if step % sweep_every == 0 else ReportKind.INVENTORY
             for host in hosts:
                 if self.stop.is_set():
                     return self._finish(started, done=False)
+                if step % host.pace:
+                    continue  # a slower-paced host (a rack's tray) reports every pace-th step
+                sweep = step % (sweep_every * host.pace) == 0
+                kind = ReportKind.SWEEP if sweep else ReportKind.INVENTORY
                 host.clock.now = self._t + plan.span_s
                 apply_faults(host.fabric, self.scenario.faults_at(host.name, self._t))
                 self._ingest(host.build(kind))

@@ -58,7 +58,8 @@ class LiveFleet:
         self.server_url, self.token = server_url, token
         self.spool_root = spool_root
         self.intervals = intervals or LiveIntervals()
-        self.hosts = [LiveHost(h, SimulatedFabric(h.preset, seed=h.seed, hostname=h.name))
+        self.hosts = [LiveHost(h, SimulatedFabric(h.preset, seed=h.seed, hostname=h.name,
+                                                  rack=h.rack))
                       for h in fleet]
         self.stop_all = threading.Event()
         self.started_at = 0.0
@@ -82,12 +83,13 @@ class LiveFleet:
         self._director.start()
 
     def _settings(self, host: DemoHost) -> ProbeSettings:
-        i = self.intervals
+        i, pace = self.intervals, host.pace
         return ProbeSettings(server_url=self.server_url, token=self.token, hostname=host.name,
                              fabric=f"simulated:{host.preset}",
                              spool_dir=self.spool_root / host.name,
-                             inventory_interval_s=i.inventory_s, sweep_interval_s=i.sweep_s,
-                             sweep_jitter_s=i.sweep_jitter_s, backoff_initial_s=1.0,
+                             inventory_interval_s=i.inventory_s * pace,
+                             sweep_interval_s=i.sweep_s * pace,
+                             sweep_jitter_s=i.sweep_jitter_s * pace, backoff_initial_s=1.0,
                              backoff_max_s=10.0, request_timeout_s=30.0)
 
     def _run_host(self, live: LiveHost) -> None:

@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
-from app.demo.fleet import DEFAULT_HOSTS, plan_fleet
+from app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS, plan_fleet, plan_racks
 from app.demo.live import LiveFleet, LiveIntervals
 from app.demo.scenario import Scenario, default_scenario
 from app.demo.server import ServerThread
@@ -48,6 +48,7 @@ class DemoOptions:
     bind: str = "127.0.0.1"
     data_dir: Path = Path("data/demo")
     hosts: int = DEFAULT_HOSTS
+    racks: int = DEFAULT_RACKS  # GB200 NVL72 racks of 18 simulated trays each
     seed: int = 0
     backfill_hours: float = 24.0
     admin_token: str | None = None  # None: a random one, printed
@@ -103,7 +104,7 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
         print(f"peerwatch demo: cannot serve on {options.bind}:{options.port}: {exc}",
               file=sys.stderr)
         return 1
-    fleet = plan_fleet(options.hosts, options.seed)
+    fleet = plan_fleet(options.hosts, options.seed) + plan_racks(options.racks, options.seed)
     scenario = default_scenario(fleet)
     live = LiveFleet(fleet, scenario, server.url, token, options.data_dir / "spool",
                      options.intervals)

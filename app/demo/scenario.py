@@ -19,9 +19,13 @@ The live story (default fleet):
     now     h200x2-02 a 2 h maintenance window; +90 s two NVLinks of GPU1 go down: judged
                       and shown, not paged
     always  mesh4-01  GPU3 runs a job: skipped by sweeps
+    always  nvl72-a-tray12  sits in clique 2, apart from its rack (clique 1)
+    +45 s   nvl72-a-tray07  GPU2 trains too few NVLinks (health: insufficient NVLinks)
+    +90 s   nvl72-a-tray15  fabric registration stuck IN_PROGRESS
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
-h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago.
+h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago; the rack nvl72-a lost
+NVLink switch tray 4 for two hours 8 h ago (every GPU of its 18 trays at 16 of 18 links).
 """
 
 from __future__ import annotations
@@ -30,16 +34,20 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.demo.fleet import DemoHost, find_host
+from app.demo.fleet import DemoHost, find_host, rack_name, rack_trays
 from probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
+    CliqueMoved,
     Contention,
     ErrorGrowth,
+    FabricNotCompleted,
     Fault,
     GpuLost,
+    InsufficientNvlinks,
     LinksDown,
     P2PDisabled,
+    SwitchTrayLost,
 )
 
 HOUR = 3600.0
@@ -117,7 +125,16 @@ class Scenario:
         events += [(0.0, m.host, f"in maintenance for {m.hours:g} h ({m.comment}): verdicts "
                                  "shown, no pages") for m in self.maintenance]
         shifted = [(t - history_age_s if t < 0 else t, host, what) for t, host, what in events]
-        return [f"{_when(t):>8} {host}: {what}" for t, host, what in sorted(shifted)]
+        return [f"{_when(t):>8} {host}: {what}" for t, host, what in _grouped(sorted(shifted))]
+
+
+def _grouped(events: list[tuple[float, str, str]]) -> list[tuple[float, str, str]]:
+    """One line for a happening many hosts share (a rack's switch tray): "a .. z (18 hosts)"."""
+    hosts: dict[tuple[float, str], list[str]] = {}
+    for t, host, what in events:
+        hosts.setdefault((t, what), []).append(host)
+    return [(t, names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} "
+             f"({len(names)} hosts)", what) for (t, what), names in hosts.items()]
 
 
 def _when(t: float) -> str:
@@ -189,6 +206,7 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
         cast("h200x2", 2, 90, forever, _constant(LinksDown(gpu=1, count=2)),
              "two NVLinks of GPU1 go down, inside its maintenance window")
 
+    episodes += _rack_story(fleet)
     silent = find_host(fleet, "pcie4", 1)
     if silent is not None:
         silences.append(Silence(silent.name, 240))
@@ -196,3 +214,25 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     maintenance = (Maintenance("h200x2-02", 2.0, "planned NVLink cable swap"),) \
         if _exists(fleet, "h200x2", 2) else ()
     return Scenario(tuple(episodes), tuple(silences), clocks, maintenance)
+
+
+def _rack_story(fleet: list[DemoHost]) -> list[Episode]:
+    """The first NVL72 rack's faults (none when the demo runs without a rack)."""
+    trays = {h.name: h for h in rack_trays(fleet, rack_name(0))}
+    if not trays:
+        return []
+    rack = rack_name(0)
+    out = [Episode(name, -8.5 * HOUR, -6.5 * HOUR, _constant(SwitchTrayLost(tray=4)),
+                   "NVLink switch tray 4 lost: every GPU at 16 of 18 links")
+           for name in sorted(trays)]
+    told = [(12, -2 * HOUR, _constant(CliqueMoved(clique_id=2)),
+             "sits in clique 2, apart from its rack (clique 1)"),
+            (7, 45, _constant(InsufficientNvlinks(gpu=2)),
+             "GPU2 trains too few NVLinks (health: insufficient NVLinks)"),
+            (15, 90, _constant(FabricNotCompleted(state="in_progress")),
+             "fabric registration stuck IN_PROGRESS")]
+    for tray, start, faults, what in told:
+        name = f"{rack}-tray{tray:02d}"
+        if name in trays:
+            out.append(Episode(name, start, math.inf, faults, what))
+    return out

@@ -1,6 +1,7 @@
 """Scheduler API: which hosts can take a job now, and which of a host's GPUs to give it.
 
 `/scheduler/hosts` lists the hosts that are fresh, not down and have enough healthy GPUs;
+`/scheduler/cliques` names the NVLink cliques (rack-scale domains) with k healthy GPUs;
 `/scheduler/placement` runs `app.analysis.placement` on one host's health verdicts and latest
 measured matrix. Unknown hosts answer 404 naming the host (the `NotFound` handler in
 `app.main`); `gpus` < 1 or an unknown `pattern` 422; too few healthy GPUs 409 with the numbers
@@ -16,8 +17,10 @@ from fastapi import APIRouter, HTTPException, Query, status
 from app.analysis.placement import NotEnoughHealthyGpus, Pattern, PlacementError, place
 from app.deps import SessionDep, SettingsDep
 from app.queries import host_health
+from app.queries.domains import clique_fits
 from app.queries.placement import placement_view
 from app.queries.scheduler import schedulable
+from app.schemas_domains import CliquesResponse
 from app.schemas_scheduler import (
     NotEnoughGpusDetail,
     PlacementResponse,
@@ -39,6 +42,20 @@ def schedulable_hosts(
     hosts, left_out = schedulable(session, min_healthy_gpus)
     return SchedulerHostsResponse(generated_at=utcnow(), min_healthy_gpus=min_healthy_gpus,
                                   hosts=hosts, left_out=left_out)
+
+
+@router.get("/cliques", response_model=CliquesResponse,
+            summary="NVLink cliques that can host k healthy GPUs, and on which trays")
+def cliques(
+    session: SessionDep,
+    gpus: Annotated[int, Query(ge=1, le=65_536, description="Healthy GPUs the job needs "
+                                                           "within one clique (k).")],
+) -> CliquesResponse:
+    """Rack-scale NVLink domains (GB200 NVL72): a job's GPUs must share one clique. Each
+    clique with k healthy GPUs on fresh trays is listed with the trays to use (fullest
+    first, so the job spans the fewest hosts); every other clique is in `left_out`."""
+    fits, left_out = clique_fits(session, gpus)
+    return CliquesResponse(generated_at=utcnow(), gpus=gpus, cliques=fits, left_out=left_out)
 
 
 @router.get(

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from app.analysis.domains import domain_key
 from app.models import Gpu, Host, NvLink, Pair
 from probes.report import (
     CounterSample,
@@ -57,6 +58,7 @@ def _gpu_fields(g: GpuInfo, at: datetime) -> dict[str, Any]:
         "numa_node": g.numa_node, "nvlink_count": g.nvlink_count,
         "pcie": g.pcie.model_dump(mode="json"), "rdma": g.rdma.model_dump(mode="json"),
         "switch_fabric": g.switch_fabric.model_dump(mode="json") if g.switch_fabric else None,
+        "nvlink_domain": domain_key(g.switch_fabric.cluster_uuid) if g.switch_fabric else None,
         "present": True, "last_seen_at": at,
     }
 

@@ -5,7 +5,8 @@ against what the database can store: duplicate GPUs, links or pairs (which would
 unique constraint half-way through an ingest), samples naming GPUs the inventory lacks, and
 clocks far in the future (which would pin "latest" to a time that never comes), more results
 than the inventory allows (each (src, dst, test) at most once) and a `report_id` reused for a
-different report (`report_digest` is what ingest compares). Each problem
+different report (`report_digest` is what ingest compares), and cross-host results
+(`peer_host`, docs/domains.md), which this server does not store yet. Each problem
 is returned in pydantic's error shape, with the field path, so the 422 names the field.
 """
 
@@ -82,6 +83,11 @@ def _check_results(report: Report) -> Iterator[dict[str, Any]]:
         return
     seen: set[tuple[Any, ...]] = set()
     for i, result in enumerate(report.results):
+        if result.peer_host is not None:
+            yield _error(("results", i, "peer_host"), "cross-host results are not stored by "
+                         f"this server yet (GPU{result.src} -> {result.peer_host} "
+                         f"GPU{result.dst}): send them once a server version stores them")
+            continue
         key = _result_key(result)
         if key in seen:
             yield _error(("results", i), f"duplicate result for (test, src, dst) {key}: "

@@ -21,6 +21,10 @@ checked against the preset when a fault goes in, so a typo fails at once.
     PeerCopiesFail(a=0, b=1)                  links up, fabric COMPLETED, P2P copies fail
     DriverRestarted()                         the driver was (re)loaded now: links settle
     GpuLost(gpu=4)                            GPU 4 fell off the bus (Xid 79): NVML says lost
+    SwitchTrayLost(tray=4)                    rack presets: NVLink switch tray 4 is gone, every
+                                              GPU loses the ports to it (2 of 18 on NVL72)
+    InsufficientNvlinks(gpu=2)                GPU 2 trained too few NVLinks to join the fabric
+    CliqueMoved(clique_id=2)                  this tray sits in another clique than its rack
 
 Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
 a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
@@ -203,6 +207,34 @@ class GpuLost:
     gpu: int
 
 
+@dataclass(frozen=True)
+class SwitchTrayLost:
+    """NVLink switch tray `tray` of the rack is gone: every GPU loses the ports that went to
+    it (links tray*k .. tray*k+k-1, k ports per switch tray: 2 of 18 on NVL72), and the
+    fabric health says degraded bandwidth (summary limited capacity). A switch tray serves
+    the whole rack, so a scenario injects it on every compute tray of the rack."""
+
+    tray: int
+
+
+@dataclass(frozen=True)
+class InsufficientNvlinks:
+    """`gpu` trained too few NVLinks to join the fabric: its last `links_down` ports are down
+    and the health mask says incorrect configuration, insufficient NVLinks (summary
+    unhealthy)."""
+
+    gpu: int
+    links_down: int = 10
+
+
+@dataclass(frozen=True)
+class CliqueMoved:
+    """Every GPU of this tray registered in clique `clique_id`: another NVLink partition than
+    its rack-mates, so no job may span it and them."""
+
+    clique_id: int
+
+
 Fault = (
     LinksDown
     | BandwidthFactor
@@ -220,6 +252,9 @@ Fault = (
     | PeerCopiesFail
     | DriverRestarted
     | GpuLost
+    | SwitchTrayLost
+    | InsufficientNvlinks
+    | CliqueMoved
 )
 
 
@@ -237,7 +272,7 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
             return () if g is None else (g,)
         case PeerCopiesFail(a=a, b=b):
             return (a, b)
-        case FabricManagerDown() | DriverRestarted():
+        case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved():
             return ()
         case _:
             return (fault.gpu,)

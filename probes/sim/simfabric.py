@@ -4,35 +4,73 @@ Pure functions of (preset, faults), like `simtopo.py`, so what NVML would report
 transfer tests do can never disagree: `FabricNotCompleted` / `FabricStatusError` /
 `FabricUnhealthy` change the GPU fabric info, `FabricManagerDown` the Fabric Manager process,
 `PeerCopiesFail` makes the pair's P2P tests fail while links and fabric look fine.
+On a rack preset (GB200 NVL72) the cluster UUID is derived from the rack's name, so the 18
+trays of one rack share it; `SwitchTrayLost`, `InsufficientNvlinks` and `CliqueMoved` change
+the health summary, mask and clique id the way NVML would report them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from probes.errors import BadProbeRequest
 from probes.fabric import TestSpec
 from probes.report import FabricManagerInfo, SwitchFabricInfo, TestName
 from probes.sim.faults import (
+    CliqueMoved,
     FabricManagerDown,
     FabricNotCompleted,
     FabricStatusError,
     FabricUnhealthy,
     Fault,
+    InsufficientNvlinks,
     PeerCopiesFail,
+    SwitchTrayLost,
 )
-from probes.sim.presets import Preset
+from probes.sim.presets import Preset, rack_cluster_uuid
+
+# nvmlGpuFabricInfo_v3 health mask bits, as `probes/nvidia/nvml_fabric.py` decodes them:
+# DEGRADED_BW = 1 at shift 0; INCORRECT_CONFIGURATION = 5 (insufficient NVLinks) at shift 8.
+DEGRADED_BANDWIDTH = (0x1, "degraded_bandwidth")
+INSUFFICIENT_NVLINKS = (0x5 << 8, "incorrect_configuration:insufficient_nvlinks")
+HEALTH_RANK = {"healthy": 0, "limited_capacity": 1, "unhealthy": 2}  # worse is higher
 
 
 def _applies(fault_gpu: int | None, gpu: int) -> bool:
     return fault_gpu is None or fault_gpu == gpu
 
 
-def switch_fabric(preset: Preset, faults: Sequence[Fault], gpu: int) -> SwitchFabricInfo | None:
-    """What NVML's GPU fabric info would say for `gpu` (None: no fabric on this machine)."""
+def _worse_health(fields: dict[str, Any], health: str, mask_issue: tuple[int, str]) -> None:
+    """Add one health-mask issue and keep the worse of the two health summaries."""
+    mask, issue = mask_issue
+    if HEALTH_RANK[health] > HEALTH_RANK.get(fields.get("health") or "healthy", 0):
+        fields["health"] = health
+    fields["health_mask"] = (fields.get("health_mask") or 0) | mask
+    fields["health_issues"] = [*fields.get("health_issues", []), issue]
+
+
+def _rack_faults(fields: dict[str, Any], faults: Sequence[Fault], gpu: int) -> None:
+    for f in faults:
+        if isinstance(f, SwitchTrayLost):
+            _worse_health(fields, "limited_capacity", DEGRADED_BANDWIDTH)
+        elif isinstance(f, InsufficientNvlinks) and f.gpu == gpu:
+            _worse_health(fields, "unhealthy", INSUFFICIENT_NVLINKS)
+        elif isinstance(f, CliqueMoved):
+            fields["clique_id"] = f.clique_id
+
+
+def switch_fabric(preset: Preset, faults: Sequence[Fault], gpu: int,
+                  rack: str | None = None) -> SwitchFabricInfo | None:
+    """What NVML's GPU fabric info would say for `gpu` (None: no fabric on this machine);
+    on a rack preset, `rack` names the rack (default: the preset's)."""
     if preset.switch_fabric is None:
         return None
     fields = preset.switch_fabric.model_dump()
     fields.setdefault("source", "v3")
+    if preset.rack is not None:
+        fields["cluster_uuid"] = rack_cluster_uuid(rack or preset.rack.name)
+        _rack_faults(fields, faults, gpu)
     for f in faults:
         if isinstance(f, FabricNotCompleted) and _applies(f.gpu, gpu):
             fields["state"] = f.state
@@ -41,6 +79,17 @@ def switch_fabric(preset: Preset, faults: Sequence[Fault], gpu: int) -> SwitchFa
         elif isinstance(f, FabricUnhealthy) and _applies(f.gpu, gpu):
             fields["health"], fields["health_issues"] = f.health, list(f.issues)
     return SwitchFabricInfo(**fields)
+
+
+def check_fault(preset: Preset, fault: Fault) -> None:
+    """BadProbeRequest for a rack fault the preset cannot suffer (no rack, no such tray)."""
+    if isinstance(fault, SwitchTrayLost | CliqueMoved) and preset.rack is None:
+        raise BadProbeRequest(f"{type(fault).__name__} needs a rack preset (nvl72), "
+                              f"not {preset.name!r}")
+    if isinstance(fault, SwitchTrayLost) and preset.rack is not None and \
+            not 0 <= fault.tray < preset.rack.switch_trays:
+        raise BadProbeRequest(f"switch tray {fault.tray} is not one of the rack's "
+                              f"{preset.rack.switch_trays} (0..{preset.rack.switch_trays - 1})")
 
 
 def fabric_manager(preset: Preset, faults: Sequence[Fault]) -> FabricManagerInfo:

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from probes.report import P2PCap, P2PStatus, PairInfo, PathLevel
-from probes.sim.faults import Fault, LinksDown, P2PDisabled, PcieDowntrained
+from probes.sim.faults import (
+    Fault,
+    InsufficientNvlinks,
+    LinksDown,
+    P2PDisabled,
+    PcieDowntrained,
+    SwitchTrayLost,
+)
 from probes.sim.presets import Calibration, Preset
 
 RouteKind = Literal["nvlink", "pcie", "staged"]
@@ -71,9 +78,21 @@ class SimTopology:
         extra = self.preset.nvlink.unwired_ports if self.preset.nvlink.fabric != "none" else 0
         return [Port(gpu, wired + i, None, None, False, wired=False) for i in range(extra)]
 
+    def _rack_ports_down(self, faults: tuple[Fault, ...], links: int) -> set[tuple[int, int]]:
+        """(gpu, link) ports a lost switch tray or an under-trained GPU takes down."""
+        down: set[tuple[int, int]] = set()
+        per_tray = self.preset.rack.ports_per_switch_tray if self.preset.rack else 0
+        for f in faults:
+            if isinstance(f, SwitchTrayLost):
+                lost = range(f.tray * per_tray, (f.tray + 1) * per_tray)
+                down.update((g, k) for g in range(self.count) for k in lost)
+            elif isinstance(f, InsufficientNvlinks):
+                down.update((f.gpu, k) for k in range(max(0, links - f.links_down), links))
+        return down
+
     def _ports(self, faults: tuple[Fault, ...]) -> dict[int, list[Port]]:
         wires = self._wiring()
-        down: set[tuple[int, int]] = set()
+        down = self._rack_ports_down(faults, len(wires[0]) if wires else 0)
         for f in faults:
             if isinstance(f, LinksDown):
                 n = len(wires[f.gpu])

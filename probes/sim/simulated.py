@@ -77,12 +77,14 @@ class SimulatedFabric:
         clock: Callable[[], float] = time.monotonic,
         hostname: str | None = None,
         started_at: datetime | None = None,
+        rack: str | None = None,
     ) -> None:
         self.preset = load_preset(preset) if isinstance(preset, str) else preset
         self.name = f"simulated:{self.preset.name}"
         self.seed = seed
         self.clock = clock
         self.hostname = hostname or self.preset.hostname
+        self.rack = rack  # rack presets: the rack this tray is in (None: the preset's)
         self._cal = load_calibration()
         self._lock = threading.RLock()
         self._faults: list[Fault] = []
@@ -106,6 +108,7 @@ class SimulatedFabric:
         for f in faults:
             for g in gpus_named(f):
                 self._check_index(g)
+            simfabric.check_fault(self.preset, f)
         with self._lock:
             self._advance()
             self._faults.extend(faults)
@@ -181,7 +184,7 @@ class SimulatedFabric:
             rdma=RdmaInfo(gpudirect_supported=self.preset.rdma.gpudirect_supported,
                           peermem_loaded=self.preset.rdma.peermem_loaded,
                           nearest_nic=slot.rdma.nearest_nic, nic_path=slot.rdma.nic_path),
-            switch_fabric=simfabric.switch_fabric(self.preset, self._faults, index),
+            switch_fabric=simfabric.switch_fabric(self.preset, self._faults, index, self.rack),
         )
 
     def _uuid(self, index: int) -> str:

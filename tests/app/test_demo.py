@@ -50,7 +50,8 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "demo", "--port", str(port), "--data-dir",
-         str(tmp_path / "demo"), "--hosts", "4", "--admin-token", ADMIN_TOKEN],
+         str(tmp_path / "demo"), "--hosts", "4", "--racks", "0", "--admin-token",
+         ADMIN_TOKEN],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -141,9 +142,10 @@ def test_command_line_defaults_are_the_demo_defaults() -> None:
 
     args = build_parser().parse_args(["demo"])
     defaults = DemoOptions()
-    assert (args.port, args.bind, args.data_dir, args.hosts, args.seed, args.backfill_hours) == (
-        defaults.port, defaults.bind, defaults.data_dir, defaults.hosts, defaults.seed,
-        defaults.backfill_hours)
+    assert (args.port, args.bind, args.data_dir, args.hosts, args.racks, args.seed,
+            args.backfill_hours) == (defaults.port, defaults.bind, defaults.data_dir,
+                                     defaults.hosts, defaults.racks, defaults.seed,
+                                     defaults.backfill_hours)
 
 
 def test_the_default_story_has_a_lost_gpu_a_skewed_clock_and_a_maintenance_window() -> None:

@@ -2,10 +2,11 @@
 
     peerwatch demo --port 8101 --hosts 8 --backfill-hours 6 &   # wait ~6 min: faults develop,
     python -m tests.browser.docs_shots http://127.0.0.1:8101 docs/img   # pcie4-01 turns stale
+    python -m tests.browser.docs_shots http://127.0.0.1:8101 docs/img "" domain   # only these
 
 Pages: the fleet, the HGX board that lost two NVLinks (hgx8-01), the host that stopped
-reporting (pcie4-01), and the alerts page; each full-page at 1440 px, plus the alerts page
-at a phone's width.
+reporting (pcie4-01), the alerts page and the demo's NVL72 rack (its NVLink domain page);
+each full-page at 1440 px, plus the alerts page at a phone's width.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from probes.sim.presets import rack_cluster_uuid
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, DRAWN
 
 SHOTS = {
@@ -21,6 +23,7 @@ SHOTS = {
     "faulty-board": ("#/host/hgx8-01?test=ce_write", "host"),
     "stale-host": ("#/host/pcie4-01", "host"),
     "alerts": ("#/alerts?state=all", "alerts"),
+    "domain": (f"#/domain/{rack_cluster_uuid('nvl72-a')}", "domain"),
 }
 
 
@@ -32,7 +35,7 @@ def wait_drawn(page, view: str, hash_: str, timeout_s: float = 60) -> None:  # t
         page.wait_for_timeout(100)
 
 
-def take(url: str, out: Path, prefix: str = "") -> list[Path]:
+def take(url: str, out: Path, prefix: str = "", only: tuple[str, ...] = ()) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -43,7 +46,7 @@ def take(url: str, out: Path, prefix: str = "") -> list[Path]:
             context = browser.new_context(viewport={"width": width, "height": height})
             page = context.new_page()
             for name, (hash_, view) in SHOTS.items():
-                if suffix and name != "alerts":
+                if (suffix and name != "alerts") or (only and name not in only):
                     continue
                 page.goto(f"{url}/?refresh=86400{hash_}")
                 wait_drawn(page, view, hash_)
@@ -59,5 +62,5 @@ def take(url: str, out: Path, prefix: str = "") -> list[Path]:
 
 if __name__ == "__main__":
     prefix = sys.argv[3] if len(sys.argv) > 3 else ""
-    for shot in take(sys.argv[1], Path(sys.argv[2]), prefix):
+    for shot in take(sys.argv[1], Path(sys.argv[2]), prefix, tuple(sys.argv[4:])):
         print(shot)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from app.cli.options import port_number
-from app.demo.fleet import DEFAULT_HOSTS
+from app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS
 from app.logs import configure_logging
 
 # Defaults here, not imported from app.demo.run: building the parser for any command must not
@@ -38,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--hosts", type=int, default=DEFAULT_HOSTS,
                         help=f"simulated hosts, presets dealt hgx8, h200x2, mesh4, pcie4 in "
                              f"turn (default: {DEFAULT_HOSTS})")
+    parser.add_argument("--racks", type=int, default=DEFAULT_RACKS,
+                        help="simulated GB200 NVL72 racks of 18 compute trays each, one "
+                             f"NVLink domain per rack (default: {DEFAULT_RACKS})")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the simulated measurements (default: 0)")
     parser.add_argument("--backfill-hours", type=float, default=DEFAULT_BACKFILL_HOURS,
@@ -53,11 +56,15 @@ def run(args: argparse.Namespace) -> int:
     if args.hosts < 1:
         print("peerwatch demo: error: --hosts must be at least 1", file=sys.stderr)
         return 2
+    if args.racks < 0:
+        print("peerwatch demo: error: --racks must be 0 or more", file=sys.stderr)
+        return 2
     configure_logging("warning")
     logging.getLogger("app.demo").setLevel(logging.INFO)
     from app.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,
-                          hosts=args.hosts, seed=args.seed, backfill_hours=args.backfill_hours,
+                          hosts=args.hosts, racks=args.racks, seed=args.seed,
+                          backfill_hours=args.backfill_hours,
                           admin_token=args.admin_token)
     return run_demo(options)

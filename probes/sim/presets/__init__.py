@@ -7,12 +7,14 @@ routes the chipset allows. How fast such a machine *runs* is not in the preset: 
 so every preset inherits the same measured behaviour (size curve, efficiencies, latencies).
 
     load_preset("hgx8")      -> Preset (validated; unknown fields are errors)
-    PRESET_NAMES             -> ("h100nvl2", "h200x2", "hgx8", "mesh4", "pcie4")
+    PRESET_NAMES             -> ("h100nvl2", "h200x2", "hgx8", "mesh4", "nvl72", "pcie4")
+    rack_cluster_uuid("nvl72-a") -> the cluster UUID every tray of that simulated rack reports
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -91,6 +93,23 @@ class SwitchFabric(_Data):
     health: str | None = None
 
 
+class RackLayout(_Data):
+    """A rack-scale NVLink domain (GB200 NVL72): `trays` compute trays (hosts) whose GPUs all
+    reach `switch_trays` NVLink switch trays, `ports_per_switch_tray` ports of each GPU to
+    each. `name` is the rack a fabric belongs to unless it is given another."""
+
+    name: str
+    trays: int
+    switch_trays: int
+    ports_per_switch_tray: int
+
+
+def rack_cluster_uuid(rack: str) -> str:
+    """The cluster UUID all trays of simulated rack `rack` report, written as the real probe
+    writes NVML's 16 bytes (32 hex digits, `probes/nvidia/nvml_fabric.py`)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"peerwatch-sim/rack/{rack}").hex
+
+
 class Preset(_Data):
     name: str
     description: str
@@ -104,6 +123,7 @@ class Preset(_Data):
     pcie: PcieLayout
     rdma: RdmaDefaults = RdmaDefaults()
     switch_fabric: SwitchFabric | None = None
+    rack: RackLayout | None = None
 
     @model_validator(mode="after")
     def _coherent(self) -> Preset:
@@ -114,6 +134,12 @@ class Preset(_Data):
         for a, b in self.nvlink.pairs:
             if not (0 <= a < n and 0 <= b < n) or a == b:
                 raise ValueError(f"NVLink pair {a}-{b} does not join two of the {n} GPUs")
+        rack = self.rack
+        if rack is not None and rack.switch_trays * rack.ports_per_switch_tray != \
+                self.nvlink.links_per_gpu:
+            raise ValueError(f"rack: {rack.switch_trays} switch trays x "
+                             f"{rack.ports_per_switch_tray} ports is not the "
+                             f"{self.nvlink.links_per_gpu} NVLinks per GPU")
         return self
 
 
