@@ -191,7 +191,9 @@ class ReportRow(Base):
 
 
 class Measurement(Base):
-    """One TransferResult. `value` is None exactly when `error` is set."""
+    """One TransferResult. `value` is None exactly when `error` is set. A per-GPU test (h2d,
+    d2h, local: `dst` null on the wire) is stored with src = dst = the GPU, as are its
+    baseline, rollups and judged row: the diagonal of the pair tables."""
 
     __tablename__ = "measurements"
     __table_args__ = (

@@ -446,8 +446,29 @@ class PairHealth(Judged):
     tests: list[TestHealth]
 
 
+class GpuTestHealth(Judged):
+    """One per-GPU test (h2d, d2h, local) of one GPU: newest figure, what its PCIe link
+    offers (h2d/d2h; local has no expectation, only its baseline) and the stored verdict."""
+
+    test: TestName
+    value: float | None = Field(default=None, description="Newest result, bytes/s (None: "
+                                "it failed).")
+    expected: float | None = None
+    expected_basis: str | None = Field(default=None,
+                                       examples=["PCIe gen5 x16 (63.0 GB/s) x 0.88"])
+    ratio_expected: float | None = None
+    baseline: float | None = None
+    ratio_baseline: float | None = None
+    low_since: datetime | None = None
+    error: str | None = None
+    measured_at: datetime | None = None
+
+
 class GpuHealth(Judged):
     gpu: int
+    tests: list[GpuTestHealth] = Field(
+        default_factory=list, description="Its per-GPU tests: host <-> GPU over its PCIe "
+        "link (h2d, d2h) and within its memory (local).")
 
 
 class HealthResponse(Judged):

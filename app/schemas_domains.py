@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 
 DOMAIN_ID = "5c3c1c9b2f7e5a41a1d0b6c7e8f90123"
 

@@ -5,6 +5,7 @@
 import { api, TESTS } from "./api.js";
 import { activatable, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { gpuTestsTable } from "./gpu_tests.js";
 import { inventoryRows, inventoryTable } from "./inventory.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
@@ -59,6 +60,7 @@ export function mount(root, route) {
     topo: h("div", { class: "chart", id: "topology-chart" }),
     matrix: h("div", { class: "chart", id: "matrix-chart" }),
     live: h("p", { class: "sr-only", "aria-live": "polite" }),
+    gpuTests: h("div", { id: "gpu-tests" }),
     testPick: h("span"),
     pairHead: h("div", { class: "panel-head" }),
     series: h("div", { class: "chart", id: "series-chart" }),
@@ -79,7 +81,8 @@ export function mount(root, route) {
       h("section", { class: "panel" }, h("div", { class: "panel-head" }, h("h2", {}, "Topology"),
         h("span", { class: "muted" }, "NVLink solid (width = NV#) · PCIe dotted (path level)")), el.topo),
       h("section", { class: "panel" }, h("div", { class: "panel-head" },
-        h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrix, el.live)),
+        h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrix, el.live,
+        el.gpuTests)),
     pairPanel,
     h("section", { class: "panel" }, el.linksHead,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
@@ -240,9 +243,20 @@ export function mount(root, route) {
     }
   }
 
+  /** The matrix of the selected test; empty where no pair was measured (a one-GPU host,
+   * whose measured figures are its per-GPU copies beside it), never a failed page. */
+  async function loadMatrix() {
+    try {
+      return await api.matrix(name, test());
+    } catch (error) {
+      if (error.status !== 404) throw error;
+      return { host: name, test: test(), unit: test() === "latency" ? "s" : "B/s", gpus: [], cells: [] };
+    }
+  }
+
   async function loadAll() {
     const [detail, health, topology, mx, links, alerts, , maintenance] = await Promise.all([
-      api.host(name), api.health(name), api.topology(name), api.matrix(name, test()),
+      api.host(name), api.health(name), api.topology(name), loadMatrix(),
       api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
@@ -254,6 +268,7 @@ export function mount(root, route) {
     renderNotices();
     renderProblems();
     inventory.setRows(inventoryRows(data.detail, shown("health")));
+    replace(el.gpuTests, gpuTestsTable(shown("health")));
     renderProbeErrors();
     const topo = topologyFigure(shown("topology"));
     await Promise.all([
@@ -285,7 +300,7 @@ export function mount(root, route) {
         await this.refresh();
         return;
       }
-      if (before.test !== params.test) data.matrix = await api.matrix(name, test());
+      if (before.test !== params.test) data.matrix = await loadMatrix();
       if (before.range !== params.range) data.links = await api.linkSeries(name, window_(range()));
       await loadPair();
       renderHead();

@@ -21,7 +21,7 @@ function greyed(item, at) {
 export function staleHealth(health, at) {
   if (!health) return health;
   return { ...health, // the host's own verdict is already "unknown: no report for …"
-    gpus: health.gpus.map((g) => greyed(g, at)),
+    gpus: health.gpus.map((g) => ({ ...greyed(g, at), tests: (g.tests || []).map((t) => greyed(t, at)) })),
     links: health.links.map((l) => greyed(l, at)),
     pairs: health.pairs.map((p) => ({ ...greyed(p, at), tests: p.tests.map((t) => greyed(t, at)) })) };
 }

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from probes.report import PAIR_TESTS, TestName, valid_hostname
+from probes.report import GPU_TESTS, PAIR_TESTS, TestName, valid_hostname
 
 ENV_PREFIX = "PEERWATCH_PROBE_"
 
@@ -63,7 +63,7 @@ class ProbeSettings(BaseSettings):
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_addr: str = "0.0.0.0"
     metrics_tests: Annotated[list[TestName], NoDecode, BeforeValidator(_csv)] = Field(
-        default_factory=lambda: list(PAIR_TESTS), min_length=1)
+        default_factory=lambda: [*PAIR_TESTS, *GPU_TESTS], min_length=1)
 
     @field_validator("server_url")
     @classmethod

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from probes.fabric import TestSpec
-from probes.report import LinkCounters, NvLinkPort, TestName
+from probes.report import GPU_TESTS, LinkCounters, NvLinkPort, TestName
 
 # (gpu, "tx" | "rx", peer): one direction of one GPU's ports that a test's data used.
 Direction = tuple[int, str, int | None]
@@ -41,6 +41,8 @@ def directions(spec: TestSpec) -> list[Direction]:
     """The (gpu, tx|rx, peer) directions the test's data travels over."""
     if spec.test is TestName.ALLREDUCE:
         return [(g, way, None) for g in spec.gpus for way in ("tx", "rx")]
+    if spec.test in GPU_TESTS:  # PCIe and local memory: no NVLink counter can tell
+        return []
     assert spec.src is not None and spec.dst is not None
     s, d = spec.src, spec.dst
     if spec.test in (TestName.CE_BIDIR, TestName.LATENCY):

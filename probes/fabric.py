@@ -33,7 +33,8 @@ from probes.report import (
 class TestSpec:
     """One transfer test to run: what, between which GPUs, and how much it may cost.
 
-    Data flows src -> dst for every pair test (see `TestName`). `gpus` is used by allreduce.
+    Data flows src -> dst for every pair test (see `TestName`). `gpus` is used by allreduce;
+    a per-GPU test (`GPU_TESTS`: h2d, d2h, local) names its GPU as `src`, `dst` None.
     `bytes_per_copy * copies * samples` bounds the traffic; warm-up copies come on top.
     """
 
@@ -51,6 +52,8 @@ class TestSpec:
     def label(self) -> str:
         if self.test is TestName.ALLREDUCE:
             return f"{self.test} gpus={','.join(map(str, self.gpus))}"
+        if self.dst is None:
+            return f"{self.test} GPU{self.src}"
         return f"{self.test} GPU{self.src}->GPU{self.dst}"
 
 

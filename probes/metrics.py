@@ -260,15 +260,21 @@ def result_families(host: str, view: AgentView, tests: frozenset[str]) -> Iterat
     contended = _gauge("p2p_contended",
                        "1 when other traffic shared the links during the newest measurement.",
                        PAIR_TEST)
+    copies = _gauge("gpu_copy_bandwidth_bytes_per_second",
+                    "Newest measured copy bandwidth of one GPU: h2d, d2h (host <-> GPU over "
+                    "its PCIe link), local (within its memory).", [*GPU, "test"])
     assert view.latest is not None
     present = {g.index for g in view.latest.inventory.gpus}
     for (src, dst, test), r in sorted(view.results.items()):
         if test not in tests or r.value is None or not {src, dst} <= present:
             continue  # a GPU gone from the inventory: its old values would read healthy
+        if src == dst:
+            copies.add_metric([host, str(src), test], r.value)
+            continue
         pair = [host, str(src), str(dst)]
         contended.add_metric([*pair, test], 1 if r.contended else 0)
         if test == TestName.LATENCY.value:
             latency.add_metric(pair, r.value)
         else:
             bandwidth.add_metric([*pair, test], r.value)
-    yield from (bandwidth, latency, contended)
+    yield from (bandwidth, latency, contended, copies)

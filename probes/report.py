@@ -19,8 +19,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 1
-SUPPORTED_SCHEMA_VERSIONS = (1,)
+# 2: per-GPU tests (h2d, d2h, local), a result naming one GPU as `src` with `dst` None.
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 
 # Bounds that no real fabric reaches: anything beyond is a probe bug, not a measurement.
 MAX_BANDWIDTH_BPS = 10e12  # 10 TB/s
@@ -112,9 +113,16 @@ class TestName(StrEnum):
     LATENCY = "latency"  # pointer chase by a kernel on src over dst's memory
     STAGED = "staged"  # P2P disabled: src -> pinned host -> dst
     ALLREDUCE = "allreduce"  # NCCL all-reduce over `gpus`; value is bus bandwidth
+    # Per-GPU tests (schema 2): `src` is the GPU, `dst` is None.
+    H2D = "h2d"  # copy engine, pinned host memory on the GPU's NUMA node -> the GPU
+    D2H = "d2h"  # copy engine, the GPU -> pinned host memory on its NUMA node
+    LOCAL = "local"  # copy engine within the GPU's own memory; read + write counted once
 
 
-PAIR_TESTS: tuple[TestName, ...] = tuple(t for t in TestName if t is not TestName.ALLREDUCE)
+GPU_TESTS: tuple[TestName, ...] = (TestName.H2D, TestName.D2H, TestName.LOCAL)
+PCIE_TESTS: tuple[TestName, ...] = (TestName.H2D, TestName.D2H)
+PAIR_TESTS: tuple[TestName, ...] = tuple(
+    t for t in TestName if t is not TestName.ALLREDUCE and t not in GPU_TESTS)
 BANDWIDTH_TESTS = frozenset(TestName) - {TestName.LATENCY}
 
 
@@ -316,7 +324,8 @@ class CounterSample(_Model):
 
 
 class TransferResult(_Model):
-    """One test on one ordered pair (or, for allreduce, one GPU set).
+    """One test on one ordered pair (or, for allreduce, one GPU set; for a per-GPU test in
+    `GPU_TESTS`, the GPU as `src` and `dst` None).
 
     `value` is None exactly when `error` is set: a failed test is recorded, not dropped.
     `foreign_bytes` are bytes other traffic put on the probed links during the test window
@@ -361,6 +370,9 @@ class TransferResult(_Model):
         if self.test is TestName.ALLREDUCE:
             if len(self.gpus) < 2 or self.peer_host is not None:
                 raise ValueError("allreduce needs at least two gpus of the reporting host")
+        elif self.test in GPU_TESTS:
+            if self.src is None or self.dst is not None or self.gpus or self.peer_host:
+                raise ValueError(f"{self.test} names one GPU: src set, dst null, gpus empty")
         elif self.src is None or self.dst is None:
             raise ValueError(f"{self.test} needs GPUs src and dst")
         elif self.src == self.dst and self.peer_host is None:
@@ -411,7 +423,7 @@ class HostIdentity(_Model):
 
 
 class Report(_Model):
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2  # SCHEMA_VERSION
     report_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     kind: ReportKind
     host: HostIdentity
@@ -429,6 +441,8 @@ class Report(_Model):
             raise ValueError("finished_at is before started_at")
         known = {g.index for g in self.inventory.gpus}
         for r in self.results:
+            if self.schema_version < 2 and r.test in GPU_TESTS:
+                raise ValueError(f"test {r.test} needs schema_version 2")
             used = r.local_gpus()
             if not used <= known:
                 missing = sorted(used - known)

@@ -4,7 +4,8 @@
     report  = build_report(fabric)            # inventory + counters + sweep, one `Report`
 
 For every test (pair tests over all ordered pairs of the selected GPUs, allreduce once over
-all of them) the sweep reads the NVLink counters of the GPUs involved, runs `measure()` under
+all of them, the per-GPU tests h2d, d2h and local on each selected GPU, also on a one-GPU
+host) the sweep reads the NVLink counters of the GPUs involved, runs `measure()` under
 a watchdog, reads the counters again and labels the sample `contended` when bytes that were
 not the probe's own crossed its links (`probes.contention`). What it will not do:
 
@@ -34,6 +35,7 @@ from probes.errors import BadProbeRequest, NotSupported, PeerwatchProbeError, Tr
 from probes.fabric import Fabric, TestSpec
 from probes.inventory import collect_counters, collect_inventory, read_host, read_item
 from probes.report import (
+    GPU_TESTS,
     GpuActivity,
     Inventory,
     LinkCounters,
@@ -85,10 +87,14 @@ class SweepOutcome:
 
 def plan(tests: tuple[TestName, ...], gpus: list[int],
          budgets: Mapping[TestName, Budget]) -> list[TestSpec]:
-    """Every ordered pair of `gpus` for each pair test, one allreduce over all of them."""
+    """Every ordered pair of `gpus` for each pair test, one allreduce over all of them, each
+    GPU for a per-GPU test."""
     specs: list[TestSpec] = []
     for test in dict.fromkeys(tests):
         budget = budgets.get(test, DEFAULT_BUDGETS[test])
+        if test in GPU_TESTS:
+            specs += [budget.spec(test, g) for g in gpus]
+            continue
         if test is TestName.ALLREDUCE:
             if len(gpus) >= 2:
                 specs.append(budget.spec(test, gpus=tuple(gpus)))
@@ -100,6 +106,9 @@ def plan(tests: tuple[TestName, ...], gpus: list[int],
 def spec_gpus(spec: TestSpec) -> tuple[int, ...]:
     if spec.test is TestName.ALLREDUCE:
         return spec.gpus
+    if spec.test in GPU_TESTS:
+        assert spec.src is not None
+        return (spec.src,)
     assert spec.src is not None and spec.dst is not None
     return (spec.src, spec.dst)
 

@@ -52,6 +52,17 @@ def path_level(code: int) -> PathLevel:
     return PATH_LEVELS.get(int(code), PathLevel.SYS)
 
 
+def parse_cpulist(text: str | None) -> frozenset[int]:
+    """ "0-31,64-95" as the set of CPU numbers; empty for None, "" or text that is no list."""
+    cpus: set[int] = set()
+    for part in (text or "").split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return frozenset()
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(cpus)
+
+
 def cpulist(mask_words: Iterable[int], word_bits: int = 64) -> str | None:
     """A CPU bitmask (least significant word first, as NVML returns it) as "0-31,64-95"."""
     cpus = [

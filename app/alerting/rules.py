@@ -15,7 +15,7 @@ from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.services.judge import last_heard_at
-from probes.report import BANDWIDTH_TESTS, LinkState, TestName
+from probes.report import BANDWIDTH_TESTS, GPU_TESTS, PCIE_TESTS, LinkState, TestName
 
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
@@ -86,8 +86,8 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
-        if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED:
-            continue
+        if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED or src == dst:
+            continue  # src == dst: a per-GPU test, PCIeBandwidthDegraded's
         if j.low_since is None:
             continue  # a failed test, not a slow one: ProbeFailing says so
         if src in explained or dst in explained:
@@ -181,6 +181,35 @@ def pcie_link_downtrained(ctx: HostContext) -> list[Finding]:
     return out
 
 
+def pcie_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
+    """One alert per GPU whose own copies are judged slow (sustained or intermittent): host
+    <-> GPU (h2d, d2h) below what its PCIe link offers or its baseline, or its local copy
+    below its baseline. None where PCIeLinkDowntrained already pages for that GPU: the
+    trained link explains the slow copies (one fault, one page)."""
+    explained = {int(f.labels["gpu"]) for f in pcie_link_downtrained(ctx)}
+    slow: dict[int, list[TestJudgement]] = {}
+    for (src, dst, test), j in sorted(ctx.health.tests.items(),
+                                      key=lambda kv: (kv[0][0], kv[0][2].value)):
+        if (src != dst or test not in GPU_TESTS or j.verdict is not Verdict.DEGRADED
+                or j.low_since is None or src in explained):
+            continue
+        slow.setdefault(src, []).append(j)
+    out = []
+    for gpu, tests in sorted(slow.items()):
+        ratios = [r for j in tests for r in (j.ratio_expected, j.ratio_baseline) if r is not None]
+        pcie = any(j.test in PCIE_TESTS for j in tests)
+        what = "host <-> GPU copies are" if pcie else "its local copies are"
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(gpu)},
+            summary=f"GPU{gpu} on {ctx.name}: {what} slow "
+                    f"({', '.join(j.test.value for j in tests)})",
+            description=" ".join(j.reason + "." for j in tests)
+            + (" The PCIe link trains at full width and generation: suspect the slot, riser, "
+               "retimer or the host side (IOMMU, NUMA placement)." if pcie else ""),
+            dashboard=dashboard_path(ctx.name, gpu=gpu), value=min(ratios) if ratios else None))
+    return out
+
+
 def probe_stale(ctx: HostContext) -> list[Finding]:
     """The stored host verdict's staleness (server clock, PEERWATCH_STALE_AFTER_S): the
     same threshold the host verdict and the scheduler use."""
@@ -236,8 +265,9 @@ def probe_failing(ctx: HostContext) -> list[Finding]:
     if not failed:
         return []
     shown = "; ".join(
-        f"{f.test} " + (f"GPU{f.src}->GPU{f.dst}" if f.src is not None
-                        else "GPUs " + ",".join(map(str, f.gpus))) + f": {f.error[:200]}"
+        f"{f.test} " + ("GPUs " + ",".join(map(str, f.gpus)) if f.src is None
+                        else f"GPU{f.src}" if f.dst in (None, f.src)
+                        else f"GPU{f.src}->GPU{f.dst}") + f": {f.error[:200]}"
         for f in failed[:3])
     more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
     return [Finding(
@@ -263,6 +293,10 @@ RULES: tuple[Rule, ...] = (
          "GPUs joined by NVLink can no longer use P2P."),
     Rule("PCIeLinkDowntrained", "warning", 900.0, pcie_link_downtrained,
          "PCIe width (and generation, unless turned off) below the maximum."),
+    Rule("PCIeBandwidthDegraded", "warning", 0.0, pcie_bandwidth_degraded,
+         "The server's verdict 'degraded' for a GPU's own copies (h2d, d2h against its PCIe "
+         "link and baseline; local against its baseline), one per GPU; none where "
+         "PCIeLinkDowntrained explains it."),
     Rule("ProbeStale", "warning", 0.0, probe_stale,
          "No report for PEERWATCH_STALE_AFTER_S (the host verdict's staleness)."),
     Rule("ProbeClockSkew", "warning", 600.0, probe_clock_skew,

@@ -1,4 +1,4 @@
-"""Expected bandwidth and latency of a GPU pair, from its topology alone.
+"""Expected bandwidth and latency of a GPU pair (or of one GPU's PCIe link), from topology alone.
 
 What a healthy pair of this shape should reach: NVLink width x per-link rate x efficiency, or
 PCIe generation x width x efficiency. The efficiencies are measured, not datasheet: on the lent
@@ -36,6 +36,10 @@ PCIE_EFFICIENCY: dict[TestName, float] = {
 }
 STAGED_EFFICIENCY = 0.60  # through pinned host memory: D2H then H2D, overlapped
 STAGED_BIDIR_EFFICIENCY = 0.83  # both ways staged: 52.3 GB/s total over PCIe 5 x16 (measured)
+# Host <-> GPU copies (pinned host memory on the GPU's NUMA node, copy engine) over the GPU's
+# own PCIe link: 55.5 GB/s H2D and 55.4 GB/s D2H over PCIe 5 x16 (63.0 GB/s) on one H200
+# (REFERENCE.md section 6; nvbandwidth's host_to_device_memcpy_ce: 55.5).
+HOST_COPY_EFFICIENCY: dict[TestName, float] = {TestName.H2D: 0.88, TestName.D2H: 0.88}
 STAGED_LATENCY_S = 18e-6  # a 16-byte copy staged through host, P2P off (measured 17.5-18.3 us)
 
 # Usable bytes/s per PCIe lane and direction, after line encoding.
@@ -125,6 +129,25 @@ def expected(
     rate, what = floor
     eff = PCIE_EFFICIENCY[test]
     return Expectation(rate * eff, unit, f"{pair.topology}: {what} x {eff:.2f}")
+
+
+def expected_gpu(test: TestName, gpu: GpuInfo) -> Expectation | None:
+    """What a per-GPU test should measure on this GPU: h2d/d2h from the PCIe link the slot
+    offers (maximum generation x width x measured efficiency), so a link trained below it
+    shows its cost instead of lowering the bar, and the basis says how it trained. None for
+    `local` (memory bandwidth is not in the inventory: it is judged against its own
+    baseline) and where the link is unknown."""
+    eff = HOST_COPY_EFFICIENCY.get(test)
+    p = gpu.pcie
+    gen, width = p.gen_max or p.gen_current, p.width_max or p.width_current
+    if eff is None or not gen or not width:
+        return None
+    rate = PCIE_LANE_BPS.get(gen, PCIE_LANE_BPS[6]) * width
+    basis = f"PCIe gen{gen} x{width} ({_gbps(rate)}) x {eff:.2f}"
+    now = (p.gen_current or gen, p.width_current or width)
+    if now != (gen, width):
+        basis += f"; trained gen{now[0]} x{now[1]} now"
+    return Expectation(rate * eff, unit_of(test), basis)
 
 
 def ratio(test: TestName, measured: float, expect: float) -> float:

@@ -11,7 +11,9 @@
 - GPU: down when it vanished from the inventory, when every NVLink it should have is down,
   or when every measured pair it is part of is down; degraded when fewer links are up than
   its SKU wires (its NVSwitch width is reduced), a link is degraded, its PCIe link trained
-  narrower than its maximum, or at least half its measured pairs are degraded or down; the
+  narrower than its maximum, one of its own tests (h2d, d2h: host <-> GPU over its PCIe link;
+  local) is degraded (slow against what its PCIe link offers or its own baseline, sustained)
+  or down (failing), or at least half its measured pairs are degraded or down; the
   fabric contradictions of `fabric_state.py` (fabric not COMPLETED, registration failed,
   fabric unhealthy, peer copies failing behind up links) add their own reasons and actions.
 - host: unknown when stale or never measured; down when every GPU is down; degraded when
@@ -24,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
-from app.analysis.health import Judgement, PairJudgement, Thresholds
+from app.analysis.health import Judgement, PairJudgement, TestJudgement, Thresholds
 from app.analysis.text import fmt_rate
 from app.analysis.verdict import SEVERITY, Verdict
 from probes.report import GpuInfo, LinkState, NvLinkPort
@@ -68,6 +70,7 @@ class GpuFacts:
     pcie_replay_per_s: float | None = None
     design_overrides: Mapping[str, int] | None = None  # GPU name -> NVLinks wired by design
     pcie_check_generation: bool = True  # a generation below max is degraded, as it alerts
+    tests: Sequence[TestJudgement] = ()  # its per-GPU tests (h2d, d2h, local), judged
 
 
 def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
@@ -116,6 +119,11 @@ def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
         degraded.append(f"PCIe trained Gen{pcie.gen_current} of Gen{pcie.gen_max}")
     if facts.pcie_replay_per_s:
         degraded.append(f"PCIe replays growing {fmt_rate(facts.pcie_replay_per_s)}")
+    for t in facts.tests:  # h2d/d2h/local slow or failing: the reason names figure and basis
+        if t.verdict is Verdict.DOWN:
+            down.append(t.reason)
+        elif t.verdict is Verdict.DEGRADED:
+            degraded.append(t.reason)
     judged = [p for p in pairs if p.verdict is not Verdict.UNKNOWN]
     bad = [p for p in judged if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
     if judged and all(p.verdict is Verdict.DOWN for p in judged):

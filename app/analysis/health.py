@@ -98,6 +98,9 @@ def worst(verdicts: Iterable[Verdict]) -> Verdict:
 
 
 def pair_label(src: int, dst: int, test: TestName) -> str:
+    """ "GPU3->GPU5 ce_write"; a per-GPU test, stored as src == dst, is "GPU3 h2d"."""
+    if src == dst:
+        return f"GPU{src} {test.value}"
     return f"GPU{src}->GPU{dst} {test.value}"
 
 

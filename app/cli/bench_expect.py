@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.analysis.expected import Expectation, expected, ratio
-from probes.report import GpuInfo, Inventory, LinkState, PairInfo, TransferResult
+from app.analysis.expected import Expectation, expected, expected_gpu, ratio
+from probes.report import GPU_TESTS, GpuInfo, Inventory, LinkState, PairInfo, TransferResult
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,11 @@ class Expectations:
     def judge(self, r: TransferResult) -> Judged:
         """Expectation and ratio of one result; None where unknowable (allreduce over a set,
         a failed test, a pair the inventory could not describe)."""
+        if r.src is not None and r.dst is None and r.test in GPU_TESTS:
+            gpu = self.gpus.get(r.src)
+            expect = expected_gpu(r.test, gpu) if gpu is not None else None
+            return Judged(r, expect, None if expect is None or r.value is None
+                          else ratio(r.test, r.value, expect.value))
         if r.src is None or r.dst is None:
             return Judged(r, None, None)
         pair = self.pairs.get((r.src, r.dst))

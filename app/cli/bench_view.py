@@ -12,7 +12,17 @@ from rich.table import Table
 from rich.text import Text
 
 from app.cli.bench_expect import Expectations, Judged
-from probes.report import GpuInfo, LinkState, P2PCap, P2PStatus, Report, TestName, TransferResult
+from app.cli.bench_gpus import render_gpu_tests
+from probes.report import (
+    GPU_TESTS,
+    GpuInfo,
+    LinkState,
+    P2PCap,
+    P2PStatus,
+    Report,
+    TestName,
+    TransferResult,
+)
 
 ABOUT: dict[TestName, str] = {
     TestName.CE_WRITE: "copy engine, issued by the source (push)",
@@ -66,7 +76,7 @@ def _matrix(title: str, gpus: list[int], cell: dict[tuple[int, int], Text]) -> G
 
 def render_results(console: Console, report: Report, tests: list[TestName]) -> None:
     gpus = sorted(g.index for g in report.inventory.gpus)
-    for test in tests:
+    for test in [t for t in tests if t not in GPU_TESTS]:
         results = [r for r in report.results if r.test is test]
         if test is TestName.ALLREDUCE:
             for r in results:
@@ -125,12 +135,13 @@ def _ratio_text(j: Judged) -> Text:
 
 
 def render_ratios(console: Console, report: Report, tests: list[TestName]) -> None:
-    pair_tests = [t for t in tests if t is not TestName.ALLREDUCE]
+    pair_tests = [t for t in tests if t is not TestName.ALLREDUCE and t not in GPU_TESTS]
     if not pair_tests:
         return
     judge = Expectations(report.inventory)
     by_key = {(r.test, r.src, r.dst): judge.judge(r) for r in report.results}
-    pairs = sorted({(r.src, r.dst) for r in report.results if r.src is not None})
+    pairs = sorted({(r.src, r.dst) for r in report.results
+                    if r.src is not None and r.dst is not None})
     topo = {(p.src, p.dst): p.topology for p in report.inventory.pairs}
     table = Table(box=None, pad_edge=False)
     table.add_column("pair", style="bold")
@@ -161,7 +172,8 @@ def render_cost(console: Console, report: Report) -> None:
                       "crossed the probed links; read them as a share, not the link's capacity")
     for r in report.results:
         if r.error:
-            where = f"GPU{r.src}->GPU{r.dst}" if r.src is not None else f"GPUs {r.gpus}"
+            where = (f"GPUs {r.gpus}" if r.src is None else f"GPU{r.src}" if r.dst is None
+                     else f"GPU{r.src}->GPU{r.dst}")
             console.print(f"[red]{r.test} {where} failed[/]: {r.error}")
     for e in report.errors:
         console.print(f"[red]{e.where}[/]: {e.message}")
@@ -175,6 +187,7 @@ def render(console: Console, report: Report, tests: list[TestName]) -> None:
                   + (f" · driver {host.driver_version}" if host.driver_version else ""))
     console.print()
     render_results(console, report, tests)
+    render_gpu_tests(console, report, tests)
     render_topology(console, report)
     render_ratios(console, report, tests)
     render_cost(console, report)
@@ -190,9 +203,10 @@ def _pcie_text(g: GpuInfo) -> str:
     return text
 
 
-def render_gpus(console: Console, report: Report, gpus: tuple[int, ...] | None) -> None:
-    """What one GPU can show without a peer: its PCIe link and NVLink ports, then the cost
-    (no empty pair matrices)."""
+def render_gpus(console: Console, report: Report, gpus: tuple[int, ...] | None,
+                tests: tuple[TestName, ...] | list[TestName] = GPU_TESTS) -> None:
+    """What one GPU can show without a peer: its PCIe link and NVLink ports, its measured
+    per-GPU tests (h2d, d2h, local), then the cost (no empty pair matrices)."""
     host = report.host
     console.print(f"[bold]{host.hostname}[/] · fabric {host.fabric} · "
                   f"{len(report.inventory.gpus)} GPU(s) on this host"
@@ -215,4 +229,5 @@ def render_gpus(console: Console, report: Report, gpus: tuple[int, ...] | None) 
                       g.cpu_affinity or "N/A")
     console.print(_titled("[bold]GPU[/] (no peer to test against)", table))
     console.print()
+    render_gpu_tests(console, report, tests)
     render_cost(console, report)

@@ -19,6 +19,9 @@ The live story (default fleet):
     now     h200x2-02 a 2 h maintenance window; +90 s two NVLinks of GPU1 go down: judged
                       and shown, not paged
     always  mesh4-01  GPU3 runs a job: skipped by sweeps
+    always  pcie4-02  GPU2's PCIe link trained x4 of x16 (3 h ago): its h2d/d2h measure a
+                      quarter of what the slot offers, judged degraded (mesh4-01 GPU1 in a
+                      fleet without pcie4-02)
     always  nvl72-a-tray12  sits in clique 2, apart from its rack (clique 1)
     +45 s   nvl72-a-tray07  GPU2 trains too few NVLinks (health: insufficient NVLinks)
     +90 s   nvl72-a-tray15  fabric registration stuck IN_PROGRESS
@@ -47,6 +50,7 @@ from probes.sim.faults import (
     InsufficientNvlinks,
     LinksDown,
     P2PDisabled,
+    PcieDowntrained,
     SwitchTrayLost,
 )
 
@@ -199,6 +203,11 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     cast("h200x2", 2, -20 * HOUR, -19 * HOUR, _constant(P2PDisabled(a=0, b=1)),
          "P2P disabled between GPU0 and GPU1 by a driver setting")
 
+    slow_pcie = ("pcie4", 2, 2) if _exists(fleet, "pcie4", 2) else ("mesh4", 1, 1)
+    cast(slow_pcie[0], slow_pcie[1], -3 * HOUR, forever,
+         _constant(PcieDowntrained(gpu=slow_pcie[2], width=4)),
+         f"the PCIe link of GPU{slow_pcie[2]} trains x4 of x16: its host <-> GPU copies "
+         "measure a quarter of what the slot offers")
     if _exists(fleet, "hgx8", 3):  # fleets too small for these keep the story above
         cast("hgx8", 3, 150, forever, _constant(GpuLost(gpu=6)),
              "GPU6 falls off the bus (Xid 79)")

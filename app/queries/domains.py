@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session
 
 from app.analysis.clique_fit import CliqueFit, CliqueMiss, fit_cliques
 from app.analysis.domains import DomainRollup, MemberGpu, Tray, domain_key, roll_up
+from app.analysis.verdict import Verdict
 from app.models import Gpu, Host, JudgedGpu, JudgedHost
 from app.queries.common import NotFound
 from app.queries.health import NOT_JUDGED
-from app.schemas import Verdict
 from app.schemas_domains import (
     CliqueFitOut,
     CliqueMissOut,

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.expected import Expectation, expected
+from app.analysis.expected import Expectation, expected, expected_gpu
 from app.models import Gpu, Host, NvLink, Pair
 from probes.report import (
+    GPU_TESTS,
     GpuInfo,
     Inventory,
     LinkState,
@@ -63,7 +64,11 @@ class HostFabric:
         return min(speeds) if speeds else None
 
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
-        """What the pair should reach with the NVLinks it has up now."""
+        """What the pair should reach with the NVLinks it has up now; for a per-GPU test
+        (stored as src == dst) what the GPU's PCIe link offers."""
+        if test in GPU_TESTS:
+            gpu = self.gpus.get(src)
+            return expected_gpu(test, gpu) if gpu is not None and src == dst else None
         pair = self.pairs.get((src, dst))
         if pair is None or src not in self.gpus or dst not in self.gpus:
             return None

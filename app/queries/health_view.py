@@ -2,8 +2,30 @@
 
 from __future__ import annotations
 
+from app.analysis.health import TestJudgement
 from app.queries.health import HostHealth
-from app.schemas import GpuHealth, HealthResponse, LinkHealth, PairHealth, TestHealth
+from app.schemas import (
+    GpuHealth,
+    GpuTestHealth,
+    HealthResponse,
+    LinkHealth,
+    PairHealth,
+    TestHealth,
+)
+
+
+def gpu_tests(h: HostHealth, gpu: int) -> list[GpuTestHealth]:
+    """The GPU's per-GPU tests, stored on the diagonal (src = dst = the GPU)."""
+    mine: list[TestJudgement] = sorted(
+        (t for (s, d, _), t in h.tests.items() if s == d == gpu), key=lambda t: t.test.value)
+    return [GpuTestHealth(
+        test=t.test, verdict=t.verdict, reason=t.reason,
+        since=h.since.get(("test", gpu, gpu, t.test.value)),
+        value=t.latest.value if t.latest else None, expected=t.expected,
+        expected_basis=t.expected_basis, ratio_expected=t.ratio_expected, baseline=t.baseline,
+        ratio_baseline=t.ratio_baseline, low_since=t.low_since,
+        error=t.latest.error if t.latest else None,
+        measured_at=t.latest.at if t.latest else None) for t in mine]
 
 
 def health_view(h: HostHealth) -> HealthResponse:
@@ -12,7 +34,8 @@ def health_view(h: HostHealth) -> HealthResponse:
         host=h.host.name, verdict=j.verdict, reason=j.reason, since=since.get(("host",)),
         generated_at=h.generated_at, stale=h.stale,
         gpus=[GpuHealth(gpu=g.gpu, verdict=g.verdict, reason=g.reason,
-                        since=since.get(("gpu", g.gpu))) for g in j.gpus],
+                        since=since.get(("gpu", g.gpu)), tests=gpu_tests(h, g.gpu))
+              for g in j.gpus],
         links=[LinkHealth(gpu=x.gpu, link=x.link, verdict=x.verdict, reason=x.reason,
                           since=since.get(("link", x.gpu, x.link))) for x in j.links],
         pairs=[PairHealth(

@@ -8,7 +8,7 @@ from app.config import Settings
 from app.queries.common import NotFound, PairKey
 from app.queries.health import HostHealth, host_health
 from app.schemas import MatrixCell, MatrixResponse
-from probes.report import TestName, unit_of
+from probes.report import GPU_TESTS, TestName, unit_of
 
 
 def _cell(health: HostHealth, key: PairKey) -> MatrixCell:
@@ -42,7 +42,7 @@ def latest_matrix(session: Session, settings: Settings, host: str,
         test = TestName(test)
     except ValueError:
         raise NotFound("test", test) from None
-    if test is TestName.ALLREDUCE:
+    if test is TestName.ALLREDUCE or test in GPU_TESTS:  # per GPU: the health answer's gpus
         raise NotFound("pair test", test.value)
     health = host_health(session, settings, host)
     keys = sorted(k for k in health.tests if k[2] is test)

@@ -33,7 +33,7 @@ from app.services.inventory import (
     upsert_inventory,
 )
 from app.services.report_checks import ReportConflict, report_digest
-from probes.report import LinkCounters, Report, ReportKind, TestName
+from probes.report import GPU_TESTS, LinkCounters, Report, ReportKind, TestName
 
 ATTEMPTS = 3
 LINK_COUNTERS = tuple(LinkCounters.model_fields)
@@ -139,9 +139,12 @@ def _measurement_rows(report: Report, host_id: int, report_pk: int) -> list[dict
     rows = []
     for r in report.results:
         pair_test = r.test is not TestName.ALLREDUCE
+        # a per-GPU test (h2d, d2h, local; dst null on the wire) is stored on the diagonal,
+        # src = dst = the GPU: the (pair, test) tables hold its history, baseline, verdict
+        dst = r.src if r.test in GPU_TESTS else r.dst
         rows.append({
             "report_id": report_pk, "host_id": host_id, "test": r.test.value,
-            "src": r.src if pair_test else None, "dst": r.dst if pair_test else None,
+            "src": r.src if pair_test else None, "dst": dst if pair_test else None,
             "gpus": list(r.gpus), "value": r.value, "unit": r.unit.value,
             "samples": list(r.samples), "bytes_per_copy": r.bytes_per_copy,
             "copies": r.copies, "gpu_time_s": r.gpu_time_s,

@@ -47,13 +47,17 @@ from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.health import HostHealth
 from app.queries.page_holds import fabric_manager_of
+from probes.report import GPU_TESTS
 
 
 def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
                  baselines: dict[PairKey, BaselineRef], th: Thresholds,
                  low_before: dict[PairKey, datetime]) -> dict[PairKey, TestJudgement]:
+    """Every (pair, test) measured or expected; a per-GPU test is keyed (gpu, gpu, test)."""
     tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
-    keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests}
+    keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
+                           if t not in GPU_TESTS}
+    keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
     return {
         (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
                               fabric.full_expectation(t, s, d),
@@ -67,7 +71,8 @@ def _judge_pairs(fabric: HostFabric,
                  tests: dict[PairKey, TestJudgement]) -> list[PairJudgement]:
     by_pair: dict[tuple[int, int], list[TestJudgement]] = defaultdict(list)
     for (s, d, _), j in tests.items():
-        by_pair[(s, d)].append(j)
+        if s != d:  # the diagonal holds the per-GPU tests, judged with their GPU
+            by_pair[(s, d)].append(j)
     for pair in fabric.pairs:
         by_pair.setdefault(pair, [])
     return [judge_pair(s, d, js, fabric.pairs.get((s, d)))
@@ -76,13 +81,15 @@ def _judge_pairs(fabric: HostFabric,
 
 def _judge_gpus(session: Session, settings: Settings, fabric: HostFabric,
                 links: list[LinkJudgement], pairs: list[PairJudgement],
-                since: datetime) -> list[GpuJudgement]:
+                tests: dict[PairKey, TestJudgement], since: datetime) -> list[GpuJudgement]:
     replays = pcie_replay_rates(session, fabric.host.id, since)
     out = []
     for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
         facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
                          pcie_replay_per_s=replays.get(gpu),
-                         pcie_check_generation=settings.pcie_check_generation)
+                         pcie_check_generation=settings.pcie_check_generation,
+                         tests=tuple(j for (s, d, _), j in sorted(
+                             tests.items(), key=lambda kv: kv[0][2].value) if s == d == gpu))
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
@@ -167,7 +174,7 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
-    gpus = _judge_gpus(session, settings, fabric, links, pairs, counters_since)
+    gpus = _judge_gpus(session, settings, fabric, links, pairs, tests, counters_since)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s

@@ -53,7 +53,8 @@ def _test_row(t: TestJudgement) -> dict[str, Any]:
 
 
 def _worst_pair(health: HostHealth) -> TestJudgement | None:
-    judged = [t for t in health.tests.values() if t.ratio_expected is not None]
+    judged = [t for t in health.tests.values()
+              if t.ratio_expected is not None and t.src != t.dst]  # pairs, not per-GPU tests
     return min(judged, key=lambda t: t.ratio_expected or 0.0, default=None)
 
 

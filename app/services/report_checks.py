@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from probes.report import PAIR_TESTS, Report, TestName
+from probes.report import GPU_TESTS, PAIR_TESTS, Report, TestName
 
 MAX_CLOCK_AHEAD = timedelta(hours=1)
 INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
@@ -64,8 +64,8 @@ def _check_times(report: Report, now: datetime) -> Iterator[dict[str, Any]]:
 
 def result_limit(gpus: int) -> int:
     """Most results a report on `gpus` GPUs can carry: each pair test once per ordered pair,
-    plus one all-reduce per GPU count (2..gpus)."""
-    return gpus * (gpus - 1) * len(PAIR_TESTS) + max(gpus - 1, 0)
+    plus one all-reduce per GPU count (2..gpus), plus each per-GPU test once per GPU."""
+    return gpus * (gpus - 1) * len(PAIR_TESTS) + max(gpus - 1, 0) + gpus * len(GPU_TESTS)
 
 
 def _result_key(result: Any) -> tuple[Any, ...]:
@@ -79,7 +79,7 @@ def _check_results(report: Report) -> Iterator[dict[str, Any]]:
     if len(report.results) > limit:
         yield _error(("results",), f"{len(report.results)} results, but a host of "
                      f"{len(report.inventory.gpus)} GPUs allows at most {limit} (each pair "
-                     "test once per ordered pair)")
+                     "test once per ordered pair, each per-GPU test once per GPU)")
         return
     seen: set[tuple[Any, ...]] = set()
     for i, result in enumerate(report.results):

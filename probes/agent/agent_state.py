@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from probes.report import (
+    GPU_TESTS,
     CounterSample,
     LinkCounters,
     Report,
@@ -108,11 +109,12 @@ class AgentState:
 
 
 def _pair_results(report: Report) -> dict[PairTest, TransferResult]:
-    """This sweep's pair results; a failed test removes nothing (it has no new value)."""
+    """This sweep's pair results, a per-GPU test's (h2d, d2h, local) as (gpu, gpu, test); a
+    failed test removes nothing (it has no new value)."""
     found: dict[PairTest, TransferResult] = {}
     for r in report.results:
-        if r.src is None or r.dst is None or r.value is None:
+        if r.src is None or r.value is None or (r.dst is None and r.test not in GPU_TESTS):
             continue
-        found[(r.src, r.dst, r.test.value)] = r
+        found[(r.src, r.src if r.dst is None else r.dst, r.test.value)] = r
     return found
 

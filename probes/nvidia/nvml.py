@@ -212,7 +212,7 @@ class Nvml:
             name=as_text(self.call(where, "nvmlDeviceGetName", h)),
             pci_bus_id=self._bus_ids[index],
             memory_total_bytes=int(memory.total),
-            cpu_affinity=self._cpu_affinity(index),
+            cpu_affinity=self.cpu_affinity(index),
             numa_node=self._numa_node(index),
             nvlink_count=nvlinks,
             pcie=self._pcie(index),
@@ -220,7 +220,8 @@ class Nvml:
             switch_fabric=self.switch_fabric(index) if nvlinks else None,
         )
 
-    def _cpu_affinity(self, gpu: int) -> str | None:
+    def cpu_affinity(self, gpu: int) -> str | None:
+        """The GPU's local CPUs as a list ("0-31,64-95"), None when NVML cannot say."""
         words = max(1, ((os.cpu_count() or 64) + 63) // 64)
         mask = self.maybe(f"nvml.cpu_affinity gpu={gpu}", "nvmlDeviceGetCpuAffinity",
                            self.handle(gpu), words)

@@ -32,7 +32,7 @@ from probes.report import (
     NvLinkPort,
     PairInfo,
 )
-from probes.topology import normalize_bus_id
+from probes.topology import normalize_bus_id, parse_cpulist
 
 
 class RealFabric:
@@ -62,6 +62,8 @@ class RealFabric:
                 for i in range(self._nvml.gpu_count())
                 if normalize_bus_id(self._nvml.bus_id(i)) in by_bus
             }
+            tr.local_cpus = {c: parse_cpulist(self._nvml.cpu_affinity(i))
+                             for i, c in self._cuda_of.items()}
             self._transfers = tr
         return self._transfers
 

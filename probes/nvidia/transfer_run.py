@@ -8,6 +8,7 @@ that timed out keeps its buffers (freeing memory a hung copy still writes would 
 
 from __future__ import annotations
 
+import ctypes
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ class Run:
         self.others = devices[1:]
         self._allocs: list[tuple[int, int, int]] = []  # (device, pointer, bytes)
         self._pinned: list[Any] = []
+        self._host: list[int] = []  # cudaHostAlloc pointers
         self._bad: dict[int, Buffer] = {}
         self._outer: Window | None = None
         self._held = False
@@ -58,6 +60,18 @@ class Run:
         mem = self.tr.cp.cuda.alloc_pinned_memory(nbytes)
         self._pinned.append(mem)
         return int(mem.ptr)
+
+    def host_alloc(self, nbytes: int) -> int:
+        """Pinned host memory of its own (cudaHostAlloc, not CuPy's pool, which would hand
+        back pages placed for an earlier caller): placed on the calling thread's NUMA node."""
+        ptr = int(self.tr.rt.hostAlloc(nbytes, 0))
+        self._host.append(ptr)
+        return ptr
+
+    @staticmethod
+    def host_view(ptr: int, nbytes: int) -> Any:
+        """A writable buffer over host memory from `host_alloc` (for numpy.frombuffer)."""
+        return (ctypes.c_char * nbytes).from_address(ptr)
 
     def bytes_on(self, device: int) -> int:
         return sum(n for d, _, n in self._allocs if d == device)
@@ -84,6 +98,9 @@ class Run:
                 with self.tr.device(device):
                     self.tr.rt.free(ptr)
             self._allocs.clear()
+            for ptr in self._host:
+                self.tr.rt.freeHost(ptr)
+            self._host.clear()
             if self._pinned:
                 self._pinned.clear()
                 self.tr.cp.get_default_pinned_memory_pool().free_all_blocks()

@@ -27,8 +27,9 @@ from typing import Any
 from probes.errors import BadProbeRequest, FabricUnavailable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.nvidia import kernels
+from probes.nvidia.gpu_copies import measure_gpu_test
 from probes.nvidia.transfer_run import Run
-from probes.report import TestName
+from probes.report import GPU_TESTS, TestName
 
 PEER_ACCESS_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled: not exported by CuPy
 GPUDIRECT_RDMA_SUPPORTED = 116  # cudaDevAttrGPUDirectRDMASupported
@@ -80,6 +81,9 @@ class Transfers:
         self._streams: dict[int, Any] = {}
         self._peer: set[tuple[int, int]] = set()
         self._sms: dict[int, int] = {}
+        # Each device's local CPUs (set by probes/nvidia/real.py from NVML): where h2d/d2h
+        # place their pinned host buffers (probes/nvidia/gpu_copies.py).
+        self.local_cpus: dict[int, frozenset[int]] = {}
         self.nccl_resident_bytes: int | None = None  # NCCL's kernels, once loaded, per GPU
         # The hold: spin kernels wait until this pinned counter reaches their ticket.
         self._flag_mem = self.cp.cuda.alloc_pinned_memory(64)
@@ -166,10 +170,14 @@ class Transfers:
             raise
 
     def _validate(self, spec: TestSpec) -> None:
-        gpus = list(spec.gpus) if spec.test is TestName.ALLREDUCE else [spec.src, spec.dst]
+        one = spec.test in GPU_TESTS
+        gpus = (list(spec.gpus) if spec.test is TestName.ALLREDUCE
+                else [spec.src] if one else [spec.src, spec.dst])
         if any(g is None or not 0 <= g < self.count for g in gpus):
             raise BadProbeRequest(f"{spec.label()}: CUDA sees GPUs 0..{self.count - 1}")
-        if len(set(gpus)) != len(gpus) or len(gpus) < 2:
+        if one and (spec.dst is not None or spec.gpus):
+            raise BadProbeRequest(f"{spec.label()}: a per-GPU test names one GPU as src")
+        if not one and (len(set(gpus)) != len(gpus) or len(gpus) < 2):
             raise BadProbeRequest(f"{spec.label()}: needs distinct GPUs")
         if spec.copies < 1 or spec.samples < 1 or spec.warmup < 0:
             raise BadProbeRequest(f"{spec.label()}: copies and samples must be >= 1")
@@ -181,6 +189,8 @@ class Transfers:
         src, dst = spec.src, spec.dst
         if spec.test is TestName.ALLREDUCE:
             return self._allreduce(spec)
+        if spec.test in GPU_TESTS:
+            return measure_gpu_test(self, spec)
         assert src is not None and dst is not None
         if spec.test is TestName.LATENCY:
             return self._latency(spec, src, dst)

@@ -13,6 +13,7 @@ checked against the preset when a fault goes in, so a typo fails at once.
     TransferFails(gpu=4)                      every test touching GPU 4 raises TransferError
     TransferHangs(gpu=5)                      a test touching GPU 5 blocks until released
     PcieDowntrained(gpu=6, gen=4, width=8)    PCIe trained below its maximum
+    HostCopySlow(gpu=6, factor=0.4)           host <-> GPU copies slow, the link trained fully
     BusyGpu(gpu=7)                            a job runs there: processes, utilisation, memory
     FabricNotCompleted(state="in_progress")   NVSwitch fabric registration not COMPLETED
     FabricStatusError(status="unknown")       registration COMPLETED with an error status
@@ -140,6 +141,16 @@ class PcieDowntrained:
 
 
 @dataclass(frozen=True)
+class HostCopySlow:
+    """GPU's host <-> GPU copies (h2d, d2h) deliver `factor` of normal while NVML shows its
+    PCIe link trained at full width and generation: a marginal riser or retimer, an IOMMU
+    or a host-side fault that only a measurement shows."""
+
+    gpu: int
+    factor: float = 0.4
+
+
+@dataclass(frozen=True)
 class BusyGpu:
     """A job runs on `gpu`: compute processes, utilisation and memory in use.
 
@@ -244,6 +255,7 @@ Fault = (
     | TransferFails
     | TransferHangs
     | PcieDowntrained
+    | HostCopySlow
     | BusyGpu
     | FabricNotCompleted
     | FabricStatusError

@@ -105,7 +105,7 @@ def fabric_manager(preset: Preset, faults: Sequence[Fault]) -> FabricManagerInfo
 
 def peer_copy_failure(faults: Sequence[Fault], spec: TestSpec) -> str | None:
     """The error a P2P test between two GPUs hit by `PeerCopiesFail` raises, else None."""
-    if spec.test in (TestName.STAGED, TestName.ALLREDUCE):
+    if spec.test in (TestName.STAGED, TestName.ALLREDUCE) or spec.dst is None:
         return None
     for f in faults:
         if isinstance(f, PeerCopiesFail) and {spec.src, spec.dst} == {f.a, f.b}:

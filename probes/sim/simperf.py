@@ -4,7 +4,8 @@ Every figure comes from `presets/calibration.json`. An NVLink path delivers what
 delivered per unit of raw link rate (CE 396.4 GB/s of 478.1 raw, SM 369.8, ...), times the CE
 size curve measured with CuPy (224 GB/s at 1 MiB, 388 at 64 MiB, 396 at 1 GiB); a PCIe P2P
 path gets the PCIe efficiencies, a host-staged path what p2pBandwidthLatencyTest saw with P2P
-off (37.7 GB/s over PCIe 5 x16). So `h200x2` reproduces the fixture's numbers and the other
+off (37.7 GB/s over PCIe 5 x16), host copies what one H200 measured per unit of its PCIe
+rate (55.5 of 63.0 GB/s). So `h200x2` reproduces the fixture's numbers and the other
 presets behave as a machine with those links would, within the same model.
 """
 
@@ -45,6 +46,9 @@ class PerfModel:
         self.pcie_eff = {TestName(k): v for k, v in cal.pcie_p2p_efficiency.items()}
         self.staged_uni = cal.staged_GBps["uni"] / cal.reference_pcie_raw_GBps
         self.staged_bidir = cal.staged_GBps["bidir"] / cal.reference_pcie_raw_GBps
+        self.host_eff = {TestName(k): v / cal.reference_pcie_raw_GBps
+                         for k, v in cal.host_copy_GBps.items()}
+        self.local_bps = cal.local_copy_GBps * 1e9
 
     def copy_overhead_s(self, nbytes: int) -> float:
         """Fixed cost of one copy of `nbytes`, read off the measured CE size curve.
@@ -77,6 +81,12 @@ class PerfModel:
                 return peak * min(1.0, self.sized(peak, nbytes) / self.sized(peak, BIG_COPY))
         ways = 2 if test is TestName.CE_BIDIR else 1
         return ways * self.sized(peak / ways, nbytes)
+
+    def gpu_copy(self, test: TestName, pcie_bps: float, nbytes: int) -> float:
+        """Healthy bytes/s of a per-GPU test: h2d/d2h at the measured share of the GPU's
+        trained PCIe rate (so a downtrained link slows them), local at HBM copy speed."""
+        peak = self.local_bps if test is TestName.LOCAL else pcie_bps * self.host_eff[test]
+        return self.sized(peak, nbytes)
 
     def latency(self, route: Route) -> float:
         """Healthy seconds per dependent load of a pointer chase over `route`."""

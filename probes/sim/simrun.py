@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probes.fabric import TestSpec
-from probes.report import TestName
-from probes.sim.faults import BandwidthFactor, BusyGpu, Contention, Fault
+from probes.report import GPU_TESTS, TestName
+from probes.sim.faults import BandwidthFactor, BusyGpu, Contention, Fault, HostCopySlow
 from probes.sim.presets import load_calibration
 from probes.sim.simperf import PerfModel, best_ring
 from probes.sim.simtopo import SimTopology
@@ -99,6 +99,8 @@ def model_run(topo: SimTopology, spec: TestSpec, faults: list[Fault]) -> Run:
         run = _allreduce(topo, spec, hop)
     elif spec.test is TestName.LATENCY:
         run = _latency(topo, spec, hop)
+    elif spec.test in GPU_TESTS:
+        run = _gpu_copy(topo, spec, hop)
     else:
         run = _bandwidth(topo, spec, hop)
     run.contended_by = hop.contended_by
@@ -121,6 +123,20 @@ def _bandwidth(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:
     if over_p2p and route.kind == "nvlink":
         flows = [(src, dst, per_direction)] + ([(dst, src, per_direction)] if bidir else [])
     return Run(value, per_direction * directions / value, nbytes * directions, flows)
+
+
+def _gpu_copy(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:
+    """h2d, d2h or local on one GPU: no NVLink traffic, so no flows."""
+    assert spec.src is not None
+    gpu, nbytes = spec.src, spec.bytes_per_copy
+    value = perf().gpu_copy(spec.test, topo.pcie_bps(gpu), nbytes) * hop.factor(
+        gpu, gpu, nvlink_or_p2p=False)
+    if spec.test is not TestName.LOCAL:
+        for f in hop.faults:
+            if isinstance(f, HostCopySlow) and f.gpu == gpu:
+                value *= f.factor
+    moved = float(nbytes * (spec.copies * spec.samples + spec.warmup))
+    return Run(value, moved / value, nbytes * (2 if spec.test is TestName.LOCAL else 1))
 
 
 def _latency(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:

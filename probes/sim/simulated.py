@@ -30,6 +30,7 @@ import probes
 from probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.report import (
+    GPU_TESTS,
     FabricManagerInfo,
     GpuActivity,
     GpuInfo,
@@ -323,6 +324,11 @@ class SimulatedFabric:
             for g in spec.gpus:
                 self._check_gpu(g)
             return tuple(spec.gpus)
+        if spec.test in GPU_TESTS:
+            if spec.src is None or spec.dst is not None or spec.gpus:
+                raise BadProbeRequest(f"{spec.test} names one GPU as src, got {spec}")
+            self._check_gpu(spec.src)
+            return (spec.src,)
         if spec.src is None or spec.dst is None:
             raise BadProbeRequest(f"{spec.test} needs src and dst")
         self._check_pair(spec.src, spec.dst)

@@ -66,9 +66,10 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
         assert names == ["h200x2-01", "hgx8-01", "mesh4-01", "pcie4-01"], (
             f"after {first_data_s:.1f} s (budget {budget:.1f} s)")
         assert all(h["last_report_at"] for h in hosts)
-        history = sweep = False
+        history = sweep = slow_pcie = False
         deadline = time.monotonic() + 30
-        while not (history and sweep) and time.monotonic() < deadline:
+        while not (history and sweep and slow_pcie) and time.monotonic() < deadline:
+            slow_pcie = _pcie_measured_slow(base, "mesh4-01", 1)
             body = _poll(f"{base}/api/v1/hosts") or {}
             sweep = any(h["last_sweep_at"] for h in body.get("hosts", []))
             day_ago = datetime.now(UTC) - timedelta(hours=24)
@@ -81,6 +82,7 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
         assert sweep, "no live sweep reached the server"
         _assert_admin_token_works(base)
         assert history, "no backfilled report from a day ago reached the server"
+        assert slow_pcie, "mesh4-01 GPU1's downtrained PCIe link was not measured slow"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -93,6 +95,17 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
     assert re.search(r"first data: the first host reported [\d.]+ s after start, 4 of 4 hosts", out)
     assert out.rstrip().endswith("peerwatch demo: stopped")
     assert "Traceback" not in err
+
+
+def _pcie_measured_slow(base: str, host: str, gpu: int) -> bool:
+    """The host's health answer shows the GPU's h2d and d2h at a quarter of what its slot
+    offers, the basis naming how the link trained, and the GPU degraded. (That the tests
+    turn degraded once low for the sustain time: tests/app/alerting/test_rules_pcie.py.)"""
+    body = _poll(f"{base}/api/v1/hosts/{host}/health") or {}
+    mine = next((g for g in body.get("gpus", []) if g["gpu"] == gpu), {"tests": []})
+    slow = [t for t in mine["tests"] if t["test"] in ("h2d", "d2h")
+            and (t["ratio_expected"] or 1) < 0.3 and t["expected_basis"].endswith(" x4 now")]
+    return len(slow) == 2 and mine["verdict"] == "degraded"
 
 
 def _assert_admin_token_works(base: str) -> None:
@@ -162,3 +175,13 @@ def test_the_default_story_has_a_lost_gpu_a_skewed_clock_and_a_maintenance_windo
     small = default_scenario(plan_fleet(4))  # too few hosts: nothing lands on the wrong one
     assert small.clocks == () and small.maintenance == ()
     assert GpuLost(gpu=6) not in small.faults_at("hgx8-01", 200)
+
+
+def test_the_story_has_a_downtrained_pcie_link_in_any_fleet() -> None:
+    from app.demo.fleet import plan_fleet
+    from app.demo.scenario import default_scenario
+    from probes.sim.faults import PcieDowntrained
+    assert PcieDowntrained(gpu=2, width=4) in default_scenario(plan_fleet(12)).faults_at(
+        "pcie4-02", -2 * 3600)
+    assert PcieDowntrained(gpu=1, width=4) in default_scenario(plan_fleet(4)).faults_at(
+        "mesh4-01", 0)

@@ -120,7 +120,7 @@ def test_more_results_than_the_inventory_allows_is_a_422(client: TestClient,
     data = _report()
     data["results"] = data["results"] * 500  # 1000 results for a 2-GPU host
     r = _post_raw(client, json.dumps(data))
-    assert r.status_code == 422 and "allows at most 15" in r.text
+    assert r.status_code == 422 and "allows at most 21" in r.text
     assert _stored(settings) == 0
 
 

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import httpx
 
-from probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown
-from tests.browser.seed import Episode, SimHost, Store
+from probes.report import GPU_TESTS
+from probes.sim.faults import BandwidthFactor, ErrorGrowth, HostCopySlow, LinksDown
+from tests.browser.seed import QUICK_TESTS, Episode, SimHost, Store
 
 DEMO_HOSTS = 4
 KEEP_ALIVE_S = 10.0
@@ -95,7 +96,8 @@ def own_hosts(store: Store) -> list[SimHost]:
     faulty = SimHost("hgx8", FAULTY, seed=3)
     reports = faulty.history(every_s=900, episodes=[
         Episode(1800, (LinksDown(gpu=3, count=2), BandwidthFactor(src=1, dst=2, factor=0.5),
-                       ErrorGrowth(gpu=5, link=2, counter="replay", per_second=0.05)))])
+                       ErrorGrowth(gpu=5, link=2, counter="replay", per_second=0.05),
+                       HostCopySlow(gpu=6, factor=0.4)))], tests=(*QUICK_TESTS, *GPU_TESTS))
     hosts = [faulty]
     for i, name in enumerate((XSS_SCRIPT, XSS_IMG)):
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import Counter
 
 import pytest
 
 from app.cli import build_parser, main
-from probes.report import PAIR_TESTS, TestName
+from probes.report import GPU_TESTS, PAIR_TESTS, TestName
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -24,13 +25,14 @@ def test_hgx8_json_has_all_56_ordered_pairs_for_every_pair_test(
     assert status == 0
     doc = json.loads(out)  # one document, nothing else on stdout
     per_test = Counter(r["test"] for r in doc["results"])
-    assert per_test == {**{t.value: 56 for t in PAIR_TESTS}, "allreduce": 1}
+    assert per_test == {**{t.value: 56 for t in PAIR_TESTS}, "allreduce": 1,
+                        **{t.value: 8 for t in GPU_TESTS}}
     pairs = {(r["src"], r["dst"]) for r in doc["results"] if r["test"] == "ce_write"}
     assert pairs == set(itertools.permutations(range(8), 2))
     for r in doc["results"]:
         assert {"src", "dst", "test", "value", "unit", "expected", "ratio", "contended",
                 "foreign_bytes", "gpu_time_s"} <= set(r)
-        if r["test"] != "allreduce":
+        if r["test"] not in ("allreduce", "local"):  # local: judged by its baseline
             assert 0.9 < r["ratio"] < 1.1, r
     assert len(doc["inventory"]["gpus"]) == 8 and doc["cost"]["gpu_time_s"] > 0
     assert doc["host"]["fabric"] == "simulated:hgx8"
@@ -97,7 +99,8 @@ def test_help_states_each_tests_default_sample_count(capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "ce_write, ce_read 2; ce_bidir, sm_write, sm_read, latency, staged, allreduce 3" in text
+    assert ("ce_write, ce_read 2; ce_bidir, sm_write, sm_read, latency, staged, allreduce, h2d, "
+            "d2h, local 3") in text
 
 
 @pytest.mark.parametrize("gpus", ["0", "0,0"])
@@ -106,12 +109,15 @@ def test_a_selection_of_one_gpu_says_so_and_shows_no_blank_matrices(
     status, out, err = _run(capsys, "--fabric", "simulated:h200x2", "--gpus", gpus)
     assert status == 0
     assert err.strip().splitlines() == [
-        "peerwatch bench: one GPU selected (GPU 0): the transfer tests measure pairs and need "
-        "two GPUs; showing what one GPU can tell: its PCIe link, NVLink ports and the probe's "
-        "cost"]
+        "peerwatch bench: one GPU selected (GPU 0): the pair tests need two GPUs; showing what "
+        "one GPU can tell: its PCIe link, NVLink ports, its host <-> GPU and local copies, and "
+        "the probe's cost"]
     assert "GPU(row) -> GPU(column)" not in out and "Ratio to expected" not in out
-    row = next(line for line in out.splitlines() if line.strip().startswith("0 "))
-    assert "NVIDIA H200" in row and "Gen5 x16" in row and "18/18" in row
+    rows = [line for line in out.splitlines() if line.strip().startswith("0 ")]
+    assert "NVIDIA H200" in rows[0] and "Gen5 x16" in rows[0] and "18/18" in rows[0]
+    # measured PCIe figures (issue 15): h2d and d2h near 54.6 GB/s, 0.98-0.99 of expected
+    assert re.search(r"5[45]\.\d \(0\.9\d\)\s+5[45]\.\d \(0\.9\d\)\s+20\d\d\.\d", rows[1]), rows
+    assert "PCIe gen5 x16 (63.0 GB/s) x 0.88" in rows[1]
     assert "Sweep cost" in out
 
 
@@ -131,4 +137,7 @@ def test_a_one_gpu_host_says_so() -> None:
 def test_json_for_one_gpu_is_still_one_document(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = _run(capsys, "--fabric", "simulated:hgx8", "--gpus", "3", "--json")
     assert status == 0 and "one GPU selected (GPU 3)" in err
-    assert json.loads(out)["results"] == []
+    results = json.loads(out)["results"]
+    assert [(r["test"], r["src"], r["dst"]) for r in results] == [
+        (t.value, 3, None) for t in GPU_TESTS]
+    assert all(r["ratio"] is not None for r in results if r["test"] != "local")

@@ -20,7 +20,7 @@ from probes.config import ProbeSettings
 from probes.errors import BadProbeRequest
 from probes.metrics import AgentCollector
 from probes.metrics_text import render
-from probes.report import PAIR_TESTS, ReportKind, TestName
+from probes.report import GPU_TESTS, PAIR_TESTS, ReportKind, TestName
 from probes.sim.faults import (
     BusyGpu,
     Contention,
@@ -37,10 +37,10 @@ GPUS, LINKS, PAIRS = 8, 8 * 18, 8 * 7
 HOST = "hgx-07"
 
 
-def per_host(bandwidth_tests: int, latency: bool) -> int:
+def per_host(bandwidth_tests: int, latency: bool, gpu_tests: int = 0) -> int:
     """docs/alerts.md, "Series per host" (agent): the formula the docs give."""
     host = 3 + 6 + 3  # info, last report, errors; sweep cost (6); spool (3)
-    gpu = GPUS * 7  # ports had, active, PCIe gen/max/width/max, PCIe replays
+    gpu = GPUS * (7 + gpu_tests)  # ports had, active, PCIe gen/max/width/max, replays; copies
     link = LINKS * 8  # up, 5 error counters, tx/rx bytes
     pair = PAIRS * (2 + 2 * bandwidth_tests + 2 * latency)  # NV#, access; value + contended
     return host + gpu + link + pair
@@ -73,7 +73,7 @@ def test_hgx8_series_are_promtool_clean_and_match_the_formula(faulty: SimulatedF
     state.record(build_report(faulty))
     text = _expose(state, spool)
     assert promtool_check(text) == ""
-    assert len(series(text)) == per_host(6, True)  # the default sweep: 6 bandwidth tests
+    assert len(series(text)) == per_host(6, True, 3)  # the default sweep: 6 bandwidth tests
 
 
 def test_the_fast_renderer_writes_what_client_python_writes(faulty: SimulatedFabric,
@@ -123,6 +123,11 @@ def test_the_series_say_what_the_probe_read(faulty: SimulatedFabric, spool: Spoo
     assert value(text, "peerwatch_p2p_contended", host=HOST, gpu="4", peer_gpu="5",
                  test="ce_write") == (1 if ce.contended else 0)
     assert ce.contended  # the fault made it so: the flag above is not vacuous
+    h2d = {r.src: r.value for r in report.results if r.test is TestName.H2D}
+    for gpu in (2, 3):  # GPU2's PCIe trained gen4: its host copies run at about half
+        assert value(text, "peerwatch_gpu_copy_bandwidth_bytes_per_second", host=HOST,
+                     gpu=str(gpu), test="h2d") == h2d[gpu]
+    assert h2d[2] < 0.6 * h2d[3]
     lat = next(r for r in report.results if (r.test, r.src, r.dst) == (TestName.LATENCY, 0, 2))
     assert value(text, "peerwatch_p2p_latency_seconds", host=HOST, gpu="0",
                  peer_gpu="2") == lat.value
@@ -288,7 +293,7 @@ def test_a_taken_port_is_a_clear_error() -> None:
 def test_metrics_tests_setting_reads_a_list_and_refuses_unknown_tests() -> None:
     assert ProbeSettings(metrics_tests="ce_write, latency").metrics_tests == [
         TestName.CE_WRITE, TestName.LATENCY]
-    assert ProbeSettings().metrics_tests == list(PAIR_TESTS)
+    assert ProbeSettings().metrics_tests == [*PAIR_TESTS, *GPU_TESTS]
     with pytest.raises(ValueError, match="metrics_tests"):
         ProbeSettings(metrics_tests="ce_write,warp_drive")
 

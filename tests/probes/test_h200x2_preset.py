@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from probes.budgets import DEFAULT_BUDGETS
-from probes.report import LinkState, P2PCap, P2PStatus, PathLevel, RemoteType, TestName
+from probes.fabric import TestSpec
+from probes.report import GPU_TESTS, LinkState, P2PCap, P2PStatus, PathLevel, RemoteType, TestName
 from probes.sim.simulated import SimulatedFabric
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "h200x2"
@@ -91,9 +92,28 @@ def test_other_tests_match_the_reference_tools() -> None:
     assert _value(TestName.ALLREDUCE) == pytest.approx(busbw * 1e9, rel=0.02)
 
 
+def _spec(test: TestName) -> TestSpec:
+    if test in GPU_TESTS:
+        return DEFAULT_BUDGETS[test].spec(test, 0)
+    return DEFAULT_BUDGETS[test].spec(test, 0, 1, gpus=(0, 1))
+
+
 def test_default_budgets_cost_at_most_5ms_and_512mib_per_pair_test() -> None:
     fab = _fabric()
     for test in TestName:
-        m = fab.measure(DEFAULT_BUDGETS[test].spec(test, 0, 1, gpus=(0, 1)))
+        m = fab.measure(_spec(test))
         assert m.gpu_time_s <= 5e-3, test
         assert m.device_memory_bytes <= 512 << 20, test
+
+
+def test_the_per_gpu_tests_cost_at_most_5ms_together() -> None:
+    fab = _fabric()
+    assert sum(fab.measure(_spec(t)).gpu_time_s for t in GPU_TESTS) <= 5e-3
+
+
+@pytest.mark.parametrize(("test", "measured_gbps"), [
+    (TestName.H2D, 54.5), (TestName.D2H, 54.7), (TestName.LOCAL, 2047.0)])
+def test_per_gpu_tests_match_the_one_h200_at_the_default_budget(test: TestName,
+                                                                 measured_gbps: float) -> None:
+    """bench/gpu_pcie.py on the lent one-H200 machine (PCIe 5 x16), default budgets."""
+    assert _fabric().measure(_spec(test)).value == pytest.approx(measured_gbps * 1e9, rel=0.03)

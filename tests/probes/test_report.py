@@ -9,6 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from probes.report import (
+    GPU_TESTS,
+    SCHEMA_VERSION,
+    SUPPORTED_SCHEMA_VERSIONS,
     GpuInfo,
     HostIdentity,
     Inventory,
@@ -72,3 +75,26 @@ def test_result_naming_unknown_gpu_is_rejected() -> None:
 def test_pair_needs_two_gpus() -> None:
     with pytest.raises(ValidationError):
         PairInfo(src=1, dst=1, topology="NV18", pcie_path=PathLevel.PHB)
+
+
+@pytest.mark.parametrize("test", GPU_TESTS)
+def test_a_per_gpu_result_names_exactly_one_gpu(test: TestName) -> None:
+    ok = TransferResult(test=test, src=1, value=5e10, unit=Unit.BYTES_PER_SECOND)
+    assert _report([ok]).schema_version == SCHEMA_VERSION == 2
+    for wrong in ({"src": 0, "dst": 1}, {"src": 0, "dst": 0}, {}, {"src": 0, "gpus": [0, 1]}):
+        with pytest.raises(ValidationError, match=f"{test} names one GPU"):
+            TransferResult(test=test, value=5e10, unit=Unit.BYTES_PER_SECOND, **wrong)
+    with pytest.raises(ValidationError, match=r"GPU\(s\) \[7\]"):
+        _report([TransferResult(test=test, src=7, value=5e10, unit=Unit.BYTES_PER_SECOND)])
+
+
+def test_version_1_reports_stay_valid_but_cannot_carry_per_gpu_tests() -> None:
+    pair = TransferResult(test=TestName.CE_WRITE, src=0, dst=1, value=1e11,
+                          unit=Unit.BYTES_PER_SECOND)
+    old = _report([pair]).model_dump(mode="json") | {"schema_version": 1}
+    assert Report.model_validate(old).schema_version == 1
+    h2d = TransferResult(test=TestName.H2D, src=0, value=5e10, unit=Unit.BYTES_PER_SECOND)
+    old["results"].append(h2d.model_dump(mode="json"))
+    with pytest.raises(ValidationError, match="test h2d needs schema_version 2"):
+        Report.model_validate(old)
+    assert SUPPORTED_SCHEMA_VERSIONS == (1, 2)

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from probes.errors import BadProbeRequest
-from probes.report import PAIR_TESTS, Report, ReportKind, TestName, TransferResult
+from probes.report import GPU_TESTS, PAIR_TESTS, Report, ReportKind, TestName, TransferResult
 from probes.sim.faults import BusyGpu, Contention, TransferFails, TransferHangs
 from probes.sim.presets import PRESET_NAMES
 from probes.sim.simulated import SimulatedFabric
@@ -30,6 +30,10 @@ def test_a_healthy_host_gets_every_pair_and_test(preset: str) -> None:
         got = _by_pair(report.results, test)
         assert set(got) == pairs, test
         assert all(r.error is None and r.value and not r.contended for r in got.values())
+    for test in GPU_TESTS:
+        got = {r.src: r for r in report.results if r.test is test}
+        assert set(got) == set(range(n)) and all(r.dst is None and r.value and r.verified
+                                                   for r in got.values()), test
     [allreduce] = [r for r in report.results if r.test is TestName.ALLREDUCE]
     assert allreduce.gpus == list(range(n)) and allreduce.value
     assert report.errors == [] and report.cost.skipped == []
@@ -122,8 +126,15 @@ def test_a_hung_transfer_is_cut_by_the_watchdog_and_the_rest_goes_on() -> None:
 def test_busy_gpus_are_skipped_with_the_reason_unless_forced() -> None:
     fab = SimulatedFabric("h200x2", faults=[BusyGpu(gpu=1)])
     out = run_sweep(fab)
-    assert out.results == []
+    assert {(r.test, r.src) for r in out.results} == {(t, 0) for t in GPU_TESTS}
     [skip] = out.cost.skipped
     assert skip.gpu == 1 and "1 compute process" in skip.reason and "97%" in skip.reason
     forced = run_sweep(fab, SweepOptions(tests=(TestName.CE_WRITE,), force=True))
     assert len(forced.results) == 2 and forced.cost.skipped == []
+
+
+def test_a_one_gpu_host_gets_its_per_gpu_tests() -> None:
+    """With one GPU selected there is no pair: h2d, d2h and local still run (issue 15)."""
+    out = run_sweep(SimulatedFabric("h200x2", seed=1), SweepOptions(gpus=(1,)))
+    assert [(r.test, r.src, r.dst) for r in out.results] == [(t, 1, None) for t in GPU_TESTS]
+    assert all(r.error is None and r.value for r in out.results)

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if not out.is_terminal:
         out = Console(width=max(120, shutil.get_terminal_size().columns))
     if single:
-        render_gpus(out, report, options.gpus)
+        render_gpus(out, report, options.gpus, tests)
     else:
         render(out, report, tests)
     return 0
@@ -171,8 +171,8 @@ def one_gpu_note(report: Report, selected: tuple[int, ...] | None) -> str | None
         where = f"one GPU selected (GPU {gpus[0]})"
     else:
         where = f"this host has one GPU (GPU {gpus[0]})"
-    return (f"{where}: the transfer tests measure pairs and need two GPUs; showing what one "
-            "GPU can tell: its PCIe link, NVLink ports and the probe's cost")
+    return (f"{where}: the pair tests need two GPUs; showing what one GPU can tell: its "
+            "PCIe link, NVLink ports, its host <-> GPU and local copies, and the probe's cost")
 
 
 def _measure(fabric: Fabric, options: SweepOptions, *, show_progress: bool) -> Report:

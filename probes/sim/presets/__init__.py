@@ -154,6 +154,8 @@ class Calibration(_Data):
     pcie_p2p_efficiency: dict[str, float]
     staged_GBps: dict[str, float]
     latency_ns: dict[str, float]
+    host_copy_GBps: dict[str, float]  # h2d, d2h at reference_pcie_raw_GBps
+    local_copy_GBps: float
     noise: dict[str, float]
 
 

@@ -19,14 +19,14 @@ from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.models import Alert, AlertEvent
 from app.services.ingest import ingest
-from probes.report import Report, ReportKind, TestName
+from probes.report import GPU_TESTS, Report, ReportKind, TestName
 from probes.sim.faults import Fault
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 # A fixed morning: tests never depend on the real clock.
 START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
-QUICK = SweepOptions(tests=(TestName.CE_WRITE, TestName.CE_READ, TestName.LATENCY))
+QUICK = SweepOptions(tests=(TestName.CE_WRITE, TestName.CE_READ, TestName.LATENCY, *GPU_TESTS))
 
 
 @dataclass

@@ -24,6 +24,7 @@ from probes.sim.faults import (
     FabricUnhealthy,
     Fault,
     GpuLost,
+    HostCopySlow,
     LinksDown,
     P2PDisabled,
     PcieDowntrained,
@@ -40,6 +41,7 @@ FAULTS: list[Fault] = [
     TransferFails(gpu=1), GpuLost(gpu=1), FabricNotCompleted(gpu=1),
     FabricStatusError(gpu=1), FabricUnhealthy(gpu=1), PeerCopiesFail(a=0, b=1),
     FabricManagerDown(), Contention(gpu=0, peer=1), BusyGpu(gpu=1),
+    HostCopySlow(gpu=1, factor=0.4),
 ]
 
 

@@ -140,7 +140,7 @@ def test_failed_transfers_fire_probe_failing_until_a_clean_sweep(host: SimHost) 
     host.inject(fails)
     host.step(SWEEP_S, "sweep")
     [alert] = host.alerts("firing", rule="ProbeFailing")
-    assert alert.value == 6  # 3 tests x 2 directions touch GPU1
+    assert alert.value == 9  # 3 pair tests x 2 directions + 3 per-GPU tests touch GPU1
     # links up, fabric COMPLETED, yet peer copies fail: the fabric judge names both ends
     assert {a.labels["gpu"] for a in host.alerts("firing", rule="PeerCopiesFailing")} == \
         {"0", "1"}

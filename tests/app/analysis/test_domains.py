@@ -7,7 +7,7 @@ import pytest
 
 from app.analysis.clique_fit import fit_cliques
 from app.analysis.domains import MemberGpu, Tray, domain_key, roll_up
-from app.schemas import Verdict
+from app.analysis.verdict import Verdict
 
 H, D, X = Verdict.HEALTHY, Verdict.DEGRADED, Verdict.DOWN
 
