@@ -1,0 +1,159 @@
+"""Write side of fleet-relative expectations (docs/fleet-peers.md).
+
+`refresh_fleet_peers` recomputes every peer group's distribution from the stored judged state
+(one scan of the newest healthy value per pair and test) and upserts `fleet_peer_stats`; it
+runs in the leader's periodic round (`AlertingService.tick`), never per report. A group's
+`changed_at` moves only on a material change — the median moved by more than
+PEERWATCH_FLEET_PEER_REJUDGE since it last moved, or the group crossed the minimum size, or
+it emptied — and that time, stored in each host's judged facts, is what makes the
+judgement's fast path re-judge a host whose peers changed (`judged_store._nothing_changed`).
+
+`host_peer_checks` is what a host judgement adds: its pairs' groups read from a few stored
+rows, each judged (pair, test) checked against its group's median.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.analysis.fleet_peers import (
+    Distribution,
+    GroupKey,
+    PeerCheck,
+    distribution,
+    pair_model,
+    peer_check,
+    topology_class,
+)
+from app.analysis.health import TestJudgement
+from app.config import Settings
+from app.models import FleetPeerStat, Host
+from app.queries.common import PairKey
+from app.queries.fleet_peers import (
+    UNKNOWN_DRIVER,
+    family_changed_at,
+    fleet_members,
+    group_stats,
+    stored_stat_rows,
+)
+from app.schemas import Verdict
+from app.services.fabric_state import HostFabric
+from probes.report import TestName
+
+
+@dataclass(frozen=True)
+class Refresh:
+    groups: int  # (group, test) distributions now stored with members
+    changed: int  # of which changed materially (their hosts will be re-judged)
+
+
+def _material(row: FleetPeerStat, dist: Distribution, settings: Settings) -> bool:
+    eligible = dist.hosts >= settings.fleet_peer_min_hosts
+    was = row.hosts >= settings.fleet_peer_min_hosts
+    if eligible != was or row.ref_median is None:
+        return True
+    return abs(dist.median - row.ref_median) > settings.fleet_peer_rejudge * row.ref_median
+
+
+def _update(row: FleetPeerStat, dist: Distribution, settings: Settings, now: datetime) -> bool:
+    changed = _material(row, dist, settings)
+    row.hosts, row.pairs, row.median, row.low = dist.hosts, dist.pairs, dist.median, dist.low
+    row.computed_at = now
+    if changed:
+        row.ref_median, row.changed_at = dist.median, now
+    return changed
+
+
+def _empty(row: FleetPeerStat, now: datetime) -> bool:
+    """A group with no members left: kept (so its hosts see the change), shown as empty."""
+    changed = row.hosts > 0
+    row.hosts, row.pairs, row.median, row.low, row.computed_at = 0, 0, None, None, now
+    if changed:
+        row.ref_median, row.changed_at = None, now
+    return changed
+
+
+def refresh_fleet_peers(session: Session, settings: Settings, now: datetime) -> Refresh:
+    """Recompute and store every group's distribution (the caller commits)."""
+    members = fleet_members(session, now - timedelta(seconds=settings.fleet_peer_max_age_s))
+    stats = {key: distribution(key[1], values, settings.fleet_peer_low_percentile)
+             for key, values in members.items()}
+    changed = 0
+    for row in stored_stat_rows(session):
+        key = (GroupKey(row.gpu_model, row.topology, row.driver), TestName(row.test)) \
+            if row.test in {t.value for t in TestName} else None
+        dist = stats.pop(key, None) if key else None
+        changed += _update(row, dist, settings, now) if dist else _empty(row, now)
+    for (group, test), dist in stats.items():
+        session.add(FleetPeerStat(
+            gpu_model=group.gpu_model, topology=group.topology, driver=group.driver,
+            test=test.value, hosts=dist.hosts, pairs=dist.pairs, median=dist.median,
+            low=dist.low, ref_median=dist.median, computed_at=now, changed_at=now))
+        changed += 1
+    session.flush()
+    return Refresh(groups=len(members), changed=changed)
+
+
+def host_driver(row: Host) -> str:
+    return row.driver_version or UNKNOWN_DRIVER
+
+
+def pair_groups(row: Host, fabric: HostFabric) -> dict[tuple[int, int], GroupKey]:
+    """The peer group of each of the host's pairs whose GPUs are both present."""
+    out = {}
+    for (s, d), pair in fabric.pairs.items():
+        a, b = fabric.gpus.get(s), fabric.gpus.get(d)
+        if a is not None and b is not None:
+            out[(s, d)] = GroupKey(pair_model(a.name, b.name),
+                                   topology_class(pair.topology, pair.via_nvswitch),
+                                   host_driver(row))
+    return out
+
+
+def host_models(fabric: HostFabric) -> list[str]:
+    return sorted({g.name for g in fabric.gpus.values()} | {
+        pair_model(a.name, b.name) for a in fabric.gpus.values() for b in fabric.gpus.values()
+        if a.name != b.name})
+
+
+def checks_against(groups: Mapping[tuple[int, int], GroupKey],
+                   stats: Mapping[tuple[GroupKey, TestName], Distribution],
+                   tests: Mapping[PairKey, TestJudgement], settings: Settings
+                   ) -> list[PeerCheck]:
+    """Every healthy judged (pair, test) of a host that has a stored group distribution."""
+    out = []
+    for (s, d, test), j in sorted(tests.items(), key=lambda kv: (kv[0][0], kv[0][1],
+                                                                 kv[0][2].value)):
+        group = groups.get((s, d))
+        dist = stats.get((group, test)) if group else None
+        if group is None or dist is None or j.value is None or j.verdict is not Verdict.HEALTHY:
+            continue
+        out.append(peer_check(s, d, test, j.value, j.baseline, group, dist,
+                              settings.fleet_peer_floor, settings.fleet_peer_min_hosts))
+    return out
+
+
+def host_peer_checks(session: Session, settings: Settings, row: Host, fabric: HostFabric,
+                     tests: Mapping[PairKey, TestJudgement]
+                     ) -> tuple[list[PeerCheck], dict[str, Any]]:
+    """(the checks, what they were judged against: the models and when their stats last
+    changed, read first so a recompute in between costs a re-judge, never a missed one)."""
+    models, driver = host_models(fabric), host_driver(row)
+    changed = family_changed_at(session, models, driver)
+    basis = {"models": models, "changed_at": changed.isoformat() if changed else None}
+    stats = group_stats(session, models, driver)
+    return checks_against(pair_groups(row, fabric), stats, tests, settings), basis
+
+
+def peers_changed_since(session: Session, row: Host, judged: dict[str, Any]) -> bool:
+    """Did the stats a host was judged against (its host facts' "peers") change since?"""
+    models = judged.get("models")
+    if models is None:
+        return True
+    changed = family_changed_at(session, models, host_driver(row))
+    return judged.get("changed_at") != (changed.isoformat() if changed else None)
