@@ -3,6 +3,7 @@
 
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
+import { peersPanel } from "./fleet_peers.js";
 import * as fmt from "./format.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { VERDICTS, verdictOf } from "./palette.js";
@@ -136,6 +137,7 @@ export function mount(root, route) {
     rowClass: (r) => (r.stale ? "stale-row" : null),
   });
   table.el.dataset.skipTarget = "the hosts table";
+  const peers = peersPanel();
 
   replace(root,
     h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
@@ -143,7 +145,8 @@ export function mount(root, route) {
       h("div", { class: "toolbar" }, search, h("span", { class: "toggles", role: "group",
         "aria-label": "Show only" }, toggles), count),
       grid),
-    h("section", { class: "panel table-wrap" }, table.el));
+    h("section", { class: "panel table-wrap" }, table.el),
+    peers.el);
 
   function selectedVerdicts() {
     return new Set((params.v || "").split(",").filter(Boolean));
@@ -179,6 +182,7 @@ export function mount(root, route) {
         maintenance: maintenance?.get(x.host) ?? null }))
         .sort((a, b) => a.host.localeCompare(b.host));
       render();
+      await peers.refresh();
     },
     async update(next) {
       params = next.params;
