@@ -23,6 +23,13 @@ function groupRow(g) {
     h("td", { class: "reason" }, belowCell(g)));
 }
 
+function groupTable(groups, label) {
+  return h("table", { class: "peer-table", "aria-label": label },
+    h("thead", {}, h("tr", {}, ["Group", "Driver", "Test", "Median", "Low", "Hosts", "Pairs", "Far below peers"]
+      .map((c) => h("th", {}, c)))),
+    h("tbody", {}, groups.map(groupRow)));
+}
+
 function siblingsList(siblings) {
   const flagged = siblings.filter((s) => s.flagged);
   if (!siblings.length) return h("p", { class: "muted" }, "No model and topology runs under two drivers with enough hosts each: no sibling comparison.");
@@ -50,11 +57,14 @@ export function peersPanel() {
         replace(body, note, h("p", { class: "muted" }, "No peer groups yet: they are computed by the server's periodic round from judged pairs."));
         return;
       }
-      const table = h("table", { class: "peer-table", "aria-label": "Peer groups" },
-        h("thead", {}, h("tr", {}, ["Group", "Driver", "Test", "Median", "Low", "Hosts", "Pairs", "Far below peers"]
-          .map((c) => h("th", {}, c)))),
-        h("tbody", {}, data.groups.map(groupRow)));
-      replace(body, note, siblingsList(data.siblings), h("div", { class: "table-wrap" }, table));
+      const judging = data.groups.filter((g) => g.eligible);
+      const small = data.groups.filter((g) => !g.eligible);
+      replace(body, note, siblingsList(data.siblings),
+        judging.length ? h("div", { class: "table-wrap" }, groupTable(judging, "Peer groups"))
+          : h("p", { class: "muted" }, `No group has ${data.min_hosts} hosts yet: nobody is judged against peers.`),
+        small.length ? h("details", { class: "small-groups" },
+          h("summary", {}, `${small.length} groups too small to judge anybody`),
+          h("div", { class: "table-wrap" }, groupTable(small, "Peer groups too small to judge"))) : null);
     },
   };
 }

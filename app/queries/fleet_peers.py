@@ -151,8 +151,9 @@ def peer_view(session: Session, settings: Settings, model: str | None = None,
 
 
 def _group_out(g: PeerGroupView, min_hosts: int) -> PeerGroup:
-    why = None if g.eligible else (f"only {g.dist.hosts} hosts (fewer than {min_hosts}): "
-                                   "too few to judge anybody against")
+    hosts = f"{g.dist.hosts} host{'' if g.dist.hosts == 1 else 's'}"
+    why = None if g.eligible else (f"only {hosts} (fewer than {min_hosts}): too few to judge "
+                                   "anybody against")
     return PeerGroup(gpu_model=g.group.gpu_model, topology=g.group.topology,
                      driver=g.group.driver, test=g.test.value, unit=unit_of(g.test).value,
                      median=g.dist.median, low=g.dist.low, hosts=g.dist.hosts,

@@ -23,8 +23,12 @@ def test_peer_groups_and_the_slow_host_are_shown(page, fleet: Fleet) -> None:  #
     data = answer.value.json()
     section = page.get_by_role("region", name="Fleet peers")
     section.wait_for()
-    rows = section.locator("table.peer-table tbody tr")
-    assert rows.count() == len(data["groups"]) > 0
+    judging = section.get_by_role("table", name="Peer groups", exact=True).locator("tbody tr")
+    assert judging.count() == sum(g["eligible"] for g in data["groups"]) > 0
+    small = section.locator("details.small-groups")
+    assert small.locator("tbody tr").count() == sum(not g["eligible"] for g in data["groups"])
+    small.locator("summary").click()  # collapsed until asked for
+    assert "too few to judge anybody against" in small.locator("tbody").inner_text()
     h200 = [g for g in data["groups"] if g["gpu_model"] == "NVIDIA H200"
             and g["topology"] == "NVSwitch NV18" and g["test"] == "ce_write"]
     assert len(h200) == 1 and h200[0]["eligible"] and h200[0]["hosts"] >= 3
