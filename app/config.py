@@ -153,6 +153,9 @@ class Settings(BaseSettings):
     fleet_peer_rejudge: float = Field(
         default=0.01, gt=0, description="A group's median moving by more than this fraction "
         "re-judges the hosts judged against it (smaller moves are noise).")
+    fleet_peer_refresh_s: float = Field(
+        default=300.0, ge=0, description="The periodic round recomputes the fleet's peer "
+        "stats when they are older than this (a scan of every judged pair: bench/fleet_peers.py).")
     fleet_peer_max_age_s: float = Field(
         default=DAY_S, gt=0, description="Judged values older than this are left out of the "
         "fleet's distributions (a host gone quiet stops counting).")

@@ -98,6 +98,9 @@ class Host(Base):
     # inventory last changed, and the sum of the judged error counters in the newest report.
     inventory_changed_at: Mapped[datetime | None]
     error_total: Mapped[int | None] = mapped_column(BigInteger)
+    # migration 0010: when the fleet peer stats of this host's groups last changed materially
+    # (set by the recompute, app/services/fleet_peers.py): a judgement made before it is stale.
+    peers_changed_at: Mapped[datetime | None]
 
 
 class Gpu(Base):

@@ -3,7 +3,7 @@
 `fleet_members` is the one fleet-wide scan: every pair's newest healthy judged value with
 its peer group, read by the leader's periodic recompute (`app/services/fleet_peers.py`).
 Everything else reads the few stored `fleet_peer_stats` rows: `group_stats` when a host is
-judged, `family_changed_at` in the judgement's fast path, `peer_view` for the API and page.
+judged, `peer_view` for the API and page.
 Per-GPU tests (no pair row) are not grouped yet: the join with `pairs` leaves them out.
 """
 
@@ -37,29 +37,48 @@ Stats = dict[tuple[GroupKey, TestName], Distribution]
 KNOWN_TESTS = {t.value for t in TestName}
 
 
-def fleet_members(session: Session, since: datetime) -> Members:
-    """(group, test) -> [(host id, value)] of every healthy judged pair measured since."""
+def pair_groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
+    """(host id, src, dst) -> peer group of every present pair whose GPUs are present."""
     src, dst = aliased(Gpu), aliased(Gpu)
     query = (
-        select(JudgedTest.host_id, JudgedTest.test, JudgedTest.value, Pair.topology,
-               Pair.via_nvswitch, src.name, dst.name, Host.driver_version)
-        .join(Pair, (Pair.host_id == JudgedTest.host_id) & (Pair.src == JudgedTest.src)
-              & (Pair.dst == JudgedTest.dst) & Pair.present)
-        .join(src, (src.host_id == JudgedTest.host_id) & (src.index == JudgedTest.src)
-              & src.present)
-        .join(dst, (dst.host_id == JudgedTest.host_id) & (dst.index == JudgedTest.dst)
-              & dst.present)
-        .join(Host, Host.id == JudgedTest.host_id)
-        .where(JudgedTest.verdict == Verdict.HEALTHY.value, JudgedTest.value.is_not(None),
-               JudgedTest.value_at >= since))
-    out: Members = {}
-    for host_id, test, value, topo, nvswitch, a, b, driver in session.execute(query):
-        if test not in KNOWN_TESTS or value is None:
-            continue
-        group = GroupKey(pair_model(a, b), topology_class(topo, nvswitch),
-                         driver or UNKNOWN_DRIVER)
-        out.setdefault((group, TestName(test)), []).append((host_id, value))
+        select(Pair.host_id, Pair.src, Pair.dst, Pair.topology, Pair.via_nvswitch, src.name,
+               dst.name, Host.driver_version)
+        .join(src, (src.host_id == Pair.host_id) & (src.index == Pair.src) & src.present)
+        .join(dst, (dst.host_id == Pair.host_id) & (dst.index == Pair.dst) & dst.present)
+        .join(Host, Host.id == Pair.host_id)
+        .where(Pair.present))
+    keys: dict[tuple[Any, ...], GroupKey] = {}  # one GroupKey per distinct shape
+    out = {}
+    for host_id, s, d, topo, nvswitch, a, b, driver in session.execute(query):
+        shape = (a, b, topo, nvswitch, driver)
+        group = keys.get(shape)
+        if group is None:
+            group = keys[shape] = GroupKey(pair_model(a, b), topology_class(topo, nvswitch),
+                                           driver or UNKNOWN_DRIVER)
+        out[(host_id, s, d)] = group
     return out
+
+
+def fleet_members(session: Session, since: datetime) -> Members:
+    """(group, test) -> [(host id, value)] of every healthy judged pair measured since: two
+    plain scans (the pairs' groups, then the judged values), joined here by key."""
+    groups = pair_groups_of_fleet(session)
+    tests = {t.value: t for t in TestName}
+    query = (select(JudgedTest.host_id, JudgedTest.src, JudgedTest.dst, JudgedTest.test,
+                    JudgedTest.value)
+             .where(JudgedTest.verdict == Verdict.HEALTHY.value, JudgedTest.value.is_not(None),
+                    JudgedTest.value_at >= since))
+    out: Members = {}
+    for host_id, s, d, test, value in session.execute(query):
+        group, name = groups.get((host_id, s, d)), tests.get(test)
+        if group is not None and name is not None and value is not None:
+            out.setdefault((group, name), []).append((host_id, value))
+    return out
+
+
+def stats_computed_at(session: Session) -> datetime | None:
+    """When the peer stats were last recomputed (by whichever replica led then)."""
+    return session.scalar(select(func.max(FleetPeerStat.computed_at)))
 
 
 def _key(r: FleetPeerStat) -> tuple[GroupKey, TestName]:
@@ -89,12 +108,6 @@ def group_stats(session: Session, models: Iterable[str], driver: str) -> Stats:
         if r.test in KNOWN_TESTS and (dist := _dist(r)) is not None:
             out[_key(r)] = dist
     return out
-
-
-def family_changed_at(session: Session, models: Iterable[str], driver: str) -> datetime | None:
-    """When the stats of these models under this driver last changed materially."""
-    return session.scalar(select(func.max(FleetPeerStat.changed_at)).where(
-        FleetPeerStat.gpu_model.in_(sorted(set(models))), FleetPeerStat.driver == driver))
 
 
 @dataclass

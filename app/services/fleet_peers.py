@@ -5,11 +5,13 @@
 runs in the leader's periodic round (`AlertingService.tick`), never per report. A group's
 `changed_at` moves only on a material change — the median moved by more than
 PEERWATCH_FLEET_PEER_REJUDGE since it last moved, or the group crossed the minimum size, or
-it emptied — and that time, stored in each host's judged facts, is what makes the
-judgement's fast path re-judge a host whose peers changed (`judged_store._nothing_changed`).
+it emptied — and then the hosts of that GPU model and driver are stamped, which makes the
+judgement's fast path re-judge them (`judged_store._nothing_changed`).
 
 `host_peer_checks` is what a host judgement adds: its pairs' groups read from a few stored
-rows, each judged (pair, test) checked against its group's median.
+rows, each judged (pair, test) checked against its group's median. The recompute stamps
+`hosts.peers_changed_at` of every host of a family (GPU model, driver) whose stats changed
+materially; the judgement stores the stamp it saw, so the fast path needs no extra read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.analysis.fleet_peers import (
@@ -32,13 +35,13 @@ from app.analysis.fleet_peers import (
 )
 from app.analysis.health import TestJudgement
 from app.config import Settings
-from app.models import FleetPeerStat, Host
+from app.models import FleetPeerStat, Gpu, Host
 from app.queries.common import PairKey
 from app.queries.fleet_peers import (
     UNKNOWN_DRIVER,
-    family_changed_at,
     fleet_members,
     group_stats,
+    stats_computed_at,
     stored_stat_rows,
 )
 from app.schemas import Verdict
@@ -49,7 +52,7 @@ from probes.report import TestName
 @dataclass(frozen=True)
 class Refresh:
     groups: int  # (group, test) distributions now stored with members
-    changed: int  # of which changed materially (their hosts will be re-judged)
+    changed: int  # (GPU model, driver) families whose stats changed materially: re-judged
 
 
 def _material(row: FleetPeerStat, dist: Distribution, settings: Settings) -> bool:
@@ -83,20 +86,38 @@ def refresh_fleet_peers(session: Session, settings: Settings, now: datetime) -> 
     members = fleet_members(session, now - timedelta(seconds=settings.fleet_peer_max_age_s))
     stats = {key: distribution(key[1], values, settings.fleet_peer_low_percentile)
              for key, values in members.items()}
-    changed = 0
+    changed: set[tuple[str, str]] = set()  # (model, driver) families
     for row in stored_stat_rows(session):
         key = (GroupKey(row.gpu_model, row.topology, row.driver), TestName(row.test)) \
             if row.test in {t.value for t in TestName} else None
         dist = stats.pop(key, None) if key else None
-        changed += _update(row, dist, settings, now) if dist else _empty(row, now)
+        if _update(row, dist, settings, now) if dist else _empty(row, now):
+            changed.add((row.gpu_model, row.driver))
     for (group, test), dist in stats.items():
         session.add(FleetPeerStat(
             gpu_model=group.gpu_model, topology=group.topology, driver=group.driver,
             test=test.value, hosts=dist.hosts, pairs=dist.pairs, median=dist.median,
             low=dist.low, ref_median=dist.median, computed_at=now, changed_at=now))
-        changed += 1
+        changed.add((group.gpu_model, group.driver))
     session.flush()
-    return Refresh(groups=len(members), changed=changed)
+    for model, driver in sorted(changed):
+        _stamp_hosts(session, model, driver, now)
+    return Refresh(groups=len(members), changed=len(changed))
+
+
+def _stamp_hosts(session: Session, model: str, driver: str, now: datetime) -> None:
+    """Mark the hosts judged against this family's stats: their next judgement is a full one
+    (the fast path compares this stamp with the one stored with the host's verdict)."""
+    with_model = select(Gpu.host_id).where(Gpu.name.in_(model.split(" + ")), Gpu.present)
+    on_driver = func.coalesce(Host.driver_version, UNKNOWN_DRIVER) == driver
+    session.execute(update(Host).where(Host.id.in_(with_model), on_driver)
+                    .values(peers_changed_at=now))
+
+
+def refresh_due(session: Session, settings: Settings, now: datetime) -> bool:
+    """Are the stored stats older than PEERWATCH_FLEET_PEER_REFRESH_S (or absent)?"""
+    last = stats_computed_at(session)
+    return last is None or (now - last).total_seconds() >= settings.fleet_peer_refresh_s
 
 
 def host_driver(row: Host) -> str:
@@ -141,19 +162,17 @@ def checks_against(groups: Mapping[tuple[int, int], GroupKey],
 def host_peer_checks(session: Session, settings: Settings, row: Host, fabric: HostFabric,
                      tests: Mapping[PairKey, TestJudgement]
                      ) -> tuple[list[PeerCheck], dict[str, Any]]:
-    """(the checks, what they were judged against: the models and when their stats last
-    changed, read first so a recompute in between costs a re-judge, never a missed one)."""
-    models, driver = host_models(fabric), host_driver(row)
-    changed = family_changed_at(session, models, driver)
-    basis = {"models": models, "changed_at": changed.isoformat() if changed else None}
-    stats = group_stats(session, models, driver)
+    """(the checks, what they were judged against: the host's stamp of its groups' last
+    material change, read with the host row before the stats, so a recompute in between
+    costs a re-judge, never a missed one)."""
+    stamp = row.peers_changed_at
+    stats = group_stats(session, host_models(fabric), host_driver(row))
+    basis = {"changed_at": stamp.isoformat() if stamp else None}
     return checks_against(pair_groups(row, fabric), stats, tests, settings), basis
 
 
-def peers_changed_since(session: Session, row: Host, judged: dict[str, Any]) -> bool:
-    """Did the stats a host was judged against (its host facts' "peers") change since?"""
-    models = judged.get("models")
-    if models is None:
-        return True
-    changed = family_changed_at(session, models, host_driver(row))
-    return judged.get("changed_at") != (changed.isoformat() if changed else None)
+def peers_changed_since(row: Host, judged: dict[str, Any]) -> bool:
+    """Did the stats a host was judged against (its host facts' "peers") change since? No
+    read: the recompute stamps the host row itself."""
+    stamp = row.peers_changed_at
+    return judged.get("changed_at") != (stamp.isoformat() if stamp else None)

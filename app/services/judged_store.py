@@ -135,7 +135,7 @@ def store(session: Session, health: HostHealth, previous: StoredRows, now: datet
     health.generated_at = now
 
 
-def _nothing_changed(session: Session, settings: Settings, row: Host, top: JudgedHost | None,
+def _nothing_changed(settings: Settings, row: Host, top: JudgedHost | None,
                      now: datetime) -> bool:
     """A healthy, fresh host whose sweeps, inventory, judged error counters and fleet peer
     stats are as they were when it was last judged: judging it again would store the same
@@ -149,17 +149,17 @@ def _nothing_changed(session: Session, settings: Settings, row: Host, top: Judge
     return (facts.get("last_sweep_at") == _iso(row.last_sweep_at)
             and facts.get("inventory_changed_at") == _iso(row.inventory_changed_at)
             and facts.get("error_total") == row.error_total
-            and not peers_changed_since(session, row, facts.get("peers") or {}))
+            and not peers_changed_since(row, facts.get("peers") or {}))
 
 
 def judge_and_store(session: Session, settings: Settings, row: Host, now: datetime,
                     may_skip: bool = False) -> HostHealth | None:
     """Judge `row` at `now` and store it (the caller commits). Returns what was stored, or,
     with `may_skip`, None when nothing judged has changed (only `judged_at` moves): the
-    common case of a healthy host's inventory report, which then costs three small reads."""
+    common case of a healthy host's inventory report, which then costs two small reads."""
     if may_skip:
         top = session.get(JudgedHost, row.id)
-        if _nothing_changed(session, settings, row, top, now):
+        if _nothing_changed(settings, row, top, now):
             assert top is not None
             top.judged_at = now
             return None

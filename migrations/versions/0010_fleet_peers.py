@@ -1,5 +1,6 @@
 """Fleet peer statistics: per (GPU model, topology class, driver, test) the fleet's median and
-low percentile of the newest healthy judged values, so a host is judged against its peers.
+low percentile of the newest healthy judged values, so a host is judged against its peers;
+and on each host, when the stats of its groups last changed (what re-judges it).
 
 Revision ID: 0010
 Revises: 0007
@@ -21,6 +22,8 @@ TS = sa.DateTime(timezone=True)
 
 def upgrade() -> None:
     """Upgrade schema."""
+    with op.batch_alter_table('hosts') as batch:
+        batch.add_column(sa.Column('peers_changed_at', TS, nullable=True))
     op.create_table(
         'fleet_peer_stats',
         sa.Column('id', sa.Integer(), nullable=False),
@@ -47,3 +50,5 @@ def downgrade() -> None:
     """Downgrade schema."""
     op.drop_index(op.f('ix_fleet_peer_stats_gpu_model_driver'), table_name='fleet_peer_stats')
     op.drop_table('fleet_peer_stats')
+    with op.batch_alter_table('hosts') as batch:
+        batch.drop_column('peers_changed_at')
