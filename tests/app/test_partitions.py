@@ -51,10 +51,12 @@ def _relkind(engine: Engine, table: str) -> str:
 
 @pytest.fixture
 def pg_before_0007() -> Iterator[tuple[Settings, Engine]]:
+    """A database at head, to be populated by this code and then taken down to BEFORE (the
+    code's models need every later column: populating at BEFORE breaks when one is added)."""
     with throwaway_pg_database("peerwatch_test") as url:
         settings = Settings(database_url=url, probe_tokens=[PROBE_TOKEN])
         engine = make_engine(settings)
-        _migrate(engine, BEFORE)
+        _migrate(engine, "head")
         try:
             yield settings, engine
         finally:
@@ -67,6 +69,8 @@ def test_migration_converts_a_populated_database_and_back(
     with TestClient(create_app(settings)) as client:
         for days_ago in (400, 20, 3, 1, 0):  # 400 days: older than any day made -> default
             _post(client, NOW - timedelta(days=days_ago, minutes=5))
+    _migrate(engine, BEFORE, down=True)
+    assert all(_relkind(engine, t) == "r" for t in partitions.PARTITIONED)
     before = _counts(engine)
     assert before["measurements"] > 0 and before["link_samples"] > 0
     _migrate(engine, "head")
