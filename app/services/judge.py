@@ -180,7 +180,8 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
                                        fabric_manager_of(session, row))
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     if peers.below and judgement.verdict is Verdict.DEGRADED:
-        judgement = replace(judgement, reason=f"{row.name}: {peers.text}; {judgement.reason}")
+        rest = judgement.reason.removeprefix(f"{row.name}: ")
+        judgement = replace(judgement, reason=f"{row.name}: {peers.text}; {rest}")
     health = HostHealth(row, fabric, judgement, tests, stale, now)
     health.link_facts = link_facts
     health.pair_facts = {key: {"peer": c.facts()} for key, c in worst_checks(checks).items()

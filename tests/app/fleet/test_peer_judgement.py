@@ -58,7 +58,7 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
         assert slow.pair_facts[(pair.src, pair.dst)]["peer"]["flagged"]
     assert slow.judgement.verdict is Verdict.DEGRADED
     assert slow.judgement.reason.startswith("slow: 0.9") and "of its fleet peers" in \
-        slow.judgement.reason
+        slow.judgement.reason and "; 2 of 2 GPUs" in slow.judgement.reason
     assert 0.88 < slow.peers["ratio"] < 0.93 and slow.peers["below"]
     for i in range(5):
         ok = _health(fleet, f"ok-{i}")
