@@ -5,6 +5,7 @@ the alert, the API and the re-judge trigger."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
@@ -166,6 +167,7 @@ def test_peer_api_answers_groups_and_refuses_bad_filters(fleet: PeerFleet) -> No
         every = client.get("/api/v1/fleet/peers").json()
         bad = client.get("/api/v1/fleet/peers", params={"test": "warp_speed"})
         none = client.get("/api/v1/fleet/peers", params={"model": "NVIDIA B300"}).json()
+        metrics = client.get("/metrics").text
     (group,) = body["groups"]
     assert group["eligible"] and group["hosts"] == 6 and group["unit"] == "B/s"
     below = [(b["host"], b["src"], b["dst"], b["ratio"]) for g in every["groups"]
@@ -173,5 +175,22 @@ def test_peer_api_answers_groups_and_refuses_bad_filters(fleet: PeerFleet) -> No
     assert sorted(b[:3] for b in below) == [("slow", 0, 1), ("slow", 1, 0)]
     assert all(b[3] < 0.93 for b in below)
     assert len(every["groups"]) == 3 and every["siblings"] == []
+    series = [line for line in metrics.splitlines()
+              if line.startswith("peerwatch_pair_fleet_peer_ratio{")]
+    assert len(series) == 2 and all('host="slow"' in line for line in series)  # flagged only
+    assert all(0.88 < float(line.rsplit(" ", 1)[1]) < 0.93 for line in series)
     assert bad.status_code == 422 and "test" in bad.text and "ce_write" in bad.text
     assert none["groups"] == [] and none["siblings"] == []
+
+
+def test_values_older_than_the_max_age_leave_and_an_emptied_group_re_judges(
+        fleet: PeerFleet) -> None:
+    _slow_among(fleet, 5)
+    later = fleet.hosts[0].now() + timedelta(seconds=fleet.settings.fleet_peer_max_age_s + 60)
+    refresh = fleet.hosts[0].service.refresh_peers(later)
+    assert refresh is not None and (refresh.groups, refresh.changed) == (0, 1)
+    with fleet.sessions() as s:
+        assert {(r.hosts, r.median) for r in s.scalars(select(FleetPeerStat))} == {(0, None)}
+        stamps = set(s.scalars(select(Host.peers_changed_at)))
+        assert fleet_peers_response(s, fleet.settings, None, None, later).groups == []
+    assert stamps == {later}  # every host of the family is judged again at its next report
