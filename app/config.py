@@ -142,6 +142,26 @@ class Settings(BaseSettings):
         "(CRC_DATA/ECC_DATA count corrected errors and are not judged)."
     )
 
+    # --- fleet peers (docs/fleet-peers.md)
+    fleet_peer_floor: float = Field(
+        default=0.93, gt=0, le=1, description="A pair (or a host's median over its pairs) "
+        "below this fraction of its peer group's median is degraded.")
+    fleet_peer_min_hosts: int = Field(
+        default=5, ge=2, description="A peer group with fewer hosts judges nobody (its median "
+        "says too little), nor is it compared with its sibling drivers.")
+    fleet_peer_low_percentile: float = Field(
+        default=10.0, gt=0, lt=50, description="The low percentile shown with each group's "
+        "median (the worse side: slower bandwidth, longer latency).")
+    fleet_peer_rejudge: float = Field(
+        default=0.01, gt=0, description="A group's median moving by more than this fraction "
+        "re-judges the hosts judged against it (smaller moves are noise).")
+    fleet_peer_refresh_s: float = Field(
+        default=300.0, ge=0, description="The periodic round recomputes the fleet's peer "
+        "stats when they are older than this (a scan of every judged pair: bench/fleet_peers.py).")
+    fleet_peer_max_age_s: float = Field(
+        default=DAY_S, gt=0, description="Judged values older than this are left out of the "
+        "fleet's distributions (a host gone quiet stops counting).")
+
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:
         if not self.database_url:

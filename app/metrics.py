@@ -47,7 +47,8 @@ class PeerwatchCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         snap = self._load(self._gpus)
-        families: list[Metric] = [*host_families(snap.hosts), alert_family(snap)]
+        families: list[Metric] = [*host_families(snap.hosts), alert_family(snap),
+                                  peer_gap_family(snap)]
         if self._gpus:
             families += gpu_families(snap.gpus)
         return families
@@ -126,4 +127,14 @@ def alert_family(snap: FleetSnapshot) -> Metric:
                     ["alertname", "state", "severity", "host"])
     for a in snap.alerts:
         family.add_metric([a.alertname, a.state, a.severity, a.host], a.count)
+    return family
+
+
+def peer_gap_family(snap: FleetSnapshot) -> Metric:
+    """Only the pairs the server flagged below their fleet peers: a handful of series."""
+    family = _gauge("pair_fleet_peer_ratio", "A pair's figure over its peer group's median "
+                    "(same GPU model, topology, driver), for pairs the server judged below "
+                    "PEERWATCH_FLEET_PEER_FLOOR of it.", ["host", "gpu", "peer_gpu", "test"])
+    for g in snap.peer_gaps:
+        family.add_metric([g.host, str(g.gpu), str(g.peer_gpu), g.test], g.ratio)
     return family

@@ -1,7 +1,8 @@
 """Read one `FleetSnapshot` from the database for a `/metrics` scrape.
 
-Three plain selects, each a column list (no ORM objects): hosts with their stored verdict,
-GPU verdicts (with whether the GPU is in the newest inventory), and active alerts. Nothing
+Four plain selects, each a column list (no ORM objects): hosts with their stored verdict,
+GPU verdicts (with whether the GPU is in the newest inventory), active alerts, and the pairs
+flagged below their fleet peers. Nothing
 is judged here and no history is read, so the cost grows with the number of hosts and GPUs
 only (1000 8-GPU hosts: bench/metrics_scale.py).
 """
@@ -13,14 +14,14 @@ from collections import Counter
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from app.metrics_snapshot import AlertCount, FleetSnapshot, GpuVerdict, HostFacts
-from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost
+from app.metrics_snapshot import AlertCount, FleetSnapshot, GpuVerdict, HostFacts, PeerGap
+from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
 
 
 def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
     return FleetSnapshot(hosts=_hosts(session),
                          gpus=_gpu_verdicts(session) if gpus else [],
-                         alerts=_alerts(session))
+                         alerts=_alerts(session), peer_gaps=_peer_gaps(session))
 
 
 def _hosts(session: Session) -> list[HostFacts]:
@@ -61,3 +62,18 @@ def _alerts(session: Session) -> list[AlertCount]:
         counts[(rule, state, str(labels.get("severity", "")), host or "")] += 1
     return [AlertCount(alertname=k[0], state=k[1], severity=k[2], host=k[3], count=n)
             for k, n in sorted(counts.items())]
+
+
+def _peer_gaps(session: Session) -> list[PeerGap]:
+    """Pairs flagged below their fleet peers: only non-healthy pairs are read, few."""
+    rows = session.execute(
+        select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
+        .join(Host, Host.id == JudgedPair.host_id)
+        .where(JudgedPair.verdict != "healthy")
+        .order_by(Host.name, JudgedPair.src, JudgedPair.dst))
+    out = []
+    for host, src, dst, facts in rows:
+        peer = (facts or {}).get("peer") or {}
+        if peer.get("flagged"):
+            out.append(PeerGap(host, src, dst, str(peer["test"]), float(peer["ratio"])))
+    return out

@@ -53,8 +53,20 @@ class AlertCount:
     count: int
 
 
+@dataclass(frozen=True)
+class PeerGap:
+    """A pair whose stored verdict says it is far below its fleet peers (docs/fleet-peers.md)."""
+
+    host: str
+    gpu: int
+    peer_gpu: int
+    test: str
+    ratio: float  # of its peer group's median
+
+
 @dataclass
 class FleetSnapshot:
     hosts: list[HostFacts] = field(default_factory=list)
     gpus: list[GpuVerdict] = field(default_factory=list)
     alerts: list[AlertCount] = field(default_factory=list)
+    peer_gaps: list[PeerGap] = field(default_factory=list)

@@ -98,6 +98,9 @@ class Host(Base):
     # inventory last changed, and the sum of the judged error counters in the newest report.
     inventory_changed_at: Mapped[datetime | None]
     error_total: Mapped[int | None] = mapped_column(BigInteger)
+    # migration 0010: when the fleet peer stats of this host's groups last changed materially
+    # (set by the recompute, app/services/fleet_peers.py): a judgement made before it is stale.
+    peers_changed_at: Mapped[datetime | None]
 
 
 class Gpu(Base):
@@ -492,3 +495,35 @@ class HostRuntime(Base):
 
 
 __all__ += ["HostRuntime", "MaintenanceWindow"]
+
+
+# --------------------------------------------------------------------------- fleet peers (0010)
+# Issue 15: what a pair should reach, judged against the same pair on its fleet peers.
+
+
+class FleetPeerStat(Base):
+    """The fleet's distribution of the newest healthy judged values of one test in one peer
+    group (GPU model, topology class, driver). Recomputed by the leader's periodic round
+    (`app/services/fleet_peers.py`); a host judgement reads its few rows, never the fleet.
+    `changed_at` moves only when the median moved by more than PEERWATCH_FLEET_PEER_REJUDGE
+    since `ref_median`, or the group crossed the minimum size: what re-judges a host."""
+
+    __tablename__ = "fleet_peer_stats"
+    __table_args__ = (UniqueConstraint("gpu_model", "topology", "driver", "test"),
+                      Index(None, "gpu_model", "driver"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    gpu_model: Mapped[str] = mapped_column(String(128))
+    topology: Mapped[str] = mapped_column(String(32))
+    driver: Mapped[str] = mapped_column(String(64))
+    test: Mapped[str] = mapped_column(String(16))
+    hosts: Mapped[int]
+    pairs: Mapped[int]
+    median: Mapped[float | None] = mapped_column(Float)
+    low: Mapped[float | None] = mapped_column(Float, doc="The worse-side percentile.")
+    ref_median: Mapped[float | None] = mapped_column(Float)
+    computed_at: Mapped[datetime]
+    changed_at: Mapped[datetime]
+
+
+__all__ += ["FleetPeerStat"]

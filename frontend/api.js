@@ -67,6 +67,7 @@ export const api = {
   placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
   domains: (opts) => getJSON("/domains", {}, opts),
   domain: (id, opts) => getJSON(`/domains/${encodeURIComponent(id)}`, {}, opts),
+  fleetPeers: (params, opts) => getJSON("/fleet/peers", params, opts),
 };
 
 export const TESTS = ["ce_write", "ce_read", "ce_bidir", "sm_write", "sm_read", "latency",

@@ -3,6 +3,7 @@
 
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
+import { peersPanel } from "./fleet_peers.js";
 import * as fmt from "./format.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { domainsPanel } from "./domain.js";
@@ -138,6 +139,7 @@ export function mount(root, route) {
     rowClass: (r) => (r.stale ? "stale-row" : null),
   });
   table.el.dataset.skipTarget = "the hosts table";
+  const peers = peersPanel();
 
   replace(root,
     h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
@@ -146,7 +148,8 @@ export function mount(root, route) {
         "aria-label": "Show only" }, toggles), count),
       grid),
     domains,
-    h("section", { class: "panel table-wrap" }, table.el));
+    h("section", { class: "panel table-wrap" }, table.el),
+    peers.el);
 
   function selectedVerdicts() {
     return new Set((params.v || "").split(",").filter(Boolean));
@@ -187,6 +190,7 @@ export function mount(root, route) {
       domains.hidden = !racks.length;
       replace(domains, domainsPanel(racks));
       render();
+      await peers.refresh();
     },
     async update(next) {
       params = next.params;

@@ -122,6 +122,32 @@ def _below_what(j: TestJudgement, th: Thresholds) -> str:
     return "baseline" if baseline else "expected bandwidth"
 
 
+def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
+    """One alert per ordered pair the server calls degraded for being far below its fleet
+    peers (docs/fleet-peers.md) while every test of it is healthy by its own expectation and
+    baseline (else P2PBandwidthDegraded or ProbeFailing is the page); none where a fault of
+    either GPU explains it."""
+    explained = _explained(ctx)
+    out = []
+    for p in ctx.health.judgement.pairs:
+        peer = ctx.health.pair_facts.get((p.src, p.dst), {}).get("peer")
+        if (p.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
+                or p.src in explained or p.dst in explained
+                or any(t.verdict is not Verdict.HEALTHY for t in p.tests)):
+            continue
+        model, topology, driver = peer["group"]
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(p.src), "peer_gpu": str(p.dst)},
+            summary=f"GPU{p.src}->GPU{p.dst} on {ctx.name} is {peer['ratio']:.2f} of its fleet "
+                    f"peers ({peer['test']})",
+            description=f"{p.reason}. Its own baseline may have absorbed the slowdown; the "
+                        f"same pair on {peer['hosts']} {model} {topology} hosts (driver "
+                        f"{driver}) is faster.",
+            dashboard=dashboard_path(ctx.name, pair=(p.src, p.dst), test=peer["test"]),
+            value=peer["ratio"]))
+    return out
+
+
 def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
     """Links whose error counters grow (rate over PEERWATCH_LINK_RATE_WINDOW_S)."""
     return [Finding(
@@ -285,6 +311,10 @@ RULES: tuple[Rule, ...] = (
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
          "The server's verdict 'degraded' for low bandwidth, one per ordered pair; none where "
          "a fault of either GPU explains it."),
+    Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
+         "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
+         "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per ordered "
+         "pair; none where its own tests or a fault of either GPU already page."),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
          "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
     Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,

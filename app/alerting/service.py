@@ -1,4 +1,5 @@
-"""When evaluation runs: after each ingest (that host, cheap) and periodically (every host).
+"""When evaluation runs: after each ingest (that host, cheap) and periodically (every host,
+after recomputing the fleet's peer distributions that judging reads).
 
 The periodic round is what lets time-based rules fire (a probe that went silent sends no
 report to trigger anything) and what retries Alertmanager deliveries. It runs only in the
@@ -29,6 +30,7 @@ from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.leadership import DELIVERY_LOCK, exclusive
 from app.models import Alert, AlertEvent, Host, JudgedHost
+from app.services.fleet_peers import Refresh, refresh_due, refresh_fleet_peers
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +122,25 @@ class AlertingService:
                              daemon=True).start()
         return outcome
 
+    def refresh_peers(self, now: datetime | None = None, only_due: bool = False
+                      ) -> Refresh | None:
+        """Recompute the fleet's peer distributions (docs/fleet-peers.md); `only_due` (the
+        periodic round): only when older than PEERWATCH_FLEET_PEER_REFRESH_S."""
+        now = now or datetime.now(UTC)
+        with self.sessions() as session:
+            if only_due and not refresh_due(session, self.settings, now):
+                return None
+            done = refresh_fleet_peers(session, self.settings, now)
+            session.commit()
+            return done
+
     def tick(self, now: datetime | None = None) -> None:
-        """One periodic round: evaluate all hosts, deliver, prune. Never raises."""
+        """One periodic round: recompute the fleet's peer stats, evaluate all hosts, deliver,
+        prune. Never raises."""
+        try:
+            self.refresh_peers(now, only_due=True)
+        except Exception:
+            log.exception("recomputing the fleet peer stats failed")
         self.evaluate_all(now, only_due=True)
         self._deliver_quietly(now)
         try:

@@ -55,12 +55,18 @@ class DemoOptions:
     intervals: LiveIntervals = field(default_factory=LiveIntervals)
 
 
+# The default fleet has three boards of each preset: a group of three is the demo's minimum
+# (the median of three still ignores one slow board); a real fleet keeps the default of 5.
+DEMO_PEER_MIN_HOSTS = 3
+
+
 def demo_settings(options: DemoOptions, token: str, admin_token: str | None = None) -> Settings:
     """Server settings tuned to the demo's fast clock: staleness and degradation in minutes."""
     database = (options.data_dir / "peerwatch.db").resolve()
     return Settings(data_dir=options.data_dir, database_url=f"sqlite:///{database}",
                     probe_tokens=[token], admin_token=admin_token, stale_after_s=60.0,
-                    degraded_sustain_s=120.0)
+                    degraded_sustain_s=120.0, fleet_peer_min_hosts=DEMO_PEER_MIN_HOSTS,
+                    fleet_peer_refresh_s=60.0)
 
 
 def history_age_s(data_dir: Path, new_database: bool, now: float) -> float:

@@ -25,6 +25,8 @@ The live story (default fleet):
     always  nvl72-a-tray12  sits in clique 2, apart from its rack (clique 1)
     +45 s   nvl72-a-tray07  GPU2 trains too few NVLinks (health: insufficient NVLinks)
     +90 s   nvl72-a-tray15  fabric registration stuck IN_PROGRESS
+    always  hgx8-03   every path 9 % slow: its own baseline absorbed it, its fleet peers
+                      (the other hgx8 boards) show it (P2PBelowFleetPeers, docs/fleet-peers.md)
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
 h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago; the rack nvl72-a lost
@@ -142,6 +144,8 @@ def _grouped(events: list[tuple[float, str, str]]) -> list[tuple[float, str, str
 
 
 def _when(t: float) -> str:
+    if math.isinf(t):
+        return "always"
     return f"{t / HOUR:+.1f} h" if abs(t) >= HOUR else f"{t:+.0f} s"
 
 
@@ -164,6 +168,13 @@ def rising_errors(gpu: int, link: int, start_per_s: float, doubling_s: float,
         rate = min(cap_per_s, start_per_s * 2 ** math.floor(elapsed / doubling_s))
         return (ErrorGrowth(gpu=gpu, link=link, counter="replay", per_second=rate),)
     return at
+
+
+def whole_host_slow(gpus: int, factor: float) -> FaultsOverTime:
+    """Every path of an n-GPU board delivers `factor` of its bandwidth (a slow board)."""
+    faults = tuple(BandwidthFactor(src=s, dst=d, factor=factor)
+                   for s in range(gpus) for d in range(s + 1, gpus))
+    return _constant(*faults)
 
 
 def _exists(fleet: list[DemoHost], preset: str, ordinal: int) -> bool:
@@ -211,6 +222,9 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     if _exists(fleet, "hgx8", 3):  # fleets too small for these keep the story above
         cast("hgx8", 3, 150, forever, _constant(GpuLost(gpu=6)),
              "GPU6 falls off the bus (Xid 79)")
+        cast("hgx8", 3, -forever, forever, whole_host_slow(8, 0.91),
+             "every path 9% slow from the start: its baseline absorbed it, its fleet peers "
+             "show it")
     if _exists(fleet, "h200x2", 2):
         cast("h200x2", 2, 90, forever, _constant(LinksDown(gpu=1, count=2)),
              "two NVLinks of GPU1 go down, inside its maintenance window")

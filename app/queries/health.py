@@ -48,6 +48,10 @@ class HostHealth:
     generated_at: datetime | None = None
     since: dict[tuple, datetime] = field(default_factory=dict)
     link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    # fleet peers (docs/fleet-peers.md): each pair's worst check, the host's standing, and
+    # when the peer stats it was judged against last changed
+    pair_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    peers: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gpus(self) -> tuple[GpuJudgement, ...]:
@@ -101,7 +105,10 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
     judgement = HostJudgement(Verdict(top["verdict"]), top["reason"], gpus, links, pairs,
                               tuple(top["facts"].get("fabric", ())))
     since = {(kind, *key): r["since"] for kind, objs in rows.items() for key, r in objs.items()}
-    return HostHealth(row, fabric, judgement, tests, top["stale"], top["judged_at"], since)
+    health = HostHealth(row, fabric, judgement, tests, top["stale"], top["judged_at"], since)
+    health.pair_facts = {key: r["facts"] for key, r in rows["pair"].items() if r["facts"]}
+    health.peers = top["facts"].get("peers") or {}
+    return health
 
 
 def unjudged(row: Host, fabric: HostFabric) -> HostHealth:

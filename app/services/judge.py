@@ -28,6 +28,7 @@ from app.analysis.fabric_health import (
 )
 from app.analysis.fabric_state import judge_host_fabric
 from app.analysis.flaps import downs_now, flapping
+from app.analysis.fleet_peers import flag_pairs, worst_checks
 from app.analysis.health import (
     BaselineRef,
     PairJudgement,
@@ -47,6 +48,7 @@ from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.health import HostHealth
 from app.queries.page_holds import fabric_manager_of
+from app.services.fleet_peers import host_peer_checks
 from probes.report import GPU_TESTS
 
 
@@ -170,7 +172,9 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     if tests is None:
         tests = judge_tests_from_history(session, settings, row, fabric, now, prior.low_before)
     tests = _unknown_without_gpu(fabric, tests)
-    pairs = _judge_pairs(fabric, tests)
+    checks, basis = host_peer_checks(session, settings, row, fabric, tests)
+    pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks, settings.fleet_peer_floor,
+                              settings.fleet_peer_min_hosts)
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
@@ -182,6 +186,12 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
                                        fabric_manager_of(session, row))
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
+    if peers.below and judgement.verdict is Verdict.DEGRADED:
+        rest = judgement.reason.removeprefix(f"{row.name}: ")
+        judgement = replace(judgement, reason=f"{row.name}: {peers.text}; {rest}")
     health = HostHealth(row, fabric, judgement, tests, stale, now)
     health.link_facts = link_facts
+    health.pair_facts = {key: {"peer": c.facts()} for key, c in worst_checks(checks).items()
+                         if c.flagged}  # only these: a drifting median rewrites no row
+    health.peers = {**peers.facts(), **basis}
     return health

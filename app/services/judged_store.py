@@ -26,6 +26,7 @@ from app.queries.health import (
     stored_rows,
     tests_from_rows,
 )
+from app.services.fleet_peers import peers_changed_since
 from app.services.judge import Prior, judge_host_now, last_heard_at
 from probes.report import TestName
 
@@ -64,7 +65,7 @@ def _host_row(health: HostHealth) -> dict[str, Any]:
         "verdict": j.verdict.value, "reason": j.reason, "stale": health.stale,
         "facts": {"fabric": list(j.fabric), "last_sweep_at": _iso(health.host.last_sweep_at),
                   "inventory_changed_at": _iso(health.host.inventory_changed_at),
-                  "error_total": health.host.error_total},
+                  "error_total": health.host.error_total, "peers": health.peers},
         "gpus_total": len(j.gpus),
         "gpus_healthy": sum(1 for g in j.gpus if g.verdict is Verdict.HEALTHY),
         "worst_src": worst.src if worst else None, "worst_dst": worst.dst if worst else None,
@@ -88,7 +89,8 @@ def rows_of(health: HostHealth) -> StoredRows:
         "link": {(x.gpu, x.link): {**plain(x.verdict, x.reason, gpu=x.gpu, link=x.link),
                                    "facts": health.link_facts.get((x.gpu, x.link), {})}
                  for x in j.links},
-        "pair": {(p.src, p.dst): plain(p.verdict, p.reason, src=p.src, dst=p.dst)
+        "pair": {(p.src, p.dst): {**plain(p.verdict, p.reason, src=p.src, dst=p.dst),
+                                  "facts": health.pair_facts.get((p.src, p.dst), {})}
                  for p in j.pairs},
         "test": {(t.src, t.dst, t.test.value): _test_row(t) for t in health.tests.values()},
     }
@@ -136,8 +138,9 @@ def store(session: Session, health: HostHealth, previous: StoredRows, now: datet
 
 def _nothing_changed(settings: Settings, row: Host, top: JudgedHost | None,
                      now: datetime) -> bool:
-    """A healthy, fresh host whose sweeps, inventory and judged error counters are as they
-    were when it was last judged: judging it again would store the same verdicts."""
+    """A healthy, fresh host whose sweeps, inventory, judged error counters and fleet peer
+    stats are as they were when it was last judged: judging it again would store the same
+    verdicts."""
     if top is None or top.verdict != Verdict.HEALTHY or top.stale:
         return False
     heard = last_heard_at(row)
@@ -146,7 +149,8 @@ def _nothing_changed(settings: Settings, row: Host, top: JudgedHost | None,
     facts = top.facts
     return (facts.get("last_sweep_at") == _iso(row.last_sweep_at)
             and facts.get("inventory_changed_at") == _iso(row.inventory_changed_at)
-            and facts.get("error_total") == row.error_total)
+            and facts.get("error_total") == row.error_total
+            and not peers_changed_since(row, facts.get("peers") or {}))
 
 
 def judge_and_store(session: Session, settings: Settings, row: Host, now: datetime,

@@ -185,3 +185,20 @@ def test_the_story_has_a_downtrained_pcie_link_in_any_fleet() -> None:
         "pcie4-02", -2 * 3600)
     assert PcieDowntrained(gpu=1, width=4) in default_scenario(plan_fleet(4)).faults_at(
         "mesh4-01", 0)
+
+
+def test_one_hgx8_board_is_slow_from_the_start_and_the_demo_judges_groups_of_three(
+        tmp_path: Path) -> None:
+    """docs/fleet-peers.md: hgx8-03 is 9 % slow on every path in the backfilled day and live,
+    so its baseline is slow too; the demo's groups have three hosts, its minimum is three."""
+    from app.demo.run import DemoOptions, demo_settings
+
+    story = default_scenario(plan_fleet(12))
+    for t in (-23 * 3600, 0, 900):
+        slow = {f for f in story.faults_at("hgx8-03", t) if isinstance(f, BandwidthFactor)}
+        assert len(slow) == 28 and {f.factor for f in slow} == {0.91}
+        assert all(f.both_directions for f in slow)
+    assert "  always hgx8-03: every path 9% slow" in story.describe()[0]
+    assert not any(isinstance(f, BandwidthFactor) for f in story.faults_at("hgx8-01", 0))
+    assert demo_settings(DemoOptions(data_dir=tmp_path), "t").fleet_peer_min_hosts == 3
+    assert default_scenario(plan_fleet(4)).faults_at("hgx8-01", 0) == frozenset()

@@ -7,7 +7,9 @@ faults take minutes to develop, so next to it we store (see `seed.py`):
   run at half speed and whose GPU5 link 2 has counted replays, for the last 30 minutes;
 - two hosts whose names are HTML (`<script>...`, `<img onerror=...>`): ingest refuses such
   names now (the host-name rule), but a database from before it may hold them;
-- `pcie4-gone`: a healthy PCIe box whose last report was 10 minutes ago (stale).
+- `pcie4-gone`: a healthy PCIe box whose last report was 10 minutes ago (stale);
+- `h200x2-slow`: an H200 pair 9 % slow for its whole hour of history (its baseline is slow
+  too), judged against its fleet peers, the other H200 pairs (docs/fleet-peers.md).
 A keeper thread sends each of them but the stale one an inventory pass every few seconds, as
 their probe would, so none turns stale (the demo calls a host stale after 60 s) while the
 tests run.
@@ -36,6 +38,7 @@ FAULTY = "hgx8-faulty"
 ADMIN_TOKEN = "browser-test-admin-token"  # the demo's --admin-token: ack and silence
 STALE = "pcie4-gone"
 MAINTAINED = "h200x2-maint"  # in a declared maintenance window
+SLOW = "h200x2-slow"  # slow from the start: flagged against its fleet peers
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 
@@ -106,7 +109,12 @@ def own_hosts(store: Store) -> list[SimHost]:
     host = SimHost("h200x2", MAINTAINED, seed=30, span_s=0)
     reports += host.history()
     hosts.append(host)
+    slow = SimHost("h200x2", SLOW, seed=40)
+    slow.fabric.inject(BandwidthFactor(src=0, dst=1, factor=0.91))
+    reports += slow.history()
+    hosts.append(slow)
     store.put(reports)
+    store.peer_round([SLOW])
     store.maintenance(MAINTAINED, hours=2, comment="NVSwitch tray swap")
     gone = SimHost("pcie4", STALE, seed=30, span_s=1800, ago_s=600).history(every_s=600)
     store.put(gone, received_when_sent=True)

@@ -119,6 +119,13 @@ class Store:
         for host in sorted(hosts):
             self.alerting.evaluate_host(host)
 
+    def peer_round(self, hosts: Iterable[str]) -> None:
+        """The server's periodic round now: the fleet's peer stats recomputed, then `hosts`
+        judged against them (the demo's own round does the same within a minute)."""
+        self.alerting.refresh_peers()
+        for host in hosts:
+            self.alerting.evaluate_host(host)
+
     def maintenance(self, host: str, hours: float, comment: str) -> None:
         """Declare a maintenance window for `host` from now, as the admin API would."""
         with self.sessions() as session:

@@ -75,3 +75,20 @@ def test_firing_alerts_and_stored_verdicts_name_the_same_gpus(
         host.step(30, "sweep" if i % 10 == 9 else "inventory")
     alerted, bad = _alerted(host), _not_healthy(host)
     assert alerted == bad, (fault, {a.rule for a in host.alerts("firing")})
+
+
+def test_a_host_below_its_fleet_peers_alerts_the_gpus_its_verdicts_name(
+        sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
+    """The fleet-peer finding (docs/fleet-peers.md): a whole host 9 % slow from the start,
+    among five healthy peers; its own tests stay healthy, its pairs do not."""
+    from tests.app.fleet.peerfleet import PeerFleet, host_slow
+
+    fleet = PeerFleet(sessions, sqlite_settings)
+    for i in range(5):
+        fleet.add(f"peer-{i}")
+    slow = fleet.add("slow", *host_slow(2, 0.91))
+    fleet.sweeps(7)
+    fleet.round()
+    assert _alerted(slow) == _not_healthy(slow) == {0, 1}
+    assert {a.rule for a in slow.alerts("firing")} == {"P2PBelowFleetPeers"}
+    assert _alerted(fleet.host("peer-0")) == _not_healthy(fleet.host("peer-0")) == set()
