@@ -70,5 +70,16 @@ export const api = {
   fleetPeers: (params, opts) => getJSON("/fleet/peers", params, opts),
 };
 
-export const TESTS = ["ce_write", "ce_read", "ce_bidir", "sm_write", "sm_read", "latency",
-  "staged"];
+/** The server's test catalogue (GET /api/v1/tests), which index.html carries in a meta tag:
+ * [{name, scope: "pair" | "gpu" | "set", unit, about}]. No test name is kept here. */
+export const TEST_CATALOG = JSON.parse(
+  document.querySelector('meta[name="peerwatch-tests"]')?.content || "[]");
+const named = (scope) => TEST_CATALOG.filter((t) => t.scope === scope).map((t) => t.name);
+/** Tests of one ordered pair (the matrix and the pair series). */
+export const TESTS = named("pair");
+/** Tests of one GPU on its own (host copies and the local copy). */
+export const GPU_TESTS = named("gpu");
+/** What each test measures, for hovers. */
+export const TEST_ABOUT = Object.fromEntries(TEST_CATALOG.map((t) => [t.name, t.about]));
+/** A test's unit: "s" (latency, lower is better) or "B/s". */
+export const unitOf = (name) => TEST_CATALOG.find((t) => t.name === name)?.unit ?? "B/s";

@@ -2,7 +2,7 @@
 // pair's history under them, then link counters and the GPU inventory. The URL holds the test,
 // the pair and the time range (#/host/<name>?test=ce_write&pair=3-5&range=24h).
 
-import { api, TESTS } from "./api.js";
+import { api, TESTS, unitOf } from "./api.js";
 import { activatable, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { gpuTestsTable } from "./gpu_tests.js";
@@ -90,7 +90,7 @@ export function mount(root, route) {
       inventory.el),
     el.probeErrors);
 
-  const test = () => (TESTS.includes(params.test) ? params.test : "ce_write");
+  const test = () => (TESTS.includes(params.test) ? params.test : TESTS[0]);
   const range = () => (RANGES[params.range] ? params.range : DEFAULT_RANGE);
 
   function pickPair(src, dst, testName = test()) {
@@ -250,7 +250,7 @@ export function mount(root, route) {
       return await api.matrix(name, test());
     } catch (error) {
       if (error.status !== 404) throw error;
-      return { host: name, test: test(), unit: test() === "latency" ? "s" : "B/s", gpus: [], cells: [] };
+      return { host: name, test: test(), unit: unitOf(test()), gpus: [], cells: [] };
     }
   }
 

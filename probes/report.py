@@ -125,6 +125,29 @@ PAIR_TESTS: tuple[TestName, ...] = tuple(
     t for t in TestName if t is not TestName.ALLREDUCE and t not in GPU_TESTS)
 BANDWIDTH_TESTS = frozenset(TestName) - {TestName.LATENCY}
 
+# What each test measures, in words: the CLI's table titles, the API's test catalogue
+# (GET /api/v1/tests) and the dashboard's hovers all read this one table.
+TEST_ABOUT: dict[TestName, str] = {
+    TestName.CE_WRITE: "copy engine, issued by the source (push)",
+    TestName.CE_READ: "copy engine, issued by the destination (pull)",
+    TestName.CE_BIDIR: "copy engine, both directions at once (total of both)",
+    TestName.SM_WRITE: "copy kernel on the source storing into the destination",
+    TestName.SM_READ: "copy kernel on the destination loading from the source",
+    TestName.LATENCY: "pointer chase by the source over the destination's memory",
+    TestName.STAGED: "P2P off: staged through pinned host memory",
+    TestName.ALLREDUCE: "NCCL all-reduce, bus bandwidth",
+    TestName.H2D: "host to GPU: copy engine from pinned memory on the GPU's NUMA node",
+    TestName.D2H: "GPU to host: copy engine into pinned memory on the GPU's NUMA node",
+    TestName.LOCAL: "within the GPU: copy engine, read + write counted once",
+}
+
+
+def test_scope(test: TestName) -> Literal["pair", "gpu", "set"]:
+    """What a result of `test` names: "pair" (src -> dst), "gpu" (src alone) or "set" (gpus)."""
+    if test is TestName.ALLREDUCE:
+        return "set"
+    return "gpu" if test in GPU_TESTS else "pair"
+
 
 class Unit(StrEnum):
     BYTES_PER_SECOND = "B/s"

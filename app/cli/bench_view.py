@@ -15,6 +15,7 @@ from app.cli.bench_expect import Expectations, Judged
 from app.cli.bench_gpus import render_gpu_tests
 from probes.report import (
     GPU_TESTS,
+    TEST_ABOUT,
     GpuInfo,
     LinkState,
     P2PCap,
@@ -24,16 +25,6 @@ from probes.report import (
     TransferResult,
 )
 
-ABOUT: dict[TestName, str] = {
-    TestName.CE_WRITE: "copy engine, issued by the source (push)",
-    TestName.CE_READ: "copy engine, issued by the destination (pull)",
-    TestName.CE_BIDIR: "copy engine, both directions at once (total of both)",
-    TestName.SM_WRITE: "copy kernel on the source storing into the destination",
-    TestName.SM_READ: "copy kernel on the destination loading from the source",
-    TestName.LATENCY: "pointer chase by the source over the destination's memory",
-    TestName.STAGED: "P2P off: staged through pinned host memory",
-    TestName.ALLREDUCE: "NCCL all-reduce, bus bandwidth",
-}
 P2P_ABBREV = {
     P2PStatus.OK: "OK", P2PStatus.CHIPSET_NOT_SUPPORTED: "CNS",
     P2PStatus.GPU_NOT_SUPPORTED: "GNS", P2PStatus.TOPOLOGY_NOT_SUPPORTED: "TNS",
@@ -81,13 +72,13 @@ def render_results(console: Console, report: Report, tests: list[TestName]) -> N
         if test is TestName.ALLREDUCE:
             for r in results:
                 value = "ERR" if r.value is None else f"{r.value / 1e9:.1f} GB/s"
-                console.print(f"[bold]allreduce[/] ({ABOUT[test]}) over GPUs "
+                console.print(f"[bold]allreduce[/] ({TEST_ABOUT[test]}) over GPUs "
                               f"{','.join(map(str, r.gpus))}: {value}")
             console.print()
             continue
         scale, unit = _latency_scale(results) if test is TestName.LATENCY else (1e-9, "GB/s")
         cells = {(r.src, r.dst): _cell(r, scale) for r in results}
-        title = f"[bold]{test}[/] — {ABOUT[test]}\nGPU(row) -> GPU(column) {unit}"
+        title = f"[bold]{test}[/] — {TEST_ABOUT[test]}\nGPU(row) -> GPU(column) {unit}"
         console.print(_matrix(title, gpus, cells))  # type: ignore[arg-type]
         console.print()
 

@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import mimetypes
 from functools import lru_cache
+from html import escape
 from importlib import resources
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from plotly.offline import get_plotlyjs_version
 
 from app.assets import asset_dir
+from app.routes.catalog import catalog_json
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,6 +35,7 @@ FRONTEND_DIR = asset_dir("frontend")
 PLOTLY_VERSION: str = get_plotlyjs_version()
 PLOTLY_URL = f"/static/vendor/plotly-{PLOTLY_VERSION}.min.js"
 PLOTLY_PLACEHOLDER = "__PLOTLY_URL__"
+TESTS_PLACEHOLDER = "__PEERWATCH_TESTS__"
 
 CSP = "; ".join([
     "default-src 'self'",
@@ -74,7 +77,8 @@ def _revalidated(request: Request, body: bytes, media_type: str) -> Response:
 def index(request: Request) -> Response:
     """The single page; the hash (#/fleet, #/host/<name> ...) picks the view in the browser."""
     html = (FRONTEND_DIR / "index.html").read_text(encoding="utf-8")
-    body = html.replace(PLOTLY_PLACEHOLDER, PLOTLY_URL).encode()
+    body = (html.replace(PLOTLY_PLACEHOLDER, PLOTLY_URL)
+            .replace(TESTS_PLACEHOLDER, escape(catalog_json(), quote=True)).encode())
     return _revalidated(request, body, TYPES[".html"])
 
 
