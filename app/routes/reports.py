@@ -15,7 +15,6 @@ while its report waited for a slot costs nothing more.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import orjson
@@ -28,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from app.alerting.service import service_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
+from app.errors import body_errors as _body_errors
 from app.ingest_gate import IngestGate, gate_for
 from app.schemas import IngestResult
 from app.services.ingest import ingest
@@ -81,25 +81,6 @@ def _too_large(size: int, limit: int) -> HTTPException:
         detail=f"report body of {size} bytes exceeds the limit of {limit} bytes "
                "(PEERWATCH_MAX_BODY_BYTES)",
     )
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and infinities cannot be sent back in JSON: echo them as text."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-def _body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
-    """FastAPI's 422 shape, each `loc` starting with "body"; big inputs are not echoed."""
-    cleaned = []
-    for e in errors:
-        item = {k: v for k, v in e.items() if k not in ("url", "ctx", "input")}
-        if not isinstance(e.get("input"), dict | list):
-            item["input"] = _json_safe(e.get("input"))
-        item["loc"] = ("body", *e["loc"])
-        cleaned.append(item)
-    return RequestValidationError(cleaned)
 
 
 def load_json(body: bytes) -> Any:
