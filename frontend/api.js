@@ -65,6 +65,8 @@ export const api = {
   maintenance: (params, opts) => getJSON("/maintenance", params, opts),
   schedulerHosts: (minHealthy, opts) => getJSON("/scheduler/hosts", { min_healthy_gpus: minHealthy }, opts),
   placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
+  snapshots: (name, opts) => getJSON(`${host(name)}/snapshots`, {}, opts),
+  jobDiff: (name, job, opts) => getJSON(`${host(name)}/jobs/${encodeURIComponent(job)}/diff`, {}, opts),
 };
 
 export const TESTS = ["ce_write", "ce_read", "ce_bidir", "sm_write", "sm_read", "latency",

@@ -6,6 +6,7 @@ import { api, TESTS } from "./api.js";
 import { activatable, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { inventoryRows, inventoryTable } from "./inventory.js";
+import { jobsPanel } from "./jobs.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
@@ -73,6 +74,7 @@ export function mount(root, route) {
     el.pairHead, el.series, el.pairFacts);
   const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
+  const jobs = jobsPanel(name);
 
   replace(root, el.head, el.notices, el.problems,
     h("div", { class: "two-col" },
@@ -83,6 +85,7 @@ export function mount(root, route) {
     pairPanel,
     h("section", { class: "panel" }, el.linksHead,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
+    jobs.el,
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
       inventory.el),
     el.probeErrors);
@@ -244,6 +247,7 @@ export function mount(root, route) {
     const [detail, health, topology, mx, links, alerts, , maintenance] = await Promise.all([
       api.host(name), api.health(name), api.topology(name), api.matrix(name, test()),
       api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
+      jobs.load(),
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
       maintenance: maintenance?.get(name) ?? null });
@@ -259,7 +263,7 @@ export function mount(root, route) {
     await Promise.all([
       draw(el.topo, topo.data, topo.layout),
       matrix.set(shown("matrix"), parsePair(params.pair)),
-      renderPair(), renderLinks(),
+      renderPair(), renderLinks(), jobs.render(window_(range())),
     ]);
   }
 
@@ -291,12 +295,14 @@ export function mount(root, route) {
       renderHead();
       renderNotices();
       await Promise.all([matrix.set(shown("matrix"), parsePair(params.pair)), renderPair(),
-        before.range !== params.range ? renderLinks() : null]);
+        before.range !== params.range ? renderLinks() : null,
+        before.range !== params.range ? jobs.render(window_(range())) : null]);
       if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
       showTarget();
     },
     destroy() {
       purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors);
+      jobs.destroy();
     },
   };
 }

@@ -21,7 +21,9 @@ The live story (default fleet):
     always  mesh4-01  GPU3 runs a job: skipped by sweeps
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
-h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago.
+h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago; during Slurm job 81240
+(1.8 h ago) GPU2 link 7 of hgx8-01 went down and link 6 replayed (the job's snapshots and
+their diff: `app/demo/jobs.py`).
 """
 
 from __future__ import annotations
@@ -181,6 +183,10 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     cast("mesh4", 1, -14 * HOUR, -4 * HOUR, _constant(BusyGpu(gpu=2)), "GPU2 runs a job")
     cast("h200x2", 2, -20 * HOUR, -19 * HOUR, _constant(P2PDisabled(a=0, b=1)),
          "P2P disabled between GPU0 and GPU1 by a driver setting")
+    cast("hgx8", 1, -1.8 * HOUR, -1.0 * HOUR, _constant(
+        LinksDown(gpu=2, links=(7,)), ErrorGrowth(gpu=2, link=6, counter="replay",
+                                                  per_second=0.2)),
+         "during job 81240, GPU2 link 7 goes down and link 6 replays")
 
     if _exists(fleet, "hgx8", 3):  # fleets too small for these keep the story above
         cast("hgx8", 3, 150, forever, _constant(GpuLost(gpu=6)),
