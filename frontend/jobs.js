@@ -47,7 +47,8 @@ function timelineFigure(jobs, since, until) {
     hovertext: points[phase].map(markerHover), hoverinfo: "text",
     marker: { symbol, size: 11, color, line: { width: 1, color: "#161a22" } },
   });
-  const data = [windowTrace(since, until),
+  // the window trace sits on a job's row: on a category axis its usual y = 0 would add a row "0"
+  const data = [{ ...windowTrace(since, until), y: shown.length ? [shown[0].job, shown[0].job] : [] },
     { type: "scatter", mode: "lines", name: "job", x: spans.x, y: spans.y, hoverinfo: "skip",
       line: { color: OKABE_ITO.sky, width: 3 }, showlegend: false },
     marker("prolog", "triangle-right", OKABE_ITO.green),

@@ -49,6 +49,9 @@ def test_jobs_are_markers_and_a_click_shows_the_diff(page, fleet: Fleet) -> None
         assert sorted(drawn["customdata"]) == sorted(s["job_id"] for s in api)
         assert all(f"job {job} {phase}" in text
                    for job, text in zip(drawn["customdata"], drawn["hovertext"], strict=True))
+    rows = page.evaluate("() => document.getElementById('jobs-chart')"
+                         "._fullLayout.yaxis._categories")
+    assert sorted(rows) == sorted({s["job_id"] for s in listed})  # one row per job, no other
     # hover the broken job's epilog marker, then click it
     epilog = trace(page, "jobs-chart", "epilog")
     i = epilog["customdata"].index("81240")

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +35,8 @@ def test_snapshot_of_the_real_fabric_is_quick_and_has_every_gpu() -> None:
     gpus = _nvml_gpu_count()
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "app.cli", "snapshot", "--json", "--fabric",
-                           "nvml"], capture_output=True, text=True, timeout=60, check=False)
+                           "nvml"], capture_output=True, text=True, timeout=60, check=False,
+                          cwd=Path(__file__).resolve().parents[2])
     wall = time.perf_counter() - start
     assert done.returncode == 0, done.stderr
     snap = json.loads(done.stdout)
