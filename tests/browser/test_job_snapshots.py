@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.browser.conftest import Fleet, open_view, wait_until
@@ -25,11 +26,13 @@ MARKER_CENTRE = """([id, name, i]) => {
 }"""
 
 
-def wait_for_host(fleet: Fleet, within_s: float = 60.0) -> None:
-    """The demo's hosts report a few seconds after the fleet fixture is ready."""
+def wait_for_host(fleet: Fleet, within_s: float = 90.0) -> None:
+    """The demo's hosts report a few seconds after the fleet fixture is ready, and the host
+    page needs their first sweep (the matrix is a 404 before it)."""
     deadline = time.monotonic() + within_s
-    while HOST not in {h["host"] for h in fleet.api("/hosts")["hosts"]}:
-        assert time.monotonic() < deadline, f"{HOST} never reported"
+    matrix = f"{fleet.url}/api/v1/hosts/{HOST}/matrix"
+    while httpx.get(matrix, params={"test": "ce_write"}, timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, f"{HOST} never swept"
         time.sleep(0.5)
 
 
