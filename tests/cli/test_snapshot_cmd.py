@@ -76,3 +76,15 @@ def test_usage_errors_and_an_unreachable_server_without_spool() -> None:
         port = s.getsockname()[1]
     lost = peerwatch("--fabric", "simulated:h200x2", "--post", f"http://127.0.0.1:{port}")
     assert lost.returncode == 1 and "not delivered" in lost.stderr
+
+
+def test_a_snapshot_imports_no_server_package(tmp_path: Path) -> None:
+    """Only the command being run is imported: a prolog's snapshot never loads FastAPI or
+    SQLAlchemy, even where they are installed."""
+    code = ("import sys; from app.cli import main; "
+            "rc = main(['snapshot', '--fabric', 'simulated:h200x2', '--json']); "
+            "print(rc, sorted(m for m in ('fastapi', 'sqlalchemy', 'uvicorn', 'alembic') "
+            "if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr
