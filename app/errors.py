@@ -19,6 +19,7 @@ Every response also carries `X-Content-Type-Options: nosniff` and `X-Frame-Optio
 from __future__ import annotations
 
 import logging
+import math
 import traceback
 from typing import Any
 
@@ -39,6 +40,26 @@ def unprocessable(field: str, message: str) -> RequestValidationError:
     for every 422: for checks a route makes after the body parsed."""
     return RequestValidationError([{"type": "value_error", "loc": ("body", field),
                                     "msg": message, "input": None}])
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities cannot be sent back in JSON: echo them as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
+    """FastAPI's 422 shape for a body a route parsed itself (reports, snapshots): each `loc`
+    starting with "body"; big inputs are not echoed."""
+    cleaned = []
+    for e in errors:
+        item = {k: v for k, v in e.items() if k not in ("url", "ctx", "input")}
+        if not isinstance(e.get("input"), dict | list):
+            item["input"] = _finite(e.get("input"))
+        item["loc"] = ("body", *e["loc"])
+        cleaned.append(item)
+    return RequestValidationError(cleaned)
 
 
 def json_safe(value: Any) -> Any:

@@ -527,3 +527,23 @@ class FleetPeerStat(Base):
 
 
 __all__ += ["FleetPeerStat"]
+
+
+class JobSnapshot(Base):
+    """A job snapshot (`probes/snapshot.py`) as it arrived: the host's fabric state around a
+    job (Slurm prolog/epilog) or taken by hand, kept whole in `body` for the diff. The host
+    is a name, not a key: a node's prolog may post before its probe ever reported."""
+
+    __tablename__ = "job_snapshots"
+    __table_args__ = (Index(None, "host", "taken_at"), Index(None, "host", "job_id"),
+                      Index(None, "taken_at"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    snapshot_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
+    host: Mapped[str] = mapped_column(String(253))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    phase: Mapped[str] = mapped_column(String(16))
+    taken_at: Mapped[datetime]
+    received_at: Mapped[datetime]
+    digest: Mapped[str] = mapped_column(String(64))  # SHA-256 of the body: retry vs reuse
+    body: Mapped[dict[str, Any]]

@@ -68,6 +68,8 @@ export const api = {
   domains: (opts) => getJSON("/domains", {}, opts),
   domain: (id, opts) => getJSON(`/domains/${encodeURIComponent(id)}`, {}, opts),
   fleetPeers: (params, opts) => getJSON("/fleet/peers", params, opts),
+  snapshots: (name, opts) => getJSON(`${host(name)}/snapshots`, {}, opts),
+  jobDiff: (name, job, opts) => getJSON(`${host(name)}/jobs/${encodeURIComponent(job)}/diff`, {}, opts),
 };
 
 /** The server's test catalogue (GET /api/v1/tests), which index.html carries in a meta tag:

@@ -7,6 +7,7 @@ import { activatable, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
 import { gpuTestsTable } from "./gpu_tests.js";
 import { inventoryRows, inventoryTable } from "./inventory.js";
+import { jobsPanel } from "./jobs.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
@@ -75,6 +76,7 @@ export function mount(root, route) {
     el.pairHead, el.series, el.pairFacts);
   const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
+  const jobs = jobsPanel(name);
 
   replace(root, el.head, el.notices, el.problems,
     h("div", { class: "two-col" },
@@ -86,6 +88,7 @@ export function mount(root, route) {
     pairPanel,
     h("section", { class: "panel" }, el.linksHead,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
+    jobs.el,
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
       inventory.el),
     el.probeErrors);
@@ -258,6 +261,7 @@ export function mount(root, route) {
     const [detail, health, topology, mx, links, alerts, , maintenance] = await Promise.all([
       api.host(name), api.health(name), api.topology(name), loadMatrix(),
       api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
+      jobs.load(),
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
       maintenance: maintenance?.get(name) ?? null });
@@ -274,7 +278,7 @@ export function mount(root, route) {
     await Promise.all([
       draw(el.topo, topo.data, topo.layout),
       matrix.set(shown("matrix"), parsePair(params.pair)),
-      renderPair(), renderLinks(),
+      renderPair(), renderLinks(), jobs.render(window_(range())),
     ]);
   }
 
@@ -306,12 +310,14 @@ export function mount(root, route) {
       renderHead();
       renderNotices();
       await Promise.all([matrix.set(shown("matrix"), parsePair(params.pair)), renderPair(),
-        before.range !== params.range ? renderLinks() : null]);
+        before.range !== params.range ? renderLinks() : null,
+        before.range !== params.range ? jobs.render(window_(range())) : null]);
       if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
       showTarget();
     },
     destroy() {
       purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors);
+      jobs.destroy();
     },
   };
 }

@@ -4,6 +4,7 @@
     open_fabric("simulated:hgx8")    a simulated host (seed, hostname and clock apply)
     open_fabric("auto")              the real backend if it can run here, else simulated:h200x2,
                                      saying so through `on_fallback` (or the log)
+    open_fabric("nvml", quick=True)  the real backend reading NVML only (job snapshots)
 
 The real backend is imported only when asked for, so machines without NVML or CuPy (and the
 whole CPU test suite) never load them.
@@ -29,12 +30,13 @@ def fabric_choices() -> list[str]:
     return ["auto", "nvml", *(SIMULATED + p for p in PRESET_NAMES)]
 
 
-def open_real() -> Fabric:
-    """The NVML + CuPy backend; FabricUnavailable when this machine cannot run it."""
+def open_real(quick: bool = False) -> Fabric:
+    """The NVML + CuPy backend (NVML only when `quick`); FabricUnavailable when this machine
+    cannot run it."""
     try:
         from probes.nvidia.real import RealFabric
 
-        fabric: Fabric = RealFabric()
+        fabric: Fabric = RealFabric(quick=quick)
     except ImportError as exc:  # probes.nvidia.real itself, or pynvml inside it
         raise FabricUnavailable(f"the real backend cannot load: {exc}") from exc
     return fabric
@@ -47,6 +49,7 @@ def open_fabric(
     hostname: str | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_fallback: Callable[[str], None] | None = None,
+    quick: bool = False,
 ) -> Fabric:
     """The fabric `spec` names; BadProbeRequest for a name that is none of `fabric_choices()`."""
     if spec.startswith(SIMULATED):
@@ -55,10 +58,10 @@ def open_fabric(
         return SimulatedFabric(spec.removeprefix(SIMULATED), seed=seed, hostname=hostname,
                                clock=clock)
     if spec == "nvml":
-        return open_real()
+        return open_real(quick)
     if spec == "auto":
         try:
-            return open_real()
+            return open_real(quick)
         except FabricUnavailable as exc:
             message = (f"no GPUs usable here ({exc}); "
                        f"using the simulated fabric {SIMULATED}{FALLBACK_PRESET} instead")

@@ -6,8 +6,10 @@ command never means editing this file. Usage errors (unknown preset, test, GPU i
 one line on stderr and exit status 2, like argparse's own; other user errors (no GPUs, an
 unreachable database, see `app.cli.errors`) one line and status 1. A command whose module
 needs the server's packages still shows in a probe-only install and says what to install.
-Output cut short by a closed pipe (`peerwatch bench --json | head`) ends quietly with status
-141, as SIGPIPE ends `cat` or `grep`.
+Only the module of the command being run is imported (`peerwatch snapshot` in a Slurm prolog
+must not pay for FastAPI and SQLAlchemy); `peerwatch --help` or an unknown command imports
+them all to list them. Output cut short by a closed pipe (`peerwatch bench --json | head`)
+ends quietly with status 141, as SIGPIPE ends `cat` or `grep`.
 """
 
 from __future__ import annotations
@@ -30,19 +32,26 @@ USER_ERROR = 1
 BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_names() -> list[str]:
+    return sorted(info.name for info in pkgutil.iter_modules(commands.__path__))
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of the command `only` alone."""
     parser = argparse.ArgumentParser(
         prog="peerwatch",
         description="Monitor the peer-to-peer fabric of GPU hosts (NVLink, NVSwitch, PCIe).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+    for name in command_names():
+        if only is not None and name != only:
+            continue
         try:
-            module = importlib.import_module(f"{commands.__name__}.{info.name}")
+            module = importlib.import_module(f"{commands.__name__}.{name}")
         except ModuleNotFoundError as exc:
             if not missing_server_module(exc):
                 raise
-            _register_unavailable(sub, info.name, exc)
+            _register_unavailable(sub, name, exc)
             continue
         module.register(sub)
     return parser
@@ -68,8 +77,9 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and words[0] in command_names() else None)
+    args, unknown = parser.parse_known_args(words)
     if unknown and not getattr(args, "takes_any_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     configure_logging("warning")  # commands that log more (serve, probe) set their own level

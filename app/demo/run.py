@@ -27,6 +27,7 @@ from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
 from app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS, plan_fleet, plan_racks
+from app.demo.jobs import store_demo_jobs
 from app.demo.live import LiveFleet, LiveIntervals
 from app.demo.scenario import Scenario, default_scenario
 from app.demo.server import ServerThread
@@ -116,6 +117,8 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
                      options.intervals)
     live_start = utcnow()
     _declare_maintenance(app, scenario, live_start)
+    if existing == 0:
+        store_demo_jobs(app.state.sessionmaker, fleet, scenario, live_start)
     live.start()
     _announce(out, server.url, options, fleet_names=[h.name for h in fleet],
               story=scenario.describe(age_s), admin_token=admin_token)

@@ -30,7 +30,9 @@ The live story (default fleet):
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
 h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago; the rack nvl72-a lost
-NVLink switch tray 4 for two hours 8 h ago (every GPU of its 18 trays at 16 of 18 links).
+NVLink switch tray 4 for two hours 8 h ago (every GPU of its 18 trays at 16 of 18 links);
+during Slurm job 81240 (1.8 h ago) GPU2 link 7 of hgx8-01 went down and link 6 replayed
+(the job's snapshots and their diff: `app/demo/jobs.py`).
 """
 
 from __future__ import annotations
@@ -213,6 +215,10 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     cast("mesh4", 1, -14 * HOUR, -4 * HOUR, _constant(BusyGpu(gpu=2)), "GPU2 runs a job")
     cast("h200x2", 2, -20 * HOUR, -19 * HOUR, _constant(P2PDisabled(a=0, b=1)),
          "P2P disabled between GPU0 and GPU1 by a driver setting")
+    cast("hgx8", 1, -1.8 * HOUR, -1.0 * HOUR, _constant(
+        LinksDown(gpu=2, links=(7,)), ErrorGrowth(gpu=2, link=6, counter="replay",
+                                                  per_second=0.2)),
+         "during job 81240, GPU2 link 7 goes down and link 6 replays")
 
     slow_pcie = ("pcie4", 2, 2) if _exists(fleet, "pcie4", 2) else ("mesh4", 1, 1)
     cast(slow_pcie[0], slow_pcie[1], -3 * HOUR, forever,

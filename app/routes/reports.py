@@ -15,7 +15,6 @@ while its report waited for a slot costs nothing more.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import orjson
@@ -28,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from app.alerting.service import service_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
+from app.errors import body_errors
 from app.ingest_gate import IngestGate, gate_for
 from app.schemas import IngestResult
 from app.services.ingest import ingest
@@ -83,25 +83,6 @@ def _too_large(size: int, limit: int) -> HTTPException:
     )
 
 
-def _json_safe(value: Any) -> Any:
-    """NaN and infinities cannot be sent back in JSON: echo them as text."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-def _body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
-    """FastAPI's 422 shape, each `loc` starting with "body"; big inputs are not echoed."""
-    cleaned = []
-    for e in errors:
-        item = {k: v for k, v in e.items() if k not in ("url", "ctx", "input")}
-        if not isinstance(e.get("input"), dict | list):
-            item["input"] = _json_safe(e.get("input"))
-        item["loc"] = ("body", *e["loc"])
-        cleaned.append(item)
-    return RequestValidationError(cleaned)
-
-
 def load_json(body: bytes) -> Any:
     """The parsed body. orjson first (several times faster on a 250 kB sweep); what it
     refuses but the standard parser reads (NaN, integers past 64 bits) goes through the
@@ -113,14 +94,14 @@ def load_json(body: bytes) -> Any:
     try:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _body_errors([{"type": "json_invalid", "loc": (),
+        raise body_errors([{"type": "json_invalid", "loc": (),
                              "msg": f"body is not valid JSON: {exc}"}]) from exc
     except RecursionError as exc:
         raise _too_deep() from exc
 
 
 def _too_deep() -> RequestValidationError:
-    return _body_errors([{"type": "json_invalid", "loc": (),
+    return body_errors([{"type": "json_invalid", "loc": (),
                           "msg": "body nests JSON too deeply for a report"}])
 
 
@@ -131,16 +112,16 @@ def validate_report(data: dict[str, Any]) -> Report:
     except RecursionError as exc:
         raise _too_deep() from exc
     except ValidationError as exc:
-        raise _body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
+        raise body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
     except TypeError as exc:  # e.g. comparing a naive with an aware timestamp
-        raise _body_errors([{"type": "value_error", "loc": (), "msg": str(exc)}]) from exc
+        raise body_errors([{"type": "value_error", "loc": (), "msg": str(exc)}]) from exc
 
 
 def parse_report(body: bytes) -> Report:
     """JSON -> schema_version check (400) -> 64-bit check -> wire model (422s)."""
     data = load_json(body)
     if not isinstance(data, dict):
-        raise _body_errors([{"type": "model_type", "loc": (),
+        raise body_errors([{"type": "model_type", "loc": (),
                              "msg": "a report must be a JSON object"}])
     version = data.get("schema_version", SUPPORTED_SCHEMA_VERSIONS[-1])
     if version not in SUPPORTED_SCHEMA_VERSIONS:
@@ -150,7 +131,7 @@ def parse_report(body: bytes) -> Report:
                    f"{list(SUPPORTED_SCHEMA_VERSIONS)}",
         )
     if may_hold_long_integer(body) and (too_large := oversized_integers(data)):
-        raise _body_errors(too_large)
+        raise body_errors(too_large)
     return validate_report(data)
 
 
@@ -203,7 +184,7 @@ def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings) -> I
     now = utcnow()
     problems = check_report(report, now)
     if problems:
-        raise _body_errors(problems)
+        raise body_errors(problems)
     try:
         with gate.writing(), app.state.sessionmaker() as session:
             return ingest(session, report, settings, now)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from probes.report import GPU_TESTS, PAIR_TESTS, Report, TestName
+from probes.report import GPU_TESTS, PAIR_TESTS, CounterSample, Inventory, Report, TestName
 
 MAX_CLOCK_AHEAD = timedelta(hours=1)
 INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
@@ -106,27 +106,40 @@ def report_digest(report: Report) -> str:
 
 def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:
     """Every coherence problem of `report`, as pydantic-style errors (empty when fine)."""
-    inv = report.inventory
     errors: list[dict[str, Any]] = list(_check_times(report, now))
     errors += _check_results(report)
-    errors += _duplicates((g.index for g in inv.gpus), ("inventory", "gpus"), "GPU index")
-    errors += _duplicates(((p.gpu, p.link) for p in inv.nvlinks), ("inventory", "nvlinks"),
+    errors += inventory_problems(report.inventory)
+    known = {g.index for g in report.inventory.gpus}
+    for i, sample in enumerate(report.counters):
+        errors += sample_problems(sample, known, ("counters", i))
+    return errors
+
+
+def inventory_problems(inv: Inventory, loc: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Duplicate GPUs, ports or pairs, and ports or pairs naming GPUs the inventory lacks
+    (also used for job snapshots, `app/services/snapshots.py`)."""
+    where = (*loc, "inventory")
+    errors = list(_duplicates((g.index for g in inv.gpus), (*where, "gpus"), "GPU index"))
+    errors += _duplicates(((p.gpu, p.link) for p in inv.nvlinks), (*where, "nvlinks"),
                           "(gpu, link)")
-    errors += _duplicates(((p.src, p.dst) for p in inv.pairs), ("inventory", "pairs"),
-                          "(src, dst)")
+    errors += _duplicates(((p.src, p.dst) for p in inv.pairs), (*where, "pairs"), "(src, dst)")
     known = {g.index for g in inv.gpus}
     for i, port in enumerate(inv.nvlinks):
-        errors += _unknown_gpus([port.gpu], known, ("inventory", "nvlinks", i, "gpu"), "nvlink")
+        errors += _unknown_gpus([port.gpu], known, (*where, "nvlinks", i, "gpu"), "nvlink")
     for i, pair in enumerate(inv.pairs):
-        errors += _unknown_gpus([pair.src, pair.dst], known, ("inventory", "pairs", i), "pair")
-    for i, sample in enumerate(report.counters):
-        loc = ("counters", i)
-        errors += _duplicates(((c.gpu, c.link) for c in sample.links), (*loc, "links"),
-                              "(gpu, link)")
-        errors += _unknown_gpus([c.gpu for c in sample.links], known, (*loc, "links"), "links")
-        errors += _unknown_gpus(sample.pcie_replay, known, (*loc, "pcie_replay"), "pcie_replay")
-        errors += _unknown_gpus([a.gpu for a in sample.activity], known, (*loc, "activity"),
-                                "activity")
+        errors += _unknown_gpus([pair.src, pair.dst], known, (*where, "pairs", i), "pair")
+    return errors
+
+
+def sample_problems(sample: CounterSample, known: set[int],
+                    loc: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Duplicate links in a counter sample, and rows naming GPUs the inventory lacks."""
+    errors = list(_duplicates(((c.gpu, c.link) for c in sample.links), (*loc, "links"),
+                              "(gpu, link)"))
+    errors += _unknown_gpus([c.gpu for c in sample.links], known, (*loc, "links"), "links")
+    errors += _unknown_gpus(sample.pcie_replay, known, (*loc, "pcie_replay"), "pcie_replay")
+    errors += _unknown_gpus([a.gpu for a in sample.activity], known, (*loc, "activity"),
+                            "activity")
     return errors
 
 

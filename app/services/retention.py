@@ -1,10 +1,11 @@
 """The periodic job: roll raw measurements up into hours, then prune what is too old.
 
-Raw samples (measurements, link and GPU counter samples) are kept `retention_raw_days`,
-hourly rollups and report rows `retention_rollup_days`. Rolling up goes first, so an hour is
-aggregated while its raw samples still exist. Each run re-aggregates every completed hour
-after the newest rollup, plus the hours touched by reports received since the previous run
-(a probe's spool delivering old reports late), so rollups stay exact without bookkeeping.
+Raw samples (measurements, link and GPU counter samples) and job snapshots are kept
+`retention_raw_days`, hourly rollups and report rows `retention_rollup_days`. Rolling up goes
+first, so an hour is aggregated while its raw samples still exist. Each run re-aggregates
+every completed hour after the newest rollup, plus the hours touched by reports received
+since the previous run (a probe's spool delivering old reports late), so rollups stay exact
+without bookkeeping.
 Only hours whose raw samples are still complete are ever re-aggregated.
 
 On PostgreSQL the raw tables are partitioned by day (`app/services/partitions.py`): the job
@@ -23,7 +24,14 @@ from sqlalchemy import Engine, case, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.models import GpuSample, LinkSample, Measurement, MeasurementRollup, ReportRow
+from app.models import (
+    GpuSample,
+    JobSnapshot,
+    LinkSample,
+    Measurement,
+    MeasurementRollup,
+    ReportRow,
+)
 from app.services import partitions
 from app.sql import epoch_seconds, from_epoch_seconds
 
@@ -116,6 +124,7 @@ def prune(session: Session, settings: Settings, now: datetime,
         "measurement_rollups": delete(MeasurementRollup).where(
             MeasurementRollup.hour < rollup_cutoff),
         "reports": delete(ReportRow).where(ReportRow.finished_at < rollup_cutoff),
+        "job_snapshots": delete(JobSnapshot).where(JobSnapshot.taken_at < raw_cutoff),
     }
     if partitions.is_partitioned(session.connection()):
         out.dropped = partitions.drop_days_before(session.connection(), raw_cutoff)

@@ -13,7 +13,8 @@
                                                 aside (kept on disk, counted), never retried
 
 The classification is the whole point of this module: "retry forever" is right for an
-absent server and wrong for a bad token or a bad report.
+absent server and wrong for a bad token or a bad report. Job snapshots
+(`probes/agent/snapshot_outbox.py`) go through the same Sender to `SNAPSHOTS_PATH`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 import httpx
-
-from probes.report import Report
+from pydantic import BaseModel
 
 REPORTS_PATH = "/api/v1/reports"
+SNAPSHOTS_PATH = "/api/v1/snapshots"
 _MESSAGE_LIMIT = 500
 _RETRY_STATUS = frozenset({408, 425, 429})
 _CONFIG_STATUS = frozenset({401, 403, 404, 405})
@@ -100,13 +101,14 @@ class Sender:
     """An httpx client bound to one server and token. `transport` lets tests supply one."""
 
     def __init__(self, server_url: str, token: str, timeout_s: float,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, path: str = REPORTS_PATH) -> None:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
                    "User-Agent": "peerwatch-probe"}
-        self.url = server_url.rstrip("/") + REPORTS_PATH
+        self.url = server_url.rstrip("/") + path
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
 
-    def send(self, report: Report) -> SendResult:
+    def send(self, report: BaseModel) -> SendResult:
+        """POST one report (or snapshot) and classify the answer."""
         body = report.model_dump_json().encode()
         try:
             try:

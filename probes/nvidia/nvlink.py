@@ -45,12 +45,14 @@ class NvLinks:
 
     # ------------------------------------------------------------------ ports
 
-    def ports(self, gpu: int) -> list[NvLinkPort]:
-        """Every NVLink port NVML reports for the GPU (0 .. LINK_COUNT-1, never MAX_LINKS)."""
+    def ports(self, gpu: int, capabilities: bool = True) -> list[NvLinkPort]:
+        """Every NVLink port NVML reports for the GPU (0 .. LINK_COUNT-1, never MAX_LINKS);
+        without `capabilities` the six static capability calls per link are skipped."""
         h = self.nvml.handle(gpu)
         count = self.nvml.link_count(gpu)
         speeds = self._per_link_field(gpu, "NVML_FI_DEV_NVLINK_GET_SPEED", count)
-        ports = [p for link in range(count) if (p := self._port(gpu, h, link, speeds[link]))]
+        ports = [p for link in range(count)
+                 if (p := self._port(gpu, h, link, speeds[link], capabilities))]
         self._ports[gpu] = (time.monotonic(), ports)
         return ports
 
@@ -69,7 +71,8 @@ class NvLinks:
         except NotSupported:
             return [None] * count
 
-    def _port(self, gpu: int, h: Any, link: int, speed_mbps: Any) -> NvLinkPort | None:
+    def _port(self, gpu: int, h: Any, link: int, speed_mbps: Any,
+              capabilities: bool = True) -> NvLinkPort | None:
         nv, where = self.nvml, f"nvml.nvlink gpu={gpu} link={link}"
         try:
             state = nv.call(where, "nvmlDeviceGetNvLinkState", h, link, per_link=True)
@@ -83,8 +86,8 @@ class NvLinks:
         remote = ask("nvmlDeviceGetNvLinkRemotePciInfo")
         remote_bus = None if remote is None else as_text(remote.busId)
         remote_norm = normalize_bus_id(remote_bus)
-        caps = {cap: bool(v) for cap, code in NVLINK_CAPS.items()
-                if (v := ask("nvmlDeviceGetNvLinkCapability", code)) is not None}
+        caps = {cap: bool(v) for cap, code in NVLINK_CAPS.items() if capabilities
+                and (v := ask("nvmlDeviceGetNvLinkCapability", code)) is not None}
         return NvLinkPort(
             gpu=gpu,
             link=link,

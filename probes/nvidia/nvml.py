@@ -287,8 +287,8 @@ class Nvml:
             self._link_counts[gpu] = self.field(gpu, "NVML_FI_DEV_NVLINK_LINK_COUNT") or 0
         return self._link_counts[gpu]
 
-    def nvlinks(self, gpu: int) -> list[NvLinkPort]:
-        return self._links.ports(gpu)
+    def nvlinks(self, gpu: int, capabilities: bool = True) -> list[NvLinkPort]:
+        return self._links.ports(gpu, capabilities)
 
     def link_counters(self, gpu: int) -> list[LinkCounters]:
         return self._links.counters(gpu)

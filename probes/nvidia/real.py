@@ -8,6 +8,8 @@ per-GPU figures are mapped back.
 
 CuPy is started lazily: an inventory-only pass never creates CUDA contexts (each costs device
 memory) and still works where CuPy is missing; a transfer test then raises FabricUnavailable.
+A `quick` fabric (job snapshots, `probes/snapshot_read.py`) never starts CuPy at all (no
+GPUDirect or can-access-peer answers) and skips the static per-link capability calls.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ class RealFabric:
 
     def __init__(self, nvml_module: Any = None, cupy_module: Any = None,
                  sysfs: Sysfs | None = None, timeout_s: float = 10.0,
-                 runtime: HostRuntime | None = None) -> None:
+                 runtime: HostRuntime | None = None, quick: bool = False) -> None:
         self._nvml = Nvml(module=nvml_module, sysfs=sysfs)
+        self._quick = quick
         self._runtime = runtime or HostRuntime()
         self._cupy_module = cupy_module
         self._timeout_s = timeout_s
@@ -54,6 +57,8 @@ class RealFabric:
 
     def transfers(self) -> Transfers:
         """The CuPy side, started on first use; FabricUnavailable where CUDA is not usable."""
+        if self._quick:
+            raise FabricUnavailable("a quick fabric reads NVML only (no CUDA)")
         if self._transfers is None:
             tr = Transfers(self._cupy_module, timeout_s=self._timeout_s)
             by_bus = {normalize_bus_id(tr.bus_id(d)): d for d in range(tr.count)}
@@ -104,7 +109,7 @@ class RealFabric:
         )
 
     def nvlinks(self, gpu: int) -> list[NvLinkPort]:
-        return self._nvml.nvlinks(gpu)
+        return self._nvml.nvlinks(gpu, capabilities=not self._quick)
 
     def link_counters(self, gpu: int) -> list[LinkCounters]:
         return self._nvml.link_counters(gpu)

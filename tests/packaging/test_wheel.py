@@ -101,3 +101,17 @@ def test_probe_only_install_names_the_extra_for_server_commands(probe_venv: Venv
         assert result.returncode == 1, (argv, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "pip install 'peerwatch[server]'" in lines[0], result.stderr
+
+
+def test_probe_only_install_takes_posts_and_diffs_job_snapshots(
+        probe_venv: Venv, server_venv: Venv, empty_pg_url: str) -> None:
+    with serving(server_venv, empty_pg_url) as base:
+        posted = probe_venv.run("peerwatch", "snapshot", "--fabric", "simulated:h200x2",
+                                "--post", base, "--token", TOKEN, "--job-id", "7", "--phase",
+                                "prolog", "--spool", str(probe_venv.workdir / "snapshots"))
+    assert posted.returncode == 0 and "delivered" in posted.stderr, posted.stderr
+    saved = probe_venv.run("peerwatch", "snapshot", "--fabric", "simulated:h200x2", "--json")
+    path = probe_venv.workdir / "snapshot.json"
+    path.write_text(saved.stdout)
+    same = probe_venv.run("peerwatch", "snapshot", "--diff", str(path), str(path))
+    assert (same.returncode, same.stdout) == (0, ""), same.stderr

@@ -1,0 +1,104 @@
+"""Job snapshots: probes and Slurm prologs/epilogs post them; the host page and operators
+read them and the diff of a job's prolog and epilog.
+
+`POST /api/v1/snapshots` reads its body by hand, like `POST /api/v1/reports` and with its
+helpers, so the checks come in the most useful order: probe token (401/403), size (413 while
+reading), JSON (422), `schema_version` (400 naming the supported), the wire model and the
+snapshot's coherence (422 naming each field). Idempotent on `snapshot_id` (200 for a retry,
+409 for a reused id with another body).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Request, Response, status
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from app.deps import ProbeTokenDep, SessionDep, SettingsDep
+from app.errors import body_errors
+from app.queries.snapshots import get_snapshot, host_snapshots, job_diff
+from app.routes.reports import load_json, read_limited_body
+from app.schemas_snapshots import JobDiff, SnapshotList, SnapshotStored
+from app.services.report_checks import oversized_integers
+from app.services.snapshots import check_snapshot, store_snapshot
+from probes.report import utcnow
+from probes.snapshot import JOB_ID, JOB_ID_RULE, SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
+
+router = APIRouter(prefix="/api/v1", tags=["snapshots"])
+
+JobIdPath = Annotated[str, Path(pattern=f"^{JOB_ID.pattern}$", description=JOB_ID_RULE)]
+
+
+def parse_snapshot(body: bytes) -> Snapshot:
+    """JSON -> schema_version (400) -> 64-bit integers -> wire model (422s naming fields)."""
+    data: Any = load_json(body)
+    if not isinstance(data, dict):
+        raise body_errors([{"type": "model_type", "loc": (),
+                            "msg": "a snapshot must be a JSON object"}])
+    version = data.get("schema_version", SUPPORTED_SNAPSHOT_VERSIONS[-1])
+    if version not in SUPPORTED_SNAPSHOT_VERSIONS:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST,
+                            detail=f"unsupported snapshot schema_version {version!r}; this "
+                                   f"server supports {list(SUPPORTED_SNAPSHOT_VERSIONS)}")
+    if too_large := oversized_integers(data):
+        raise body_errors(too_large)
+    try:
+        return Snapshot.model_validate(data)
+    except ValidationError as exc:
+        raise body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
+    except RecursionError as exc:
+        raise body_errors([{"type": "json_invalid", "loc": (),
+                            "msg": "body nests JSON too deeply for a snapshot"}]) from exc
+
+
+def _store(request: Request, body: bytes) -> SnapshotStored:
+    snap = parse_snapshot(body)
+    now = utcnow()
+    if problems := check_snapshot(snap, now):
+        raise body_errors(problems)
+    with request.app.state.sessionmaker() as session:
+        return store_snapshot(session, snap, now)
+
+
+@router.post(
+    "/snapshots", response_model=SnapshotStored, status_code=status.HTTP_201_CREATED,
+    summary="Store one job snapshot (probe token)",
+    responses={
+        200: {"model": SnapshotStored, "description": "Stored before (same snapshot_id)."},
+        400: {"description": "Unsupported schema_version (the detail names the supported)."},
+        401: {"description": "No bearer token."},
+        403: {"description": "The bearer token is not a probe token."},
+        409: {"description": "This snapshot_id was stored before with a different body."},
+        413: {"description": "Body larger than PEERWATCH_MAX_BODY_BYTES."},
+    },
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/Snapshot"}}}}},
+)
+async def post_snapshot(request: Request, response: Response, _token: ProbeTokenDep,
+                        settings: SettingsDep) -> SnapshotStored:
+    body = await read_limited_body(request, settings.max_body_bytes)
+    stored = await run_in_threadpool(_store, request, body)
+    if stored.duplicate:
+        response.status_code = status.HTTP_200_OK
+    return stored
+
+
+@router.get("/snapshots/{snapshot_id}", response_model=Snapshot,
+            summary="One job snapshot, whole")
+def read_snapshot(snapshot_id: uuid.UUID, session: SessionDep) -> Snapshot:
+    return get_snapshot(session, snapshot_id)
+
+
+@router.get("/hosts/{host}/snapshots", response_model=SnapshotList,
+            summary="A host's job snapshots, newest first")
+def list_snapshots(host: str, session: SessionDep) -> SnapshotList:
+    return host_snapshots(session, host)
+
+
+@router.get("/hosts/{host}/jobs/{job_id}/diff", response_model=JobDiff,
+            summary="What changed on a host from a job's prolog snapshot to its epilog")
+def get_job_diff(host: str, job_id: JobIdPath, session: SessionDep) -> JobDiff:
+    return job_diff(session, host, job_id)

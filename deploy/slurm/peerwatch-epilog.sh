@@ -1,0 +1,5 @@
+#!/bin/sh
+# Slurm Epilog (slurm.conf: Epilog=/etc/slurm/peerwatch-epilog.sh): this node's GPU fabric
+# just after the job ended, sent to peerwatch; it also delivers snapshots spooled while the
+# server was away. Never fails the job (see peerwatch-job-snapshot.sh).
+exec "$(dirname "$0")/peerwatch-job-snapshot.sh" epilog
