@@ -28,6 +28,13 @@ LOAD=$!; sleep 4
 probe --once --force >"$OUT/probe-contended.log" 2>&1; echo "exit $?" >>"$OUT/probe-contended.log"
 wait $LOAD
 H=$(get "$API/api/v1/hosts" | python3 -c "import json,sys; print(json.load(sys.stdin)['hosts'][0]['host'])")
+# A job's prolog and epilog snapshots through the server, as deploy/slurm's hooks post them.
+for phase in prolog epilog; do
+  pw snapshot --fabric "$FABRIC" --post "$API" --token e2e-token --job-id e2e-1 --phase $phase \
+    --spool /tmp/pw-e2e/snapshots >"$OUT/snapshot-$phase.log" 2>&1
+  echo "snapshot $phase exit $?" >>"$OUT/snapshot-$phase.log"
+done
+get "$API/api/v1/hosts/$H/jobs/e2e-1/diff" >"$OUT/api_job_diff.json" 2>&1
 for path in hosts "hosts/$H" "hosts/$H/matrix?test=ce_write" "hosts/$H/health" "hosts/$H/topology" \
     "scheduler/placement?host=$H&gpus=2&pattern=ring" "alerts?state=firing"; do
   name=$(echo "$path" | tr '/?=&' '____'); get "$API/api/v1/$path" >"$OUT/api_$name.json" 2>&1
@@ -38,11 +45,12 @@ python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.conn
 # `serve` on a GPU host also probes the host itself.
 rm -f "$DB"*; PEERWATCH_PROBE_SWEEP_JITTER_S=5 python3 -m app.cli serve --port 8000 --log-level warning >"$OUT/serve-local.log" 2>&1 &
 SERVE=$!
-for _ in $(seq 90); do
+for _ in $(seq 90); do  # two ce_write pairs, or (one GPU) its per-GPU tests
   n=$(get "$API/api/v1/hosts/$H/matrix?test=ce_write" 2>/dev/null | grep -o '"value":[0-9.e+]*' | wc -l)
-  [ "${n:-0}" -ge 2 ] && break; sleep 1
+  g=$(get "$API/api/v1/hosts/$H/health" 2>/dev/null | grep -o '"test":"h2d"' | wc -l)
+  [ "${n:-0}" -ge 2 ] || [ "${g:-0}" -ge 1 ] && break; sleep 1
 done
-echo "serve's local probe: $n ce_write pairs after ${SECONDS}s of script" >>"$OUT/serve-local.log"
+echo "serve's local probe: $n ce_write pairs, $g GPUs with h2d after ${SECONDS}s of script" >>"$OUT/serve-local.log"
 kill $SERVE; wait $SERVE 2>/dev/null
 python3 - "$OUT" <<'PY'
 import json, pathlib, re, sys
@@ -65,6 +73,14 @@ for name in out.glob("api_hosts_*_matrix*.json"):
         cells = []
     for c in cells:
         print("matrix", {k: c.get(k) for k in ("src", "dst", "value", "ratio", "verdict", "contended", "foreign_bytes")})
+for g in (j("hosts_" + m["hosts"][0]["host"] + "_health") or {}).get("gpus", []) if m.get("hosts") else []:
+    for t in g.get("tests", []):
+        print("gpu test", g["gpu"], t["test"], round((t.get("value") or 0) / 1e9, 1), "GB/s",
+              "ratio", t.get("ratio_expected"), t["verdict"], "|", t.get("expected_basis"))
+for f in sorted(out.glob("snapshot-*.log")):
+    print(f.name, "|", " ".join(f.read_text().split())[-160:])
+d = j("job_diff")
+if d is not None: print("job diff:", json.dumps(d)[:400])
 p = j("scheduler_placement")
 if p: print("placement k=2 ring:", p.get("gpus"), "predicted", round((p.get("predicted_bps") or 0) / 1e9, 1), "GB/s")
 metrics = (out / "metrics.txt").read_text().splitlines()
