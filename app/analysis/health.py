@@ -188,9 +188,11 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     recovered = len(judged) >= th.intermittent_low and all(
         s not in lows for s in judged[-th.intermittent_low:])
     if len(lows) >= th.intermittent_low and not recovered:
+        how = (f"low in all of the last {len(recent)} measurements"
+               if len(lows) == len(recent) else
+               f"low in {len(lows)} of the last {len(recent)} measurements (intermittent)")
         return replace(out, verdict=Verdict.DEGRADED, low_since=lows[0].at,
-                       reason=f"{text}; low in {len(lows)} of the last {len(recent)} "
-                              "measurements (intermittent)")
+                       reason=f"{text}; {how}")
     if not run:
         return replace(out, reason=text)
     return replace(out, low_since=began,

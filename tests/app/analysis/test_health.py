@@ -44,6 +44,19 @@ def test_short_dip_is_still_healthy_but_said() -> None:
     assert "low for 0 s, degraded after 20 min" in j.reason
 
 
+def test_every_measurement_low_so_far_is_not_called_intermittent() -> None:
+    """Three samples, all low, a minute apart (a new GPU test): degraded, and the reason says
+    all were low, not "intermittent" (which is for a fault that comes and goes)."""
+    j = judge_test(2, 2, TestName.CE_WRITE, _series(200e9, 201e9, 199e9, step_min=1),
+                   EXPECT, BASE, TH)
+    assert j.verdict is Verdict.DEGRADED
+    assert j.reason.endswith("; low in all of the last 3 measurements")
+    mixed = judge_test(2, 3, TestName.CE_WRITE,
+                       _series(390e9, 200e9, 390e9, 200e9, 390e9, 200e9, step_min=1),
+                       EXPECT, BASE, TH)
+    assert mixed.reason.endswith("low in 3 of the last 6 measurements (intermittent)")
+
+
 def test_low_against_baseline_alone_counts() -> None:
     """0.75 of expected passes the expectation, but 0.77 of its own baseline does not."""
     j = judge_test(0, 1, TestName.CE_WRITE, _series(298e9, 298e9, 298e9), EXPECT, BASE, TH)
