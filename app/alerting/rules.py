@@ -77,11 +77,17 @@ def _pcie_short(ctx: HostContext) -> set[int]:
     return out
 
 
+def _nvlink_joins(ctx: HostContext, src: int, dst: int) -> bool:
+    pair = ctx.fabric.pairs.get((src, dst)) or ctx.fabric.pairs.get((dst, src))
+    return pair is not None and pair.nvlink_width > 0
+
+
 def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     """One alert per ordered pair the server calls degraded for low bandwidth (sustained or
     intermittent, contention ignored), its slow tests listed; none where a fault of either
-    GPU explains it (that GPU's own alert is the page), nor for staged copies of a GPU whose
-    PCIe link is downtrained."""
+    GPU explains it (that GPU's own alert is the page), nor where the pair's data crosses the
+    PCIe link of a GPU trained below its maximum: staged copies always, and every test of a
+    pair with no NVLink (its peer copies ride PCIe too). PCIeLinkDowntrained is that page."""
     explained, pcie = _explained(ctx), _pcie_short(ctx)
     slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
@@ -92,7 +98,8 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
             continue  # a failed test, not a slow one: ProbeFailing says so
         if src in explained or dst in explained:
             continue
-        if test is TestName.STAGED and (src in pcie or dst in pcie):
+        if (src in pcie or dst in pcie) and (test is TestName.STAGED
+                                               or not _nvlink_joins(ctx, src, dst)):
             continue
         slow.setdefault((src, dst), []).append(j)
     return [_pair_finding(ctx, src, dst, js) for (src, dst), js in sorted(slow.items())]

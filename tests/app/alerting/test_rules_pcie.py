@@ -66,3 +66,23 @@ def test_a_downtrained_link_measures_slow_and_is_judged_so(host: SimHost) -> Non
     assert re.search(r"GPU1 h2d 13\.\d GB/s is 0\.2\d of expected 55\.4 GB/s \(PCIe gen5 x16 "
                      r"\(63\.0 GB/s\) x 0\.88; trained gen4 x8 now\)", _gpu(host, 1).reason)
     assert set(host.firing()) == {"PCIeLinkDowntrained"}
+
+
+def test_on_a_pcie_only_board_a_downtrained_gpu_pages_once_not_per_pair(
+        sessions, sqlite_settings) -> None:  # type: ignore[no-untyped-def]
+    """pcie4 (no NVLink): GPU2 trains x4 of x16 after a baseline was learnt. Every pair with
+    GPU2 slows to what x4 carries and is judged below its baseline; the one page is GPU2's
+    PCIeLinkDowntrained, not six P2PBandwidthDegraded (seen in the demo before the fix)."""
+    host = SimHost(sessions, sqlite_settings, preset="pcie4")
+    for _ in range(6):  # 5 samples make a baseline
+        host.step(SWEEP_S, "sweep")
+    host.inject(PcieDowntrained(gpu=2, width=4))
+    for _ in range(5):
+        host.step(SWEEP_S, "sweep")
+    with host.sessions() as s:
+        health = host_health(s, host.settings, host.hostname)
+    slow_pairs = {(src, dst) for (src, dst, _), j in health.tests.items()
+                  if src != dst and j.verdict is Verdict.DEGRADED}
+    assert slow_pairs and all(2 in pair for pair in slow_pairs)  # judged: the pairs are slow
+    assert host.active() == {"PCIeLinkDowntrained": {(("field", "width"), ("gpu", "2"),
+                                                      ("host", "sim-a"))}}
