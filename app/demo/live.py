@@ -12,6 +12,7 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -107,10 +108,10 @@ class LiveFleet:
         for live in self.hosts:
             name = live.host.name
             cleared, injected = apply_faults(live.fabric, self.scenario.faults_at(name, t))
-            for f in injected:
-                log.info("demo +%.0f s: %s now has %s", t, name, f)
-            for f in cleared:
-                log.info("demo +%.0f s: %s no longer has %s", t, name, f)
+            for what in _in_words(injected):
+                log.info("demo +%.0f s: %s now has %s", t, name, what)
+            for what in _in_words(cleared):
+                log.info("demo +%.0f s: %s no longer has %s", t, name, what)
             if self.scenario.silent_at(name, t) and not live.stop.is_set():
                 log.info("demo +%.0f s: %s stops reporting", t, name)
                 live.stop.set()
@@ -134,3 +135,14 @@ class LiveFleet:
             live.fabric.close()
         if self._director.is_alive():
             self._director.join(max(0.1, deadline - time.monotonic()))
+
+
+def _in_words(faults: Collection[object], most: int = 3) -> list[str]:
+    """A line per fault, or, for many at once (a board slow on all 28 paths), one line per
+    kind of fault with its count and an example, so the log stays readable."""
+    if len(faults) <= most:
+        return [str(f) for f in faults]
+    kinds: dict[str, list[object]] = {}
+    for f in faults:
+        kinds.setdefault(type(f).__name__, []).append(f)
+    return [f"{len(fs)} x {kind} (e.g. {fs[0]})" for kind, fs in sorted(kinds.items())]
