@@ -1,10 +1,11 @@
 """Reads for fleet-relative expectations (docs/fleet-peers.md).
 
-`fleet_members` is the one fleet-wide scan: every pair's newest healthy judged value with
-its peer group, read by the leader's periodic recompute (`app/services/fleet_peers.py`).
-Everything else reads the few stored `fleet_peer_stats` rows: `group_stats` when a host is
-judged, `peer_view` for the API and page.
-Per-GPU tests (no pair row) are not grouped yet: the join with `pairs` leaves them out.
+`fleet_members` is the one fleet-wide scan: every pair's (and every GPU's own) newest
+healthy judged value with its peer group, read by the leader's periodic recompute
+(`app/services/fleet_peers.py`). Everything else reads the few stored `fleet_peer_stats`
+rows: `group_stats` when a host is judged, `peer_view` for the API and page. A GPU's own
+tests (h2d, d2h, local) are judged rows keyed (gpu, gpu); their group's "topology" is the
+GPU's PCIe link ("PCIe gen5 x16"), so they share the table and the sibling comparison.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from app.analysis.fleet_peers import (
     Distribution,
     GroupKey,
     SiblingGap,
+    gpu_group,
     pair_model,
     sibling_gaps,
     topology_class,
 )
 from app.analysis.verdict import Verdict
 from app.config import Settings
-from app.models import FleetPeerStat, Gpu, Host, JudgedPair, JudgedTest, Pair
+from app.models import FleetPeerStat, Gpu, Host, JudgedGpu, JudgedPair, JudgedTest, Pair
 from app.schemas_fleet import FleetPeersResponse, PeerBelow, PeerGroup, SiblingComparison
-from probes.report import TestName, unit_of
+from probes.report import PcieLink, TestName, unit_of
 
 UNKNOWN_DRIVER = "unknown"
 Members = dict[tuple[GroupKey, TestName], list[tuple[int, float]]]
@@ -37,8 +39,9 @@ Stats = dict[tuple[GroupKey, TestName], Distribution]
 KNOWN_TESTS = {t.value for t in TestName}
 
 
-def pair_groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
-    """(host id, src, dst) -> peer group of every present pair whose GPUs are present."""
+def groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
+    """(host id, src, dst) -> peer group of every present pair whose GPUs are present, and
+    of every GPU's own tests."""
     src, dst = aliased(Gpu), aliased(Gpu)
     query = (
         select(Pair.host_id, Pair.src, Pair.dst, Pair.topology, Pair.via_nvswitch, src.name,
@@ -56,13 +59,26 @@ def pair_groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKe
             group = keys[shape] = GroupKey(pair_model(a, b), topology_class(topo, nvswitch),
                                            driver or UNKNOWN_DRIVER)
         out[(host_id, s, d)] = group
+    return out | gpu_groups_of_fleet(session)
+
+
+def gpu_groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
+    """(host id, gpu, gpu) -> peer group of every present GPU's own tests (downtrained or
+    unknown PCIe links: none)."""
+    query = (select(Gpu.host_id, Gpu.index, Gpu.name, Gpu.pcie, Host.driver_version)
+             .join(Host, Host.id == Gpu.host_id).where(Gpu.present))
+    out = {}
+    for host_id, index, name, pcie, driver in session.execute(query):
+        group = gpu_group(name, PcieLink(**(pcie or {})), driver or UNKNOWN_DRIVER)
+        if group is not None:
+            out[(host_id, index, index)] = group
     return out
 
 
 def fleet_members(session: Session, since: datetime) -> Members:
     """(group, test) -> [(host id, value)] of every healthy judged pair measured since: two
     plain scans (the pairs' groups, then the judged values), joined here by key."""
-    groups = pair_groups_of_fleet(session)
+    groups = groups_of_fleet(session)
     tests = {t.value: t for t in TestName}
     query = (select(JudgedTest.host_id, JudgedTest.src, JudgedTest.dst, JudgedTest.test,
                     JudgedTest.value)
@@ -127,10 +143,14 @@ class PeerView:
 
 
 def _flagged_pairs(session: Session) -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
-    """Pairs whose stored verdict carries a flagged peer finding, by (group..., test)."""
-    rows = session.execute(select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
-                           .join(Host, Host.id == JudgedPair.host_id)
-                           .where(JudgedPair.verdict != Verdict.HEALTHY.value))
+    """Pairs (and GPUs, src = dst) whose stored verdict carries a flagged peer finding, by
+    (group..., test)."""
+    rows = [*session.execute(select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
+                             .join(Host, Host.id == JudgedPair.host_id)
+                             .where(JudgedPair.verdict != Verdict.HEALTHY.value)),
+            *session.execute(select(Host.name, JudgedGpu.gpu, JudgedGpu.gpu, JudgedGpu.facts)
+                             .join(Host, Host.id == JudgedGpu.host_id)
+                             .where(JudgedGpu.verdict != Verdict.HEALTHY.value))]
     out: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for host, s, d, facts in rows:
         peer = (facts or {}).get("peer")

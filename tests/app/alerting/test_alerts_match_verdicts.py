@@ -90,5 +90,5 @@ def test_a_host_below_its_fleet_peers_alerts_the_gpus_its_verdicts_name(
     fleet.sweeps(7)
     fleet.round()
     assert _alerted(slow) == _not_healthy(slow) == {0, 1}
-    assert {a.rule for a in slow.alerts("firing")} == {"P2PBelowFleetPeers"}
+    assert {a.rule for a in slow.alerts("firing")} == {"HostBelowFleetPeers"}
     assert _alerted(fleet.host("peer-0")) == _not_healthy(fleet.host("peer-0")) == set()
