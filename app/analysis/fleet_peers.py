@@ -156,6 +156,15 @@ def pair_model(src_model: str, dst_model: str) -> str:
     return src_model if src_model == dst_model else f"{src_model} + {dst_model}"
 
 
+def pair_group(models: tuple[str, str], topology: str, via_nvswitch: bool, driver: str,
+               downtrained_end: bool) -> GroupKey | None:
+    """The peer group of a pair; none for a PCIe pair with an end whose link trained below
+    its maximum (its slowness is PCIeLinkDowntrained's, like the GPU's own copies)."""
+    if downtrained_end and not topology.startswith("NV"):
+        return None
+    return GroupKey(pair_model(*models), topology_class(topology, via_nvswitch), driver)
+
+
 def _percentile(ordered: Sequence[float], pct: float) -> float:
     """Linear interpolation between closest ranks (numpy's default), `ordered` ascending."""
     pos = (len(ordered) - 1) * pct / 100.0

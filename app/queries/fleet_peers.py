@@ -23,9 +23,9 @@ from app.analysis.fleet_peers import (
     GroupKey,
     SiblingGap,
     gpu_group,
-    pair_model,
+    pair_group,
+    pcie_downtrained,
     sibling_gaps,
-    topology_class,
 )
 from app.analysis.verdict import Verdict
 from app.config import Settings
@@ -41,7 +41,9 @@ KNOWN_TESTS = {t.value for t in TestName}
 
 def groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
     """(host id, src, dst) -> peer group of every present pair whose GPUs are present, and
-    of every GPU's own tests."""
+    (host id, gpu, gpu) -> that of every GPU's own tests; none for a downtrained PCIe link
+    (a GPU's own tests, and its PCIe pairs)."""
+    out, downtrained = gpu_groups_of_fleet(session)
     src, dst = aliased(Gpu), aliased(Gpu)
     query = (
         select(Pair.host_id, Pair.src, Pair.dst, Pair.topology, Pair.via_nvswitch, src.name,
@@ -50,29 +52,32 @@ def groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
         .join(dst, (dst.host_id == Pair.host_id) & (dst.index == Pair.dst) & dst.present)
         .join(Host, Host.id == Pair.host_id)
         .where(Pair.present))
-    keys: dict[tuple[Any, ...], GroupKey] = {}  # one GroupKey per distinct shape
-    out = {}
+    keys: dict[tuple[Any, ...], GroupKey | None] = {}  # one GroupKey per distinct shape
     for host_id, s, d, topo, nvswitch, a, b, driver in session.execute(query):
-        shape = (a, b, topo, nvswitch, driver)
-        group = keys.get(shape)
-        if group is None:
-            group = keys[shape] = GroupKey(pair_model(a, b), topology_class(topo, nvswitch),
-                                           driver or UNKNOWN_DRIVER)
-        out[(host_id, s, d)] = group
-    return out | gpu_groups_of_fleet(session)
+        shape = (a, b, topo, nvswitch, driver,
+                 (host_id, s) in downtrained or (host_id, d) in downtrained)
+        if shape not in keys:
+            keys[shape] = pair_group((a, b), topo, nvswitch, driver or UNKNOWN_DRIVER,
+                                     shape[-1])
+        if (group := keys[shape]) is not None:
+            out[(host_id, s, d)] = group
+    return out
 
 
-def gpu_groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
-    """(host id, gpu, gpu) -> peer group of every present GPU's own tests (downtrained or
-    unknown PCIe links: none)."""
+def gpu_groups_of_fleet(session: Session) -> tuple[dict[tuple[int, int, int], GroupKey],
+                                                     set[tuple[int, int]]]:
+    """(host id, gpu, gpu) -> peer group of every present GPU's own tests, and the
+    (host id, gpu) whose PCIe link is downtrained (in no group)."""
     query = (select(Gpu.host_id, Gpu.index, Gpu.name, Gpu.pcie, Host.driver_version)
              .join(Host, Host.id == Gpu.host_id).where(Gpu.present))
-    out = {}
+    out, downtrained = {}, set()
     for host_id, index, name, pcie, driver in session.execute(query):
-        group = gpu_group(name, PcieLink(**(pcie or {})), driver or UNKNOWN_DRIVER)
-        if group is not None:
+        link = PcieLink(**(pcie or {}))
+        if pcie_downtrained(link):
+            downtrained.add((host_id, index))
+        elif (group := gpu_group(name, link, driver or UNKNOWN_DRIVER)) is not None:
             out[(host_id, index, index)] = group
-    return out
+    return out, downtrained
 
 
 def fleet_members(session: Session, since: datetime) -> Members:

@@ -105,3 +105,18 @@ def test_a_pair_slow_alone_pages_per_pair_and_a_whole_host_once(fleet: PeerFleet
     summary = alerts[0].annotations["summary"]
     assert summary.startswith("slow is 0.9") and summary.endswith(": 12 pairs below")
     assert "GPU0, GPU1, GPU2, GPU3" in alerts[0].annotations["description"]
+
+
+def test_the_pcie_pairs_of_a_downtrained_gpu_are_left_to_the_pcie_rules(
+        fleet: PeerFleet) -> None:
+    """On a PCIe-only board a GPU trained at x4 slows its pairs to a quarter: that is
+    PCIeLinkDowntrained's page, not one peer alert per pair (the demo's pcie4-02)."""
+    odd = _among_peers(fleet, PcieDowntrained(gpu=2, width=4), preset="pcie4")
+    assert all("fleet median" not in p.reason for p in odd.judgement.pairs)
+    assert all(2 not in key for key in odd.pair_facts)
+    rules = {a.rule for a in fleet.host("odd").alerts("firing")}
+    assert "PCIeLinkDowntrained" in rules and not {r for r in rules if "FleetPeers" in r}
+    with TestClient(create_app(fleet.settings)) as client:
+        body = client.get("/api/v1/fleet/peers", params={"test": "ce_write"}).json()
+    # six hosts of 12 ordered pairs, less the six of GPU2 on "odd"
+    assert sum(g["pairs"] for g in body["groups"]) == 6 * 12 - 6
