@@ -108,7 +108,7 @@ def own_hosts(store: Store) -> list[SimHost]:
         reports += host.history()
         hosts.append(host)
     host = SimHost("h200x2", MAINTAINED, seed=30, span_s=0)
-    reports += host.history()
+    reports += host.history(tests=(*QUICK_TESTS, *GPU_TESTS))  # a GPU peer of h200x2-slow
     hosts.append(host)
     slow = SimHost("h200x2", SLOW, seed=40)
     slow.fabric.inject(BandwidthFactor(src=0, dst=1, factor=0.91), HostCopySlow(gpu=1, factor=0.9))
