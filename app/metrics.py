@@ -48,7 +48,7 @@ class PeerwatchCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         snap = self._load(self._gpus)
         families: list[Metric] = [*host_families(snap.hosts), alert_family(snap),
-                                  peer_gap_family(snap)]
+                                  *peer_gap_families(snap)]
         if self._gpus:
             families += gpu_families(snap.gpus)
         return families
@@ -130,11 +130,23 @@ def alert_family(snap: FleetSnapshot) -> Metric:
     return family
 
 
-def peer_gap_family(snap: FleetSnapshot) -> Metric:
-    """Only the pairs the server flagged below their fleet peers: a handful of series."""
-    family = _gauge("pair_fleet_peer_ratio", "A pair's figure over its peer group's median "
-                    "(same GPU model, topology, driver), for pairs the server judged below "
-                    "PEERWATCH_FLEET_PEER_FLOOR of it.", ["host", "gpu", "peer_gpu", "test"])
+def peer_gap_families(snap: FleetSnapshot) -> list[Metric]:
+    """Only the pairs, GPUs and hosts the server flagged below their fleet peers: a handful
+    of series."""
+    pairs = _gauge("pair_fleet_peer_ratio", "A pair's figure over its peer group's median "
+                   "(same GPU model, topology, driver), for pairs the server judged below "
+                   "PEERWATCH_FLEET_PEER_FLOOR of it.", ["host", "gpu", "peer_gpu", "test"])
+    gpus = _gauge("gpu_fleet_peer_ratio", "A GPU's own copy (h2d, d2h, local) over its peer "
+                  "group's median (same GPU model, PCIe link, driver), for GPUs the server "
+                  "judged below PEERWATCH_FLEET_PEER_FLOOR of it.", ["host", "gpu", "test"])
+    hosts = _gauge("host_fleet_peer_ratio", "A host's median ratio to its fleet peers over "
+                   "its pair tests, for hosts below PEERWATCH_FLEET_PEER_FLOOR (the whole "
+                   "host slow).", ["host"])
     for g in snap.peer_gaps:
-        family.add_metric([g.host, str(g.gpu), str(g.peer_gpu), g.test], g.ratio)
-    return family
+        if g.gpu == g.peer_gpu:
+            gpus.add_metric([g.host, str(g.gpu), g.test], g.ratio)
+        else:
+            pairs.add_metric([g.host, str(g.gpu), str(g.peer_gpu), g.test], g.ratio)
+    for h in snap.host_peer_gaps:
+        hosts.add_metric([h.host], h.ratio)
+    return [pairs, gpus, hosts]

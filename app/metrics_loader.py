@@ -1,8 +1,8 @@
 """Read one `FleetSnapshot` from the database for a `/metrics` scrape.
 
-Four plain selects, each a column list (no ORM objects): hosts with their stored verdict,
-GPU verdicts (with whether the GPU is in the newest inventory), active alerts, and the pairs
-flagged below their fleet peers. Nothing
+Plain selects, each a column list (no ORM objects): hosts with their stored verdict, GPU
+verdicts (with whether the GPU is in the newest inventory), active alerts, and the pairs,
+GPUs and hosts flagged below their fleet peers (non-healthy rows only). Nothing
 is judged here and no history is read, so the cost grows with the number of hosts and GPUs
 only (1000 8-GPU hosts: bench/metrics_scale.py).
 """
@@ -14,14 +14,22 @@ from collections import Counter
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from app.metrics_snapshot import AlertCount, FleetSnapshot, GpuVerdict, HostFacts, PeerGap
+from app.metrics_snapshot import (
+    AlertCount,
+    FleetSnapshot,
+    GpuVerdict,
+    HostFacts,
+    HostPeerGap,
+    PeerGap,
+)
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
 
 
 def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
     return FleetSnapshot(hosts=_hosts(session),
                          gpus=_gpu_verdicts(session) if gpus else [],
-                         alerts=_alerts(session), peer_gaps=_peer_gaps(session))
+                         alerts=_alerts(session), peer_gaps=_peer_gaps(session),
+                         host_peer_gaps=_host_peer_gaps(session))
 
 
 def _hosts(session: Session) -> list[HostFacts]:
@@ -65,15 +73,34 @@ def _alerts(session: Session) -> list[AlertCount]:
 
 
 def _peer_gaps(session: Session) -> list[PeerGap]:
-    """Pairs flagged below their fleet peers: only non-healthy pairs are read, few."""
-    rows = session.execute(
+    """Pairs and GPUs (gpu == peer_gpu) flagged below their fleet peers: only non-healthy
+    ones are read, few."""
+    pairs = session.execute(
         select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
         .join(Host, Host.id == JudgedPair.host_id)
         .where(JudgedPair.verdict != "healthy")
         .order_by(Host.name, JudgedPair.src, JudgedPair.dst))
+    gpus = session.execute(
+        select(Host.name, JudgedGpu.gpu, JudgedGpu.gpu, JudgedGpu.facts)
+        .join(Host, Host.id == JudgedGpu.host_id)
+        .where(JudgedGpu.verdict != "healthy")
+        .order_by(Host.name, JudgedGpu.gpu))
     out = []
-    for host, src, dst, facts in rows:
+    for host, src, dst, facts in [*pairs, *gpus]:
         peer = (facts or {}).get("peer") or {}
         if peer.get("flagged"):
             out.append(PeerGap(host, src, dst, str(peer["test"]), float(peer["ratio"])))
+    return out
+
+
+def _host_peer_gaps(session: Session) -> list[HostPeerGap]:
+    """Hosts whose median ratio to their fleet peers is below the floor."""
+    rows = session.execute(select(Host.name, JudgedHost.facts)
+                           .join(Host, Host.id == JudgedHost.host_id)
+                           .where(JudgedHost.verdict != "healthy").order_by(Host.name))
+    out = []
+    for host, facts in rows:
+        peers = (facts or {}).get("peers") or {}
+        if peers.get("below") and peers.get("ratio") is not None:
+            out.append(HostPeerGap(host, float(peers["ratio"])))
     return out

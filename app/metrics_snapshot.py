@@ -64,9 +64,18 @@ class PeerGap:
     ratio: float  # of its peer group's median
 
 
+@dataclass(frozen=True)
+class HostPeerGap:
+    """A host whose median ratio to its fleet peers is below the floor (a whole board slow)."""
+
+    host: str
+    ratio: float
+
+
 @dataclass
 class FleetSnapshot:
     hosts: list[HostFacts] = field(default_factory=list)
     gpus: list[GpuVerdict] = field(default_factory=list)
     alerts: list[AlertCount] = field(default_factory=list)
-    peer_gaps: list[PeerGap] = field(default_factory=list)
+    peer_gaps: list[PeerGap] = field(default_factory=list)  # gpu == peer_gpu: a GPU's own
+    host_peer_gaps: list[HostPeerGap] = field(default_factory=list)

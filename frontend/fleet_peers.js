@@ -1,6 +1,7 @@
-// Fleet peers: each peer group (GPU model, topology, driver) per test with its median, low
-// percentile and size, the pairs far below it, and drivers slower than their siblings
-// (docs/fleet-peers.md). Read from GET /api/v1/fleet/peers; nothing is judged here.
+// Fleet peers: each peer group (GPU model, topology or PCIe link, driver) per test with its
+// median, low percentile and size, the pairs (or GPUs, for h2d/d2h/local: src = dst) far
+// below it, and drivers slower than their siblings (docs/fleet-peers.md). Read from
+// GET /api/v1/fleet/peers; nothing is judged here.
 
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -10,9 +11,12 @@ import { hostHref } from "./router.js";
 function belowCell(g) {
   if (!g.eligible) return h("span", { class: "muted" }, g.why_not);
   if (!g.below.length) return h("span", { class: "muted" }, "none");
-  return g.below.map((b) => h("a", { class: "tag peer-below", title: `${fmt.value(b.value, g.unit)} vs median ${fmt.value(g.median, g.unit)}`,
-    href: hostHref(b.host, { test: g.test, pair: `${b.src}-${b.dst}` }) },
-  `${b.host} ${fmt.pair(b.src, b.dst)} ${fmt.ratio(b.ratio)}`));
+  return g.below.map((b) => {
+    const own = b.src === b.dst; // a GPU's own test (h2d, d2h, local)
+    return h("a", { class: "tag peer-below", title: `${fmt.value(b.value, g.unit)} vs median ${fmt.value(g.median, g.unit)}`,
+      href: hostHref(b.host, own ? { gpu: b.src } : { test: g.test, pair: `${b.src}-${b.dst}` }) },
+    `${b.host} ${own ? `GPU${b.src}` : fmt.pair(b.src, b.dst)} ${fmt.ratio(b.ratio)}`);
+  });
 }
 
 function groupRow(g) {
@@ -25,7 +29,7 @@ function groupRow(g) {
 
 function groupTable(groups, label) {
   return h("table", { class: "peer-table", "aria-label": label },
-    h("thead", {}, h("tr", {}, ["Group", "Driver", "Test", "Median", "Low", "Hosts", "Pairs", "Far below peers"]
+    h("thead", {}, h("tr", {}, ["Group", "Driver", "Test", "Median", "Low", "Hosts", "Pairs / GPUs", "Far below peers"]
       .map((c) => h("th", {}, c)))),
     h("tbody", {}, groups.map(groupRow)));
 }
@@ -52,7 +56,7 @@ export function peersPanel() {
         replace(body, h("p", { class: "muted" }, `Fleet peers unavailable: ${error.message}`));
         return; // the hosts above still show
       }
-      const note = h("p", { class: "muted" }, `Each pair against the same pair on hosts with the same GPU model, topology and driver: below ${fmt.ratio(data.floor)} of its group's median, in a group of at least ${data.min_hosts} hosts, it is degraded. Low = the ${data.low_percentile}th percentile on the slow side.`);
+      const note = h("p", { class: "muted" }, `Each pair against the same pair on hosts with the same GPU model, topology and driver, and each GPU's own copies (h2d, d2h, local) against the same GPU model on the same PCIe link and driver: below ${fmt.ratio(data.floor)} of its group's median, in a group of at least ${data.min_hosts} hosts, it is degraded. Low = the ${data.low_percentile}th percentile on the slow side.`);
       if (!data.groups.length) {
         replace(body, note, h("p", { class: "muted" }, "No peer groups yet: they are computed by the server's periodic round from judged pairs."));
         return;

@@ -11,6 +11,7 @@ from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
 from app.alerting.rules_fabric import FABRIC_RULES
 from app.analysis.fabric_expect import design_links_for
+from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
@@ -68,13 +69,7 @@ def _explained(ctx: HostContext) -> dict[int, str]:
 
 def _pcie_short(ctx: HostContext) -> set[int]:
     """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
-    out = set()
-    for gpu, info in ctx.fabric.gpus.items():
-        p = info.pcie
-        if (p.width_current and p.width_max and p.width_current < p.width_max) or (
-                p.gen_current and p.gen_max and p.gen_current < p.gen_max):
-            out.add(gpu)
-    return out
+    return {gpu for gpu, info in ctx.fabric.gpus.items() if pcie_downtrained(info.pcie)}
 
 
 def _nvlink_joins(ctx: HostContext, src: int, dst: int) -> bool:
@@ -129,11 +124,39 @@ def _below_what(j: TestJudgement, th: Thresholds) -> str:
     return "baseline" if baseline else "expected bandwidth"
 
 
+def _host_below(ctx: HostContext) -> bool:
+    """The host as a whole is below its fleet peers: one host alert, no pair or GPU ones."""
+    return bool(ctx.health.peers.get("below"))
+
+
+def host_below_fleet_peers(ctx: HostContext) -> list[Finding]:
+    """One alert for a host whose median ratio over its checked pair tests is below the floor
+    (docs/fleet-peers.md): a slow board, not 56 slow pairs."""
+    peers = ctx.health.peers
+    if not _host_below(ctx) or ctx.health.stale:
+        return []
+    model, topology, driver = peers.get("group") or ("?", "?", "?")
+    gpus = ", ".join(f"GPU{g}" for g in peers.get("gpus_below", []))
+    return [Finding(
+        labels={"host": ctx.name},
+        summary=f"{ctx.name} is {peers['ratio']:.2f} of its fleet peers ({model} {topology}, "
+                f"driver {driver}): {peers.get('pairs_below', 0)} pairs below",
+        description=f"{ctx.name} is {peers['ratio']:.2f} of its fleet peers: the median over "
+                    f"its {peers['checked']} checked pair tests, {peers['flagged']} of them "
+                    f"below the floor, {peers.get('pairs_below', 0)} ordered pairs, on "
+                    f"{gpus or 'no GPU'}; mostly against {model} {topology} on driver {driver}. "
+                    "A whole board slow (power cap, clocks, a bad riser or baseboard): one "
+                    "alert for the host, none per pair.",
+        dashboard=dashboard_path(ctx.name), value=float(peers["ratio"]))]
+
+
 def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     """One alert per ordered pair the server calls degraded for being far below its fleet
     peers (docs/fleet-peers.md) while every test of it is healthy by its own expectation and
     baseline (else P2PBandwidthDegraded or ProbeFailing is the page); none where a fault of
-    either GPU explains it."""
+    either GPU explains it, nor on a host below its peers as a whole (HostBelowFleetPeers)."""
+    if _host_below(ctx):
+        return []
     explained = _explained(ctx)
     out = []
     for p in ctx.health.judgement.pairs:
@@ -152,6 +175,33 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
                         f"{driver}) is faster.",
             dashboard=dashboard_path(ctx.name, pair=(p.src, p.dst), test=peer["test"]),
             value=peer["ratio"]))
+    return out
+
+
+def gpu_below_fleet_peers(ctx: HostContext) -> list[Finding]:
+    """One alert per GPU the server calls degraded for its own copies (h2d, d2h, local)
+    being far below the same GPU model on the same PCIe link and driver, while its own tests
+    are healthy (else PCIeBandwidthDegraded is the page); none where a fault of the GPU
+    explains it (a downtrained link has no group), nor on a host below its peers as a whole."""
+    if _host_below(ctx):
+        return []
+    explained = _explained(ctx)
+    out = []
+    for g in ctx.health.judgement.gpus:
+        peer = ctx.health.gpu_facts.get(g.gpu, {}).get("peer")
+        own = [j for (s, d, _), j in ctx.health.tests.items() if s == d == g.gpu]
+        if (g.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
+                or g.gpu in explained or any(j.verdict is not Verdict.HEALTHY for j in own)):
+            continue
+        model, link, driver = peer["group"]
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(g.gpu)},
+            summary=f"GPU{g.gpu} on {ctx.name} is {peer['ratio']:.2f} of its fleet peers "
+                    f"({peer['test']})",
+            description=f"{g.reason}. Its own baseline may have absorbed the slowdown; the "
+                        f"same GPU on {peer['hosts']} {model} {link} hosts (driver {driver}) "
+                        "is faster: suspect the slot, riser, retimer or the host side.",
+            dashboard=dashboard_path(ctx.name, gpu=g.gpu), value=peer["ratio"]))
     return out
 
 
@@ -321,7 +371,15 @@ RULES: tuple[Rule, ...] = (
     Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
          "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
          "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per ordered "
-         "pair; none where its own tests or a fault of either GPU already page."),
+         "pair; none where its own tests or a fault of either GPU already page, nor on a host "
+         "below its peers as a whole."),
+    Rule("GPUBelowFleetPeers", "warning", 0.0, gpu_below_fleet_peers,
+         "A GPU's own copies (h2d, d2h, local) below PEERWATCH_FLEET_PEER_FLOOR of its peer "
+         "group's median (same GPU model, PCIe link, driver), one per GPU; none where its own "
+         "tests already page, its link is downtrained, or its host is below as a whole."),
+    Rule("HostBelowFleetPeers", "warning", 0.0, host_below_fleet_peers,
+         "A host's median ratio over its checked pair tests below PEERWATCH_FLEET_PEER_FLOOR: one "
+         "alert for the host instead of one per pair."),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
          "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
     Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,

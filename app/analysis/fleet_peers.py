@@ -10,7 +10,10 @@ Pure functions over plain values (no database, no settings):
 - `peer_check`: one (pair, test) against its group: the ratio to the median and whether it
   is below the floor (only in groups with enough hosts);
 - `flag_pairs`: the pair verdicts with the peer findings folded in, and the host's median
-  ratio over its checked pairs (a whole-host slowdown);
+  ratio over its checked pair tests (a whole-host slowdown);
+- `gpu_group`, `flag_gpus`: the per-GPU tests (h2d, d2h, local) grouped by GPU model, PCIe
+  link (maximum generation and width) and driver, keyed (gpu, gpu) like their judged rows; a
+  GPU whose link trained below its maximum is in no group (PCIeLinkDowntrained explains it);
 - `sibling_gaps`: a group against the same model and topology under other drivers — the
   only way to see a slowdown that every member of a group shares.
 Ratios are oriented like `expected.ratio`: 1.0 is the median, lower is worse (latency too).
@@ -19,14 +22,16 @@ Ratios are oriented like `expected.ratio`: 1.0 is the median, lower is worse (la
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from app.analysis.expected import ratio
+from app.analysis.fabric_health import GpuJudgement
 from app.analysis.health import PairJudgement
 from app.analysis.text import fmt_value
 from app.analysis.verdict import Verdict
-from probes.report import TestName, Unit, unit_of
+from probes.report import PcieLink, TestName, Unit, unit_of
 
 
 @dataclass(frozen=True, order=True)
@@ -82,6 +87,9 @@ class HostPeers:
     checked: int
     flagged: int
     below: bool  # the median ratio is under the floor: the host as a whole is slow
+    group: GroupKey | None = None  # the group most of its flagged checks are in
+    pairs_below: int = 0  # ordered pairs with a flagged check
+    gpus_below: tuple[int, ...] = ()  # the GPUs of those pairs and of flagged per-GPU tests
 
     @property
     def text(self) -> str:
@@ -89,8 +97,11 @@ class HostPeers:
                 f"pair tests, {self.flagged} below the floor)")
 
     def facts(self) -> dict[str, object]:
+        g = self.group
         return {"ratio": None if self.ratio is None else round(self.ratio, 4),
-                "checked": self.checked, "flagged": self.flagged, "below": self.below}
+                "checked": self.checked, "flagged": self.flagged, "below": self.below,
+                "group": [g.gpu_model, g.topology, g.driver] if g else None,
+                "pairs_below": self.pairs_below, "gpus_below": list(self.gpus_below)}
 
 
 @dataclass(frozen=True)
@@ -118,8 +129,40 @@ def topology_class(topology: str, via_nvswitch: bool) -> str:
     return f"PCIe {topology}"
 
 
+def pcie_class(pcie: PcieLink) -> str | None:
+    """How the fleet names a GPU's PCIe link: "PCIe gen5 x16" (its maximum), None unknown."""
+    if not pcie.gen_max or not pcie.width_max:
+        return None
+    return f"PCIe gen{pcie.gen_max} x{pcie.width_max}"
+
+
+def pcie_downtrained(pcie: PcieLink) -> bool:
+    """The link trained below its maximum width or generation."""
+    return bool((pcie.width_current and pcie.width_max and pcie.width_current < pcie.width_max)
+                or (pcie.gen_current and pcie.gen_max and pcie.gen_current < pcie.gen_max))
+
+
+def gpu_group(model: str, pcie: PcieLink, driver: str) -> GroupKey | None:
+    """The peer group of a GPU's own tests; none for an unknown or downtrained link (a slow
+    copy there is PCIeLinkDowntrained's and PCIeBandwidthDegraded's business, and its figures
+    would drag its group's median)."""
+    link = pcie_class(pcie)
+    if link is None or pcie_downtrained(pcie):
+        return None
+    return GroupKey(model, link, driver)
+
+
 def pair_model(src_model: str, dst_model: str) -> str:
     return src_model if src_model == dst_model else f"{src_model} + {dst_model}"
+
+
+def pair_group(models: tuple[str, str], topology: str, via_nvswitch: bool, driver: str,
+               downtrained_end: bool) -> GroupKey | None:
+    """The peer group of a pair; none for a PCIe pair with an end whose link trained below
+    its maximum (its slowness is PCIeLinkDowntrained's, like the GPU's own copies)."""
+    if downtrained_end and not topology.startswith("NV"):
+        return None
+    return GroupKey(pair_model(*models), topology_class(topology, via_nvswitch), driver)
 
 
 def _percentile(ordered: Sequence[float], pct: float) -> float:
@@ -179,9 +222,41 @@ def flag_pairs(pairs: Sequence[PairJudgement], checks: Sequence[PeerCheck], floo
     worst = worst_checks(c for c in eligible if c.flagged)
     out = [_flag_pair(p, worst[(p.src, p.dst)]) if (p.src, p.dst) in worst else p
            for p in pairs]
+    return out, host_peers(eligible, worst, floor)
+
+
+def host_peers(checks: Sequence[PeerCheck], worst: Mapping[tuple[int, int], PeerCheck],
+               floor: float) -> HostPeers:
+    """The host's median ratio over its eligible pair checks (its fabric: a GPU's own copies
+    are a PCIe matter, flagged per GPU), and what is below the floor."""
+    eligible = [c for c in checks if c.src != c.dst]
     host_ratio = statistics.median(c.ratio for c in eligible) if eligible else None
-    return out, HostPeers(host_ratio, len(eligible), sum(1 for c in eligible if c.flagged),
-                          below=host_ratio is not None and host_ratio < floor)
+    flagged = [c for c in eligible if c.flagged]
+    groups = Counter(c.group for c in flagged)
+    return HostPeers(host_ratio, len(eligible), len(flagged),
+                     below=host_ratio is not None and host_ratio < floor,
+                     group=min(groups, key=lambda g: (-groups[g], g)) if groups else None,
+                     pairs_below=sum(1 for s, d in worst if s != d),
+                     gpus_below=tuple(sorted({g for key in worst for g in key})))
+
+
+def flag_gpus(gpus: Sequence[GpuJudgement], checks: Sequence[PeerCheck],
+              min_hosts: int) -> list[GpuJudgement]:
+    """GPUs with an own test (keyed (gpu, gpu)) below its peers made degraded, the reason
+    carrying the figures."""
+    worst = worst_checks(c for c in checks if c.flagged and c.hosts >= min_hosts
+                         and c.src == c.dst)
+    out = []
+    for g in gpus:
+        check = worst.get((g.gpu, g.gpu))
+        if check is None:
+            out.append(g)
+        elif g.verdict in (Verdict.DEGRADED, Verdict.DOWN):
+            out.append(replace(g, reason=f"{g.reason}; also GPU{g.gpu} is {check.text}"))
+        else:
+            out.append(replace(g, verdict=Verdict.DEGRADED,
+                               reason=f"GPU{g.gpu} is {check.text}"))
+    return out
 
 
 def sibling_gaps(stats: Mapping[tuple[GroupKey, TestName], Distribution], floor: float,

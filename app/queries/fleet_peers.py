@@ -1,10 +1,11 @@
 """Reads for fleet-relative expectations (docs/fleet-peers.md).
 
-`fleet_members` is the one fleet-wide scan: every pair's newest healthy judged value with
-its peer group, read by the leader's periodic recompute (`app/services/fleet_peers.py`).
-Everything else reads the few stored `fleet_peer_stats` rows: `group_stats` when a host is
-judged, `peer_view` for the API and page.
-Per-GPU tests (no pair row) are not grouped yet: the join with `pairs` leaves them out.
+`fleet_members` is the one fleet-wide scan: every pair's (and every GPU's own) newest
+healthy judged value with its peer group, read by the leader's periodic recompute
+(`app/services/fleet_peers.py`). Everything else reads the few stored `fleet_peer_stats`
+rows: `group_stats` when a host is judged, `peer_view` for the API and page. A GPU's own
+tests (h2d, d2h, local) are judged rows keyed (gpu, gpu); their group's "topology" is the
+GPU's PCIe link ("PCIe gen5 x16"), so they share the table and the sibling comparison.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from app.analysis.fleet_peers import (
     Distribution,
     GroupKey,
     SiblingGap,
-    pair_model,
+    gpu_group,
+    pair_group,
+    pcie_downtrained,
     sibling_gaps,
-    topology_class,
 )
 from app.analysis.verdict import Verdict
 from app.config import Settings
-from app.models import FleetPeerStat, Gpu, Host, JudgedPair, JudgedTest, Pair
+from app.models import FleetPeerStat, Gpu, Host, JudgedGpu, JudgedPair, JudgedTest, Pair
 from app.schemas_fleet import FleetPeersResponse, PeerBelow, PeerGroup, SiblingComparison
-from probes.report import TestName, unit_of
+from probes.report import PcieLink, TestName, unit_of
 
 UNKNOWN_DRIVER = "unknown"
 Members = dict[tuple[GroupKey, TestName], list[tuple[int, float]]]
@@ -37,8 +39,11 @@ Stats = dict[tuple[GroupKey, TestName], Distribution]
 KNOWN_TESTS = {t.value for t in TestName}
 
 
-def pair_groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
-    """(host id, src, dst) -> peer group of every present pair whose GPUs are present."""
+def groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
+    """(host id, src, dst) -> peer group of every present pair whose GPUs are present, and
+    (host id, gpu, gpu) -> that of every GPU's own tests; none for a downtrained PCIe link
+    (a GPU's own tests, and its PCIe pairs)."""
+    out, downtrained = gpu_groups_of_fleet(session)
     src, dst = aliased(Gpu), aliased(Gpu)
     query = (
         select(Pair.host_id, Pair.src, Pair.dst, Pair.topology, Pair.via_nvswitch, src.name,
@@ -47,22 +52,38 @@ def pair_groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKe
         .join(dst, (dst.host_id == Pair.host_id) & (dst.index == Pair.dst) & dst.present)
         .join(Host, Host.id == Pair.host_id)
         .where(Pair.present))
-    keys: dict[tuple[Any, ...], GroupKey] = {}  # one GroupKey per distinct shape
-    out = {}
+    keys: dict[tuple[Any, ...], GroupKey | None] = {}  # one GroupKey per distinct shape
     for host_id, s, d, topo, nvswitch, a, b, driver in session.execute(query):
-        shape = (a, b, topo, nvswitch, driver)
-        group = keys.get(shape)
-        if group is None:
-            group = keys[shape] = GroupKey(pair_model(a, b), topology_class(topo, nvswitch),
-                                           driver or UNKNOWN_DRIVER)
-        out[(host_id, s, d)] = group
+        shape = (a, b, topo, nvswitch, driver,
+                 (host_id, s) in downtrained or (host_id, d) in downtrained)
+        if shape not in keys:
+            keys[shape] = pair_group((a, b), topo, nvswitch, driver or UNKNOWN_DRIVER,
+                                     shape[-1])
+        if (group := keys[shape]) is not None:
+            out[(host_id, s, d)] = group
     return out
+
+
+def gpu_groups_of_fleet(session: Session) -> tuple[dict[tuple[int, int, int], GroupKey],
+                                                     set[tuple[int, int]]]:
+    """(host id, gpu, gpu) -> peer group of every present GPU's own tests, and the
+    (host id, gpu) whose PCIe link is downtrained (in no group)."""
+    query = (select(Gpu.host_id, Gpu.index, Gpu.name, Gpu.pcie, Host.driver_version)
+             .join(Host, Host.id == Gpu.host_id).where(Gpu.present))
+    out, downtrained = {}, set()
+    for host_id, index, name, pcie, driver in session.execute(query):
+        link = PcieLink(**(pcie or {}))
+        if pcie_downtrained(link):
+            downtrained.add((host_id, index))
+        elif (group := gpu_group(name, link, driver or UNKNOWN_DRIVER)) is not None:
+            out[(host_id, index, index)] = group
+    return out, downtrained
 
 
 def fleet_members(session: Session, since: datetime) -> Members:
     """(group, test) -> [(host id, value)] of every healthy judged pair measured since: two
     plain scans (the pairs' groups, then the judged values), joined here by key."""
-    groups = pair_groups_of_fleet(session)
+    groups = groups_of_fleet(session)
     tests = {t.value: t for t in TestName}
     query = (select(JudgedTest.host_id, JudgedTest.src, JudgedTest.dst, JudgedTest.test,
                     JudgedTest.value)
@@ -127,10 +148,14 @@ class PeerView:
 
 
 def _flagged_pairs(session: Session) -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
-    """Pairs whose stored verdict carries a flagged peer finding, by (group..., test)."""
-    rows = session.execute(select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
-                           .join(Host, Host.id == JudgedPair.host_id)
-                           .where(JudgedPair.verdict != Verdict.HEALTHY.value))
+    """Pairs (and GPUs, src = dst) whose stored verdict carries a flagged peer finding, by
+    (group..., test)."""
+    rows = [*session.execute(select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
+                             .join(Host, Host.id == JudgedPair.host_id)
+                             .where(JudgedPair.verdict != Verdict.HEALTHY.value)),
+            *session.execute(select(Host.name, JudgedGpu.gpu, JudgedGpu.gpu, JudgedGpu.facts)
+                             .join(Host, Host.id == JudgedGpu.host_id)
+                             .where(JudgedGpu.verdict != Verdict.HEALTHY.value))]
     out: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for host, s, d, facts in rows:
         peer = (facts or {}).get("peer")

@@ -51,6 +51,7 @@ class HostHealth:
     # fleet peers (docs/fleet-peers.md): each pair's worst check, the host's standing, and
     # when the peer stats it was judged against last changed
     pair_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    gpu_facts: dict[int, dict[str, Any]] = field(default_factory=dict)  # a GPU's own tests
     peers: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -107,6 +108,8 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
     since = {(kind, *key): r["since"] for kind, objs in rows.items() for key, r in objs.items()}
     health = HostHealth(row, fabric, judgement, tests, top["stale"], top["judged_at"], since)
     health.pair_facts = {key: r["facts"] for key, r in rows["pair"].items() if r["facts"]}
+    health.gpu_facts = {g: {"peer": r["facts"]["peer"]} for (g,), r in rows["gpu"].items()
+                        if r["facts"].get("peer")}
     health.peers = top["facts"].get("peers") or {}
     return health
 

@@ -8,7 +8,7 @@ PEERWATCH_FLEET_PEER_REJUDGE since it last moved, or the group crossed the minim
 it emptied — and then the hosts of that GPU model and driver are stamped, which makes the
 judgement's fast path re-judge them (`judged_store._nothing_changed`).
 
-`host_peer_checks` is what a host judgement adds: its pairs' groups read from a few stored
+`host_peer_checks` is what a host judgement adds: its pairs' and GPUs' groups read from a few stored
 rows, each judged (pair, test) checked against its group's median. The recompute stamps
 `hosts.peers_changed_at` of every host of a family (GPU model, driver) whose stats changed
 materially; the judgement stores the stamp it saw, so the fast path needs no extra read.
@@ -29,9 +29,11 @@ from app.analysis.fleet_peers import (
     GroupKey,
     PeerCheck,
     distribution,
+    gpu_group,
+    pair_group,
     pair_model,
+    pcie_downtrained,
     peer_check,
-    topology_class,
 )
 from app.analysis.health import TestJudgement
 from app.analysis.verdict import Verdict
@@ -125,14 +127,20 @@ def host_driver(row: Host) -> str:
 
 
 def pair_groups(row: Host, fabric: HostFabric) -> dict[tuple[int, int], GroupKey]:
-    """The peer group of each of the host's pairs whose GPUs are both present."""
-    out = {}
+    """The peer group of each of the host's pairs whose GPUs are both present, and of each
+    GPU's own tests under (gpu, gpu) (none for a downtrained PCIe link, nor for a PCIe pair
+    with such an end)."""
+    driver = host_driver(row)
+    out = {(g, g): group for g, info in fabric.gpus.items()
+           if (group := gpu_group(info.name, info.pcie, driver)) is not None}
     for (s, d), pair in fabric.pairs.items():
         a, b = fabric.gpus.get(s), fabric.gpus.get(d)
-        if a is not None and b is not None:
-            out[(s, d)] = GroupKey(pair_model(a.name, b.name),
-                                   topology_class(pair.topology, pair.via_nvswitch),
-                                   host_driver(row))
+        if a is None or b is None:
+            continue
+        group = pair_group((a.name, b.name), pair.topology, pair.via_nvswitch, driver,
+                           pcie_downtrained(a.pcie) or pcie_downtrained(b.pcie))
+        if group is not None:
+            out[(s, d)] = group
     return out
 
 

@@ -28,7 +28,7 @@ from app.analysis.fabric_health import (
 )
 from app.analysis.fabric_state import judge_host_fabric
 from app.analysis.flaps import downs_now, flapping
-from app.analysis.fleet_peers import flag_pairs, worst_checks
+from app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
 from app.analysis.health import (
     BaselineRef,
     PairJudgement,
@@ -178,7 +178,8 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
-    gpus = _judge_gpus(session, settings, fabric, links, pairs, tests, counters_since)
+    gpus = flag_gpus(_judge_gpus(session, settings, fabric, links, pairs, tests, counters_since),
+                     checks, settings.fleet_peer_min_hosts)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
@@ -191,7 +192,9 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
         judgement = replace(judgement, reason=f"{row.name}: {peers.text}; {rest}")
     health = HostHealth(row, fabric, judgement, tests, stale, now)
     health.link_facts = link_facts
-    health.pair_facts = {key: {"peer": c.facts()} for key, c in worst_checks(checks).items()
-                         if c.flagged}  # only these: a drifting median rewrites no row
+    flagged = {key: {"peer": c.facts()} for key, c in worst_checks(checks).items()
+               if c.flagged}  # only these: a drifting median rewrites no row
+    health.pair_facts = {(s, d): f for (s, d), f in flagged.items() if s != d}
+    health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
     health.peers = {**peers.facts(), **basis}
     return health

@@ -84,7 +84,8 @@ def rows_of(health: HostHealth) -> StoredRows:
     return {
         "host": {(): _host_row(health)},
         "gpu": {(g.gpu,): {**plain(g.verdict, g.reason, gpu=g.gpu),
-                           "facts": {"fabric": list(g.fabric)} if g.fabric else {}}
+                           "facts": {**({"fabric": list(g.fabric)} if g.fabric else {}),
+                                     **health.gpu_facts.get(g.gpu, {})}}
                 for g in j.gpus},
         "link": {(x.gpu, x.link): {**plain(x.verdict, x.reason, gpu=x.gpu, link=x.link),
                                    "facts": health.link_facts.get((x.gpu, x.link), {})}

@@ -8,8 +8,9 @@ faults take minutes to develop, so next to it we store (see `seed.py`):
 - two hosts whose names are HTML (`<script>...`, `<img onerror=...>`): ingest refuses such
   names now (the host-name rule), but a database from before it may hold them;
 - `pcie4-gone`: a healthy PCIe box whose last report was 10 minutes ago (stale);
-- `h200x2-slow`: an H200 pair 9 % slow for its whole hour of history (its baseline is slow
-  too), judged against its fleet peers, the other H200 pairs (docs/fleet-peers.md).
+- `h200x2-slow`: an H200 pair 9 % slow and GPU1's host copies 10 % slow for its whole hour
+  of history (its baselines are slow too), judged against its fleet peers, the other H200
+  pairs and GPUs (docs/fleet-peers.md).
 A keeper thread sends each of them but the stale one an inventory pass every few seconds, as
 their probe would, so none turns stale (the demo calls a host stale after 60 s) while the
 tests run.
@@ -107,11 +108,11 @@ def own_hosts(store: Store) -> list[SimHost]:
         reports += host.history()
         hosts.append(host)
     host = SimHost("h200x2", MAINTAINED, seed=30, span_s=0)
-    reports += host.history()
+    reports += host.history(tests=(*QUICK_TESTS, *GPU_TESTS))  # a GPU peer of h200x2-slow
     hosts.append(host)
     slow = SimHost("h200x2", SLOW, seed=40)
-    slow.fabric.inject(BandwidthFactor(src=0, dst=1, factor=0.91))
-    reports += slow.history()
+    slow.fabric.inject(BandwidthFactor(src=0, dst=1, factor=0.91), HostCopySlow(gpu=1, factor=0.9))
+    reports += slow.history(tests=(*QUICK_TESTS, *GPU_TESTS))
     hosts.append(slow)
     store.put(reports)
     store.peer_round([SLOW])

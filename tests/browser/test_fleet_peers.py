@@ -43,6 +43,11 @@ def test_peer_groups_and_the_slow_host_are_shown(page, fleet: Fleet) -> None:  #
     tags = section.locator(".tag.peer-below")
     assert tags.count() == len(flagged)
     assert all(SLOW in t for t in tags.all_inner_texts())
+    # GPU1's own copies, grouped by its PCIe link: shown as the GPU, linking to it
+    assert (SLOW, 1, 1) in flagged
+    gpu_tag = section.locator('.tag.peer-below[href*="gpu=1"]')
+    assert gpu_tag.count() == 1 and gpu_tag.inner_text().startswith(f"{SLOW} GPU1 0.")
+    assert "PCIe gen5 x16" in gpu_tag.locator("xpath=ancestor::tr").inner_text()
     screenshot(page, "fleet-peers")
     tags.first.click()
     page.wait_for_selector('main[data-ready="host"]')

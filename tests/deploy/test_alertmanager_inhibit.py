@@ -24,8 +24,9 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def _pair(host: str, gpu: int, peer: int) -> dict[str, str]:
-    return {"alertname": "P2PBandwidthDegraded", "severity": "warning", "host": host,
+def _pair(host: str, gpu: int, peer: int,
+          alertname: str = "P2PBandwidthDegraded") -> dict[str, str]:
+    return {"alertname": alertname, "severity": "warning", "host": host,
             "gpu": str(gpu), "peer_gpu": str(peer)}
 
 
@@ -74,3 +75,16 @@ def test_an_alert_without_the_peer_label_mutes_the_sending_end_only(shipped: str
     muted = _muted(shipped, "hgx-d")
     assert muted[("P2PBandwidthDegraded", "4", "6")] is True
     assert muted[("P2PBandwidthDegraded", "6", "4")] is False
+
+
+def test_a_gpu_fault_mutes_its_pairs_below_their_fleet_peers_too(shipped: str) -> None:
+    """A pair far below its fleet peers because a link of one end is down is that link's
+    page (the server's own rule leaves such pairs out the same way)."""
+    down = {"alertname": "NVLinkDown", "severity": "critical", "host": "hgx-e", "gpu": "2",
+            "link": "1", "peer_gpu": "2"}
+    _post(shipped, down, _pair("hgx-e", 2, 7, "P2PBelowFleetPeers"),
+          _pair("hgx-e", 7, 2, "P2PBelowFleetPeers"), _pair("hgx-e", 0, 1, "P2PBelowFleetPeers"))
+    muted = _muted(shipped, "hgx-e")
+    assert muted[("P2PBelowFleetPeers", "2", "7")] is True
+    assert muted[("P2PBelowFleetPeers", "7", "2")] is True
+    assert muted[("P2PBelowFleetPeers", "0", "1")] is False

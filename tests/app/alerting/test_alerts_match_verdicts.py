@@ -90,5 +90,21 @@ def test_a_host_below_its_fleet_peers_alerts_the_gpus_its_verdicts_name(
     fleet.sweeps(7)
     fleet.round()
     assert _alerted(slow) == _not_healthy(slow) == {0, 1}
-    assert {a.rule for a in slow.alerts("firing")} == {"P2PBelowFleetPeers"}
+    assert {a.rule for a in slow.alerts("firing")} == {"HostBelowFleetPeers"}
     assert _alerted(fleet.host("peer-0")) == _not_healthy(fleet.host("peer-0")) == set()
+
+
+def test_a_gpu_below_its_fleet_peers_alerts_the_gpu_its_verdicts_name(
+        sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
+    """A GPU's own copies 10 % slow from the start among five healthy peers: its own tests
+    stay healthy, the GPU does not, and one GPU alert names it (not its pairs, not the host)."""
+    from tests.app.fleet.peerfleet import PeerFleet
+
+    fleet = PeerFleet(sessions, sqlite_settings)
+    for i in range(5):
+        fleet.add(f"peer-{i}")
+    slow = fleet.add("slow", HostCopySlow(gpu=1, factor=0.9))
+    fleet.sweeps(7)
+    fleet.round()
+    assert _alerted(slow) == _not_healthy(slow) == {1}
+    assert {a.rule for a in slow.alerts("firing")} == {"GPUBelowFleetPeers"}

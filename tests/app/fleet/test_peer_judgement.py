@@ -65,10 +65,12 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
         ok = _health(fleet, f"ok-{i}")
         assert ok.judgement.verdict is Verdict.HEALTHY, ok.judgement.reason
         assert ok.peers["ratio"] > 0.97 and not ok.peers["below"]
-    # the built-in alert agrees with the verdict, pair by pair
+    # the whole host is slow: one host alert, none per pair
     alerts = fleet.host("slow").alerts("firing")
-    assert {(a.rule, a.labels["gpu"], a.labels["peer_gpu"]) for a in alerts} == {
-        ("P2PBelowFleetPeers", "0", "1"), ("P2PBelowFleetPeers", "1", "0")}
+    assert [(a.rule, a.labels["host"]) for a in alerts] == [("HostBelowFleetPeers", "slow")]
+    summary = alerts[0].annotations["summary"]
+    assert summary.startswith("slow is 0.9") and "(NVIDIA H200 NVSwitch NV18, driver " in \
+        summary and summary.endswith(": 2 pairs below"), summary
     assert not fleet.host("ok-0").alerts("firing")
 
 
@@ -78,7 +80,10 @@ def test_the_stored_distribution_is_the_fleets(fleet: PeerFleet) -> None:
         rows = {r.test: r for r in s.scalars(select(FleetPeerStat))}
         values = [h.tests[(0, 1, TestName.CE_WRITE)].value for h in
                   (host_health(s, fleet.settings, x.hostname) for x in fleet.hosts)]
-    assert set(rows) == {"ce_write", "ce_read", "latency"}
+    assert set(rows) == {"ce_write", "ce_read", "latency", "h2d", "d2h", "local"}
+    h2d = rows["h2d"]  # a GPU's own tests: grouped by its PCIe link, one member per GPU
+    assert (h2d.gpu_model, h2d.topology, h2d.hosts, h2d.pairs) == ("NVIDIA H200",
+                                                                  "PCIe gen5 x16", 6, 12)
     ce = rows["ce_write"]
     assert (ce.gpu_model, ce.topology, ce.hosts, ce.pairs) == ("NVIDIA H200", "NVSwitch NV18",
                                                                 6, 12)
@@ -174,7 +179,7 @@ def test_peer_api_answers_groups_and_refuses_bad_filters(fleet: PeerFleet) -> No
              for b in g["below"]]  # each flagged pair under the group of its worst test
     assert sorted(b[:3] for b in below) == [("slow", 0, 1), ("slow", 1, 0)]
     assert all(b[3] < 0.93 for b in below)
-    assert len(every["groups"]) == 3 and every["siblings"] == []
+    assert len(every["groups"]) == 6 and every["siblings"] == []  # 3 pair, 3 per-GPU tests
     series = [line for line in metrics.splitlines()
               if line.startswith("peerwatch_pair_fleet_peer_ratio{")]
     assert len(series) == 2 and all('host="slow"' in line for line in series)  # flagged only
