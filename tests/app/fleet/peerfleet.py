@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.queries.health import HostHealth, host_health
 from probes.report import ReportKind
 from probes.sim.faults import BandwidthFactor, Fault
 from tests.app.alerting.simhost import SimHost
@@ -26,6 +27,11 @@ class PeerFleet:
     sessions: sessionmaker[Session]
     settings: Settings
     hosts: list[SimHost] = field(default_factory=list)
+
+    def health(self, name: str) -> HostHealth:
+        """The stored verdicts of host `name`, as every reader sees them."""
+        with self.sessions() as s:
+            return host_health(s, self.settings, name)
 
     def add(self, name: str, *faults: Fault, driver: str | None = None,
             preset: str = "h200x2", behind_s: float = 0.0) -> SimHost:

@@ -5,34 +5,15 @@ the API and /metrics (docs/fleet-peers.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from fastapi.testclient import TestClient
 
 from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
 from app.main import create_app
-from app.queries.health import HostHealth, host_health
+from app.queries.health import HostHealth
 from probes.sim.faults import BandwidthFactor, HostCopySlow, PcieDowntrained
 from tests.app.fleet.peerfleet import PeerFleet
 
 GPU_GROUP = "of the fleet median for NVIDIA H200 PCIe gen5 x16 "
-
-
-@pytest.fixture
-def fleet(settings: Settings) -> Iterator[PeerFleet]:
-    engine = make_engine(settings)
-    try:
-        yield PeerFleet(make_sessionmaker(engine), settings)
-    finally:
-        engine.dispose()
-
-
-def _health(fleet: PeerFleet, name: str) -> HostHealth:
-    with fleet.sessions() as s:
-        return host_health(s, fleet.settings, name)
 
 
 def _among_peers(fleet: PeerFleet, *faults: object, preset: str = "h200x2") -> HostHealth:
@@ -41,7 +22,7 @@ def _among_peers(fleet: PeerFleet, *faults: object, preset: str = "h200x2") -> H
     fleet.add("odd", *faults, preset=preset)  # type: ignore[arg-type]
     fleet.sweeps(7)
     fleet.round()
-    return _health(fleet, "odd")
+    return fleet.health("odd")
 
 
 def test_a_gpu_slow_to_its_host_from_the_start_is_flagged_against_its_peers(
@@ -97,7 +78,7 @@ def test_a_pair_slow_alone_pages_per_pair_and_a_whole_host_once(fleet: PeerFleet
                      preset="mesh4", behind_s=7 * 300.0)
     fleet.sweeps(7, only=[slow])
     fleet.round()
-    whole = _health(fleet, "slow")
+    whole = fleet.health("slow")
     assert whole.peers["below"] and whole.peers["pairs_below"] == 12
     assert sum(p.verdict is Verdict.DEGRADED for p in whole.judgement.pairs) == 12
     alerts = slow.alerts("firing")

@@ -4,37 +4,19 @@ the alert, the API and the re-judge trigger."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import select
 
 from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
 from app.models import FleetPeerStat, Host
 from app.queries.fleet_peers import fleet_peers_response
-from app.queries.health import HostHealth, host_health
+from app.queries.health import host_health
 from app.services.judged_store import judge_and_store
 from probes.report import TestName
 from tests.app.fleet.peerfleet import PeerFleet, host_slow
 
 H200_NV18 = "of the fleet median for NVIDIA H200 NVSwitch NV18"
-
-
-@pytest.fixture
-def fleet(settings: Settings) -> Iterator[PeerFleet]:
-    engine = make_engine(settings)
-    try:
-        yield PeerFleet(make_sessionmaker(engine), settings)
-    finally:
-        engine.dispose()
-
-
-def _health(fleet: PeerFleet, name: str) -> HostHealth:
-    with fleet.sessions() as s:
-        return host_health(s, fleet.settings, name)
 
 
 def _slow_among(fleet: PeerFleet, peers: int) -> None:
@@ -47,7 +29,7 @@ def _slow_among(fleet: PeerFleet, peers: int) -> None:
 
 def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFleet) -> None:
     _slow_among(fleet, 5)
-    slow = _health(fleet, "slow")
+    slow = fleet.health("slow")
     # its own history absorbed the slowdown: every test is healthy against its baseline ...
     assert all(t.verdict is Verdict.HEALTHY for t in slow.tests.values())
     assert all(t.ratio_baseline > 0.97 for t in slow.tests.values()
@@ -62,7 +44,7 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
         slow.judgement.reason and "; 2 of 2 GPUs" in slow.judgement.reason
     assert 0.88 < slow.peers["ratio"] < 0.93 and slow.peers["below"]
     for i in range(5):
-        ok = _health(fleet, f"ok-{i}")
+        ok = fleet.health(f"ok-{i}")
         assert ok.judgement.verdict is Verdict.HEALTHY, ok.judgement.reason
         assert ok.peers["ratio"] > 0.97 and not ok.peers["below"]
     # the whole host is slow: one host alert, none per pair
@@ -94,7 +76,7 @@ def test_the_stored_distribution_is_the_fleets(fleet: PeerFleet) -> None:
 
 def test_a_group_too_small_flags_nobody_and_says_why(fleet: PeerFleet) -> None:
     _slow_among(fleet, 3)  # 4 hosts: fewer than the minimum of 5
-    slow = _health(fleet, "slow")
+    slow = fleet.health("slow")
     assert slow.judgement.verdict is Verdict.HEALTHY, slow.judgement.reason
     assert not fleet.host("slow").alerts("firing")
     with fleet.sessions() as s:
@@ -146,7 +128,7 @@ def test_a_whole_driver_slower_shows_against_its_sibling_driver(fleet: PeerFleet
         fleet.add(f"new-{i}", *host_slow(2, 0.92), driver="570.86.15")
     fleet.sweeps(6)
     fleet.round()
-    assert all(_health(fleet, h.hostname).judgement.verdict is Verdict.HEALTHY
+    assert all(fleet.health(h.hostname).judgement.verdict is Verdict.HEALTHY
                for h in fleet.hosts)
     with fleet.sessions() as s:
         answer = fleet_peers_response(s, fleet.settings, "NVIDIA H200", None,
