@@ -131,6 +131,23 @@ def expected(
     return Expectation(rate * eff, unit, f"{pair.topology}: {what} x {eff:.2f}")
 
 
+def at_slot_maximum(gpu: GpuInfo) -> GpuInfo:
+    """The GPU as if its PCIe link ran at the maximum generation and width of its slot: what
+    a path over it should carry, so a link trained below shows its cost (as lost NVLinks do)."""
+    p = gpu.pcie
+    best = p.model_copy(update={"gen_current": p.gen_max or p.gen_current,
+                                "width_current": p.width_max or p.width_current})
+    return gpu if best == p else gpu.model_copy(update={"pcie": best})
+
+
+def trained_below(gpu: GpuInfo) -> str | None:
+    """"gen4 x4" when the GPU's PCIe link trained below its slot's maximum, else None."""
+    p = gpu.pcie
+    now = (p.gen_current, p.width_current)
+    best = (p.gen_max or p.gen_current, p.width_max or p.width_current)
+    return None if now == best or None in now else f"gen{now[0]} x{now[1]}"
+
+
 def expected_gpu(test: TestName, gpu: GpuInfo) -> Expectation | None:
     """What a per-GPU test should measure on this GPU: h2d/d2h from the PCIe link the slot
     offers (maximum generation x width x measured efficiency), so a link trained below it

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.expected import Expectation, expected, expected_gpu
+from app.analysis.expected import (
+    Expectation,
+    at_slot_maximum,
+    expected,
+    expected_gpu,
+    trained_below,
+)
 from app.models import Gpu, Host, NvLink, Pair
 from probes.report import (
     GPU_TESTS,
@@ -92,9 +98,11 @@ class HostFabric:
         when some are not: lost links show their cost instead of lowering the bar."""
         now = self.expectation(test, src, dst)
         pair = self.pairs.get((src, dst))
-        full, switched = self.full_width(src, dst)
-        if now is None or pair is None or full <= pair.nvlink_width:
+        if now is None or pair is None:
             return now
+        full, switched = self.full_width(src, dst)
+        if full <= pair.nvlink_width:
+            return self._at_pcie_maximum(test, pair, now)
         speed = self.link_speed_bps(src, dst) or self._seen_speed(src, dst)
         whole = pair.model_copy(update={"nvlink_width": full, "topology": f"NV{full}",
                                         "via_nvswitch": switched})
@@ -103,6 +111,21 @@ class HostFabric:
             return now
         up = f"{pair.nvlink_width}/{full} links up now"
         return Expectation(best.value, best.unit, f"{best.basis}; {up}")
+
+    def _at_pcie_maximum(self, test: TestName, pair: PairInfo,
+                         now: Expectation) -> Expectation:
+        """A path over PCIe judged at what the slots offer, saying how the links trained when
+        one trained below: a GPU at x4 of x16 shows its cost on every pair through it."""
+        src, dst = self.gpus[pair.src], self.gpus[pair.dst]
+        below = [f"GPU{g.index} {b}" for g in (src, dst) if (b := trained_below(g))]
+        if not below:
+            return now
+        best = expected(test, pair, at_slot_maximum(src), at_slot_maximum(dst),
+                        self.link_speed_bps(pair.src, pair.dst))
+        if best is None or best.value == now.value:
+            return now  # NVLink or latency: the PCIe link is not on the path's figure
+        return Expectation(best.value, best.unit,
+                           f"{best.basis}; trained {', '.join(below)} now")
 
     def _seen_speed(self, src: int, dst: int) -> float | None:
         speeds = [p.speed_bps for p in self.gone_links if p.gpu in (src, dst) and p.speed_bps]

@@ -8,6 +8,7 @@ import re
 from app.analysis.verdict import Verdict
 from app.queries.health import host_health
 from app.queries.health_view import health_view
+from probes.report import TestName
 from probes.sim.faults import HostCopySlow, PcieDowntrained
 from tests.app.alerting.simhost import SimHost
 
@@ -84,5 +85,9 @@ def test_on_a_pcie_only_board_a_downtrained_gpu_pages_once_not_per_pair(
     slow_pairs = {(src, dst) for (src, dst, _), j in health.tests.items()
                   if src != dst and j.verdict is Verdict.DEGRADED}
     assert slow_pairs and all(2 in pair for pair in slow_pairs)  # judged: the pairs are slow
+    # ... against what the slots offer, not the x4 they trained at (as for lost NVLinks)
+    j = health.tests[(0, 2, TestName.CE_WRITE)]
+    assert j.ratio_expected is not None and j.ratio_expected < 0.4, j.reason
+    assert "; trained GPU2 gen4 x4 now)" in j.reason
     assert host.active() == {"PCIeLinkDowntrained": {(("field", "width"), ("gpu", "2"),
                                                       ("host", "sim-a"))}}
