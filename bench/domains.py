@@ -17,7 +17,6 @@ ratio to the budget above 1.0 fails the benchmark.
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from app.db import make_engine, upgrade_to_head
 from app.models import Gpu, Host, JudgedGpu, JudgedHost
 from app.queries.domains import clique_fits, domain_detail, domain_summaries
 from app.queries.scheduler import schedulable
+from bench._timing import median_ms
 from probes.sim.presets import rack_cluster_uuid
 
 BUDGET_S = 0.100
@@ -76,12 +76,7 @@ def seed(session: Session, racks: int) -> None:
 
 
 def median_cpu_s(read: Callable[[], object]) -> float:
-    times = []
-    for _ in range(RUNS):
-        started = time.process_time()
-        read()
-        times.append(time.process_time() - started)
-    return statistics.median(times)
+    return median_ms(read, RUNS, time.process_time) / 1000
 
 
 def run_fleet(racks: int, workdir: Path) -> bool:

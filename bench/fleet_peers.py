@@ -18,10 +18,7 @@ database; skipped with a message when unreachable) and SQLite. Medians over repe
 from __future__ import annotations
 
 import random
-import statistics
-import time
 import uuid
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -39,6 +36,7 @@ from app.services.fleet_peers import host_peer_checks
 from app.services.ingest import ingest
 from app.services.judge import Prior, judge_host_now
 from app.services.judged_store import judge_and_store
+from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from probes.report import ReportKind, utcnow
 from probes.sim.simulated import SimulatedFabric
@@ -47,15 +45,6 @@ from probes.sweep import SweepOptions, build_report
 HOSTS = 1000
 REF = "bench-peers-0000"
 SWEEPS = 8
-
-
-def median_ms(fn: Callable[[], Any], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def _reference_host(sessions: Any, settings: Settings) -> Any:

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
@@ -45,6 +45,7 @@ from app.services.retention import run_maintenance
 from bench._ingest_stages import Profile, combined, profile
 from bench._raw_ceiling import RawInserter
 from bench._refusals import refusal_latency
+from bench._timing import median_ms
 from probes.report import Report, ReportKind
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
@@ -135,16 +136,6 @@ def preload_history(settings: Settings, template: Report) -> int:
     return sweeps * len(template.results)
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> float:
-    """Median wall milliseconds of `repeat` calls."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
-
-
 _posted = itertools.count(1)
 
 
@@ -179,25 +170,25 @@ def bench_backend(name: str, url: str, report: Report) -> None:
     upgrade_to_head(engine)
     engine.dispose()
     with TestClient(create_app(settings)) as client:
-        first = timed(lambda: post(client, report), 1)
+        first = median_ms(lambda: post(client, report), 1)
     t = time.perf_counter()
     rows = preload_history(settings, report)
     print(f"  {name}: preloaded {rows:,} measurements (7 days) in {time.perf_counter() - t:.1f} s")
     every_time = settings.model_copy(update={"baseline_refresh_s": 0.0})
     with TestClient(create_app(every_time)) as client:
-        batch = timed(lambda: post(client, report), 3)
+        batch = median_ms(lambda: post(client, report), 3)
     all_at_once = every_time.model_copy(update={"baseline_refresh_batch": 10_000})
     with TestClient(create_app(all_at_once)) as client:
-        refresh_all = timed(lambda: post(client, report), 3)
+        refresh_all = median_ms(lambda: post(client, report), 3)
     with TestClient(create_app(settings)) as client:
-        steady = timed(lambda: post(client, report), 5)
+        steady = median_ms(lambda: post(client, report), 5)
         engine = make_engine(settings)
         run_maintenance(engine, settings)
         engine.dispose()
-        hourly = timed(lambda: series(client, report), 5)
+        hourly = median_ms(lambda: series(client, report), 5)
     raw = settings.model_copy(update={"series_raw_max_s": 8 * 86_400.0})
     with TestClient(create_app(raw)) as client:
-        raw_series = timed(lambda: series(client, report), 5)
+        raw_series = median_ms(lambda: series(client, report), 5)
     ref = "10-min sweep interval"
     line(f"{name} ingest, first report of a new host", first, SWEEP_INTERVAL_MS, ref)
     line(f"{name} ingest, steady state", steady, SWEEP_INTERVAL_MS, ref)

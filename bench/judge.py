@@ -17,9 +17,7 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
@@ -29,6 +27,7 @@ from app.models import Host
 from app.queries.health import host_health
 from app.services.ingest import ingest
 from app.services.judge import judge_host_now
+from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from probes.report import ReportKind, utcnow
 from probes.sim.simulated import SimulatedFabric
@@ -37,15 +36,6 @@ from probes.sweep import SweepOptions, build_report
 HOST = "bench-judge-hgx8"
 STEPS = 360  # 3 h of 30 s steps
 SWEEP_EVERY = 20  # steps: 10 min
-
-
-def median_ms(fn: Callable[[], Any], repeat: int = 7) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def bench_backend(name: str, url: str) -> None:
@@ -72,8 +62,8 @@ def bench_backend(name: str, url: str) -> None:
         after[kind].append((time.perf_counter() - t) * 1000)
     with sessions() as session:
         row = session.query(Host).filter_by(name=HOST).one()
-        read = median_ms(lambda: host_health(session, settings, row))
-        judge = median_ms(lambda: judge_host_now(session, settings, row, clock[0]))
+        read = median_ms(lambda: host_health(session, settings, row), 7)
+        judge = median_ms(lambda: judge_host_now(session, settings, row, clock[0]), 7)
     engine.dispose()
     sweep = statistics.median(after[ReportKind.SWEEP][-6:])
     inventory = statistics.median(after[ReportKind.INVENTORY][-60:])

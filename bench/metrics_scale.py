@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.main import create_app
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost
+from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from probes.agent.agent_state import AgentState
 from probes.agent.metrics_server import AgentExposition, MetricsServer
@@ -116,12 +116,12 @@ def bench_agent() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         spool = Spool(Path(tmp) / "spool", 64 << 20)
         expose = AgentExposition(state, spool)
-        record = _median_ms(lambda: state.record(report), 10)
+        record = median_ms(lambda: state.record(report), 10)
         server = MetricsServer(expose, 0, "127.0.0.1")
         try:
             url = f"http://127.0.0.1:{server.port}/metrics"
             urllib.request.urlopen(url, timeout=10).read()  # warm-up
-            scrape = _median_ms(lambda: urllib.request.urlopen(url, timeout=10).read(), 20)
+            scrape = median_ms(lambda: urllib.request.urlopen(url, timeout=10).read(), 20)
             body = urllib.request.urlopen(url, timeout=10).read()
         finally:
             server.close()
@@ -132,15 +132,6 @@ def bench_agent() -> None:
           f"{AGENT_TARGET_MS:.0f} ms target")
     print(f"    recording a pass and rendering its text (worker thread, once per pass): "
           f"{record:.1f} ms; {record / AGENT_TARGET_MS:.3f} of the same target")
-
-
-def _median_ms(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ does not inflate it; the spool and backfill figures are wall time (disk and data
 
 from __future__ import annotations
 
-import statistics
+import functools
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +27,7 @@ from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
 from app.demo.fleet import plan_fleet
 from app.demo.scenario import default_scenario
+from bench._timing import median_ms
 from probes.agent.spool import Spool
 from probes.config import ProbeSettings
 from probes.passes import report_builder
@@ -38,22 +39,14 @@ INVENTORY_S, SWEEP_S = 30.0, 600.0
 REPEATS = 3
 
 
-def _cpu_ms(fn) -> float:  # type: ignore[no-untyped-def]
-    samples = []
-    for _ in range(REPEATS):
-        start = time.process_time()
-        fn()
-        samples.append((time.process_time() - start) * 1000)
-    return statistics.median(samples)
-
-
 def agent_duty_cycle() -> None:
     print("agent CPU per pass (median of 3), duty cycle with inventory/30 s + sweep/600 s;"
           " reference: 1% of one core")
     for preset in PRESETS:
         build = report_builder(SimulatedFabric(preset), ProbeSettings(token="bench"))
-        inventory_ms = _cpu_ms(lambda b=build: b(ReportKind.INVENTORY))
-        sweep_ms = _cpu_ms(lambda b=build: b(ReportKind.SWEEP))
+        cpu_ms = functools.partial(median_ms, repeat=REPEATS, clock=time.process_time)
+        inventory_ms = cpu_ms(functools.partial(build, ReportKind.INVENTORY))
+        sweep_ms = cpu_ms(functools.partial(build, ReportKind.SWEEP))
         per_sweep_period = inventory_ms * (SWEEP_S / INVENTORY_S - 1) + sweep_ms
         duty = per_sweep_period / (SWEEP_S * 1000)
         print(f"  {preset:7s} inventory {inventory_ms:7.1f} ms, sweep {sweep_ms:7.1f} ms "
