@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
+from app import wire_body
 from app.routes import reports as route
 from app.services import ingest as ingest_service
 
@@ -29,8 +30,8 @@ from app.services import ingest as ingest_service
 WRAPPED: dict[tuple[Any, str], str] = {
     (route, "parse_report"): "parse + validate (all)",
     (Session, "commit"): "commit",
-    (route, "load_json"): "parse JSON",
-    (route, "validate_report"): "validate (wire model)",
+    (wire_body, "load_json"): "parse JSON",
+    (wire_body, "validate_wire"): "validate (wire model)",
     (route, "check_report"): "validate (coherence)",
     (ingest_service, "_stored_result"): "duplicate check",
     (ingest_service, "upsert_inventory"): "inventory upsert",

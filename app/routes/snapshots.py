@@ -11,19 +11,17 @@ snapshot's coherence (422 naming each field). Idempotent on `snapshot_id` (200 f
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Request, Response, status
-from pydantic import ValidationError
+from fastapi import APIRouter, Path, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
 from app.deps import ProbeTokenDep, SessionDep, SettingsDep
 from app.errors import body_errors
 from app.queries.snapshots import get_snapshot, host_snapshots, job_diff
-from app.routes.reports import load_json, read_limited_body
 from app.schemas_snapshots import JobDiff, SnapshotList, SnapshotStored
-from app.services.report_checks import oversized_integers
 from app.services.snapshots import check_snapshot, store_snapshot
+from app.wire_body import parse_wire, read_limited_body
 from probes.report import utcnow
 from probes.snapshot import JOB_ID, JOB_ID_RULE, SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
 
@@ -34,24 +32,8 @@ JobIdPath = Annotated[str, Path(pattern=f"^{JOB_ID.pattern}$", description=JOB_I
 
 def parse_snapshot(body: bytes) -> Snapshot:
     """JSON -> schema_version (400) -> 64-bit integers -> wire model (422s naming fields)."""
-    data: Any = load_json(body)
-    if not isinstance(data, dict):
-        raise body_errors([{"type": "model_type", "loc": (),
-                            "msg": "a snapshot must be a JSON object"}])
-    version = data.get("schema_version", SUPPORTED_SNAPSHOT_VERSIONS[-1])
-    if version not in SUPPORTED_SNAPSHOT_VERSIONS:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST,
-                            detail=f"unsupported snapshot schema_version {version!r}; this "
-                                   f"server supports {list(SUPPORTED_SNAPSHOT_VERSIONS)}")
-    if too_large := oversized_integers(data):
-        raise body_errors(too_large)
-    try:
-        return Snapshot.model_validate(data)
-    except ValidationError as exc:
-        raise body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
-    except RecursionError as exc:
-        raise body_errors([{"type": "json_invalid", "loc": (),
-                            "msg": "body nests JSON too deeply for a snapshot"}]) from exc
+    return parse_wire(body, Snapshot, SUPPORTED_SNAPSHOT_VERSIONS, "snapshot",
+                      version_field="snapshot schema_version")
 
 
 def _store(request: Request, body: bytes) -> SnapshotStored:
@@ -79,7 +61,7 @@ def _store(request: Request, body: bytes) -> SnapshotStored:
 )
 async def post_snapshot(request: Request, response: Response, _token: ProbeTokenDep,
                         settings: SettingsDep) -> SnapshotStored:
-    body = await read_limited_body(request, settings.max_body_bytes)
+    body = await read_limited_body(request, settings.max_body_bytes, "snapshot")
     stored = await run_in_threadpool(_store, request, body)
     if stored.duplicate:
         response.status_code = status.HTTP_200_OK

@@ -148,6 +148,7 @@ def test_an_oversized_body_is_413(settings: Settings) -> None:
     with TestClient(create_app(settings.model_copy(update={"max_body_bytes": 4096}))) as small:
         answer = post(small, before)
     assert answer.status_code == 413 and "PEERWATCH_MAX_BODY_BYTES" in answer.json()["detail"]
+    assert answer.json()["detail"].startswith("snapshot body of ")  # not "report body"
 
 
 def test_old_snapshots_are_pruned_with_the_raw_samples(client: TestClient,
