@@ -31,7 +31,8 @@ import psycopg
 from sqlalchemy import create_engine
 
 from app.services import partitions
-from probes.report import Report, TestName
+from app.services.ingest import stored_pair
+from probes.report import Report
 
 CHUNK_BYTES = 4 << 20
 MEASUREMENT_COLUMNS = ("report_id, host_id, test, src, dst, gpus, value, unit, samples, "
@@ -58,8 +59,7 @@ def _measurement_middles(template: Report) -> list[str]:
     """Each result's columns from `test` to `error`, tab-separated, formatted once."""
     out = []
     for r in template.results:
-        pair = r.test is not TestName.ALLREDUCE
-        cols = [r.test.value, r.src if pair else None, r.dst if pair else None,
+        cols = [r.test.value, *stored_pair(r),
                 json.dumps(list(r.gpus)), r.value, r.unit.value, json.dumps(list(r.samples)),
                 r.bytes_per_copy, r.copies, r.gpu_time_s, r.device_memory_bytes, r.verified,
                 r.contended, r.foreign_bytes, r.error]
@@ -176,9 +176,8 @@ def _ingest_rows(template: Report, host_id: int, report_pk: int,
                  at: datetime) -> tuple[list[tuple[Any, ...]], ...]:
     measurements = []
     for r in template.results:
-        pair = r.test is not TestName.ALLREDUCE
-        measurements.append((report_pk, host_id, r.test.value, r.src if pair else None,
-                             r.dst if pair else None, json.dumps(list(r.gpus)), r.value,
+        measurements.append((report_pk, host_id, r.test.value, *stored_pair(r),
+                             json.dumps(list(r.gpus)), r.value,
                              r.unit.value, json.dumps(list(r.samples)), r.bytes_per_copy,
                              r.copies, r.gpu_time_s, r.device_memory_bytes, r.verified,
                              r.contended, r.foreign_bytes, r.error, at))

@@ -33,7 +33,14 @@ from app.services.inventory import (
     upsert_inventory,
 )
 from app.services.report_checks import ReportConflict, report_digest
-from probes.report import GPU_TESTS, LinkCounters, Report, ReportKind, TestName
+from probes.report import (
+    GPU_TESTS,
+    LinkCounters,
+    Report,
+    ReportKind,
+    TestName,
+    TransferResult,
+)
 
 ATTEMPTS = 3
 LINK_COUNTERS = tuple(LinkCounters.model_fields)
@@ -135,16 +142,22 @@ def _report_row(report: Report, host_id: int, now: datetime) -> ReportRow:
     )
 
 
+def stored_pair(r: TransferResult) -> tuple[int | None, int | None]:
+    """The (src, dst) a result is stored under: an allreduce under none (its GPU set is in
+    `gpus`), a per-GPU test (h2d, d2h, local; dst null on the wire) on the diagonal, src =
+    dst = the GPU, so the (pair, test) tables hold its history, baseline and verdict."""
+    if r.test is TestName.ALLREDUCE:
+        return None, None
+    return r.src, (r.src if r.test in GPU_TESTS else r.dst)
+
+
 def _measurement_rows(report: Report, host_id: int, report_pk: int) -> list[dict[str, Any]]:
     rows = []
     for r in report.results:
-        pair_test = r.test is not TestName.ALLREDUCE
-        # a per-GPU test (h2d, d2h, local; dst null on the wire) is stored on the diagonal,
-        # src = dst = the GPU: the (pair, test) tables hold its history, baseline, verdict
-        dst = r.src if r.test in GPU_TESTS else r.dst
+        src, dst = stored_pair(r)
         rows.append({
             "report_id": report_pk, "host_id": host_id, "test": r.test.value,
-            "src": r.src if pair_test else None, "dst": dst if pair_test else None,
+            "src": src, "dst": dst,
             "gpus": list(r.gpus), "value": r.value, "unit": r.unit.value,
             "samples": list(r.samples), "bytes_per_copy": r.bytes_per_copy,
             "copies": r.copies, "gpu_time_s": r.gpu_time_s,
