@@ -127,7 +127,7 @@ def postgres_restarted() -> None:
         cluster.remove()
 
 
-SUMMARY = re.compile(r"probes\.worker: (sweep|inventory) report: .*; (\w+)$")
+SUMMARY = re.compile(r"probes\.agent\.worker: (sweep|inventory) report: .*; (\w+)$")
 
 
 def server_down_under_agent(down_s: float = 15.0) -> None:
