@@ -1,0 +1,148 @@
+"""The decision engine: per node, what peerwatch should do now. Pure: values in, decisions out.
+
+Shared by every scheduler backend and by the controller's dry run, the Slurm health check
+and the prolog gate. The rules, in order (docs/drain.md):
+- a node inside a maintenance window is never touched;
+- a node out of service by someone else is never touched (peerwatch's mark is dropped);
+- a node peerwatch took out goes back once none of the policy's faults held for
+  `return_after` (a fault while waiting starts the wait over);
+- a node in service is taken out when a fault held for `debounce` and the host is not
+  settling after a probe or driver start, unless the breaker is open or this take-out would
+  pass one of its limits (then the breaker trips: a person resets it). Returns never wait on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from app.drain.facts import Breaker, Decision, Do, Mark, NodeFacts, SchedNode
+from app.drain.policy import Policy, faults
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Everything the engine reads in one round."""
+
+    nodes: tuple[SchedNode, ...]  # as the scheduler lists them
+    facts: dict[str, NodeFacts]  # by host name (lower case)
+    marks: dict[str, Mark]  # peerwatch's own marks, by host name
+    breaker: Breaker
+
+
+def _at(t: datetime) -> str:
+    return f"{t:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _when_ours(policy: Policy, now: datetime, node: SchedNode, mark: Mark | None,
+               facts: NodeFacts) -> Decision:
+    """A node peerwatch holds out of service: keep it out, or start/finish its return."""
+    name = node.name
+    if mark is None:
+        return Decision(name, Do.ADOPT, node.reason or "out by peerwatch, no mark recorded")
+    found = faults(policy, facts)
+    if found:
+        if mark.clear_since is not None:
+            return Decision(name, Do.RELAPSED, found[0].reason)
+        return Decision(name, Do.KEEP, f"still out: {found[0].reason}")
+    if mark.clear_since is None:
+        return Decision(name, Do.RECOVERING, "no fault the policy counts; returns after "
+                        f"{policy.return_after_s:g} s healthy")
+    back_at = mark.clear_since + timedelta(seconds=policy.return_after_s)
+    if now >= back_at:
+        return Decision(name, Do.RETURN, f"healthy since {_at(mark.clear_since)}")
+    return Decision(name, Do.HOLD, f"healthy since {_at(mark.clear_since)}; returns at "
+                    f"{_at(back_at)}")
+
+
+def _when_in_service(policy: Policy, now: datetime, node: SchedNode,
+                     facts: NodeFacts) -> Decision:
+    found = faults(policy, facts)
+    if not found:
+        return Decision(node.name, Do.KEEP, "no fault the policy counts")
+    debounce = timedelta(seconds=policy.debounce_s)
+    held = [f for f in found if now - f.since >= debounce]
+    if not held:
+        return Decision(node.name, Do.HOLD, f"{found[0].reason} (since {_at(found[0].since)}; "
+                        f"must hold {policy.debounce_s:g} s first)")
+    settle = timedelta(seconds=policy.settle_after_boot_s)
+    if facts.started_at is not None and now - facts.started_at < settle:
+        return Decision(node.name, Do.HOLD, f"{held[0].reason} (settling after a start at "
+                        f"{_at(facts.started_at)} until {_at(facts.started_at + settle)})")
+    return Decision(node.name, Do.TAKE_OUT, held[0].reason,
+                    {"fault": held[0].kind, "since": held[0].since.isoformat()})
+
+
+def decide_node(policy: Policy, now: datetime, node: SchedNode, mark: Mark | None,
+                facts: NodeFacts | None) -> Decision:
+    """One node's decision before the breaker is applied."""
+    if facts is None:
+        return Decision(node.name, Do.KEEP, "unknown to peerwatch: left alone")
+    if facts.maintenance_until is not None and now < facts.maintenance_until:
+        return Decision(node.name, Do.HOLD,
+                        f"in maintenance until {_at(facts.maintenance_until)}: not touched")
+    if node.out and not node.ours:
+        if mark is not None:
+            return Decision(node.name, Do.FORGET, f"out by someone else ({node.reason}): "
+                            "peerwatch's mark dropped, the node left to them")
+        return Decision(node.name, Do.KEEP, f"out by someone else ({node.reason}): left alone")
+    virtual = mark is not None and not mark.applied and not policy.acts
+    if node.ours or virtual:
+        return _when_ours(policy, now, node, mark, facts)
+    if mark is not None:
+        why = ("returned to service by someone else" if mark.applied
+               else "recorded in observe mode, now acting")
+        return Decision(node.name, Do.FORGET, f"{why}: peerwatch's mark dropped")
+    return _when_in_service(policy, now, node, facts)
+
+
+def _room(policy: Policy, fleet: Fleet) -> tuple[int, str]:
+    """How many more nodes may be taken out now, and the limit that says so."""
+    limits = policy.breaker
+    out_now = sum(1 for n in fleet.nodes if n.out) + sum(
+        1 for m in fleet.marks.values() if not m.applied and not policy.acts)
+    by_window = limits.max_per_window - fleet.breaker.taken_out_in_window
+    by_share = math.floor(limits.max_share_out * len(fleet.nodes)) - out_now
+    if by_window <= by_share:
+        return by_window, (f"{limits.max_per_window} take-outs within {limits.window_s:g} s "
+                           f"({fleet.breaker.taken_out_in_window} already)")
+    return by_share, (f"{limits.max_share_out:.0%} of {len(fleet.nodes)} nodes out at once "
+                      f"({out_now} out already)")
+
+
+def apply_breaker(policy: Policy, fleet: Fleet, wanted: list[Decision]) -> list[Decision]:
+    """Take-outs the breaker lets through, the rest held, and the trip when a limit is hit."""
+    if fleet.breaker.open:
+        return [Decision(d.node, Do.HOLD, f"{d.reason} (breaker open since "
+                         f"{fleet.breaker.opened_at and _at(fleet.breaker.opened_at)}: "
+                         f"{fleet.breaker.reason})") for d in wanted]
+    room, limit = _room(policy, fleet)
+    room = max(room, 0)
+    if len(wanted) <= room:
+        return wanted
+    held = [Decision(d.node, Do.HOLD, f"{d.reason} (breaker: limit of {limit})")
+            for d in wanted[room:]]
+    trip = Decision("", Do.TRIP_BREAKER, f"{len(wanted) - room} more take-outs would pass the "
+                    f"limit of {limit}", {"held": [d.node for d in held]})
+    return [*wanted[:room], trip, *held]
+
+
+def decide(policy: Policy, now: datetime, fleet: Fleet) -> list[Decision]:
+    """Every node's decision, then peerwatch's marks of nodes the scheduler no longer has."""
+    plain: list[Decision] = []
+    wanted: list[Decision] = []
+    listed = set()
+    for node in sorted(fleet.nodes, key=lambda n: n.name):
+        listed.add(node.name)
+        d = decide_node(policy, now, node, fleet.marks.get(node.name), fleet.facts.get(node.name))
+        (wanted if d.do is Do.TAKE_OUT else plain).append(d)
+    gone = [Decision(name, Do.FORGET, "node no longer in the scheduler: peerwatch's mark "
+                     "dropped") for name in sorted(set(fleet.marks) - listed)]
+    return [*plain, *apply_breaker(policy, fleet, wanted), *gone]
+
+
+def changes(decisions: Iterable[Decision]) -> list[Decision]:
+    """The decisions that do something (recorded on the server, applied in act mode)."""
+    return [d for d in decisions if d.do not in (Do.HOLD, Do.KEEP)]

@@ -1,0 +1,95 @@
+"""The values the decision engine reads and writes (no I/O, no server types).
+
+`NodeFacts` is what the server judged about one host, `SchedNode` what the scheduler says of
+the node, `Mark` peerwatch's own record on the server that it took the node out, `Breaker`
+the circuit breaker's state; a `Decision` is what the engine wants done to one node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+@dataclass(frozen=True)
+class GpuFact:
+    gpu: int
+    verdict: str  # healthy | degraded | down | unknown
+    reason: str
+    since: datetime
+
+
+@dataclass(frozen=True)
+class AlertFact:
+    name: str  # the alertname, e.g. GPUMissing
+    summary: str
+    since: datetime  # when it fired
+    gpu: int | None = None
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    host: str
+    verdict: str | None  # None: never judged
+    reason: str
+    since: datetime | None
+    stale: bool = False
+    gpus_total: int = 0
+    gpus: tuple[GpuFact, ...] = ()
+    alerts: tuple[AlertFact, ...] = ()
+    maintenance_until: datetime | None = None
+    started_at: datetime | None = None  # newest probe start / driver load: settle after boot
+
+
+@dataclass(frozen=True)
+class SchedNode:
+    """A node as the scheduler shows it: `out` drained/cordoned by anyone, `ours` out by
+    peerwatch (Slurm: its reason prefix; Kubernetes: its own condition or annotation)."""
+
+    name: str
+    out: bool = False
+    ours: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """peerwatch took `host` out (`applied`; False: observe mode only recorded it)."""
+
+    host: str
+    taken_out_at: datetime
+    reason: str
+    applied: bool = True
+    clear_since: datetime | None = None  # healthy since, counting towards its return
+
+
+@dataclass(frozen=True)
+class Breaker:
+    open: bool = False
+    opened_at: datetime | None = None
+    reason: str = ""
+    taken_out_in_window: int = 0  # take-outs recorded in the policy's breaker window
+
+
+class Do(StrEnum):
+    TAKE_OUT = "take_out"
+    RETURN = "return"
+    RECOVERING = "recovering"  # healthy now: its return waits for return_after
+    RELAPSED = "relapsed"  # faulty again while recovering: the wait starts over
+    ADOPT = "adopt"  # out by peerwatch on the scheduler, but no mark on the server
+    FORGET = "forget"  # drop peerwatch's mark: someone else owns the node now, or it is gone
+    TRIP_BREAKER = "breaker_trip"
+    HOLD = "hold"  # would act, but may not now (debounce, settle, maintenance, breaker)
+    KEEP = "keep"  # nothing to do
+
+
+RECORDED = frozenset(Do) - {Do.HOLD, Do.KEEP}  # what is reported to the server
+
+
+@dataclass(frozen=True)
+class Decision:
+    node: str
+    do: Do
+    reason: str
+    details: dict[str, object] = field(default_factory=dict)
