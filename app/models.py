@@ -547,3 +547,7 @@ class JobSnapshot(Base):
     received_at: Mapped[datetime]
     digest: Mapped[str] = mapped_column(String(64))  # SHA-256 of the body: retry vs reuse
     body: Mapped[dict[str, Any]]
+
+from app.models_drain import DrainAction, DrainBreaker, DrainMark  # noqa: E402 (migration 0015)
+
+__all__ += ["DrainAction", "DrainBreaker", "DrainMark"]

@@ -104,7 +104,8 @@ def _room(policy: Policy, fleet: Fleet) -> tuple[int, str]:
     out_now = sum(1 for n in fleet.nodes if n.out) + sum(
         1 for m in fleet.marks.values() if not m.applied and not policy.acts)
     by_window = limits.max_per_window - fleet.breaker.taken_out_in_window
-    by_share = math.floor(limits.max_share_out * len(fleet.nodes)) - out_now
+    # at least one node of a small fleet (20 % of 4 nodes would otherwise be none)
+    by_share = max(1, math.floor(limits.max_share_out * len(fleet.nodes))) - out_now
     if by_window <= by_share:
         return by_window, (f"{limits.max_per_window} take-outs within {limits.window_s:g} s "
                            f"({fleet.breaker.taken_out_in_window} already)")
@@ -129,14 +130,19 @@ def apply_breaker(policy: Policy, fleet: Fleet, wanted: list[Decision]) -> list[
     return [*wanted[:room], trip, *held]
 
 
-def decide(policy: Policy, now: datetime, fleet: Fleet) -> list[Decision]:
-    """Every node's decision, then peerwatch's marks of nodes the scheduler no longer has."""
+def decide(policy: Policy, now: datetime, fleet: Fleet, only: str | None = None
+           ) -> list[Decision]:
+    """Every node's decision, then peerwatch's marks of nodes the scheduler no longer has.
+    With `only` (a node's own health check) the other nodes' take-outs are not counted
+    against the breaker's room: only this node's round acts."""
     plain: list[Decision] = []
     wanted: list[Decision] = []
     listed = set()
     for node in sorted(fleet.nodes, key=lambda n: n.name):
         listed.add(node.name)
         d = decide_node(policy, now, node, fleet.marks.get(node.name), fleet.facts.get(node.name))
+        if d.do is Do.TAKE_OUT and only not in (None, node.name):
+            d = Decision(d.node, Do.HOLD, f"{d.reason} (left to its own round)")
         (wanted if d.do is Do.TAKE_OUT else plain).append(d)
     gone = [Decision(name, Do.FORGET, "node no longer in the scheduler: peerwatch's mark "
                      "dropped") for name in sorted(set(fleet.marks) - listed)]

@@ -195,8 +195,8 @@ def faults(policy: Policy, facts: NodeFacts) -> list[Fault]:
             out += [Fault(kind, f"{a.name}: {a.summary}", a.since)
                     for a in facts.alerts if a.name == alertname]
     if policy.gpu_down:
-        out += [Fault("gpu_down", f"GPU{g.gpu} down: {g.reason}", g.since)
-                for g in facts.gpus if g.verdict == "down"]
+        out += [Fault("gpu_down", f"GPU{g.gpu} down: {g.reason.removeprefix(f'GPU{g.gpu}: ')}",
+                      g.since) for g in facts.gpus if g.verdict == "down"]
     out += _degraded(policy, facts)
     out += [Fault("alert", f"{a.name}: {a.summary}", a.since)
             for a in facts.alerts if a.name in policy.alerts]

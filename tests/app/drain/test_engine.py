@@ -162,3 +162,9 @@ def test_an_open_breaker_holds_take_outs_but_not_returns() -> None:
 def test_marks_of_nodes_the_scheduler_no_longer_has_are_dropped() -> None:
     f = replace(fleet(2, bad=0), marks={"gone": Mark("gone", ago(60), "x")})
     assert kinds(decide(ACT, NOW, f)) == [("gone", Do.FORGET)]
+
+
+def test_a_nodes_own_round_does_not_spend_the_breakers_room_on_others() -> None:
+    policy = replace(ACT, breaker=BreakerLimits(600, max_per_window=1, max_share_out=1.0))
+    got = kinds(decide(policy, NOW, fleet(3, bad=2), only="n01"))
+    assert got == [("n00", Do.HOLD), ("n01", Do.TAKE_OUT)]

@@ -1,0 +1,150 @@
+"""`peerwatch drain`: take nodes peerwatch cannot trust out of the scheduler, put them back.
+
+A loop (or `--once`) over the whole fleet; `--dry-run` prints the decisions and changes
+nothing; the policy's `mode: observe` (the default) records on the server what would have
+been done, `mode: act` does it. `--health-check` is Slurm's HealthCheckProgram (this node
+only, well within Slurm's 60 s); `--gate` is the prolog's question about this node;
+`--reset-breaker` is the person closing the breaker. docs/drain.md.
+
+Exit status: 0 done (gate: keep the node), 1 server unreachable (never in --health-check or
+--gate), 3 token refused, 2 usage or policy error; --gate: 10 take the node out (it was, in
+act mode), 75 could not judge (server unreachable, node unknown): the prolog lets the job run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from probes.errors import BadProbeRequest
+
+GATE_TAKE_OUT = 10
+GATE_UNKNOWN = 75  # EX_TEMPFAIL
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "drain", help="take bad nodes out of Slurm/Kubernetes and put them back",
+        description="Read peerwatch's verdicts, decide per node with the policy, act through "
+        "the scheduler (only with mode: act), and report every action to the server.")
+    p.add_argument("--server", default=os.environ.get("PEERWATCH_SERVER_URL",
+                                                      "http://127.0.0.1:8000"),
+                   help="server base URL (default: $PEERWATCH_SERVER_URL or "
+                   "http://127.0.0.1:8000)")
+    p.add_argument("--token", default=os.environ.get("PEERWATCH_ADMIN_TOKEN"),
+                   help="admin token (default: $PEERWATCH_ADMIN_TOKEN)")
+    p.add_argument("--policy", default=os.environ.get("PEERWATCH_DRAIN_POLICY"),
+                   help="policy YAML (default: $PEERWATCH_DRAIN_POLICY, else the built-in "
+                   "defaults in observe mode; see deploy/drain/policy.yaml)")
+    p.add_argument("--scheduler", choices=("slurm", "kubernetes"), default="slurm",
+                   help="which scheduler (default: slurm)")
+    p.add_argument("--scontrol", default="scontrol", help="scontrol command (default: scontrol)")
+    p.add_argument("--kubeconfig", default=None,
+                   help="Kubernetes: kubeconfig file (default: in-cluster, else ~/.kube/config)")
+    p.add_argument("--once", action="store_true", help="one round, then exit (default: loop)")
+    p.add_argument("--interval", type=float, default=60.0,
+                   help="seconds between rounds of the loop (default: 60)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would be done; change and record nothing")
+    p.add_argument("--node", default=None, help="act on this node only (default: every node)")
+    p.add_argument("--health-check", action="store_true",
+                   help="Slurm HealthCheckProgram: one round for this node (--node, default "
+                   "the short host name); an unreachable server leaves it alone")
+    p.add_argument("--gate", action="store_true",
+                   help="prolog gate for this node: exit 0 keep, 10 take out, 75 could not judge")
+    p.add_argument("--reset-breaker", action="store_true",
+                   help="close the breaker (a person looked); with --by and --comment")
+    p.add_argument("--by", default=os.environ.get("USER", "cli"),
+                   help="who resets the breaker (default: $USER)")
+    p.add_argument("--comment", default="", help="why the breaker is reset (default: empty)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="HTTP timeout, s (default: 10)")
+    p.set_defaults(func=run)
+
+
+def _policy(args: argparse.Namespace):  # -> Policy (imported late: PyYAML is an extra)
+    from app.drain.policy import Policy, PolicyError, load_policy
+
+    if not args.policy:
+        return Policy()
+    try:
+        return load_policy(Path(args.policy).read_text(), args.policy)
+    except OSError as exc:
+        raise BadProbeRequest(f"policy {args.policy}: {exc.strerror}") from exc
+    except PolicyError as exc:
+        raise BadProbeRequest(str(exc)) from exc
+
+
+def _backend(args: argparse.Namespace):
+    if args.scheduler == "kubernetes":
+        from app.drain.k8s import KubernetesBackend
+
+        return KubernetesBackend.connect(args.kubeconfig, taint=_policy(args).taint)
+    from app.drain.slurm import SlurmBackend
+
+    return SlurmBackend(args.scontrol)
+
+
+def _gate(args, policy, backend, client, actor: str) -> int:
+    from app.drain.client import ServerRefused, ServerUnavailable
+    from app.drain.controller import run_round
+    from app.drain.facts import Do
+
+    try:
+        result = run_round(policy, backend, client, actor, only=args.node,
+                           dry_run=not policy.acts, say=lambda s: print(f"peerwatch gate: {s}"))
+    except (ServerUnavailable, ServerRefused, RuntimeError) as exc:
+        print(f"peerwatch gate: could not judge {args.node}: {exc}", file=sys.stderr)
+        return GATE_UNKNOWN
+    mine = [d for d in result.decisions if d.node == args.node.lower()]
+    if not mine or mine[0].reason.startswith("unknown to peerwatch"):
+        return GATE_UNKNOWN
+    taken = any(d.do is Do.TAKE_OUT and what == "taken out" for d, what in result.done)
+    return GATE_TAKE_OUT if taken or (mine[0].do is Do.KEEP and "still out" in
+                                      mine[0].reason) else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.drain.client import DrainClient, ServerRefused, ServerUnavailable
+    from app.drain.controller import run_round
+
+    if (args.health_check or args.gate) and not args.node:
+        args.node = socket.gethostname().split(".")[0]
+    if args.reset_breaker or not args.dry_run:
+        if not args.token:
+            raise BadProbeRequest("no admin token: pass --token or set PEERWATCH_ADMIN_TOKEN")
+    client = DrainClient(args.server, args.token, args.timeout)
+    actor = f"peerwatch-drain@{socket.gethostname().split('.')[0]}"
+    try:
+        if args.reset_breaker:
+            done = client.reset_breaker(args.scheduler, args.by, args.comment)
+            print(f"breaker for {args.scheduler} reset by {done['actor']}: {done['reason']}")
+            return 0
+        policy, backend = _policy(args), _backend(args)
+        if args.gate:
+            return _gate(args, policy, backend, client, actor)
+        while True:
+            try:
+                run_round(policy, backend, client, actor, dry_run=args.dry_run, only=args.node)
+            except ServerUnavailable as exc:
+                print(f"peerwatch drain: {exc}; nothing done this round", file=sys.stderr)
+                if args.once or args.health_check:
+                    return 0 if args.health_check else 1
+            except ServerRefused:
+                raise
+            except RuntimeError as exc:  # the scheduler's command failed (SlurmError, ...)
+                print(f"peerwatch drain: {exc}; nothing done this round", file=sys.stderr)
+                if args.once or args.health_check:
+                    return 0 if args.health_check else 1
+            if args.once or args.health_check:
+                return 0
+            time.sleep(args.interval)
+    except ServerRefused as exc:
+        print(f"peerwatch drain: the server refused: {exc}", file=sys.stderr)
+        return 3
+    finally:
+        client.close()

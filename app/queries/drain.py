@@ -1,0 +1,138 @@
+"""What `peerwatch drain` decides from, read in a few selects whatever the fleet's size:
+each host's stored host and GPU verdicts, its firing alerts, active maintenance window and
+newest start; peerwatch's own marks; the breaker and its recent take-outs; the action log."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.models import (
+    Alert,
+    DrainAction,
+    DrainBreaker,
+    DrainMark,
+    Host,
+    HostRuntime,
+    JudgedGpu,
+    JudgedHost,
+)
+from app.queries.page_holds import _on_server_clock, windows_of
+from app.schemas_drain import (
+    ActionOut,
+    AlertFactOut,
+    BreakerOut,
+    DrainNodeOut,
+    GpuFactOut,
+    MarkOut,
+)
+
+
+def _gpus(session: Session) -> dict[int, list[GpuFactOut]]:
+    out: dict[int, list[GpuFactOut]] = defaultdict(list)
+    for host_id, gpu, verdict, reason, since in session.execute(
+            select(JudgedGpu.host_id, JudgedGpu.gpu, JudgedGpu.verdict, JudgedGpu.reason,
+                   JudgedGpu.since).order_by(JudgedGpu.host_id, JudgedGpu.gpu)):
+        out[host_id].append(GpuFactOut(gpu=gpu, verdict=verdict, reason=reason, since=since))
+    return out
+
+
+def _alerts(session: Session) -> dict[str, list[AlertFactOut]]:
+    out: dict[str, list[AlertFactOut]] = defaultdict(list)
+    for a in session.scalars(select(Alert).where(Alert.state == "firing",
+                                                 Alert.host.is_not(None)).order_by(Alert.id)):
+        gpu = str(a.labels.get("gpu", ""))
+        out[str(a.host)].append(AlertFactOut(
+            name=a.rule, summary=str(a.annotations.get("summary", a.rule)),
+            since=a.fired_at or a.active_since, gpu=int(gpu) if gpu.isdigit() else None))
+    return out
+
+
+def _started(session: Session) -> dict[int, datetime | None]:
+    """Newest probe start or driver load per host, on the server's clock."""
+    out = {}
+    for host_id, skew, probe, driver in session.execute(
+            select(HostRuntime.host_id, Host.clock_skew_s, HostRuntime.probe_started_at,
+                   HostRuntime.driver_loaded_at).join(Host, Host.id == HostRuntime.host_id)):
+        times = [t for t in (_on_server_clock(probe, skew), _on_server_clock(driver, skew)) if t]
+        out[host_id] = max(times) if times else None
+    return out
+
+
+def drain_nodes(session: Session, now: datetime) -> list[DrainNodeOut]:
+    gpus, alerts, started = _gpus(session), _alerts(session), _started(session)
+    windows = windows_of(session, None, now)
+    rows = session.execute(
+        select(Host.id, Host.name, JudgedHost.verdict, JudgedHost.reason, JudgedHost.since,
+               JudgedHost.stale, JudgedHost.gpus_total)
+        .outerjoin(JudgedHost, JudgedHost.host_id == Host.id).order_by(Host.name))
+    out = []
+    for r in rows:
+        active = [w.ends_at for w in windows.get(r.name, []) if w.starts_at <= now]
+        out.append(DrainNodeOut(
+            host=r.name, verdict=r.verdict, reason=r.reason or "not judged yet", since=r.since,
+            stale=bool(r.stale), gpus_total=r.gpus_total or 0, gpus=gpus.get(r.id, []),
+            alerts=alerts.get(r.name, []), maintenance_until=max(active) if active else None,
+            started_at=started.get(r.id)))
+    return out
+
+
+def mark_text(m: DrainMark) -> str:
+    what = "taken out by peerwatch" if m.applied else "would be taken out (observe mode)"
+    return f"{what} {m.taken_out_at:%Y-%m-%d %H:%M} UTC: {m.reason}"
+
+
+def mark_out(m: DrainMark) -> MarkOut:
+    return MarkOut(host=m.host, scheduler=m.scheduler, taken_out_at=m.taken_out_at,
+                   reason=m.reason, applied=m.applied, clear_since=m.clear_since,
+                   text=mark_text(m))
+
+
+def marks(session: Session, scheduler: str | None = None, host: str | None = None
+          ) -> list[MarkOut]:
+    query = select(DrainMark).order_by(DrainMark.host, DrainMark.scheduler)
+    if scheduler is not None:
+        query = query.where(DrainMark.scheduler == scheduler)
+    if host is not None:
+        query = query.where(DrainMark.host == host)
+    return [mark_out(m) for m in session.scalars(query)]
+
+
+def take_outs_since(session: Session, scheduler: str, mode: str, since: datetime) -> int:
+    return int(session.scalar(select(func.count()).select_from(DrainAction).where(
+        DrainAction.scheduler == scheduler, DrainAction.kind == "take_out",
+        DrainAction.mode == mode, DrainAction.at >= since)) or 0)
+
+
+def breaker(session: Session, scheduler: str, mode: str, window_s: float,
+            now: datetime) -> BreakerOut:
+    row = session.get(DrainBreaker, scheduler)
+    recent = take_outs_since(session, scheduler, mode, now - timedelta(seconds=window_s))
+    if row is None:
+        return BreakerOut(scheduler=scheduler, open=False, mode=None, opened_at=None, reason="",
+                          reset_by=None, reset_at=None, taken_out_in_window=recent,
+                          window_s=window_s)
+    return BreakerOut(scheduler=scheduler, open=row.open, mode=row.mode,
+                      opened_at=row.opened_at, reason=row.reason, reset_by=row.reset_by,
+                      reset_at=row.reset_at, taken_out_in_window=recent, window_s=window_s)
+
+
+def action_out(a: DrainAction) -> ActionOut:
+    return ActionOut(id=a.id, at=a.at, host=a.host, scheduler=a.scheduler, kind=a.kind,  # type: ignore[arg-type]
+                     mode=a.mode, reason=a.reason, actor=a.actor, details=a.details)  # type: ignore[arg-type]
+
+
+def actions(session: Session, host: str | None, scheduler: str | None, since: datetime | None,
+            limit: int) -> list[ActionOut]:
+    """Newest first."""
+    query = select(DrainAction).order_by(DrainAction.at.desc(), DrainAction.id.desc())
+    if host is not None:
+        query = query.where(DrainAction.host == host)
+    if scheduler is not None:
+        query = query.where(DrainAction.scheduler == scheduler)
+    if since is not None:
+        query = query.where(DrainAction.at >= since)
+    return [action_out(a) for a in session.scalars(query.limit(limit))]

@@ -1,0 +1,80 @@
+"""`peerwatch drain`'s API: the state it decides from, its action log, its breaker.
+
+Reads need no token (like every read API); recording an action and resetting the breaker
+need the admin token, as maintenance windows do. docs/drain.md.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from app.deps import AdminTokenDep, SessionDep
+from app.errors import unprocessable
+from app.queries import drain as q
+from app.schemas_drain import (
+    ActionIn,
+    ActionOut,
+    ActionsResponse,
+    BreakerOut,
+    BreakerReset,
+    DrainStateResponse,
+)
+from app.services.drain import record_action, reset_breaker
+
+router = APIRouter(prefix="/api/v1", tags=["drain"])
+
+Scheduler = Annotated[str, Query(min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$",
+                                 description="slurm, kubernetes, ...")]
+Mode = Annotated[str, Query(pattern=r"^(act|observe)$",
+                            description="Count this mode's take-outs for the breaker.")]
+Window = Annotated[float, Query(gt=0, le=30 * 86_400, description="Breaker window, s.")]
+
+
+@router.get("/drain/state", response_model=DrainStateResponse,
+            summary="What peerwatch drain decides from: verdicts, alerts, marks, breaker")
+def drain_state(session: SessionDep, scheduler: Scheduler = "slurm", mode: Mode = "observe",
+                window_s: Window = 600.0) -> DrainStateResponse:
+    now = datetime.now(UTC)
+    return DrainStateResponse(generated_at=now, scheduler=scheduler,
+                              nodes=q.drain_nodes(session, now),
+                              marks=q.marks(session, scheduler),
+                              breaker=q.breaker(session, scheduler, mode, window_s, now))
+
+
+@router.post("/actions", response_model=ActionOut, status_code=status.HTTP_201_CREATED,
+             summary="Record what peerwatch drain did (admin token)")
+def post_action(body: ActionIn, session: SessionDep, _admin: AdminTokenDep) -> ActionOut:
+    try:
+        return q.action_out(record_action(session, body, datetime.now(UTC)))
+    except ValueError as exc:
+        raise unprocessable("host", str(exc)) from exc
+
+
+@router.get("/actions", response_model=ActionsResponse,
+            summary="What peerwatch drain did, newest first: who, what, why")
+def get_actions(
+    session: SessionDep,
+    host: Annotated[str | None, Query(max_length=253, description="Only this node.")] = None,
+    scheduler: Annotated[str | None, Query(max_length=32)] = None,
+    since_s: Annotated[float | None, Query(gt=0, le=366 * 86_400,
+                                           description="Only the last N seconds.")] = None,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+) -> ActionsResponse:
+    since = datetime.now(UTC) - timedelta(seconds=since_s) if since_s else None
+    return ActionsResponse(actions=q.actions(session, host, scheduler, since, limit))
+
+
+@router.get("/drain/breaker", response_model=BreakerOut, summary="The drain breaker's state")
+def get_breaker(session: SessionDep, scheduler: Scheduler = "slurm", mode: Mode = "act",
+                window_s: Window = 600.0) -> BreakerOut:
+    return q.breaker(session, scheduler, mode, window_s, datetime.now(UTC))
+
+
+@router.post("/drain/breaker/reset", response_model=ActionOut,
+             summary="Close the drain breaker after a person looked (admin token)")
+def post_breaker_reset(body: BreakerReset, session: SessionDep,
+                       _admin: AdminTokenDep) -> ActionOut:
+    return q.action_out(reset_breaker(session, body, datetime.now(UTC)))

@@ -1,0 +1,99 @@
+"""API shapes of `peerwatch drain`: the state it decides from, the actions it reports, its
+breaker (docs/drain.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+ActionKind = Literal["take_out", "return", "recovering", "relapsed", "adopt", "forget",
+                     "breaker_trip", "breaker_reset", "failed"]
+Mode = Literal["act", "observe"]
+SchedulerName = Field(default="slurm", min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$",
+                      examples=["slurm", "kubernetes"])
+
+
+class GpuFactOut(BaseModel):
+    gpu: int
+    verdict: str
+    reason: str
+    since: datetime
+
+
+class AlertFactOut(BaseModel):
+    name: str = Field(examples=["GPUMissing"])
+    summary: str
+    since: datetime = Field(description="When it fired.")
+    gpu: int | None = None
+
+
+class DrainNodeOut(BaseModel):
+    host: str
+    verdict: str | None
+    reason: str
+    since: datetime | None
+    stale: bool
+    gpus_total: int
+    gpus: list[GpuFactOut]
+    alerts: list[AlertFactOut] = Field(description="Firing alerts of the host.")
+    maintenance_until: datetime | None = Field(description="End of the active window, if any.")
+    started_at: datetime | None = Field(description="Newest probe start or driver load.")
+
+
+class MarkOut(BaseModel):
+    host: str
+    scheduler: str
+    taken_out_at: datetime
+    reason: str
+    applied: bool = Field(description="False: recorded in observe mode, the node was not "
+                                      "taken out.")
+    clear_since: datetime | None = Field(description="Healthy since (its return waits).")
+    text: str = Field(examples=["taken out by peerwatch 03:12 UTC: GPU5 down: ..."])
+
+
+class BreakerOut(BaseModel):
+    scheduler: str
+    open: bool
+    mode: str | None
+    opened_at: datetime | None
+    reason: str
+    reset_by: str | None
+    reset_at: datetime | None
+    taken_out_in_window: int = Field(description="take_out actions within window_s.")
+    window_s: float
+
+
+class DrainStateResponse(BaseModel):
+    generated_at: datetime
+    scheduler: str
+    nodes: list[DrainNodeOut]
+    marks: list[MarkOut]
+    breaker: BreakerOut
+
+
+class ActionIn(BaseModel):
+    host: str | None = Field(default=None, max_length=253,
+                             description="The node; none for the breaker's own actions.")
+    scheduler: str = SchedulerName
+    kind: ActionKind
+    mode: Mode
+    reason: str = Field(max_length=2000)
+    actor: str = Field(min_length=1, max_length=128, examples=["peerwatch-drain@head1"])
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ActionOut(ActionIn):
+    id: int
+    at: datetime
+
+
+class ActionsResponse(BaseModel):
+    actions: list[ActionOut]
+
+
+class BreakerReset(BaseModel):
+    scheduler: str = SchedulerName
+    by: str = Field(min_length=1, max_length=128)
+    comment: str = Field(default="", max_length=2000)

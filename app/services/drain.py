@@ -1,0 +1,131 @@
+"""Record what `peerwatch drain` did, and keep its ownership marks and breaker in step.
+
+One transaction per action: the action row, the mark it creates/updates/drops, the breaker it
+opens, and the alert that tells Alertmanager (`DrainBreakerOpen` while the breaker is open
+in act mode; `NodeTakenOutByPeerwatch` while a node is out by peerwatch), so a controller that
+restarts, or another replica, reads the same ownership and breaker. These alerts belong to no
+host rule: the rule engine never resolves them; this module does (return, forget, reset).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app.alerting.rule import fingerprint
+from app.models import Alert, AlertEvent, DrainAction, DrainBreaker, DrainMark
+from app.schemas_drain import ActionIn, BreakerReset
+
+BREAKER_ALERT = "DrainBreakerOpen"
+NODE_ALERT = "NodeTakenOutByPeerwatch"
+DRAIN_ALERTS = frozenset({BREAKER_ALERT, NODE_ALERT})
+
+
+def _fire(session: Session, labels: dict[str, str], host: str | None, summary: str,
+          description: str, now: datetime) -> None:
+    fp = fingerprint(labels)
+    if session.scalar(select(Alert.id).where(Alert.fingerprint == fp,
+                                             Alert.state == "firing")) is not None:
+        return
+    row = Alert(rule=labels["alertname"], fingerprint=fp, host=host, labels=labels,
+                annotations={"summary": summary, "description": description,
+                             "dashboard": f"/#/host/{host}" if host else "/"},
+                state="firing", active_since=now, fired_at=now, value=1.0, updated_at=now)
+    session.add(row)
+    session.flush()
+    session.add(AlertEvent(alert_id=row.id, state="firing", at=now, value=1.0, message=summary))
+
+
+def _resolve(session: Session, labels: dict[str, str], now: datetime, why: str) -> None:
+    for row in session.scalars(select(Alert).where(Alert.fingerprint == fingerprint(labels),
+                                                   Alert.state == "firing")):
+        row.state, row.resolved_at, row.updated_at = "resolved", now, now
+        session.add(AlertEvent(alert_id=row.id, state="resolved", at=now, value=None,
+                               message=why))
+
+
+def _node_labels(host: str, scheduler: str) -> dict[str, str]:
+    return {"alertname": NODE_ALERT, "severity": "warning", "host": host,
+            "scheduler": scheduler}
+
+
+def _breaker_labels(scheduler: str) -> dict[str, str]:
+    return {"alertname": BREAKER_ALERT, "severity": "critical", "scheduler": scheduler}
+
+
+def _mark(session: Session, scheduler: str, host: str) -> DrainMark | None:
+    return session.scalar(select(DrainMark).where(DrainMark.scheduler == scheduler,
+                                                  DrainMark.host == host))
+
+
+def _take_out(session: Session, a: DrainAction, now: datetime) -> None:
+    host = str(a.host)
+    mark = _mark(session, a.scheduler, host) or DrainMark(scheduler=a.scheduler, host=host)
+    mark.taken_out_at, mark.reason, mark.applied = a.at, a.reason, a.mode == "act"
+    mark.clear_since, mark.action_id = None, a.id
+    session.add(mark)
+    if mark.applied:
+        _fire(session, _node_labels(host, a.scheduler), host,
+              f"{host} taken out of {a.scheduler} by peerwatch", a.reason, now)
+
+
+def _drop(session: Session, a: DrainAction, now: datetime) -> None:
+    session.execute(delete(DrainMark).where(DrainMark.scheduler == a.scheduler,
+                                            DrainMark.host == a.host))
+    _resolve(session, _node_labels(str(a.host), a.scheduler), now, f"{a.kind}: {a.reason}")
+
+
+def _clear_since(session: Session, a: DrainAction, value: datetime | None) -> None:
+    mark = _mark(session, a.scheduler, str(a.host))
+    if mark is not None:
+        mark.clear_since = value
+
+
+def _trip(session: Session, a: DrainAction, now: datetime) -> None:
+    row = session.get(DrainBreaker, a.scheduler) or DrainBreaker(scheduler=a.scheduler)
+    row.open, row.mode, row.opened_at, row.reason = True, a.mode, a.at, a.reason
+    row.reset_by = row.reset_at = None
+    session.add(row)
+    if a.mode == "act":
+        _fire(session, _breaker_labels(a.scheduler), None,
+              f"peerwatch drain's breaker for {a.scheduler} is open: no node is taken out "
+              "until a person resets it", a.reason, now)
+
+
+def record_action(session: Session, body: ActionIn, now: datetime) -> DrainAction:
+    """Store the action and apply what it means to marks, breaker and alerts."""
+    if body.kind not in ("breaker_trip", "breaker_reset") and not body.host:
+        raise ValueError(f"a {body.kind} action names its host")
+    action = DrainAction(at=now, host=body.host, scheduler=body.scheduler, kind=body.kind,
+                         mode=body.mode, reason=body.reason, actor=body.actor,
+                         details=body.details)
+    session.add(action)
+    session.flush()
+    if body.kind in ("take_out", "adopt"):
+        _take_out(session, action, now)
+    elif body.kind in ("return", "forget"):
+        _drop(session, action, now)
+    elif body.kind in ("recovering", "relapsed"):
+        _clear_since(session, action, now if body.kind == "recovering" else None)
+    elif body.kind == "breaker_trip":
+        _trip(session, action, now)
+    session.commit()
+    return action
+
+
+def reset_breaker(session: Session, body: BreakerReset, now: datetime) -> DrainAction:
+    """A person closes the breaker; recorded as an action, its alert resolved."""
+    row = session.get(DrainBreaker, body.scheduler)
+    was = bool(row and row.open)
+    if row is not None:
+        row.open, row.reset_by, row.reset_at = False, body.by, now
+    action = DrainAction(at=now, host=None, scheduler=body.scheduler, kind="breaker_reset",
+                         mode=row.mode if row else "act", actor=body.by,
+                         reason=body.comment or ("reset" if was else "reset (was not open)"),
+                         details={"was_open": was})
+    session.add(action)
+    _resolve(session, _breaker_labels(body.scheduler), now, f"reset by {body.by}")
+    session.commit()
+    return action

@@ -1,0 +1,181 @@
+"""`peerwatch drain` against a real Slurm (slurmctld + slurmd + munge, tests/deploy/
+slurm_cluster.py) and a real `peerwatch serve` fed simulated probe reports.
+
+A GPU cut off on the real node drains it with peerwatch's reason and the verdict's action,
+and its recovery resumes it; a node an operator drained is left alone, faulty or healthy;
+the breaker trips at its limit (one node out, the next held, DrainBreakerOpen firing) and a
+person resets it; the HealthCheckProgram mode answers well within Slurm's 60 s.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench._serve import serve_process
+from probes.report import TestName
+from probes.sim.faults import LinksDown
+from probes.sim.simulated import SimulatedFabric
+from probes.sweep import SweepOptions, build_report
+from tests.deploy.slurm_cluster import Cluster, slurm_cluster
+
+ADMIN = "drain-admin-token"
+PROBE = "drain-probe-token"
+ACT = "mode: act\ndebounce: 0\nsettle_after_boot: 0\nreturn_after: 0\n"
+CUT = (LinksDown(gpu=5, count=18),)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with slurm_cluster(tmp_path_factory.mktemp("slurm")) as c:
+        yield c
+
+
+@pytest.fixture
+def server(tmp_path: Path, cluster: Cluster) -> Iterator[str]:
+    cluster.undrain_all()
+    env = {"PEERWATCH_PROBE_TOKENS": PROBE, "PEERWATCH_ADMIN_TOKEN": ADMIN}
+    with serve_process(f"sqlite:///{tmp_path / 'pw.db'}", tmp_path / "data", env) as url:
+        yield url
+
+
+def report(url: str, host: str, faults: tuple = ()) -> None:
+    fab = SimulatedFabric("hgx8", seed=3, faults=faults, hostname=host)
+    body = build_report(fab, options=SweepOptions(tests=(TestName.CE_WRITE,)))
+    r = httpx.post(f"{url}/api/v1/reports", content=body.model_dump_json(), timeout=60,
+                   headers={"Authorization": f"Bearer {PROBE}",
+                            "Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+
+
+def drain(cluster: Cluster, url: str, tmp_path: Path, policy: str, *extra: str
+          ) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "policy.yaml"
+    path.write_text(policy)
+    done = subprocess.run([sys.executable, "-m", "app.cli", "drain", "--once", "--server", url,
+                           "--token", ADMIN, "--policy", str(path), *extra], env=cluster.env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def actions(url: str, host: str | None = None) -> list[dict]:
+    params = {"host": host} if host else {}
+    return httpx.get(f"{url}/api/v1/actions", params=params).json()["actions"]
+
+
+def test_a_fault_drains_the_node_with_the_reason_and_recovery_resumes_it(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    node = cluster.node
+    report(server, node, CUT)
+    for other in cluster.extra:
+        report(server, other)
+    out = drain(cluster, server, tmp_path, ACT).stdout
+    assert "DRAIN" in cluster.state(node), out
+    reason = cluster.reason(node)
+    assert reason.startswith("peerwatch: GPU5 down:") and "NVLink" in reason, reason
+    assert all("DRAIN" not in cluster.state(n) for n in cluster.extra)
+    [took] = actions(server, node)
+    assert (took["kind"], took["mode"]) == ("take_out", "act")
+    assert took["actor"].startswith("peerwatch-drain@") and took["reason"] in reason
+    [mark] = httpx.get(f"{server}/api/v1/drain/state").json()["marks"]
+    assert mark["text"].startswith("taken out by peerwatch ") and mark["applied"]
+
+    report(server, node)  # healthy again
+    drain(cluster, server, tmp_path, ACT)  # starts the healthy wait (return_after: 0)
+    assert "DRAIN" in cluster.state(node)
+    drain(cluster, server, tmp_path, ACT)
+    assert "DRAIN" not in cluster.state(node)
+    assert [a["kind"] for a in actions(server, node)] == ["return", "recovering", "take_out"]
+    assert httpx.get(f"{server}/api/v1/drain/state").json()["marks"] == []
+
+
+def test_a_node_drained_by_an_operator_is_left_alone(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    node = cluster.node
+    cluster.scontrol("update", f"nodename={node}", "state=drain", "reason=bad DIMM, ticket 42")
+    report(server, node, CUT)
+    out = drain(cluster, server, tmp_path, ACT).stdout
+    assert f"{node}: keep: out by someone else (bad DIMM, ticket 42)" in out
+    assert cluster.reason(node) == "bad DIMM, ticket 42"
+    report(server, node)  # healthy: still not resumed, it is not peerwatch's drain
+    drain(cluster, server, tmp_path, ACT)
+    drain(cluster, server, tmp_path, ACT)
+    assert "DRAIN" in cluster.state(node) and cluster.reason(node) == "bad DIMM, ticket 42"
+    assert actions(server, node) == []
+
+
+def test_the_breaker_trips_at_its_limit_and_a_person_resets_it(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    first, second = cluster.extra[0], cluster.extra[1]
+    report(server, first, CUT)
+    report(server, second, CUT)
+    policy = ACT + "breaker: {max_per_window: 1, max_share_out: 1.0}\n"
+    out = drain(cluster, server, tmp_path, policy).stdout
+    assert "DRAIN" in cluster.state(first) and "DRAIN" not in cluster.state(second), out
+    assert "(breaker): breaker_trip:" in out
+    breaker = httpx.get(f"{server}/api/v1/drain/breaker").json()
+    assert breaker["open"] and "1 take-outs within 600 s" in breaker["reason"]
+    firing = httpx.get(f"{server}/api/v1/alerts").json()["alerts"]
+    assert any(a["labels"]["alertname"] == "DrainBreakerOpen" for a in firing), firing
+    drain(cluster, server, tmp_path, policy)  # still open: the second stays in
+    assert "DRAIN" not in cluster.state(second)
+
+    done = subprocess.run([sys.executable, "-m", "app.cli", "drain", "--reset-breaker",
+                           "--server", server, "--token", ADMIN, "--by", "alice",
+                           "--comment", "checked: two real faults"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "reset by alice" in done.stdout, done.stderr
+    assert not httpx.get(f"{server}/api/v1/drain/breaker").json()["open"]
+    roomy = ACT + "breaker: {max_per_window: 5, max_share_out: 1.0}\n"
+    drain(cluster, server, tmp_path, roomy)
+    assert "DRAIN" in cluster.state(second)
+
+
+def test_an_open_breaker_still_returns_recovered_nodes(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    node, other = cluster.node, cluster.extra[0]
+    report(server, node, CUT)
+    policy = ACT + "breaker: {max_per_window: 1, max_share_out: 1.0}\n"
+    drain(cluster, server, tmp_path, policy)
+    report(server, other, CUT)
+    drain(cluster, server, tmp_path, policy)  # trips: the other is held
+    assert httpx.get(f"{server}/api/v1/drain/breaker").json()["open"]
+    report(server, node)
+    drain(cluster, server, tmp_path, policy)
+    drain(cluster, server, tmp_path, policy)
+    assert "DRAIN" not in cluster.state(node) and "DRAIN" not in cluster.state(other)
+
+
+def test_health_check_mode_acts_on_this_node_only_within_slurms_limit(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    node, other = cluster.node, cluster.extra[0]
+    report(server, node, CUT)
+    report(server, other, CUT)
+    start = time.monotonic()
+    drain(cluster, server, tmp_path, ACT, "--health-check", "--node", node)
+    assert time.monotonic() - start < 60
+    assert "DRAIN" in cluster.state(node) and "DRAIN" not in cluster.state(other)
+
+
+def test_observe_mode_records_what_it_would_do_and_changes_nothing(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    node = cluster.node
+    report(server, node, CUT)
+    out = drain(cluster, server, tmp_path, ACT.replace("act", "observe")).stdout
+    assert "recorded (observe: not done)" in out and "DRAIN" not in cluster.state(node)
+    [would] = actions(server, node)
+    assert (would["kind"], would["mode"]) == ("take_out", "observe")
+    other = cluster.extra[0]
+    report(server, other, CUT)
+    dry = drain(cluster, server, tmp_path, ACT, "--dry-run").stdout
+    assert f"{other}: take_out: GPU5 down: all 18 NVLinks down" in dry, dry
+    assert f"{node}: forget: recorded in observe mode, now acting" in dry
+    assert "DRAIN" not in cluster.state(node) and "DRAIN" not in cluster.state(other)
+    assert len(actions(server)) == 1
