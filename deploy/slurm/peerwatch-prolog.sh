@@ -1,5 +1,35 @@
 #!/bin/sh
 # Slurm Prolog (slurm.conf: Prolog=/etc/slurm/peerwatch-prolog.sh): this node's GPU fabric
-# just before the job starts, sent to peerwatch; `GET /api/v1/hosts/NODE/jobs/JOB/diff`
-# compares it with the epilog's. Never fails the job (see peerwatch-job-snapshot.sh).
-exec "$(dirname "$0")/peerwatch-job-snapshot.sh" prolog
+# just before the job starts, sent to peerwatch (`GET /api/v1/hosts/NODE/jobs/JOB/diff`
+# compares it with the epilog's); then, with PEERWATCH_GATE=1, the gate: may this node take
+# the job? `peerwatch drain --gate` answers with the drain policy (docs/drain.md):
+#   0   keep: the job runs
+#   10  take out: peerwatch drained the node with its reason (policy mode: act only); this
+#       prolog exits 1, so Slurm does not start the job here (a batch job is requeued)
+#   75  could not judge (server unreachable or slow, node unknown): the job runs
+# Anything else (the command missing, killed by PEERWATCH_GATE_TIMEOUT) also lets the job
+# run: a monitoring outage never blocks a job. The snapshot never fails the job either.
+# Settings (environment, or /etc/default/peerwatch which is read if present), besides those
+# of peerwatch-job-snapshot.sh:
+#   PEERWATCH_GATE               1 to ask the gate (default: 0, snapshot only)
+#   PEERWATCH_ADMIN_TOKEN_FILE   file holding the admin token the gate reports with
+#                                (default /etc/peerwatch/admin-token)
+#   PEERWATCH_DRAIN_POLICY       the drain policy file (default: built-in, observe mode)
+#   PEERWATCH_GATE_TIMEOUT       seconds for the gate (default 30)
+"$(dirname "$0")/peerwatch-job-snapshot.sh" prolog
+[ -r /etc/default/peerwatch ] && . /etc/default/peerwatch
+[ "${PEERWATCH_GATE:-0}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ] || exit 0
+admin_file="${PEERWATCH_ADMIN_TOKEN_FILE:-/etc/peerwatch/admin-token}"
+if [ -z "${PEERWATCH_ADMIN_TOKEN:-}" ] && [ -r "$admin_file" ]; then
+  PEERWATCH_ADMIN_TOKEN=$(cat "$admin_file")
+  export PEERWATCH_ADMIN_TOKEN
+fi
+timeout "${PEERWATCH_GATE_TIMEOUT:-30}" "${PEERWATCH_BIN:-peerwatch}" drain --gate \
+  --server "${PEERWATCH_URL:-http://127.0.0.1:8000}" --node "${SLURMD_NODENAME:-$(hostname -s)}"
+rc=$?
+if [ "$rc" -eq 10 ]; then
+  echo "peerwatch: node taken out by the gate; job $SLURM_JOB_ID not started here" >&2
+  exit 1
+fi
+[ "$rc" -eq 0 ] || echo "peerwatch: gate could not judge (exit $rc); job runs" >&2
+exit 0
