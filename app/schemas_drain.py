@@ -40,6 +40,8 @@ class DrainNodeOut(BaseModel):
     alerts: list[AlertFactOut] = Field(description="Firing alerts of the host.")
     maintenance_until: datetime | None = Field(description="End of the active window, if any.")
     started_at: datetime | None = Field(description="Newest probe start or driver load.")
+    nvlink_domain: str | None = Field(default=None, description="Rack-scale NVLink domain.")
+    nvlink_clique: int | None = Field(default=None, description="Its clique id.")
 
 
 class MarkOut(BaseModel):

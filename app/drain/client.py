@@ -32,7 +32,8 @@ def node_facts(raw: dict[str, Any]) -> NodeFacts:
             g["since"])) for g in raw["gpus"]),
         alerts=tuple(AlertFact(a["name"], a["summary"], datetime.fromisoformat(a["since"]),
                                a.get("gpu")) for a in raw["alerts"]),
-        maintenance_until=_time(raw["maintenance_until"]), started_at=_time(raw["started_at"]))
+        maintenance_until=_time(raw["maintenance_until"]), started_at=_time(raw["started_at"]),
+        nvlink_domain=raw.get("nvlink_domain"), nvlink_clique=raw.get("nvlink_clique"))
 
 
 def mark(raw: dict[str, Any]) -> Mark:

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from app.drain.client import DrainClient
 from app.drain.engine import Fleet, changes, decide
-from app.drain.facts import Decision, Do, Mark, SchedNode
+from app.drain.facts import Decision, Do, Mark, NodeFacts, SchedNode
 from app.drain.policy import Policy
 
 
@@ -41,11 +41,34 @@ def _lower(nodes: list[SchedNode]) -> tuple[tuple[SchedNode, ...], dict[str, str
     return tuple(SchedNode(n.name.lower(), n.out, n.ours, n.reason) for n in nodes), spelled
 
 
+@dataclass
+class Plan:
+    decisions: list[Decision]
+    spelled: dict[str, str]  # lower-case name -> the scheduler's own spelling
+    marks: dict[str, Mark]
+    facts: dict[str, NodeFacts]
+
+
 def plan(policy: Policy, backend: Backend, client: DrainClient, now: datetime,
-         only: str | None = None) -> tuple[list[Decision], dict[str, str], dict[str, Mark]]:
+         only: str | None = None) -> Plan:
     facts, marks, breaker = client.state(backend.name, policy.mode, policy.breaker.window_s)
     nodes, spelled = _lower(backend.nodes())
-    return decide(policy, now, Fleet(nodes, facts, marks, breaker), only), spelled, marks
+    return Plan(decide(policy, now, Fleet(nodes, facts, marks, breaker), only), spelled,
+                marks, facts)
+
+
+def _publish(backend: Backend, p: Plan, only: str | None,
+             say: Callable[[str], None]) -> None:
+    """Labels a scheduler can read (Kubernetes); a backend without `publish` has none."""
+    publish = getattr(backend, "publish", None)
+    if publish is None:
+        return
+    for name, spelled in sorted(p.spelled.items()):
+        if name in p.facts and only in (None, name):
+            try:
+                publish(spelled, p.facts[name])
+            except RuntimeError as exc:
+                say(f"{name}: labels not written: {exc}")
 
 
 def _apply(policy: Policy, backend: Backend, d: Decision, name: str, mark: Mark | None
@@ -70,7 +93,8 @@ def run_round(policy: Policy, backend: Backend, client: DrainClient, actor: str,
               now: datetime | None = None, say: Callable[[str], None] = print) -> Round:
     """Decide over the whole fleet (the breaker counts all of it); act on `only` if given."""
     only = only.lower() if only else None
-    decisions, spelled, marks = plan(policy, backend, client, now or datetime.now(UTC), only)
+    p = plan(policy, backend, client, now or datetime.now(UTC), only)
+    decisions = p.decisions
     if only is not None:
         decisions = [d for d in decisions if d.node in ("", only)]
     for d in decisions:
@@ -80,7 +104,7 @@ def run_round(policy: Policy, backend: Backend, client: DrainClient, actor: str,
         return Round(decisions, done)
     for d in changes(decisions):
         try:
-            what = _apply(policy, backend, d, spelled.get(d.node, d.node), marks.get(d.node))
+            what = _apply(policy, backend, d, p.spelled.get(d.node, d.node), p.marks.get(d.node))
         except RuntimeError as exc:  # SlurmError, KubernetesError: reported, mark unchanged
             client.report(d, "failed", backend.name, policy.mode, actor,
                           {"wanted": d.do.value, "error": str(exc)[:500]})
@@ -90,4 +114,6 @@ def run_round(policy: Policy, backend: Backend, client: DrainClient, actor: str,
         client.report(d, d.do.value, backend.name, policy.mode, actor)
         done.append((d, what))
         say(f"{d.node or '(breaker)'}: {what}")
+    if policy.acts:
+        _publish(backend, p, only, say)
     return Round(decisions, done)

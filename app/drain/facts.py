@@ -40,6 +40,12 @@ class NodeFacts:
     alerts: tuple[AlertFact, ...] = ()
     maintenance_until: datetime | None = None
     started_at: datetime | None = None  # newest probe start / driver load: settle after boot
+    nvlink_domain: str | None = None  # rack-scale NVLink domain and clique (labels)
+    nvlink_clique: int | None = None
+
+    @property
+    def healthy_gpus(self) -> int:
+        return sum(1 for g in self.gpus if g.verdict == "healthy")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from app.models import (
     DrainAction,
     DrainBreaker,
     DrainMark,
+    Gpu,
     Host,
     HostRuntime,
     JudgedGpu,
@@ -62,8 +63,20 @@ def _started(session: Session) -> dict[int, datetime | None]:
     return out
 
 
+def _cliques(session: Session) -> dict[int, tuple[str, int | None]]:
+    """(NVLink domain, clique id) of each host in one (rack-scale systems only)."""
+    out: dict[int, tuple[str, int | None]] = {}
+    for host_id, domain, fabric in session.execute(
+            select(Gpu.host_id, Gpu.nvlink_domain, Gpu.switch_fabric).where(
+                Gpu.present.is_(True), Gpu.nvlink_domain.is_not(None)).order_by(Gpu.index)):
+        clique = (fabric or {}).get("clique_id")
+        out.setdefault(host_id, (str(domain), clique if isinstance(clique, int) else None))
+    return out
+
+
 def drain_nodes(session: Session, now: datetime) -> list[DrainNodeOut]:
     gpus, alerts, started = _gpus(session), _alerts(session), _started(session)
+    cliques = _cliques(session)
     windows = windows_of(session, None, now)
     rows = session.execute(
         select(Host.id, Host.name, JudgedHost.verdict, JudgedHost.reason, JudgedHost.since,
@@ -76,7 +89,8 @@ def drain_nodes(session: Session, now: datetime) -> list[DrainNodeOut]:
             host=r.name, verdict=r.verdict, reason=r.reason or "not judged yet", since=r.since,
             stale=bool(r.stale), gpus_total=r.gpus_total or 0, gpus=gpus.get(r.id, []),
             alerts=alerts.get(r.name, []), maintenance_until=max(active) if active else None,
-            started_at=started.get(r.id)))
+            started_at=started.get(r.id), nvlink_domain=cliques.get(r.id, (None, None))[0],
+            nvlink_clique=cliques.get(r.id, (None, None))[1]))
     return out
 
 

@@ -50,3 +50,11 @@ def test_a_bad_value_names_its_key(text: str, named: str) -> None:
     with pytest.raises(PolicyError) as err:
         load_policy(text, source="drain.yaml")
     assert str(err.value).startswith("drain.yaml: ") and named in str(err.value)
+
+
+def test_the_kubernetes_manifests_policy_loads() -> None:
+    import yaml
+
+    docs = yaml.safe_load_all((EXAMPLE.parents[1] / "k8s" / "drain.yaml").read_text())
+    config = next(d for d in docs if d["kind"] == "ConfigMap")
+    assert load_policy(config["data"]["policy.yaml"]).mode == "observe"
