@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.alerting.service import service_for
 from app.metrics import PeerwatchCollector
+from app.metrics_drain import drain_families
 from app.metrics_ingest import IngestStats
 from app.metrics_loader import load_snapshot
 from app.metrics_snapshot import FleetSnapshot
@@ -44,6 +45,8 @@ def collector_for(request: Request) -> PeerwatchCollector:
                              "description": "peerwatch_* series; see docs/alerts.md"}})
 def metrics(request: Request) -> Response:
     body = render(collector_for(request).collect())
+    with request.app.state.sessionmaker() as session:
+        body += render(drain_families(session))
     stats: IngestStats | None = getattr(request.app.state, "ingest_stats", None)
     if stats is not None:
         body += generate_latest(stats.registry)

@@ -1,0 +1,105 @@
+"""The drain API on SQLite and PostgreSQL: actions keep ownership marks, the breaker and their
+alerts in step, /metrics counts them, Alertmanager is due to hear of them, and the state the
+controller reads carries the stored verdicts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi.testclient import TestClient
+
+from app.alerting.notify import due
+from app.alerting.service import service_for
+from tests.app.conftest import ADMIN_TOKEN, probe_headers
+from tests.app.factory import sweep
+
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def act(client: TestClient, kind: str, host: str | None = "gpu-b", mode: str = "act",
+        reason: str = "GPU5 down: all 18 NVLinks down") -> dict:
+    r = client.post("/api/v1/actions", headers=ADMIN, json={
+        "host": host, "scheduler": "slurm", "kind": kind, "mode": mode, "reason": reason,
+        "actor": "peerwatch-drain@head"})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def firing(client: TestClient, name: str) -> list[dict]:
+    alerts = client.get("/api/v1/alerts").json()["alerts"]
+    return [a for a in alerts if a["labels"]["alertname"] == name and a["state"] == "firing"]
+
+
+def metric_lines(client: TestClient, prefix: str) -> list[str]:
+    return [line for line in client.get("/metrics").text.splitlines()
+            if line.startswith(prefix)]
+
+
+def test_a_take_out_and_its_return_keep_mark_alert_and_metrics(client: TestClient) -> None:
+    act(client, "take_out")
+    [mark] = client.get("/api/v1/drain/state").json()["marks"]
+    assert mark["applied"] and mark["text"].startswith("taken out by peerwatch ")
+    assert mark["text"].endswith("GPU5 down: all 18 NVLinks down")
+    [alert] = firing(client, "NodeTakenOutByPeerwatch")
+    assert alert["labels"]["host"] == "gpu-b"
+    with client.app.state.sessionmaker() as session:  # type: ignore[attr-defined]
+        alerting = service_for(client.app).alerting
+        assert "NodeTakenOutByPeerwatch" in {a.rule for a in due(session, datetime.now(UTC),
+                                                                 alerting)}
+    assert metric_lines(client, "peerwatch_drain_node_out{") == [
+        'peerwatch_drain_node_out{host="gpu-b",scheduler="slurm"} 1.0']
+    act(client, "return", reason="healthy since 03:10")
+    assert client.get("/api/v1/drain/state").json()["marks"] == []
+    assert firing(client, "NodeTakenOutByPeerwatch") == []
+    assert metric_lines(client, "peerwatch_drain_node_out{") == []
+    assert sorted(metric_lines(client, "peerwatch_drain_actions_total{")) == [
+        'peerwatch_drain_actions_total{kind="return",mode="act",scheduler="slurm"} 1.0',
+        'peerwatch_drain_actions_total{kind="take_out",mode="act",scheduler="slurm"} 1.0']
+    listed = client.get("/api/v1/actions", params={"host": "gpu-b"}).json()["actions"]
+    assert [(a["kind"], a["actor"]) for a in listed] == [
+        ("return", "peerwatch-drain@head"), ("take_out", "peerwatch-drain@head")]
+
+
+def test_observe_mode_marks_without_alerting(client: TestClient) -> None:
+    act(client, "take_out", mode="observe")
+    [mark] = client.get("/api/v1/drain/state").json()["marks"]
+    assert not mark["applied"] and mark["text"].startswith("would be taken out (observe")
+    assert firing(client, "NodeTakenOutByPeerwatch") == []
+
+
+def test_the_breaker_opens_alerts_and_a_person_resets_it(client: TestClient) -> None:
+    act(client, "breaker_trip", host=None, reason="2 more take-outs would pass the limit")
+    breaker = client.get("/api/v1/drain/breaker").json()
+    assert breaker["open"] and breaker["reason"].startswith("2 more take-outs")
+    assert len(firing(client, "DrainBreakerOpen")) == 1
+    assert metric_lines(client, "peerwatch_drain_breaker_open{") == [
+        'peerwatch_drain_breaker_open{scheduler="slurm"} 1.0']
+    assert client.post("/api/v1/drain/breaker/reset",
+                       json={"by": "alice"}).status_code == 401
+    r = client.post("/api/v1/drain/breaker/reset", headers=ADMIN,
+                    json={"by": "alice", "comment": "two real faults"})
+    assert r.status_code == 200 and r.json()["kind"] == "breaker_reset"
+    breaker = client.get("/api/v1/drain/breaker").json()
+    assert not breaker["open"] and breaker["reset_by"] == "alice"
+    assert firing(client, "DrainBreakerOpen") == []
+
+
+def test_bad_actions_are_refused_naming_what_is_wrong(client: TestClient) -> None:
+    body = {"scheduler": "slurm", "kind": "take_out", "mode": "act", "reason": "x",
+            "actor": "me"}
+    assert client.post("/api/v1/actions", json={**body, "host": "n"}).status_code == 401
+    r = client.post("/api/v1/actions", headers=ADMIN, json=body)
+    assert r.status_code == 422 and "names its host" in r.text
+    r = client.post("/api/v1/actions", headers=ADMIN, json={**body, "host": "n",
+                                                             "kind": "nuke"})
+    assert r.status_code == 422 and "kind" in r.text
+
+
+def test_the_state_carries_the_stored_verdicts(client: TestClient) -> None:
+    r = client.post("/api/v1/reports", headers=probe_headers(),
+                    content=sweep("node-a", n=2, down_links=[(1, 0)]).model_dump_json())
+    assert r.status_code == 201, r.text
+    [node] = client.get("/api/v1/drain/state").json()["nodes"]
+    assert node["host"] == "node-a" and node["gpus_total"] == 2
+    assert [g["gpu"] for g in node["gpus"]] == [0, 1]
+    assert node["maintenance_until"] is None
