@@ -40,8 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", default=os.environ.get("PEERWATCH_DRAIN_POLICY"),
                    help="policy YAML (default: $PEERWATCH_DRAIN_POLICY, else the built-in "
                    "defaults in observe mode; see deploy/drain/policy.yaml)")
-    p.add_argument("--scheduler", choices=("slurm", "kubernetes"), default="slurm",
-                   help="which scheduler (default: slurm)")
+    p.add_argument("--scheduler", choices=("slurm", "kubernetes", "none"), default="slurm",
+                   help="which scheduler (default: slurm); none: every host the server "
+                   "knows, as if in service (with --dry-run or mode: observe)")
     p.add_argument("--scontrol", default="scontrol", help="scontrol command (default: scontrol)")
     p.add_argument("--kubeconfig", default=None,
                    help="Kubernetes: kubeconfig file (default: in-cluster, else ~/.kube/config)")
@@ -79,7 +80,11 @@ def _policy(args: argparse.Namespace):  # -> Policy (imported late: PyYAML is an
         raise BadProbeRequest(str(exc)) from exc
 
 
-def _backend(args: argparse.Namespace):
+def _backend(args: argparse.Namespace, client):
+    if args.scheduler == "none":
+        from app.drain.preview import FleetPreview
+
+        return FleetPreview(client)
     if args.scheduler == "kubernetes":
         from app.drain.k8s import KubernetesBackend
 
@@ -124,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             done = client.reset_breaker(args.scheduler, args.by, args.comment)
             print(f"breaker for {args.scheduler} reset by {done['actor']}: {done['reason']}")
             return 0
-        policy, backend = _policy(args), _backend(args)
+        policy, backend = _policy(args), _backend(args, client)
         if args.gate:
             return _gate(args, policy, backend, client, actor)
         while True:
