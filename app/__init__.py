@@ -14,6 +14,8 @@ schema the server validates reports with):
     main.py     the app factory (`create_app`): engine, sessions, routers, background jobs.
     server.py   what `serve` and the demo share: database preparation, periodic maintenance.
     cli/, demo/ the commands, and the simulated fleet `make demo` runs.
+    drain/      `peerwatch drain`, a client of the server: it speaks HTTP to it and imports
+                no other layer (its engine is pure; its backends call scontrol/Kubernetes).
 
 Judge once: verdicts are computed when something changes (after an ingest, or in the
 periodic round for time-based changes) and stored in the `judged_*` tables; every reader —
