@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -37,11 +38,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
 
 
+@contextmanager
+def drain_server(tmp_path: Path) -> Iterator[str]:
+    """A real `peerwatch serve` on a fresh SQLite database, with probe and admin tokens."""
+    env = {"PEERWATCH_PROBE_TOKENS": PROBE, "PEERWATCH_ADMIN_TOKEN": ADMIN}
+    with serve_process(f"sqlite:///{tmp_path / 'pw.db'}", tmp_path / "data", env) as url:
+        yield url
+
+
 @pytest.fixture
 def server(tmp_path: Path, cluster: Cluster) -> Iterator[str]:
     cluster.undrain_all()
-    env = {"PEERWATCH_PROBE_TOKENS": PROBE, "PEERWATCH_ADMIN_TOKEN": ADMIN}
-    with serve_process(f"sqlite:///{tmp_path / 'pw.db'}", tmp_path / "data", env) as url:
+    with drain_server(tmp_path) as url:
         yield url
 
 

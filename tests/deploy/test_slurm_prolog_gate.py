@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench._serve import free_port, serve_process
+from bench._serve import free_port
 from tests.deploy.slurm_cluster import Cluster, slurm_cluster
-from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, PROBE, report
+from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, PROBE, drain_server, report
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM = ROOT / "deploy" / "slurm"
@@ -52,8 +52,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture
 def server(tmp_path: Path, cluster: Cluster) -> Iterator[str]:
     cluster.undrain_all()
-    env = {"PEERWATCH_PROBE_TOKENS": PROBE, "PEERWATCH_ADMIN_TOKEN": ADMIN}
-    with serve_process(f"sqlite:///{tmp_path / 'pw.db'}", tmp_path / "data", env) as url:
+    with drain_server(tmp_path) as url:
         (cluster.conf.parent / "server-url").write_text(url)
         yield url
 

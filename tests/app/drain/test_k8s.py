@@ -34,9 +34,8 @@ from app.drain.k8s import (
     take_out_patch,
 )
 from app.drain.policy import load_policy
-from bench._serve import serve_process
 from tests.app.drain.k8s_fake import FakeCoreV1Api, _merge, node
-from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, PROBE, report
+from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, drain_server, report
 
 K8S = "1.33.0"
 NOW = datetime(2026, 12, 1, 3, 12, tzinfo=UTC)
@@ -101,8 +100,7 @@ def test_condition_reasons_are_camel_case_words() -> None:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    env = {"PEERWATCH_PROBE_TOKENS": PROBE, "PEERWATCH_ADMIN_TOKEN": ADMIN}
-    with serve_process(f"sqlite:///{tmp_path / 'pw.db'}", tmp_path / "data", env) as url:
+    with drain_server(tmp_path) as url:
         yield url
 
 
