@@ -176,10 +176,14 @@ class KubernetesBackend:
                    status_patch(True, "peerwatch: fabric healthy", datetime.now(UTC)))
 
     def put_back(self, name: str) -> None:
-        node = sched_node(self._node(name))
-        if not node.ours:
+        """Uncordon, if the cordon is still peerwatch's; a node someone already put back only
+        loses peerwatch's annotation and taint."""
+        raw = self._node(name)
+        node = sched_node(raw)
+        if node.out and not node.ours:
             raise KubernetesError(f"{name} is no longer out by peerwatch: not put back")
-        self._remove_ours(name, uncordon=True)
+        ours = (raw.get("metadata") or {}).get("annotations", {}).get(ANNOTATION) is not None
+        self._remove_ours(name, uncordon=node.out and ours)
 
     def forget(self, name: str) -> None:
         """Someone else owns the node now, or it is gone: remove only peerwatch's marks."""

@@ -76,7 +76,11 @@ class SlurmBackend:
                   f"reason={self.reason_text(reason)}")
 
     def put_back(self, name: str) -> None:
+        """Resume, if the drain is still peerwatch's; a node already back in service (another
+        round, e.g. an overlapping health check, resumed it) is left as it is."""
         now = self.node(name)
+        if now is not None and not now.out:
+            return
         if now is None or not now.ours:
             raise SlurmError(f"{name} is no longer drained by peerwatch "
                              f"({now.reason if now else 'gone'}): not resumed")

@@ -1,0 +1,67 @@
+"""`deploy/slurm/peerwatch-drain-health.sh` as slurmd runs it: `HealthCheckProgram` in the
+test cluster's slurm.conf (slurm_cluster.py), every few seconds. A GPU cut off on the node
+gets it drained with peerwatch's reason by slurmd's own health check; once healthy it is
+resumed the same way; each run stays well within Slurm's 60 s."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.deploy.slurm_cluster import Cluster, slurm_cluster
+from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, drain_server, report
+
+ROOT = Path(__file__).resolve().parents[2]
+INTERVAL_S = 5
+
+
+def _hook(d: Path) -> str:
+    """The site's wrapper: settings for the shipped script (slurmd passes a bare env)."""
+    bin_dir = Path(sys.executable).parent
+    script = d / "health.sh"
+    script.write_text(f"""#!/bin/sh
+export PATH={bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SLURM_CONF={d}/slurm.conf PEERWATCH_URL=$(cat {d}/server-url)
+export PEERWATCH_ADMIN_TOKEN={ADMIN} PEERWATCH_DRAIN_POLICY={d}/policy.yaml
+export PEERWATCH_BIN={bin_dir}/peerwatch
+start=$(date +%s)
+{ROOT}/deploy/slurm/peerwatch-drain-health.sh >>{d}/health.out 2>&1
+echo "exit $? after $(( $(date +%s) - start )) s" >>{d}/health.out
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    d = tmp_path_factory.mktemp("slurm-health")
+    (d / "policy.yaml").write_text(ACT)
+    (d / "server-url").write_text("http://127.0.0.1:1")
+    hooks = {"HealthCheckProgram": _hook(d), "HealthCheckInterval": str(INTERVAL_S),
+             "HealthCheckNodeState": "ANY"}
+    with slurm_cluster(d, hooks=hooks) as c:
+        yield c
+
+
+def test_slurmds_health_check_drains_and_resumes_the_node(cluster: Cluster,
+                                                          tmp_path: Path) -> None:
+    node, d = cluster.node, cluster.conf.parent
+    with drain_server(tmp_path) as url:
+        report(url, node, CUT)
+        (d / "server-url").write_text(url)
+        cluster.wait_for("the health check drains the node", lambda: cluster.reason(node)
+                         .startswith("peerwatch: GPU5 down: all 18 NVLinks down"), 180)
+        report(url, node)
+        cluster.wait_for("the health check resumes the node",
+                         lambda: "DRAIN" not in cluster.state(node), 180)
+        kinds = [a["kind"] for a in httpx.get(f"{url}/api/v1/actions").json()["actions"]]
+    # overlapping runs (each takes seconds, one starts every 5 s) never fail a resume
+    assert kinds[-1] == "take_out" and "return" in kinds and "failed" not in kinds, kinds
+    runs = [line for line in (d / "health.out").read_text().splitlines()
+            if line.startswith("exit ")]
+    assert runs and all(line.startswith("exit 0 after ") for line in runs), runs
+    assert max(int(line.split()[3]) for line in runs) < 60
