@@ -94,10 +94,23 @@ def _trip(session: Session, a: DrainAction, now: datetime) -> None:
               "until a person resets it", a.reason, now)
 
 
+def _repeated_take_out(session: Session, body: ActionIn) -> DrainAction | None:
+    """The take-out already recorded for this node (overlapping rounds, e.g. two health
+    checks, both took it out): answered again, not counted twice against the breaker."""
+    mark = _mark(session, body.scheduler, str(body.host))
+    if mark is None or mark.applied != (body.mode == "act") or mark.action_id is None:
+        return None
+    return session.get(DrainAction, mark.action_id)
+
+
 def record_action(session: Session, body: ActionIn, now: datetime) -> DrainAction:
     """Store the action and apply what it means to marks, breaker and alerts."""
     if body.kind not in ("breaker_trip", "breaker_reset") and not body.host:
         raise ValueError(f"a {body.kind} action names its host")
+    if body.kind == "take_out":
+        again = _repeated_take_out(session, body)
+        if again is not None:
+            return again
     action = DrainAction(at=now, host=body.host, scheduler=body.scheduler, kind=body.kind,
                          mode=body.mode, reason=body.reason, actor=body.actor,
                          details=body.details)

@@ -60,6 +60,13 @@ def test_a_take_out_and_its_return_keep_mark_alert_and_metrics(client: TestClien
         ("return", "peerwatch-drain@head"), ("take_out", "peerwatch-drain@head")]
 
 
+def test_a_repeated_take_out_is_recorded_once(client: TestClient) -> None:
+    first = act(client, "take_out")
+    assert act(client, "take_out")["id"] == first["id"]  # an overlapping round's report
+    breaker = client.get("/api/v1/drain/breaker").json()
+    assert breaker["taken_out_in_window"] == 1
+
+
 def test_observe_mode_marks_without_alerting(client: TestClient) -> None:
     act(client, "take_out", mode="observe")
     [mark] = client.get("/api/v1/drain/state").json()["marks"]
