@@ -55,6 +55,10 @@ class MarkOut(BaseModel):
     text: str = Field(examples=["taken out by peerwatch 03:12 UTC: GPU5 down: ..."])
 
 
+class MarksResponse(BaseModel):
+    marks: list[MarkOut]
+
+
 class BreakerOut(BaseModel):
     scheduler: str
     open: bool

@@ -21,6 +21,7 @@ from app.schemas_drain import (
     BreakerOut,
     BreakerReset,
     DrainStateResponse,
+    MarksResponse,
 )
 from app.services.drain import record_action, reset_breaker
 
@@ -65,6 +66,18 @@ def get_actions(
 ) -> ActionsResponse:
     since = datetime.now(UTC) - timedelta(seconds=since_s) if since_s else None
     return ActionsResponse(actions=q.actions(session, host, scheduler, since, limit))
+
+
+@router.get("/drain/marks", response_model=MarksResponse,
+            summary="Nodes peerwatch drain holds out of service, with since when and why")
+def get_marks(
+    session: SessionDep,
+    host: Annotated[str | None, Query(max_length=253, description="Only this node.")] = None,
+    scheduler: Annotated[str | None, Query(max_length=32)] = None,
+) -> MarksResponse:
+    """For a host page or the fleet page: each mark's `text` reads "taken out by peerwatch
+    2026-12-01 03:12 UTC: GPU5 down: ..." (observe mode: "would be taken out ...")."""
+    return MarksResponse(marks=q.marks(session, scheduler, host))
 
 
 @router.get("/drain/breaker", response_model=BreakerOut, summary="The drain breaker's state")

@@ -94,6 +94,10 @@ def _backend(args: argparse.Namespace, client):
     return SlurmBackend(args.scontrol)
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)  # a loop's lines reach a pipe (kubectl logs, journald) as they come
+
+
 def _gate(args, policy, backend, client, actor: str) -> int:
     from app.drain.client import ServerRefused, ServerUnavailable
     from app.drain.controller import run_round
@@ -134,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
             return _gate(args, policy, backend, client, actor)
         while True:
             try:
-                run_round(policy, backend, client, actor, dry_run=args.dry_run, only=args.node)
+                run_round(policy, backend, client, actor, dry_run=args.dry_run, only=args.node,
+                          say=_say)
             except ServerUnavailable as exc:
                 print(f"peerwatch drain: {exc}; nothing done this round", file=sys.stderr)
                 if args.once or args.health_check:

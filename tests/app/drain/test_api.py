@@ -40,6 +40,9 @@ def test_a_take_out_and_its_return_keep_mark_alert_and_metrics(client: TestClien
     [mark] = client.get("/api/v1/drain/state").json()["marks"]
     assert mark["applied"] and mark["text"].startswith("taken out by peerwatch ")
     assert mark["text"].endswith("GPU5 down: all 18 NVLinks down")
+    [only] = client.get("/api/v1/drain/marks", params={"host": "gpu-b"}).json()["marks"]
+    assert only == mark
+    assert client.get("/api/v1/drain/marks", params={"host": "gpu-c"}).json()["marks"] == []
     [alert] = firing(client, "NodeTakenOutByPeerwatch")
     assert alert["labels"]["host"] == "gpu-b"
     with client.app.state.sessionmaker() as session:  # type: ignore[attr-defined]
