@@ -74,6 +74,9 @@ def _policy(args: argparse.Namespace):  # -> Policy (imported late: PyYAML is an
         return Policy()
     try:
         return load_policy(Path(args.policy).read_text(), args.policy)
+    except ModuleNotFoundError as exc:  # PyYAML: the drain extra
+        raise BadProbeRequest(f"reading a policy file needs {exc.name}: "
+                              "pip install 'peerwatch[drain]'") from exc
     except OSError as exc:
         raise BadProbeRequest(f"policy {args.policy}: {exc.strerror}") from exc
     except PolicyError as exc:
@@ -88,7 +91,11 @@ def _backend(args: argparse.Namespace, client):
     if args.scheduler == "kubernetes":
         from app.drain.k8s import KubernetesBackend
 
-        return KubernetesBackend.connect(args.kubeconfig, taint=_policy(args).taint)
+        try:
+            return KubernetesBackend.connect(args.kubeconfig, taint=_policy(args).taint)
+        except ModuleNotFoundError as exc:
+            raise BadProbeRequest(f"--scheduler kubernetes needs {exc.name}: "
+                                  "pip install 'peerwatch[drain-k8s]'") from exc
     from app.drain.slurm import SlurmBackend
 
     return SlurmBackend(args.scontrol)
@@ -133,7 +140,12 @@ def run(args: argparse.Namespace) -> int:
             done = client.reset_breaker(args.scheduler, args.by, args.comment)
             print(f"breaker for {args.scheduler} reset by {done['actor']}: {done['reason']}")
             return 0
-        policy, backend = _policy(args), _backend(args, client)
+        policy = _policy(args)
+        try:
+            backend = _backend(args, client)
+        except RuntimeError as exc:  # KubernetesError: no configuration
+            print(f"peerwatch drain: {exc}", file=sys.stderr)
+            return 0 if args.health_check else GATE_UNKNOWN if args.gate else 1
         if args.gate:
             return _gate(args, policy, backend, client, actor)
         while True:
