@@ -63,6 +63,7 @@ export const api = {
   ack: (id, body, token) => postJSON(`/alerts/${encodeURIComponent(id)}/ack`, body, token),
   silence: (body, token) => postJSON("/silences", body, token),
   maintenance: (params, opts) => getJSON("/maintenance", params, opts),
+  drainMarks: (params, opts) => getJSON("/drain/marks", params, opts),
   schedulerHosts: (minHealthy, opts) => getJSON("/scheduler/hosts", { min_healthy_gpus: minHealthy }, opts),
   placement: (params, opts) => getJSON("/scheduler/placement", params, opts),
   domains: (opts) => getJSON("/domains", {}, opts),

@@ -6,6 +6,7 @@ import { h, replace } from "./dom.js";
 import { peersPanel } from "./fleet_peers.js";
 import * as fmt from "./format.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
+import { drainMarks, drainTags } from "./drain.js";
 import { domainsPanel } from "./domain.js";
 import { VERDICTS, verdictOf } from "./palette.js";
 import { hostBadge, shownVerdict as shown, worstFiringByHost } from "./severity.js";
@@ -35,7 +36,8 @@ export function specificFirst(reason) {
 
 function verdictCell(r) {
   return [hostBadge(r.verdict, r.reason, r.worst_alert, r.stale),
-    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null, maintenanceTag(r.maintenance)];
+    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null, maintenanceTag(r.maintenance),
+    ...drainTags(r.drain)];
 }
 
 function reasonCell(r) {
@@ -175,17 +177,17 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const [data, firing, maintenance, racks] = await Promise.all([api.hosts(),
+      const [data, firing, maintenance, racks, drain] = await Promise.all([api.hosts(),
         api.alerts({ state: "firing" }).catch((error) => {
           if (error.name === "AbortError") throw error;
           return { alerts: [] }; // alerting down: the hosts' own verdicts still show
         }), activeMaintenance(), api.domains().then((d) => d.domains, (error) => {
           if (error.name === "AbortError") throw error;
           return []; // an older server without domains: the fleet still shows
-        })]);
+        }), drainMarks()]);
       const worst = worstFiringByHost(firing.alerts);
       hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null,
-        maintenance: maintenance?.get(x.host) ?? null }))
+        maintenance: maintenance?.get(x.host) ?? null, drain: drain?.get(x.host) ?? null }))
         .sort((a, b) => a.host.localeCompare(b.host));
       domains.hidden = !racks.length;
       replace(domains, domainsPanel(racks));

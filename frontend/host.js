@@ -11,6 +11,7 @@ import { jobsPanel } from "./jobs.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
+import { drainMarks, drainTags } from "./drain.js";
 import { badge, verdictOf } from "./palette.js";
 import { draw, plotly, purge } from "./plot.js";
 import { href, updateParams } from "./router.js";
@@ -125,6 +126,7 @@ export function mount(root, route) {
       hl ? hostBadge(hl.verdict, hl.reason, worstFiring(data.alerts), d.stale) : null,
       d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
       maintenanceTag(data.maintenance),
+      ...drainTags(data.drain),
       alertChip(),
       hl ? h("p", { class: "reason-line" }, hl.reason,
         hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
@@ -258,13 +260,13 @@ export function mount(root, route) {
   }
 
   async function loadAll() {
-    const [detail, health, topology, mx, links, alerts, , maintenance] = await Promise.all([
+    const [detail, health, topology, mx, links, alerts, , maintenance, , drain] = await Promise.all([
       api.host(name), api.health(name), api.topology(name), loadMatrix(),
       api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
-      jobs.load(),
+      jobs.load(), drainMarks(name),
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
-      maintenance: maintenance?.get(name) ?? null });
+      maintenance: maintenance?.get(name) ?? null, drain: drain?.get(name) ?? null });
   }
 
   async function renderAll() {
