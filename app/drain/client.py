@@ -71,7 +71,9 @@ class DrainClient:
         facts = {n["host"].lower(): node_facts(n) for n in raw["nodes"]}
         marks = {m["host"].lower(): mark(m) for m in raw["marks"]}
         b = raw["breaker"]
-        return facts, marks, Breaker(b["open"], _time(b["opened_at"]), b["reason"],
+        # a breaker tripped in the other mode (observe before act) holds nothing in this one
+        is_open = bool(b["open"]) and b["mode"] in (None, mode)
+        return facts, marks, Breaker(is_open, _time(b["opened_at"]), b["reason"],
                                      b["taken_out_in_window"])
 
     def report(self, decision: Decision, kind: str, scheduler: str, mode: str, actor: str,
