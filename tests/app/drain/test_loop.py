@@ -38,3 +38,16 @@ def test_the_loop_records_a_change_once_and_stops_on_ctrl_c(tmp_path: Path) -> N
         kinds = [(a["host"], a["kind"], a["mode"])
                  for a in httpx.get(f"{url}/api/v1/actions").json()["actions"]]
         assert kinds == [("node-cut", "take_out", "observe")]
+
+
+def test_a_breaker_tripped_in_observe_mode_holds_nothing_once_acting(tmp_path: Path) -> None:
+    from app.drain.client import DrainClient
+    from app.drain.facts import Decision, Do
+
+    with drain_server(tmp_path) as url:
+        client = DrainClient(url, ADMIN)
+        client.report(Decision("", Do.TRIP_BREAKER, "would pass the limit"), "breaker_trip",
+                      "slurm", "observe", "test")
+        assert client.state("slurm", "observe", 600)[2].open
+        assert not client.state("slurm", "act", 600)[2].open
+        client.close()
