@@ -84,7 +84,13 @@ class SlurmBackend:
         if now is None or not now.ours:
             raise SlurmError(f"{name} is no longer drained by peerwatch "
                              f"({now.reason if now else 'gone'}): not resumed")
-        self._run("update", f"nodename={name}", "state=resume")
+        try:
+            self._run("update", f"nodename={name}", "state=resume")
+        except SlurmError:
+            again = self.node(name)
+            if again is not None and not again.out:
+                return  # resumed by another round between the check and the resume
+            raise
 
     def forget(self, name: str) -> None:
         """Nothing of peerwatch's stays on a Slurm node once it is resumed or re-drained."""

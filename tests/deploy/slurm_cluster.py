@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -149,3 +150,21 @@ def _idle(cluster: Cluster) -> bool:
     done = subprocess.run(["sinfo", "-h", "-n", cluster.node, "-o", "%T"], env=cluster.env,
                           capture_output=True, text=True, timeout=60)
     return done.returncode == 0 and done.stdout.strip().startswith("idle")
+
+
+def site_hook(d: Path, name: str, exports: str, body: str) -> str:
+    """A site's wrapper around a shipped hook, as slurm.conf names it: slurmd runs hooks
+    with a bare environment, so the wrapper sets PATH, SLURM_CONF, the server's URL (read
+    from `d`/server-url each run, so a test can point it elsewhere), the peerwatch command
+    and `exports`, then runs `body`."""
+    bin_dir = Path(sys.executable).parent
+    script = d / f"{name}.sh"
+    script.write_text(f"""#!/bin/sh
+export PATH={bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SLURM_CONF={d}/slurm.conf PEERWATCH_URL=$(cat {d}/server-url)
+export PEERWATCH_BIN={bin_dir}/peerwatch PEERWATCH_DRAIN_POLICY={d}/policy.yaml
+export {exports}
+{body}
+""")
+    script.chmod(0o755)
+    return str(script)

@@ -5,14 +5,13 @@ resumed the same way; each run stays well within Slurm's 60 s."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.deploy.slurm_cluster import Cluster, slurm_cluster
+from tests.deploy.slurm_cluster import Cluster, site_hook, slurm_cluster
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, drain_server, report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,20 +19,9 @@ INTERVAL_S = 5
 
 
 def _hook(d: Path) -> str:
-    """The site's wrapper: settings for the shipped script (slurmd passes a bare env)."""
-    bin_dir = Path(sys.executable).parent
-    script = d / "health.sh"
-    script.write_text(f"""#!/bin/sh
-export PATH={bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export SLURM_CONF={d}/slurm.conf PEERWATCH_URL=$(cat {d}/server-url)
-export PEERWATCH_ADMIN_TOKEN={ADMIN} PEERWATCH_DRAIN_POLICY={d}/policy.yaml
-export PEERWATCH_BIN={bin_dir}/peerwatch
-start=$(date +%s)
+    return site_hook(d, "health", f"PEERWATCH_ADMIN_TOKEN={ADMIN}", f"""start=$(date +%s)
 {ROOT}/deploy/slurm/peerwatch-drain-health.sh >>{d}/health.out 2>&1
-echo "exit $? after $(( $(date +%s) - start )) s" >>{d}/health.out
-""")
-    script.chmod(0o755)
-    return str(script)
+echo "exit $? after $(( $(date +%s) - start )) s" >>{d}/health.out""")
 
 
 @pytest.fixture(scope="module")

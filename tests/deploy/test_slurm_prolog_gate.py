@@ -6,7 +6,6 @@ not start there; with the server unreachable the job runs (could not judge)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import httpx
 import pytest
 
 from bench._serve import free_port
-from tests.deploy.slurm_cluster import Cluster, slurm_cluster
+from tests.deploy.slurm_cluster import Cluster, site_hook, slurm_cluster
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, PROBE, drain_server, report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,20 +21,11 @@ SLURM = ROOT / "deploy" / "slurm"
 
 
 def _hook(d: Path, which: str) -> str:
-    """A site's hook: its settings, then the shipped script (slurmd passes a bare env)."""
-    bin_dir = Path(sys.executable).parent
-    script = d / f"{which}.sh"
-    script.write_text(f"""#!/bin/sh
-export PATH={bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export SLURM_CONF={d}/slurm.conf PEERWATCH_URL=$(cat {d}/server-url)
-export PEERWATCH_TOKEN_FILE={d}/probe-token PEERWATCH_SNAPSHOT_SPOOL={d}/spool-snapshots
-export PEERWATCH_BIN={bin_dir}/peerwatch PEERWATCH_FABRIC=simulated:hgx8
-export PEERWATCH_HOSTNAME=$SLURMD_NODENAME PEERWATCH_GATE=1 PEERWATCH_ADMIN_TOKEN={ADMIN}
-export PEERWATCH_DRAIN_POLICY={d}/policy.yaml
-exec {SLURM}/peerwatch-{which}.sh >>{d}/{which}.out 2>&1
-""")
-    script.chmod(0o755)
-    return str(script)
+    return site_hook(d, which, f"PEERWATCH_TOKEN_FILE={d}/probe-token "
+                     f"PEERWATCH_SNAPSHOT_SPOOL={d}/spool-snapshots "
+                     "PEERWATCH_FABRIC=simulated:hgx8 PEERWATCH_HOSTNAME=$SLURMD_NODENAME "
+                     f"PEERWATCH_GATE=1 PEERWATCH_ADMIN_TOKEN={ADMIN}",
+                     f"exec {SLURM}/peerwatch-{which}.sh >>{d}/{which}.out 2>&1")
 
 
 @pytest.fixture(scope="module")
