@@ -37,6 +37,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeEngine
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -47,7 +48,7 @@ NAMING_CONVENTION = {
 }
 
 # Row ids of the big tables: 64-bit on PostgreSQL, SQLite's rowid alias (also 64-bit) there.
-BigId = BigInteger().with_variant(Integer(), "sqlite")
+BigId: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class UtcDateTime(TypeDecorator[datetime]):
