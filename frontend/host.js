@@ -17,7 +17,8 @@ import { href, updateParams } from "./router.js";
 import { hostAlertPeriods, pairProblems } from "./host_problems.js";
 import { seriesFigure } from "./series.js";
 import { linkNotices, scrollToTarget } from "./host_links.js";
-import { hostBadge, worstFiring } from "./severity.js";
+import { hostFaults, topFault } from "./faults.js";
+import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "./severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
 import { topologyFigure } from "./topology.js";
 
@@ -122,10 +123,11 @@ export function mount(root, route) {
     const sweep = d.last_sweep;
     replace(el.head,
       h("h1", {}, h("span", { class: "host" }, d.host)),
-      hl ? hostBadge(hl.verdict, hl.reason, worstFiring(data.alerts), d.stale) : null,
+      hl ? hostBadge(hl.verdict, hl.reason, d.stale) : null,
       d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
+      severityTag(worstFiring(data.alerts)), maintenanceBadge(data.maintenance),
       maintenanceTag(data.maintenance),
-      alertChip(),
+      alertChip(), hl ? topLine(hl) : null,
       hl ? h("p", { class: "reason-line" }, hl.reason,
         hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
       h("p", { class: "meta" }, [
@@ -135,6 +137,16 @@ export function mount(root, route) {
           `${sweep.wall_time_s.toFixed(1)} s wall, ${fmt.bytes(sweep.device_memory_bytes_max)} peak` : "no sweep yet",
       ].map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
+  }
+
+  /** The most urgent fault, as on the host's fleet row ("+N more" below it). */
+  function topLine(hl) {
+    const top = topFault(hostFaults({ host: name, verdict: hl.verdict, reason: hl.reason, since: hl.since },
+      data.alerts));
+    if (!top) return null;
+    return h("p", { class: "top-line", "data-scope": top.fault.scope },
+      h("b", {}, data.detail.stale ? `last known at ${fmt.time(data.detail.last_report_at)}: ` : "Top fault: "),
+      top.fault.text, top.more ? h("span", { class: "muted" }, ` +${top.more} more below`) : null);
   }
 
   function problemItem(p) {
