@@ -148,6 +148,10 @@ export function mount(root, route) {
 
   return {
     refresh: load,
+    title: () => {
+      const firing = last.filter((a) => a.state === "firing").length;
+      return `Alerts${params.host ? ` · ${params.host}` : ""} · ${firing} firing`;
+    },
     async update(next) {
       params = next.params;
       await load();

@@ -96,10 +96,13 @@ export function mount(root, route) {
     replace(grid, h("h2", {}, "Trays × GPUs"), trayGrid(d));
   }
 
+  let shownDomain = null;
   return {
     async refresh() {
-      render(await api.domain(id));
+      shownDomain = await api.domain(id);
+      render(shownDomain);
     },
+    title: () => (shownDomain ? `NVLink domain ${shortId(shownDomain.id)} · ${shownDomain.verdict}` : "NVLink domain"),
     async update() {},
     destroy() {},
   };

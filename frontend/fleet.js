@@ -239,6 +239,10 @@ export function mount(root, route) {
       if (document.activeElement !== search) search.value = params.q || "";
       render();
     },
+    title: () => {
+      const n = (v) => hosts.filter((x) => shownVerdict(x) === v).length;
+      return `Fleet · ${n("down")} down, ${n("degraded")} degraded, ${n("unknown")} unknown`;
+    },
     destroy() {},
   };
 }

@@ -21,6 +21,7 @@ import { hostFaults, topFault } from "./faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "./severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
 import { topologyFigure } from "./topology.js";
+import { topologyList } from "./topology_list.js";
 
 export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
 const DEFAULT_RANGE = "6h";
@@ -57,39 +58,49 @@ export function mount(root, route) {
   const name = route.args[0] || "";
   let params = route.params;
   const data = {};
+  const failed = {}; // panel -> why its last refresh failed
+  const goodAt = {}; // panel -> when it last loaded
   const el = {
     head: h("div", { class: "page-head host-head" }),
     notices: h("div", { class: "notices", id: "link-notices" }),
     problems: h("div", { class: "problems" }),
-    topo: h("div", { class: "chart", id: "topology-chart" }),
+    healthNote: h("div"), topoNote: h("div"), matrixNote: h("div"), linksNote: h("div"), pairNote: h("div"),
+    topo: h("div", { class: "chart", id: "topology-chart", role: "figure",
+      "aria-label": "Topology graph: GPUs, NVSwitch fabric and CPU sockets; edge colour is its verdict" }),
+    topoList: h("div", { class: "topo-list", id: "topology-list" }),
     matrix: h("div", { class: "chart", id: "matrix-chart" }),
     live: h("p", { class: "sr-only", "aria-live": "polite" }),
     gpuTests: h("div", { id: "gpu-tests" }),
     testPick: h("span"),
     pairHead: h("div", { class: "panel-head" }),
-    series: h("div", { class: "chart", id: "series-chart" }),
+    series: h("div", { class: "chart", id: "series-chart", role: "figure",
+      "aria-label": "Pair history: measured bandwidth per bucket against expected and baseline" }),
     pairFacts: h("p", { class: "facts" }),
     linksHead: h("div", { class: "panel-head" }),
-    throughput: h("div", { class: "chart", id: "throughput-chart" }),
-    errors: h("div", { class: "chart", id: "errors-chart" }),
-    infoErrors: h("div", { class: "chart", id: "info-errors-chart" }),
+    throughput: h("div", { class: "chart", id: "throughput-chart", role: "figure",
+      "aria-label": "NVLink throughput, TX per GPU over time" }),
+    errors: h("div", { class: "chart", id: "errors-chart", role: "figure",
+      "aria-label": "Judged NVLink error rates over time" }),
+    infoErrors: h("div", { class: "chart", id: "info-errors-chart", role: "figure",
+      "aria-label": "Corrected NVLink error rates over time (informational)" }),
     probeErrors: h("div"),
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
-    el.pairHead, el.series, el.pairFacts);
+    el.pairHead, el.pairNote, el.series, el.pairFacts);
   const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
   const jobs = jobsPanel(name);
 
-  replace(root, el.head, el.notices, el.problems,
+  replace(root, el.head, el.notices, el.healthNote, el.problems,
     h("div", { class: "two-col" },
-      h("section", { class: "panel" }, h("div", { class: "panel-head" }, h("h2", {}, "Topology"),
-        h("span", { class: "muted" }, "NVLink solid (width = NV#) · PCIe dotted (path level)")), el.topo),
-      h("section", { class: "panel" }, h("div", { class: "panel-head" },
-        h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrix, el.live,
+      h("section", { class: "panel", id: "topology-panel" }, h("div", { class: "panel-head" }, h("h2", {}, "Topology"),
+        h("span", { class: "muted" }, "NVLink solid (width = NV#) · PCIe dotted (path level)")), el.topoNote,
+      el.topo, el.topoList),
+      h("section", { class: "panel", id: "matrix-panel" }, h("div", { class: "panel-head" },
+        h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrixNote, el.matrix, el.live,
         el.gpuTests)),
     pairPanel,
-    h("section", { class: "panel" }, el.linksHead,
+    h("section", { class: "panel" }, el.linksHead, el.linksNote,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
     jobs.el,
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
@@ -202,6 +213,7 @@ export function mount(root, route) {
 
   async function renderLinks() {
     const ls = data.links;
+    if (!ls) return;
     const down = downLinks(data.detail.nvlinks);
     const ports = data.detail.nvlinks.length;
     replace(el.linksHead, h("h2", {}, "Links"),
@@ -237,10 +249,11 @@ export function mount(root, route) {
     try {
       data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(range()) }) : null;
     } catch (error) {
-      if (!error.status) throw error; // a network failure or an abort: the page's own error
+      if (!error.status || error.status >= 500) throw error; // no answer: the panel's own note
       data.series = null;
       data.seriesError = error.detail;
     }
+    return data.series;
   }
 
   function renderNotices() {
@@ -271,14 +284,50 @@ export function mount(root, route) {
     }
   }
 
+  /**
+   * One panel's answer: on failure the panel keeps what it last showed and says why, with the
+   * age of its data (`panelNote`); the rest of the page draws as usual. Only the host's own
+   * record (`api.host`) failing fails the page.
+   */
+  async function part(key, load) {
+    try {
+      const value = await load();
+      goodAt[key] = Date.now();
+      delete failed[key];
+      return value;
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      failed[key] = error.status ? `${error.status} ${error.detail || ""}`.trim() : "no answer from the server";
+      return data[key] ?? null;
+    }
+  }
+
   async function loadAll() {
-    const [detail, health, topology, mx, links, alerts, , maintenance] = await Promise.all([
-      api.host(name), api.health(name), api.topology(name), loadMatrix(),
-      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
-      jobs.load(),
+    const [detail, health, topology, mx, links, alerts, series, maintenance] = await Promise.all([
+      api.host(name), part("health", () => api.health(name)), part("topology", () => api.topology(name)),
+      part("matrix", loadMatrix), part("links", () => api.linkSeries(name, window_(range()))),
+      hostAlerts(), part("series", loadPair), activeMaintenance(name),
+      part("jobs", () => jobs.load()),
     ]);
-    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
+    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts, series,
       maintenance: maintenance?.get(name) ?? null });
+    renderPanelNotes();
+  }
+
+  /** "⚠ topology: could not refresh (500 …); last good data 21:04 (3 min ago)". */
+  function panelNote(key, label) {
+    if (!failed[key]) return null;
+    return h("p", { class: "panel-error", role: "status", "data-panel": key },
+      `⚠ ${label}: could not refresh (${failed[key]}); `,
+      h("span", { class: "last-good" }, goodAt[key] ? fmt.lastGood(goodAt[key]) : "no data loaded yet"));
+  }
+
+  function renderPanelNotes() {
+    replace(el.healthNote, panelNote("health", "health"));
+    replace(el.topoNote, panelNote("topology", "topology"));
+    replace(el.matrixNote, panelNote("matrix", "matrix"));
+    replace(el.linksNote, panelNote("links", "link counters"));
+    replace(el.pairNote, panelNote("series", "pair history"));
   }
 
   async function renderAll() {
@@ -288,10 +337,12 @@ export function mount(root, route) {
     inventory.setRows(inventoryRows(data.detail, shown("health")));
     replace(el.gpuTests, gpuTestsTable(shown("health")));
     renderProbeErrors();
-    const topo = topologyFigure(shown("topology"));
+    const topology = shown("topology");
+    const topo = topology ? topologyFigure(topology) : null;
+    replace(el.topoList, topology ? topologyList(topology) : null);
     await Promise.all([
-      draw(el.topo, topo.data, topo.layout),
-      matrix.set(shown("matrix"), parsePair(params.pair)),
+      topo ? draw(el.topo, topo.data, topo.layout) : null,
+      data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
       renderPair(), renderLinks(), jobs.render(window_(range())),
     ]);
   }
@@ -328,6 +379,10 @@ export function mount(root, route) {
         before.range !== params.range ? jobs.render(window_(range())) : null]);
       if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
       showTarget();
+    },
+    title: () => {
+      const verdict = data.detail?.stale ? "unknown (stale)" : data.health?.verdict;
+      return `${name}${verdict ? ` · ${verdict}` : ""}`;
     },
     destroy() {
       purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors);

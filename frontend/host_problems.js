@@ -9,7 +9,8 @@ const SEVERITY_OF = { down: "critical", degraded: "warning" };
 
 /** As a fault (faults.js): severity from the verdict, scope from what it is, age from since. */
 function ranked(item, scope) {
-  return { ...item, severity: SEVERITY_OF[item.verdict] || "info", scope, start: item.since, firing: false };
+  return { ...item, severity: SEVERITY_OF[item.verdict] || "info", scope, start: item.start ?? item.since,
+    firing: false };
 }
 
 function worstTest(pair) {
@@ -36,7 +37,7 @@ export function pairProblems(health) {
     if (!t) continue;
     const since = t.low_since ? ` (low since ${fmt.time(t.low_since)})` : "";
     items.push(ranked({ verdict: p.verdict, what: fmt.pair(p.src, p.dst), reason: `${p.reason}${since}`,
-      pair: [p.src, p.dst], test: t.test, since: t.low_since ? null : p.since },
+      pair: [p.src, p.dst], test: t.test, since: t.low_since ? null : p.since, start: t.low_since || p.since },
     /fleet peers/i.test(p.reason) ? 3 : 2));
   }
   for (const g of health.gpus) {
