@@ -26,6 +26,7 @@ import { topologyList } from "./topology_list.js";
 export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
 const DEFAULT_RANGE = "6h";
 const PROBLEMS_SHOWN = 6;
+const SLOW_EVERY = 4; // refreshes between loads of what changes slowly
 
 function parsePair(text) {
   const m = /^(\d+)-(\d+)$/.exec(text || "");
@@ -60,6 +61,7 @@ export function mount(root, route) {
   const data = {};
   const failed = {}; // panel -> why its last refresh failed
   const goodAt = {}; // panel -> when it last loaded
+  let refreshes = 0;
   const el = {
     head: h("div", { class: "page-head host-head" }),
     notices: h("div", { class: "notices", id: "link-notices" }),
@@ -262,10 +264,11 @@ export function mount(root, route) {
   }
 
   /** This host's alerts, active and resolved; the page still draws if alerting is down. */
-  async function hostAlerts() {
+  async function hostAlerts(full) {
     try {
       const [active, resolved] = await Promise.all([api.alerts({ host: name }),
-        api.alerts({ host: name, state: "resolved", limit: 200 })]);
+        full || !data.resolved ? api.alerts({ host: name, state: "resolved", limit: 200 }) : data.resolved]);
+      data.resolved = resolved;
       return [...active.alerts, ...resolved.alerts];
     } catch (error) {
       if (error.name === "AbortError") throw error;
@@ -302,15 +305,24 @@ export function mount(root, route) {
     }
   }
 
+  /**
+   * Every refresh asks for what changes with each report (the host, its health, topology,
+   * matrix, series, active alerts; unchanged answers come back as bodiless 304s, see
+   * app/conditional_get.py); what changes slowly (resolved alerts, maintenance windows, job
+   * snapshots) only every SLOW_EVERY-th refresh.
+   */
   async function loadAll() {
+    const full = refreshes % SLOW_EVERY === 0;
+    refreshes += 1;
     const [detail, health, topology, mx, links, alerts, series, maintenance] = await Promise.all([
       api.host(name), part("health", () => api.health(name)), part("topology", () => api.topology(name)),
       part("matrix", loadMatrix), part("links", () => api.linkSeries(name, window_(range()))),
-      hostAlerts(), part("series", loadPair), activeMaintenance(name),
-      part("jobs", () => jobs.load()),
+      hostAlerts(full), part("series", loadPair),
+      full ? activeMaintenance(name) : data.maintenanceMap,
+      full ? part("jobs", () => jobs.load()) : null,
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, links, alerts, series,
-      maintenance: maintenance?.get(name) ?? null });
+      maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null });
     renderPanelNotes();
   }
 
