@@ -4,7 +4,7 @@
 // A fault is {severity, scope, start, text, href?}: built here from an alert or from a part
 // of a host's reason; `topFault` picks the first and counts the others ("+N more").
 
-import { objectOf } from "./alert_groups.js";
+import { groupOf } from "./alert_groups.js";
 import { hostHref } from "./router.js";
 
 export const SEVERITY_RANK = { critical: 0, warning: 1, info: 2 };
@@ -46,7 +46,7 @@ export function alertFault(a) {
   const l = a.labels || {};
   const params = l.gpu !== undefined && l.peer_gpu !== undefined
     ? { pair: `${l.gpu}-${l.peer_gpu}`, test: l.test } : l.gpu !== undefined ? { gpu: l.gpu, link: l.link } : {};
-  return { key: objectOf(a).key, severity: a.severity, scope: scopeOfRule(a.alertname),
+  return { key: groupOf(a).key, severity: a.severity, scope: scopeOfRule(a.alertname),
     start: a.fired_at || a.active_since,
     firing: a.state === "firing", text: a.annotations?.summary || `${a.alertname}`,
     alertname: a.alertname, href: hostHref(a.host, params) };
