@@ -98,6 +98,9 @@ function navigate() {
     settle(serial(entry, () => entry.view.update(route)), entry, hash);
     return;
   }
+  // Moving to another view moves the focus to its heading; the page's first view leaves it
+  // where a new page has it, so the first Tab still reaches the skip link.
+  const moved = current !== null;
   if (current) current.view.destroy();
   delete main.dataset.ready;
   delete main.dataset.drawn;
@@ -106,7 +109,7 @@ function navigate() {
   replace(main, root);
   const view = VIEWS[name].mount(root, route);
   current = { name, key: routeKey(route), view, queue: Promise.resolve() };
-  settle(serial(current, () => view.refresh()), current, hash, { fresh: true });
+  settle(serial(current, () => view.refresh()), current, hash, { fresh: moved });
 }
 
 let refreshing = false;

@@ -21,10 +21,9 @@ import { hostFaults, topFault } from "./faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "./severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
 import { topologyFigure } from "./topology.js";
+import { CROSSHAIR, csvButton, eventMarks, hostEvents, linkZoom, rangeBar, windowOf } from "./timeline.js";
 import { topologyList } from "./topology_list.js";
 
-export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
-const DEFAULT_RANGE = "6h";
 const PROBLEMS_SHOWN = 6;
 const SLOW_EVERY = 4; // refreshes between loads of what changes slowly
 
@@ -33,12 +32,10 @@ function parsePair(text) {
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
-/** The page's time window, its end rounded up to the minute: the same URL for a minute of
- * refreshes, so the browser can revalidate it (ETag) and get a bodiless 304. */
-function window_(range) {
-  const until = new Date(Math.ceil(Date.now() / 60000) * 60000);
-  const since = new Date(until.getTime() - (RANGES[range] || RANGES[DEFAULT_RANGE]) * 1000);
-  return { since: since.toISOString(), until: until.toISOString() };
+/** The page's time window (timeline.js): `?from=&to=`, or the last `?range=`. */
+function window_(params) {
+  const { since, until } = windowOf(params);
+  return { since, until };
 }
 
 function select(label, options, value, onChange) {
@@ -48,11 +45,6 @@ function select(label, options, value, onChange) {
   return el;
 }
 
-function rangeButtons(current, onPick) {
-  return h("span", { class: "toggles", role: "group", "aria-label": "Time range" },
-    Object.keys(RANGES).map((r) => h("button", { type: "button", class: "toggle",
-      "aria-pressed": String(r === current), on: { click: () => onPick(r) } }, r)));
-}
 
 export function mount(root, route) {
   plotly().catch(() => {}); // start the 1.5 MB download now, beside the API calls (draw reports a failure)
@@ -66,6 +58,7 @@ export function mount(root, route) {
     head: h("div", { class: "page-head host-head" }),
     notices: h("div", { class: "notices", id: "link-notices" }),
     problems: h("div", { class: "problems" }),
+    rangeBar: h("div", { class: "panel range-panel", id: "range-bar" }),
     healthNote: h("div"), topoNote: h("div"), matrixNote: h("div"), linksNote: h("div"), pairNote: h("div"),
     topo: h("div", { class: "chart", id: "topology-chart", role: "figure",
       "aria-label": "Topology graph: GPUs, NVSwitch fabric and CPU sockets; edge colour is its verdict" }),
@@ -101,7 +94,7 @@ export function mount(root, route) {
       h("section", { class: "panel", id: "matrix-panel" }, h("div", { class: "panel-head" },
         h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrixNote, el.matrix, el.live,
         el.gpuTests)),
-    pairPanel,
+    el.rangeBar, pairPanel,
     h("section", { class: "panel" }, el.linksHead, el.linksNote,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
     jobs.el,
@@ -110,7 +103,19 @@ export function mount(root, route) {
     el.probeErrors);
 
   const test = () => (TESTS.includes(params.test) ? params.test : TESTS[0]);
-  const range = () => (RANGES[params.range] ? params.range : DEFAULT_RANGE);
+  const rangeKey = (p) => `${p.range}|${p.from}|${p.to}`;
+
+  const timeCharts = () => [el.series, el.throughput, el.errors, el.infoErrors];
+
+  /** A time figure with the host's events marked on it and a crosshair. */
+  function marked(fig, since, until) {
+    const events = hostEvents(data.alerts, data.maintenance ? [data.maintenance] : [], jobs.events());
+    const marks = eventMarks(events, since, until);
+    const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
+      annotations: [...(fig.layout.annotations || []), ...marks.labels],
+      xaxis: { ...fig.layout.xaxis, ...CROSSHAIR } };
+    return { data: fig.data, layout };
+  }
 
   function pickPair(src, dst, testName = test()) {
     updateParams({ pair: `${src}-${dst}`, test: testName }, { push: true });
@@ -152,6 +157,7 @@ export function mount(root, route) {
           `${sweep.wall_time_s.toFixed(1)} s wall, ${fmt.bytes(sweep.device_memory_bytes_max)} peak` : "no sweep yet",
       ].map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
+    replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
   }
 
   /** The most urgent fault, as on the host's fleet row ("+N more" below it). */
@@ -205,12 +211,13 @@ export function mount(root, route) {
       e.preventDefault(); pickPair(pair[1], pair[0]);
     } } }, `⇄ GPU${pair[1]} → GPU${pair[0]}`);
     replace(el.pairHead, h("h2", {}, `${fmt.pair(pair[0], pair[1])} · ${s.test}`), swap,
-      rangeButtons(range(), (r) => updateParams({ range: r })),
-      h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`));
+      h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`),
+      csvButton(el.series, () => `${name}-GPU${pair[0]}-GPU${pair[1]}-${s.test}`));
     const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "");
-    const { data: traces, layout } = seriesFigure(s, periods);
+    const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until);
     await draw(el.series, traces, layout);
+    linkZoom(timeCharts);
   }
 
   async function renderLinks() {
@@ -222,12 +229,15 @@ export function mount(root, route) {
       down.length ? h("span", { class: "chip v-down", id: "down-links" }, `✕ down: ${down.join(", ")}`)
         : ports ? h("span", { class: "chip v-healthy" }, `✓ all ${ports} NVLink ports up`)
           : h("span", { class: "chip" }, "no NVLink: PCIe only"),
-      h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`));
-    const t = throughputFigure(ls);
-    const e = errorFigure(ls);
-    const i = errorFigure(ls, true);
+      h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`),
+      csvButton(el.throughput, () => `${name}-nvlink-throughput`), csvButton(el.errors, () => `${name}-link-errors`),
+      csvButton(el.infoErrors, () => `${name}-corrected-errors`));
+    const t = marked(throughputFigure(ls), ls.since, ls.until);
+    const e = marked(errorFigure(ls), ls.since, ls.until);
+    const i = marked(errorFigure(ls, true), ls.since, ls.until);
     await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
       draw(el.infoErrors, i.data, i.layout)]);
+    linkZoom(timeCharts);
   }
 
   function renderProbeErrors() {
@@ -249,7 +259,7 @@ export function mount(root, route) {
     const pair = parsePair(params.pair);
     data.seriesError = null;
     try {
-      data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(range()) }) : null;
+      data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(params) }) : null;
     } catch (error) {
       if (!error.status || error.status >= 500) throw error; // no answer: the panel's own note
       data.series = null;
@@ -316,7 +326,7 @@ export function mount(root, route) {
     refreshes += 1;
     const [detail, health, topology, mx, links, alerts, series, maintenance] = await Promise.all([
       api.host(name), part("health", () => api.health(name)), part("topology", () => api.topology(name)),
-      part("matrix", loadMatrix), part("links", () => api.linkSeries(name, window_(range()))),
+      part("matrix", loadMatrix), part("links", () => api.linkSeries(name, window_(params))),
       hostAlerts(full), part("series", loadPair),
       full ? activeMaintenance(name) : data.maintenanceMap,
       full ? part("jobs", () => jobs.load()) : null,
@@ -355,7 +365,7 @@ export function mount(root, route) {
     await Promise.all([
       topo ? draw(el.topo, topo.data, topo.layout) : null,
       data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
-      renderPair(), renderLinks(), jobs.render(window_(range())),
+      renderPair(), renderLinks(), jobs.render(window_(params)),
     ]);
   }
 
@@ -382,13 +392,13 @@ export function mount(root, route) {
         return;
       }
       if (before.test !== params.test) data.matrix = await loadMatrix();
-      if (before.range !== params.range) data.links = await api.linkSeries(name, window_(range()));
+      if (rangeKey(before) !== rangeKey(params)) data.links = await api.linkSeries(name, window_(params));
       await loadPair();
       renderHead();
       renderNotices();
       await Promise.all([matrix.set(shown("matrix"), parsePair(params.pair)), renderPair(),
-        before.range !== params.range ? renderLinks() : null,
-        before.range !== params.range ? jobs.render(window_(range())) : null]);
+        rangeKey(before) !== rangeKey(params) ? renderLinks() : null,
+        rangeKey(before) !== rangeKey(params) ? jobs.render(window_(params)) : null]);
       if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
       showTarget();
     },

@@ -28,7 +28,7 @@ def test_each_view_has_its_title_and_focus_moves_to_its_heading(page, fleet: Fle
         title = page.title()
         assert re.match(pattern, title), (view, title)
         titles.add(title)
-        assert page.evaluate("document.activeElement.tagName") == "H1", view
+        assert page.evaluate("document.activeElement.tagName") == "H1", view  # moved there
     assert len(titles) == len(views)
 
 
