@@ -71,6 +71,12 @@ export function hostEvents(alerts, maintenance, jobEvents = []) {
 
 const MARK_COLOUR = { link: OKABE_ITO.vermillion, maintenance: OKABE_ITO.sky, job: OKABE_ITO.purple };
 
+function shortLabel(e) {
+  if (e.kind === "job") return e.label.replace(/^job (\S+) start$/, "▶ $1").replace(/^job (\S+) end$/, "■ $1");
+  if (e.kind === "maintenance") return "⚒ maintenance";
+  return e.label;
+}
+
 /** Plotly shapes and labels for `events` within [since, until]. */
 export function eventMarks(events, since, until) {
   const inside = events.filter((e) => e.at <= until && (e.end || e.at) >= since);
@@ -79,8 +85,9 @@ export function eventMarks(events, since, until) {
       y0: 0, y1: 1, fillcolor: "rgba(86,180,233,0.08)", line: { width: 0 }, layer: "below", name: `event ${e.kind}` }
     : { type: "line", xref: "x", yref: "paper", x0: e.at, x1: e.at, y0: 0, y1: 1, name: `event ${e.kind}`,
       line: { color: MARK_COLOUR[e.kind] || OKABE_ITO.grey, width: 1, dash: "dot" } }));
+  // Short labels above the plot (the hover has the whole): "↓ GPU3 link 16", "▶ 81240", "⚒".
   const labels = inside.map((e) => ({ x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper",
-    yanchor: "bottom", showarrow: false, text: esc(e.label), textangle: 0,
+    yanchor: "bottom", showarrow: false, text: esc(shortLabel(e)), textangle: 0,
     font: { size: 9, color: MARK_COLOUR[e.kind] === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
     hovertext: esc(`${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }));
   return { shapes, labels };
