@@ -103,7 +103,7 @@ export function actionButtons(alerts, panel, done, what = "") {
   });
   const label = (verb) => `${verb} ${active.length} active alert${active.length === 1 ? "" : "s"}${what ? ` of ${what}` : ""}`;
   return h("span", { class: "actions" },
-    h("button", { type: "button", class: "ack", "aria-label": label("acknowledge"), on: { click: ack } }, "ack"),
+    h("button", { type: "button", class: "ack", "aria-label": label("ack"), on: { click: ack } }, "ack"),
     h("button", { type: "button", class: "silence", "aria-label": label("silence"), on: { click: silence } }, "silence"),
     hours);
 }

@@ -43,7 +43,8 @@ function silenceRow(s, panel, done) {
 export function silencesPanel(panel, done) {
   const body = h("tbody");
   const count = h("span", { class: "muted" });
-  const el = h("section", { class: "panel table-wrap", id: "silences", "aria-labelledby": "silences-head" },
+  const el = h("section", { class: "panel table-wrap", id: "silences", "aria-labelledby": "silences-head",
+    tabindex: 0 },
     h("div", { class: "panel-head" }, h("h2", { id: "silences-head" }, "Silences"), count),
     h("table", { class: "grid silences-grid", "aria-label": "Silences" },
       h("thead", {}, h("tr", {}, ["State", "Matches", "By", "Comment", "From (UTC)", "Until (UTC)", ""]
