@@ -3,6 +3,7 @@ highlights the set the scheduler API chose."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -102,7 +103,7 @@ def test_placement_says_why_it_cannot_place(page, fleet: Fleet, browser_context)
 
 def test_a_link_alert_opens_its_gpu(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
-    page.get_by_role("link", name="GPU3 link 16").first.click()
+    page.get_by_role("link", name=re.compile(r"^GPU3: links 16")).first.click()  # GPU3's line
     page.wait_for_selector('main[data-ready="host"]')
     wait_hash(page, "gpu=3")
     selected = page.locator('table[aria-label="GPU inventory"] tbody tr.selected')
