@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 
 from app import routes
 from app.alerting.service import alerting_loop, close_alerting
+from app.conditional_get import ConditionalGet
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
@@ -91,6 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ServerTiming)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
+    # ETags on the read API: a polling dashboard is sent a bodiless 304 when nothing changed.
+    app.add_middleware(ConditionalGet)
     # JSON answers and the dashboard's modules shrink 5-10x (plotly.js comes pre-gzipped);
     # added last, so it is the outermost layer and the ingest metrics see plain answers.
     app.add_middleware(GZipMiddleware, minimum_size=1024)

@@ -37,8 +37,10 @@ export function adminPanel(onChange) {
     "aria-label": "Admin token", placeholder: "admin token" });
   const name = h("input", { type: "text", id: "admin-name", "aria-label": "Your name",
     placeholder: "your name", value: session.name() });
+  const comment = h("input", { type: "text", id: "silence-comment", "aria-label": "Comment for new silences",
+    placeholder: "comment for silences (why)", class: "comment" });
   const state = h("span", { class: "muted", id: "admin-state", role: "status" });
-  const form = h("form", { class: "toolbar admin-form" }, token, name,
+  const form = h("form", { class: "toolbar admin-form" }, token, name, comment,
     h("button", { type: "submit" }, "Use for this tab"),
     h("button", { type: "button", on: { click: () => { session.forget(); show(); onChange(); } } }, "Forget"),
     state);
@@ -61,6 +63,7 @@ export function adminPanel(onChange) {
   show();
   return {
     el,
+    comment: () => comment.value.trim() || "from the dashboard",
     ask() {
       el.open = true;
       token.focus();
@@ -69,8 +72,9 @@ export function adminPanel(onChange) {
   };
 }
 
-/** Ack and silence buttons for a group's active alerts; `done(message)` after each action. */
-export function actionButtons(alerts, panel, done) {
+/** Ack and silence buttons for a group's active alerts (an object's, or a whole host's);
+ * `done(message)` after each action. Alerts already acked are not acked again. */
+export function actionButtons(alerts, panel, done, what = "") {
   const active = alerts.filter((a) => a.state === "firing" || a.state === "pending");
   if (!active.length) return null;
   const hours = h("select", { "aria-label": "Silence for", class: "silence-hours" },
@@ -87,18 +91,21 @@ export function actionButtons(alerts, panel, done) {
     }
   };
   const ack = guard(async () => {
-    await Promise.all(active.map((a) => api.ack(a.id, { by: session.name() }, session.token())));
-    return `acknowledged ${active.length} alert${active.length === 1 ? "" : "s"}`;
+    const open = active.filter((a) => !a.acknowledged);
+    await Promise.all(open.map((a) => api.ack(a.id, { by: session.name() }, session.token())));
+    return `acknowledged ${active.length} alert${active.length === 1 ? "" : "s"}${what ? ` of ${what}` : ""}`;
   });
   const silence = guard(async () => {
     await Promise.all(active.map((a) => api.silence({ matchers: matchersOf(a),
       duration_s: Number(hours.value) * 3600, created_by: session.name(),
-      comment: "from the dashboard" }, session.token())));
+      comment: panel.comment() }, session.token())));
     return `silenced ${active.length} alert${active.length === 1 ? "" : "s"} for ${hours.value} h`;
   });
+  const label = (verb) => `${verb} ${active.length} active alert${active.length === 1 ? "" : "s"}${what ? ` of ${what}` : ""}`;
   return h("span", { class: "actions" },
-    h("button", { type: "button", class: "ack", on: { click: ack } }, "ack"),
-    h("button", { type: "button", class: "silence", on: { click: silence } }, "silence"), hours);
+    h("button", { type: "button", class: "ack", "aria-label": label("ack"), on: { click: ack } }, "ack"),
+    h("button", { type: "button", class: "silence", "aria-label": label("silence"), on: { click: silence } }, "silence"),
+    hours);
 }
 
 export function statusLine() {

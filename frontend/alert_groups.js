@@ -3,6 +3,7 @@
 // fires for four tests in both directions is one line, not eight. Pure functions of the
 // alerts API's answer; alerts.js draws them.
 
+import { scopeOfRule } from "./faults.js";
 import * as fmt from "./format.js";
 import { hostHref } from "./router.js";
 
@@ -40,6 +41,15 @@ export function alertTarget(a) {
   return hostHref(a.host || l.host || "", objectOf(a).params);
 }
 
+/** The line an alert is rolled up into: its pair (either direction), its GPU (a link's
+ * alerts are its GPU's: ten links down are one line), or the host. */
+export function groupOf(a) {
+  const o = objectOf(a);
+  const l = a.labels || {};
+  if (o.key.startsWith("link ")) return { key: `gpu ${l.gpu}`, label: `GPU${l.gpu}`, params: { gpu: l.gpu } };
+  return o;
+}
+
 export const startOf = (a) => a.fired_at || a.active_since;
 
 /** Seconds the alert has lasted: until it resolved, or until `now`. */
@@ -61,7 +71,7 @@ function worse(a, b) {
 export function groupAlerts(alerts) {
   const groups = new Map();
   for (const a of alerts) {
-    const object = objectOf(a);
+    const object = groupOf(a);
     const key = `${a.host}\u001f${object.key}`;
     if (!groups.has(key)) groups.set(key, { key, host: a.host, object, alerts: [] });
     groups.get(key).alerts.push(a);
@@ -69,15 +79,42 @@ export function groupAlerts(alerts) {
   const out = [...groups.values()].map((g) => {
     g.alerts.sort((x, y) => (worse(x, y) === x ? -1 : 1));
     g.worst = g.alerts[0];
+    const links = [...new Set(g.alerts.filter((a) => a.labels?.link !== undefined).map((a) => Number(a.labels.link)))]
+      .sort((x, y) => x - y);
+    if (links.length) g.object = { ...g.object, label: `${g.object.label}: link${links.length > 1 ? "s" : ""} ${ranges(links)}` };
     const live = g.alerts.filter((a) => a.state === "firing" || a.state === "pending");
     const timed = live.length ? live : g.alerts;
     g.start = timed.map(startOf).sort()[0];
     g.end = live.length ? null : g.alerts.map((a) => a.resolved_at).sort().at(-1) ?? null;
     return g;
   });
-  return out.sort((x, y) => (STATE_RANK[x.worst.state] ?? 9) - (STATE_RANK[y.worst.state] ?? 9)
+  // The one order of faults.js: live before resolved, unhandled before acked or silenced, then
+  // severity, then scope (a GPU lost first), then age (the oldest first).
+  return out.sort((x, y) => live(y) - live(x) || handledRank(x) - handledRank(y)
     || (SEVERITY_RANK[x.worst.severity] ?? 9) - (SEVERITY_RANK[y.worst.severity] ?? 9)
+    || scopeOf(x) - scopeOf(y)
+    || (STATE_RANK[x.worst.state] ?? 9) - (STATE_RANK[y.worst.state] ?? 9)
     || Date.parse(x.start) - Date.parse(y.start) || x.key.localeCompare(y.key));
+}
+
+const isLive = (a) => a.state === "firing" || a.state === "pending";
+const live = (g) => (g.alerts.some(isLive) ? 1 : 0);
+const scopeOf = (g) => Math.min(...g.alerts.map((a) => scopeOfRule(a.alertname)));
+/** 1 when every live alert of the group is acked or silenced: someone is on it. */
+function handledRank(g) {
+  const active = g.alerts.filter(isLive);
+  return active.length && active.every((a) => a.acknowledged || a.silenced_by?.length) ? 1 : 0;
+}
+
+/** [8, 9, 10, 12] -> "8–10, 12". */
+export function ranges(sorted) {
+  const out = [];
+  for (const n of sorted) {
+    const last = out.at(-1);
+    if (last && n === last[1] + 1) last[1] = n;
+    else out.push([n, n]);
+  }
+  return out.map(([a, b]) => (a === b ? `${a}` : `${a}–${b}`)).join(", ");
 }
 
 /** "3 h 12 min", "42 min", "35 s". */

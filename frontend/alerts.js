@@ -7,6 +7,7 @@ import { api } from "./api.js";
 import { actionButtons, adminPanel, statusLine } from "./admin.js";
 import { alertTarget, duration, durationOf, groupAlerts, startOf, subject } from "./alert_groups.js";
 import { h, replace } from "./dom.js";
+import { silenceIndex, silencesPanel } from "./silences.js";
 import * as fmt from "./format.js";
 import { hostHref, updateParams } from "./router.js";
 
@@ -30,9 +31,22 @@ function severityCell(severity) {
   return h("td", { class: `severity sev-${severity || "none"}` }, severity || "–");
 }
 
+let silenceById = new Map(); // the silences view's last answer, for "silenced until … by …"
+
+/** Acked or silenced: someone is on it; the line is muted, saying who and until when. */
+const handled = (a) => Boolean(a.acknowledged) || Boolean(a.silenced_by?.length);
+
+function silenceWords(a) {
+  const s = (a.silenced_by || []).map((id) => silenceById.get(id)).filter(Boolean)
+    .sort((x, y) => (x.ends_at < y.ends_at ? 1 : -1))[0];
+  return s ? `silenced until ${fmt.time(s.ends_at)} by ${s.created_by}` : "silenced";
+}
+
 function tags(a) {
-  return [a.acknowledged ? h("span", { class: "tag", title: `acknowledged by ${a.acknowledged.by}` }, "ack") : null,
-    a.silenced_by?.length ? h("span", { class: "tag" }, "silenced") : null,
+  const ack = a.acknowledged;
+  return [ack ? h("span", { class: "tag handled", title: ack.comment || "acknowledged" },
+    `acked by ${ack.by}${ack.at ? ` ${fmt.time(ack.at)}` : ""}`) : null,
+  a.silenced_by?.length ? h("span", { class: "tag handled" }, silenceWords(a)) : null,
     a.held ? h("span", { class: "tag maintenance", title: `${a.held}: shown, not paged` },
       a.in_maintenance ? "in maintenance" : "settling") : null];
 }
@@ -53,18 +67,23 @@ export function mount(root, route) {
   let params = route.params;
   let last = [];
   const open = new Set(); // groups unfolded by the user, kept across refreshes
+  const foldedHosts = new Set(); // hosts folded by the user
   const toggles = STATES.map((s) => h("button", { type: "button", class: "toggle", "data-state": s,
     on: { click: () => updateParams({ state: s }) } }, s));
   const count = h("span", { class: "muted" });
   const hostFilter = h("span");
   const status = statusLine();
   const panel = adminPanel(() => render(last));
+  const silences = silencesPanel(panel, (message, failed) => {
+    status.say(message, failed);
+    if (!failed) load();
+  });
   const table = h("table", { class: "grid alerts-grid", "aria-label": "Alerts" },
     h("thead", {}, h("tr", {}, HEADINGS.map((t) => h("th", { scope: "col" }, t)))));
   replace(root, h("div", { class: "page-head" }, h("h1", {}, "Alerts")),
     h("section", { class: "panel table-wrap" }, h("div", { class: "toolbar" },
       h("span", { class: "toggles", role: "group", "aria-label": "State" }, toggles), hostFilter, count),
-    panel.el, status.el, table));
+    panel.el, status.el, table), silences.el);
 
   const state = () => (STATES.includes(params.state) ? params.state : "active");
 
@@ -94,6 +113,32 @@ export function mount(root, route) {
     return [row, history];
   }
 
+  function hostRow(host, groups) {
+    const alerts = groups.flatMap((g) => g.alerts);
+    const live = alerts.filter((a) => a.state === "firing" || a.state === "pending");
+    const worst = groups[0].worst;
+    const folded = foldedHosts.has(host);
+    const quiet = live.length && live.every(handled);
+    const fold = h("button", { type: "button", class: "link unfold-host", "aria-expanded": String(!folded),
+      on: { click: () => {
+        if (folded) foldedHosts.delete(host);
+        else foldedHosts.add(host);
+        render(last);
+      } } }, `${folded ? "▸" : "▾"} ${groups.length} object${groups.length === 1 ? "" : "s"}, ` +
+      `${alerts.length} alert${alerts.length === 1 ? "" : "s"}`);
+    return h("tbody", { class: `host-group${quiet ? " quiet" : ""}`, "data-host": host },
+      h("tr", { class: "host-row" },
+        h("td", {}, stateBadge(worst.state)), severityCell(worst.severity),
+        h("th", { scope: "rowgroup", colspan: 3, class: "host-cell" },
+          host ? h("a", { class: "host", href: hostHref(host) }, host) : "–", " ", fold),
+        h("td", { class: "reason" }, quiet ? "every active alert acked or silenced" : text(worst, "summary")),
+        h("td", { colspan: 2 }),
+        h("td", { class: "actions-cell" }, actionButtons(alerts, panel, (message, failed) => {
+          status.say(message, failed);
+          if (!failed) load();
+        }, host))));
+  }
+
   function groupRow(g) {
     const members = g.alerts.length;
     const unfold = h("button", { type: "button", class: "link unfold", "aria-expanded": String(open.has(g.key)),
@@ -104,11 +149,13 @@ export function mount(root, route) {
       } } }, `${open.has(g.key) ? "▾" : "▸"} ${members} alert${members === 1 ? "" : "s"}`);
     const names = [...new Set(g.alerts.map((a) => a.alertname))].join(", ");
     const seconds = g.end ? (Date.parse(g.end) - Date.parse(g.start)) / 1000 : (Date.now() - Date.parse(g.start)) / 1000;
-    return h("tr", { class: `group-row state-${g.worst.state}`, "data-group": g.key },
+    const live = g.alerts.filter((a) => a.state === "firing" || a.state === "pending");
+    const quiet = live.length && live.every(handled);
+    return h("tr", { class: `group-row state-${g.worst.state}${quiet ? " quiet" : ""}`, "data-group": g.key },
       h("td", {}, stateBadge(g.worst.state)), severityCell(g.worst.severity),
       h("td", { class: "host-cell" }, g.host ? h("a", { class: "host", href: hostHref(g.host) }, g.host) : "–"),
       h("td", { class: "concerns" }, h("a", { href: alertTarget(g.worst) }, g.object.label)),
-      h("td", {}, h("b", {}, names), tags(g.worst), " ", unfold),
+      h("td", { class: "alert-names" }, h("b", {}, names), tags(g.worst), " ", unfold),
       h("td", { class: "reason" }, text(g.worst, "summary")),
       ...timeCells(g.start, Math.max(0, seconds), g.end),
       h("td", { class: "actions-cell" }, actionButtons(g.alerts, panel, (message, failed) => {
@@ -120,8 +167,12 @@ export function mount(root, route) {
   function render(alerts) {
     last = alerts;
     const groups = groupAlerts(alerts);
-    const rows = groups.map((g) => h("tbody", { class: "group", "data-group": g.key },
-      groupRow(g), g.alerts.map((a) => memberRow(a, g))));
+    const byHost = new Map();
+    for (const g of groups) byHost.set(g.host, [...(byHost.get(g.host) || []), g]);
+    // host -> its objects -> their alerts; hosts in the order of their most urgent object
+    const rows = [...byHost.entries()].flatMap(([host, hostGroups]) => [hostRow(host, hostGroups),
+      ...hostGroups.map((g) => h("tbody", { class: "group", "data-group": g.key, "data-host": host,
+        hidden: foldedHosts.has(host) }, groupRow(g), g.alerts.map((a) => memberRow(a, g))))]);
     for (const old of table.querySelectorAll("tbody")) old.remove();
     table.append(...(rows.length ? rows : [h("tbody", {}, h("tr", { class: "empty" },
       h("td", { colspan: HEADINGS.length }, "nothing to show")))]));
@@ -143,11 +194,17 @@ export function mount(root, route) {
     replace(hostFilter, params.host ? h("span", { class: "chip" }, "host ", h("b", {}, params.host), " ",
       h("button", { type: "button", class: "link", "aria-label": "Show every host",
         on: { click: () => updateParams({ host: "" }) } }, "✕")) : null);
-    render(await fetchAlerts());
+    const [alerts] = await Promise.all([fetchAlerts(), silences.refresh()]);
+    silenceById = silenceIndex(silences.silences);
+    render(alerts);
   }
 
   return {
     refresh: load,
+    title: () => {
+      const firing = last.filter((a) => a.state === "firing").length;
+      return `Alerts${params.host ? ` · ${params.host}` : ""} · ${firing} firing`;
+    },
     async update(next) {
       params = next.params;
       await load();

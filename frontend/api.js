@@ -48,6 +48,13 @@ export async function postJSON(path, body, token) {
       Authorization: `Bearer ${token}` } }), url);
 }
 
+/** DELETE with the admin token (expiring a silence). */
+export async function deleteJSON(path, token) {
+  const url = `${BASE}${path}`;
+  return answerOf(await fetch(url, { method: "DELETE",
+    headers: { Accept: "application/json", Authorization: `Bearer ${token}` } }), url);
+}
+
 const host = (name) => `/hosts/${encodeURIComponent(name)}`;
 
 export const api = {
@@ -62,6 +69,8 @@ export const api = {
   alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
   ack: (id, body, token) => postJSON(`/alerts/${encodeURIComponent(id)}/ack`, body, token),
   silence: (body, token) => postJSON("/silences", body, token),
+  silences: (expired, opts) => getJSON("/silences", { expired: expired ? "true" : null }, opts),
+  expireSilence: (id, token) => deleteJSON(`/silences/${encodeURIComponent(id)}`, token),
   maintenance: (params, opts) => getJSON("/maintenance", params, opts),
   drainMarks: (params, opts) => getJSON("/drain/marks", params, opts),
   schedulerHosts: (minHealthy, opts) => getJSON("/scheduler/hosts", { min_healthy_gpus: minHealthy }, opts),

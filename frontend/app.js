@@ -7,6 +7,7 @@
 // keep their zoom; `refresh` re-reads the API; both return promises.
 
 import { h, replace } from "./dom.js";
+import * as fmt from "./format.js";
 import { parse } from "./router.js";
 import * as fleet from "./fleet.js";
 import * as host from "./host.js";
@@ -41,8 +42,25 @@ function serial(entry, work) {
   return run;
 }
 
+let lastGood = null; // when a view last drew from a full answer of the server
+const lastGoodWords = () => fmt.lastGood(lastGood);
+
+/** The page's title: `<what it shows> · peerwatch`, from the view when it can say more. */
+function setTitle(entry) {
+  const said = entry.view.title?.();
+  document.title = `${said || entry.name[0].toUpperCase() + entry.name.slice(1)} · peerwatch`;
+}
+
+/** After a new view's first draw, the keyboard and a screen reader start at its heading. */
+function focusHeading() {
+  const heading = main.querySelector("h1");
+  if (!heading) return;
+  heading.tabIndex = -1;
+  heading.focus({ preventScroll: true });
+}
+
 /** Wait for a view's work; then mark <main> with the view and the route it has drawn. */
-async function settle(promise, entry, hash = location.hash) {
+async function settle(promise, entry, hash = location.hash, { fresh = false } = {}) {
   try {
     await promise;
     if (current !== entry) return; // the user moved on meanwhile
@@ -51,15 +69,21 @@ async function settle(promise, entry, hash = location.hash) {
     main.dataset.updates = String(Number(main.dataset.updates || 0) + 1);
     delete main.dataset.error;
     errorBox.remove();
-    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    lastGood = Date.now();
+    status.textContent = `updated ${new Date(lastGood).toLocaleTimeString()}`;
     status.classList.remove("error");
+    setTitle(entry);
+    if (fresh) focusHeading();
   } catch (error) {
     if (error.name === "AbortError" || current !== entry) return;
     main.dataset.error = error.message;
-    errorBox.textContent = `Could not load this page: ${error.detail || error.message}` +
-      (main.dataset.ready ? " (showing what was loaded before)" : "");
+    const away = !error.status; // no answer at all: the server (or the network) is away
+    const why = away ? "the server did not answer" : error.detail || error.message;
+    errorBox.textContent = `Could not load this page: ${why}` +
+      (main.dataset.ready ? ` — showing what was loaded before; ${lastGoodWords()}` : "");
     main.prepend(errorBox);
-    status.textContent = `update failed: ${error.message}`;
+    status.replaceChildren(h("span", { class: "status-error" }, `update failed: ${why}`), " · ",
+      h("span", { class: "last-good", id: "last-good" }, lastGoodWords()));
     status.classList.add("error");
   }
 }
@@ -74,6 +98,9 @@ function navigate() {
     settle(serial(entry, () => entry.view.update(route)), entry, hash);
     return;
   }
+  // Moving to another view moves the focus to its heading; the page's first view leaves it
+  // where a new page has it, so the first Tab still reaches the skip link.
+  const moved = current !== null;
   if (current) current.view.destroy();
   delete main.dataset.ready;
   delete main.dataset.drawn;
@@ -82,7 +109,7 @@ function navigate() {
   replace(main, root);
   const view = VIEWS[name].mount(root, route);
   current = { name, key: routeKey(route), view, queue: Promise.resolve() };
-  settle(serial(current, () => view.refresh()), current, hash);
+  settle(serial(current, () => view.refresh()), current, hash, { fresh: moved });
 }
 
 let refreshing = false;

@@ -18,13 +18,13 @@ function fabricWords(g) {
   return [state, health].filter(Boolean).join(", ");
 }
 
-function gpuCell(g) {
-  const v = VERDICTS[g.verdict] ? g.verdict : "unknown";
+function gpuCell(g, stale) {
+  const v = !stale && VERDICTS[g.verdict] ? g.verdict : "unknown";
   const words = fabricWords(g);
   const issues = g.health_issues.length ? ` Issues: ${g.health_issues.join(", ")}.` : "";
   const label = `GPU${g.gpu}: ${g.verdict}; fabric ${g.state || "unknown"}, status ` +
     `${g.status || "unknown"}, health ${g.health || "not reported"}, clique ${g.clique_id}.` +
-    `${issues} ${g.reason}`;
+    `${issues} ${stale ? `last known (the tray stopped reporting): ${g.verdict} — ${g.reason}` : g.reason}`;
   return h("td", { class: `gpu-cell v-${v}`, title: label, "aria-label": label,
     "data-gpu": g.gpu, "data-verdict": v, "data-state": g.state || "" },
   h("span", { class: "glyph", "aria-hidden": "true" }, VERDICTS[v].glyph),
@@ -39,12 +39,13 @@ function cliqueOf(tray) {
 function trayRow(tray, width, mainClique) {
   const clique = cliqueOf(tray);
   const apart = clique !== String(mainClique);
-  const cells = tray.gpus.map(gpuCell);
+  // A stale tray's GPUs are unknown now: grey, "last known at …", never green.
+  const cells = tray.gpus.map((g) => gpuCell(g, tray.stale));
   while (cells.length < width) cells.push(h("td", { class: "gpu-cell empty" }, "—"));
   return h("tr", { "data-host": tray.host },
     h("th", { scope: "row" }, h("a", { href: hostHref(tray.host), class: "host" }, tray.host),
       tray.stale ? h("span", { class: "tag stale" }, "◌ stale") : null),
-    h("td", {}, badge(tray.verdict, tray.reason)),
+    h("td", {}, badge(tray.stale ? "unknown" : tray.verdict, tray.reason)),
     h("td", { class: `clique${apart ? " apart" : ""}`, title: apart
       ? `clique ${clique}: not the domain's largest (${mainClique})` : `clique ${clique}` }, clique),
     cells);
@@ -95,10 +96,13 @@ export function mount(root, route) {
     replace(grid, h("h2", {}, "Trays × GPUs"), trayGrid(d));
   }
 
+  let shownDomain = null;
   return {
     async refresh() {
-      render(await api.domain(id));
+      shownDomain = await api.domain(id);
+      render(shownDomain);
     },
+    title: () => (shownDomain ? `NVLink domain ${shortId(shownDomain.id)} · ${shownDomain.verdict}` : "NVLink domain"),
     async update() {},
     destroy() {},
   };

@@ -9,23 +9,35 @@ import { activeMaintenance, maintenanceTag } from "./maintenance.js";
 import { drainMarks, drainTags } from "./drain.js";
 import { domainsPanel } from "./domain.js";
 import { VERDICTS, verdictOf } from "./palette.js";
-import { hostBadge, shownVerdict as shown, worstFiringByHost } from "./severity.js";
+import { hostFaults, topFault } from "./faults.js";
+import { hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
+  worstFiringByHost } from "./severity.js";
 import { href, hostHref, updateParams } from "./router.js";
 import { sortableTable } from "./table.js";
 
-// Hosts are coloured by their verdict made worse by their worst firing alert: the chips say so.
-const CHIP_WORDS = { degraded: "degraded or warning", down: "down or critical" };
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
 const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host
+const SEVERITY_SCORE = { critical: 3, warning: 2, info: 0.5 };
+const VERDICT_SCORE = { down: 3, degraded: 2, unknown: 1 };
 
 /** When the server last heard from the host, by its own clock (a probe's clock may be off). */
 const heardAt = (host) => host.last_received_at || host.last_report_at;
-const shownVerdict = (host) => shown(host.verdict, host.worst_alert, host.stale);
+const shownVerdict = (host) => shown(host.verdict, host.stale);
 
-/** Worst first: down, degraded, stale, unknown, healthy; ties by alerts firing. */
-function severity(host) {
-  const shown = verdictOf(shownVerdict(host)).rank;
-  return (host.stale ? 1.5 : shown) * 1000 + Math.min(999, host.alerts_firing);
+/**
+ * Most urgent first (the table sorts this descending): hosts at fault before those in a
+ * maintenance window before healthy ones; then severity (the worst firing alert, or what the
+ * verdict amounts to: down = critical, degraded = warning, stale = below a warning); then the
+ * top fault's scope (a GPU lost first); then its age (the oldest first).
+ */
+export function urgency(host) {
+  const sev = Math.max(SEVERITY_SCORE[host.worst_alert] || 0,
+    VERDICT_SCORE[shownVerdict(host)] || 0);
+  const top = host.top?.fault;
+  const tier = !sev && !top ? 0 : host.maintenance ? 1 : 2;
+  const scope = top ? top.scope : 5;
+  const ageMin = top?.start ? Math.min(99999, fmt.ageSeconds(top.start) / 60) : 0;
+  return tier * 1e7 + sev * 1e6 + (5 - scope) * 1e5 + ageMin;
 }
 
 /** The reason with its most specific part first: "GPU3: 2 NVLinks down; hgx8-01: 1 of 8 …". */
@@ -35,22 +47,30 @@ export function specificFirst(reason) {
 }
 
 function verdictCell(r) {
-  return [hostBadge(r.verdict, r.reason, r.worst_alert, r.stale),
-    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null, maintenanceTag(r.maintenance),
-    ...drainTags(r.drain)];
+  return h("span", { class: "states" }, hostBadge(r.verdict, r.reason, r.stale),
+    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+    severityTag(r.worst_alert), maintenanceBadge(r.maintenance),
+    ...drainTags(r.drain));
 }
 
+/** The top fault in one line ("+N more" after it), its age; the whole reason on hover. */
 function reasonCell(r) {
-  const text = specificFirst(r.reason);
-  if (!r.stale) {
-    return [h("span", {}, text), r.since && r.verdict !== "healthy"
-      ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null];
-  }
-  return [h("b", {}, `last known at ${fmt.time(heardAt(r))}: `), text];
+  const top = r.top;
+  const known = r.stale ? h("b", {}, `last known at ${fmt.time(heardAt(r))}: `) : null;
+  if (!top) return h("span", { class: "top-fault", title: r.reason }, known, r.reason, maintenanceTag(r.maintenance));
+  const { fault, more } = top;
+  const text = fault.href ? h("a", { href: fault.href }, fault.text) : h("span", {}, fault.text);
+  return h("span", { class: `top-fault scope-${fault.scope}`, title: r.reason, "data-scope": fault.scope },
+    known, text,
+    more ? h("a", { class: "more", href: href("alerts", [], { host: r.host }),
+      title: "every fault of this host" }, ` +${more} more`) : null,
+    !r.stale && r.since && r.verdict !== "healthy"
+      ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null,
+    maintenanceTag(r.maintenance));
 }
 
 const COLUMNS = [
-  { key: "verdict", label: "Verdict", value: severity, cell: verdictCell },
+  { key: "verdict", label: "Verdict", value: urgency, cell: verdictCell },
   { key: "host", label: "Host", value: (r) => r.host,
     cell: (r) => h("a", { href: hostHref(r.host), class: "host" }, r.host) },
   { key: "reason", label: "Reason", class: "reason wide", cell: reasonCell },
@@ -68,14 +88,22 @@ const COLUMNS = [
 ];
 
 function gpusCell(r) {
+  if (r.stale) { // unknown now: the last count is history, never a green "4 / 4"
+    return h("span", { class: "stale-text", title: `last known at ${fmt.time(heardAt(r))}` },
+      `? ${r.gpus_total} (last ${r.gpus_healthy} ok)`);
+  }
   const cls = r.gpus_healthy < r.gpus_total ? "short" : null;
   return h("span", { class: cls }, `${r.gpus_healthy} / ${r.gpus_total}`);
 }
 
-export function ratioBar(ratio) {
+/** A bar as long as `ratio`; grey when stale, and coloured by the ratio only when the host is
+ * at fault (a healthy host's 0.84 is what its topology allows: no orange for it). */
+export function ratioBar(ratio, stale = false, healthy = false) {
   const bar = h("span", { class: "bar" });
   bar.style.width = `${Math.round(Math.max(0, Math.min(1, ratio)) * 100)}%`;
-  if (ratio < 0.7) bar.classList.add("low");
+  if (stale) bar.classList.add("stale");
+  else if (healthy) return h("span", { class: "ratio-bar", "aria-hidden": "true" }, bar);
+  else if (ratio < 0.7) bar.classList.add("low");
   else if (ratio < 0.9) bar.classList.add("mid");
   return h("span", { class: "ratio-bar", "aria-hidden": "true" }, bar);
 }
@@ -85,7 +113,8 @@ function worstPairCell(r) {
   if (!w) return h("span", { class: "muted" }, "no results");
   const link = h("a", { href: hostHref(r.host, { test: w.test, pair: `${w.src}-${w.dst}` }) },
     `${fmt.pair(w.src, w.dst)} ${w.test}`);
-  return h("span", { class: "worst" }, ratioBar(w.ratio), h("b", {}, fmt.ratio(w.ratio)), " ", link);
+  return h("span", { class: `worst${r.stale ? " stale-text" : ""}` }, ratioBar(w.ratio, r.stale, r.verdict === "healthy"),
+    h("b", {}, fmt.ratio(w.ratio)), " ", link);
 }
 
 function matches(host, query, verdicts) {
@@ -100,24 +129,33 @@ function matches(host, query, verdicts) {
 
 function summary(hosts) {
   const count = (pred) => hosts.filter(pred).length;
-  const gpus = hosts.reduce((a, x) => a + x.gpus_total, 0);
-  const healthy = hosts.reduce((a, x) => a + x.gpus_healthy, 0);
+  const fresh = hosts.filter((x) => !x.stale);
+  const gpus = fresh.reduce((a, x) => a + x.gpus_total, 0);
+  const healthy = fresh.reduce((a, x) => a + x.gpus_healthy, 0);
   const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
   const chips = Object.keys(VERDICTS).map((v) =>
-    h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph" }, VERDICTS[v].glyph),
-      ` ${count((x) => shownVerdict(x) === v)} ${CHIP_WORDS[v] || v}`));
+    h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph", "aria-hidden": "true" },
+      VERDICTS[v].glyph), ` ${count((x) => shownVerdict(x) === v)} ${v}`));
+  const severities = ["critical", "warning"].map((s) => h("span", { class: `chip sev-${s}`, "data-severity": s },
+    h("span", { class: "glyph", "aria-hidden": "true" }, SEVERITY_LOOK[s].glyph),
+    ` ${count((x) => x.worst_alert === s)} with ${s} firing`));
   return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
-    h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`),
-    h("span", { class: "chip" }, h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
+    h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`), ...severities,
+    h("span", { class: "chip" }, `⚒ ${count((x) => x.maintenance)} in maintenance`),
+    h("span", { class: "chip", title: "GPUs of hosts that report (stale hosts are unknown)" },
+      h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
     h("a", { class: `chip${firing ? " firing" : ""}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
 }
 
 function heatCell(host) {
   const shown = shownVerdict(host);
   const v = verdictOf(shown);
-  const label = `${host.host}: ${host.verdict}${host.stale ? `, stale since ${fmt.time(heardAt(host))}` : ""}. ${host.reason}`;
-  return h("a", { class: `cell v-${VERDICTS[shown] ? shown : "unknown"}${host.stale ? " stale" : ""}`,
-    href: hostHref(host.host), title: label, "aria-label": label },
+  const top = host.top ? ` ${host.top.fault.text}` : "";
+  const label = `${host.host}: ${shown}${host.stale ? `, stale since ${fmt.time(heardAt(host))}` : ""}` +
+    `${host.worst_alert ? `, ${host.worst_alert} alert firing` : ""}` +
+    `${host.maintenance ? ", in maintenance" : ""}.${top || ` ${host.reason}`}`;
+  return h("a", { class: `cell v-${VERDICTS[shown] ? shown : "unknown"}${host.stale ? " stale" : ""}` +
+    `${host.maintenance ? " maint" : ""}`, href: hostHref(host.host), title: label, "aria-label": label },
   shown === "healthy" ? "" : (host.stale ? "◌" : v.glyph));
 }
 
@@ -130,7 +168,7 @@ export function mount(root, route) {
   const toggles = VERDICT_FILTERS.map((v) => h("button", { type: "button", class: `toggle v-${v}`,
     "data-verdict": v, on: { click: () => toggleVerdict(v) } }, v));
   const chips = h("div", { class: "chips", "aria-label": "Fleet summary" });
-  const grid = h("div", { class: "heat-grid", role: "list", "aria-label": "Hosts, worst first" });
+  const grid = h("nav", { class: "heat-grid", "aria-label": "Hosts, worst first" });
   const count = h("span", { class: "muted" });
   const domains = h("section", { class: "panel domains-panel", hidden: true });
   const table = sortableTable({
@@ -138,7 +176,8 @@ export function mount(root, route) {
     sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
     onSort: (sort, dir) => updateParams({ sort, dir }),
     onActivate: (r) => { location.hash = hostHref(r.host); },
-    rowClass: (r) => (r.stale ? "stale-row" : null),
+    rowClass: (r) => [r.stale ? "stale-row" : null, r.maintenance ? "maint-row" : null]
+      .filter(Boolean).join(" ") || null,
   });
   table.el.dataset.skipTarget = "the hosts table";
   const peers = peersPanel();
@@ -177,17 +216,20 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const [data, firing, maintenance, racks, drain] = await Promise.all([api.hosts(),
-        api.alerts({ state: "firing" }).catch((error) => {
+      const [data, active, maintenance, racks, drain] = await Promise.all([api.hosts(),
+        api.alerts({}).catch((error) => {
           if (error.name === "AbortError") throw error;
           return { alerts: [] }; // alerting down: the hosts' own verdicts still show
         }), activeMaintenance(), api.domains().then((d) => d.domains, (error) => {
           if (error.name === "AbortError") throw error;
           return []; // an older server without domains: the fleet still shows
         }), drainMarks()]);
-      const worst = worstFiringByHost(firing.alerts);
+      const worst = worstFiringByHost(active.alerts);
+      const byHost = new Map();
+      for (const a of active.alerts) byHost.set(a.host, [...(byHost.get(a.host) || []), a]);
       hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null,
-        maintenance: maintenance?.get(x.host) ?? null, drain: drain?.get(x.host) ?? null }))
+        maintenance: maintenance?.get(x.host) ?? null, drain: drain?.get(x.host) ?? null,
+        top: topFault(hostFaults(x, byHost.get(x.host) || [])) }))
         .sort((a, b) => a.host.localeCompare(b.host));
       domains.hidden = !racks.length;
       replace(domains, domainsPanel(racks));
@@ -198,6 +240,10 @@ export function mount(root, route) {
       params = next.params;
       if (document.activeElement !== search) search.value = params.q || "";
       render();
+    },
+    title: () => {
+      const n = (v) => hosts.filter((x) => shownVerdict(x) === v).length;
+      return `Fleet · ${n("down")} down, ${n("degraded")} degraded, ${n("unknown")} unknown`;
     },
     destroy() {},
   };

@@ -64,11 +64,13 @@ export function peersPanel() {
       const judging = data.groups.filter((g) => g.eligible);
       const small = data.groups.filter((g) => !g.eligible);
       replace(body, note, siblingsList(data.siblings),
-        judging.length ? h("div", { class: "table-wrap" }, groupTable(judging, "Peer groups"))
+        judging.length ? h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Peer groups (scrolls)" },
+          groupTable(judging, "Peer groups"))
           : h("p", { class: "muted" }, `No group has ${data.min_hosts} hosts yet: nobody is judged against peers.`),
         small.length ? h("details", { class: "small-groups" },
           h("summary", {}, `${small.length} groups too small to judge anybody`),
-          h("div", { class: "table-wrap" }, groupTable(small, "Peer groups too small to judge"))) : null);
+          h("div", { class: "table-wrap", tabindex: 0, role: "region",
+            "aria-label": "Peer groups too small to judge (scrolls)" }, groupTable(small, "Peer groups too small to judge"))) : null);
     },
   };
 }

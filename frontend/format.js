@@ -75,3 +75,10 @@ export function pair(src, dst) {
 export function since(iso) {
   return iso ? `since ${time(iso)} (${age(iso)})` : "";
 }
+
+/** "last good data 21:04 (3 min ago)": how old what a page shows is, kept beside any error. */
+export function lastGood(at, now = Date.now()) {
+  if (!at) return "no data loaded yet";
+  const hhmm = new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+  return `last good data ${hhmm} (${age(new Date(at).toISOString(), now)} ago)`;
+}

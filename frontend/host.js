@@ -18,23 +18,25 @@ import { href, updateParams } from "./router.js";
 import { hostAlertPeriods, pairProblems } from "./host_problems.js";
 import { seriesFigure } from "./series.js";
 import { linkNotices, scrollToTarget } from "./host_links.js";
-import { hostBadge, worstFiring } from "./severity.js";
+import { hostFaults, topFault } from "./faults.js";
+import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "./severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
 import { topologyFigure } from "./topology.js";
+import { CROSSHAIR, csvButton, eventMarks, hostEvents, linkZoom, rangeBar, windowOf } from "./timeline.js";
+import { topologyList } from "./topology_list.js";
 
-export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
-const DEFAULT_RANGE = "6h";
 const PROBLEMS_SHOWN = 6;
+const SLOW_EVERY = 4; // refreshes between loads of what changes slowly
 
 function parsePair(text) {
   const m = /^(\d+)-(\d+)$/.exec(text || "");
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
-function window_(range) {
-  const until = new Date();
-  const since = new Date(until.getTime() - (RANGES[range] || RANGES[DEFAULT_RANGE]) * 1000);
-  return { since: since.toISOString(), until: until.toISOString() };
+/** The page's time window (timeline.js): `?from=&to=`, or the last `?range=`. */
+function window_(params) {
+  const { since, until } = windowOf(params);
+  return { since, until };
 }
 
 function select(label, options, value, onChange) {
@@ -44,50 +46,57 @@ function select(label, options, value, onChange) {
   return el;
 }
 
-function rangeButtons(current, onPick) {
-  return h("span", { class: "toggles", role: "group", "aria-label": "Time range" },
-    Object.keys(RANGES).map((r) => h("button", { type: "button", class: "toggle",
-      "aria-pressed": String(r === current), on: { click: () => onPick(r) } }, r)));
-}
 
 export function mount(root, route) {
-  plotly().catch(() => {}); // start the 4.8 MB download now, beside the API calls (draw reports a failure)
+  plotly().catch(() => {}); // start the 1.5 MB download now, beside the API calls (draw reports a failure)
   const name = route.args[0] || "";
   let params = route.params;
   const data = {};
+  const failed = {}; // panel -> why its last refresh failed
+  const goodAt = {}; // panel -> when it last loaded
+  let refreshes = 0;
   const el = {
     head: h("div", { class: "page-head host-head" }),
     notices: h("div", { class: "notices", id: "link-notices" }),
     problems: h("div", { class: "problems" }),
-    topo: h("div", { class: "chart", id: "topology-chart" }),
+    rangeBar: h("div", { class: "panel range-panel", id: "range-bar" }),
+    healthNote: h("div"), topoNote: h("div"), matrixNote: h("div"), linksNote: h("div"), pairNote: h("div"),
+    topo: h("div", { class: "chart", id: "topology-chart", role: "figure",
+      "aria-label": "Topology graph: GPUs, NVSwitch fabric and CPU sockets; edge colour is its verdict" }),
+    topoList: h("div", { class: "topo-list", id: "topology-list" }),
     matrix: h("div", { class: "chart", id: "matrix-chart" }),
     live: h("p", { class: "sr-only", "aria-live": "polite" }),
     gpuTests: h("div", { id: "gpu-tests" }),
     testPick: h("span"),
     pairHead: h("div", { class: "panel-head" }),
-    series: h("div", { class: "chart", id: "series-chart" }),
+    series: h("div", { class: "chart", id: "series-chart", role: "figure",
+      "aria-label": "Pair history: measured bandwidth per bucket against expected and baseline" }),
     pairFacts: h("p", { class: "facts" }),
     linksHead: h("div", { class: "panel-head" }),
-    throughput: h("div", { class: "chart", id: "throughput-chart" }),
-    errors: h("div", { class: "chart", id: "errors-chart" }),
-    infoErrors: h("div", { class: "chart", id: "info-errors-chart" }),
+    throughput: h("div", { class: "chart", id: "throughput-chart", role: "figure",
+      "aria-label": "NVLink throughput, TX per GPU over time" }),
+    errors: h("div", { class: "chart", id: "errors-chart", role: "figure",
+      "aria-label": "Judged NVLink error rates over time" }),
+    infoErrors: h("div", { class: "chart", id: "info-errors-chart", role: "figure",
+      "aria-label": "Corrected NVLink error rates over time (informational)" }),
     probeErrors: h("div"),
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
-    el.pairHead, el.series, el.pairFacts);
+    el.pairHead, el.pairNote, el.series, el.pairFacts);
   const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
   const jobs = jobsPanel(name);
 
-  replace(root, el.head, el.notices, el.problems,
+  replace(root, el.head, el.notices, el.healthNote, el.problems,
     h("div", { class: "two-col" },
-      h("section", { class: "panel" }, h("div", { class: "panel-head" }, h("h2", {}, "Topology"),
-        h("span", { class: "muted" }, "NVLink solid (width = NV#) · PCIe dotted (path level)")), el.topo),
-      h("section", { class: "panel" }, h("div", { class: "panel-head" },
-        h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrix, el.live,
+      h("section", { class: "panel", id: "topology-panel" }, h("div", { class: "panel-head" }, h("h2", {}, "Topology"),
+        h("span", { class: "muted" }, "NVLink solid (width = NV#) · PCIe dotted (path level)")), el.topoNote,
+      el.topo, el.topoList),
+      h("section", { class: "panel", id: "matrix-panel" }, h("div", { class: "panel-head" },
+        h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrixNote, el.matrix, el.live,
         el.gpuTests)),
-    pairPanel,
-    h("section", { class: "panel" }, el.linksHead,
+    el.rangeBar, pairPanel,
+    h("section", { class: "panel" }, el.linksHead, el.linksNote,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
     jobs.el,
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
@@ -95,7 +104,19 @@ export function mount(root, route) {
     el.probeErrors);
 
   const test = () => (TESTS.includes(params.test) ? params.test : TESTS[0]);
-  const range = () => (RANGES[params.range] ? params.range : DEFAULT_RANGE);
+  const rangeKey = (p) => `${p.range}|${p.from}|${p.to}`;
+
+  const timeCharts = () => [el.series, el.throughput, el.errors, el.infoErrors];
+
+  /** A time figure with the host's events marked on it and a crosshair. */
+  function marked(fig, since, until) {
+    const events = hostEvents(data.alerts, data.maintenance ? [data.maintenance] : [], jobs.events());
+    const marks = eventMarks(events, since, until);
+    const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
+      annotations: [...(fig.layout.annotations || []), ...marks.labels],
+      xaxis: { ...fig.layout.xaxis, ...CROSSHAIR } };
+    return { data: fig.data, layout };
+  }
 
   function pickPair(src, dst, testName = test()) {
     updateParams({ pair: `${src}-${dst}`, test: testName }, { push: true });
@@ -123,11 +144,12 @@ export function mount(root, route) {
     const sweep = d.last_sweep;
     replace(el.head,
       h("h1", {}, h("span", { class: "host" }, d.host)),
-      hl ? hostBadge(hl.verdict, hl.reason, worstFiring(data.alerts), d.stale) : null,
+      hl ? hostBadge(hl.verdict, hl.reason, d.stale) : null,
       d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
+      severityTag(worstFiring(data.alerts)), maintenanceBadge(data.maintenance),
       maintenanceTag(data.maintenance),
       ...drainTags(data.drain),
-      alertChip(),
+      alertChip(), hl ? topLine(hl) : null,
       hl ? h("p", { class: "reason-line" }, hl.reason,
         hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
       h("p", { class: "meta" }, [
@@ -137,6 +159,17 @@ export function mount(root, route) {
           `${sweep.wall_time_s.toFixed(1)} s wall, ${fmt.bytes(sweep.device_memory_bytes_max)} peak` : "no sweep yet",
       ].map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
+    replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
+  }
+
+  /** The most urgent fault, as on the host's fleet row ("+N more" below it). */
+  function topLine(hl) {
+    const top = topFault(hostFaults({ host: name, verdict: hl.verdict, reason: hl.reason, since: hl.since },
+      data.alerts));
+    if (!top) return null;
+    return h("p", { class: "top-line", "data-scope": top.fault.scope },
+      h("b", {}, data.detail.stale ? `last known at ${fmt.time(data.detail.last_report_at)}: ` : "Top fault: "),
+      top.fault.text, top.more ? h("span", { class: "muted" }, ` +${top.more} more below`) : null);
   }
 
   function problemItem(p) {
@@ -180,28 +213,33 @@ export function mount(root, route) {
       e.preventDefault(); pickPair(pair[1], pair[0]);
     } } }, `⇄ GPU${pair[1]} → GPU${pair[0]}`);
     replace(el.pairHead, h("h2", {}, `${fmt.pair(pair[0], pair[1])} · ${s.test}`), swap,
-      rangeButtons(range(), (r) => updateParams({ range: r })),
-      h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`));
+      h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`),
+      csvButton(el.series, () => `${name}-GPU${pair[0]}-GPU${pair[1]}-${s.test}`));
     const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "");
-    const { data: traces, layout } = seriesFigure(s, periods);
+    const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until);
     await draw(el.series, traces, layout);
+    linkZoom(timeCharts);
   }
 
   async function renderLinks() {
     const ls = data.links;
+    if (!ls) return;
     const down = downLinks(data.detail.nvlinks);
     const ports = data.detail.nvlinks.length;
     replace(el.linksHead, h("h2", {}, "Links"),
       down.length ? h("span", { class: "chip v-down", id: "down-links" }, `✕ down: ${down.join(", ")}`)
         : ports ? h("span", { class: "chip v-healthy" }, `✓ all ${ports} NVLink ports up`)
           : h("span", { class: "chip" }, "no NVLink: PCIe only"),
-      h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`));
-    const t = throughputFigure(ls);
-    const e = errorFigure(ls);
-    const i = errorFigure(ls, true);
+      h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`),
+      csvButton(el.throughput, () => `${name}-nvlink-throughput`), csvButton(el.errors, () => `${name}-link-errors`),
+      csvButton(el.infoErrors, () => `${name}-corrected-errors`));
+    const t = marked(throughputFigure(ls), ls.since, ls.until);
+    const e = marked(errorFigure(ls), ls.since, ls.until);
+    const i = marked(errorFigure(ls, true), ls.since, ls.until);
     await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
       draw(el.infoErrors, i.data, i.layout)]);
+    linkZoom(timeCharts);
   }
 
   function renderProbeErrors() {
@@ -223,12 +261,13 @@ export function mount(root, route) {
     const pair = parsePair(params.pair);
     data.seriesError = null;
     try {
-      data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(range()) }) : null;
+      data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(params) }) : null;
     } catch (error) {
-      if (!error.status) throw error; // a network failure or an abort: the page's own error
+      if (!error.status || error.status >= 500) throw error; // no answer: the panel's own note
       data.series = null;
       data.seriesError = error.detail;
     }
+    return data.series;
   }
 
   function renderNotices() {
@@ -237,10 +276,11 @@ export function mount(root, route) {
   }
 
   /** This host's alerts, active and resolved; the page still draws if alerting is down. */
-  async function hostAlerts() {
+  async function hostAlerts(full) {
     try {
       const [active, resolved] = await Promise.all([api.alerts({ host: name }),
-        api.alerts({ host: name, state: "resolved", limit: 200 })]);
+        full || !data.resolved ? api.alerts({ host: name, state: "resolved", limit: 200 }) : data.resolved]);
+      data.resolved = resolved;
       return [...active.alerts, ...resolved.alerts];
     } catch (error) {
       if (error.name === "AbortError") throw error;
@@ -259,14 +299,61 @@ export function mount(root, route) {
     }
   }
 
+  /**
+   * One panel's answer: on failure the panel keeps what it last showed and says why, with the
+   * age of its data (`panelNote`); the rest of the page draws as usual. Only the host's own
+   * record (`api.host`) failing fails the page.
+   */
+  async function part(key, load) {
+    try {
+      const value = await load();
+      goodAt[key] = Date.now();
+      delete failed[key];
+      return value;
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      failed[key] = error.status ? `${error.status} ${error.detail || ""}`.trim() : "no answer from the server";
+      return data[key] ?? null;
+    }
+  }
+
+  /**
+   * Every refresh asks for what changes with each report (the host, its health, topology,
+   * matrix, series, active alerts; unchanged answers come back as bodiless 304s, see
+   * app/conditional_get.py); what changes slowly (resolved alerts, maintenance windows, job
+   * snapshots) only every SLOW_EVERY-th refresh.
+   */
   async function loadAll() {
-    const [detail, health, topology, mx, links, alerts, , maintenance, , drain] = await Promise.all([
-      api.host(name), api.health(name), api.topology(name), loadMatrix(),
-      api.linkSeries(name, window_(range())), hostAlerts(), loadPair(), activeMaintenance(name),
-      jobs.load(), drainMarks(name),
+    const full = refreshes % SLOW_EVERY === 0;
+    refreshes += 1;
+    const [detail, health, topology, mx, links, alerts, series, maintenance, , drain] = await Promise.all([
+      api.host(name), part("health", () => api.health(name)), part("topology", () => api.topology(name)),
+      part("matrix", loadMatrix), part("links", () => api.linkSeries(name, window_(params))),
+      hostAlerts(full), part("series", loadPair),
+      full ? activeMaintenance(name) : data.maintenanceMap,
+      full ? part("jobs", () => jobs.load()) : null,
+      full ? drainMarks(name) : data.drainMap,
     ]);
-    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts,
-      maintenance: maintenance?.get(name) ?? null, drain: drain?.get(name) ?? null });
+    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts, series,
+      maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null,
+      drainMap: drain, drain: drain?.get(name) ?? null });
+    renderPanelNotes();
+  }
+
+  /** "⚠ topology: could not refresh (500 …); last good data 21:04 (3 min ago)". */
+  function panelNote(key, label) {
+    if (!failed[key]) return null;
+    return h("p", { class: "panel-error", role: "status", "data-panel": key },
+      `⚠ ${label}: could not refresh (${failed[key]}); `,
+      h("span", { class: "last-good" }, goodAt[key] ? fmt.lastGood(goodAt[key]) : "no data loaded yet"));
+  }
+
+  function renderPanelNotes() {
+    replace(el.healthNote, panelNote("health", "health"));
+    replace(el.topoNote, panelNote("topology", "topology"));
+    replace(el.matrixNote, panelNote("matrix", "matrix"));
+    replace(el.linksNote, panelNote("links", "link counters"));
+    replace(el.pairNote, panelNote("series", "pair history"));
   }
 
   async function renderAll() {
@@ -276,11 +363,13 @@ export function mount(root, route) {
     inventory.setRows(inventoryRows(data.detail, shown("health")));
     replace(el.gpuTests, gpuTestsTable(shown("health")));
     renderProbeErrors();
-    const topo = topologyFigure(shown("topology"));
+    const topology = shown("topology");
+    const topo = topology ? topologyFigure(topology) : null;
+    replace(el.topoList, topology ? topologyList(topology) : null);
     await Promise.all([
-      draw(el.topo, topo.data, topo.layout),
-      matrix.set(shown("matrix"), parsePair(params.pair)),
-      renderPair(), renderLinks(), jobs.render(window_(range())),
+      topo ? draw(el.topo, topo.data, topo.layout) : null,
+      data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
+      renderPair(), renderLinks(), jobs.render(window_(params)),
     ]);
   }
 
@@ -307,15 +396,19 @@ export function mount(root, route) {
         return;
       }
       if (before.test !== params.test) data.matrix = await loadMatrix();
-      if (before.range !== params.range) data.links = await api.linkSeries(name, window_(range()));
+      if (rangeKey(before) !== rangeKey(params)) data.links = await api.linkSeries(name, window_(params));
       await loadPair();
       renderHead();
       renderNotices();
       await Promise.all([matrix.set(shown("matrix"), parsePair(params.pair)), renderPair(),
-        before.range !== params.range ? renderLinks() : null,
-        before.range !== params.range ? jobs.render(window_(range())) : null]);
+        rangeKey(before) !== rangeKey(params) ? renderLinks() : null,
+        rangeKey(before) !== rangeKey(params) ? jobs.render(window_(params)) : null]);
       if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
       showTarget();
+    },
+    title: () => {
+      const verdict = data.detail?.stale ? "unknown (stale)" : data.health?.verdict;
+      return `${name}${verdict ? ` · ${verdict}` : ""}`;
     },
     destroy() {
       purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors);

@@ -122,6 +122,10 @@ export function jobsPanel(host) {
         if (job) showDiff(job);
       });
     },
+    /** Job starts and ends, as event marks for the other charts (timeline.js). */
+    events: () => jobs.flatMap((j) => [
+      j.prolog ? { at: j.prolog.taken_at, kind: "job", label: `job ${j.job} start` } : null,
+      j.epilog ? { at: j.epilog.taken_at, kind: "job", label: `job ${j.job} end` } : null]).filter(Boolean),
     destroy() {
       purge(el.chart);
     },

@@ -34,17 +34,29 @@ export function matrixGrids(matrix) {
   const at = new Map(matrix.gpus.map((g, i) => [g, i]));
   const n = matrix.gpus.length;
   const grid = (fill) => Array.from({ length: n }, () => Array(n).fill(fill));
-  const z = grid(null), text = grid(""), hover = grid(""), cells = grid(null);
+  const z = grid(null), text = grid(""), hover = grid(""), cells = grid(null), unknown = grid(null);
   for (const c of matrix.cells) {
     const i = at.get(c.src), j = at.get(c.dst);
     if (i === undefined || j === undefined) continue;
-    z[i][j] = c.error ? 0 : c.ratio;
-    text[i][j] = cellText(c, matrix.unit);
-    hover[i][j] = cellHover(c, matrix.unit);
+    // An unknown pair (a GPU lost, a host stale) is not current: grey, "last known at …",
+    // its last figure kept only in the hover, never coloured as if it were measured now.
+    const known = c.verdict !== "unknown";
+    z[i][j] = !known ? null : c.error ? 0 : c.ratio;
+    unknown[i][j] = known ? null : 1;
+    text[i][j] = known ? cellText(c, matrix.unit) : "?";
+    hover[i][j] = known ? cellHover(c, matrix.unit) : unknownHover(c, matrix.unit);
     cells[i][j] = c;
   }
   for (let i = 0; i < n; i += 1) hover[i][i] = `GPU${matrix.gpus[i]} (itself)`;
-  return { z, text, hover, cells };
+  return { z, text, hover, cells, unknown };
+}
+
+function unknownHover(c, unit) {
+  const reason = /last known at/.test(c.reason || "") ? c.reason
+    : `last known at ${fmt.time(c.measured_at)}: ${c.last_verdict || "unknown"} — ${c.reason}`;
+  return [`<b>GPU${c.src} → GPU${c.dst}</b>`, `? unknown now`,
+    `last measured ${esc(fmt.value(c.value, unit))} at ${esc(fmt.time(c.measured_at))}`,
+    wrapHover(reason)].join("<br>");
 }
 
 function markerTrace(matrix, selected) {
@@ -75,7 +87,7 @@ function markerTrace(matrix, selected) {
 }
 
 export function matrixFigure(matrix, { selected = null, cursor = null } = {}) {
-  const { z, text, hover } = matrixGrids(matrix);
+  const { z, text, hover, unknown } = matrixGrids(matrix);
   const gpus = matrix.gpus;
   const labels = gpus.map((g) => `GPU${g}`);
   const heat = {
@@ -86,6 +98,9 @@ export function matrixFigure(matrix, { selected = null, cursor = null } = {}) {
     colorbar: { title: { text: "measured /<br>expected", side: "top" }, thickness: 10, len: 0.9,
       tickfont: { size: 10 } },
   };
+  const grey = { type: "heatmap", name: "unknown", x: gpus, y: gpus, z: unknown, text, hovertext: hover,
+    hoverinfo: "text", texttemplate: "%{text}", xgap: 2, ygap: 2, showscale: false, zmin: 0, zmax: 1,
+    colorscale: [[0, "#3a3f4b"], [1, "#3a3f4b"]], textfont: { color: "#d5dbe5" } };
   const shapes = cursor ? [{ type: "rect", xref: "x", yref: "y", x0: cursor[1] - 0.5,
     x1: cursor[1] + 0.5, y0: cursor[0] - 0.5, y1: cursor[0] + 0.5,
     line: { color: "#56B4E9", width: 3, dash: "dot" } }] : [];
@@ -96,7 +111,8 @@ export function matrixFigure(matrix, { selected = null, cursor = null } = {}) {
     yaxis: { title: { text: "GPU(row) = source" }, tickvals: gpus, ticktext: labels,
       autorange: "reversed", showgrid: false, scaleanchor: "x", constrain: "domain" },
   });
-  return { data: [heat, markerTrace(matrix, selected)], layout };
+  const traces = unknown.some((row) => row.some((v) => v !== null)) ? [heat, grey] : [heat];
+  return { data: [...traces, markerTrace(matrix, selected)], layout };
 }
 
 /**

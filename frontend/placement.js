@@ -146,6 +146,7 @@ export function mount(root, route) {
       params = next.params;
       await load();
     },
+    title: () => `Placement${params.host ? ` · ${params.host}` : ""}`,
     destroy() { purge(graph); },
   };
 }

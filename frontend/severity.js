@@ -1,18 +1,23 @@
-// How bad a host looks: its own verdict, made worse by the worst alert firing on it (a critical
-// alert makes it red, a warning at least orange), and grey whenever it is stale, whatever it
-// was when it last reported. The fleet rows and the host page's header use the same rule.
+// A host's verdict and its alerts' severity are two things, shown apart, each with a glyph of
+// its own: the verdict (healthy ✓, degraded ▲, down ✕, unknown ?) is what the measurements
+// say; the severity (critical ‼, warning !, info i) is how loudly a rule pages about it. A
+// stale host's verdict is "unknown", whatever it was when it last reported. A host inside a
+// maintenance window is in a state of its own ("⚒ maintenance"): demoted, muted, but its
+// verdict and its fault still read.
 
-import { badge, VERDICTS, verdictOf } from "./palette.js";
+import { h } from "./dom.js";
+import { badge } from "./palette.js";
 
-const ALERT_VERDICT = { critical: "down", warning: "degraded" };
-const SEVERITY_ORDER = ["info", "warning", "critical"];
+export const SEVERITY_LOOK = {
+  critical: { glyph: "‼", rank: 0 }, warning: { glyph: "!", rank: 1 }, info: { glyph: "i", rank: 2 },
+};
 
 /** The worst severity among `alerts` that are firing, or null. */
 export function worstFiring(alerts) {
   let worst = null;
   for (const a of alerts || []) {
-    if (a.state !== "firing") continue;
-    if (SEVERITY_ORDER.indexOf(a.severity) > SEVERITY_ORDER.indexOf(worst)) worst = a.severity;
+    if (a.state !== "firing" || !SEVERITY_LOOK[a.severity]) continue;
+    if (worst === null || SEVERITY_LOOK[a.severity].rank < SEVERITY_LOOK[worst].rank) worst = a.severity;
   }
   return worst;
 }
@@ -24,22 +29,29 @@ export function worstFiringByHost(alerts) {
   return Object.fromEntries(Object.entries(byHost).map(([host, list]) => [host, worstFiring(list)]));
 }
 
-/** The verdict a host is coloured by: `verdict`, or worse if its worst firing alert says so. */
-export function shownVerdict(verdict, worstAlert, stale = false) {
-  if (stale) return "unknown";
-  const fromAlert = ALERT_VERDICT[worstAlert];
-  return fromAlert && VERDICTS[fromAlert].rank > verdictOf(verdict).rank ? fromAlert : verdict;
+/** The verdict a host is shown with: its own, or "unknown" when it is stale. */
+export function shownVerdict(verdict, stale = false) {
+  return stale ? "unknown" : verdict;
 }
 
-/**
- * A host's badge: coloured by `shown` (its verdict made worse by its worst firing alert, see
- * severity.js), worded with its own verdict and the alert's severity when that raised it:
- * "✕ degraded · critical".
- */
-export function hostBadge(verdict, reason, worstAlert, stale) {
-  const shown = shownVerdict(verdict, worstAlert, stale);
-  const raised = shown !== verdict && !stale;
-  const b = badge(shown, raised ? `a ${worstAlert} alert is firing. ${reason}` : reason);
-  b.lastChild.textContent = ` ${verdict}${raised ? ` · ${worstAlert}` : ""}`;
-  return b;
+/** The verdict's badge: its own colour, glyph and word (never raised by an alert). */
+export function hostBadge(verdict, reason, stale = false) {
+  const shown = shownVerdict(verdict, stale);
+  return badge(shown, stale ? `no recent report; last judged ${verdict}. ${reason}` : reason);
+}
+
+/** "‼ critical" (or "‼ 2 critical"): the severity of the alerts firing, apart from the verdict. */
+export function severityTag(severity, count = null) {
+  if (!severity || !SEVERITY_LOOK[severity]) return null;
+  return h("span", { class: `tag sev sev-${severity}`, "data-severity": severity,
+    title: `${count ?? "an"} ${severity} alert${count > 1 ? "s" : ""} firing` },
+  h("span", { class: "glyph", "aria-hidden": "true" }, SEVERITY_LOOK[severity].glyph),
+  ` ${count && count > 1 ? `${count} ` : ""}${severity}`);
+}
+
+/** "⚒ maintenance": a host inside a declared window (its alerts shown, not paged). */
+export function maintenanceBadge(window) {
+  if (!window) return null;
+  return h("span", { class: "badge state-maintenance", title: `maintenance window: ${window.comment || ""}` },
+    h("span", { class: "glyph", "aria-hidden": "true" }, "⚒"), " maintenance");
 }

@@ -148,12 +148,38 @@ function nodeTrace(nodes, pos, highlight, order) {
   };
 }
 
+const SLOWEST = /slowest: GPU(\d+)->GPU(\d+)/;
+
+/**
+ * Colour only what is at fault. A GPU's edge to the NVSwitch is judged by the slowest pair
+ * across it, so one GPU at fault (say GPU2 of an NVL72 tray with links down) would paint every
+ * healthy GPU's edge too: each has a slow pair ending at GPU2. An edge whose links are all up,
+ * from a GPU judged healthy, whose slowest pair ends at another GPU that is itself at fault,
+ * is drawn healthy, its hover saying where the fault is.
+ */
+export function blameFaultyEnds(topo) {
+  const verdict = Object.fromEntries(topo.nodes.map((n) => [n.id, n.verdict]));
+  const edges = topo.edges.map((e) => {
+    if (e.kind !== "nvlink" || e.verdict === "healthy" || e.verdict === "unknown") return e;
+    const gpu = e.source === "nvswitch" ? e.target : e.target === "nvswitch" ? e.source : null;
+    if (!gpu || verdict[gpu] !== "healthy" || (e.links_total && e.width !== e.links_total)) return e;
+    const m = SLOWEST.exec(e.reason || "");
+    const other = m && [`gpu${m[1]}`, `gpu${m[2]}`].find((id) => id !== gpu);
+    if (!other || verdict[other] === "healthy" || verdict[other] === undefined) return e;
+    return { ...e, verdict: "healthy", judged: e.verdict,
+      reason: `all links up; its slowest pair ends at ${other.toUpperCase()}, which is at fault ` +
+        `(${e.verdict} as judged: ${e.reason})` };
+  });
+  return { ...topo, edges };
+}
+
 /**
  * Figure for a topology. `highlight`: a Set of node ids (e.g. the placement's chosen GPUs);
  * the other GPUs and the edges not joining two chosen nodes are dimmed. `order`: a Map of
  * node id -> position (a ring's order), shown as "#n" after the name.
  */
-export function topologyFigure(topo, { highlight = null, order = null, height = 400 } = {}) {
+export function topologyFigure(judged, { highlight = null, order = null, height = 400 } = {}) {
+  const topo = blameFaultyEnds(judged);
   const pos = layoutNodes(topo.nodes, topo.edges);
   const names = Object.fromEntries(topo.nodes.map((n) => [n.id, n.label]));
   const dimmed = highlight

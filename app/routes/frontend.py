@@ -1,11 +1,12 @@
 """The dashboard: `/` serves `frontend/index.html`, `/static/...` its modules and plotly.js.
 
 There is no build step: the browser loads the plain ES modules in `frontend/` as they are, and
-plotly.js comes from the installed `plotly` Python package (nothing from a CDN, so the
-dashboard works on an air-gapped cluster). plotly.js is served at a URL carrying its version
-(`/static/vendor/plotly-<version>.min.js`) so it can be cached for a year; our own modules are
-small and revalidated on every load (ETag), so an upgrade never leaves a browser with a mix of
-old and new modules.
+plotly.js is the partial "cartesian" bundle (heatmap and scatter are all the charts draw: 1.5 MB,
+not the full bundle's 4.8 MB) vendored in `frontend/vendor/` with its version in its name (nothing
+from a CDN, so the dashboard works on an air-gapped cluster). It is served at a URL carrying that
+version (`/static/vendor/plotly-cartesian-<version>.min.js`) so it can be cached for a year;
+our own modules are small and revalidated on every load (ETag), so an upgrade never leaves a
+browser with a mix of old and new modules.
 
 Every page gets a Content-Security-Policy that allows scripts from this origin only: the
 pages have no inline script, and every string from a report reaches the DOM as text. Styles
@@ -20,11 +21,9 @@ import hashlib
 import mimetypes
 from functools import lru_cache
 from html import escape
-from importlib import resources
 from pathlib import Path
 
 from fastapi import APIRouter, HTTPException, Request, Response
-from plotly.offline import get_plotlyjs_version
 
 from app.assets import asset_dir
 from app.routes.catalog import catalog_json
@@ -32,8 +31,20 @@ from app.routes.catalog import catalog_json
 router = APIRouter(include_in_schema=False)
 
 FRONTEND_DIR = asset_dir("frontend")
-PLOTLY_VERSION: str = get_plotlyjs_version()
-PLOTLY_URL = f"/static/vendor/plotly-{PLOTLY_VERSION}.min.js"
+
+
+def _vendored_plotly() -> Path:
+    """The one vendored bundle, frontend/vendor/plotly-cartesian-<version>.min.js."""
+    found = sorted((FRONTEND_DIR / "vendor").glob("plotly-cartesian-*.min.js"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"expected one plotly-cartesian-<version>.min.js in "
+                                f"{FRONTEND_DIR / 'vendor'}, found {[f.name for f in found]}")
+    return found[0]
+
+
+PLOTLY_FILE = _vendored_plotly()
+PLOTLY_VERSION: str = PLOTLY_FILE.name.removeprefix("plotly-cartesian-").removesuffix(".min.js")
+PLOTLY_URL = f"/static/vendor/{PLOTLY_FILE.name}"
 PLOTLY_PLACEHOLDER = "__PLOTLY_URL__"
 TESTS_PLACEHOLDER = "__PEERWATCH_TESTS__"
 
@@ -84,15 +95,15 @@ def index(request: Request) -> Response:
 
 @lru_cache(maxsize=1)
 def _plotly_bytes() -> tuple[bytes, bytes]:
-    """plotly.min.js from the installed package, plain and gzipped (compressed once)."""
-    raw = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+    """The vendored plotly.js bundle, plain and gzipped (compressed once)."""
+    raw = PLOTLY_FILE.read_bytes()
     return raw, gzip.compress(raw, compresslevel=6, mtime=0)
 
 
-@router.get("/static/vendor/plotly-{version}.min.js")
+@router.get("/static/vendor/plotly-cartesian-{version}.min.js")
 def plotly_js(version: str, request: Request) -> Response:
     if version != PLOTLY_VERSION:
-        raise HTTPException(404, f"plotly.js {version} is not installed; {PLOTLY_URL} is")
+        raise HTTPException(404, f"plotly.js {version} is not vendored; {PLOTLY_URL} is")
     raw, packed = _plotly_bytes()
     headers = {**SECURITY_HEADERS, "Cache-Control": IMMUTABLE, "Vary": "Accept-Encoding"}
     if "gzip" in request.headers.get("accept-encoding", ""):

@@ -19,7 +19,7 @@ def test_index_links_the_installed_plotly_and_has_no_inline_script(client: TestC
     response = client.get("/")
     assert response.status_code == 200
     html = response.text
-    assert f'content="/static/vendor/plotly-{frontend.PLOTLY_VERSION}.min.js"' in html
+    assert f'content="/static/vendor/plotly-cartesian-{frontend.PLOTLY_VERSION}.min.js"' in html
     assert frontend.PLOTLY_PLACEHOLDER not in html
     assert "<script>" not in html  # every script has a src: the CSP allows no inline code
     csp = response.headers["content-security-policy"]
@@ -41,13 +41,14 @@ def test_plotly_is_served_versioned_gzipped_and_cached_for_a_year(client: TestCl
     assert response.status_code == 200
     assert "immutable" in response.headers["cache-control"]
     assert response.headers["content-encoding"] == "gzip"
-    assert f"plotly.js v{frontend.PLOTLY_VERSION}" in response.text[:200]  # client un-gzips
+    assert f"plotly.js (cartesian - minified) v{frontend.PLOTLY_VERSION}" in response.text[:200]
     plain = client.get(url, headers={"Accept-Encoding": "identity"})
     assert "content-encoding" not in plain.headers
     assert plain.content.startswith(b"/**")
 
 def test_other_plotly_versions_and_escapes_are_404(client: TestClient) -> None:
     assert client.get("/static/vendor/plotly-0.0.1.min.js").status_code == 404
+    assert client.get("/static/vendor/plotly-cartesian-0.0.1.min.js").status_code == 404
     assert client.get("/static/../app/main.py").status_code == 404
     assert client.get("/static/%2e%2e/pyproject.toml").status_code == 404
     assert client.get("/static/nope.js").status_code == 404

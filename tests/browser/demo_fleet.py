@@ -8,6 +8,8 @@ faults take minutes to develop, so next to it we store (see `seed.py`):
 - two hosts whose names are HTML (`<script>...`, `<img onerror=...>`): ingest refuses such
   names now (the host-name rule), but a database from before it may hold them;
 - `pcie4-gone`: a healthy PCIe box whose last report was 10 minutes ago (stale);
+- `hgx8-lost`: an HGX board whose GPU6 fell off the bus (GPUMissing, critical) after its
+  GPU1 -> GPU2 path had slowed to half (P2PBandwidthDegraded, warning): its top fault is GPU6;
 - `h200x2-slow`: an H200 pair 9 % slow and GPU1's host copies 10 % slow for its whole hour
   of history (its baselines are slow too), judged against its fleet peers, the other H200
   pairs and GPUs (docs/fleet-peers.md).
@@ -29,7 +31,7 @@ from pathlib import Path
 import httpx
 
 from probes.report import GPU_TESTS
-from probes.sim.faults import BandwidthFactor, ErrorGrowth, HostCopySlow, LinksDown
+from probes.sim.faults import BandwidthFactor, ErrorGrowth, GpuLost, HostCopySlow, LinksDown
 from tests.browser.seed import QUICK_TESTS, Episode, SimHost, Store
 
 DEMO_HOSTS = 4
@@ -40,6 +42,7 @@ ADMIN_TOKEN = "browser-test-admin-token"  # the demo's --admin-token: ack and si
 STALE = "pcie4-gone"
 MAINTAINED = "h200x2-maint"  # in a declared maintenance window
 SLOW = "h200x2-slow"  # slow from the start: flagged against its fleet peers
+LOST = "hgx8-lost"  # GPU6 fell off the bus 20 min ago; GPU1 -> GPU2 has run at half speed since
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 
@@ -102,7 +105,11 @@ def own_hosts(store: Store) -> list[SimHost]:
         Episode(1800, (LinksDown(gpu=3, count=2), BandwidthFactor(src=1, dst=2, factor=0.5),
                        ErrorGrowth(gpu=5, link=2, counter="replay", per_second=0.05),
                        HostCopySlow(gpu=6, factor=0.4)))], tests=(*QUICK_TESTS, *GPU_TESTS))
-    hosts = [faulty]
+    lost = SimHost("hgx8", LOST, seed=5, span_s=1800)
+    reports += lost.history(every_s=600, episodes=[
+        Episode(600, (BandwidthFactor(src=1, dst=2, factor=0.5),)),
+        Episode(1200, (GpuLost(gpu=6),))])
+    hosts = [faulty, lost]
     for i, name in enumerate((XSS_SCRIPT, XSS_IMG)):
         host = SimHost("h200x2", name, seed=20 + i, span_s=0)
         reports += host.history()

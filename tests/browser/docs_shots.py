@@ -6,7 +6,7 @@
 
 Pages: the fleet, the HGX board that lost two NVLinks (hgx8-01), the host that stopped
 reporting (pcie4-01), the alerts page and the demo's NVL72 rack (its NVLink domain page);
-each full-page at 1440 px, plus the alerts page at a phone's width.
+each full-page at 1440 px, plus the alerts, fleet and host pages at a phone's width.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ SHOTS = {
     "alerts": ("#/alerts?state=all", "alerts"),
     "domain": (f"#/domain/{rack_cluster_uuid('nvl72-a')}", "domain"),
 }
+
+
+PHONE = ("alerts", "fleet", "faulty-board")  # also taken at a phone's width
 
 
 def wait_drawn(page, view: str, hash_: str, timeout_s: float = 60) -> None:  # type: ignore[no-untyped-def]
@@ -46,7 +49,7 @@ def take(url: str, out: Path, prefix: str = "", only: tuple[str, ...] = ()) -> l
             context = browser.new_context(viewport={"width": width, "height": height})
             page = context.new_page()
             for name, (hash_, view) in SHOTS.items():
-                if (suffix and name != "alerts") or (only and name not in only):
+                if (suffix and name not in PHONE) or (only and name not in only):
                     continue
                 page.goto(f"{url}/?refresh=86400{hash_}")
                 wait_drawn(page, view, hash_)

@@ -20,8 +20,6 @@ def object_key(a: dict) -> str:
     if "peer_gpu" in labels:
         lo, hi = sorted((int(labels["gpu"]), int(labels["peer_gpu"])))
         return f"pair {lo}-{hi}"
-    if "link" in labels:
-        return f"link {labels['gpu']}-{labels['link']}"
     return f"gpu {labels['gpu']}" if "gpu" in labels else "host"
 
 
@@ -68,7 +66,9 @@ def test_alerts_are_grouped_by_host_and_object(page, fleet: Fleet) -> None:  # t
 
 def test_a_link_alert_scrolls_to_and_outlines_its_link(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
-    page.locator("tr.group-row").get_by_role("link", name="GPU3 link 16").click()
+    line = page.locator("tbody.group").filter(has_text="GPU3: links 16–17").first
+    line.locator("button.unfold").click()
+    line.locator("tr.member").get_by_role("link", name="GPU3 link 16").first.click()
     wait_hash(page, "link=16")
     page.wait_for_selector('main[data-ready="host"]')
     wait_until(page, "() => !!document.querySelector('.target')")
@@ -86,7 +86,7 @@ def test_a_link_alert_scrolls_to_and_outlines_its_link(page, fleet: Fleet) -> No
 
 def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
-    line = page.locator("tbody.group").filter(has_text="GPU3 link 16").first
+    line = page.locator("tbody.group").filter(has_text="GPU3: links 16–17").first
     line.locator("button.ack").click()  # no token yet: the form asks for one
     assert page.locator("details.admin").get_attribute("open") is not None
     assert page.evaluate("document.activeElement.id") == "admin-token"
@@ -106,7 +106,14 @@ def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet) -> 
     link_alerts = [a for a in fleet.api("/alerts", host=FAULTY)["alerts"]
                    if a["labels"].get("link") == "16" and a["labels"].get("gpu") == "3"]
     assert link_alerts and all(a["acknowledged"]["by"] == "night-shift" for a in link_alerts)
-    line = page.locator("tbody.group").filter(has_text="GPU3 link 16").first
+    gpu3 = [a for a in fleet.api("/alerts", host=FAULTY)["alerts"] if a["labels"].get("gpu") == "3"]
+    assert len(gpu3) >= 3 and all(a["acknowledged"] for a in gpu3)  # the whole GPU's line
+    line = page.locator("tbody.group").filter(has_text="GPU3: links 16–17").first
+    row = line.locator("tr.group-row")
+    wait_until(page, "() => !!document.querySelector('tr.group-row.quiet')")
+    assert "quiet" in row.get_attribute("class")  # muted: someone is on it
+    assert "acked by night-shift" in row.inner_text()
+    page.fill("#silence-comment", "cable reseat booked, ticket 4711")
     line.locator("select.silence-hours").select_option("4")
     with page.expect_response(lambda r: r.url.endswith("/api/v1/silences")) as silenced:
         line.locator("button.silence").click()
@@ -115,8 +122,21 @@ def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet) -> 
     matchers = [{k: m[k] for k in ("name", "value")} for m in made["matchers"]]
     assert {"name": "host", "value": FAULTY} in matchers
     assert made["created_by"] == "night-shift"
+    assert made["comment"] == "cable reseat booked, ticket 4711"
     silences = httpx.get(f"{fleet.url}/api/v1/silences", timeout=10).json()["silences"]
     assert any(s["id"] == made["id"] for s in silences)
+    # the silences view lists it, with its comment and end; the alert says until when, by whom
+    entry = page.locator(f'#silences tbody tr[data-key="{made["id"]}"]')
+    entry.wait_for()
+    assert "cable reseat booked" in entry.inner_text() and "night-shift" in entry.inner_text()
+    wait_until(page, "() => document.querySelector('tbody.group tr.group-row.quiet')"
+               "?.textContent.includes('silenced until')")
+    # expire it from the view: the server ends it now
+    with page.expect_response(lambda r: r.request.method == "DELETE") as expired:
+        entry.locator("button.expire").click()
+    assert expired.value.status == 200 and not expired.value.json()["active"]
+    gone = "id => !document.querySelector(`#silences tr[data-key='${id}'] button.expire`)"
+    wait_until(page, gone, made["id"])
     # the token never reached a URL: not the page's, not any request's
     assert ADMIN_TOKEN not in page.url
     assert ADMIN_TOKEN not in page.evaluate(
@@ -147,3 +167,23 @@ def test_on_a_phone_each_alert_keeps_host_and_reason(browser, fleet: Fleet) -> N
         assert not errors
     finally:
         context.close()
+
+
+def test_alerts_roll_up_by_host_and_fit_1440_px(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, "/#/alerts?state=all", "alerts")
+    hosts = page.locator("tbody.host-group")
+    assert hosts.count() >= 2
+    first = hosts.first.get_attribute("data-host")
+    objects = page.locator(f'tbody.group[data-host="{first}"]')
+    assert objects.count() >= 1 and objects.first.is_visible()
+    hosts.first.locator("button.unfold-host").click()  # fold the host: its objects hide
+    wait_until(page, "h => [...document.querySelectorAll(`tbody.group`)].filter(g => "
+               "g.dataset.host === h).every(g => g.hidden)", first)
+    hosts.first.locator("button.unfold-host").click()
+    width = page.evaluate("[document.documentElement.scrollWidth, "
+                          "document.querySelector('.table-wrap').scrollWidth, "
+                          "document.querySelector('.table-wrap').clientWidth]")
+    assert width[0] <= 1440 and width[1] <= width[2] + 1, width  # no sideways scrolling
+    for select in page.locator("select.silence-hours").all()[:5]:
+        box = select.bounding_box()
+        assert box and box["x"] + box["width"] <= 1440

@@ -10,7 +10,7 @@ from tests.browser.conftest import FAULTY, Fleet, open_view, screenshot
 
 pytestmark = pytest.mark.browser
 
-ORANGE, GREEN = "rgb(230, 159, 0)", "rgb(0, 158, 115)"  # the palette's degraded, healthy
+ORANGE, GREEN = "rgb(230, 159, 0)", "rgb(46, 196, 149)"  # degraded, healthy text (>= 4.5:1)
 
 
 def test_per_gpu_copies_show_the_api_figures_and_verdicts(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
