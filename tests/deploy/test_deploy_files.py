@@ -20,7 +20,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-MANIFESTS = sorted((ROOT / "deploy" / "k8s").glob("*.yaml"))
+MANIFESTS = sorted(m for m in (ROOT / "deploy" / "k8s").glob("*.yaml")
+                   if m.name != "kustomization.yaml")  # Kustomize, not an API object
 
 
 def tool(name: str, *argv: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
