@@ -14,8 +14,15 @@ realistic window. Timings go through the whole HTTP route in-process (JSON parsi
 validation, one transaction), on SQLite and on PostgreSQL (skipped with a message when
 PostgreSQL at 127.0.0.1:5432 is unreachable).
 
+Then the same sweep and inventory reports served alternately by the project and by the
+floor prototype (bench/_floor.py: the least work that stores and judges a report), with
+server CPU and PostgreSQL's CPU side by side and their ratio (bench/_vs_floor.py).
+
 References: a report must ingest in well under 1% of the 10-minute sweep interval
-(600,000 ms), and a series query should fit a dashboard's 1-second interactive budget.
+(600,000 ms), and a series query should fit a dashboard's 1-second interactive budget;
+issue 19's targets: sweep <= 60 ms server CPU, <= 90 ms with PostgreSQL (<= 2.5x the
+floor), inventory <= 12 ms. `PEERWATCH_BENCH_SIZE=smoke` runs it all at 2 h of history and
+2 repeats (what the test suite does; its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -44,11 +51,13 @@ from app.models import Host, Measurement, ReportRow
 from app.services import ingest as ingest_service
 from app.services.bulk import insert_rows
 from app.services.retention import run_maintenance
+from bench._floor import Floor
 from bench._ingest_stages import Profile, combined, profile
 from bench._raw_ceiling import RawInserter
 from bench._refusals import refusal_latency
 from bench._size import sized
 from bench._timing import median_ms
+from bench._vs_floor import compare, print_comparison
 from probes.report import Report, ReportKind
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
@@ -196,7 +205,28 @@ def bench_backend(name: str, url: str, report: Report) -> None:
     line(f"{name} {SPAN} series from hourly rollups", hourly, INTERACTIVE_MS, "1 s budget")
     line(f"{name} {SPAN} series from raw samples", raw_series, INTERACTIVE_MS, "1 s budget")
     bench_stages(name, url, report)
+    with postgres_url() if name == "postgresql" else sqlite_url() as floor_url:
+        if floor_url is not None:
+            bench_floor(name, url, floor_url, report)
     refusal_latency(settings, report, TOKEN)
+
+
+def bench_floor(name: str, url: str, floor_url: str, report: Report) -> None:
+    """The project and the floor prototype (on a database of its own) serving the same
+    sweep and inventory reports alternately: server CPU and PostgreSQL's, and the ratio."""
+    floor_engine = make_engine(Settings(database_url=floor_url))
+    upgrade_to_head(floor_engine)
+    floor_engine.dispose()
+    floor = Floor(floor_url, report.host.hostname)
+    app = create_app(Settings(database_url=url, probe_tokens=[TOKEN], stale_after_s=1e9))
+    inventory = inventory_report(report)
+    try:
+        figures = compare(app, floor, {"sweep": lambda n: bodies(report, n),
+                                       "inventory": lambda n: bodies(inventory, n)})
+    finally:
+        app.state.engine.dispose()
+        floor.close()
+    print_comparison(name, figures)
 
 
 def inventory_report(sweep: Report) -> Report:
