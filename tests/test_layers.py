@@ -11,6 +11,7 @@ the line is deleted.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 WRITES = {"commit", "flush", "rollback", "add", "add_all", "delete", "merge",
           "bulk_save_objects", "bulk_insert_mappings", "bulk_update_mappings"}
 WRITE_CONSTRUCTS = {"insert", "update", "delete"}
-WRITE_SQL = ("INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "TRUNCATE", "COPY")
+WRITE_SQL = re.compile(r"^\s*(INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
+                       r"(CREATE|DROP|ALTER)\s+(TABLE|INDEX|VIEW)|TRUNCATE\s|COPY\s+\w+)",
+                       re.IGNORECASE)
 # issue 22 (helper harden) moves these routes' writes and commits into services
 ROUTES_THAT_WRITE = {"app/routes/alerts.py", "app/routes/silences.py"}
 
@@ -49,7 +52,7 @@ def _writes(tree: ast.AST) -> Iterator[tuple[int, str]]:
             if node.func.attr in WRITES and _session_receiver(node.func.value):
                 yield node.lineno, f"calls {ast.unparse(node.func)}()"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value.lstrip().upper().startswith(WRITE_SQL):
+            if WRITE_SQL.match(node.value):
                 yield node.lineno, f"holds SQL that writes: {node.value.strip()[:40]!r}"
 
 
@@ -83,7 +86,8 @@ def test_the_source_check_sees_a_write() -> None:
     named, with its line."""
     source = ("from sqlalchemy import insert, select\n"
               "def f(session):\n    session.add(1)\n    session.commit()\n"
-              "    return 'UPDATE hosts SET x = 1'\n")
+              "    return 'UPDATE hosts SET x = 1'\n"
+              "def g():\n    'Create a silence, update the docs: prose, not SQL.'\n")
     found = [what for _, what in _writes(ast.parse(source))]
     assert found == ["imports sqlalchemy's insert", "calls session.add()",
                      "calls session.commit()", "holds SQL that writes: 'UPDATE hosts SET x = 1'"]
