@@ -27,7 +27,6 @@ floor), inventory <= 12 ms. `PEERWATCH_BENCH_SIZE=smoke` runs it all at 2 h of h
 
 from __future__ import annotations
 
-import itertools
 import secrets
 import statistics
 import sys
@@ -36,7 +35,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -58,7 +57,7 @@ from bench._refusals import refusal_latency
 from bench._size import sized
 from bench._timing import median_ms
 from bench._vs_floor import compare, print_comparison
-from probes.report import Report, ReportKind
+from probes.report import Report, ReportKind, utcnow
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
@@ -144,15 +143,21 @@ def preload_history(settings: Settings, template: Report) -> int:
     return sweeps * len(template.results)
 
 
-_posted = itertools.count(1)
+_last_finish = [datetime.min.replace(tzinfo=UTC)]
+
+
+def renewed(report: Report) -> Report:
+    """`report` under a new id, finishing now and later than the one before (so what the
+    previous post wrote is older than this report). Never ahead of the clock: hundreds of
+    copies a second apart drifted minutes ahead, raised ProbeClockSkew, and every report
+    after was judged in full while its alert was pending."""
+    finished = max(utcnow(), _last_finish[0] + timedelta(milliseconds=1))
+    _last_finish[0] = finished
+    return report.model_copy(update={"report_id": uuid.uuid4(), "finished_at": finished})
 
 
 def post(client: TestClient, report: Report) -> None:
-    """`report` under a new id, finishing a second later than the one before (so a baseline
-    written by the previous post is older than this report)."""
-    later = report.finished_at + timedelta(seconds=next(_posted))
-    fresh = report.model_copy(update={"report_id": uuid.uuid4(), "finished_at": later})
-    r = client.post("/api/v1/reports", content=fresh.model_dump_json(),
+    r = client.post("/api/v1/reports", content=renewed(report).model_dump_json(),
                     headers={"Authorization": f"Bearer {TOKEN}",
                              "Content-Type": "application/json"})
     if r.status_code != 201:
@@ -239,13 +244,8 @@ def inventory_report(sweep: Report) -> Report:
 
 
 def bodies(report: Report, count: int) -> list[bytes]:
-    """`count` copies of `report` as JSON, each under a new id and a second later."""
-    out = []
-    for _ in range(count):
-        later = report.finished_at + timedelta(seconds=next(_posted))
-        fresh = report.model_copy(update={"report_id": uuid.uuid4(), "finished_at": later})
-        out.append(fresh.model_dump_json().encode())
-    return out
+    """`count` copies of `report` as JSON, each under a new id and finishing later (renewed)."""
+    return [renewed(report).model_dump_json().encode() for _ in range(count)]
 
 
 def stage_line(name: str, what: str, figures: Profile) -> None:
