@@ -55,7 +55,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, wait_s: float = 30.0) -> Server:
+    def start(self, wait_s: float = 120.0) -> Server:
         env = {**os.environ, "PEERWATCH_DATABASE_URL": self.database_url,
                "PEERWATCH_PROBE_TOKENS": TOKEN}
         self.proc = subprocess.Popen(
@@ -142,7 +142,7 @@ def outbox(url: str, spool: AnySpool) -> Outbox:
     return Outbox(Sender(url, TOKEN, 5.0), spool, Backoff(0.2, 2.0), time.monotonic)
 
 
-def drain(box: Outbox, within_s: float = 60.0) -> None:
+def drain(box: Outbox, within_s: float = 120.0) -> None:
     """Replay until the spool is empty (or `within_s` passed), as the agent's loop does."""
     deadline = time.monotonic() + within_s
     while len(box.spool) and time.monotonic() < deadline:

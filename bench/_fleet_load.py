@@ -37,6 +37,7 @@ HOST_MARK = "__HOST__"
 TOKEN = "bench-token"
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 PROBE_TIMEOUT_S = 10.0  # the probe's own request timeout
+WARM_UP_TIMEOUT_S = 120.0
 INVENTORY_S, SWEEP_S = 30.0, 600.0  # the probe's real cadence
 
 
@@ -118,8 +119,8 @@ async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
     return response
 
 
-def client(hosts: int) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=PROBE_TIMEOUT_S,
+def client(hosts: int, timeout_s: float = PROBE_TIMEOUT_S) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=timeout_s,
                              limits=httpx.Limits(max_connections=hosts + 16))
 
 
@@ -138,7 +139,8 @@ async def warm_up(bases: list[str], hosts: int, tpl: dict[str, Template]) -> Rec
                     raise RuntimeError(f"warm-up post failed: {answer and answer.text[:300]}")
 
     started = time.perf_counter()
-    async with client(len(bases)) as http:
+    # setup, not a figure: each host's first sweep may take long on a loaded machine
+    async with client(len(bases), WARM_UP_TIMEOUT_S) as http:
         await asyncio.gather(*(worker(http, base) for base in bases))
     record.seconds = time.perf_counter() - started
     return record

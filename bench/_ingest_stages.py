@@ -34,7 +34,7 @@ WRAPPED: dict[tuple[Any, str], str] = {
     (wire_body, "validate_wire"): "validate (wire model)",
     (route, "check_report"): "validate (coherence)",
     (ingest_service, "_stored_result"): "duplicate check",
-    (ingest_service, "upsert_inventory"): "inventory upsert",
+    (ingest_service, "store_inventory"): "inventory upsert",
     (ingest_service, "_measurement_rows"): "build rows",
     (ingest_service, "_sample_rows"): "build rows",
     (ingest_service, "refresh_baselines"): "baselines",
@@ -138,13 +138,11 @@ class Profile:
         return self.app_cpu_ms + self.db_cpu_ms
 
 
-def backend_cpu_s(engine: Engine) -> Callable[[], float]:
-    """CPU seconds used so far by the PostgreSQL backend behind the pool's connection (a
-    single-threaded caller keeps getting that one); 0 on SQLite, which runs in-process."""
-    if engine.dialect.name != "postgresql":
+def proc_cpu_s(pid: int | None) -> Callable[[], float]:
+    """CPU seconds used so far by process `pid` (user + system, from /proc; 10 ms ticks);
+    0 where there is none or it runs on another machine."""
+    if pid is None:
         return lambda: 0.0
-    with engine.connect() as conn:
-        pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
     path, tick = Path(f"/proc/{pid}/stat"), os.sysconf("SC_CLK_TCK")
 
     def read() -> float:
@@ -154,6 +152,16 @@ def backend_cpu_s(engine: Engine) -> Callable[[], float]:
             return 0.0
         return (int(fields[11]) + int(fields[12])) / tick
     return read
+
+
+def backend_cpu_s(engine: Engine) -> Callable[[], float]:
+    """CPU seconds used so far by the PostgreSQL backend behind the pool's connection (a
+    single-threaded caller keeps getting that one); 0 on SQLite, which runs in-process."""
+    if engine.dialect.name != "postgresql":
+        return lambda: 0.0
+    with engine.connect() as conn:
+        pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+    return proc_cpu_s(pid)
 
 
 def profile(app: Any, bodies: list[bytes]) -> Profile:

@@ -48,7 +48,7 @@ def _wait_up(base: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: flo
 
 @contextmanager
 def serve_processes(n: int, env: dict[str, str], log_level: str = "warning",
-                    timeout_s: float = 60.0) -> Iterator[list[str]]:
+                    timeout_s: float = 120.0) -> Iterator[list[str]]:
     """n `peerwatch serve` processes sharing `env`; yields their base URLs."""
     logs = Path(tempfile.mkdtemp(prefix="peerwatch-serve-"))
     procs: list[subprocess.Popen[bytes]] = []

@@ -22,7 +22,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_healthz(base: str, timeout_s: float = 20.0) -> None:
+STARTUP_S = 120.0  # generous: returns as soon as /healthz answers, even on a loaded machine
+
+
+def wait_for_healthz(base: str, timeout_s: float = STARTUP_S) -> None:
     """Return once `base`/healthz answers 200; RuntimeError after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -42,6 +42,7 @@ from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.server import ServerThread
 from app.main import create_app
 from app.services.ingest import ingest
+from bench._size import sized
 from probes.report import Report, TestName
 from probes.sim.faults import BandwidthFactor, LinksDown
 from probes.sim.simulated import SimulatedFabric
@@ -50,12 +51,13 @@ from probes.sweep import SweepOptions, build_report
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-HOSTS = int(os.environ.get("PEERWATCH_BENCH_HOSTS", "1000"))
+HOSTS = int(os.environ.get("PEERWATCH_BENCH_HOSTS", sized("1000", "8")))
 PRESETS = ("hgx8", "h200x2", "mesh4", "pcie4")
 FAULTY_PER_HUNDRED = 4  # 4 hosts in a hundred (one of each preset) have faults
 BUDGET_S = {"host": 1.0, "placement": 1.0, "fleet": 3.0}
 COLD_BUDGET_S = {"host": 1.5, "placement": 1.5, "fleet": 5.0}
-RUNS = {"host": 3, "placement": 3, "fleet": 1}  # the fleet's API answer alone can take a minute
+# the fleet's API answer alone can take a minute
+RUNS = sized({"host": 3, "placement": 3, "fleet": 1}, {"host": 1, "placement": 1, "fleet": 1})
 ROUTES = {"host": "#/host/hgx8-0002?test=ce_write&pair=1-2", "placement": "#/placement",
           "fleet": "#/fleet"}
 LABELS = {"host": "host page, 8-GPU host", "placement": "placement page",

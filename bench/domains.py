@@ -33,11 +33,13 @@ from app.db import make_engine, upgrade_to_head
 from app.models import Gpu, Host, JudgedGpu, JudgedHost
 from app.queries.domains import clique_fits, domain_detail, domain_summaries
 from app.queries.scheduler import schedulable
+from bench._size import sized, status_for_budget
 from bench._timing import median_ms
 from probes.sim.presets import rack_cluster_uuid
 
 BUDGET_S = 0.100
-RUNS = 5
+RUNS = sized(5, 1)
+RACKS = sized((1, 10, 50), (1,))
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
@@ -106,8 +108,8 @@ def run_fleet(racks: int, workdir: Path) -> bool:
 def main() -> int:
     print(f"median CPU time of {RUNS} reads, SQLite")
     with tempfile.TemporaryDirectory() as tmp:
-        ok = all([run_fleet(racks, Path(tmp)) for racks in (1, 10, 50)])
-    return 0 if ok else 1
+        ok = all([run_fleet(racks, Path(tmp)) for racks in RACKS])
+    return status_for_budget(ok)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from bench._drill import (
     stored,
     tmpfs,
 )
+from bench._size import sized
 from probes.agent.sender import SendResult
 from probes.agent.spool import SendOnlySpool, Spool, open_spool
 from probes.report import Report
@@ -225,11 +226,16 @@ def poison_at_head() -> None:
         box.close()
 
 
+# at smoke size, two quick cases that still start a server and deliver through a spool
+CASES = sized((server_killed_mid_ingest, postgres_restarted, server_down_under_agent,
+               spool_corrupt, spool_full, spool_read_only, poison_at_head),
+              (spool_corrupt, poison_at_head))
+
+
 def main() -> int:
     print("fault drill: sent vs stored (reference: equal, or the difference counted)")
     logging.getLogger("probes").setLevel(logging.CRITICAL)  # the faults are meant; be quiet
-    for case in (server_killed_mid_ingest, postgres_restarted, server_down_under_agent,
-                 spool_corrupt, spool_full, spool_read_only, poison_at_head):
+    for case in CASES:
         started = time.monotonic()
         try:
             case()

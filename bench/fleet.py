@@ -17,7 +17,8 @@ targets of issue 10 and the machine it ran on:
 - p50/p95 of /hosts, /scheduler/hosts, a host's matrix, topology and health, a 7-day pair
   series, placement, /metrics (time and size), and the fleet page drawn in Chromium.
 
-Quick by default (`make bench`: 20 hosts, 1 M history rows); the real figure is
+Quick by default (`make bench`: 20 hosts, 1 M history rows; the defaults shrink to 2 hosts
+and seconds under PEERWATCH_BENCH_SIZE=smoke); the real figure is
 `python -m bench.fleet --hosts 1000` (20 M rows from 100 hosts up). See docs/scale.md.
 """
 
@@ -40,6 +41,7 @@ from bench._fleet_history import ceiling, fill_history
 from bench._fleet_load import TOKEN, Record, burst, host_name, load, templates, warm_up
 from bench._fleet_reads import Timed, fleet_page, median, read_figures
 from bench._replicas import serve_processes
+from bench._size import sized
 from bench.ingest import postgres_url
 
 SERVERS = 2
@@ -47,21 +49,22 @@ SERVERS = 2
 
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__.split("\n")[0])
-    p.add_argument("--hosts", type=int, default=20, help="simulated hgx8 hosts (default: 20)")
+    p.add_argument("--hosts", type=int, default=sized(20, 2),
+                   help="simulated hgx8 hosts (default: 20)")
     p.add_argument("--compress", type=float, default=10.0,
                    help="cadence speed-up: sweeps every 600/k s, inventory every 30/k s "
                    "(default: 10)")
-    p.add_argument("--duration", type=float, default=60.0,
+    p.add_argument("--duration", type=float, default=sized(60.0, 3.0),
                    help="seconds of compressed-cadence load (default: 60)")
-    p.add_argument("--burst", type=float, default=20.0,
+    p.add_argument("--burst", type=float, default=sized(20.0, 2.0),
                    help="seconds of back-to-back sweeps, and of the raw-driver ceiling "
                    "(default: 20)")
-    p.add_argument("--history-rows", type=int, default=None,
+    p.add_argument("--history-rows", type=int, default=sized(None, 20_000),
                    help="measurement rows of history before the reads (default: 20,000,000 "
                    "from 100 hosts up, else 1,000,000)")
-    p.add_argument("--repeat", type=int, default=20,
+    p.add_argument("--repeat", type=int, default=sized(20, 2),
                    help="calls per read endpoint (default: 20)")
-    p.add_argument("--read-cap", type=float, default=20.0,
+    p.add_argument("--read-cap", type=float, default=sized(20.0, 2.0),
                    help="seconds at most per read endpoint (default: 20)")
     return p.parse_args(argv)
 

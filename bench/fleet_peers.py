@@ -36,15 +36,16 @@ from app.services.fleet_peers import host_peer_checks
 from app.services.ingest import ingest
 from app.services.judge import Prior, judge_host_now
 from app.services.judged_store import judge_and_store
+from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from probes.report import ReportKind, utcnow
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
-HOSTS = 1000
+HOSTS = sized(1000, 4)
 REF = "bench-peers-0000"
-SWEEPS = 8
+SWEEPS = sized(8, 2)
 
 
 def _reference_host(sessions: Any, settings: Settings) -> Any:

@@ -27,6 +27,7 @@ from app.models import Host
 from app.queries.health import host_health
 from app.services.ingest import ingest
 from app.services.judge import judge_host_now
+from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from probes.report import ReportKind, utcnow
@@ -34,7 +35,7 @@ from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 HOST = "bench-judge-hgx8"
-STEPS = 360  # 3 h of 30 s steps
+STEPS = sized(360, 24)  # 3 h of 30 s steps (12 min at smoke size)
 SWEEP_EVERY = 20  # steps: 10 min
 
 

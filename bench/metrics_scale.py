@@ -32,6 +32,7 @@ from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.main import create_app
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost
+from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from probes.agent.agent_state import AgentState
@@ -75,7 +76,7 @@ def seed_fleet(settings: Settings, hosts: int) -> None:
             {"rule": "NVLinkDown", "fingerprint": f"bench-{k}", "host": f"hgx-{k * 20:05d}",
              "labels": {"severity": "critical"}, "annotations": {}, "state": "firing",
              "active_since": now, "fired_at": now, "updated_at": now}
-            for k in range(min(ALERTS, hosts // 20))])
+            for k in range(min(ALERTS, max(1, hosts // 20)))])  # one at least: never empty
     engine.dispose()
 
 
@@ -136,7 +137,8 @@ def bench_agent() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=1000, help="hosts (default: 1000)")
+    parser.add_argument("--hosts", type=int, default=sized(1000, 10),
+                        help="hosts (default: 1000)")
     args = parser.parse_args(argv or [])
     with sqlite_url() as url:
         bench_server("sqlite", url, args.hosts)

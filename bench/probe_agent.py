@@ -27,6 +27,7 @@ from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.backfill import Backfill, BackfillPlan
 from app.demo.fleet import plan_fleet
 from app.demo.scenario import default_scenario
+from bench._size import sized
 from bench._timing import median_ms
 from probes.agent.spool import Spool
 from probes.config import ProbeSettings
@@ -36,7 +37,8 @@ from probes.sim.simulated import SimulatedFabric
 
 PRESETS = ("h200x2", "hgx8", "mesh4", "pcie4")
 INVENTORY_S, SWEEP_S = 30.0, 600.0
-REPEATS = 3
+REPEATS = sized(3, 1)
+BACKFILL_S = sized(86_400.0, 7_200.0)  # a day of history; 2 h at smoke size
 
 
 def agent_duty_cycle() -> None:
@@ -76,12 +78,14 @@ def backfill_speed() -> None:
         settings = Settings(database_url=f"sqlite:///{tmp}/bench.db", data_dir=Path(tmp))
         engine = make_engine(settings)
         upgrade_to_head(engine)
+        plan = BackfillPlan(span_s=BACKFILL_S, pause_s=0.0)
         backfill = Backfill(fleet, default_scenario(fleet), make_sessionmaker(engine),
-                            settings, utcnow(), BackfillPlan(pause_s=0.0))
+                            settings, utcnow(), plan)
         stats = backfill.run()
         engine.dispose()
     speedup = backfill.plan.span_s / stats.seconds
-    print(f"demo backfill, 24 h for {len(fleet)} hosts ({', '.join(PRESETS)}): "
+    print(f"demo backfill, {BACKFILL_S / 3600:g} h for {len(fleet)} hosts "
+          f"({', '.join(PRESETS)}): "
           f"{stats.reports} reports, {stats.measurements} measurements in {stats.seconds:.1f} s"
           f" = {stats.reports / stats.seconds:.1f} reports/s, {speedup:,.0f} x real time")
 

@@ -16,8 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench._size import sized
+
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = 5
+RUNS = sized(5, 1)
 ARGS = ["snapshot", "--fabric", "simulated:hgx8", "--json"]
 EVERY_COMMAND = ("import sys; from app.cli import build_parser, main; build_parser(); "
                  f"sys.exit(main({ARGS!r}))")

@@ -9,13 +9,32 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 REQUIRE_SERVICES = os.environ.get("PEERWATCH_REQUIRE_SERVICES") == "1"
+# The longest a test waits for a server to start or a judgement to land. Tests wait on the
+# condition, so a quick machine never waits this out; a loaded one (two CPU burners beside
+# the suite on 2 cores) still passes.
+SETTLE_S = 120.0
+T = TypeVar("T")
+
+
+def eventually(condition: Callable[[], T], within_s: float = SETTLE_S,
+               poll_s: float = 0.1) -> T | None:
+    """`condition()` polled until it is true (its value is returned) or `within_s` has
+    passed (None: the caller's assertion says what never happened)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value or None
+        time.sleep(poll_s)
 
 
 def require(available: bool, what: str) -> None:

@@ -27,8 +27,9 @@ class ServerThread:
         self._thread = threading.Thread(target=self.server.run, name="peerwatch-server",
                                         daemon=True)
 
-    def start(self, timeout_s: float = 15.0) -> ServerThread:
-        """Start serving; returns once the socket listens (RuntimeError if it never does)."""
+    def start(self, timeout_s: float = 120.0) -> ServerThread:
+        """Start serving; returns once the socket listens (RuntimeError if it never does:
+        the limit is generous, a loaded machine can take a while to run the lifespan)."""
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self.server.started:

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -22,15 +22,14 @@ from app.queries.fabric import fabric_from_inventory, load_fabric
 from app.schemas import IngestResult
 from app.services.baselines import refresh_baselines
 from app.services.bulk import insert_rows
-from app.services.host_runtime import record_runtime
 from app.services.inventory import (
     forget_uncommitted,
     get_or_create_host,
     is_newest,
     judged_error_total,
     remember_committed,
+    store_inventory,
     update_identity,
-    upsert_inventory,
 )
 from app.services.report_checks import ReportConflict, report_digest
 from probes.report import (
@@ -94,15 +93,13 @@ def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> Inges
 def _store(session: Session, report: Report, settings: Settings, now: datetime,
            digest: str) -> IngestResult:
     host = get_or_create_host(session, report.host, now)
-    row = _report_row(report, host.id, now)
-    row.digest = digest
-    session.add(row)
-    session.flush()  # the unique report_id is checked here, before any other work
+    # one INSERT, not an ORM flush; the unique report_id is checked here, before other work
+    report_pk: int = session.execute(insert(ReportRow).returning(ReportRow.id),
+                                      _report_row(report, host.id, now, digest)).scalar_one()
     newest = is_newest(host, report.finished_at)
     if newest:
         update_identity(host, report.host)
-        changed = upsert_inventory(session, host, report.inventory, report.finished_at)
-        changed = record_runtime(session, host, report, now) or changed  # Fabric Manager
+        changed = store_inventory(session, host, report, now)  # and Fabric Manager's state
         if changed or host.inventory_changed_at is None:
             host.inventory_changed_at = now
         host.last_report_at = report.finished_at
@@ -114,8 +111,8 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         host.last_sweep_at = report.finished_at
-    measurements = _measurement_rows(report, host.id, row.id)
-    links, gpus = _sample_rows(report, host.id, row.id)
+    measurements = _measurement_rows(report, host.id, report_pk)
+    links, gpus = _sample_rows(report, host.id, report_pk)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
         insert_rows(session, model, rows)
     keys = {(m["src"], m["dst"], m["test"]) for m in measurements
@@ -129,17 +126,19 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
                         measurements=len(measurements), counter_samples=len(links))
 
 
-def _report_row(report: Report, host_id: int, now: datetime) -> ReportRow:
+def _report_row(report: Report, host_id: int, now: datetime, digest: str) -> dict[str, Any]:
     cost = report.cost
-    return ReportRow(
-        report_id=report.report_id, host_id=host_id, schema_version=report.schema_version,
-        kind=report.kind.value, started_at=report.started_at, finished_at=report.finished_at,
-        received_at=now, gpu_time_s=cost.gpu_time_s, wall_time_s=cost.wall_time_s,
-        device_memory_bytes_max=cost.device_memory_bytes_max, agent_cpu_s=cost.agent_cpu_s,
-        agent_rss_bytes=cost.agent_rss_bytes, dropped_reports=cost.dropped_reports,
-        skipped=[s.model_dump(mode="json") for s in cost.skipped],
-        errors=[e.model_dump(mode="json") for e in report.errors],
-    )
+    return {
+        "report_id": report.report_id, "host_id": host_id,
+        "schema_version": report.schema_version, "kind": report.kind.value,
+        "started_at": report.started_at, "finished_at": report.finished_at,
+        "received_at": now, "gpu_time_s": cost.gpu_time_s, "wall_time_s": cost.wall_time_s,
+        "device_memory_bytes_max": cost.device_memory_bytes_max,
+        "agent_cpu_s": cost.agent_cpu_s, "agent_rss_bytes": cost.agent_rss_bytes,
+        "dropped_reports": cost.dropped_reports,
+        "skipped": [s.model_dump(mode="json") for s in cost.skipped],
+        "errors": [e.model_dump(mode="json") for e in report.errors], "digest": digest,
+    }
 
 
 def stored_pair(r: TransferResult) -> tuple[int | None, int | None]:

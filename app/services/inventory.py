@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.domains import domain_key
 from app.models import Gpu, Host, NvLink, Pair
+from app.services.host_runtime import record_runtime
 from probes.report import (
     CounterSample,
     GpuInfo,
@@ -26,6 +27,7 @@ from probes.report import (
     Inventory,
     NvLinkPort,
     PairInfo,
+    Report,
 )
 
 
@@ -157,8 +159,11 @@ MEMO_KEY = "peerwatch.inventory_memo"
 _PENDING_KEY = "peerwatch.inventory_pending"
 
 
-def _fingerprint(inv: Inventory) -> bytes:
-    return hashlib.blake2b(inv.model_dump_json().encode(), digest_size=16).digest()
+def _fingerprint(report: Report) -> bytes:
+    """What the memo compares: the inventory and the runtime fields stored beside it."""
+    runtime = f"|{report.host.probe_started_at}|{report.host.driver_loaded_at}".encode()
+    return hashlib.blake2b(report.inventory.model_dump_json().encode() + runtime,
+                           digest_size=16).digest()
 
 
 def remember_committed(session: Session) -> None:
@@ -173,19 +178,27 @@ def forget_uncommitted(session: Session) -> None:
     session.info.pop(_PENDING_KEY, None)
 
 
-def upsert_inventory(session: Session, host: Host, inv: Inventory, at: datetime) -> bool:
-    """Store the newest inventory as of `at` (the report's finish, which becomes the host's
-    `last_report_at`); True when it differs from the one stored before."""
+def store_inventory(session: Session, host: Host, report: Report, now: datetime) -> bool:
+    """Store the newest report's inventory and runtime (probe and driver start, Fabric
+    Manager) as of its finish (which becomes the host's `last_report_at`); True when either
+    differs from what was stored before in a way that needs a new judgement.
+
+    The fast path: when this process's memo says the host still shows the inventory and
+    runtime this process committed last, the only write is the GPUs' `last_seen_at` (the
+    host_runtime row is not even read: its `updated_at` says when it last changed)."""
     memo: InventoryMemo | None = session.info.get(MEMO_KEY)
+    at = report.finished_at
     if memo is None:
-        return _upsert(session, host, inv, at)
-    fingerprint = _fingerprint(inv)
+        return _upsert(session, host, report.inventory, at) | record_runtime(
+            session, host, report, now)
+    fingerprint = _fingerprint(report)
     changed = False
     if memo.unchanged(host, fingerprint):
         session.execute(update(Gpu).where(Gpu.host_id == host.id, Gpu.present.is_(True))
                         .values(last_seen_at=at))
     else:
-        changed = _upsert(session, host, inv, at)
+        changed = _upsert(session, host, report.inventory, at)
+        changed = record_runtime(session, host, report, now) or changed  # Fabric Manager
     session.info[_PENDING_KEY] = (host.id, fingerprint, at)
     return changed
 

@@ -8,9 +8,11 @@ import time
 import httpx
 import pytest
 
+from tests.conftest import SETTLE_S
+
 
 def wait_healthy(base: str, proc: subprocess.Popen[str] | subprocess.Popen[bytes],
-                 within_s: float = 30.0) -> None:
+                 within_s: float = SETTLE_S) -> None:
     """Return once `base/healthz` answers 200; fail the test if the process exits first."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:

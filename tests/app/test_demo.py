@@ -1,5 +1,10 @@
-"""`peerwatch demo` as a user runs it: a subprocess that serves fleet data within 10 s,
-backfills history, and stops cleanly on Ctrl-C (SIGINT)."""
+"""`peerwatch demo` as a user runs it: a subprocess that serves fleet data within 10 s of
+its own CPU time, backfills history, and stops cleanly on Ctrl-C (SIGINT).
+
+"Within 10 s" is the demo's CPU time (its process and children), not wall time: the suite
+runs beside other work on shared machines, where wall time stretches with the load (and
+the load average lags the load by a minute). Every wait is for the condition itself,
+up to SETTLE_S."""
 
 from __future__ import annotations
 
@@ -15,25 +20,25 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+import psutil
 
 from app.demo.fleet import plan_fleet
 from app.demo.run import history_age_s
 from app.demo.scenario import default_scenario
 from probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown
+from tests.conftest import SETTLE_S
 from tests.probes.live_server import free_port
 
-FIRST_DATA_WITHIN_S = 10.0
+FIRST_DATA_CPU_S = 10.0
 ADMIN_TOKEN = "demo-admin-token"
 
 
-def first_data_budget_s() -> float:
-    """10 s on a machine with a core to spare; stretched by how oversubscribed it is now.
-
-    The suite runs beside other work on shared CI machines: with a run queue of 8 on 2
-    cores the demo gets a quarter of the CPU it would have alone, and so does its budget.
-    """
-    load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    return FIRST_DATA_WITHIN_S * max(1.0, load)
+def cpu_s(pid: int) -> float:
+    """CPU seconds used so far by process `pid` and its children."""
+    process = psutil.Process(pid)
+    spent = process.cpu_times()
+    children = sum(sum(c.cpu_times()[:2]) for c in process.children(recursive=True))
+    return spent.user + spent.system + children
 
 
 def _poll(url: str) -> Any:
@@ -44,7 +49,7 @@ def _poll(url: str) -> Any:
     return response.json() if response.status_code == 200 else None
 
 
-def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) -> None:
+def test_demo_serves_fleet_data_within_10_cpu_s_and_stops_cleanly(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     started = time.monotonic()
@@ -56,18 +61,20 @@ def test_demo_serves_fleet_data_within_10_s_and_stops_cleanly(tmp_path: Path) ->
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         hosts: list[dict[str, Any]] = []
-        budget = first_data_budget_s()
-        while time.monotonic() - started < budget and len(hosts) < 4:
+        while time.monotonic() - started < SETTLE_S and len(hosts) < 4:
             body = _poll(f"{base}/api/v1/hosts")
             hosts = (body or {}).get("hosts", [])
             time.sleep(0.5)
-        first_data_s = time.monotonic() - started
+        first_data_s, first_data_cpu_s = time.monotonic() - started, cpu_s(proc.pid)
         names = sorted(h["host"] for h in hosts)
         assert names == ["h200x2-01", "hgx8-01", "mesh4-01", "pcie4-01"], (
-            f"after {first_data_s:.1f} s (budget {budget:.1f} s)")
+            f"after {first_data_s:.1f} s")
+        assert first_data_cpu_s <= FIRST_DATA_CPU_S, (
+            f"first data took {first_data_cpu_s:.1f} s of the demo's CPU "
+            f"({first_data_s:.1f} s wall)")
         assert all(h["last_report_at"] for h in hosts)
         history = sweep = slow_pcie = False
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + SETTLE_S
         while not (history and sweep and slow_pcie) and time.monotonic() < deadline:
             slow_pcie = _pcie_measured_slow(base, "mesh4-01", 1)
             body = _poll(f"{base}/api/v1/hosts") or {}

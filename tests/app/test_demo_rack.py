@@ -17,7 +17,7 @@ from app.demo.fleet import plan_racks, rack_name
 from app.demo.scenario import default_scenario
 from probes.sim.faults import CliqueMoved, SwitchTrayLost
 from probes.sim.presets import rack_cluster_uuid
-from tests.app.test_demo import first_data_budget_s
+from tests.conftest import SETTLE_S
 from tests.probes.live_server import free_port
 
 
@@ -39,7 +39,7 @@ def test_the_demo_rack_is_one_domain_of_18_trays(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         found: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 3 * first_data_budget_s()
+        deadline = time.monotonic() + SETTLE_S
         while time.monotonic() < deadline:
             found = _domains(base)
             if found and found[0]["tray_count"] == 18 and len(found[0]["cliques"]) == 2:

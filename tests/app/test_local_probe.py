@@ -23,12 +23,13 @@ from app.main import create_app
 from probes.config import ProbeSettings
 from probes.errors import FabricUnavailable
 from probes.sim.simulated import SimulatedFabric
+from tests.conftest import SETTLE_S
 from tests.probes.live_server import TOKEN, free_port, server_settings, stored
 
 FAST = ProbeSettings(inventory_interval_s=0.3, sweep_interval_s=1.0, sweep_jitter_s=0.0)
 
 
-def _wait_for(predicate, timeout_s: float = 20.0) -> bool:
+def _wait_for(predicate, timeout_s: float = SETTLE_S) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
@@ -64,7 +65,7 @@ def test_without_gpus_the_server_just_serves(tmp_path: Path, caplog) -> None:
     app = create_app(settings)
     attach_local_probe(app, "127.0.0.1", 0, open_fabric=no_gpus, probe_settings=FAST)
     with caplog.at_level(logging.INFO, logger="peerwatch.local_probe"), ServerThread(app) as srv:
-        assert _wait_for(lambda: "serving only" in caplog.text, 10)
+        assert _wait_for(lambda: "serving only" in caplog.text)
         assert httpx.get(f"{srv.url}/healthz", timeout=5).status_code == 200
     assert "no local GPUs to probe (NVML Shared Library Not Found)" in caplog.text
     assert stored(settings).report_ids == []
@@ -84,7 +85,7 @@ def test_serve_and_probe_once_work_as_a_pair(tmp_path: Path, capsys) -> None:
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
-        assert _wait_for(lambda: _up(url), 60), "serve did not come up"
+        assert _wait_for(lambda: _up(url)), "serve did not come up"
         status = main(["probe", "--once", "--fabric", "simulated:h200x2", "--server", url,
                        "--token", TOKEN, "--spool-dir", str(tmp_path / "spool")])
         out = capsys.readouterr().out

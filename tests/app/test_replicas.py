@@ -22,6 +22,7 @@ from app.leadership import DELIVERY_LOCK, Leadership, exclusive
 from bench._replicas import serve_processes
 from tests.app.conftest import PROBE_TOKEN, throwaway_pg_database
 from tests.app.factory import sweep
+from tests.conftest import SETTLE_S
 
 HEADERS = {"Authorization": f"Bearer {PROBE_TOKEN}", "Content-Type": "application/json"}
 
@@ -71,7 +72,7 @@ def _post(base: str, body: str) -> httpx.Response:
     return httpx.post(f"{base}/api/v1/reports", content=body, headers=HEADERS, timeout=60)
 
 
-def _wait_for(check: Any, timeout_s: float = 20.0) -> None:
+def _wait_for(check: Any, timeout_s: float = SETTLE_S) -> None:
     deadline = datetime.now(UTC) + timedelta(seconds=timeout_s)
     while datetime.now(UTC) < deadline:
         if check():

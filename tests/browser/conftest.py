@@ -30,7 +30,7 @@ from tests.browser.demo_fleet import (
     own_hosts,
 )
 from tests.browser.seed import Store
-from tests.conftest import require
+from tests.conftest import SETTLE_S, require
 
 __all__ = ["FAULTY", "STALE", "XSS_IMG", "XSS_SCRIPT", "Fleet"]
 
@@ -163,10 +163,10 @@ def open_view(page, path: str, view: str) -> None:  # type: ignore[no-untyped-de
         page.evaluate("h => { location.hash = h; }", f"#{fragment}")
     else:
         page.goto(path)
-    wait_until(page, DRAWN, [view, page.evaluate(NORMALISED_HASH, f"#{fragment}")], timeout_s=20)
+    wait_until(page, DRAWN, [view, page.evaluate(NORMALISED_HASH, f"#{fragment}")])
 
 
-def wait_until(page, predicate: str, arg: object = None, timeout_s: float = 10) -> None:  # type: ignore[no-untyped-def]
+def wait_until(page, predicate: str, arg: object = None, timeout_s: float = SETTLE_S) -> None:  # type: ignore[no-untyped-def]
     """Poll a JS function until it returns truthy. (page.wait_for_function evaluates strings
     with eval inside the page, which our Content-Security-Policy rightly refuses.)"""
     deadline = time.monotonic() + timeout_s

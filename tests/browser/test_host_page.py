@@ -107,7 +107,7 @@ def refreshed(page, trigger: bool = True) -> None:  # type: ignore[no-untyped-de
     before = page.evaluate(UPDATES)
     if trigger:
         page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
-    wait_until(page, f"n => ({UPDATES})() > n", before, timeout_s=15)
+    wait_until(page, f"n => ({UPDATES})() > n", before)
 
 
 def test_refresh_keeps_the_zoom_until_a_double_click(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ import pytest
 
 from app.cli import build_parser, main
 from probes.report import Report
+from tests.conftest import SETTLE_S
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
 
 
@@ -108,7 +109,7 @@ def test_sigterm_ends_a_running_probe_cleanly_with_reports_spooled(tmp_path: Pat
              "--request-timeout", "1"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + SETTLE_S
             while len(list(spool.glob("*.json"))) < 3 and time.monotonic() < deadline:
                 time.sleep(0.1)
             proc.send_signal(signal.SIGTERM)

@@ -5,7 +5,6 @@ labels them."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import httpx
 import pytest
 
 from tests.app.alerting.real_alertmanager import alerts_in, running_alertmanager
+from tests.conftest import eventually
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "alertmanager" / "alertmanager.yml"
 
@@ -38,11 +38,11 @@ def _post(url: str, *labels: dict[str, str]) -> None:
 def _muted(url: str, host: str) -> dict[tuple[str, str, str], bool]:
     """(alertname, gpu, peer_gpu) -> inhibited, once Alertmanager has settled."""
     found: list[dict[str, Any]] = []
-    for _ in range(50):
-        found = alerts_in(url, filter=f'host="{host}"')
-        if all(a["status"]["state"] != "unprocessed" for a in found):
-            break
-        time.sleep(0.1)
+
+    def settled() -> bool:
+        found[:] = alerts_in(url, filter=f'host="{host}"')
+        return all(a["status"]["state"] != "unprocessed" for a in found)
+    eventually(settled)
     return {(a["labels"]["alertname"], a["labels"].get("gpu", ""),
              a["labels"].get("peer_gpu", "")): bool(a["status"]["inhibitedBy"]) for a in found}
 

@@ -23,7 +23,7 @@ from probes.config import ProbeSettings
 from probes.report import ReportKind
 from probes.sim.faults import LinksDown
 from probes.sim.simulated import SimulatedFabric
-from tests.conftest import background, require
+from tests.conftest import SETTLE_S, background, require
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
@@ -63,7 +63,7 @@ def _query(url: str, promql: str) -> list[dict[str, Any]]:
     return result
 
 
-def _wait_for(url: str, promql: str, count: int, seconds: float = 45) -> list[dict[str, Any]]:
+def _wait_for(url: str, promql: str, count: int, seconds: float = SETTLE_S) -> list[dict[str, Any]]:
     deadline = time.monotonic() + seconds
     found: list[dict[str, Any]] = []
     while time.monotonic() < deadline:

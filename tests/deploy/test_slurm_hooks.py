@@ -27,6 +27,7 @@ from probes.report import TestName
 from probes.sim.faults import LinksDown
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
+from tests.conftest import SETTLE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH = ROOT / "deploy" / "slurm" / "peerwatch-slurm-health.py"
@@ -56,7 +57,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + SETTLE_S
     while not srv.started:
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
+from tests.conftest import SETTLE_S
 from tests.packaging.conftest import Venv
 
 pytestmark = pytest.mark.packaging
@@ -38,7 +39,7 @@ def serving(venv: Venv, db_url: str) -> Iterator[str]:
         env=venv.env(PEERWATCH_DATABASE_URL=db_url, PEERWATCH_PROBE_TOKENS=TOKEN))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_S
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"serve exited {proc.returncode}: {proc.stdout.read()}")  # type: ignore[union-attr]
@@ -47,7 +48,7 @@ def serving(venv: Venv, db_url: str) -> Iterator[str]:
                     break
             except httpx.TransportError:
                 pass
-            assert time.monotonic() < deadline, "serve did not answer /healthz within 60 s"
+            assert time.monotonic() < deadline, f"no /healthz answer within {SETTLE_S:g} s"
             time.sleep(0.2)
         yield base
     finally:

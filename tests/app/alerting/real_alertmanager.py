@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import background, require
+from tests.conftest import SETTLE_S, background, require
 
 BINARY = "prometheus-alertmanager"
 CONFIG = """\
@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + SETTLE_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             pytest.fail(f"Alertmanager exited with {proc.returncode}: {log.read_text()[-2000:]}")
@@ -47,7 +47,7 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    pytest.fail(f"Alertmanager not ready after 20 s: {log.read_text()[-2000:]}")
+    pytest.fail(f"Alertmanager not ready after {SETTLE_S:g} s: {log.read_text()[-2000:]}")
 
 
 @contextmanager

@@ -6,7 +6,6 @@ the rules (with `for` set to 0 here so a single report fires them).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +22,7 @@ from probes.sweep import build_report
 from tests.app.alerting.simhost import QUICK
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
 from tests.app.metrics_helpers import promtool_check, value
+from tests.conftest import eventually
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 DOWN = LinksDown(gpu=0, count=1)
@@ -172,11 +172,7 @@ def test_the_server_evaluates_periodically(settings: Settings) -> None:
     app.state.alerting_settings = AlertingSettings(alert_eval_interval_s=0.2)
     with TestClient(app) as client:
         _post(client, SimulatedFabric("h200x2", seed=3, hostname="api-d"), ReportKind.INVENTORY)
-        for _ in range(50):
-            if "ProbeStale" in _firing(client):
-                break
-            time.sleep(0.1)
-        assert "ProbeStale" in _firing(client)
+        assert eventually(lambda: "ProbeStale" in _firing(client))
 
 
 def test_state_all_lists_alerts_of_every_state(api: TestClient) -> None:

@@ -1,0 +1,103 @@
+"""The project against the floor (bench/_floor.py), report for report, on every run.
+
+The same 8-GPU sweep report and the same inventory report go, alternately, to the project
+(what the route does: parse, check, the ingest transaction, then the post-commit hook that
+judges and runs the alert rules) and to the floor prototype on a database of its own. Each
+side's CPU is the serving thread's (`time.thread_time`) plus, on PostgreSQL, its backend's
+(/proc/<pid>/stat of the connection's `pg_backend_pid()`, 10 ms ticks, so a mean over the
+reports). CPU rather than wall time: the 2-core machine is shared, and CPU moves far less.
+
+Targets (issue 19): sweep <= 60 ms server CPU and <= 90 ms with PostgreSQL's (<= 2.5x the
+floor); inventory <= 12 ms server CPU.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench._floor import Floor
+from bench._ingest_stages import backend_cpu_s, proc_cpu_s, serve_once
+from bench._size import sized
+
+REPEAT = sized(9, 2)
+# ms of server CPU, ms with PostgreSQL's, the most times the floor (with PostgreSQL's)
+TARGETS = {"sweep": (60.0, 90.0, 2.5), "inventory": (12.0, None, None)}
+
+
+@dataclass
+class Cost:
+    """Per report: the serving thread's CPU ms (median) and the database backend's (mean)."""
+
+    server_ms: float
+    db_ms: float
+
+    @property
+    def with_db_ms(self) -> float:
+        return self.server_ms + self.db_ms
+
+
+def _cost(handle: Callable[[bytes], None], db_cpu: Callable[[], float],
+          bodies: list[bytes]) -> Cost:
+    server, db_start = [], db_cpu()
+    for body in bodies:
+        t = time.thread_time()
+        handle(body)
+        server.append((time.thread_time() - t) * 1000)
+    return Cost(statistics.median(server), (db_cpu() - db_start) * 1000 / len(bodies))
+
+
+def project_handler(app: Any) -> Callable[[bytes], None]:
+    """What the server does for one report: the route's work and its post-commit hook."""
+    from app.alerting.service import service_for
+
+    def handle(body: bytes) -> None:
+        result = serve_once(app, body)
+        if not result.duplicate:
+            service_for(app).after_ingest(result.host)
+    return handle
+
+
+def compare(app: Any, floor: Floor, kinds: dict[str, Callable[[int], list[bytes]]]
+            ) -> dict[str, tuple[Cost, Cost]]:
+    """(project, floor) cost per report kind; each kind's bodies alternate between the two,
+    report by report, so both see the same machine."""
+    project, project_db = project_handler(app), backend_cpu_s(app.state.engine)
+    floor_db = proc_cpu_s(floor.backend_pid())
+    out = {}
+    for kind, make in kinds.items():
+        for body in make(2):  # warm: connections, caches, the floor's state rows
+            project(body)
+            floor.store(body)
+        ours, theirs = [], []
+        for p_body, f_body in zip(make(REPEAT), make(REPEAT), strict=True):
+            ours.append(_cost(project, project_db, [p_body]))
+            theirs.append(_cost(floor.store, floor_db, [f_body]))
+        out[kind] = (_combined(ours), _combined(theirs))
+    return out
+
+
+def _combined(costs: list[Cost]) -> Cost:
+    return Cost(statistics.median(c.server_ms for c in costs),
+                statistics.fmean(c.db_ms for c in costs))
+
+
+def print_comparison(backend: str, figures: dict[str, tuple[Cost, Cost]]) -> None:
+    for kind, (ours, floor) in figures.items():
+        server_target, db_target, ratio_target = TARGETS[kind]
+        print(f"  {backend} {kind} vs the floor, server CPU per report: project "
+              f"{ours.server_ms:.1f} ms, floor {floor.server_ms:.1f} ms = "
+              f"{ours.server_ms / max(floor.server_ms, 1e-9):.1f}x the floor; target <= "
+              f"{server_target:.0f} ms: {ours.server_ms / server_target:.0%} of it")
+        if backend != "postgresql":
+            continue
+        targets = [f"<= {ratio_target}x the floor"] if ratio_target else []
+        if db_target is not None:
+            targets.append(f"<= {db_target:.0f} ms: {ours.with_db_ms / db_target:.0%} of it")
+        print(f"    with PostgreSQL's CPU: project {ours.with_db_ms:.1f} ms (backend "
+              f"{ours.db_ms:.1f}), floor {floor.with_db_ms:.1f} ms (backend {floor.db_ms:.1f})"
+              f" = {ours.with_db_ms / max(floor.with_db_ms, 1e-9):.1f}x the floor"
+              + (f"; target {', '.join(targets)}" if targets else ""))
