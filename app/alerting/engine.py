@@ -26,8 +26,9 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.alerting.context import HostContext, load_context
-from app.alerting.rule import Finding, Rule, fingerprint
+from app.alerting.rule import Finding, Rule
 from app.alerting.settings import AlertingSettings
+from app.analysis.fingerprint import fingerprint
 from app.config import Settings
 from app.models import Alert, AlertEvent, Host, JudgedHost
 from app.services.judged_store import judge_and_store

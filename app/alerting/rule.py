@@ -9,8 +9,6 @@ duration an instance must stay active before it fires, labels and annotations. E
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,12 +36,6 @@ class Rule:
 
     def labels(self, finding: Finding) -> dict[str, str]:
         return {"alertname": self.name, "severity": self.severity, **finding.labels}
-
-
-def fingerprint(labels: dict[str, str]) -> str:
-    """Stable identity of an alert instance: a hash of its sorted label set (64 hex chars)."""
-    canonical = json.dumps(sorted(labels.items()), separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def dashboard_path(host: str, *, gpu: int | None = None, pair: tuple[int, int] | None = None,

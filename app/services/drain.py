@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.alerting.rule import fingerprint
+from app.analysis.fingerprint import fingerprint
 from app.models import Alert, AlertEvent, DrainAction, DrainBreaker, DrainMark
 from app.schemas_drain import ActionIn, BreakerReset
 
