@@ -1,7 +1,7 @@
 """A host's judged state as stored: every verdict (host, GPUs, links, pairs, pair tests) with
 its reason, since when, and the figures behind it.
 
-The state is written by `app/services/judged_store.py` when something changes (after a report
+The state is written by `app/judging/store.py` when something changes (after a report
 is ingested, in the periodic evaluation); every reader (the API, the dashboard, the scheduler,
 the alert rules, `/metrics`) reads it here and never judges again, so a read costs a few
 indexed selects whatever the history holds.

@@ -1,6 +1,6 @@
 """Judge a host and store the result: the one place verdicts are made for readers.
 
-`judge_and_store` runs under the host's evaluation lock (`app/alerting/engine.py`), so two
+`judge_and_store` runs under the host's evaluation lock (`app/judging/transaction.py`), so two
 replicas never judge one host at once. It reuses the stored (pair, test) verdicts unless a
 sweep arrived since they were judged (only a sweep changes them), writes only the rows whose
 verdict, reason or figures changed, and keeps each object's `since` while its verdict holds.
@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from app.analysis.health import TestJudgement
 from app.analysis.verdict import Verdict
 from app.config import Settings
+from app.judging.judge import Prior, judge_host_now, last_heard_at
 from app.models import Host, JudgedHost
 from app.queries.health import (
     KEYS,
@@ -27,7 +28,6 @@ from app.queries.health import (
     tests_from_rows,
 )
 from app.services.fleet_peers import peers_changed_since
-from app.services.judge import Prior, judge_host_now, last_heard_at
 from probes.report import TestName
 
 Rows = dict[tuple, dict[str, Any]]

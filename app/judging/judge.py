@@ -1,6 +1,6 @@
 """Judge one host from its stored history and inventory, with the pure judges of
 `app/analysis/`. The writer side of "judge once": it runs when something changes (after a
-report is ingested, in the periodic evaluation) and `app/services/judged_store.py` stores what
+report is ingested, in the periodic evaluation) and `app/judging/store.py` stores what
 it finds; readers never call it.
 
 Reading every pair's recent samples is most of a judgement's cost and only a sweep changes
