@@ -45,14 +45,16 @@ def for_seconds(rule: Rule, alerting: AlertingSettings) -> float:
 
 def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
                   settings: Settings, alerting: AlertingSettings,
-                  rules: Sequence[Rule], due_before: datetime | None = None) -> Outcome:
+                  rules: Sequence[Rule], due_before: datetime | None = None,
+                  rejudge: bool = False) -> Outcome:
     """Judge `host` at `now`, store its state, evaluate the rules over that state and commit
     both together: the alerts fire from exactly the verdicts every reader sees.
 
     `due_before` (the periodic round): do nothing when the host was judged at or after it,
     by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
     """
-    with judging(sessions, host, now, settings, due_before, _no_alert_pending) as judged:
+    with judging(sessions, host, now, settings, due_before, _no_alert_pending,
+                 rejudge) as judged:
         if judged.current:
             return Outcome(host=host)
         findings: dict[str, tuple[Rule, Finding, dict[str, str]]] = {}

@@ -51,9 +51,11 @@ class AlertingService:
     # ----------------------------------------------------------------- the work
 
     def evaluate_host(self, host: str, now: datetime | None = None,
-                      due_before: datetime | None = None) -> Outcome:
+                      due_before: datetime | None = None, rejudge: bool = False) -> Outcome:
+        """`rejudge` (an operator's request): judge the (pair, test) verdicts from history,
+        seeding every key's running state afresh."""
         return evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
-                             self.alerting, self.rules, due_before)
+                             self.alerting, self.rules, due_before, rejudge)
 
     def evaluate_all(self, now: datetime | None = None, only_due: bool = False) -> list[Outcome]:
         """Judge and evaluate every known host, and any host that still has active alerts

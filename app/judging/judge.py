@@ -1,11 +1,11 @@
-"""Judge one host from its stored history and inventory, with the pure judges of
-`app/analysis/`. The writer side of "judge once": it runs when something changes (after a
-report is ingested, in the periodic evaluation) and `app/judging/store.py` stores what
-it finds; readers never call it.
+"""Judge one host from its stored state, its new results and its inventory, with the pure
+judges of `app/analysis/` and `pair_tests.py`. The writer side of "judge once": it runs when
+something changes (after a report is ingested, in the periodic evaluation) and
+`app/judging/store.py` stores what it finds; readers never call it.
 
-Reading every pair's recent samples is most of a judgement's cost and only a sweep changes
-them, so a judgement may reuse the (pair, test) verdicts stored by the last one
-(`tests=...`) and judge only links, GPUs, pairs and the host again.
+Only a sweep changes the (pair, test) verdicts, so a judgement without one reuses those the
+last one stored (`tests=...`) and judges only links, GPUs, pairs and the host again; one
+after a sweep carries each key's stored state on with the sweep's results alone.
 """
 
 from __future__ import annotations
@@ -30,43 +30,40 @@ from app.analysis.fabric_state import judge_host_fabric
 from app.analysis.flaps import downs_now, flapping
 from app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
 from app.analysis.health import (
-    BaselineRef,
     PairJudgement,
-    Sample,
     TestJudgement,
-    Thresholds,
     judge_pair,
-    judge_test,
     pair_label,
 )
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.config import Settings
+from app.judging.load import load_tests
+from app.judging.pair_tests import judge_tests, rules_of, state_json
 from app.models import Host
-from app.queries.common import PairKey, baseline_refs, pair_samples
+from app.queries.common import PairKey
 from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.health import HostHealth
 from app.queries.page_holds import fabric_manager_of
 from app.services.fleet_peers import host_peer_checks
-from probes.report import GPU_TESTS
 
 
-def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
-                 baselines: dict[PairKey, BaselineRef], th: Thresholds,
-                 low_before: dict[PairKey, datetime]) -> dict[PairKey, TestJudgement]:
-    """Every (pair, test) measured or expected; a per-GPU test is keyed (gpu, gpu, test)."""
-    tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
-    keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
-                           if t not in GPU_TESTS}
-    keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
-    return {
-        (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
-                              fabric.full_expectation(t, s, d),
-                              baselines.get((s, d, t)), th,
-                              low_before.get((s, d, t)))
-        for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
-    }
+def _judge_tests(session: Session, settings: Settings, row: Host, fabric: HostFabric,
+                 now: datetime, prior: Prior
+                 ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]],
+                            int | None]:
+    """Every (pair, test) verdict from the stored state and the results since the last
+    judgement (history only for keys to seed); with each key's new state and the newest
+    report judged."""
+    rules = rules_of(settings)
+    newest = row.last_sweep_at or row.last_report_at or now
+    inputs = load_tests(session, row.id, prior.stored_tests, prior.judged_report,
+                        (newest - timedelta(seconds=rules.lookback_s), newest),
+                        newest - timedelta(seconds=settings.baseline_window_s),
+                        settings.baseline_max_samples, prior.reseed)
+    tests, states = judge_tests(inputs, fabric, rules, newest)
+    return tests, {k: state_json(st, rules) for k, st in states.items()}, inputs.judged_report
 
 
 def _judge_pairs(fabric: HostFabric,
@@ -97,19 +94,6 @@ def _judge_gpus(session: Session, settings: Settings, fabric: HostFabric,
     return out
 
 
-def judge_tests_from_history(session: Session, settings: Settings, row: Host,
-                             fabric: HostFabric, now: datetime,
-                             low_before: dict[PairKey, datetime] | None = None,
-                             ) -> dict[PairKey, TestJudgement]:
-    """Every (pair, test) verdict, from the samples of the look-back window; `low_before`:
-    when each low run began as last judged (a run can be older than the window)."""
-    newest = row.last_sweep_at or row.last_report_at or now
-    lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
-    samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
-    return _judge_tests(fabric, samples, baseline_refs(session, row.id),
-                        settings.thresholds, low_before or {})
-
-
 def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
                          ) -> dict[PairKey, TestJudgement]:
     """A pair with a GPU missing from the newest inventory is unknown, however healthy its
@@ -137,7 +121,10 @@ class Prior:
     """What the last stored judgement knew that the history alone does not say."""
 
     tests: dict[PairKey, TestJudgement] | None = None  # to reuse: no sweep since
-    low_before: dict[PairKey, datetime] = field(default_factory=dict)  # low runs' starts
+    states: dict[PairKey, dict[str, Any]] = field(default_factory=dict)  # ... and their state
+    stored_tests: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # to go on from
+    judged_report: int | None = None  # the newest report the stored tests were judged with
+    reseed: bool = False  # judge the tests from history (an operator's re-judgement)
     link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     links_down: set[tuple[int, int]] = field(default_factory=set)
 
@@ -168,9 +155,9 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     """Every verdict of `row` at `now`, given what the last judgement knew (`prior`)."""
     prior = prior or Prior()
     fabric = load_fabric(session, row)
-    tests = prior.tests
+    tests, states, judged_report = prior.tests, prior.states, prior.judged_report
     if tests is None:
-        tests = judge_tests_from_history(session, settings, row, fabric, now, prior.low_before)
+        tests, states, judged_report = _judge_tests(session, settings, row, fabric, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
     checks, basis = host_peer_checks(session, settings, row, fabric, tests)
     pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks, settings.fleet_peer_floor,
@@ -197,4 +184,5 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
     health.pair_facts = {(s, d): f for (s, d), f in flagged.items() if s != d}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
     health.peers = {**peers.facts(), **basis}
+    health.test_states, health.judged_report = states, judged_report
     return health

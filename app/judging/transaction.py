@@ -66,12 +66,13 @@ def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
 def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings: Settings,
             due_before: datetime | None = None,
             may_skip: Callable[[Session, str], bool] = lambda session, host: False,
-            ) -> Iterator[Judging]:
+            reseed: bool = False) -> Iterator[Judging]:
     """Lock `host`, judge it at `now` and store what changed; yield the open transaction.
 
     `due_before` (the periodic round): judge nothing when the host was judged at or after
     it, by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
-    `may_skip`: whether an unchanged healthy host may keep its stored verdicts untouched.
+    `may_skip`: whether an unchanged healthy host may keep its stored verdicts untouched;
+    `reseed`: judge the (pair, test) verdicts from history (an operator's re-judgement).
     """
     with sessions() as session, host_lock(session, host):
         row = session.scalar(select(Host).where(Host.name == host))
@@ -81,5 +82,5 @@ def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings:
                 out.current = True
             else:
                 out.health = judge_and_store(session, settings, row, now,
-                                             may_skip=may_skip(session, host))
+                                             may_skip=may_skip(session, host), reseed=reseed)
         yield out

@@ -53,6 +53,10 @@ class HostHealth:
     pair_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     gpu_facts: dict[int, dict[str, Any]] = field(default_factory=dict)  # a GPU's own tests
     peers: dict[str, Any] = field(default_factory=dict)
+    # what the next judgement goes on from (app/judging/running.py): each (pair, test)'s
+    # running state, and the newest report judged
+    test_states: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
+    judged_report: int | None = None
 
     @property
     def gpus(self) -> tuple[GpuJudgement, ...]:
