@@ -39,7 +39,7 @@ from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.judging.load import load_tests
-from app.judging.pair_tests import judge_tests, rules_of, state_json
+from app.judging.pair_tests import judge_tests, rules_of
 from app.models import Host
 from app.queries.common import PairKey
 from app.queries.counters import link_rates, pcie_replay_rates
@@ -63,7 +63,7 @@ def _judge_tests(session: Session, settings: Settings, row: Host, fabric: HostFa
                         newest - timedelta(seconds=settings.baseline_window_s),
                         settings.baseline_max_samples, prior.reseed)
     tests, states = judge_tests(inputs, fabric, rules, newest)
-    return tests, {k: state_json(st, rules) for k, st in states.items()}, inputs.judged_report
+    return tests, states, inputs.judged_report
 
 
 def _judge_pairs(fabric: HostFabric,

@@ -29,7 +29,8 @@ from probes.report import GPU_TESTS
 class TestRules:
     th: Thresholds
     lookback_s: float  # the look-back window of a verdict, back from the newest sweep
-    keep: int  # judged samples a state keeps
+    keep: int  # judged samples a state keeps: the k-of-n window (a longer low run goes on
+    # from its stored low_since, as it did past the look-back window)
     min_samples: int  # a baseline needs this many healthy values
     max_samples: int  # ... and forgets over about this many
     floor_ratio: float  # a value below this of its expectation is a fault, not a normal
@@ -39,7 +40,7 @@ class TestRules:
 def rules_of(settings: Settings) -> TestRules:
     th = settings.thresholds
     return TestRules(th, max(settings.health_lookback_s, 2 * settings.degraded_sustain_s),
-                     2 * th.intermittent_of, settings.baseline_min_samples,
+                     th.intermittent_of, settings.baseline_min_samples,
                      settings.baseline_max_samples, settings.degraded_ratio_expected,
                      settings.baseline_window_s)
 
@@ -71,17 +72,16 @@ def _states(inputs: TestInputs, fabric: HostFabric, rules: TestRules) -> dict[Pa
     return states
 
 
-def state_json(state: Running, rules: TestRules) -> dict[str, Any]:
+def state_json(state: Running, base: tuple[float, float, int] | None) -> dict[str, Any]:
     """A key's state as stored, with its baseline summed up for readers ("base": centre,
     spread, n: the series' baseline)."""
-    base = state.baseline(rules.min_samples)
     return {**state.to_json(), "base": list(base) if base else None}
 
 
 def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest: datetime
-                ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, Running]]:
-    """(every (pair, test) verdict, the state each goes on from); `newest`: the host's newest
-    sweep, where the look-back window ends."""
+                ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]]]:
+    """(every (pair, test) verdict, the state each goes on from, as stored); `newest`: the
+    host's newest sweep, where the look-back window ends."""
     since = newest - timedelta(seconds=rules.lookback_s)
     states = _states(inputs, fabric, rules)
     window = {k: samples for k, st in states.items() if (samples := st.samples(since))}
@@ -89,11 +89,13 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest
     keys = set(window) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
                           if t not in GPU_TESTS}
     keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
-    out = {}
+    out, stored = {}, {}
     for key in sorted(keys, key=lambda k: (k[0], k[1], k[2].value)):
         s, d, t = key
-        base = states.get(key, Running()).baseline(rules.min_samples)
+        state = states.get(key, Running())
+        base = state.baseline(rules.min_samples)
         out[key] = judge_test(s, d, t, window.get(key, []), fabric.full_expectation(t, s, d),
                               BaselineRef(base[0], rules.baseline_window_s) if base else None,
                               rules.th, inputs.low_before.get(key))
-    return out, {key: states.get(key, Running()) for key in out}
+        stored[key] = state_json(state, base)
+    return out, stored

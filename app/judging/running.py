@@ -33,7 +33,7 @@ from app.analysis.health import Sample
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTENDED_KEPT = 64  # "only contended samples recently (n)": n up to this
 FAILURES_KEPT = 2  # "failed again" looks at the newest failure and the attempt before it
-BLOCK = 10  # healthy values a baseline block summarises
+BLOCK = 20  # healthy values a baseline block summarises
 
 Block = tuple[float, float, int]  # (median, MAD, when its newest value was measured, in s)
 

@@ -64,7 +64,7 @@ def test_one_odd_value_barely_moves_it_a_lasting_change_takes_over() -> None:
     first = fed(Running(), [100.0, 101.0, 99.0, 100.5, 99.5])
     assert first.baseline(5) == (100.0, pytest.approx(0.5 * 1.4826), 5)  # median, scaled MAD
     assert fed(Running(), [100.0] * 4).baseline(5) is None  # fewer than min_samples
-    calm = fed(first, [100.0] * 95)  # 100 healthy values: ten blocks
+    calm = fed(first, [100.0] * 95)  # 100 healthy values: five blocks
     assert fed(calm, [10_000.0]).baseline(5)[0] == 100.0  # type: ignore[index]
     moved = fed(calm, [120.0] * 90)  # the pair is faster now, for good (a driver update)
     assert moved.baseline(5)[0] == 100.0  # type: ignore[index]  # not yet half of what is kept

@@ -7,7 +7,7 @@ is judged both ways after every report, and each (pair, test)'s verdict, reason,
 The differences, by design: the baseline is a running robust statistic, no longer the
 median recomputed from history, so the reasons are compared with the "0.97 of its 7-day
 baseline" figure masked, and the two baselines are asserted within 2.5 % of each other (a
-full block of ten values counts at its median); except for a pair that ran with NVLinks
+full block of twenty values counts at its median); except for a pair that ran with NVLinks
 lost: the old refresh, once the links were back, relearnt from history the figures measured
 while they were down (its history does not say at what width a sample ran), the running
 baseline never saw them.
