@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -38,32 +38,13 @@ from app.analysis.health import (
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.config import Settings
-from app.judging.load import load_tests
+from app.judging.load import Loaded, load_host
 from app.judging.pair_tests import judge_tests, rules_of
 from app.models import Host
 from app.queries.common import PairKey
-from app.queries.counters import link_rates, pcie_replay_rates
-from app.queries.fabric import HostFabric, load_fabric
+from app.queries.fabric import HostFabric
 from app.queries.health import HostHealth
-from app.queries.page_holds import fabric_manager_of
-from app.services.fleet_peers import host_peer_checks
-
-
-def _judge_tests(session: Session, settings: Settings, row: Host, fabric: HostFabric,
-                 now: datetime, prior: Prior
-                 ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]],
-                            int | None]:
-    """Every (pair, test) verdict from the stored state and the results since the last
-    judgement (history only for keys to seed); with each key's new state and the newest
-    report judged."""
-    rules = rules_of(settings)
-    newest = row.last_sweep_at or row.last_report_at or now
-    inputs = load_tests(session, row.id, prior.stored_tests, prior.judged_report,
-                        (newest - timedelta(seconds=rules.lookback_s), newest),
-                        newest - timedelta(seconds=settings.baseline_window_s),
-                        settings.baseline_max_samples, prior.reseed)
-    tests, states = judge_tests(inputs, fabric, rules, newest)
-    return tests, states, inputs.judged_report
+from app.services.fleet_peers import checks_against
 
 
 def _judge_pairs(fabric: HostFabric,
@@ -78,10 +59,9 @@ def _judge_pairs(fabric: HostFabric,
             for (s, d), js in sorted(by_pair.items())]
 
 
-def _judge_gpus(session: Session, settings: Settings, fabric: HostFabric,
+def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float | None],
                 links: list[LinkJudgement], pairs: list[PairJudgement],
-                tests: dict[PairKey, TestJudgement], since: datetime) -> list[GpuJudgement]:
-    replays = pcie_replay_rates(session, fabric.host.id, since)
+                tests: dict[PairKey, TestJudgement]) -> list[GpuJudgement]:
     out = []
     for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
         facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
@@ -129,13 +109,12 @@ class Prior:
     links_down: set[tuple[int, int]] = field(default_factory=set)
 
 
-def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFabric,
-                 now: datetime, since: datetime,
+def _judge_links(settings: Settings, fabric: HostFabric,
+                 rates: dict[tuple[int, int], dict[str, float | None]], now: datetime,
                  prior: Prior) -> tuple[list[LinkJudgement], dict[tuple[int, int], dict]]:
     """Every NVLink port from its state and error rates, flapping ports degraded; with the
     facts to store for the next judgement (when each port went down)."""
     th = settings.thresholds
-    rates = link_rates(session, row.id, since)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
     links, facts = [], {}
@@ -152,27 +131,48 @@ def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFa
 
 def judge_host_now(session: Session, settings: Settings, row: Host, now: datetime,
                    prior: Prior | None = None) -> HostHealth:
-    """Every verdict of `row` at `now`, given what the last judgement knew (`prior`)."""
+    """Every verdict of `row` at `now`, given what the last judgement knew (`prior`): read
+    what it needs (`load.py`), then judge it (`judge_loaded`, pure)."""
     prior = prior or Prior()
-    fabric = load_fabric(session, row)
-    tests, states, judged_report = prior.tests, prior.states, prior.judged_report
-    if tests is None:
-        tests, states, judged_report = _judge_tests(session, settings, row, fabric, now, prior)
+    loaded = load_host(session, settings, row, now, prior.stored_tests, prior.judged_report,
+                       reuse=prior.tests is not None, reseed=prior.reseed)
+    return judge_loaded(loaded, settings, now, prior)
+
+
+def _tests_of(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
+              ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]],
+                         int | None]:
+    """(every (pair, test) verdict, each key's state to store, the newest report judged):
+    the stored ones reused when no sweep came since, else carried on from the new results."""
+    if loaded.tests is None:
+        assert prior.tests is not None
+        return prior.tests, prior.states, prior.judged_report
+    row = loaded.fabric.host
+    newest = row.last_sweep_at or row.last_report_at or now
+    tests, states = judge_tests(loaded.tests, loaded.fabric, rules_of(settings), newest)
+    return tests, states, loaded.tests.judged_report
+
+
+def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
+                 ) -> HostHealth:
+    """Every verdict of the host at `now` from what `load_host` read: no SQL."""
+    fabric = loaded.fabric
+    row = fabric.host
+    tests, states, judged_report = _tests_of(loaded, settings, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
-    checks, basis = host_peer_checks(session, settings, row, fabric, tests)
+    checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks, settings.fleet_peer_floor,
                               settings.fleet_peer_min_hosts)
-    counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
-    links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
-    gpus = flag_gpus(_judge_gpus(session, settings, fabric, links, pairs, tests, counters_since),
+    links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
+    gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests),
                      checks, settings.fleet_peer_min_hosts)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
     fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
-                                       fabric_manager_of(session, row))
+                                       loaded.fabric_manager)
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     if peers.below and judgement.verdict is Verdict.DEGRADED:
         rest = judgement.reason.removeprefix(f"{row.name}: ")
@@ -183,6 +183,6 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
                if c.flagged}  # only these: a drifting median rewrites no row
     health.pair_facts = {(s, d): f for (s, d), f in flagged.items() if s != d}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
-    health.peers = {**peers.facts(), **basis}
+    health.peers = {**peers.facts(), **loaded.peer_basis}
     health.test_states, health.judged_report = states, judged_report
     return health

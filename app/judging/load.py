@@ -1,5 +1,5 @@
-"""The reads of a judgement: what one host's (pair, test) verdicts go on from, in a few
-batched selects. Never writes.
+"""The reads of a judgement: everything one host's verdicts go on from, in a few batched
+selects, before any of it is judged (`load_host`). Never writes.
 
 A sweep's judgement reads its host's stored judged rows (their running state,
 `running.py`) and only the results stored since the last judgement: the reports after the
@@ -22,11 +22,18 @@ from typing import Any
 from sqlalchemy import func, select, union_all
 from sqlalchemy.orm import Session
 
+from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
+from app.config import Settings
 from app.judging.running import Running
-from app.models import Measurement, ReportRow
+from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
-from probes.report import TestName
+from app.queries.counters import link_rates, pcie_replay_rates
+from app.queries.fabric import HostFabric, load_fabric
+from app.queries.fleet_peers import Stats, group_stats
+from app.queries.page_holds import fabric_manager_of
+from app.services.fleet_peers import host_driver, host_models, pair_groups
+from probes.report import FabricManagerInfo, TestName
 
 BATCH = 100  # keys per statement: well under SQLite's compound-select and variable limits
 MARGIN = timedelta(days=1)  # a result measured before its report started (a skewed probe)
@@ -139,3 +146,43 @@ def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
     """A result older than what the key's state already holds: seed it from history."""
     newest = state.newest_at
     return bool(new) and newest is not None and new[0].at <= newest  # type: ignore[index]
+
+
+@dataclass
+class Loaded:
+    """Everything one host's judgement reads, read before any of it is judged."""
+
+    fabric: HostFabric
+    tests: TestInputs | None  # None: no sweep since the last judgement, its tests reused
+    link_rates: dict[tuple[int, int], dict[str, float | None]]
+    pcie_replays: dict[int, float | None]
+    peer_groups: dict[tuple[int, int], GroupKey]
+    peer_stats: Stats
+    peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
+    fabric_manager: FabricManagerInfo | None
+
+
+def load_host(session: Session, settings: Settings, row: Host, now: datetime,
+              stored_tests: dict[tuple, dict[str, Any]], judged_report: int | None,
+              reuse: bool, reseed: bool = False) -> Loaded:
+    """Read what judging `row` at `now` needs: its fabric, the (pair, test) inputs (unless
+    `reuse`), its counters' rates, its fleet peer groups' stats, its Fabric Manager."""
+    fabric = load_fabric(session, row)
+    tests = None
+    if not reuse:
+        lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
+        newest = row.last_sweep_at or row.last_report_at or now
+        tests = load_tests(session, row.id, stored_tests, judged_report,
+                           (newest - timedelta(seconds=lookback), newest),
+                           newest - timedelta(seconds=settings.baseline_window_s),
+                           settings.baseline_max_samples, reseed)
+    since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
+    stamp = row.peers_changed_at  # read with the host row, before the stats: a recompute in
+    # between costs a re-judge, never a missed one
+    return Loaded(
+        fabric=fabric, tests=tests, link_rates=link_rates(session, row.id, since),
+        pcie_replays=pcie_replay_rates(session, row.id, since),
+        peer_groups=pair_groups(row, fabric),
+        peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
+        peer_basis={"changed_at": stamp.isoformat() if stamp else None},
+        fabric_manager=fabric_manager_of(session, row))
