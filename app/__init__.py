@@ -9,8 +9,9 @@ schema the server validates reports with):
     queries/    reads: stored verdicts, series, matrices, topology, alerts. Never writes.
     services/   writes: ingest, inventory, fleet peers, retention.
     judging/    judge once, shaped read -> judge -> write: `load.py` reads a host's state in
-                a few batched selects, the rules are pure (`analysis/`, `judging/tests.py`),
-                `write.py` stores only what changed; `transaction.py` is the locked unit.
+                a few batched selects, the rules are pure (`analysis/`, `judging/running.py`,
+                `pair_tests.py`, `judge.judge_loaded`), `write.py` stores only what
+                changed; `transaction.py` is the locked unit the alerting engine runs.
     alerting/   the built-in rules over the stored verdicts, their evaluation and delivery.
     routes/     HTTP only: parse parameters, call a query or service, shape the answer.
                 A module there that defines `router` is served (`main.py` finds it).

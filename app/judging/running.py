@@ -39,7 +39,9 @@ Block = tuple[float, float, int]  # (median, MAD, when its newest value was meas
 
 
 def _us(at: datetime) -> int:
-    return (at - EPOCH) // timedelta(microseconds=1)
+    """Microseconds since the epoch, exactly (a float timestamp would round them)."""
+    d = at - EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
 
 
 def _at(us: int) -> datetime:
@@ -130,10 +132,11 @@ def advance(state: Running, new: Iterable[Sample], teaches: Callable[[float], bo
     whether a judged value may move the baseline (not a fault, the pair at full width)."""
     for s in new:
         if s.error is not None:
-            state = replace(state, failures=(*state.failures, s)[-FAILURES_KEPT:])
+            state = Running(state.blocks, state.part, state.judged, state.contended,
+                            (*state.failures, s)[-FAILURES_KEPT:])
         elif s.contended:
-            state = replace(state, contended=(*state.contended, s)[-CONTENDED_KEPT:],
-                            failures=())
+            state = Running(state.blocks, state.part, state.judged,
+                            (*state.contended, s)[-CONTENDED_KEPT:])
         else:
             assert s.value is not None  # value is None exactly when error is set
             if teaches(s.value):

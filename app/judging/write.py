@@ -1,18 +1,19 @@
 """Store a host's judgement: only the rows and columns that changed, one statement per table.
 
 The rows new or changed since the stored ones go in one `INSERT ... ON CONFLICT DO UPDATE`
-per table (PostgreSQL and SQLite both have it) that sets only the columns that changed in
-any of them; rows of objects gone go in one DELETE; an object whose verdict holds keeps its
+per table that sets only the columns that changed in any of them (PostgreSQL: the rows as
+one JSON parameter through `json_populate_recordset`; SQLite: one prepared statement run per
+row, in process); rows of objects gone go in one DELETE; an object whose verdict holds keeps its
 `since`. A judgement that changed nothing writes nothing but the host row's `judged_at`.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, delete, tuple_
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Table, delete, text, tuple_
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
@@ -107,17 +108,41 @@ def _changes(new: Rows, old: Rows, now: datetime, always: bool
     return gone, put, columns | {"judged_at"} if put else set(), since
 
 
-def _insert(session: Session, table: Table) -> Any:
-    dialect = session.get_bind().dialect.name
-    return (pg_insert if dialect == "postgresql" else sqlite_insert)(table)
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot send {type(value).__name__} in a judged row")
+
+
+def _upsert_postgresql(session: Session, table: Table, keys: tuple[str, ...],
+                       rows: list[dict[str, Any]], columns: set[str]) -> None:
+    """One INSERT ... SELECT FROM json_populate_recordset(...) ON CONFLICT DO UPDATE: all
+    the rows in one parameter, one statement whatever their number (psycopg's executemany
+    would send one statement per row)."""
+    names = ", ".join(f'"{c}"' for c in rows[0])
+    sets = ", ".join(f'"{c}" = EXCLUDED."{c}"' for c in sorted(columns))
+    conflict = ", ".join(("host_id", *keys))
+    session.execute(text(
+        f"INSERT INTO {table.name} ({names}) SELECT {names} FROM json_populate_recordset("
+        f"NULL::{table.name}, CAST(:rows AS json)) "
+        f"ON CONFLICT ({conflict}) DO UPDATE SET {sets}"),
+        {"rows": json.dumps(rows, default=_json_value)})
+
+
+def _upsert_sqlite(session: Session, table: Table, keys: tuple[str, ...],
+                   rows: list[dict[str, Any]], columns: set[str]) -> None:
+    """The one prepared INSERT ... ON CONFLICT DO UPDATE, run for every row (SQLite runs
+    it in process: no round trip per row)."""
+    stmt = sqlite_insert(table)
+    session.execute(stmt.on_conflict_do_update(
+        index_elements=[table.c.host_id, *(table.c[k] for k in keys)],
+        set_={c: stmt.excluded[c] for c in sorted(columns)}), rows)
 
 
 def _write(session: Session, kind: str, host_id: int, gone: list[tuple],
            put: list[dict[str, Any]], columns: set[str]) -> None:
-    """The rows new or changed in one statement per table (an upsert setting only the
-    changed columns, executed with every row's parameters: PostgreSQL's driver sends it as
-    one multi-row VALUES, SQLite runs the one prepared statement per row), the rows gone in
-    one more; nothing for what did not change."""
+    """The rows new or changed in one upsert per table setting only the columns that
+    changed, the rows gone in one DELETE; nothing for what did not change."""
     table: Table = TABLES[kind].__table__
     keys = KEYS[kind]
     if gone:
@@ -126,11 +151,11 @@ def _write(session: Session, kind: str, host_id: int, gone: list[tuple],
                                             tuple_(*cols).in_(gone)))
     if not put:
         return
-    stmt = _insert(session, table)
-    session.execute(stmt.on_conflict_do_update(
-        index_elements=[table.c.host_id, *(table.c[k] for k in keys)],
-        set_={c: stmt.excluded[c] for c in sorted(columns)}),
-        [{**r, "host_id": host_id} for r in put])
+    rows = [{**r, "host_id": host_id} for r in put]
+    if session.get_bind().dialect.name == "postgresql":
+        _upsert_postgresql(session, table, keys, rows, columns)
+    else:
+        _upsert_sqlite(session, table, keys, rows, columns)
 
 
 def store(session: Session, health: HostHealth, previous: StoredRows, now: datetime) -> None:

@@ -68,6 +68,7 @@ class HostFabric:
         speeds = [s for g in (src, dst) if (s := self.fastest_up_link_bps(g)) is not None]
         return min(speeds) if speeds else None
 
+    @functools.cache  # noqa: B019 - one HostFabric lives for one judgement or request
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach with the NVLinks it has up now; for a per-GPU test
         (stored as src == dst) what the GPU's PCIe link offers."""
