@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.models import Host, JudgedHost, JudgedTest
 from app.queries.health import host_health
 from probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
@@ -94,3 +95,30 @@ def test_a_rejudgement_reads_history_and_judges_the_same(
         after = {k: (t.verdict, t.reason) for k, t in
                  host_health(s, settings, host.hostname).tests.items()}
     assert after == before
+
+
+def test_rows_from_before_the_state_are_seeded_from_history(
+        engine: Engine, settings: Settings) -> None:
+    """A database migrated past 0012: judged rows without state, a host row without
+    `judged_report`; the next sweep's judgement seeds every key from history."""
+    host = _seeded_host(engine, settings)
+    with host.sessions() as s:
+        s.execute(update(JudgedTest).values(state=None))
+        top = s.get(JudgedHost, s.scalars(select(Host.id)).one())
+        assert top is not None
+        top.facts = {k: v for k, v in top.facts.items() if k != "judged_report"}
+        s.commit()
+    host.advance(600)
+    host.sweep()
+    with statements(engine) as seen:
+        host.evaluate()
+    assert [s for s in seen if re.search(r"\bFROM measurements\b", s)
+            and "report_id" not in s]  # the history, read once to seed
+    with host.sessions() as s:
+        assert all(r.state is not None for r in s.scalars(select(JudgedTest)))
+    host.advance(600)
+    host.sweep()
+    with statements(engine) as seen:
+        host.evaluate()
+    reads = [s for s in seen if re.search(r"\bFROM measurements\b", s)]
+    assert reads and all("measurements.report_id" in s for s in reads)  # seeded: new ones only
