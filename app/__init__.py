@@ -7,7 +7,11 @@ schema the server validates reports with):
                 No Settings, no database, no API schemas: values in, values out.
     models.py   the tables (SQLAlchemy); migrations/ keeps the database in step with them.
     queries/    reads: stored verdicts, series, matrices, topology, alerts. Never writes.
-    services/   writes: ingest, judge-once (`judged_store.py`), baselines, retention.
+    services/   writes: ingest, inventory, fleet peers, retention.
+    judging/    judge once, shaped read -> judge -> write: `load.py` reads a host's state in
+                a few batched selects, the rules are pure (`analysis/`, `judging/running.py`,
+                `pair_tests.py`, `judge.judge_loaded`), `write.py` stores only what
+                changed; `transaction.py` is the locked unit the alerting engine runs.
     alerting/   the built-in rules over the stored verdicts, their evaluation and delivery.
     routes/     HTTP only: parse parameters, call a query or service, shape the answer.
                 A module there that defines `router` is served (`main.py` finds it).

@@ -127,13 +127,6 @@ class Settings(BaseSettings):
     baseline_max_samples: int = Field(
         default=200, ge=1, description="Most recent samples per (pair, test) a baseline uses."
     )
-    baseline_refresh_batch: int = Field(
-        default=64, ge=1, description="At most this many baselines are recomputed per report, "
-        "the stalest first (bounds ingest time; the rest follow with the next reports)."
-    )
-    baseline_refresh_s: float = Field(
-        default=900.0, ge=0, description="A baseline younger than this is not recomputed at ingest."
-    )
     error_rate_degraded_per_s: float = Field(
         default=0.0, ge=0, description="NVLink replay/recovery growth above this is degraded."
     )

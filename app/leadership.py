@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, text
 
 log = logging.getLogger(__name__)
 
-LOCK_NAMESPACE = 0x5057  # "PW", as in app/alerting/engine.py
+LOCK_NAMESPACE = 0x5057  # "PW", as in app/judging/transaction.py
 LEADER_LOCK = 1
 DELIVERY_LOCK = 2
 

@@ -391,6 +391,9 @@ class JudgedTest(_Judged, Base):
     latest_contended: Mapped[bool] = mapped_column(Boolean)
     latest_foreign_bytes: Mapped[int] = mapped_column(BigInteger)
     latest_error: Mapped[str | None] = mapped_column(Text)
+    state: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON, doc="What the next judgement goes on from (app/judging/running.py): the running "
+        "baseline, the newest samples; null: seeded from history at the next sweep.")
 
 
 # --------------------------------------------------------------------------- alerts

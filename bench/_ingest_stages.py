@@ -37,8 +37,6 @@ WRAPPED: dict[tuple[Any, str], str] = {
     (ingest_service, "store_inventory"): "inventory upsert",
     (ingest_service, "_measurement_rows"): "build rows",
     (ingest_service, "_sample_rows"): "build rows",
-    (ingest_service, "refresh_baselines"): "baselines",
-    (ingest_service, "load_fabric"): "load fabric",
     (ingest_service, "insert_rows"): "insert rows (bulk)",
 }
 INSERT = re.compile(r"^\s*(?:INSERT INTO|COPY)\s+\"?(\w+)", re.IGNORECASE)

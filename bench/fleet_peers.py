@@ -29,13 +29,13 @@ from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker, upgrade_to_head
+from app.judging.judge import Prior, judge_host_now
+from app.judging.store import judge_and_store
 from app.models import Gpu, Host, JudgedTest, Pair
 from app.queries.fabric import load_fabric
 from app.queries.health import stored_rows, tests_from_rows
 from app.services.fleet_peers import host_peer_checks
 from app.services.ingest import ingest
-from app.services.judge import Prior, judge_host_now
-from app.services.judged_store import judge_and_store
 from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url

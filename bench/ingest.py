@@ -9,7 +9,7 @@ COPY), the raw-driver ceiling.
 The report is what a probe sends for the simulated `hgx8` preset (8 x H200 behind NVSwitch):
 56 ordered pairs x 7 pair tests + one all-reduce (393 results) and two counter samples of
 8 x 18 NVLink ports. Before timing, the database holds 7 days of that host's history at one
-sweep per 10 minutes (1008 sweeps, ~396k measurements), so the baseline query reads a
+sweep per 10 minutes (1008 sweeps, ~396k measurements), so the series and any seeding read a
 realistic window. Timings go through the whole HTTP route in-process (JSON parsing,
 validation, one transaction), on SQLite and on PostgreSQL (skipped with a message when
 PostgreSQL at 127.0.0.1:5432 is unreachable).
@@ -187,12 +187,6 @@ def bench_backend(name: str, url: str, report: Report) -> None:
     t = time.perf_counter()
     rows = preload_history(settings, report)
     print(f"  {name}: preloaded {rows:,} measurements ({SPAN}) in {time.perf_counter() - t:.1f} s")
-    every_time = settings.model_copy(update={"baseline_refresh_s": 0.0})
-    with TestClient(create_app(every_time)) as client:
-        batch = median_ms(lambda: post(client, report), POSTS)
-    all_at_once = every_time.model_copy(update={"baseline_refresh_batch": 10_000})
-    with TestClient(create_app(all_at_once)) as client:
-        refresh_all = median_ms(lambda: post(client, report), POSTS)
     with TestClient(create_app(settings)) as client:
         steady = median_ms(lambda: post(client, report), POSTS + 2)
         engine = make_engine(settings)
@@ -205,9 +199,6 @@ def bench_backend(name: str, url: str, report: Report) -> None:
     ref = "10-min sweep interval"
     line(f"{name} ingest, first report of a new host", first, SWEEP_INTERVAL_MS, ref)
     line(f"{name} ingest, steady state", steady, SWEEP_INTERVAL_MS, ref)
-    line(f"{name} ingest + {settings.baseline_refresh_batch} baselines (default batch)", batch,
-         SWEEP_INTERVAL_MS, ref)
-    line(f"{name} ingest + all 392 baselines at once", refresh_all, SWEEP_INTERVAL_MS, ref)
     line(f"{name} {SPAN} series from hourly rollups", hourly, INTERACTIVE_MS, "1 s budget")
     line(f"{name} {SPAN} series from raw samples", raw_series, INTERACTIVE_MS, "1 s budget")
     bench_stages(name, url, report)

@@ -23,10 +23,10 @@ from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker, upgrade_to_head
+from app.judging.judge import judge_host_now
 from app.models import Host
 from app.queries.health import host_health
 from app.services.ingest import ingest
-from app.services.judge import judge_host_now
 from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url

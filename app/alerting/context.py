@@ -1,7 +1,7 @@
 """What the rules look at for one host: the server's own verdicts plus a few raw facts.
 
 `health` is the host's judged state, stored in the same transaction just before the rules
-run (`app/services/judged_store.py`): the verdicts the API, dashboard, scheduler and
+run (`app/judging/store.py`): the verdicts the API, dashboard, scheduler and
 `/metrics` read. The rules add only what a verdict does not carry: the latest sweep's failed
 tests, how many NVLink ports each GPU has had, and the time of the last report.
 """

@@ -4,25 +4,18 @@
                               \\--(not active before `for`)--> inactive
 
 Every change is a row in `alert_events`. One host is one unit of work — judge it, store its
-state, evaluate the rules over that state — in one transaction holding a per-host lock, so
-two replicas (or the ingest hook and the periodic loop of one replica) never evaluate the
-same host at once:
-- PostgreSQL: `pg_advisory_xact_lock(namespace, hash(host))`, released by the commit;
-- SQLite (one server process): a process-wide lock around the transaction.
-Behind the lock a partial unique index (one pending-or-firing row per fingerprint) makes a
-duplicate impossible even if the lock were bypassed.
+state (`app/judging/transaction.py`, under the host's lock), evaluate the rules over that
+state — in one transaction. Behind the lock a partial unique index (one pending-or-firing
+row per fingerprint) makes a duplicate impossible even if the lock were bypassed.
 """
 
 from __future__ import annotations
 
-import threading
-import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.alerting.context import HostContext, load_context
@@ -30,12 +23,10 @@ from app.alerting.rule import Finding, Rule
 from app.alerting.settings import AlertingSettings
 from app.analysis.fingerprint import fingerprint
 from app.config import Settings
-from app.models import Alert, AlertEvent, Host, JudgedHost
-from app.services.judged_store import judge_and_store
+from app.judging.transaction import judging
+from app.models import Alert, AlertEvent
 
 ACTIVE = ("pending", "firing")
-LOCK_NAMESPACE = 0x5057  # "PW": first key of peerwatch's advisory locks
-_SQLITE_LOCK = threading.RLock()
 
 
 @dataclass
@@ -49,60 +40,41 @@ class Outcome:
     cleared: list[int] = field(default_factory=list)  # pending that went away
 
 
-def _lock_key(host: str) -> int:
-    """crc32 of the host name as a signed 32-bit int (pg's int4 advisory key)."""
-    value = zlib.crc32(host.encode())
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-@contextmanager
-def host_lock(session: Session, host: str) -> Iterator[None]:
-    """Hold the evaluation lock of `host` until the session's transaction ends."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:ns, :key)"),
-                        {"ns": LOCK_NAMESPACE, "key": _lock_key(host)})
-        yield
-        return
-    with _SQLITE_LOCK:
-        yield
-
-
 def for_seconds(rule: Rule, alerting: AlertingSettings) -> float:
     return float(alerting.alert_for_s.get(rule.name, rule.for_s))
 
 
 def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
                   settings: Settings, alerting: AlertingSettings,
-                  rules: Sequence[Rule], due_before: datetime | None = None) -> Outcome:
+                  rules: Sequence[Rule], due_before: datetime | None = None,
+                  rejudge: bool = False) -> Outcome:
     """Judge `host` at `now`, store its state, evaluate the rules over that state and commit
     both together: the alerts fire from exactly the verdicts every reader sees.
 
     `due_before` (the periodic round): do nothing when the host was judged at or after it,
     by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
     """
-    with sessions() as session, host_lock(session, host):
-        host_row = session.scalar(select(Host).where(Host.name == host))
+    with judging(sessions, host, now, settings, due_before, _no_alert_pending,
+                 rejudge) as judged:
+        if judged.current:
+            return Outcome(host=host)
         findings: dict[str, tuple[Rule, Finding, dict[str, str]]] = {}
-        if host_row is not None:
-            if due_before is not None and _judged_since(session, host_row.id, due_before):
+        if judged.row is not None:
+            if judged.health is None:  # nothing judged changed, no alert waits on its `for`
+                judged.session.commit()
                 return Outcome(host=host)
-            pending = session.scalar(select(Alert.id).where(
-                Alert.host == host, Alert.state == "pending").limit(1))
-            health = judge_and_store(session, settings, host_row, now,
-                                     may_skip=pending is None)
-            if health is None:  # nothing judged changed and no alert waits on its `for`
-                session.commit()
-                return Outcome(host=host)
-            ctx = load_context(session, host_row, now, settings, alerting, health)
+            ctx = load_context(judged.session, judged.row, now, settings, alerting,
+                               judged.health)
             findings = _findings(ctx, rules)
-        outcome = _apply(session, host, findings, now, alerting, {r.name for r in rules})
-        session.commit()
+        outcome = _apply(judged.session, host, findings, now, alerting, {r.name for r in rules})
+        judged.session.commit()
         return outcome
 
 
-def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
-    judged = session.scalar(select(JudgedHost.judged_at).where(JudgedHost.host_id == host_id))
-    return judged is not None and judged >= at
+def _no_alert_pending(session: Session, host: str) -> bool:
+    """An alert waiting on its `for` needs the rules evaluated even if nothing changed."""
+    return session.scalar(select(Alert.id).where(
+        Alert.host == host, Alert.state == "pending").limit(1)) is None
 
 
 def _findings(ctx: HostContext, rules: Sequence[Rule]

@@ -15,7 +15,7 @@ from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
-from app.services.judge import last_heard_at
+from app.judging.judge import last_heard_at
 from probes.report import BANDWIDTH_TESTS, GPU_TESTS, PCIE_TESTS, LinkState, TestName
 
 

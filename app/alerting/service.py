@@ -4,8 +4,9 @@ after recomputing the fleet's peer distributions that judging reads).
 The periodic round is what lets time-based rules fire (a probe that went silent sends no
 report to trigger anything) and what retries Alertmanager deliveries. It runs only in the
 leading replica (`app/leadership.py`); the evaluation after an ingest runs in whichever
-replica took the report, made safe by the per-host lock in `engine.py`. Delivery, from
-either path, holds a database lock, so two replicas never send the same alert twice.
+replica took the report, made safe by the per-host lock in `app/judging/transaction.py`.
+Delivery, from either path, holds a database lock, so two replicas never send the same alert
+twice.
 Nothing here may break ingest: every failure is logged and left for the next round.
 """
 
@@ -50,9 +51,11 @@ class AlertingService:
     # ----------------------------------------------------------------- the work
 
     def evaluate_host(self, host: str, now: datetime | None = None,
-                      due_before: datetime | None = None) -> Outcome:
+                      due_before: datetime | None = None, rejudge: bool = False) -> Outcome:
+        """`rejudge` (an operator's request): judge the (pair, test) verdicts from history,
+        seeding every key's running state afresh."""
         return evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
-                             self.alerting, self.rules, due_before)
+                             self.alerting, self.rules, due_before, rejudge)
 
     def evaluate_all(self, now: datetime | None = None, only_due: bool = False) -> list[Outcome]:
         """Judge and evaluate every known host, and any host that still has active alerts

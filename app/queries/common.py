@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.health import BaselineRef, Sample
-from app.models import Baseline, Host, Measurement
+from app.analysis.health import Sample
+from app.models import Host, JudgedTest, Measurement
 from probes.report import TestName
 
 PairKey = tuple[int, int, TestName]
@@ -53,15 +54,23 @@ def pair_samples(session: Session, host_id: int, since: datetime,
     return out
 
 
-def baseline_refs(session: Session, host_id: int) -> dict[PairKey, BaselineRef]:
-    """Each (pair, test)'s baseline as the judge reads it: value and window, one column
-    select (no ORM objects: a sweep's judgement reads ~400 of them)."""
-    rows = session.execute(select(Baseline.src, Baseline.dst, Baseline.test, Baseline.value,
-                                  Baseline.window_s).where(Baseline.host_id == host_id))
-    return {(src, dst, TestName(test)): BaselineRef(value, window)
-            for src, dst, test, value, window in rows}
+@dataclass(frozen=True)
+class StoredBaseline:
+    value: float
+    spread: float
+    n: int
+    updated_at: datetime
 
 
-def baselines_of(session: Session, host_id: int) -> dict[PairKey, Baseline]:
-    rows = session.scalars(select(Baseline).where(Baseline.host_id == host_id))
-    return {(b.src, b.dst, TestName(b.test)): b for b in rows}
+def judged_baseline(session: Session, host_id: int, key: PairKey) -> StoredBaseline | None:
+    """The running baseline a (pair, test) was last judged against: (centre, spread, n) in
+    its judged row's state (`"base"`, written by app/judging/pair_tests.py)."""
+    src, dst, test = key
+    found = session.execute(select(JudgedTest.state, JudgedTest.judged_at).where(
+        JudgedTest.host_id == host_id, JudgedTest.src == src, JudgedTest.dst == dst,
+        JudgedTest.test == test.value)).first()
+    if found is None:
+        return None
+    state, judged_at = found
+    b = (state or {}).get("base")
+    return StoredBaseline(float(b[0]), float(b[1]), int(b[2]), judged_at) if b else None

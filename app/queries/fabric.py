@@ -25,7 +25,6 @@ from app.models import Gpu, Host, NvLink, Pair
 from probes.report import (
     GPU_TESTS,
     GpuInfo,
-    Inventory,
     LinkState,
     NvLinkPort,
     P2PCap,
@@ -69,6 +68,7 @@ class HostFabric:
         speeds = [s for g in (src, dst) if (s := self.fastest_up_link_bps(g)) is not None]
         return min(speeds) if speeds else None
 
+    @functools.cache  # noqa: B019 - one HostFabric lives for one judgement or request
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach with the NVLinks it has up now; for a per-GPU test
         (stored as src == dst) what the GPU's PCIe link offers."""
@@ -174,14 +174,3 @@ def load_fabric(session: Session, host: Host) -> HostFabric:
     fabric.pairs = {(r.src, r.dst): _pair(r) for r in session.scalars(pairs)}
     return fabric
 
-
-def fabric_from_inventory(session: Session, host: Host, inventory: Inventory) -> HostFabric:
-    """The fabric `load_fabric` would read right after `inventory` was stored as the host's
-    newest: its GPUs, ports and pairs from the report itself, only the ports it no longer
-    has (usually none) read back (no missing GPUs: nothing at ingest asks)."""
-    gone = select(NvLink).where(NvLink.host_id == host.id, NvLink.present.is_(False))
-    return HostFabric(host=host, gpus={g.index: g for g in inventory.gpus},
-                      nvlinks=sorted(inventory.nvlinks, key=lambda p: (p.gpu, p.link)),
-                      gone_links=[_port(r) for r in session.scalars(
-                          gone.order_by(NvLink.gpu, NvLink.link))],
-                      pairs={(p.src, p.dst): p for p in inventory.pairs})

@@ -1,7 +1,7 @@
 """A host's judged state as stored: every verdict (host, GPUs, links, pairs, pair tests) with
 its reason, since when, and the figures behind it.
 
-The state is written by `app/services/judged_store.py` when something changes (after a report
+The state is written by `app/judging/store.py` when something changes (after a report
 is ingested, in the periodic evaluation); every reader (the API, the dashboard, the scheduler,
 the alert rules, `/metrics`) reads it here and never judges again, so a read costs a few
 indexed selects whatever the history holds.
@@ -53,6 +53,10 @@ class HostHealth:
     pair_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     gpu_facts: dict[int, dict[str, Any]] = field(default_factory=dict)  # a GPU's own tests
     peers: dict[str, Any] = field(default_factory=dict)
+    # what the next judgement goes on from (app/judging/running.py): each (pair, test)'s
+    # running state, and the newest report judged
+    test_states: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
+    judged_report: int | None = None
 
     @property
     def gpus(self) -> tuple[GpuJudgement, ...]:

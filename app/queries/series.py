@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import Measurement, MeasurementRollup
-from app.queries.common import NotFound, baselines_of, get_host
+from app.queries.common import NotFound, get_host, judged_baseline
 from app.queries.fabric import load_fabric
 from app.queries.window import time_window
 from app.schemas import BaselineOut, ExpectedOut, SeriesBucket, SeriesPoint, SeriesResponse
@@ -130,13 +130,13 @@ def pair_series(session: Session, settings: Settings, host: str, src: int, dst: 
     buckets = [SeriesBucket(start=datetime.fromtimestamp(b * step, UTC), min=a.lo,
                             mean=a.total / a.count, max=a.hi, count=a.count)
                for b, a in sorted(aggs.items())]
-    base = baselines_of(session, row.id).get((src, dst, name))
+    base = judged_baseline(session, row.id, (src, dst, name))
     expect = fabric.full_expectation(name, src, dst)  # what the pair is judged against
     return SeriesResponse(
         host=row.name, src=src, dst=dst, test=name, unit=unit_of(name), since=since,
         until=until, step_s=step, source="hourly" if hourly else "raw", buckets=buckets,
         baseline=BaselineOut(value=base.value, spread=base.spread, n=base.n,
-                             window_s=base.window_s, updated_at=base.updated_at)
+                             window_s=settings.baseline_window_s, updated_at=base.updated_at)
         if base else None,
         expected=ExpectedOut(value=expect.value, basis=expect.basis) if expect else None,
         contended=_points(session, in_range, and_(Measurement.contended.is_(True),

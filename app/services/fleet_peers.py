@@ -6,7 +6,7 @@ runs in the leader's periodic round (`AlertingService.tick`), never per report. 
 `changed_at` moves only on a material change — the median moved by more than
 PEERWATCH_FLEET_PEER_REJUDGE since it last moved, or the group crossed the minimum size, or
 it emptied — and then the hosts of that GPU model and driver are stamped, which makes the
-judgement's fast path re-judge them (`judged_store._nothing_changed`).
+judgement's fast path re-judge them (`app.judging.store._nothing_changed`).
 
 `host_peer_checks` is what a host judgement adds: its pairs' and GPUs' groups read from a few stored
 rows, each judged (pair, test) checked against its group's median. The recompute stamps

@@ -3,7 +3,8 @@
 Idempotency rests on the unique `reports.report_id`, not on anything in this process, so
 several server replicas can receive the same report (a probe retrying after a timeout) at
 once: one insert wins, the others hit the constraint, roll back and answer "duplicate".
-The same retry covers two replicas creating the same new host or baseline row at once.
+The same retry covers two replicas creating the same new host row at once. Baselines are
+no longer kept here: each judged (pair, test) carries its own (`app/judging/running.py`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
-from app.queries.fabric import fabric_from_inventory, load_fabric
 from app.schemas import IngestResult
-from app.services.baselines import refresh_baselines
 from app.services.bulk import insert_rows
 from app.services.inventory import (
     forget_uncommitted,
@@ -115,13 +114,6 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     links, gpus = _sample_rows(report, host.id, report_pk)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
         insert_rows(session, model, rows)
-    keys = {(m["src"], m["dst"], m["test"]) for m in measurements
-            if m["src"] is not None and m["error"] is None and not m["contended"]}
-    if keys:
-        # the newest report's inventory is what was just stored: no need to read it back
-        fabric = (fabric_from_inventory(session, host, report.inventory) if newest
-                  else load_fabric(session, host))
-        refresh_baselines(session, fabric, keys, report.finished_at, settings)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))
 

@@ -1,68 +1,72 @@
-"""Baselines: median of the pair's healthy history, recomputed in bounded batches."""
+"""Baselines: each judged (pair, test) carries its own, the median of its first healthy values,
+then a robust running statistic moved by each sweep's new values alone; faults and
+contended samples teach it nothing; a re-judgement seeds it from history."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.alerting.service import AlertingService
+from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.models import Baseline
+from app.judging.running import Running, learn
+from app.models import Host
+from app.queries.common import StoredBaseline, judged_baseline
 from app.services.ingest import ingest
-from probes.report import TestName, utcnow
+from probes.report import TestName
 from tests.app.factory import T0, healthy, sweep
 
-TESTS = [TestName.CE_WRITE, TestName.CE_READ]
+
+@pytest.fixture
+def sessions(settings: Settings) -> sessionmaker[Session]:
+    return make_sessionmaker(make_engine(settings))
 
 
-def _baselines(settings: Settings) -> list[Baseline]:
-    engine = make_engine(settings)
-    try:
-        with Session(engine) as s:
-            return list(s.scalars(select(Baseline).order_by(Baseline.src, Baseline.test)))
-    finally:
-        engine.dispose()
+def _baseline(sessions: sessionmaker[Session], src: int, dst: int) -> StoredBaseline | None:
+    with sessions() as s:
+        host = s.scalars(select(Host).where(Host.name == "node-a")).one()
+        return judged_baseline(s, host.id, (src, dst, TestName.CE_WRITE))
 
 
-def test_refreshes_come_in_batches_stalest_first(settings: Settings) -> None:
-    tuned = settings.model_copy(update={"baseline_refresh_batch": 3, "baseline_refresh_s": 0.0,
-                                        "baseline_min_samples": 5})
-    engine = make_engine(tuned)
-    sessions = make_sessionmaker(engine)
-    try:
-        stamps = []
-        for i in range(7):
-            with sessions() as s:
-                ingest(s, sweep(n=2, at=T0 + i * timedelta(minutes=10), tests=TESTS), tuned,
-                       utcnow())
-            stamps.append(sorted(b.updated_at - T0 for b in _baselines(tuned)))
-        def sweep_done(k: int) -> timedelta:  # when sweep k finished, from T0
-            return timedelta(minutes=10 * k, seconds=5)
-
-        # 4 keys, 5 samples needed: all four appear together, then 3 refreshes per report.
-        assert [len(s) for s in stamps] == [0, 0, 0, 0, 4, 4, 4]
-        assert stamps[5] == [sweep_done(4)] + [sweep_done(5)] * 3
-        assert stamps[6] == [sweep_done(5)] + [sweep_done(6)] * 3
-    finally:
-        engine.dispose()
-
-
-def test_baseline_is_the_median_and_ignores_faults_and_contention(settings: Settings) -> None:
-    engine = make_engine(settings)
-    sessions = make_sessionmaker(engine)
+def test_baseline_is_the_median_and_ignores_faults_and_contention(
+        sessions: sessionmaker[Session], settings: Settings) -> None:
+    service = AlertingService(sessions, settings, AlertingSettings())
     good = healthy(0, 1, TestName.CE_WRITE) or 0.0
     values = [good, good * 1.01, good * 0.99, good * 0.3, good * 1.02, good]
-    try:
-        for i, v in enumerate(values):
-            with sessions() as s:
-                report = sweep(n=2, at=T0 + i * timedelta(minutes=20),
-                               value=lambda s_, d, t, v=v: v, contended=[(1, 0)] if i else [])
-                ingest(s, report, settings, utcnow())
-        rows = _baselines(settings)
-        assert [(b.src, b.dst) for b in rows] == [(0, 1)]  # (1, 0) had one uncontended sample
-        assert rows[0].n == 5  # the 0.3 x expected sample is a fault, not a normal
-        assert rows[0].value == good
-    finally:
-        engine.dispose()
+    seen = []
+    for i, v in enumerate(values):
+        at = T0 + i * timedelta(minutes=20)
+        with sessions() as s:
+            ingest(s, sweep(n=2, at=at, value=lambda s_, d, t, v=v: v,
+                            contended=[(1, 0)] if i else []), settings, at)
+        service.evaluate_host("node-a", at + timedelta(seconds=5))
+        seen.append(_baseline(sessions, 0, 1))
+    assert seen[:5] == [None] * 5  # five healthy values needed; the 0.3 x sample is a fault
+    first = seen[5]
+    assert first is not None and first.n == 5 and first.value == good
+    assert _baseline(sessions, 1, 0) is None  # one uncontended sample only
+    service.evaluate_host("node-a", T0 + timedelta(hours=3), rejudge=True)
+    again = _baseline(sessions, 0, 1)  # seeded from history: the same median
+    assert again is not None and (again.value, again.n) == (good, 5)
+
+
+def test_one_odd_value_barely_moves_it_a_lasting_change_takes_over() -> None:
+    def fed(state: Running, values: list[float]) -> Running:
+        for v in values:
+            state = learn(state, v, T0, max_samples=200, window_s=7 * 86400)
+        return state
+
+    first = fed(Running(), [100.0, 101.0, 99.0, 100.5, 99.5])
+    assert first.baseline(5) == (100.0, pytest.approx(0.5 * 1.4826), 5)  # median, scaled MAD
+    assert fed(Running(), [100.0] * 4).baseline(5) is None  # fewer than min_samples
+    calm = fed(first, [100.0] * 95)  # 100 healthy values: five blocks
+    assert fed(calm, [10_000.0]).baseline(5)[0] == 100.0  # type: ignore[index]
+    moved = fed(calm, [120.0] * 90)  # the pair is faster now, for good (a driver update)
+    assert moved.baseline(5)[0] == 100.0  # type: ignore[index]  # not yet half of what is kept
+    moved = fed(moved, [120.0] * 30)
+    assert moved.baseline(5)[0] == 120.0  # type: ignore[index]

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from app.config import Settings
 from app.db import make_engine
 from app.main import create_app
-from app.models import Gpu, Host, LinkSample, Measurement, ReportRow
+from app.models import Gpu, GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.services import ingest as ingest_service
 from probes.report import TestName, utcnow
 from tests.app.conftest import probe_headers
@@ -167,10 +167,14 @@ def test_failure_midway_stores_nothing(client: TestClient, settings: Settings,
     assert _post(client, good.model_dump_json()).status_code == 201
     before = _counts(settings)
 
-    def fail(*_args: Any, **_kw: Any) -> int:
-        raise RuntimeError("disk full (injected)")
+    real_insert = ingest_service.insert_rows
 
-    monkeypatch.setattr(ingest_service, "refresh_baselines", fail)
+    def fail(session: Any, model: Any, rows: Any) -> None:
+        if model is GpuSample:  # the last table written, after measurements and links
+            raise RuntimeError("disk full (injected)")
+        real_insert(session, model, rows)
+
+    monkeypatch.setattr(ingest_service, "insert_rows", fail)
     bigger = sweep(n=3, host="node-b", at=good.started_at + timedelta(hours=1),
                    counters={(0, 0): 1})
     r = _post(TestClient(client.app, raise_server_exceptions=False), bigger.model_dump_json())

@@ -9,10 +9,10 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from app.analysis.verdict import Verdict
+from app.judging.store import judge_and_store
 from app.models import FleetPeerStat, Host
 from app.queries.fleet_peers import fleet_peers_response
 from app.queries.health import host_health
-from app.services.judged_store import judge_and_store
 from probes.report import TestName
 from tests.app.fleet.peerfleet import PeerFleet, host_slow
 

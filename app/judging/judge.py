@@ -1,18 +1,18 @@
-"""Judge one host from its stored history and inventory, with the pure judges of
-`app/analysis/`. The writer side of "judge once": it runs when something changes (after a
-report is ingested, in the periodic evaluation) and `app/services/judged_store.py` stores what
-it finds; readers never call it.
+"""Judge one host from its stored state, its new results and its inventory, with the pure
+judges of `app/analysis/` and `pair_tests.py`. The writer side of "judge once": it runs when
+something changes (after a report is ingested, in the periodic evaluation) and
+`app/judging/store.py` stores what it finds; readers never call it.
 
-Reading every pair's recent samples is most of a judgement's cost and only a sweep changes
-them, so a judgement may reuse the (pair, test) verdicts stored by the last one
-(`tests=...`) and judge only links, GPUs, pairs and the host again.
+Only a sweep changes the (pair, test) verdicts, so a judgement without one reuses those the
+last one stored (`tests=...`) and judges only links, GPUs, pairs and the host again; one
+after a sweep carries each key's stored state on with the sweep's results alone.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -30,43 +30,21 @@ from app.analysis.fabric_state import judge_host_fabric
 from app.analysis.flaps import downs_now, flapping
 from app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
 from app.analysis.health import (
-    BaselineRef,
     PairJudgement,
-    Sample,
     TestJudgement,
-    Thresholds,
     judge_pair,
-    judge_test,
     pair_label,
 )
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.config import Settings
+from app.judging.load import Loaded, load_host
+from app.judging.pair_tests import judge_tests, rules_of
 from app.models import Host
-from app.queries.common import PairKey, baseline_refs, pair_samples
-from app.queries.counters import link_rates, pcie_replay_rates
-from app.queries.fabric import HostFabric, load_fabric
+from app.queries.common import PairKey
+from app.queries.fabric import HostFabric
 from app.queries.health import HostHealth
-from app.queries.page_holds import fabric_manager_of
-from app.services.fleet_peers import host_peer_checks
-from probes.report import GPU_TESTS
-
-
-def _judge_tests(fabric: HostFabric, samples: dict[PairKey, list[Sample]],
-                 baselines: dict[PairKey, BaselineRef], th: Thresholds,
-                 low_before: dict[PairKey, datetime]) -> dict[PairKey, TestJudgement]:
-    """Every (pair, test) measured or expected; a per-GPU test is keyed (gpu, gpu, test)."""
-    tests = sorted({k[2] for k in samples}, key=lambda t: t.value)
-    keys = set(samples) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
-                           if t not in GPU_TESTS}
-    keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
-    return {
-        (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
-                              fabric.full_expectation(t, s, d),
-                              baselines.get((s, d, t)), th,
-                              low_before.get((s, d, t)))
-        for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
-    }
+from app.services.fleet_peers import checks_against
 
 
 def _judge_pairs(fabric: HostFabric,
@@ -81,10 +59,9 @@ def _judge_pairs(fabric: HostFabric,
             for (s, d), js in sorted(by_pair.items())]
 
 
-def _judge_gpus(session: Session, settings: Settings, fabric: HostFabric,
+def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float | None],
                 links: list[LinkJudgement], pairs: list[PairJudgement],
-                tests: dict[PairKey, TestJudgement], since: datetime) -> list[GpuJudgement]:
-    replays = pcie_replay_rates(session, fabric.host.id, since)
+                tests: dict[PairKey, TestJudgement]) -> list[GpuJudgement]:
     out = []
     for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
         facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
@@ -95,19 +72,6 @@ def _judge_gpus(session: Session, settings: Settings, fabric: HostFabric,
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
-
-
-def judge_tests_from_history(session: Session, settings: Settings, row: Host,
-                             fabric: HostFabric, now: datetime,
-                             low_before: dict[PairKey, datetime] | None = None,
-                             ) -> dict[PairKey, TestJudgement]:
-    """Every (pair, test) verdict, from the samples of the look-back window; `low_before`:
-    when each low run began as last judged (a run can be older than the window)."""
-    newest = row.last_sweep_at or row.last_report_at or now
-    lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
-    samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
-    return _judge_tests(fabric, samples, baseline_refs(session, row.id),
-                        settings.thresholds, low_before or {})
 
 
 def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
@@ -137,18 +101,20 @@ class Prior:
     """What the last stored judgement knew that the history alone does not say."""
 
     tests: dict[PairKey, TestJudgement] | None = None  # to reuse: no sweep since
-    low_before: dict[PairKey, datetime] = field(default_factory=dict)  # low runs' starts
+    states: dict[PairKey, dict[str, Any]] = field(default_factory=dict)  # ... and their state
+    stored_tests: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # to go on from
+    judged_report: int | None = None  # the newest report the stored tests were judged with
+    reseed: bool = False  # judge the tests from history (an operator's re-judgement)
     link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     links_down: set[tuple[int, int]] = field(default_factory=set)
 
 
-def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFabric,
-                 now: datetime, since: datetime,
+def _judge_links(settings: Settings, fabric: HostFabric,
+                 rates: dict[tuple[int, int], dict[str, float | None]], now: datetime,
                  prior: Prior) -> tuple[list[LinkJudgement], dict[tuple[int, int], dict]]:
     """Every NVLink port from its state and error rates, flapping ports degraded; with the
     facts to store for the next judgement (when each port went down)."""
     th = settings.thresholds
-    rates = link_rates(session, row.id, since)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
     links, facts = [], {}
@@ -165,27 +131,48 @@ def _judge_links(session: Session, settings: Settings, row: Host, fabric: HostFa
 
 def judge_host_now(session: Session, settings: Settings, row: Host, now: datetime,
                    prior: Prior | None = None) -> HostHealth:
-    """Every verdict of `row` at `now`, given what the last judgement knew (`prior`)."""
+    """Every verdict of `row` at `now`, given what the last judgement knew (`prior`): read
+    what it needs (`load.py`), then judge it (`judge_loaded`, pure)."""
     prior = prior or Prior()
-    fabric = load_fabric(session, row)
-    tests = prior.tests
-    if tests is None:
-        tests = judge_tests_from_history(session, settings, row, fabric, now, prior.low_before)
+    loaded = load_host(session, settings, row, now, prior.stored_tests, prior.judged_report,
+                       reuse=prior.tests is not None, reseed=prior.reseed)
+    return judge_loaded(loaded, settings, now, prior)
+
+
+def _tests_of(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
+              ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]],
+                         int | None]:
+    """(every (pair, test) verdict, each key's state to store, the newest report judged):
+    the stored ones reused when no sweep came since, else carried on from the new results."""
+    if loaded.tests is None:
+        assert prior.tests is not None
+        return prior.tests, prior.states, prior.judged_report
+    row = loaded.fabric.host
+    newest = row.last_sweep_at or row.last_report_at or now
+    tests, states = judge_tests(loaded.tests, loaded.fabric, rules_of(settings), newest)
+    return tests, states, loaded.tests.judged_report
+
+
+def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
+                 ) -> HostHealth:
+    """Every verdict of the host at `now` from what `load_host` read: no SQL."""
+    fabric = loaded.fabric
+    row = fabric.host
+    tests, states, judged_report = _tests_of(loaded, settings, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
-    checks, basis = host_peer_checks(session, settings, row, fabric, tests)
+    checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks, settings.fleet_peer_floor,
                               settings.fleet_peer_min_hosts)
-    counters_since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
-    links, link_facts = _judge_links(session, settings, row, fabric, now, counters_since, prior)
-    gpus = flag_gpus(_judge_gpus(session, settings, fabric, links, pairs, tests, counters_since),
+    links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
+    gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests),
                      checks, settings.fleet_peer_min_hosts)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
     fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
-                                       fabric_manager_of(session, row))
+                                       loaded.fabric_manager)
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     if peers.below and judgement.verdict is Verdict.DEGRADED:
         rest = judgement.reason.removeprefix(f"{row.name}: ")
@@ -196,5 +183,6 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
                if c.flagged}  # only these: a drifting median rewrites no row
     health.pair_facts = {(s, d): f for (s, d), f in flagged.items() if s != d}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
-    health.peers = {**peers.facts(), **basis}
+    health.peers = {**peers.facts(), **loaded.peer_basis}
+    health.test_states, health.judged_report = states, judged_report
     return health

@@ -1,0 +1,188 @@
+"""The reads of a judgement: everything one host's verdicts go on from, in a few batched
+selects, before any of it is judged (`load_host`). Never writes.
+
+A sweep's judgement reads its host's stored judged rows (their running state,
+`running.py`) and only the results stored since the last judgement: the reports after the
+newest one judged (`judged_report` in the host row's facts), then their measurements by
+report, bounded in time so PostgreSQL reads only the newest day partitions. History is read
+only to seed a key that has no state yet (a host's first sweep, a new pair, the rows of a
+database migrated from before the state was stored) or when an operator asks for a
+re-judgement: the look-back window's samples and each key's newest healthy values for its
+baseline, each key through the (host, src, dst, test, measured_at) index.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, union_all
+from sqlalchemy.orm import Session
+
+from app.analysis.fleet_peers import GroupKey
+from app.analysis.health import Sample
+from app.config import Settings
+from app.judging.running import Running
+from app.models import Host, Measurement, ReportRow
+from app.queries.common import PairKey, pair_samples
+from app.queries.counters import link_rates, pcie_replay_rates
+from app.queries.fabric import HostFabric, load_fabric
+from app.queries.fleet_peers import Stats, group_stats
+from app.queries.page_holds import fabric_manager_of
+from app.services.fleet_peers import host_driver, host_models, pair_groups
+from probes.report import FabricManagerInfo, TestName
+
+BATCH = 100  # keys per statement: well under SQLite's compound-select and variable limits
+MARGIN = timedelta(days=1)  # a result measured before its report started (a skewed probe)
+
+def newest_report(session: Session, host_id: int) -> int | None:
+    """The id of the host's newest stored report: where a seeded judgement has judged up to."""
+    return session.scalar(select(func.max(ReportRow.id)).where(ReportRow.host_id == host_id))
+
+
+def new_results(session: Session, host_id: int, after_report: int
+                ) -> tuple[dict[PairKey, list[Sample]], int | None]:
+    """(every pair-test sample of the reports stored after `after_report`, oldest first per
+    key; the newest of those reports' ids, None when there is none)."""
+    reports = session.execute(select(ReportRow.id, ReportRow.started_at).where(
+        ReportRow.host_id == host_id, ReportRow.id > after_report)).all()
+    if not reports:
+        return {}, None
+    ids = [pk for pk, _ in reports]
+    since = min(at for _, at in reports) - MARGIN
+    query = select(
+        Measurement.src, Measurement.dst, Measurement.test, Measurement.measured_at,
+        Measurement.value, Measurement.contended, Measurement.error, Measurement.foreign_bytes,
+    ).where(Measurement.host_id == host_id, Measurement.report_id.in_(ids),
+            Measurement.src.is_not(None), Measurement.measured_at >= since)
+    out: dict[PairKey, list[Sample]] = defaultdict(list)
+    for src, dst, name, at, value, contended, error, foreign in session.execute(
+            query.order_by(Measurement.measured_at, Measurement.id)):
+        assert src is not None and dst is not None  # the query asked for pair tests only
+        out[(src, dst, TestName(name))].append(
+            Sample(at=at, value=value, contended=contended, error=error, foreign_bytes=foreign))
+    return out, max(ids)
+
+
+def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], since: datetime,
+                    until: datetime, per_key: int
+                    ) -> dict[PairKey, list[tuple[datetime, float]]]:
+    """The newest `per_key` judged (when, value)s of each key, oldest first, each read
+    through the (host, src, dst, test, measured_at) index: the cost follows `per_key`, not
+    the window."""
+    values: dict[PairKey, list[tuple[datetime, float]]] = defaultdict(list)
+    ordered = sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
+    for start in range(0, len(ordered), BATCH):
+        parts = []
+        for src, dst, test in ordered[start:start + BATCH]:
+            newest = (
+                select(Measurement.src, Measurement.dst, Measurement.test,
+                       Measurement.measured_at, Measurement.value)
+                .where(Measurement.host_id == host_id, Measurement.src == src,
+                       Measurement.dst == dst, Measurement.test == test.value,
+                       Measurement.measured_at >= since, Measurement.measured_at <= until,
+                       Measurement.error.is_(None), Measurement.contended.is_(False))
+                .order_by(Measurement.measured_at.desc()).limit(per_key).subquery()
+            )
+            parts.append(select(newest))
+        for src, dst, test, at, value in session.execute(union_all(*parts)):
+            values[(src, dst, TestName(test))].append((at, value))
+    return {key: sorted(found) for key, found in values.items()}
+
+
+@dataclass
+class TestInputs:
+    """What the (pair, test) judgements of one sweep go on from."""
+
+    states: dict[PairKey, Running] = field(default_factory=dict)  # stored, to carry on
+    low_before: dict[PairKey, datetime] = field(default_factory=dict)  # stored low runs
+    new: dict[PairKey, list[Sample]] = field(default_factory=dict)  # since the last judgement
+    history: dict[PairKey, list[Sample]] = field(default_factory=dict)  # window, to seed
+    values: dict[PairKey, list[tuple[datetime, float]]] = field(
+        default_factory=dict)  # the baseline's, to seed
+    seeded: set[PairKey] = field(default_factory=set)
+    judged_report: int | None = None  # the newest report judged once these are
+
+
+def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any]],
+               judged_report: int | None, window: tuple[datetime, datetime],
+               baseline_since: datetime, per_key: int, reseed: bool = False) -> TestInputs:
+    """The stored state of every judged (pair, test) and what is new since `judged_report`
+    (None: nothing judged incrementally yet, so every key is seeded, as with `reseed`);
+    `window`: the look-back window (since, until) a seeded key's samples come from."""
+    out = TestInputs(judged_report=judged_report)
+    for r in stored.values():
+        key = (r["src"], r["dst"], TestName(r["test"]))
+        if r["low_since"] is not None:
+            out.low_before[key] = r["low_since"]
+        if r.get("state") is not None and not reseed:
+            out.states[key] = Running.from_json(r["state"])
+    everything = judged_report is None or reseed
+    if everything:  # the newest report first: one stored in between is judged again, not lost
+        out.judged_report = newest_report(session, host_id)
+        new: dict[PairKey, list[Sample]] = {}
+        out.seeded = {(r["src"], r["dst"], TestName(r["test"])) for r in stored.values()}
+    else:
+        assert judged_report is not None
+        new, newest = new_results(session, host_id, judged_report)
+        out.judged_report = newest or judged_report
+        out.seeded = {k for k in new.keys() | {(r["src"], r["dst"], TestName(r["test"]))
+                                               for r in stored.values()}
+                      if k not in out.states or _out_of_order(out.states[k], new.get(k))}
+    if everything or out.seeded:
+        history = pair_samples(session, host_id, window[0])
+        out.seeded |= set(history) if everything else set()
+        out.history = {k: v for k, v in history.items() if k in out.seeded}
+        out.values = baseline_values(session, host_id, out.seeded, baseline_since, window[1],
+                                     per_key)
+    out.new = {k: v for k, v in new.items() if k not in out.seeded}
+    return out
+
+
+def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
+    """A result older than what the key's state already holds: seed it from history."""
+    newest = state.newest_at
+    return bool(new) and newest is not None and new[0].at <= newest  # type: ignore[index]
+
+
+@dataclass
+class Loaded:
+    """Everything one host's judgement reads, read before any of it is judged."""
+
+    fabric: HostFabric
+    tests: TestInputs | None  # None: no sweep since the last judgement, its tests reused
+    link_rates: dict[tuple[int, int], dict[str, float | None]]
+    pcie_replays: dict[int, float | None]
+    peer_groups: dict[tuple[int, int], GroupKey]
+    peer_stats: Stats
+    peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
+    fabric_manager: FabricManagerInfo | None
+
+
+def load_host(session: Session, settings: Settings, row: Host, now: datetime,
+              stored_tests: dict[tuple, dict[str, Any]], judged_report: int | None,
+              reuse: bool, reseed: bool = False) -> Loaded:
+    """Read what judging `row` at `now` needs: its fabric, the (pair, test) inputs (unless
+    `reuse`), its counters' rates, its fleet peer groups' stats, its Fabric Manager."""
+    fabric = load_fabric(session, row)
+    tests = None
+    if not reuse:
+        lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
+        newest = row.last_sweep_at or row.last_report_at or now
+        tests = load_tests(session, row.id, stored_tests, judged_report,
+                           (newest - timedelta(seconds=lookback), newest),
+                           newest - timedelta(seconds=settings.baseline_window_s),
+                           settings.baseline_max_samples, reseed)
+    since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
+    stamp = row.peers_changed_at  # read with the host row, before the stats: a recompute in
+    # between costs a re-judge, never a missed one
+    return Loaded(
+        fabric=fabric, tests=tests, link_rates=link_rates(session, row.id, since),
+        pcie_replays=pcie_replay_rates(session, row.id, since),
+        peer_groups=pair_groups(row, fabric),
+        peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
+        peer_basis={"changed_at": stamp.isoformat() if stamp else None},
+        fabric_manager=fabric_manager_of(session, row))

@@ -1,0 +1,101 @@
+"""Judge every (pair, test) of a host from its carried state and its new samples: pure.
+
+Each key's state (`running.py`) goes on from its stored value with the sweep's new samples,
+or is seeded from the history `load.py` read for it; then the same rule as ever
+(`app/analysis/health.py:judge_test`) judges the kept samples of the look-back window against
+the full-width expectation and the running baseline. The keys are those the history-reading
+judgement had: every key with a sample in the window, and every pair and GPU of the fabric
+for each test measured in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from app.analysis.expected import ratio
+from app.analysis.health import BaselineRef, TestJudgement, Thresholds, judge_test
+from app.config import Settings
+from app.judging.load import TestInputs
+from app.judging.running import Running, advance, from_history
+from app.queries.common import PairKey
+from app.queries.fabric import HostFabric
+from probes.report import GPU_TESTS
+
+
+@dataclass(frozen=True)
+class TestRules:
+    th: Thresholds
+    lookback_s: float  # the look-back window of a verdict, back from the newest sweep
+    keep: int  # judged samples a state keeps: the k-of-n window (a longer low run goes on
+    # from its stored low_since, as it did past the look-back window)
+    min_samples: int  # a baseline needs this many healthy values
+    max_samples: int  # ... and forgets over about this many
+    floor_ratio: float  # a value below this of its expectation is a fault, not a normal
+    baseline_window_s: float
+
+
+def rules_of(settings: Settings) -> TestRules:
+    th = settings.thresholds
+    return TestRules(th, max(settings.health_lookback_s, 2 * settings.degraded_sustain_s),
+                     th.intermittent_of, settings.baseline_min_samples,
+                     settings.baseline_max_samples, settings.degraded_ratio_expected,
+                     settings.baseline_window_s)
+
+
+def teaches(fabric: HostFabric, key: PairKey, floor_ratio: float) -> Callable[[float], bool]:
+    """May a healthy value of `key` move its baseline? Not while the pair runs with NVLinks
+    lost (the lower figures would become its normal and hide the loss), nor a value so far
+    below the expectation that it is a fault."""
+    src, dst, test = key
+    pair = fabric.pairs.get((src, dst))
+    if pair is not None and pair.nvlink_width < fabric.full_width(src, dst)[0]:
+        return lambda value: False
+    expect = fabric.expectation(test, src, dst)
+    if expect is None:
+        return lambda value: True
+    return lambda value: ratio(test, value, expect.value) >= floor_ratio
+
+
+def _states(inputs: TestInputs, fabric: HostFabric, rules: TestRules) -> dict[PairKey, Running]:
+    states = dict(inputs.states)
+    for key in inputs.seeded:
+        states[key] = from_history(inputs.history.get(key, []), inputs.values.get(key, []),
+                                   teaches(fabric, key, rules.floor_ratio), rules.keep,
+                                   rules.max_samples, rules.baseline_window_s)
+    for key, samples in inputs.new.items():
+        states[key] = advance(states.get(key, Running()), samples,
+                              teaches(fabric, key, rules.floor_ratio), rules.keep,
+                              rules.max_samples, rules.baseline_window_s)
+    return states
+
+
+def state_json(state: Running, base: tuple[float, float, int] | None) -> dict[str, Any]:
+    """A key's state as stored, with its baseline summed up for readers ("base": centre,
+    spread, n: the series' baseline)."""
+    return {**state.to_json(), "base": list(base) if base else None}
+
+
+def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest: datetime
+                ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]]]:
+    """(every (pair, test) verdict, the state each goes on from, as stored); `newest`: the
+    host's newest sweep, where the look-back window ends."""
+    since = newest - timedelta(seconds=rules.lookback_s)
+    states = _states(inputs, fabric, rules)
+    window = {k: samples for k, st in states.items() if (samples := st.samples(since))}
+    tests = sorted({k[2] for k in window}, key=lambda t: t.value)
+    keys = set(window) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
+                          if t not in GPU_TESTS}
+    keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
+    out, stored = {}, {}
+    for key in sorted(keys, key=lambda k: (k[0], k[1], k[2].value)):
+        s, d, t = key
+        state = states.get(key, Running())
+        base = state.baseline(rules.min_samples)
+        out[key] = judge_test(s, d, t, window.get(key, []), fabric.full_expectation(t, s, d),
+                              BaselineRef(base[0], rules.baseline_window_s) if base else None,
+                              rules.th, inputs.low_before.get(key))
+        stored[key] = state_json(state, base)
+    return out, stored

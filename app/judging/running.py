@@ -1,0 +1,157 @@
+"""What a judged (pair, test) carries from one judgement to the next, so a sweep is judged
+from its new results alone: no history re-read, no baseline query.
+
+Pure: values in, values out. The state holds exactly what the rule of
+`app/analysis/health.py:judge_test` looks at, bounded:
+- the baseline as a robust running statistic: the newest healthy values in blocks of
+  `BLOCK`, each full block kept as its median and MAD (at most max_samples / BLOCK of them,
+  none older than the baseline window), the newest part-block as its values; the baseline is
+  the median of all of them, a block counting as BLOCK values at its median. Until the first
+  block fills it is exactly the median `analysis/baseline.py` computed from history; after,
+  it follows the same windowed median within a block's spread, and forgets the same way (a
+  lasting change takes over once it fills half the kept values);
+- the newest judged (successful, uncontended) samples, enough for the k-of-n window and a
+  low run (`keep`): their values, not their low/ok flags, so a changed expectation or
+  baseline re-judges them as the history did;
+- the contended samples since the newest judged one and the failures since the newest
+  success (what "only contended samples recently (n)" and "failed again" count).
+`samples()` gives them back, oldest first, as the look-back window the rule reads: the rule
+itself is the same function.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.analysis.baseline import MAD_TO_SIGMA
+from app.analysis.health import Sample
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CONTENDED_KEPT = 64  # "only contended samples recently (n)": n up to this
+FAILURES_KEPT = 2  # "failed again" looks at the newest failure and the attempt before it
+BLOCK = 20  # healthy values a baseline block summarises
+
+Block = tuple[float, float, int]  # (median, MAD, when its newest value was measured, in s)
+
+
+def _us(at: datetime) -> int:
+    """Microseconds since the epoch, exactly (a float timestamp would round them)."""
+    d = at - EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def _at(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+def _weighted_median(items: list[tuple[float, int]]) -> float:
+    """The median of the values each repeated its weight's times (as statistics.median)."""
+    items.sort()
+    total = sum(w for _, w in items)
+    wanted = [(total - 1) // 2, total // 2]  # indexes of the middle value(s)
+    found: list[float] = []
+    seen = 0
+    for value, weight in items:
+        while wanted and wanted[0] < seen + weight:
+            found.append(value)
+            wanted.pop(0)
+        seen += weight
+    return (found[0] + found[1]) / 2
+
+
+@dataclass(frozen=True)
+class Running:
+    blocks: tuple[Block, ...] = ()  # full blocks of healthy values, oldest first
+    part: tuple[float, ...] = ()  # the newest healthy values, fewer than BLOCK
+    judged: tuple[Sample, ...] = ()  # newest judged samples, oldest first
+    contended: tuple[Sample, ...] = ()  # contended samples since the newest judged one
+    failures: tuple[Sample, ...] = ()  # failures since the newest success
+
+    def baseline(self, min_samples: int) -> tuple[float, float, int] | None:
+        """(centre, spread, n): the median of the kept healthy values and its scaled MAD,
+        or None with fewer than `min_samples` of them."""
+        n = BLOCK * len(self.blocks) + len(self.part)
+        if n < max(1, min_samples):
+            return None
+        centre = _weighted_median([(m, BLOCK) for m, _, _ in self.blocks]
+                                  + [(v, 1) for v in self.part])
+        mad = _weighted_median([(d, BLOCK) for _, d, _ in self.blocks]
+                               + [(abs(v - centre), 1) for v in self.part])
+        return centre, MAD_TO_SIGMA * mad, n
+
+    def samples(self, since: datetime) -> list[Sample]:
+        """The kept samples measured at or after `since`, oldest first."""
+        kept = [s for s in (*self.judged, *self.contended, *self.failures) if s.at >= since]
+        return sorted(kept, key=lambda s: s.at)
+
+    @property
+    def newest_at(self) -> datetime | None:
+        return max((s.at for s in (*self.judged, *self.contended, *self.failures)),
+                   default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "b": [list(b) for b in self.blocks], "p": list(self.part),
+            "j": [[_us(s.at), s.value] for s in self.judged],
+            "c": [[_us(s.at), s.value, s.foreign_bytes] for s in self.contended],
+            "e": [[_us(s.at), s.error] for s in self.failures],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Running:
+        return cls(
+            blocks=tuple((float(m), float(d), int(at)) for m, d, at in data.get("b", ())),
+            part=tuple(data.get("p", ())),
+            judged=tuple(Sample(_at(at), v) for at, v in data.get("j", ())),
+            contended=tuple(Sample(_at(at), v, contended=True, foreign_bytes=fb)
+                            for at, v, fb in data.get("c", ())),
+            failures=tuple(Sample(_at(at), None, error=e) for at, e in data.get("e", ())))
+
+
+def learn(state: Running, value: float, at: datetime, max_samples: int,
+          window_s: float) -> Running:
+    """`state` after one more healthy `value` measured at `at`."""
+    part = (*state.part, value)
+    if len(part) < BLOCK:
+        return replace(state, part=part)
+    centre = statistics.median(part)
+    block = (centre, statistics.median(abs(v - centre) for v in part), int(_us(at) // 10**6))
+    room = max(1, max_samples // BLOCK) - 1  # older blocks kept beside the new one
+    kept = [b for b in state.blocks if b[2] >= block[2] - window_s]
+    return replace(state, blocks=(*kept[max(0, len(kept) - room):], block) if room else (block,),
+                   part=())
+
+
+def advance(state: Running, new: Iterable[Sample], teaches: Callable[[float], bool],
+            keep: int, max_samples: int, window_s: float) -> Running:
+    """`state` after the new samples (oldest first, all newer than it); `teaches(value)`:
+    whether a judged value may move the baseline (not a fault, the pair at full width)."""
+    for s in new:
+        if s.error is not None:
+            state = Running(state.blocks, state.part, state.judged, state.contended,
+                            (*state.failures, s)[-FAILURES_KEPT:])
+        elif s.contended:
+            state = Running(state.blocks, state.part, state.judged,
+                            (*state.contended, s)[-CONTENDED_KEPT:])
+        else:
+            assert s.value is not None  # value is None exactly when error is set
+            if teaches(s.value):
+                state = learn(state, s.value, s.at, max_samples, window_s)
+            state = Running(state.blocks, state.part, (*state.judged, s)[-keep:])
+    return state
+
+
+def from_history(samples: Sequence[Sample], values: Sequence[tuple[datetime, float]],
+                 teaches: Callable[[float], bool], keep: int, max_samples: int,
+                 window_s: float) -> Running:
+    """A key's state seeded from its stored samples of the look-back window and the newest
+    healthy values of its baseline window (both oldest first)."""
+    state = Running()
+    for at, value in values:
+        if teaches(value):
+            state = learn(state, value, at, max_samples, window_s)
+    return advance(state, samples, lambda value: False, keep, max_samples, window_s)

@@ -1,0 +1,80 @@
+"""Judge a host and store the result: the one place verdicts are made for readers.
+
+`judge_and_store` runs under the host's lock (`app/judging/transaction.py`), so two replicas
+never judge one host at once. It reads the stored judged rows, reuses their (pair, test)
+verdicts unless a sweep arrived since they were judged (only a sweep changes them), else
+carries each key's stored state on with the new results (`judge.py`, `pair_tests.py`), and
+has `write.py` store only what changed, each object keeping its `since` while its verdict
+holds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.analysis.verdict import Verdict
+from app.config import Settings
+from app.judging.judge import Prior, judge_host_now, last_heard_at
+from app.judging.write import store
+from app.models import Host, JudgedHost
+from app.queries.health import HostHealth, StoredRows, stored_rows, tests_from_rows
+from app.services.fleet_peers import peers_changed_since
+from probes.report import TestName
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
+
+
+def _nothing_changed(settings: Settings, row: Host, top: JudgedHost | None,
+                     now: datetime) -> bool:
+    """A healthy, fresh host whose sweeps, inventory, judged error counters and fleet peer
+    stats are as they were when it was last judged: judging it again would store the same
+    verdicts."""
+    if top is None or top.verdict != Verdict.HEALTHY or top.stale:
+        return False
+    heard = last_heard_at(row)
+    if heard is None or (now - heard).total_seconds() > settings.stale_after_s:
+        return False
+    facts = top.facts
+    return (facts.get("last_sweep_at") == _iso(row.last_sweep_at)
+            and facts.get("inventory_changed_at") == _iso(row.inventory_changed_at)
+            and facts.get("error_total") == row.error_total
+            and not peers_changed_since(row, facts.get("peers") or {}))
+
+
+def judge_and_store(session: Session, settings: Settings, row: Host, now: datetime,
+                    may_skip: bool = False, reseed: bool = False) -> HostHealth | None:
+    """Judge `row` at `now` and store it (the caller commits). Returns what was stored, or,
+    with `may_skip`, None when nothing judged has changed (only `judged_at` moves): the
+    common case of a healthy host's inventory report, which then costs two small reads.
+    `reseed` (an operator's re-judgement): judge the (pair, test) verdicts from history."""
+    if may_skip and not reseed:
+        top = session.get(JudgedHost, row.id)
+        if _nothing_changed(settings, row, top, now):
+            assert top is not None
+            top.judged_at = now
+            return None
+    previous = stored_rows(session, row.id)
+    health = judge_host_now(session, settings, row, now, prior_of(previous, row, reseed))
+    store(session, health, previous, now)
+    return health
+
+
+def prior_of(previous: StoredRows, row: Host, reseed: bool = False) -> Prior:
+    """What the stored judgement knew that the new results alone do not say."""
+    top_row = previous["host"].get(())
+    facts: dict[str, Any] = top_row["facts"] if top_row else {}
+    reuse = (top_row is not None and not reseed
+             and facts.get("last_sweep_at") == _iso(row.last_sweep_at))
+    tests = previous["test"]
+    return Prior(
+        tests=tests_from_rows(tests) if reuse else None,
+        states={(r["src"], r["dst"], TestName(r["test"])): r["state"]
+                for r in tests.values()} if reuse else {},
+        stored_tests=tests, judged_report=facts.get("judged_report"), reseed=reseed,
+        link_facts={key: r["facts"] for key, r in previous["link"].items()},
+        links_down={key for key, r in previous["link"].items() if r["verdict"] == Verdict.DOWN})

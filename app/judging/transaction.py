@@ -1,0 +1,86 @@
+"""The unit of judging one host: its lock, the judgement, the stored verdicts, and the open
+session in which the caller (the alerting engine) evaluates its rules before the one commit,
+so alerts fire from exactly the verdicts every reader sees.
+
+The per-host lock keeps two replicas (or the ingest hook and the periodic loop of one
+replica) from judging the same host at once:
+- PostgreSQL: `pg_advisory_xact_lock(namespace, hash(host))`, released by the commit;
+- SQLite (one server process): a process-wide lock around the transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.judging.store import judge_and_store
+from app.models import Host, JudgedHost
+from app.queries.health import HostHealth
+
+LOCK_NAMESPACE = 0x5057  # "PW": first key of peerwatch's advisory locks
+_SQLITE_LOCK = threading.RLock()
+
+
+def _lock_key(host: str) -> int:
+    """crc32 of the host name as a signed 32-bit int (pg's int4 advisory key)."""
+    value = zlib.crc32(host.encode())
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+@contextmanager
+def host_lock(session: Session, host: str) -> Iterator[None]:
+    """Hold the judging lock of `host` until the session's transaction ends."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:ns, :key)"),
+                        {"ns": LOCK_NAMESPACE, "key": _lock_key(host)})
+        yield
+        return
+    with _SQLITE_LOCK:
+        yield
+
+
+@dataclass
+class Judging:
+    """One host's judgement inside its open, locked transaction (the caller commits)."""
+
+    session: Session
+    row: Host | None  # None: the host is gone (its alerts still resolve)
+    health: HostHealth | None = None  # None with a row: nothing judged changed
+    current: bool = False  # judged at or after `due_before` already: nothing to do
+
+
+def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
+    judged = session.scalar(select(JudgedHost.judged_at).where(JudgedHost.host_id == host_id))
+    return judged is not None and judged >= at
+
+
+@contextmanager
+def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings: Settings,
+            due_before: datetime | None = None,
+            may_skip: Callable[[Session, str], bool] = lambda session, host: False,
+            reseed: bool = False) -> Iterator[Judging]:
+    """Lock `host`, judge it at `now` and store what changed; yield the open transaction.
+
+    `due_before` (the periodic round): judge nothing when the host was judged at or after
+    it, by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
+    `may_skip`: whether an unchanged healthy host may keep its stored verdicts untouched;
+    `reseed`: judge the (pair, test) verdicts from history (an operator's re-judgement).
+    """
+    with sessions() as session, host_lock(session, host):
+        row = session.scalar(select(Host).where(Host.name == host))
+        out = Judging(session, row)
+        if row is not None:
+            if due_before is not None and _judged_since(session, row.id, due_before):
+                out.current = True
+            else:
+                out.health = judge_and_store(session, settings, row, now,
+                                             may_skip=may_skip(session, host), reseed=reseed)
+        yield out

@@ -1,0 +1,168 @@
+"""Store a host's judgement: only the rows and columns that changed, one statement per table.
+
+The rows new or changed since the stored ones go in one `INSERT ... ON CONFLICT DO UPDATE`
+per table that sets only the columns that changed in any of them (PostgreSQL: the rows as
+one JSON parameter through `json_populate_recordset`; SQLite: one prepared statement run per
+row, in process); rows of objects gone go in one DELETE; an object whose verdict holds keeps its
+`since`. A judgement that changed nothing writes nothing but the host row's `judged_at`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table, delete, text, tuple_
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from app.analysis.health import TestJudgement
+from app.analysis.verdict import Verdict
+from app.queries.health import KEYS, TABLES, HostHealth, StoredRows
+
+Rows = dict[tuple, dict[str, Any]]
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
+
+
+def _test_row(t: TestJudgement, state: dict[str, Any] | None) -> dict[str, Any]:
+    latest = t.latest
+    return {
+        "src": t.src, "dst": t.dst, "test": t.test.value, "verdict": t.verdict.value,
+        "reason": t.reason, "facts": {}, "value": t.value, "value_at": t.value_at,
+        "ratio_expected": t.ratio_expected,
+        "ratio_baseline": t.ratio_baseline, "low_since": t.low_since, "expected": t.expected,
+        "expected_basis": t.expected_basis, "baseline": t.baseline,
+        "latest_at": latest.at if latest else None,
+        "latest_value": latest.value if latest else None,
+        "latest_contended": latest.contended if latest else False,
+        "latest_foreign_bytes": latest.foreign_bytes if latest else 0,
+        "latest_error": latest.error if latest else None, "state": state,
+    }
+
+
+def _worst_pair(health: HostHealth) -> TestJudgement | None:
+    judged = [t for t in health.tests.values()
+              if t.ratio_expected is not None and t.src != t.dst]  # pairs, not per-GPU tests
+    return min(judged, key=lambda t: t.ratio_expected or 0.0, default=None)
+
+
+def _host_row(health: HostHealth) -> dict[str, Any]:
+    j, worst = health.judgement, _worst_pair(health)
+    return {
+        "verdict": j.verdict.value, "reason": j.reason, "stale": health.stale,
+        "facts": {"fabric": list(j.fabric), "last_sweep_at": _iso(health.host.last_sweep_at),
+                  "inventory_changed_at": _iso(health.host.inventory_changed_at),
+                  "error_total": health.host.error_total, "peers": health.peers,
+                  "judged_report": health.judged_report},
+        "gpus_total": len(j.gpus),
+        "gpus_healthy": sum(1 for g in j.gpus if g.verdict is Verdict.HEALTHY),
+        "worst_src": worst.src if worst else None, "worst_dst": worst.dst if worst else None,
+        "worst_test": worst.test.value if worst else None,
+        "worst_ratio": round(worst.ratio_expected or 0.0, 4) if worst else None,
+    }
+
+
+def rows_of(health: HostHealth) -> StoredRows:
+    """The judged state as row values (no host id, `since` or `judged_at`), by kind and key."""
+    j = health.judgement
+
+    def plain(verdict: Verdict, reason: str, **key: Any) -> dict[str, Any]:
+        return {**key, "verdict": verdict.value, "reason": reason, "facts": {}}
+
+    return {
+        "host": {(): _host_row(health)},
+        "gpu": {(g.gpu,): {**plain(g.verdict, g.reason, gpu=g.gpu),
+                           "facts": {**({"fabric": list(g.fabric)} if g.fabric else {}),
+                                     **health.gpu_facts.get(g.gpu, {})}}
+                for g in j.gpus},
+        "link": {(x.gpu, x.link): {**plain(x.verdict, x.reason, gpu=x.gpu, link=x.link),
+                                   "facts": health.link_facts.get((x.gpu, x.link), {})}
+                 for x in j.links},
+        "pair": {(p.src, p.dst): {**plain(p.verdict, p.reason, src=p.src, dst=p.dst),
+                                  "facts": health.pair_facts.get((p.src, p.dst), {})}
+                 for p in j.pairs},
+        "test": {(t.src, t.dst, t.test.value):
+                 _test_row(t, health.test_states.get((t.src, t.dst, t.test)))
+                 for t in health.tests.values()},
+    }
+
+
+def _changes(new: Rows, old: Rows, now: datetime, always: bool
+             ) -> tuple[list[tuple], list[dict[str, Any]], set[str], dict[tuple, datetime]]:
+    """(keys gone, rows new or changed, the columns changed in any of them, since of every
+    object) for one kind."""
+    gone, put, columns, since = [k for k in old if k not in new], [], set(), {}
+    for key, row in new.items():
+        prev = old.get(key)
+        held = prev is not None and prev["verdict"] == row["verdict"]
+        since[key] = prev["since"] if held and prev else now
+        changed = set(row) if prev is None else {c for c, v in row.items() if prev[c] != v}
+        if not changed and held and not always:
+            continue
+        columns |= changed | ({"since"} if prev is None or not held else set())
+        put.append({**row, "since": since[key], "judged_at": now})
+    return gone, put, columns | {"judged_at"} if put else set(), since
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot send {type(value).__name__} in a judged row")
+
+
+def _upsert_postgresql(session: Session, table: Table, keys: tuple[str, ...],
+                       rows: list[dict[str, Any]], columns: set[str]) -> None:
+    """One INSERT ... SELECT FROM json_populate_recordset(...) ON CONFLICT DO UPDATE: all
+    the rows in one parameter, one statement whatever their number (psycopg's executemany
+    would send one statement per row)."""
+    names = ", ".join(f'"{c}"' for c in rows[0])
+    sets = ", ".join(f'"{c}" = EXCLUDED."{c}"' for c in sorted(columns))
+    conflict = ", ".join(("host_id", *keys))
+    session.execute(text(
+        f"INSERT INTO {table.name} ({names}) SELECT {names} FROM json_populate_recordset("
+        f"NULL::{table.name}, CAST(:rows AS json)) "
+        f"ON CONFLICT ({conflict}) DO UPDATE SET {sets}"),
+        {"rows": json.dumps(rows, default=_json_value)})
+
+
+def _upsert_sqlite(session: Session, table: Table, keys: tuple[str, ...],
+                   rows: list[dict[str, Any]], columns: set[str]) -> None:
+    """The one prepared INSERT ... ON CONFLICT DO UPDATE, run for every row (SQLite runs
+    it in process: no round trip per row)."""
+    stmt = sqlite_insert(table)
+    session.execute(stmt.on_conflict_do_update(
+        index_elements=[table.c.host_id, *(table.c[k] for k in keys)],
+        set_={c: stmt.excluded[c] for c in sorted(columns)}), rows)
+
+
+def _write(session: Session, kind: str, host_id: int, gone: list[tuple],
+           put: list[dict[str, Any]], columns: set[str]) -> None:
+    """The rows new or changed in one upsert per table setting only the columns that
+    changed, the rows gone in one DELETE; nothing for what did not change."""
+    table: Table = TABLES[kind].__table__
+    keys = KEYS[kind]
+    if gone:
+        cols = [table.c[k] for k in keys]
+        session.execute(delete(table).where(table.c.host_id == host_id,
+                                            tuple_(*cols).in_(gone)))
+    if not put:
+        return
+    rows = [{**r, "host_id": host_id} for r in put]
+    if session.get_bind().dialect.name == "postgresql":
+        _upsert_postgresql(session, table, keys, rows, columns)
+    else:
+        _upsert_sqlite(session, table, keys, rows, columns)
+
+
+def store(session: Session, health: HostHealth, previous: StoredRows, now: datetime) -> None:
+    """Write what changed since `previous`; fill `health.since` for every object."""
+    for kind, rows in rows_of(health).items():
+        gone, put, columns, since = _changes(rows, previous.get(kind, {}), now,
+                                             always=kind == "host")
+        _write(session, kind, health.host.id, gone, put, columns)
+        health.since.update({(kind, *key): at for key, at in since.items()})
+    health.generated_at = now

@@ -1,0 +1,124 @@
+"""What a judgement costs in SQL, as behaviour: once a host's (pair, test) states are seeded,
+a sweep's judgement reads only the new report's results (no history, no baseline query) and
+writes each judged table in one statement; a judgement that changed nothing writes nothing
+but the host row's `judged_at`. Counted with a SQLAlchemy event hook, on both backends."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import Engine, event, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+from app.models import Host, JudgedHost, JudgedTest
+from app.queries.health import host_health
+from probes.report import ReportKind
+from tests.app.alerting.simhost import SimHost
+
+WRITE = re.compile(r"^\s*(INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", re.I)
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    engine = make_engine(settings)
+    yield engine
+    engine.dispose()
+
+
+@contextmanager
+def statements(engine: Engine) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def hook(conn: object, cursor: object, statement: str, *_: object) -> None:
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", hook)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", hook)
+
+
+def _writes(seen: list[str]) -> list[str]:
+    return [m.group(2).lower() for s in seen if (m := WRITE.match(s))]
+
+
+def _seeded_host(engine: Engine, settings: Settings) -> SimHost:
+    host = SimHost(make_sessionmaker(engine), settings)
+    for _ in range(3):  # the first judgement seeds every key from history
+        host.step(600, ReportKind.SWEEP)
+    return host
+
+
+def test_a_sweep_reads_only_its_new_results_and_writes_each_table_once(
+        engine: Engine, settings: Settings) -> None:
+    host = _seeded_host(engine, settings)
+    host.advance(600)
+    host.sweep()
+    with statements(engine) as seen:
+        host.evaluate()
+    reads = [s for s in seen if re.search(r"\bFROM measurements\b", s)]
+    assert reads and all("measurements.report_id" in s for s in reads), reads  # by report only
+    assert not [s for s in seen if re.search(r"\bbaselines\b", s)]
+    writes = _writes(seen)
+    judged = [t for t in writes if t.startswith("judged_")]
+    assert judged and len(judged) == len(set(judged)), writes  # one statement per table
+    assert "judged_tests" in judged  # the sweep's new values and states
+
+
+def test_a_judgement_that_changed_nothing_writes_only_judged_at(
+        engine: Engine, settings: Settings) -> None:
+    host = _seeded_host(engine, settings)
+    host.advance(30)
+    with statements(engine) as seen:
+        host.service.evaluate_host(host.hostname, host.now())  # no report since: no change
+    assert _writes(seen) == ["judged_hosts"], seen
+    assert not [s for s in seen if re.search(r"\bFROM measurements\b", s)]
+
+
+def test_a_rejudgement_reads_history_and_judges_the_same(
+        engine: Engine, settings: Settings) -> None:
+    host = _seeded_host(engine, settings)
+    sessions: sessionmaker[Session] = host.sessions
+    with sessions() as s:
+        before = {k: (t.verdict, t.reason) for k, t in
+                  host_health(s, settings, host.hostname).tests.items()}
+    with statements(engine) as seen:
+        host.service.evaluate_host(host.hostname, host.now(), rejudge=True)
+    assert [s for s in seen if re.search(r"\bFROM measurements\b", s)]  # seeded from history
+    with sessions() as s:
+        after = {k: (t.verdict, t.reason) for k, t in
+                 host_health(s, settings, host.hostname).tests.items()}
+    assert after == before
+
+
+def test_rows_from_before_the_state_are_seeded_from_history(
+        engine: Engine, settings: Settings) -> None:
+    """A database migrated past 0012: judged rows without state, a host row without
+    `judged_report`; the next sweep's judgement seeds every key from history."""
+    host = _seeded_host(engine, settings)
+    with host.sessions() as s:
+        s.execute(update(JudgedTest).values(state=None))
+        top = s.get(JudgedHost, s.scalars(select(Host.id)).one())
+        assert top is not None
+        top.facts = {k: v for k, v in top.facts.items() if k != "judged_report"}
+        s.commit()
+    host.advance(600)
+    host.sweep()
+    with statements(engine) as seen:
+        host.evaluate()
+    assert [s for s in seen if re.search(r"\bFROM measurements\b", s)
+            and "report_id" not in s]  # the history, read once to seed
+    with host.sessions() as s:
+        assert all(r.state is not None for r in s.scalars(select(JudgedTest)))
+    host.advance(600)
+    host.sweep()
+    with statements(engine) as seen:
+        host.evaluate()
+    reads = [s for s in seen if re.search(r"\bFROM measurements\b", s)]
+    assert reads and all("measurements.report_id" in s for s in reads)  # seeded: new ones only
