@@ -38,7 +38,8 @@ def _run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_rules_file_is_valid() -> None:
     done = _run(_tool("promtool"), "check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 22 rules found" in done.stdout  # 20 alerts, 2 recording rules
+    # 21 alerting rules (P2PBandwidthDegraded: sustained and intermittent), 6 recording
+    assert "SUCCESS: 27 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:
@@ -122,3 +123,23 @@ def test_every_probe_serves_metrics_where_prometheus_looks() -> None:
     port = container["args"][container["args"].index("--metrics-port") + 1]
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == port
     assert container["ports"] == [{"containerPort": int(port), "name": "metrics"}]
+
+
+PAIR_RULES = {"P2PBandwidthDegraded", "P2PBelowFleetPeers"}
+BOTH_ENDS = ("unless on (host, gpu) peerwatch:gpu_fault_explains_pairs",
+             'unless on (host, peer_gpu)\n  label_replace(peerwatch:gpu_fault_explains_pairs, '
+             '"peer_gpu", "$1", "gpu", "(.*)")',
+             "unless on (host, gpu, peer_gpu, test) peerwatch:p2p_test_explained_by_pcie")
+
+
+def test_every_pair_rule_leaves_out_what_a_fault_of_either_end_explains() -> None:
+    """The pair rules carry the explained-by clause themselves, for the sending and the
+    receiving GPU, instead of relying on Alertmanager inhibition timing (issue 20, class 7)."""
+    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]
+             if r.get("alert") in PAIR_RULES]
+    assert {r["alert"] for r in rules} == PAIR_RULES
+    assert len(rules) == 3  # P2PBandwidthDegraded: sustained and intermittent
+    for rule in rules:
+        expr = " ".join(rule["expr"].split())
+        for clause in BOTH_ENDS:
+            assert " ".join(clause.split()) in expr, (rule["alert"], clause)
