@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, text
+from sqlalchemy import ColumnElement, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.alerting.context import HostContext, load_context
@@ -99,9 +99,17 @@ def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
         return outcome
 
 
+def judged_after_newest_report() -> ColumnElement[bool]:
+    """A host's judgement is newer than its newest report's arrival (or it never reported)."""
+    return or_(Host.last_received_at.is_(None), JudgedHost.judged_at >= Host.last_received_at)
+
+
 def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
-    judged = session.scalar(select(JudgedHost.judged_at).where(JudgedHost.host_id == host_id))
-    return judged is not None and judged >= at
+    """Judged at or after `at`, and after its newest report arrived: nothing to do."""
+    judged = session.scalar(select(JudgedHost.judged_at).join(Host, Host.id == JudgedHost.host_id)
+                            .where(JudgedHost.host_id == host_id, JudgedHost.judged_at >= at,
+                                   judged_after_newest_report()))
+    return judged is not None
 
 
 def _findings(ctx: HostContext, rules: Sequence[Rule]

@@ -22,7 +22,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.alerting.alertmanager import AlertmanagerClient
-from app.alerting.engine import ACTIVE, Outcome, evaluate_host
+from app.alerting.engine import ACTIVE, Outcome, evaluate_host, judged_after_newest_report
 from app.alerting.notify import Delivery, deliver
 from app.alerting.rule import Rule
 from app.alerting.rules import RULES
@@ -60,7 +60,9 @@ class AlertingService:
 
         `only_due` (the periodic round) leaves out hosts judged within the last interval by
         any replica, which is every host that reports: the round's real work is the silent
-        ones, whose time-based verdicts and rules (staleness) nothing else would look at.
+        ones, whose time-based verdicts and rules (staleness) nothing else would look at —
+        and any host whose newest report arrived after its judgement (a judge queue that died
+        with its process, or fell behind: the stored state, not the queue, is the truth).
         """
         now = now or datetime.now(UTC)
         due_before = (now - timedelta(seconds=self.alerting.alert_eval_interval_s)
@@ -71,7 +73,7 @@ class AlertingService:
                 select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
             if due_before is not None:
                 fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id) \
-                    .where(JudgedHost.judged_at >= due_before)
+                    .where(JudgedHost.judged_at >= due_before, judged_after_newest_report())
                 hosts -= set(session.scalars(fresh))
         outcomes = []
         for host in sorted(hosts):

@@ -52,7 +52,7 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
         reason=judged.reason, since=judged.since, gpus_total=judged.gpus_total,
         gpus_healthy=judged.gpus_healthy, worst_pair=worst, last_report_at=host.last_report_at,
         last_received_at=host.last_received_at, last_sweep_at=host.last_sweep_at,
-        stale=judged.stale, alerts_firing=alerts_firing,
+        stale=judged.stale, alerts_firing=alerts_firing, judged_at=judged.judged_at,
     )
 
 

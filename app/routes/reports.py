@@ -9,18 +9,20 @@ errors), then the full wire model and the report's coherence (422 naming each fi
 Only reading the body happens on the event loop. Parsing (orjson), validation and the
 transaction run in a worker thread while the report holds an ingest slot (`app.ingest_gate`):
 a saturated process answers 429/503 with Retry-After at once, and a client that went away
-while its report waited for a slot costs nothing more.
+while its report waited for a slot costs nothing more. The report is judged after the answer,
+off the request path: its host goes to the judge queue (`app/alerting/judge_queue.py`).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from app.alerting.service import service_for
+from app.alerting.judge_queue import judge_queue_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
 from app.errors import body_errors
@@ -66,6 +68,7 @@ def parse_report(body: bytes) -> Report:
 async def post_report(request: Request, response: Response, _token: ProbeTokenDep,
                       settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
+    arrived = utcnow()  # before any wait: what receipt and clock skew are measured from
     gate = gate_for(request.app)
     gate.refuse_if_full()  # saturated: refused before the body is even received
     body = await read_limited_body(request, settings.max_body_bytes, "report")
@@ -73,20 +76,21 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
-        result = await run_in_threadpool(store_body, request.app, gate, body, settings)
+        result = await run_in_threadpool(store_body, request.app, gate, body, settings, arrived)
         gate.stats.accepted += 1
-        if result.duplicate:
-            response.status_code = status.HTTP_200_OK
-        else:  # the alert rules for this host, now that its report is committed (never raises)
-            await run_in_threadpool(service_for(request.app).after_ingest, result.host)
+    if result.duplicate:
+        response.status_code = status.HTTP_200_OK
+    else:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
+        judge_queue_for(request.app).submit(result.host, arrived.timestamp())
     return result
 
 
-def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings) -> IngestResult:
-    """Parse, validate and store one report: a worker thread's part, off the event loop (the
-    session is opened here too, so a refused report never costs a thread-pool hop for it)."""
+def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
+               now: datetime) -> IngestResult:
+    """Parse, validate and store one report received at `now`: a worker thread's part, off
+    the event loop (the session is opened here too, so a refused report never costs a
+    thread-pool hop for it)."""
     report = parse_report(body)
-    now = utcnow()
     problems = check_report(report, now)
     if problems:
         raise body_errors(problems)
