@@ -31,6 +31,7 @@ from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
 from app.openapi import install_openapi
 from app.queries import NotFound
+from app.refusals import RefusalBook, refusal_flush_job
 from app.response_headers import ServerTiming
 
 API_PREFIX = "/api/v1"
@@ -94,7 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
-    app.state.background_jobs = [alerting_loop, judge_queue_job]
+    app.state.background_jobs = [alerting_loop, judge_queue_job, refusal_flush_job]
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
@@ -102,6 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ServerTiming)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     _install_judge_queue(app, settings)
+    app.state.refusals = RefusalBook()  # refused reports by host, written in batches
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     # JSON answers and the dashboard's modules shrink 5-10x (plotly.js comes pre-gzipped);
     # added last, so it is the outermost layer and the ingest metrics see plain answers.

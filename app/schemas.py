@@ -68,6 +68,19 @@ class JudgedAt(BaseModel):
         "null while its first judgement is on its way.")
 
 
+class Busy(JudgedAt):
+    """A host whose reports the server refused (429/503) after its newest stored one."""
+
+    refused_reports: int = Field(default=0, description="Reports of this host the server "
+                                 "refused because it was busy, since it last stored one.")
+    last_refused_at: datetime | None = Field(default=None, description="When it last did "
+                                             "(server clock): the probe was heard from then.")
+    busy: str | None = Field(default=None, examples=[
+        "not judged since 10:20 UTC: server busy, 12 reports refused"],
+        description="Set while the server refuses this host's reports: its verdicts are as "
+        "of `judged_at`, and the probe is not to blame.")
+
+
 # --------------------------------------------------------------------------- hosts list
 
 
@@ -78,7 +91,7 @@ class PairRef(BaseModel):
     ratio: float = Field(description="measured / expected (latency: expected / measured).")
 
 
-class HostSummary(Judged, JudgedAt):
+class HostSummary(Judged, Busy):
     host: str
     fabric: str = Field(examples=["nvml", "simulated:hgx8"])
     gpus_total: int
@@ -482,7 +495,7 @@ class GpuHealth(Judged):
         "link (h2d, d2h) and within its memory (local).")
 
 
-class HealthResponse(Judged, JudgedAt):
+class HealthResponse(Judged, Busy):
     model_config = _example({
         "host": "gpu-node-17", "verdict": "degraded", "generated_at": "2026-11-30T10:20:00Z",
         "reason": "GPU3 degraded: 2 of 14 pairs degraded",
