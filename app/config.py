@@ -69,6 +69,9 @@ class Settings(BaseSettings):
         "under the probes' timeout).")
     ingest_retry_after_s: int = Field(
         default=5, ge=1, description="Retry-After (seconds) sent with 429/503 when saturated.")
+    judge_workers: int = Field(
+        default=1, ge=1, description="Threads judging hosts after their reports are stored "
+        "(app/alerting/judge_queue.py); SQLite judges one host at a time whatever this says.")
 
     # --- retention
     retention_raw_days: float = Field(

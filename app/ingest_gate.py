@@ -1,9 +1,11 @@
 """Backpressure for `POST /api/v1/reports`: a bounded number of ingests per process.
 
-An ingest holds one of `ingest_concurrency` slots from parsing to its post-commit hook. Up
-to `ingest_queue` more reports wait for a slot, each at most `ingest_wait_s`; past that the
-process is saturated and says so at once — 429 when the queue is full (no work done, not
-even reading the body), 503 when a wait ran out — both with `Retry-After`, which probes honour with
+An ingest holds one of `ingest_concurrency` slots from parsing to its commit (judging is
+after, off the request path). Up to `ingest_queue` more reports wait for a slot, each at most
+`ingest_wait_s`; past that the process is saturated and says so at once — 429 when the queue
+is full or a newcomer would wait past `ingest_wait_s` by the recent time a slot is held (no
+work done, not even reading the body: a refusal costs milliseconds, not the wait), 503 when
+a wait ran out all the same — both with `Retry-After`, which probes honour with
 jitter while they spool. A fleet that outruns the server thus gets fast refusals instead of
 requests piling up until every probe times out and re-sends.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +28,8 @@ from typing import Any
 from fastapi import HTTPException, status
 
 from app.config import Settings
+
+HOLD_WEIGHT = 0.2  # of the newest hold time in the running estimate
 
 
 class Saturated(HTTPException):
@@ -55,23 +60,39 @@ class IngestGate:
         self._slots = asyncio.Semaphore(self.concurrency)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writer_lock = threading.Lock() if serialise_writers else None
+        self._hold_s: float | None = None  # recent time a report holds a slot (EWMA)
 
     @property
     def saturated(self) -> bool:
         return self.stats.active >= self.concurrency and self.stats.waiting >= self.queue
 
     def refuse_if_full(self) -> None:
-        """Before the body is read: 429 at once when no slot is free and the queue is full,
-        so a saturated process spends no time receiving a report it would refuse anyway."""
+        """Before the body is read: 429 at once when no slot is free and the queue is full
+        (or would not free one in time), so a saturated process spends no time receiving a
+        report it would refuse anyway."""
         if self._loop is asyncio.get_running_loop() and self._slots.locked() \
-                and self.stats.waiting >= self.queue:
+                and self._no_room():
             raise self._full()
+
+    def _no_room(self) -> bool:
+        """The queue is full, or a newcomer would wait past `wait_s` for its slot (by the
+        recent time a report holds one): refusing now beats a 503 after the wait."""
+        if self.stats.waiting >= self.queue:
+            return True
+        if self._hold_s is None:
+            return False
+        return (self.stats.waiting + 1) * self._hold_s / self.concurrency > self.wait_s
 
     def _full(self) -> Saturated:
         self.stats.refused_full += 1
         return Saturated(status.HTTP_429_TOO_MANY_REQUESTS, self.retry_after_s,
                          f"ingest saturated: {self.stats.active} reports in progress and "
                          f"{self.stats.waiting} waiting; retry later")
+
+    def _held_for(self, seconds: float) -> None:
+        """A slot was held this long: the running estimate the queue's wait is judged by."""
+        self._hold_s = seconds if self._hold_s is None else \
+            (1 - HOLD_WEIGHT) * self._hold_s + HOLD_WEIGHT * seconds
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -81,15 +102,17 @@ class IngestGate:
             self._loop, self._slots = loop, asyncio.Semaphore(self.concurrency)
         if not self._slots.locked():
             await self._slots.acquire()  # a free slot: taken at once, before anyone else runs
-        elif self.stats.waiting >= self.queue:
+        elif self._no_room():
             raise self._full()
         else:
             await self._wait_for_slot()
         self.stats.active += 1
+        taken = time.monotonic()
         try:
             yield
         finally:
             self.stats.active -= 1
+            self._held_for(time.monotonic() - taken)
             self._slots.release()
 
     async def _wait_for_slot(self) -> None:

@@ -21,15 +21,18 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from app import routes
-from app.alerting.service import alerting_loop, close_alerting
+from app.alerting.judge_queue import JudgeQueue, judge_queue_job
+from app.alerting.service import alerting_loop, close_alerting, service_for
 from app.conditional_get import ConditionalGet
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
 from app.leadership import Leadership
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
+from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
 from app.openapi import install_openapi
 from app.queries import NotFound
+from app.refusals import RefusalBook, refusal_flush_job
 from app.response_headers import ServerTiming
 
 API_PREFIX = "/api/v1"
@@ -58,6 +61,15 @@ async def _not_found(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
 
 
+def _install_judge_queue(app: FastAPI, settings: Settings) -> None:
+    """The queue ingest hands hosts to (judged after the 201), and its figures on /metrics."""
+    registry = app.state.ingest_stats.registry
+    queue = JudgeQueue(lambda host: service_for(app).after_ingest(host), settings.judge_workers,
+                       on_lag=judge_lag_histogram(registry).observe)
+    registry.register(JudgeQueueCollector(queue.load))
+    app.state.judge_queue = queue
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     engine = make_engine(settings)
@@ -84,13 +96,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
-    app.state.background_jobs = [alerting_loop]
+    app.state.background_jobs = [alerting_loop, judge_queue_job, refusal_flush_job]
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
     app.add_middleware(ServerTiming)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
+    _install_judge_queue(app, settings)
+    app.state.refusals = RefusalBook()  # refused reports by host, written in batches
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     # ETags on the read API: a polling dashboard is sent a bodiless 304 when nothing changed.
     app.add_middleware(ConditionalGet)

@@ -85,6 +85,12 @@ def host_families(hosts: list[HostFacts]) -> Iterator[Metric]:
          lambda h: _timestamp(h.last_received_at)),
         ("host_last_sweep_timestamp_seconds", "When the host's newest stored sweep finished, "
          "by the probe's clock.", lambda h: _timestamp(h.last_sweep_at)),
+        ("host_refused_reports", "Reports of the host the server refused (429/503: busy) "
+         "since it last stored one; the probe was heard from (only while it has some).",
+         lambda h: h.refused_reports or None),
+        ("probe_last_refused_timestamp_seconds", "When the server last refused one of the "
+         "host's reports because it was busy (server clock).",
+         lambda h: _timestamp(h.last_refused_at)),
         ("probe_clock_skew_seconds", "Server receive time minus the newest report's finish "
          "time: the probe clock's lag (negative: ahead) plus the delivery delay.",
          lambda h: h.clock_skew_s),

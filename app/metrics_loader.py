@@ -23,6 +23,7 @@ from app.metrics_snapshot import (
     PeerGap,
 )
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
+from app.queries.busy import refused_after
 
 
 def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
@@ -36,7 +37,8 @@ def _hosts(session: Session) -> list[HostFacts]:
     rows = session.execute(
         select(Host.name, Host.fabric, Host.driver_version, Host.cuda_version,
                Host.probe_version, Host.last_received_at, Host.last_sweep_at,
-               Host.clock_skew_s, JudgedHost.verdict, JudgedHost.since,
+               Host.clock_skew_s, Host.refused_reports, Host.last_refused_at,
+               JudgedHost.verdict, JudgedHost.since,
                JudgedHost.stale, JudgedHost.gpus_total, JudgedHost.gpus_healthy,
                JudgedHost.worst_ratio, JudgedHost.facts)
         .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
@@ -46,6 +48,8 @@ def _hosts(session: Session) -> list[HostFacts]:
         cuda_version=r.cuda_version, probe_version=r.probe_version,
         last_received_at=r.last_received_at, last_sweep_at=r.last_sweep_at,
         clock_skew_s=r.clock_skew_s, verdict=r.verdict,
+        refused_reports=refused_after(r.last_refused_at, r.last_received_at,
+                                      r.refused_reports), last_refused_at=r.last_refused_at,
         verdict_since=r.since, stale=r.stale, gpus_total=r.gpus_total,
         gpus_healthy=r.gpus_healthy, worst_ratio=r.worst_ratio,
         fabric_problems=tuple((r.facts or {}).get("fabric", ()))) for r in rows]
@@ -104,3 +108,4 @@ def _host_peer_gaps(session: Session) -> list[HostPeerGap]:
         if peers.get("below") and peers.get("ratio") is not None:
             out.append(HostPeerGap(host, float(peers["ratio"])))
     return out
+

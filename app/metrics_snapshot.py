@@ -25,6 +25,8 @@ class HostFacts:
     last_received_at: datetime | None = None  # the server's clock
     last_sweep_at: datetime | None = None  # the probe's clock
     clock_skew_s: float | None = None  # receive time - report time, newest report
+    refused_reports: int = 0  # refused (429/503) since its newest stored report
+    last_refused_at: datetime | None = None
     # its stored verdict (None: not judged yet)
     verdict: str | None = None
     verdict_since: datetime | None = None

@@ -57,6 +57,30 @@ class IngestResult(BaseModel):
     counter_samples: int = Field(description="Per-link counter rows stored by this report.")
 
 
+# --------------------------------------------------------------------------- how current
+
+
+class JudgedAt(BaseModel):
+    """How current a host-scoped answer is: its verdicts are the stored judgement of then."""
+
+    judged_at: datetime | None = Field(
+        default=None, description="When the server last judged this host (server clock); "
+        "null while its first judgement is on its way.")
+
+
+class Busy(JudgedAt):
+    """A host whose reports the server refused (429/503) after its newest stored one."""
+
+    refused_reports: int = Field(default=0, description="Reports of this host the server "
+                                 "refused because it was busy, since it last stored one.")
+    last_refused_at: datetime | None = Field(default=None, description="When it last did "
+                                             "(server clock): the probe was heard from then.")
+    busy: str | None = Field(default=None, examples=[
+        "not judged since 10:20 UTC: server busy, 12 reports refused"],
+        description="Set while the server refuses this host's reports: its verdicts are as "
+        "of `judged_at`, and the probe is not to blame.")
+
+
 # --------------------------------------------------------------------------- hosts list
 
 
@@ -67,7 +91,7 @@ class PairRef(BaseModel):
     ratio: float = Field(description="measured / expected (latency: expected / measured).")
 
 
-class HostSummary(Judged):
+class HostSummary(Judged, Busy):
     host: str
     fabric: str = Field(examples=["nvml", "simulated:hgx8"])
     gpus_total: int
@@ -253,7 +277,7 @@ class TopologyEdge(BaseModel):
     reason: str
 
 
-class TopologyResponse(BaseModel):
+class TopologyResponse(JudgedAt):
     model_config = _example({
         "host": "gpu-node-17",
         "nodes": [
@@ -293,7 +317,7 @@ class MatrixCell(Judged):
     measured_at: datetime | None
 
 
-class MatrixResponse(BaseModel):
+class MatrixResponse(JudgedAt):
     model_config = _example({
         "host": "gpu-node-17", "test": "ce_write", "unit": "B/s", "gpus": [0, 1],
         "cells": [{
@@ -471,7 +495,7 @@ class GpuHealth(Judged):
         "link (h2d, d2h) and within its memory (local).")
 
 
-class HealthResponse(Judged):
+class HealthResponse(Judged, Busy):
     model_config = _example({
         "host": "gpu-node-17", "verdict": "degraded", "generated_at": "2026-11-30T10:20:00Z",
         "reason": "GPU3 degraded: 2 of 14 pairs degraded",
@@ -516,9 +540,24 @@ class IngestLoad(BaseModel):
     client_gone: int = Field(examples=[0], description="dropped: the client had gone")
 
 
+class JudgeLoad(BaseModel):
+    """This process's judge queue: hosts waiting for their judgement, and how far behind the
+    reports its verdicts are (report arrival to stored verdict, recent judgements)."""
+
+    depth: int = Field(examples=[0], description="hosts waiting for a judgement")
+    in_flight: int = Field(examples=[1], description="hosts being judged now")
+    workers: int = Field(examples=[2])
+    judged: int = Field(examples=[1200], description="judgements done since start")
+    failed: int = Field(examples=[0], description="left to the periodic round")
+    lag_p50_s: float | None = Field(examples=[0.08])
+    lag_p99_s: float | None = Field(examples=[0.4])
+    lag_max_s: float | None = Field(examples=[0.9])
+
+
 class Readyz(BaseModel):
     status: str = Field(examples=["ready", "busy", "unavailable"])
     database: str = Field(examples=["sqlite", "postgresql"])
     schema_revision: str | None
     detail: str | None = Field(default=None, examples=[None])
     ingest: IngestLoad
+    judge: JudgeLoad | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
@@ -60,8 +61,15 @@ async def maintenance_loop(app: FastAPI) -> None:
         await asyncio.sleep(settings.maintenance_interval_s)
 
 
+# The event loop shares the GIL with the ingest and judge threads: at CPython's default 5 ms
+# switch interval a loop thread waits up to 5 ms per GIL hand-over behind each busy thread,
+# so /healthz and refusals took seconds under load; 1 ms keeps the loop answering.
+SWITCH_INTERVAL_S = 0.001
+
+
 def build_server_app(settings: Settings) -> FastAPI:
     """The app `serve` runs: schema checked, maintenance scheduled."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     prepare_database(settings)
     app = create_app(settings)
     app.state.background_jobs.append(maintenance_loop)

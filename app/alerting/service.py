@@ -29,6 +29,7 @@ from app.alerting.rule import Rule
 from app.alerting.rules import RULES
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
+from app.judging.transaction import judged_after_newest_report
 from app.leadership import DELIVERY_LOCK, exclusive
 from app.models import Alert, AlertEvent, Host, JudgedHost
 from app.services.fleet_peers import Refresh, refresh_due, refresh_fleet_peers
@@ -63,7 +64,9 @@ class AlertingService:
 
         `only_due` (the periodic round) leaves out hosts judged within the last interval by
         any replica, which is every host that reports: the round's real work is the silent
-        ones, whose time-based verdicts and rules (staleness) nothing else would look at.
+        ones, whose time-based verdicts and rules (staleness) nothing else would look at —
+        and any host whose newest report arrived after its judgement (a judge queue that died
+        with its process, or fell behind: the stored state, not the queue, is the truth).
         """
         now = now or datetime.now(UTC)
         due_before = (now - timedelta(seconds=self.alerting.alert_eval_interval_s)
@@ -74,7 +77,7 @@ class AlertingService:
                 select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
             if due_before is not None:
                 fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id) \
-                    .where(JudgedHost.judged_at >= due_before)
+                    .where(JudgedHost.judged_at >= due_before, judged_after_newest_report())
                 hosts -= set(session.scalars(fresh))
         outcomes = []
         for host in sorted(hosts):

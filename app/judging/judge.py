@@ -92,8 +92,13 @@ def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
 
 
 def last_heard_at(row: Host) -> datetime | None:
-    """When the server last received a report of this host, by the server's own clock."""
-    return row.last_received_at or row.last_report_at
+    """When the server last heard from this host's probe, by the server's own clock: its
+    newest stored report, or a report it refused because it was busy (app/refusals.py)."""
+    heard = row.last_received_at or row.last_report_at
+    refused = row.last_refused_at
+    if refused is not None and (heard is None or refused > heard):
+        return refused
+    return heard
 
 
 @dataclass

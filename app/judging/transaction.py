@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import ColumnElement, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -57,9 +57,17 @@ class Judging:
     current: bool = False  # judged at or after `due_before` already: nothing to do
 
 
+def judged_after_newest_report() -> ColumnElement[bool]:
+    """A host's judgement is newer than its newest report's arrival (or it never reported)."""
+    return or_(Host.last_received_at.is_(None), JudgedHost.judged_at >= Host.last_received_at)
+
+
 def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
-    judged = session.scalar(select(JudgedHost.judged_at).where(JudgedHost.host_id == host_id))
-    return judged is not None and judged >= at
+    """Judged at or after `at`, and after its newest report arrived: nothing to do."""
+    judged = session.scalar(select(JudgedHost.judged_at).join(Host, Host.id == JudgedHost.host_id)
+                            .where(JudgedHost.host_id == host_id, JudgedHost.judged_at >= at,
+                                   judged_after_newest_report()))
+    return judged is not None
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.analysis.health import TestJudgement
+from app.queries.busy import busy_fields
 from app.queries.health import HostHealth
 from app.schemas import (
     GpuHealth,
@@ -32,7 +33,7 @@ def health_view(h: HostHealth) -> HealthResponse:
     j, since = h.judgement, h.since
     return HealthResponse(
         host=h.host.name, verdict=j.verdict, reason=j.reason, since=since.get(("host",)),
-        generated_at=h.generated_at, stale=h.stale,
+        generated_at=h.generated_at, stale=h.stale, **busy_fields(h.host, h.generated_at),
         gpus=[GpuHealth(gpu=g.gpu, verdict=g.verdict, reason=g.reason,
                         since=since.get(("gpu", g.gpu)), tests=gpu_tests(h, g.gpu))
               for g in j.gpus],

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.verdict import Verdict
 from app.models import Alert, GpuSample, Host, JudgedHost, ReportRow
+from app.queries.busy import busy_fields
 from app.queries.common import get_host
 from app.queries.fabric import load_fabric
 from app.queries.health import NOT_JUDGED
@@ -41,7 +42,7 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
                            last_report_at=host.last_report_at,
                            last_received_at=host.last_received_at,
                            last_sweep_at=host.last_sweep_at, stale=True,
-                           alerts_firing=alerts_firing)
+                           alerts_firing=alerts_firing, **busy_fields(host, None))
     worst = None
     if judged.worst_test is not None and judged.worst_ratio is not None:
         assert judged.worst_src is not None and judged.worst_dst is not None
@@ -52,7 +53,7 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
         reason=judged.reason, since=judged.since, gpus_total=judged.gpus_total,
         gpus_healthy=judged.gpus_healthy, worst_pair=worst, last_report_at=host.last_report_at,
         last_received_at=host.last_received_at, last_sweep_at=host.last_sweep_at,
-        stale=judged.stale, alerts_firing=alerts_firing,
+        stale=judged.stale, alerts_firing=alerts_firing, **busy_fields(host, judged.judged_at),
     )
 
 

@@ -35,8 +35,9 @@ def latest_matrix(session: Session, settings: Settings, host: str,
     basis, ratio, baseline, contention, verdict and reason for `test` on `host`.
 
     `ratio`/`baseline_ratio` belong to the newest *uncontended* success (what the verdict
-    judged), while `value` is the newest sample of any kind. Raises `NotFound` for an
-    unknown host or test name, or a test never measured on this host.
+    judged), while `value` is the newest sample of any kind. A known host with no sweep
+    judged yet answers no cells (`judged_at` says how current that is). Raises `NotFound` for
+    an unknown host or test name, or a test its judged sweeps never measured.
     """
     try:
         test = TestName(test)
@@ -47,7 +48,18 @@ def latest_matrix(session: Session, settings: Settings, host: str,
     health = host_health(session, settings, host)
     keys = sorted(k for k in health.tests if k[2] is test)
     if not any(health.tests[k].latest for k in keys):
+        if _not_swept_yet(health):  # its first sweep's judgement is on its way: no cells yet
+            return MatrixResponse(host=health.host.name, test=test, unit=unit_of(test),
+                                  gpus=sorted(health.fabric.gpus), cells=[],
+                                  judged_at=health.generated_at)
         raise NotFound("test", test.value, where=health.host.name)
     gpus = sorted(set(health.fabric.gpus) | {k[0] for k in keys} | {k[1] for k in keys})
     return MatrixResponse(host=health.host.name, test=test, unit=unit_of(test), gpus=gpus,
-                          cells=[_cell(health, k) for k in keys])
+                          cells=[_cell(health, k) for k in keys], judged_at=health.generated_at)
+
+
+def _not_swept_yet(health: HostHealth) -> bool:
+    """No sweep judged yet: none stored, or the newest judgement is from before it."""
+    if health.generated_at is None or health.host.last_sweep_at is None:
+        return True
+    return not any(t.latest for t in health.tests.values())

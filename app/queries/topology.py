@@ -173,4 +173,5 @@ def host_topology(session: Session, settings: Settings, host: str) -> TopologyRe
     sockets, cpu_nodes = _sockets(health)
     nodes += cpu_nodes
     edges = _nvlink_edges(health) + _pcie_edges(health, sockets)
-    return TopologyResponse(host=health.host.name, nodes=nodes, edges=edges)
+    return TopologyResponse(host=health.host.name, nodes=nodes, edges=edges,
+                            judged_at=health.generated_at)

@@ -7,7 +7,8 @@ revision is the one read at startup (and refreshed by each readiness check).
 Readiness asks the database (`SELECT 1` and the migration revision) in a thread of its own,
 bounded by READY_TIMEOUT_S, one check at a time however often it is polled; it says "busy"
 (503) while the ingest gate is saturated, so a load balancer sends reports elsewhere, and
-"unavailable" (503) when the database cannot be reached in time.
+"unavailable" (503) when the database cannot be reached in time. It shows the judge queue
+too: hosts waiting for their judgement and the judge lag (report arrival to stored verdict).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 from fastapi import APIRouter, Request, Response, status
 from sqlalchemy import Engine, text
 
+from app.alerting.judge_queue import judge_queue_for
 from app.db import current_revision
 from app.ingest_gate import gate_for
-from app.schemas import Healthz, IngestLoad, Readyz
+from app.schemas import Healthz, IngestLoad, JudgeLoad, Readyz
 
 READY_TIMEOUT_S = 2.0
 
@@ -72,7 +74,8 @@ async def readyz(request: Request, response: Response) -> Readyz:
     gate = gate_for(app)
     load = IngestLoad(concurrency=gate.concurrency, queue=gate.queue, **asdict(gate.stats))
     ready = Readyz(status="ready", database=app.state.engine.dialect.name,
-                   schema_revision=getattr(app.state, "schema_revision", None), ingest=load)
+                   schema_revision=getattr(app.state, "schema_revision", None), ingest=load,
+                   judge=JudgeLoad(**asdict(judge_queue_for(app).load())))
     try:
         ready.schema_revision = await _revision(app)
     except Exception as exc:  # noqa: BLE001 - whatever it was, this replica is not ready

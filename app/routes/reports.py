@@ -9,26 +9,30 @@ errors), then the full wire model and the report's coherence (422 naming each fi
 Only reading the body happens on the event loop. Parsing (orjson), validation and the
 transaction run in a worker thread while the report holds an ingest slot (`app.ingest_gate`):
 a saturated process answers 429/503 with Retry-After at once, and a client that went away
-while its report waited for a slot costs nothing more.
+while its report waited for a slot costs nothing more. The report is judged after the answer,
+off the request path: its host goes to the judge queue (`app/alerting/judge_queue.py`).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from app.alerting.service import service_for
+from app.alerting.judge_queue import judge_queue_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
 from app.errors import body_errors
-from app.ingest_gate import IngestGate, gate_for
+from app.ingest_gate import IngestGate, Saturated, gate_for
+from app.refusals import refusals_for
 from app.schemas import IngestResult
-from app.services.ingest import ingest
+from app.services.ingest import ingest, sent_at_of
 from app.services.report_checks import check_report
 from app.wire_body import parse_wire, read_limited_body
+from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
 from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
@@ -66,6 +70,22 @@ def parse_report(body: bytes) -> Report:
 async def post_report(request: Request, response: Response, _token: ProbeTokenDep,
                       settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
+    arrived = utcnow()  # before any wait: what receipt and clock skew are measured from
+    try:
+        result = await _store_in_turn(request, settings, arrived)
+    except Saturated:  # the probe was heard from: its host is busy, not silent
+        refusals_for(request.app).note(request.headers.get(HOST_HEADER), arrived)
+        raise
+    if result.duplicate:
+        response.status_code = status.HTTP_200_OK
+    else:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
+        judge_queue_for(request.app).submit(result.host, arrived.timestamp())
+    return result
+
+
+async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
+                         ) -> IngestResult:
+    """Read the body and store it in an ingest slot; `Saturated` when none is free."""
     gate = gate_for(request.app)
     gate.refuse_if_full()  # saturated: refused before the body is even received
     body = await read_limited_body(request, settings.max_body_bytes, "report")
@@ -73,26 +93,25 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
-        result = await run_in_threadpool(store_body, request.app, gate, body, settings)
+        sent_at = sent_at_of(request.headers.get(SENT_AT_HEADER))
+        result = await run_in_threadpool(store_body, request.app, gate, body, settings, arrived,
+                                         sent_at)
         gate.stats.accepted += 1
-        if result.duplicate:
-            response.status_code = status.HTTP_200_OK
-        else:  # the alert rules for this host, now that its report is committed (never raises)
-            await run_in_threadpool(service_for(request.app).after_ingest, result.host)
     return result
 
 
-def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings) -> IngestResult:
-    """Parse, validate and store one report: a worker thread's part, off the event loop (the
-    session is opened here too, so a refused report never costs a thread-pool hop for it)."""
+def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
+               now: datetime, sent_at: datetime | None = None) -> IngestResult:
+    """Parse, validate and store one report received at `now`: a worker thread's part, off
+    the event loop (the session is opened here too, so a refused report never costs a
+    thread-pool hop for it)."""
     report = parse_report(body)
-    now = utcnow()
     problems = check_report(report, now)
     if problems:
         raise body_errors(problems)
     try:
         with gate.writing(), app.state.sessionmaker() as session:
-            return ingest(session, report, settings, now)
+            return ingest(session, report, settings, now, sent_at)
     except OperationalError as exc:
         if "database is locked" in str(exc):
             raise gate.locked() from exc

@@ -10,7 +10,7 @@ no longer kept here: each judged (pair, test) carries its own (`app/judging/runn
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, insert, select
@@ -41,11 +41,44 @@ from probes.report import (
 )
 
 ATTEMPTS = 3
+CLOCK_TRANSIT_BOUND_S = 10.0  # the probe's request timeout (PEERWATCH_PROBE_REQUEST_TIMEOUT_S)
 LINK_COUNTERS = tuple(LinkCounters.model_fields)
 
 
-def ingest(session: Session, report: Report, settings: Settings, now: datetime) -> IngestResult:
-    """Store `report` (or recognise it as stored before) and commit.
+def sent_at_of(header: str | None) -> datetime | None:
+    """The probe's `X-Peerwatch-Sent-At` (ISO 8601, its clock when it sent this request);
+    None when absent or unreadable (an older probe: its report's own time is used)."""
+    if not header or len(header) > 64:
+        return None
+    try:
+        at = datetime.fromisoformat(header)
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def clock_reading(report: Report, arrived: datetime, sent_at: datetime | None) -> float | None:
+    """How far the probe's clock is behind the server's (negative: ahead), from a report whose
+    transit is bounded; None when this one's is not.
+
+    Server arrival minus the probe's own time is the clock's lag plus the transit. With the
+    probe's send time (`X-Peerwatch-Sent-At`) the transit is one request's delivery, which the
+    probe bounds by its request timeout (10 s by default, far under the 60 s warning): spool
+    time, retries and the server's own queueing never count. Without it (an older probe) the
+    report's finish time is all there is, and the transit (how long the report was held) is
+    unknown but never negative: a reading at most CLOCK_TRANSIT_BOUND_S is kept (a clock
+    ahead shows truthfully), a larger one may be a late report and says nothing.
+    """
+    if sent_at is not None:
+        return (arrived - sent_at).total_seconds()
+    reading = (arrived - report.finished_at).total_seconds()
+    return reading if reading <= CLOCK_TRANSIT_BOUND_S else None
+
+
+def ingest(session: Session, report: Report, settings: Settings, now: datetime,
+           sent_at: datetime | None = None) -> IngestResult:
+    """Store `report`, received at `now` (and sent at `sent_at` by the probe's clock, when it
+    said), or recognise it as stored before, and commit.
 
     The report's digest (`report_digest`) is stored with it; a later report with the same
     report_id but another digest raises `ReportConflict` instead of passing as a duplicate.
@@ -57,7 +90,7 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime) 
             # duplicate; only a retry (after that or another conflict) looks it up
             result = _stored_result(session, report.report_id, digest) if attempt else None
             if result is None:
-                result = _store(session, report, settings, now, digest)
+                result = _store(session, report, settings, now, digest, sent_at)
             session.commit()
             remember_committed(session)
             return result
@@ -90,7 +123,7 @@ def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> Inges
 
 
 def _store(session: Session, report: Report, settings: Settings, now: datetime,
-           digest: str) -> IngestResult:
+           digest: str, sent_at: datetime | None) -> IngestResult:
     host = get_or_create_host(session, report.host, now)
     # one INSERT, not an ORM flush; the unique report_id is checked here, before other work
     report_pk: int = session.execute(insert(ReportRow).returning(ReportRow.id),
@@ -102,11 +135,14 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
         if changed or host.inventory_changed_at is None:
             host.inventory_changed_at = now
         host.last_report_at = report.finished_at
-        host.clock_skew_s = (now - report.finished_at).total_seconds()
         errors = judged_error_total(report.counters)
         if errors is not None:
             host.error_total = errors
+    reading = clock_reading(report, now, sent_at) if newest or sent_at else None
+    if reading is not None:
+        host.clock_skew_s = reading
     host.last_received_at = now
+    host.refused_reports = 0  # "N reports refused" counts from the last one stored
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         host.last_sweep_at = report.finished_at

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from probes.agent.quiet_log import QuietLog
 from probes.agent.sender import Backoff, Outcome, Sender, SendResult
 from probes.agent.spool import REJECTED_SUFFIX, AnySpool, SpoolEntry
 from probes.report import Report
@@ -72,6 +73,7 @@ class Outbox:
         self._retry_at = 0.0  # no attempt before this clock time
         # Spool entries the server failed on their own: name -> (their backoff, retry time).
         self._held: dict[str, tuple[Backoff, float]] = {}
+        self._quiet = QuietLog(log, clock)  # a busy server: one line a minute per kind
 
     # ------------------------------------------------------------------ timing
 
@@ -100,9 +102,10 @@ class Outbox:
             Backoff(self.backoff.initial_s, self.backoff.max_s), 0.0)
         delay = backoff.failure(at_least_s=answer.retry_after_s or 0.0)
         self._held[entry.name] = (backoff, self.clock() + delay)
-        log.warning("server failed report %s (%s); it waits %.0f s (attempt %d), the other "
-                    "reports go on", report.report_id, answer.describe(), delay,
-                    backoff.failures)
+        self._quiet.warning(f"failed {answer.status}",
+                            "server failed report %s (%s); it waits %.0f s (attempt %d), the "
+                            "other reports go on", report.report_id, answer.describe(), delay,
+                            backoff.failures)
 
     # ------------------------------------------------------------------ sending
 
@@ -132,8 +135,9 @@ class Outbox:
     def _back_off(self, answer: SendResult, report: Report) -> None:
         delay = self.backoff.failure(at_least_s=answer.retry_after_s or 0.0)
         self._retry_at = self.clock() + delay
-        log.warning("server unavailable (%s) for report %s; reports kept in the spool, next "
-                    "try in %.0f s", answer.describe(), report.report_id, delay)
+        self._quiet.warning(f"unavailable {answer.status}",
+                            "server unavailable (%s) for report %s; reports kept in the spool, "
+                            "next try in %.0f s", answer.describe(), report.report_id, delay)
 
     def submit(self, report: Report) -> Submitted:
         """Hand over one fresh report; replays the backlog first when the server is up."""

@@ -66,7 +66,8 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
             stack.callback(fabric.close)
         spool = open_spool(settings.spool_dir, settings.spool_max_bytes)
         stack.callback(spool.close)
-        sender = Sender(settings.server_url, settings.token, settings.request_timeout_s)
+        sender = Sender(settings.server_url, settings.token, settings.request_timeout_s,
+                        wall=wall)
         stack.callback(sender.close)
         rng = rng or random.Random()
         backoff = Backoff(settings.backoff_initial_s, settings.backoff_max_s,

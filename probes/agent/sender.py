@@ -22,6 +22,7 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -35,6 +36,8 @@ _MESSAGE_LIMIT = 500
 _RETRY_STATUS = frozenset({408, 425, 429})
 _CONFIG_STATUS = frozenset({401, 403, 404, 405})
 RETRY_AFTER_JITTER = 0.5  # a Retry-After of T is honoured as a wait in [T, 1.5 T]
+HOST_HEADER = "X-Peerwatch-Host"  # the report's host, readable before the body
+SENT_AT_HEADER = "X-Peerwatch-Sent-At"  # this attempt's send time (ISO 8601, the probe's clock)
 
 
 class Outcome(StrEnum):
@@ -97,14 +100,30 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+def request_headers(report: BaseModel, wall: Callable[[], datetime]) -> dict[str, str]:
+    """What the server reads before the body: whose report this is (so a refusal, answered
+    before the body is read, is counted for its host) and when this attempt was sent by the
+    clock the report was stamped with (clock skew from one request's transit, never from
+    the time a report spent in the spool)."""
+    headers = {SENT_AT_HEADER: wall().isoformat()}
+    identity = getattr(report, "host", None)
+    hostname = getattr(identity, "hostname", None)
+    if isinstance(hostname, str):
+        headers[HOST_HEADER] = hostname
+    return headers
+
+
 class Sender:
-    """An httpx client bound to one server and token. `transport` lets tests supply one."""
+    """An httpx client bound to one server and token. `transport` lets tests supply one;
+    `wall` is the clock the probe stamps its reports with (the send time is stamped by it)."""
 
     def __init__(self, server_url: str, token: str, timeout_s: float,
-                 transport: httpx.BaseTransport | None = None, path: str = REPORTS_PATH) -> None:
+                 transport: httpx.BaseTransport | None = None, path: str = REPORTS_PATH,
+                 wall: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
                    "User-Agent": "peerwatch-probe"}
         self.url = server_url.rstrip("/") + path
+        self._wall = wall
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
 
     def send(self, report: BaseModel) -> SendResult:
@@ -112,11 +131,13 @@ class Sender:
         body = report.model_dump_json().encode()
         try:
             try:
-                response = self._client.post(self.url, content=body)
+                response = self._client.post(self.url, content=body,
+                                             headers=request_headers(report, self._wall))
             except (httpx.RemoteProtocolError, httpx.ReadError):
                 # A kept-alive connection the server had just closed: one immediate retry on
                 # a fresh one is safe, since ingest is idempotent on report_id.
-                response = self._client.post(self.url, content=body)
+                response = self._client.post(self.url, content=body,
+                                             headers=request_headers(report, self._wall))
         except httpx.TransportError as exc:  # refused, reset, DNS, timeout ...
             return SendResult(Outcome.RETRY, None, f"{type(exc).__name__}: {exc}".strip(": "))
         outcome = classify(response.status_code)

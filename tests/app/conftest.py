@@ -26,6 +26,7 @@ from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.main import create_app
 from app.models import Base
+from tests.app.judged_client import JudgedClient
 from tests.conftest import require
 
 PG_PORT = int(os.environ.get("PEERWATCH_TEST_PG_PORT", "5432"))  # as .ci/prepare-postgres
@@ -110,7 +111,7 @@ def settings(db_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as test_client:
+    with JudgedClient(create_app(settings)) as test_client:
         yield test_client
 
 

@@ -7,13 +7,14 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.routes import frontend
+from tests.app.judged_client import JudgedClient
 
 
 @pytest.fixture(scope="module")
 def client() -> TestClient:
     app = FastAPI()
     app.include_router(frontend.router)
-    return TestClient(app)
+    return JudgedClient(app)
 
 def test_index_links_the_installed_plotly_and_has_no_inline_script(client: TestClient) -> None:
     response = client.get("/")

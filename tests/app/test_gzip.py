@@ -11,10 +11,11 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.main import create_app
 from app.routes import frontend
+from tests.app.judged_client import JudgedClient
 
 
 def client(tmp_path: Path) -> TestClient:
-    return TestClient(create_app(Settings(data_dir=tmp_path)))  # no lifespan: no DB needed
+    return JudgedClient(create_app(Settings(data_dir=tmp_path)))  # no lifespan: no DB needed
 
 
 def test_json_and_modules_are_gzipped_when_accepted(tmp_path: Path) -> None:

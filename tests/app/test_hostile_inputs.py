@@ -19,6 +19,7 @@ from app.models import Host, ReportRow
 from probes.report import HOSTNAME_RULE, MAX_COUNTER_SAMPLES, TestName
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
 from tests.app.factory import sweep
+from tests.app.judged_client import JudgedClient
 
 URL = "/api/v1/reports"
 Mutation = Callable[[dict[str, Any]], None]
@@ -221,7 +222,7 @@ def test_unreachable_database_is_a_503_with_retry_after(backend: str, tmp_path: 
     url = (f"sqlite:///{tmp_path}" if backend == "sqlite"  # a directory: cannot be opened
            else f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/none")
     app = create_app(Settings(database_url=url, probe_tokens=[PROBE_TOKEN]))
-    client = TestClient(app)  # no lifespan: nothing runs before the request
+    client = JudgedClient(app)  # no lifespan: nothing runs before the request
     for r in (client.get("/api/v1/hosts"), _post_raw(client, sweep(n=2).model_dump_json())):
         assert r.status_code == 503, r.text
         assert r.headers["retry-after"].isdigit() and "retry" in r.json()["detail"]

@@ -21,6 +21,7 @@ from app.services import ingest as ingest_service
 from probes.report import TestName, utcnow
 from tests.app.conftest import probe_headers
 from tests.app.factory import sweep
+from tests.app.judged_client import JudgedClient
 
 URL = "/api/v1/reports"
 
@@ -64,7 +65,7 @@ def test_replay_changes_nothing(client: TestClient, settings: Settings) -> None:
 
 def test_concurrent_duplicates_store_once(settings: Settings) -> None:
     body = sweep(n=2).model_dump_json()
-    with TestClient(create_app(settings)) as a, TestClient(create_app(settings)) as b:
+    with JudgedClient(create_app(settings)) as a, JudgedClient(create_app(settings)) as b:
         with ThreadPoolExecutor(4) as pool:
             codes = sorted(pool.map(lambda c: _post(c, body).status_code, [a, b, a, b]))
     assert codes == [200, 200, 200, 201]
@@ -83,7 +84,7 @@ def test_without_token_is_401_and_wrong_token_is_403(client: TestClient) -> None
 
 def test_body_over_limit_is_413(settings: Settings) -> None:
     small = settings.model_copy(update={"max_body_bytes": 2048})
-    with TestClient(create_app(small)) as client:
+    with JudgedClient(create_app(small)) as client:
         r = _post(client, sweep(n=4).model_dump_json())
     assert r.status_code == 413
     assert "limit of 2048 bytes" in r.json()["detail"]
@@ -177,7 +178,7 @@ def test_failure_midway_stores_nothing(client: TestClient, settings: Settings,
     monkeypatch.setattr(ingest_service, "insert_rows", fail)
     bigger = sweep(n=3, host="node-b", at=good.started_at + timedelta(hours=1),
                    counters={(0, 0): 1})
-    r = _post(TestClient(client.app, raise_server_exceptions=False), bigger.model_dump_json())
+    r = _post(JudgedClient(client.app, raise_server_exceptions=False), bigger.model_dump_json())
     assert r.status_code == 500
     assert _counts(settings) == before
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,3 +170,36 @@ def test_a_saturated_server_refuses_before_receiving_the_body(
         held.set()
         first.join(30)
         assert answers[0].status_code == 201
+
+
+def test_a_newcomer_that_would_wait_past_the_limit_is_refused_at_once(tmp_path: Path) -> None:
+    """Slots held ~0.3 s each, one slot, a 0.5 s wait: the second in the queue would wait
+    ~0.6 s, so it gets a 429 at once instead of a 503 after waiting 0.5 s for nothing."""
+    from app.ingest_gate import IngestGate, Saturated
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=10,
+                                ingest_wait_s=0.5), serialise_writers=False)
+
+    async def hold(seconds: float) -> None:
+        async with gate.slot():
+            await asyncio.sleep(seconds)
+
+    async def scene() -> tuple[int, float]:
+        await hold(0.3)  # what a slot is held for, as the gate learns it
+        holder = asyncio.create_task(hold(5.0))
+        await asyncio.sleep(0)  # the holder takes the slot
+        waiter = asyncio.create_task(hold(0.0))  # first in the queue: ~0.3 s, it may wait
+        await asyncio.sleep(0)
+        started = time.monotonic()
+        try:
+            async with gate.slot():
+                return 201, time.monotonic() - started
+        except Saturated as refused:
+            return refused.status_code, time.monotonic() - started
+        finally:
+            holder.cancel()
+            waiter.cancel()
+
+    code, _ = asyncio.run(scene())
+    assert code == 429  # at once: refused as full, not after a wait that ran out
+    assert gate.stats.refused_full == 1 and gate.stats.refused_wait == 0

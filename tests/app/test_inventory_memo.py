@@ -15,6 +15,7 @@ from app.models import Gpu, NvLink
 from probes.report import Report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, sweep
+from tests.app.judged_client import JudgedClient
 
 
 def _post(client: TestClient, report: Report) -> None:
@@ -38,7 +39,7 @@ def _link_state(settings: Settings) -> tuple[str, datetime]:
 def test_unchanged_inventory_is_memoised_but_another_replicas_change_is_seen(
         settings: Settings) -> None:
     at = [T0 + timedelta(minutes=k) for k in range(4)]
-    with TestClient(create_app(settings)) as a, TestClient(create_app(settings)) as b:
+    with JudgedClient(create_app(settings)) as a, JudgedClient(create_app(settings)) as b:
         _post(a, sweep(at=at[0]))
         _post(a, sweep(at=at[1]))  # same inventory: the memo's one UPDATE
         state, seen = _link_state(settings)

@@ -19,6 +19,7 @@ from probes.report import ReportKind
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import build_report
 from tests.app.conftest import probe_headers
+from tests.app.judged_client import JudgedClient
 from tests.app.metrics_helpers import promtool_check, series, value
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -52,7 +53,7 @@ def _judged(session, name: str, *, sick_gpu: int | None, stale: bool = False,
 def _app(settings: Settings, **alerting: object) -> TestClient:
     app = create_app(settings)
     app.state.alerting_settings = AlertingSettings(alert_eval_interval_s=0, **alerting)
-    return TestClient(app)
+    return JudgedClient(app)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from app.services import partitions
 from app.services.retention import run_maintenance
 from tests.app.conftest import PROBE_TOKEN, probe_headers, throwaway_pg_database
 from tests.app.factory import sweep
+from tests.app.judged_client import JudgedClient
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 BEFORE = "0006"  # the revision 0007 follows
@@ -58,7 +59,7 @@ def pg_before_0007() -> Iterator[tuple[Settings, Engine]]:
         settings = Settings(database_url=url, probe_tokens=[PROBE_TOKEN])
         engine = make_engine(settings)
         _migrate(engine, "head")
-        with TestClient(create_app(settings)) as client:
+        with JudgedClient(create_app(settings)) as client:
             for days_ago in (400, 20, 3, 1, 0):  # 400 days: older than any day made -> default
                 _post(client, NOW - timedelta(days=days_ago, minutes=5))
         _migrate(engine, BEFORE, down=True)
@@ -91,7 +92,7 @@ def test_migration_converts_a_populated_database_and_back(
     assert _counts(engine) == before
 
     report = sweep(host="node-b", n=2, at=NOW).model_dump_json()
-    with TestClient(create_app(settings)) as client:
+    with JudgedClient(create_app(settings)) as client:
         first, replay = (client.post("/api/v1/reports", content=report, headers={
             **probe_headers(), "Content-Type": "application/json"}).json() for _ in range(2))
     assert (first["duplicate"], replay["duplicate"]) == (False, True)
@@ -115,7 +116,7 @@ def test_maintenance_makes_days_ahead_and_drops_whole_expired_days(pg_database: 
         with engine.begin() as conn:
             conn.execute(text("TRUNCATE reports, hosts RESTART IDENTITY CASCADE"))
         old = NOW - timedelta(days=17)
-        with TestClient(create_app(settings)) as client:
+        with JudgedClient(create_app(settings)) as client:
             _post(client, old)
             _post(client, NOW)
             _post(client, NOW - timedelta(days=60))  # a spool delivering a very old report

@@ -16,6 +16,7 @@ from app.main import create_app
 from probes.report import Report, TestName
 from tests.app.conftest import judge_later, probe_headers
 from tests.app.factory import T0, expected_value, healthy, sweep
+from tests.app.judged_client import JudgedClient
 
 STEP = timedelta(minutes=10)
 EXPECTED = expected_value(TestName.CE_WRITE, n=4)
@@ -37,7 +38,7 @@ def api(settings: Settings) -> Iterator[TestClient]:
     """An app that calls the two-day-old test history fresh (nothing is stale)."""
     fresh = settings.model_copy(update={"stale_after_s": 30 * 86_400.0,
                                         "degraded_sustain_s": 1200.0})
-    with TestClient(create_app(fresh)) as client:
+    with JudgedClient(create_app(fresh)) as client:
         yield client
 
 
@@ -272,7 +273,7 @@ def test_a_host_stored_but_not_judged_yet_reads_unknown_everywhere(settings: Set
     with make_sessionmaker(engine)() as s:
         ingest(s, sweep(n=2), settings, T0)
     engine.dispose()
-    with TestClient(create_app(settings)) as c:
+    with JudgedClient(create_app(settings)) as c:
         for path in ("", "/topology", "/health", "/matrix"):
             r = c.get(f"/api/v1/hosts/node-a{path}")
             assert r.status_code in (200, 404), (path, r.text)

@@ -18,6 +18,7 @@ from app.services.retention import run_maintenance
 from probes.report import TestName
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, healthy, sweep
+from tests.app.judged_client import JudgedClient
 
 EXPECTED = healthy(0, 1, TestName.CE_WRITE) or 0.0
 
@@ -41,7 +42,7 @@ def test_rollup_then_prune(settings: Settings) -> None:
     PostgreSQL whole days are dropped, so the samples' days must have ended 14 days ago)."""
     start = (datetime.now(UTC) - timedelta(days=16)).replace(minute=0, second=0, microsecond=0)
     app_settings = settings.model_copy(update={"retention_raw_days": 14.0})
-    with TestClient(create_app(app_settings)) as client:
+    with JudgedClient(create_app(app_settings)) as client:
         _post_sweeps(client, start, 12, timedelta(minutes=20))
     engine = make_engine(app_settings)
     try:
@@ -76,7 +77,7 @@ def test_rollup_then_prune(settings: Settings) -> None:
 
 
 def test_late_report_is_rolled_up_again(settings: Settings) -> None:
-    with TestClient(create_app(settings)) as client:
+    with JudgedClient(create_app(settings)) as client:
         _post_sweeps(client, T0, 3, timedelta(minutes=10))
         engine = make_engine(settings)
         try:
@@ -93,7 +94,7 @@ def test_late_report_is_rolled_up_again(settings: Settings) -> None:
 
 
 def test_long_series_reads_rollups_and_the_fresh_tail(settings: Settings) -> None:
-    with TestClient(create_app(settings)) as client:
+    with JudgedClient(create_app(settings)) as client:
         _post_sweeps(client, T0, 6, timedelta(minutes=30))  # 3 hours
         engine = make_engine(settings)
         try:

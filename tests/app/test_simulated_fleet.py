@@ -17,6 +17,7 @@ from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0
+from tests.app.judged_client import JudgedClient
 
 SWEEP_EVERY = timedelta(minutes=10)
 
@@ -38,7 +39,7 @@ class FakeTime:
 @pytest.fixture
 def api(settings: Settings) -> Iterator[TestClient]:
     fresh = settings.model_copy(update={"stale_after_s": 30 * 86_400.0})
-    with TestClient(create_app(fresh)) as client:
+    with JudgedClient(create_app(fresh)) as client:
         yield client
 
 

@@ -23,6 +23,7 @@ from probes.snapshot import Phase, Snapshot
 from probes.snapshot_diff import diff_snapshots
 from probes.snapshot_read import take_snapshot
 from tests.app.conftest import probe_headers
+from tests.app.judged_client import JudgedClient
 from tests.probes.fakeclock import FakeClock
 
 HEADERS = {**probe_headers(), "Content-Type": "application/json"}
@@ -145,7 +146,7 @@ def test_hostile_bodies_and_tokens(client: TestClient) -> None:
 
 def test_an_oversized_body_is_413(settings: Settings) -> None:
     before, _ = job_pair()
-    with TestClient(create_app(settings.model_copy(update={"max_body_bytes": 4096}))) as small:
+    with JudgedClient(create_app(settings.model_copy(update={"max_body_bytes": 4096}))) as small:
         answer = post(small, before)
     assert answer.status_code == 413 and "PEERWATCH_MAX_BODY_BYTES" in answer.json()["detail"]
     assert answer.json()["detail"].startswith("snapshot body of ")  # not "report body"

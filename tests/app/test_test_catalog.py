@@ -12,13 +12,14 @@ from fastapi.testclient import TestClient
 
 from app.routes import catalog, frontend
 from probes.report import GPU_TESTS, PAIR_TESTS, TEST_ABOUT, TestName
+from tests.app.judged_client import JudgedClient
 
 
 def _client() -> TestClient:
     app = FastAPI()
     app.include_router(catalog.router)
     app.include_router(frontend.router)
-    return TestClient(app)
+    return JudgedClient(app)
 
 
 def test_every_test_is_listed_with_its_scope_unit_and_words() -> None:

@@ -21,6 +21,7 @@ from probes.sim.simulated import SimulatedFabric
 from probes.sweep import build_report
 from tests.app.alerting.simhost import QUICK
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
+from tests.app.judged_client import JudgedClient
 from tests.app.metrics_helpers import promtool_check, value
 from tests.conftest import eventually
 
@@ -33,7 +34,7 @@ def _app(settings: Settings, **alerting: object) -> TestClient:
     app.state.alerting_settings = AlertingSettings(
         alert_eval_interval_s=0, alert_for_s={"NVLinkDown": 0, "NVLinkWidthReduced": 0},
         **alerting)
-    return TestClient(app)
+    return JudgedClient(app)
 
 
 def _post(client: TestClient, fabric: SimulatedFabric, kind: ReportKind) -> None:
@@ -170,7 +171,7 @@ def test_the_server_evaluates_periodically(settings: Settings) -> None:
     """The loop the alerts router's lifespan starts: a host that went silent goes stale."""
     app = create_app(settings.model_copy(update={"stale_after_s": 0.3}))
     app.state.alerting_settings = AlertingSettings(alert_eval_interval_s=0.2)
-    with TestClient(app) as client:
+    with JudgedClient(app) as client:
         _post(client, SimulatedFabric("h200x2", seed=3, hostname="api-d"), ReportKind.INVENTORY)
         assert eventually(lambda: "ProbeStale" in _firing(client))
 

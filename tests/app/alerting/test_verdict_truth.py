@@ -23,7 +23,7 @@ def _deliver(sessions: sessionmaker[Session], settings: Settings, service: Alert
              report: Report, received_after_s: float = 5.0) -> None:
     received = report.finished_at + timedelta(seconds=received_after_s)
     with sessions() as s:
-        ingest(s, report, settings, received)
+        ingest(s, report, settings, received, sent_at=report.finished_at)  # sent at once
     service.evaluate_host(report.host.hostname, received)
 
 

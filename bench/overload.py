@@ -1,0 +1,161 @@
+"""Judge off the request path, before and after, in one run: how fast `POST /api/v1/reports`
+answers at a real cadence, and how fast refusals and `/healthz` answer far past capacity.
+
+Two `peerwatch serve` processes, one after the other, each on a fresh PostgreSQL database:
+"before" runs the tree given by `--before` (a checkout of main, e.g. made with
+`git archive <commit> | tar -x -C DIR`), "after" this tree. Each gets the same two phases
+(`bench/_fleet_load.py`, simulated hgx8 hosts):
+
+1. cadence: `--hosts` (200) probes at their real cadence — an inventory every 30 s, a sweep
+   every 10 min, offsets random — for `--cadence-s`: POST latency p50/p99 at the client.
+2. burst: `--posters` (200) probes sending sweeps back to back (each pausing its Retry-After
+   when refused) for `--burst-s`, `/healthz` polled every 0.1 s meanwhile: refusal latency
+   p50/p99, `/healthz` p99, accepted reports/s.
+
+The server process's CPU seconds per phase are printed beside (from /proc). On a shared
+machine read the ratios (after / before), not the absolute figures. Targets (issue 19):
+POST p99 <= 20 ms at 200 real-cadence hosts; refusals and /healthz p99 <= 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from bench._fleet_load import TOKEN, Record, _poll_healthz, burst, client, load, templates
+from bench._serve import free_port, wait_for_healthz
+from bench.ingest import postgres_url
+
+HERE = Path(__file__).resolve().parent.parent
+TARGETS_MS = {"post_p99": 20.0, "refused_p99": 50.0, "healthz_p99": 50.0}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.overload",
+                                description=__doc__.split("\n")[0])
+    p.add_argument("--before", type=Path, default=None,
+                   help="a checkout of the code to compare with (default: none, after only)")
+    p.add_argument("--hosts", type=int, default=200, help="real-cadence hosts (default: 200)")
+    p.add_argument("--cadence-s", type=float, default=60.0,
+                   help="seconds of real-cadence load (default: 60)")
+    p.add_argument("--posters", type=int, default=200,
+                   help="probes posting sweeps back to back (default: 200)")
+    p.add_argument("--burst-s", type=float, default=30.0,
+                   help="seconds of back-to-back sweeps (default: 30)")
+    return p.parse_args(argv)
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def serve_tree(tree: Path, database_url: str, data_dir: Path) -> Iterator[tuple[str, int]]:
+    """`peerwatch serve` run from `tree` (its `app/` is imported first): (url, pid)."""
+    port = free_port()
+    env = {**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), "PEERWATCH_PROBE_TOKENS": TOKEN,
+           "PYTHONPATH": str(tree)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
+         database_url, "--no-local-probe", "--log-level", "warning"],
+        cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_healthz(base, timeout_s=120)
+        yield base, proc.pid
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+async def _burst_with_health(base: str, args: argparse.Namespace,
+                             tpl: dict) -> tuple[Record, Record]:
+    health = Record()
+    end = time.monotonic() + args.burst_s
+    async with client(4) as http:
+        record, _ = await asyncio.gather(
+            burst([base], args.posters, tpl, args.posters, args.burst_s),
+            _poll_healthz(http, [base], end, health))
+    return record, health
+
+
+def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None]:
+    tpl = templates()
+    with postgres_url() as url, tempfile.TemporaryDirectory() as tmp:
+        if url is None:
+            raise SystemExit("PostgreSQL is needed (127.0.0.1:5432)")
+        with serve_tree(tree, url, Path(tmp)) as (base, pid):
+            cpu0 = cpu_s(pid)
+            cadence = asyncio.run(load([base], args.hosts, tpl, 1.0, args.cadence_s))
+            cpu1 = cpu_s(pid)
+            bursty, health = asyncio.run(_burst_with_health(base, args, tpl))
+            cpu2 = cpu_s(pid)
+            judge = httpx.get(f"{base}/readyz", timeout=30).json().get("judge")
+    accepted = [s.latency_ms for s in cadence.accepted()]
+    refused = [s.latency_ms for s in bursty.samples if s.status in (429, 503)]
+    return {
+        "post_p50": pct(accepted, 0.5), "post_p99": pct(accepted, 0.99),
+        "cadence_posts": float(len(cadence.samples)),
+        "cadence_refused": float(cadence.count(429, 503)),
+        "cadence_timeouts": float(cadence.count(0)),
+        "cadence_cpu_s": cpu1 - cpu0,
+        "refused_p50": pct(refused, 0.5), "refused_p99": pct(refused, 0.99),
+        "burst_accepted_per_s": len(bursty.accepted()) / bursty.seconds,
+        "burst_refused": float(len(refused)), "burst_timeouts": float(bursty.count(0)),
+        "healthz_p50": pct(health.healthz_ms, 0.5), "healthz_p99": pct(health.healthz_ms, 0.99),
+        "burst_cpu_s": cpu2 - cpu1,
+        "judge_lag_p50_s": judge["lag_p50_s"] if judge else None,
+        "judge_lag_p99_s": judge["lag_p99_s"] if judge else None,
+    }
+
+
+def report(before: dict[str, float | None] | None, after: dict[str, float | None]) -> None:
+    print(f"{'figure':28} {'before':>10} {'after':>10} {'after/before':>13} {'target':>8}")
+    for name, value in after.items():
+        was = before.get(name) if before else None
+        ratio = f"{value / was:.2f}" if value is not None and was else "-"
+        target = TARGETS_MS.get(name)
+        print(f"{name:28} {_ms(was):>10} {_ms(value):>10} {ratio:>13} "
+              f"{'' if target is None else f'<= {target:g}':>8}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    print(f"# {args.hosts} hosts at real cadence for {args.cadence_s:g} s, then "
+          f"{args.posters} posting sweeps back to back for {args.burst_s:g} s; load "
+          f"{os.getloadavg()[0]:.1f}; latencies in ms at the client")
+    before = run_one(args.before.resolve(), args) if args.before else None
+    after = run_one(HERE, args)
+    report(before, after)
+
+
+if __name__ == "__main__":
+    main()
