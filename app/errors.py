@@ -1,8 +1,8 @@
 """How failures reach a client: a 4xx naming what was wrong, a 503 the client may retry,
 never a bare 500 for something the client or the database's weather caused.
 
-- Validation errors are rendered with every string made JSON-safe: a lone surrogate or NUL
-  echoed back from the input would otherwise make the 422 itself fail to render.
+- Validation errors are rendered with every value made JSON-safe: a lone surrogate, a NaN or
+  bytes echoed back from the input would otherwise make the 422 itself fail to render.
 - A database that cannot be reached (`OperationalError`: PostgreSQL restarting, SQLite
   locked past its busy timeout) is a 503 with `Retry-After`, which probes retry.
 - A value the database refuses (`DataError`) is a 422: the wire schema bounds every value by
@@ -63,19 +63,33 @@ def body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
 
 
 def json_safe(value: Any) -> Any:
-    """`value` with every string encodable as UTF-8 (lone surrogates escaped)."""
+    """`value` as plain JSON that always encodes: strings UTF-8-safe (lone surrogates
+    escaped), non-finite floats as text, anything else that is not a JSON type as its repr."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
-        return {json_safe(k): json_safe(v) for k, v in value.items()}
+        return {str(json_safe(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
-    return value
+    if isinstance(value, float):
+        return _finite(value)
+    if value is None or isinstance(value, bool | int):
+        return value
+    return json_safe(repr(value)[:200])
+
+
+def _echo(error: Any) -> Any:
+    """One validation error made JSON-safe; if FastAPI's encoder cannot take it (bytes that
+    are not UTF-8, an exotic input), the safe form of the raw error instead."""
+    try:
+        return json_safe(jsonable_encoder(error))
+    except (TypeError, ValueError):
+        return json_safe(error)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = json_safe(jsonable_encoder(exc.errors()))
+    errors = [_echo(e) for e in exc.errors()]
     return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 

@@ -1,24 +1,23 @@
 """Reading a posted wire document (a probe report, a job snapshot) into its model.
 
 Both ingest routes read the body by hand, in the order that gives the most useful error:
-size (413, while reading), JSON (422), `schema_version` (400 naming the supported versions,
+size (413, while reading), JSON (422, `app.json_body`: the reader every JSON route shares),
+`schema_version` (400 naming the supported versions,
 before full validation, so a newer probe is told to upgrade the server rather than shown
 fifty field errors), integers past 64 bits (422 naming the field), then the wire model
-(422 naming each field). One module, so the two documents are refused the same way.
+in strict mode (422 naming each field). One module, so the two documents are refused the same way.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import orjson
 from fastapi import HTTPException, Request, status
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from app.errors import body_errors
+from app.json_body import load_json, too_deep
 from app.services.report_checks import oversized_integers
 
 M = TypeVar("M", bound=BaseModel)
@@ -68,34 +67,13 @@ def _too_large(what: str, size: int, limit: int) -> HTTPException:
     )
 
 
-def load_json(body: bytes, what: str) -> Any:
-    """The parsed body. orjson first (several times faster on a 250 kB sweep); what it
-    refuses but the standard parser reads (NaN, integers past 64 bits) goes through the
-    standard parser, so those values reach the checks that name their field."""
+def validate_wire(model: type[M], body: bytes, what: str) -> M:
+    """The wire model (422 naming each field), validated from the bytes in pydantic's strict
+    JSON mode: a number sent as a string (`"value": "1e9"`) is refused, not converted."""
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise body_errors([{"type": "json_invalid", "loc": (),
-                            "msg": f"body is not valid JSON: {exc}"}]) from exc
+        return model.model_validate_json(body, strict=True)
     except RecursionError as exc:
-        raise _too_deep(what) from exc
-
-
-def _too_deep(what: str) -> RequestValidationError:
-    return body_errors([{"type": "json_invalid", "loc": (),
-                         "msg": f"body nests JSON too deeply for a {what}"}])
-
-
-def validate_wire(model: type[M], data: dict[str, Any], what: str) -> M:
-    """The wire model (422 naming each field)."""
-    try:
-        return model.model_validate(data)
-    except RecursionError as exc:
-        raise _too_deep(what) from exc
+        raise too_deep(what) from exc
     except ValidationError as exc:
         raise body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
     except TypeError as exc:  # e.g. comparing a naive with an aware timestamp
@@ -119,4 +97,4 @@ def parse_wire(body: bytes, model: type[M], versions: Sequence[int], what: str,
         )
     if may_hold_long_integer(body) and (too_large := oversized_integers(data)):
         raise body_errors(too_large)
-    return validate_wire(model, data, what)
+    return validate_wire(model, body, what)

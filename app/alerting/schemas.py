@@ -7,7 +7,15 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    field_validator,
+    model_validator,
+)
 
 from probes.report import Timestamp
 
@@ -89,8 +97,8 @@ class Matcher(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=128, examples=["host"])
     value: str = Field(max_length=1024, examples=["gpu-node-17"])
-    is_regex: bool = False
-    is_equal: bool = True
+    is_regex: StrictBool = False
+    is_equal: StrictBool = True
 
     @field_validator("name")
     @classmethod
@@ -115,7 +123,7 @@ class TimeSpanRequest(BaseModel):
 
     starts_at: Timestamp | None = Field(default=None, description="Default: now.")
     ends_at: Timestamp | None = None
-    duration_s: float | None = Field(default=None, gt=0, le=366 * 86_400,
+    duration_s: StrictFloat | None = Field(default=None, gt=0, le=366 * 86_400,
                                      description="Instead of ends_at.")
 
     @model_validator(mode="after")

@@ -28,11 +28,12 @@ from app.alerting.service import service_for
 from app.alerting.silences import active_silences, silenced_by
 from app.analysis.debounce import Hold
 from app.deps import AdminTokenDep, RowId, SessionDep
+from app.json_body import StrictJsonRoute
 from app.models import Alert, AlertEvent, Silence
 from app.queries.alerts import alert_history, find_alerts
 from app.queries.page_holds import page_holds
 
-router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
+router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], route_class=StrictJsonRoute)
 
 def alert_out(alert: Alert, silences: list[Silence],
               holds: Mapping[str, Hold] | None = None) -> AlertOut:

@@ -13,12 +13,13 @@ from fastapi import APIRouter, Query, status
 
 from app.deps import AdminTokenDep, SessionDep
 from app.errors import unprocessable
+from app.json_body import StrictJsonRoute
 from app.models import MaintenanceWindow
 from app.queries.page_holds import list_windows
 from app.schemas_maintenance import MaintenanceOut, MaintenanceRequest, MaintenanceResponse
 from app.services.maintenance import declare_window, end_window
 
-router = APIRouter(prefix="/api/v1/maintenance", tags=["alerts"])
+router = APIRouter(prefix="/api/v1/maintenance", tags=["alerts"], route_class=StrictJsonRoute)
 
 
 def window_out(w: MaintenanceWindow, now: datetime) -> MaintenanceOut:

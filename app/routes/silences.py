@@ -10,10 +10,11 @@ from fastapi import APIRouter, HTTPException, Query, status
 from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
 from app.deps import AdminTokenDep, RowId, SessionDep
 from app.errors import unprocessable
+from app.json_body import StrictJsonRoute
 from app.models import Silence
 from app.queries.alerts import find_silences
 
-router = APIRouter(prefix="/api/v1/silences", tags=["alerts"])
+router = APIRouter(prefix="/api/v1/silences", tags=["alerts"], route_class=StrictJsonRoute)
 
 
 def silence_out(s: Silence, now: datetime) -> SilenceOut:

@@ -59,7 +59,7 @@ def _stored(settings: Settings) -> int:
 BIG = 2**31
 HOSTILE: dict[str, tuple[Mutation, str]] = {
     "int over 64 bits as a string": (
-        _set("inventory.gpus.0.memory_total_bytes", "99999999999999999999"), "less than or"),
+        _set("inventory.gpus.0.memory_total_bytes", "99999999999999999999"), "valid integer"),
     "copies over int4": (_set("results.0.copies", BIG), "less than or equal"),
     "numa_node over int4": (_set("inventory.gpus.0.numa_node", BIG), "less than or equal"),
     "dropped_reports over int4": (_set("cost.dropped_reports", BIG), "less than or equal"),
@@ -71,7 +71,7 @@ HOSTILE: dict[str, tuple[Mutation, str]] = {
         _set("inventory.nvlinks.0.remote_pci_bus_id", "0" * 33), "at most 32"),
     "NUL in the hostname": (_set("host.hostname", "node\x00a"), "NUL"),
     "NUL in a GPU uuid": (_set("inventory.gpus.0.uuid", "GPU-\x00"), "NUL"),
-    "lone surrogate in the hostname": (_set("host.hostname", "node\ud800"), "unicode"),
+    "lone surrogate in the hostname": (_set("host.hostname", "node\ud800"), "lone surrogate"),
     "year 1 started_at": (_set("started_at", "0001-01-01T00:30:00+01:00"), "year 1"),
     "started_at without a zone": (_set("started_at", "2026-11-30T10:00:00"), "time zone"),
     "host name with a slash": (_set("host.hostname", "rack1/node2"), "breaks the rule"),
