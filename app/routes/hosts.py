@@ -27,7 +27,7 @@ from app.schemas import (
     SeriesResponse,
     TopologyResponse,
 )
-from probes.report import MAX_GPUS, Timestamp, utcnow
+from probes.report import MAX_GPUS, MAX_LINKS_PER_GPU, Timestamp, utcnow
 
 router = APIRouter(prefix="/api/v1/hosts", tags=["hosts"])
 
@@ -40,7 +40,7 @@ Step = Annotated[int | None, Query(ge=1, le=31 * 86_400, description="Bucket wid
                                    "seconds; default: about 300 buckets over the range.")]
 
 GpuQuery = Annotated[int | None, Query(ge=0, lt=MAX_GPUS, description="Only this GPU")]
-LinkQuery = Annotated[int | None, Query(ge=0, lt=64, description="Only this link")]
+LinkQuery = Annotated[int | None, Query(ge=0, lt=MAX_LINKS_PER_GPU, description="Only this link")]
 
 
 def _unprocessable(exc: ValueError) -> HTTPException:
