@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.alerting.schemas import TimeSpanRequest
+from probes.report import HOSTNAME_RULE, valid_hostname
 
 
 class MaintenanceRequest(TimeSpanRequest):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
         "host": "gpu-node-17", "duration_s": 7200, "created_by": "alice",
         "comment": "NVSwitch tray swap"}]})
-    host: str = Field(min_length=1, max_length=253, examples=["gpu-node-17"])
+    host: Annotated[str, Field(min_length=1, max_length=253, examples=["gpu-node-17"],
+                               description=f"Host name: {HOSTNAME_RULE}."),
+                    AfterValidator(valid_hostname)]
     created_by: str = Field(default="admin", min_length=1, max_length=128)
     comment: str = Field(default="", max_length=2000)
 

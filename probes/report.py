@@ -45,9 +45,10 @@ EARLIEST_YEAR, LATEST_YEAR = 1970, 9000
 
 # Host names: DNS-style labels of letters, digits, `-` and `_`, joined by dots, at most 253
 # characters. No label is empty, so "." and ".." never appear, nor does "/": every accepted
-# host is reachable at /api/v1/hosts/<name>.
+# host is reachable at /api/v1/hosts/<name>. DNS is case-insensitive, so a name is stored
+# and compared in lowercase (`GPU-17` and `gpu-17` are one host).
 HOSTNAME_RULE = ("labels of letters, digits, '-' and '_' (not starting or ending with '-'), "
-                 "joined by single dots, at most 253 characters")
+                 "joined by single dots, at most 253 characters; case does not matter")
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 HOSTNAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 
@@ -73,9 +74,12 @@ def sane_time(value: datetime) -> datetime:
 
 
 def valid_hostname(value: str) -> str:
+    """`value` in its one canonical spelling (lowercase), or ValueError naming the rule:
+    every place a host is named (reports, snapshots, paths, queries, maintenance, silences,
+    the CLI) goes through here."""
     if len(value) > 253 or not HOSTNAME.fullmatch(value):
         raise ValueError(f"host name {value[:80]!r} breaks the rule: {HOSTNAME_RULE}")
-    return value
+    return value.lower()
 
 
 _Clean = AfterValidator(clean_text)

@@ -109,6 +109,8 @@ class Matcher(BaseModel):
 
     @model_validator(mode="after")
     def _regex_compiles(self) -> Matcher:
+        if self.name == "host" and not self.is_regex:  # host names are lowercase
+            self.value = self.value.lower()
         if self.is_regex:
             try:
                 re.compile(self.value)

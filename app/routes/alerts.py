@@ -27,7 +27,7 @@ from app.alerting.schemas import (
 from app.alerting.service import service_for
 from app.alerting.silences import active_silences, silenced_by
 from app.analysis.debounce import Hold
-from app.deps import AdminTokenDep, RowId, SessionDep
+from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
 from app.json_body import StrictJsonRoute
 from app.models import Alert, AlertEvent, Silence
 from app.queries.alerts import alert_history, find_alerts
@@ -71,7 +71,7 @@ def list_alerts(
     session: SessionDep,
     state: Annotated[AlertState | Literal["all"] | None, Query(
         description="Default: pending and firing; `all` for every state.")] = None,
-    host: Annotated[str | None, Query(description="Only alerts of this host.")] = None,
+    host: HostQuery = None,
     alertname: Annotated[str | None, Query(description="Only this rule, e.g. NVLinkDown.")]
     = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.deps import AdminTokenDep, SessionDep
+from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
 from app.errors import unprocessable
 from app.json_body import StrictJsonRoute
 from app.models import MaintenanceWindow
@@ -44,7 +44,7 @@ def create_window(body: MaintenanceRequest, session: SessionDep,
             summary="Maintenance windows, latest start first")
 def get_windows(
     session: SessionDep,
-    host: Annotated[str | None, Query(description="Only this host's windows.")] = None,
+    host: HostQuery = None,
     ended: Annotated[bool, Query(description="Include windows that have ended.")] = False,
 ) -> MaintenanceResponse:
     now = datetime.now(UTC)
@@ -54,6 +54,6 @@ def get_windows(
 
 @router.delete("/{window_id}", response_model=MaintenanceOut,
                summary="End a maintenance window now (admin token)")
-def delete_window(window_id: int, session: SessionDep, _admin: AdminTokenDep) -> MaintenanceOut:
+def delete_window(window_id: RowId, session: SessionDep, _admin: AdminTokenDep) -> MaintenanceOut:
     now = datetime.now(UTC)
     return window_out(end_window(session, window_id, now), now)

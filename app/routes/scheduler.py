@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import AfterValidator
 
 from app.analysis.placement import NotEnoughHealthyGpus, Pattern, PlacementError, place
 from app.deps import SessionDep, SettingsDep
@@ -26,7 +27,7 @@ from app.schemas_scheduler import (
     PlacementResponse,
     SchedulerHostsResponse,
 )
-from probes.report import utcnow
+from probes.report import HOSTNAME_RULE, MAX_GPUS, utcnow, valid_hostname
 
 router = APIRouter(prefix="/api/v1/scheduler", tags=["scheduler"])
 
@@ -69,9 +70,10 @@ def cliques(
 )
 def placement(
     session: SessionDep, settings: SettingsDep,
-    host: Annotated[str, Query(description="Host name as its probe reports it.",
-                               examples=["gpu-node-17"])],
-    gpus: Annotated[int, Query(ge=1, le=1024, description="How many GPUs (k).")],
+    host: Annotated[str, Query(min_length=1, max_length=253, examples=["gpu-node-17"],
+                               description=f"Host name: {HOSTNAME_RULE}."),
+                    AfterValidator(valid_hostname)],
+    gpus: Annotated[int, Query(ge=1, le=MAX_GPUS, description="How many GPUs (k).")],
     pattern: Annotated[Pattern, Query(description="ring: all-reduce bus bandwidth; "
                                                   "all_to_all: per-GPU all-to-all.")]
     = Pattern.RING,

@@ -16,7 +16,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import ProbeTokenDep, SessionDep, SettingsDep
+from app.deps import HostPath, ProbeTokenDep, SessionDep, SettingsDep
 from app.errors import body_errors
 from app.queries.snapshots import get_snapshot, host_snapshots, job_diff
 from app.schemas_snapshots import JobDiff, SnapshotList, SnapshotStored
@@ -76,11 +76,11 @@ def read_snapshot(snapshot_id: uuid.UUID, session: SessionDep) -> Snapshot:
 
 @router.get("/hosts/{host}/snapshots", response_model=SnapshotList,
             summary="A host's job snapshots, newest first")
-def list_snapshots(host: str, session: SessionDep) -> SnapshotList:
+def list_snapshots(host: HostPath, session: SessionDep) -> SnapshotList:
     return host_snapshots(session, host)
 
 
 @router.get("/hosts/{host}/jobs/{job_id}/diff", response_model=JobDiff,
             summary="What changed on a host from a job's prolog snapshot to its epilog")
-def get_job_diff(host: str, job_id: JobIdPath, session: SessionDep) -> JobDiff:
+def get_job_diff(host: HostPath, job_id: JobIdPath, session: SessionDep) -> JobDiff:
     return job_diff(session, host, job_id)
