@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.alerting.schemas import TimeSpanRequest
-from probes.report import HOSTNAME_RULE, valid_hostname
+from probes.report import HOSTNAME_RULE, clean_text, valid_hostname
 
 
 class MaintenanceRequest(TimeSpanRequest):
@@ -18,8 +18,9 @@ class MaintenanceRequest(TimeSpanRequest):
     host: Annotated[str, Field(min_length=1, max_length=253, examples=["gpu-node-17"],
                                description=f"Host name: {HOSTNAME_RULE}."),
                     AfterValidator(valid_hostname)]
-    created_by: str = Field(default="admin", min_length=1, max_length=128)
-    comment: str = Field(default="", max_length=2000)
+    created_by: Annotated[str, Field(default="admin", min_length=1, max_length=128),
+                          AfterValidator(clean_text)]
+    comment: Annotated[str, Field(default="", max_length=2000), AfterValidator(clean_text)]
 
 
 class MaintenanceOut(BaseModel):

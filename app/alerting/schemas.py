@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -17,9 +18,13 @@ from pydantic import (
     model_validator,
 )
 
-from probes.report import Timestamp
+from app.alerting.silences import compiled
+from probes.report import Timestamp, clean_text
 
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# An alert has a handful of labels; a silence needs at most one matcher per label it names.
+MAX_MATCHERS = 32
+MAX_MATCHER_VALUE = 1024
 
 
 class AlertState(StrEnum):
@@ -89,14 +94,18 @@ class AlertDetail(AlertOut):
 
 class AckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    by: str = Field(min_length=1, max_length=128, examples=["alice"])
-    comment: str = Field(default="", max_length=2000, examples=["replacing the cable at 14:00"])
+    by: Annotated[str, Field(min_length=1, max_length=128, examples=["alice"]),
+                  AfterValidator(clean_text)]
+    comment: Annotated[str, Field(default="", max_length=2000,
+                                  examples=["replacing the cable at 14:00"]),
+                       AfterValidator(clean_text)]
 
 
 class Matcher(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=128, examples=["host"])
-    value: str = Field(max_length=1024, examples=["gpu-node-17"])
+    value: Annotated[str, Field(max_length=MAX_MATCHER_VALUE, examples=["gpu-node-17"]),
+                     AfterValidator(clean_text)]
     is_regex: StrictBool = False
     is_equal: StrictBool = True
 
@@ -112,10 +121,7 @@ class Matcher(BaseModel):
         if self.name == "host" and not self.is_regex:  # host names are lowercase
             self.value = self.value.lower()
         if self.is_regex:
-            try:
-                re.compile(self.value)
-            except re.error as exc:
-                raise ValueError(f"value {self.value!r} is not a valid regex: {exc}") from exc
+            compiled(self.value, ignore_case=self.name == "host")  # ValueError naming it
         return self
 
 
@@ -154,9 +160,9 @@ class SilenceRequest(TimeSpanRequest):
                      {"name": "alertname", "value": "NVLink.*", "is_regex": True}],
         "duration_s": 7200, "created_by": "alice", "comment": "cable swap",
     }]})
-    matchers: list[Matcher] = Field(min_length=1)
-    created_by: str = Field(min_length=1, max_length=128)
-    comment: str = Field(default="", max_length=2000)
+    matchers: list[Matcher] = Field(min_length=1, max_length=MAX_MATCHERS)
+    created_by: Annotated[str, Field(min_length=1, max_length=128), AfterValidator(clean_text)]
+    comment: Annotated[str, Field(default="", max_length=2000), AfterValidator(clean_text)]
 
 
 class SilenceOut(BaseModel):
