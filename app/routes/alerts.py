@@ -29,9 +29,10 @@ from app.alerting.silences import active_silences, silenced_by
 from app.analysis.debounce import Hold
 from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
 from app.json_body import StrictJsonRoute
-from app.models import Alert, AlertEvent, Silence
+from app.models import Alert, Silence
 from app.queries.alerts import alert_history, find_alerts
 from app.queries.page_holds import page_holds
+from app.services import alert_admin
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], route_class=StrictJsonRoute)
 
@@ -83,16 +84,9 @@ def list_alerts(
     return AlertsResponse(alerts=[alert_out(a, silences, holds) for a in rows])
 
 
-def _get(session: SessionDep, alert_id: int) -> Alert:
-    alert = session.get(Alert, alert_id)
-    if alert is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"alert {alert_id} not found")
-    return alert
-
-
 @router.get("/{alert_id}", response_model=AlertDetail, summary="One alert with its history")
 def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDetail:
-    alert = _get(session, alert_id)
+    alert = alert_admin.get_alert(session, alert_id)
     events = alert_history(session, alert_id)
     now = datetime.now(UTC)
     base = alert_out(alert, active_silences(session, now),
@@ -106,15 +100,9 @@ def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDe
              summary="Acknowledge a pending or firing alert (admin token)")
 def ack_alert(alert_id: RowId, body: AckRequest, session: SessionDep,
               _admin: AdminTokenDep) -> AlertOut:
-    alert = _get(session, alert_id)
-    if alert.state not in ("pending", "firing"):
-        raise HTTPException(status.HTTP_409_CONFLICT,
-                            detail=f"alert {alert_id} is {alert.state}; only pending or "
-                                   "firing alerts can be acknowledged")
     now = datetime.now(UTC)
-    alert.acked_at, alert.acked_by = now, body.by
-    message = f"acknowledged by {body.by}" + (f": {body.comment}" if body.comment else "")
-    session.add(AlertEvent(alert_id=alert.id, state="acknowledged", at=now, value=None,
-                           message=message))
-    session.commit()
+    try:
+        alert = alert_admin.acknowledge(session, alert_id, body, now)
+    except alert_admin.AlertNotActive as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
     return alert_out(alert, active_silences(session, now))
