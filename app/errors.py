@@ -25,9 +25,14 @@ from typing import Any
 
 from fastapi import FastAPI, Request, status
 from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from sqlalchemy.exc import DataError, OperationalError, SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.routing import compile_path
 
 from app.response_headers import SecurityHeaders
 from app.services.report_checks import ReportConflict
@@ -40,6 +45,14 @@ def unprocessable(field: str, message: str) -> RequestValidationError:
     for every 422: for checks a route makes after the body parsed."""
     return RequestValidationError([{"type": "value_error", "loc": ("body", field),
                                     "msg": message, "input": None}])
+
+
+def query_unprocessable(message: str, name: str | None = None) -> RequestValidationError:
+    """A 422 in the documented shape for a check on the query a route makes itself (a
+    range that ends before it starts): a list naming the query, never a bare string."""
+    loc = ("query", name) if name else ("query",)
+    return RequestValidationError([{"type": "value_error", "loc": loc, "msg": message,
+                                    "input": None}])
 
 
 def _finite(value: Any) -> Any:
@@ -129,7 +142,27 @@ async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette's 405 names only the first
+    matching route's: `Allow: POST` on a path that also serves GET)."""
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):
+        if route.methods and route.path and compile_path(route.path)[0].match(request.url.path):
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        allow = ", ".join(allowed_methods(request))
+        return JSONResponse({"detail": f"method {request.method} not allowed here; "
+                             f"allowed: {allow}"}, status_code=405, headers={"Allow": allow})
+    return await http_exception_handler(request, exc)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(DataError, _data_error)

@@ -7,12 +7,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from app.alerting.schemas import TimeSpanRequest
+from app.alerting.schemas import ONE_END, TimeSpanRequest
 from probes.report import HOSTNAME_RULE, clean_text, valid_hostname
 
 
 class MaintenanceRequest(TimeSpanRequest):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+    model_config = ConfigDict(extra="forbid", json_schema_extra={**ONE_END, "examples": [{
         "host": "gpu-node-17", "duration_s": 7200, "created_by": "alice",
         "comment": "NVSwitch tray swap"}]})
     host: Annotated[str, Field(min_length=1, max_length=253, examples=["gpu-node-17"],

@@ -125,6 +125,10 @@ class Matcher(BaseModel):
         return self
 
 
+# "Exactly one of ends_at and duration_s", said in the schema too (clients and fuzzers read it).
+ONE_END: dict[str, Any] = {"oneOf": [{"required": ["ends_at"]}, {"required": ["duration_s"]}]}
+
+
 class TimeSpanRequest(BaseModel):
     """A span from `starts_at` (default: now) to `ends_at` or for `duration_s`: silences and
     maintenance windows are declared the same way."""
@@ -155,7 +159,7 @@ class TimeSpanRequest(BaseModel):
 
 
 class SilenceRequest(TimeSpanRequest):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+    model_config = ConfigDict(extra="forbid", json_schema_extra={**ONE_END, "examples": [{
         "matchers": [{"name": "host", "value": "gpu-node-17"},
                      {"name": "alertname", "value": "NVLink.*", "is_regex": True}],
         "duration_s": 7200, "created_by": "alice", "comment": "cable swap",

@@ -97,7 +97,9 @@ def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDe
 
 
 @router.post("/{alert_id}/ack", response_model=AlertOut,
-             summary="Acknowledge a pending or firing alert (admin token)")
+             summary="Acknowledge a pending or firing alert (admin token)",
+             responses={409: {"description": "The alert is resolved or inactive: only "
+                                             "pending or firing alerts can be acknowledged."}})
 def ack_alert(alert_id: RowId, body: AckRequest, session: SessionDep,
               _admin: AdminTokenDep) -> AlertOut:
     now = datetime.now(UTC)

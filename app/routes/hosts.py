@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
 
 from app.deps import HostPath, SessionDep, SettingsDep
+from app.errors import query_unprocessable
 from app.queries import host_health, host_summaries, latest_matrix
 from app.queries.health_view import health_view
 from app.queries.hosts import host_detail
@@ -43,8 +45,8 @@ GpuQuery = Annotated[int | None, Query(ge=0, lt=MAX_GPUS, description="Only this
 LinkQuery = Annotated[int | None, Query(ge=0, lt=MAX_LINKS_PER_GPU, description="Only this link")]
 
 
-def _unprocessable(exc: ValueError) -> HTTPException:
-    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc))
+def _unprocessable(exc: ValueError) -> RequestValidationError:
+    return query_unprocessable(str(exc))
 
 
 @router.get("", response_model=HostsResponse, summary="Every host with its health summary")

@@ -17,6 +17,7 @@ from pydantic import AfterValidator
 
 from app.analysis.placement import NotEnoughHealthyGpus, Pattern, PlacementError, place
 from app.deps import SessionDep, SettingsDep
+from app.errors import query_unprocessable
 from app.queries import host_health
 from app.queries.domains import clique_fits
 from app.queries.placement import placement_view
@@ -88,7 +89,7 @@ def placement(
                                      total=exc.total, healthy_gpus=exc.healthy)
         raise HTTPException(status.HTTP_409_CONFLICT, detail=detail.model_dump()) from exc
     except PlacementError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+        raise query_unprocessable(str(exc), "gpus") from exc
     warnings = list(result.warnings)
     if health.stale:
         warnings.insert(0, f"host is stale: {health.judgement.reason}")
