@@ -24,6 +24,7 @@ from app.queries.placement import placement_view
 from app.queries.scheduler import schedulable
 from app.schemas_domains import CliquesResponse
 from app.schemas_scheduler import (
+    NotEnoughGpusAnswer,
     NotEnoughGpusDetail,
     PlacementResponse,
     SchedulerHostsResponse,
@@ -66,7 +67,7 @@ def cliques(
     responses={
         404: {"description": "Unknown host (named in `detail`)."},
         409: {"description": "Too few healthy GPUs; `detail` carries the numbers.",
-              "model": NotEnoughGpusDetail},
+              "model": NotEnoughGpusAnswer},
     },
 )
 def placement(
