@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.errors import body_errors
 from app.json_body import load_json, too_deep
-from app.services.report_checks import oversized_integers
+from app.services.report_checks import oversized_integers, oversized_lists
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -95,6 +95,8 @@ def parse_wire(body: bytes, model: type[M], versions: Sequence[int], what: str,
             detail=f"unsupported {version_field} {version!r}; this server supports "
                    f"{list(versions)}",
         )
+    if too_long := oversized_lists(data):  # before validating thousands of items
+        raise body_errors(too_long)
     if may_hold_long_integer(body) and (too_large := oversized_integers(data)):
         raise body_errors(too_large)
     return validate_wire(model, body, what)

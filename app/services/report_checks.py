@@ -18,7 +18,15 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from probes.report import GPU_TESTS, PAIR_TESTS, CounterSample, Inventory, Report, TestName
+from probes.report import (
+    GPU_TESTS,
+    MAX_GPUS,
+    PAIR_TESTS,
+    CounterSample,
+    Inventory,
+    Report,
+    TestName,
+)
 
 MAX_CLOCK_AHEAD = timedelta(hours=1)
 INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
@@ -162,6 +170,24 @@ def sample_problems(sample: CounterSample, known: set[int],
     errors += _unknown_gpus([a.gpu for a in sample.activity], known, (*loc, "activity"),
                             "activity")
     return errors
+
+
+def oversized_lists(data: Any) -> list[dict[str, Any]]:
+    """A host past `MAX_GPUS`, or more results than its GPUs allow, found in the raw JSON
+    before the wire model validates every item (a 1024-GPU inventory costs ~150 ms to
+    validate only to be refused for its length)."""
+    inventory = data.get("inventory") if isinstance(data, dict) else None
+    gpus = inventory.get("gpus") if isinstance(inventory, dict) else None
+    if not isinstance(gpus, list):
+        return []
+    if len(gpus) > MAX_GPUS:
+        return [_error(("inventory", "gpus"), f"{len(gpus)} GPUs, but a host has at most "
+                       f"{MAX_GPUS} (MAX_GPUS)", "too_long")]
+    results = data.get("results")
+    if isinstance(results, list) and len(results) > (limit := result_limit(len(gpus))):
+        return [_error(("results",), f"{len(results)} results, but a host of {len(gpus)} "
+                       f"GPUs allows at most {limit}", "too_long")]
+    return []
 
 
 def oversized_integers(data: Any, loc: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
