@@ -32,6 +32,9 @@ class MaintenanceOut(BaseModel):
     comment: str
     created_at: datetime
     active: bool = Field(description="The window covers now: the host's alerts are not paged.")
+    host_known: bool = Field(
+        default=True, description="The host has reported to this server. A window may be "
+        "declared before a host's first report; false also catches a mistyped name.")
 
 
 class MaintenanceResponse(BaseModel):

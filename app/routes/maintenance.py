@@ -15,6 +15,7 @@ from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
 from app.errors import unprocessable
 from app.json_body import StrictJsonRoute
 from app.models import MaintenanceWindow
+from app.queries.common import host_known
 from app.queries.page_holds import list_windows
 from app.schemas_maintenance import MaintenanceOut, MaintenanceRequest, MaintenanceResponse
 from app.services.maintenance import declare_window, end_window
@@ -37,7 +38,9 @@ def create_window(body: MaintenanceRequest, session: SessionDep,
         window = declare_window(session, body, now)
     except ValueError as exc:
         raise unprocessable("ends_at", str(exc)) from exc
-    return window_out(window, now)
+    out = window_out(window, now)
+    out.host_known = host_known(session, window.host)
+    return out
 
 
 @router.get("", response_model=MaintenanceResponse,

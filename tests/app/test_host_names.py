@@ -98,3 +98,22 @@ def test_cli_maintenance_refuses_a_bad_host_name(bad: str) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done
     assert "breaks the rule" in done.stderr and HOSTNAME_RULE in done.stderr
+
+
+def test_a_window_for_a_host_never_seen_says_so(client: TestClient,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from app.cli.commands.maintenance import run
+
+    r = client.post("/api/v1/maintenance", headers=ADMIN,
+                    json={"host": "not-yet-racked", "duration_s": 60})
+    assert r.status_code == 201 and r.json()["host_known"] is False
+    assert _post(client, "Known-Host").status_code == 201
+    r = client.post("/api/v1/maintenance", headers=ADMIN,
+                    json={"host": "KNOWN-host", "duration_s": 60})
+    assert r.status_code == 201 and r.json()["host_known"] is True
+    args = argparse.Namespace(host="typo-host", duration="1h", server="http://testserver",
+                              token=ADMIN_TOKEN, comment="", by="alice")
+    assert run(args, transport=client._transport) == 0
+    assert "no host 'typo-host' has reported" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 
 import httpx
 
@@ -75,4 +76,8 @@ def run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) 
     window = answer.json()
     print(f"{window['host']} in maintenance from {window['starts_at']} until "
           f"{window['ends_at']} (window {window['id']}): alerts shown, not paged")
+    if not window.get("host_known", True):
+        print(f"peerwatch maintenance: warning: no host {window['host']!r} has reported to "
+              f"{args.server} yet (a typo? the window still holds if it reports later)",
+              file=sys.stderr)
     return 0
