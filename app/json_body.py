@@ -15,7 +15,9 @@ What orjson refuses but the standard parser reads (integers past 64 bits, which 
 reports route names by field) goes through the standard parser with the same rules.
 
 `StrictJsonRoute` puts this reader in front of FastAPI's own body parsing for routes that
-declare a body model (FastAPI would read `NaN` and answer 400 to invalid UTF-8).
+declare a body model (FastAPI would read `NaN` and answer 400 to invalid UTF-8), and bounds
+their bodies (`ADMIN_BODY_LIMIT`, 413 while reading: 10,000 silence matchers never reach
+validation). The ingest routes bound theirs by PEERWATCH_MAX_BODY_BYTES.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 import orjson
+from fastapi import HTTPException, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.requests import Request
@@ -33,6 +36,8 @@ from starlette.responses import Response
 from app.errors import body_errors
 
 NUL_ESCAPE = b"\\u0000"
+# The admin API's bodies (a silence of 32 matchers, a window, an ack) fit in a few KiB.
+ADMIN_BODY_LIMIT = 64 << 10
 
 
 def refuse(reason: str, loc: tuple[Any, ...] = ()) -> NoReturn:
@@ -119,6 +124,28 @@ def too_deep(what: str) -> RequestValidationError:
                          "msg": f"body nests JSON too deeply for a {what}"}])
 
 
+async def read_limited_body(request: Request, limit: int, what: str,
+                            setting: str = "PEERWATCH_MAX_BODY_BYTES") -> bytes:
+    """The request body, or 413 as soon as it is known to exceed `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise _too_large(what, int(declared), limit, setting)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(what, size, limit, setting)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(what: str, size: int, limit: int, setting: str) -> HTTPException:
+    return HTTPException(
+        status.HTTP_413_CONTENT_TOO_LARGE,
+        detail=f"{what} body of {size} bytes exceeds the limit of {limit} bytes ({setting})",
+    )
+
+
 def _is_json(request: Request) -> bool:
     kind = request.headers.get("content-type", "application/json").split(";")[0].strip()
     return kind == "application/json" or kind.endswith("+json")
@@ -133,7 +160,9 @@ class StrictJsonRoute(APIRoute):
             return handler
 
         async def read_then_handle(request: Request) -> Response:
-            body = await request.body()
+            body = await read_limited_body(request, ADMIN_BODY_LIMIT, "request",
+                                           "the admin API's limit")
+            request._body = body  # Starlette's cache of body(): FastAPI reads it from there
             if body and _is_json(request):
                 request._json = load_json(body, "request")  # Starlette's cache of json()
             return await handler(request)

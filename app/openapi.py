@@ -10,7 +10,7 @@ The answers FastAPI cannot see are added to each operation that can give them, e
 its body's schema (`{"detail": "..."}` unless the route documents its own):
 401/403 where a bearer token is required, 404 where a path names a host, alert, silence,
 window or snapshot, 422 (FastAPI's list shape, also for bad JSON) where there are
-parameters or a body, 503 (`Retry-After`) on every `/api/v1` operation, since any of them
+parameters or a body, 413 where there is a body, 503 (`Retry-After`) on every `/api/v1` operation, since any of them
 may meet a database that is briefly unreachable.
 """
 
@@ -51,6 +51,7 @@ ERROR_DETAIL = {"type": "object", "required": ["detail"],
 VALIDATION = {"$ref": "#/components/schemas/HTTPValidationError"}
 WHY = {401: "No bearer token.", 403: "The bearer token is not the one this operation needs.",
        404: "Not found (the detail names what).",
+       413: "Body larger than this operation takes (the detail names the limit).",
        422: "Invalid parameters or body (each error names its field; invalid JSON, NaN, "
             "NUL, lone surrogates and bad UTF-8 are type `json_invalid`).",
        503: "The database is unavailable for a moment; retry after `Retry-After` seconds."}
@@ -64,6 +65,8 @@ def _statuses(path: str, operation: dict[str, Any]) -> list[int]:
         found.append(404)
     if operation.get("parameters") or operation.get("requestBody"):
         found.append(422)
+    if operation.get("requestBody"):
+        found.append(413)
     if path.startswith("/api/v1"):
         found.append(503)
     return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from fastapi import HTTPException, Request, status
+from fastapi import HTTPException, status
 from pydantic import BaseModel, ValidationError
 
 from app.errors import body_errors
@@ -43,28 +43,6 @@ def may_hold_long_integer(body: bytes) -> bool:
             end += 1
         at = flat.find(_LONG_RUN, end)
     return False
-
-
-async def read_limited_body(request: Request, limit: int, what: str) -> bytes:
-    """The request body, or 413 as soon as it is known to exceed `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise _too_large(what, int(declared), limit)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(what, size, limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _too_large(what: str, size: int, limit: int) -> HTTPException:
-    return HTTPException(
-        status.HTTP_413_CONTENT_TOO_LARGE,
-        detail=f"{what} body of {size} bytes exceeds the limit of {limit} bytes "
-               "(PEERWATCH_MAX_BODY_BYTES)",
-    )
 
 
 def validate_wire(model: type[M], body: bytes, what: str) -> M:

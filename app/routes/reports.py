@@ -25,10 +25,11 @@ from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
 from app.errors import body_errors
 from app.ingest_gate import IngestGate, gate_for
+from app.json_body import read_limited_body
 from app.schemas import IngestResult
 from app.services.ingest import ingest
 from app.services.report_checks import check_report
-from app.wire_body import parse_wire, read_limited_body
+from app.wire_body import parse_wire
 from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])

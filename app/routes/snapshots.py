@@ -18,10 +18,11 @@ from starlette.concurrency import run_in_threadpool
 
 from app.deps import HostPath, ProbeTokenDep, SessionDep, SettingsDep
 from app.errors import body_errors
+from app.json_body import read_limited_body
 from app.queries.snapshots import get_snapshot, host_snapshots, job_diff
 from app.schemas_snapshots import JobDiff, SnapshotList, SnapshotStored
 from app.services.snapshots import check_snapshot, store_snapshot
-from app.wire_body import parse_wire, read_limited_body
+from app.wire_body import parse_wire
 from probes.report import utcnow
 from probes.snapshot import JOB_ID, JOB_ID_RULE, SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
 

@@ -127,3 +127,16 @@ def test_a_non_finite_value_names_its_field(client: TestClient) -> None:
     body = b'{"host": "node-a", "duration_s": -Infinity}'
     r = client.post("/api/v1/maintenance", content=body, headers=_headers("/api/v1/maintenance"))
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "duration_s"]
+
+
+def test_admin_bodies_are_bounded_before_validation(client: TestClient) -> None:
+    from app.json_body import ADMIN_BODY_LIMIT
+
+    many = {"matchers": [{"name": f"l{i}", "value": "x"} for i in range(10_000)],
+            "created_by": "a", "duration_s": 60}
+    body = json.dumps(many).encode()
+    assert len(body) > ADMIN_BODY_LIMIT
+    for path in ("/api/v1/silences", "/api/v1/maintenance", "/api/v1/alerts/1/ack"):
+        r = client.post(path, content=body, headers=_headers(path))
+        assert r.status_code == 413 and "the admin API's limit" in r.text, (path, r.text)
+    assert client.get("/api/v1/silences").json()["silences"] == []

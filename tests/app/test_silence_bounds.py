@@ -35,7 +35,7 @@ def test_too_many_matchers_are_refused(client: TestClient) -> None:
     r = _post(client, _silence(many))
     assert r.status_code == 422 and f"at most {MAX_MATCHERS}" in r.text, r.text
     r = _post(client, _silence([{"name": f"l{i}", "value": "x"} for i in range(10_000)]))
-    assert r.status_code == 422
+    assert r.status_code == 413  # past the admin API's body limit: never validated
     assert _post(client, _silence(many[:MAX_MATCHERS])).status_code == 201
     assert _stored(client) == 1
 
