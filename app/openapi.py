@@ -10,8 +10,8 @@ The answers FastAPI cannot see are added to each operation that can give them, e
 its body's schema (`{"detail": "..."}` unless the route documents its own):
 401/403 where a bearer token is required, 404 where a path names a host, alert, silence,
 window or snapshot, 422 (FastAPI's list shape, also for bad JSON) where there are
-parameters or a body, 413 where there is a body, 503 (`Retry-After`) on every `/api/v1` operation, since any of them
-may meet a database that is briefly unreachable.
+parameters or a body, 413 where there is a body, 503 (`Retry-After`) on every `/api/v1`
+operation, since any of them may meet a database that is briefly unreachable.
 """
 
 from __future__ import annotations
