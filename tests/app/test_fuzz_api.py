@@ -124,7 +124,13 @@ def test_stateful_sequences_keep_to_the_schema(server: str) -> None:
                               additional_checks: Any = None, **kwargs: Any) -> None:
             case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs)
 
+    # Not derandomized: a derandomized run replays the same choices across sequences, and
+    # what a sequence can draw depends on what the server answered before (the ids it gave),
+    # which Hypothesis reports as FlakyStrategyDefinition rather than as a finding.
     Client.run(settings=settings(max_examples=STATEFUL_EXAMPLES, deadline=None,
-                                 database=None, derandomize=DERANDOMIZE,
+                                 database=None, derandomize=False,
                                  stateful_step_count=STATEFUL_STEPS,
+                                 phases=[Phase.generate],  # no shrinking: a replay against
+                                 # a server whose state moved on draws differently (Hypothesis
+                                 # then reports FlakyStrategyDefinition, hiding the failure)
                                  suppress_health_check=list(HealthCheck)))
