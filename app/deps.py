@@ -10,11 +10,13 @@ import secrets
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Path, Request, status
+from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from probes.report import HOSTNAME_RULE, valid_hostname
 
 bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token>")
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
@@ -69,6 +71,15 @@ def require_admin_token(credentials: BearerDep, settings: SettingsDep) -> str:
 
 # Row ids in paths: bounded by the INTEGER column, so a huge id is a 422, never a driver error.
 RowId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Row id.")]
+
+# A host named in a path or a query: the rule every host name follows (422 naming it), then
+# its canonical lowercase spelling, so `/hosts/GPU-17` is the host reported as `gpu-17`.
+_HOST_RULE = f"Host name: {HOSTNAME_RULE}."
+HostPath = Annotated[str, Path(min_length=1, max_length=253, description=_HOST_RULE,
+                               examples=["gpu-node-17"]), AfterValidator(valid_hostname)]
+HostQuery = Annotated[str | None, Query(min_length=1, max_length=253,
+                                        description=f"Only this host. {_HOST_RULE}"),
+                      AfterValidator(lambda v: None if v is None else valid_hostname(v))]
 
 ProbeTokenDep = Annotated[str, Depends(require_probe_token)]
 AdminTokenDep = Annotated[str, Depends(require_admin_token)]

@@ -26,12 +26,12 @@ from sqlalchemy import Table, bindparam, case, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.models import Host
+from probes.report import valid_hostname
 
 log = logging.getLogger(__name__)
 
 REFUSAL_FLUSH_S = 2.0
 MAX_HOSTS = 100_000
-MAX_NAME = 253  # as hosts.name
 
 
 class RefusalBook:
@@ -42,7 +42,13 @@ class RefusalBook:
         self._pending: dict[str, tuple[int, datetime]] = {}
 
     def note(self, host: str | None, at: datetime) -> None:
-        if not host or len(host) > MAX_NAME:
+        """Count a refusal of `host`'s report; a header that names no valid host counts nothing,
+        and a valid one is kept in its canonical spelling (as stored hosts are)."""
+        try:
+            host = valid_hostname(host) if host else None
+        except ValueError:
+            return
+        if host is None:
             return
         with self._lock:
             count, newest = self._pending.get(host, (0, at))

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from app.alerting.schemas import TimeSpanRequest
+from app.alerting.schemas import ONE_END, TimeSpanRequest
+from probes.report import HOSTNAME_RULE, clean_text, valid_hostname
 
 
 class MaintenanceRequest(TimeSpanRequest):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+    model_config = ConfigDict(extra="forbid", json_schema_extra={**ONE_END, "examples": [{
         "host": "gpu-node-17", "duration_s": 7200, "created_by": "alice",
         "comment": "NVSwitch tray swap"}]})
-    host: str = Field(min_length=1, max_length=253, examples=["gpu-node-17"])
-    created_by: str = Field(default="admin", min_length=1, max_length=128)
-    comment: str = Field(default="", max_length=2000)
+    host: Annotated[str, Field(min_length=1, max_length=253, examples=["gpu-node-17"],
+                               description=f"Host name: {HOSTNAME_RULE}."),
+                    AfterValidator(valid_hostname)]
+    created_by: Annotated[str, Field(default="admin", min_length=1, max_length=128),
+                          AfterValidator(clean_text)]
+    comment: Annotated[str, Field(default="", max_length=2000), AfterValidator(clean_text)]
 
 
 class MaintenanceOut(BaseModel):
@@ -27,6 +32,9 @@ class MaintenanceOut(BaseModel):
     comment: str
     created_at: datetime
     active: bool = Field(description="The window covers now: the host's alerts are not paged.")
+    host_known: bool = Field(
+        default=True, description="The host has reported to this server. A window may be "
+        "declared before a host's first report; false also catches a mistyped name.")
 
 
 class MaintenanceResponse(BaseModel):

@@ -132,3 +132,9 @@ class NotEnoughGpusDetail(BaseModel):
     healthy: int
     total: int
     healthy_gpus: list[int]
+
+
+class NotEnoughGpusAnswer(BaseModel):
+    """The 409's whole body: FastAPI puts the detail under `detail`, as for every error."""
+
+    detail: NotEnoughGpusDetail

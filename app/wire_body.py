@@ -1,25 +1,24 @@
 """Reading a posted wire document (a probe report, a job snapshot) into its model.
 
 Both ingest routes read the body by hand, in the order that gives the most useful error:
-size (413, while reading), JSON (422), `schema_version` (400 naming the supported versions,
+size (413, while reading), JSON (422, `app.json_body`: the reader every JSON route shares),
+`schema_version` (400 naming the supported versions,
 before full validation, so a newer probe is told to upgrade the server rather than shown
 fifty field errors), integers past 64 bits (422 naming the field), then the wire model
-(422 naming each field). One module, so the two documents are refused the same way.
+in strict mode (422 naming each field). One module, so the two documents are refused the same way.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import orjson
-from fastapi import HTTPException, Request, status
-from fastapi.exceptions import RequestValidationError
+from fastapi import HTTPException, status
 from pydantic import BaseModel, ValidationError
 
 from app.errors import body_errors
-from app.services.report_checks import oversized_integers
+from app.json_body import load_json, too_deep
+from app.services.report_checks import oversized_integers, oversized_lists
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -46,56 +45,13 @@ def may_hold_long_integer(body: bytes) -> bool:
     return False
 
 
-async def read_limited_body(request: Request, limit: int, what: str) -> bytes:
-    """The request body, or 413 as soon as it is known to exceed `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise _too_large(what, int(declared), limit)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(what, size, limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _too_large(what: str, size: int, limit: int) -> HTTPException:
-    return HTTPException(
-        status.HTTP_413_CONTENT_TOO_LARGE,
-        detail=f"{what} body of {size} bytes exceeds the limit of {limit} bytes "
-               "(PEERWATCH_MAX_BODY_BYTES)",
-    )
-
-
-def load_json(body: bytes, what: str) -> Any:
-    """The parsed body. orjson first (several times faster on a 250 kB sweep); what it
-    refuses but the standard parser reads (NaN, integers past 64 bits) goes through the
-    standard parser, so those values reach the checks that name their field."""
+def validate_wire(model: type[M], body: bytes, what: str) -> M:
+    """The wire model (422 naming each field), validated from the bytes in pydantic's strict
+    JSON mode: a number sent as a string (`"value": "1e9"`) is refused, not converted."""
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise body_errors([{"type": "json_invalid", "loc": (),
-                            "msg": f"body is not valid JSON: {exc}"}]) from exc
+        return model.model_validate_json(body, strict=True)
     except RecursionError as exc:
-        raise _too_deep(what) from exc
-
-
-def _too_deep(what: str) -> RequestValidationError:
-    return body_errors([{"type": "json_invalid", "loc": (),
-                         "msg": f"body nests JSON too deeply for a {what}"}])
-
-
-def validate_wire(model: type[M], data: dict[str, Any], what: str) -> M:
-    """The wire model (422 naming each field)."""
-    try:
-        return model.model_validate(data)
-    except RecursionError as exc:
-        raise _too_deep(what) from exc
+        raise too_deep(what) from exc
     except ValidationError as exc:
         raise body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
     except TypeError as exc:  # e.g. comparing a naive with an aware timestamp
@@ -117,6 +73,8 @@ def parse_wire(body: bytes, model: type[M], versions: Sequence[int], what: str,
             detail=f"unsupported {version_field} {version!r}; this server supports "
                    f"{list(versions)}",
         )
+    if too_long := oversized_lists(data):  # before validating thousands of items
+        raise body_errors(too_long)
     if may_hold_long_integer(body) and (too_large := oversized_integers(data)):
         raise body_errors(too_large)
-    return validate_wire(model, data, what)
+    return validate_wire(model, body, what)

@@ -5,6 +5,8 @@
     open_fabric("auto")              the real backend if it can run here, else simulated:h200x2,
                                      saying so through `on_fallback` (or the log)
     open_fabric("nvml", quick=True)  the real backend reading NVML only (job snapshots)
+    open_real_or_refuse("auto")      what every command that posts or stores uses: `auto`
+                                     means the real GPUs or FabricUnavailable, never made-up data
 
 The real backend is imported only when asked for, so machines without NVML or CuPy (and the
 whole CPU test suite) never load them.
@@ -40,6 +42,21 @@ def open_real(quick: bool = False) -> Fabric:
     except ImportError as exc:  # probes.nvidia.real itself, or pynvml inside it
         raise FabricUnavailable(f"the real backend cannot load: {exc}") from exc
     return fabric
+
+
+def open_real_or_refuse(spec: str, *, hostname: str | None = None,
+                        quick: bool = False) -> Fabric:
+    """The fabric `spec` names for a command whose numbers reach a server or a spool
+    (`probe`, `snapshot --post/--spool`): `auto` is the real GPUs or an error, because a
+    report of made-up numbers is worse than a refusal; a simulated host only when named."""
+    if spec == "auto":
+        try:
+            return open_real(quick)
+        except FabricUnavailable as exc:
+            raise FabricUnavailable(
+                f"no GPUs usable here ({exc}); to run without GPUs pass "
+                "--fabric simulated:<preset>") from exc
+    return open_fabric(spec, hostname=hostname, quick=quick)
 
 
 def open_fabric(

@@ -26,7 +26,11 @@ SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 # Bounds that no real fabric reaches: anything beyond is a probe bug, not a measurement.
 MAX_BANDWIDTH_BPS = 10e12  # 10 TB/s
 MAX_LATENCY_S = 60.0
-MAX_GPUS = 1024
+# GPUs per host: the largest boards ship 8 (HGX) or 4 (a GB200 tray); 64 leaves room for
+# what comes next while bounding a report's cost (docs/api.md "Limits"): the largest legal
+# report, 64 GPUs with every pair test, is ~24,000 results.
+MAX_GPUS = 64
+MAX_LINKS_PER_GPU = 64  # NVML's NVLINK_MAX_LINKS is 18 today
 MAX_SAMPLES = 10_000  # timed repetitions kept per transfer result
 MAX_COUNTER_SAMPLES = 64  # counter snapshots per report (a probe sends 1 or 2)
 MAX_RESULTS = 100_000  # hard ceiling; the server also caps results by the report's inventory
@@ -41,9 +45,10 @@ EARLIEST_YEAR, LATEST_YEAR = 1970, 9000
 
 # Host names: DNS-style labels of letters, digits, `-` and `_`, joined by dots, at most 253
 # characters. No label is empty, so "." and ".." never appear, nor does "/": every accepted
-# host is reachable at /api/v1/hosts/<name>.
+# host is reachable at /api/v1/hosts/<name>. DNS is case-insensitive, so a name is stored
+# and compared in lowercase (`GPU-17` and `gpu-17` are one host).
 HOSTNAME_RULE = ("labels of letters, digits, '-' and '_' (not starting or ending with '-'), "
-                 "joined by single dots, at most 253 characters")
+                 "joined by single dots, at most 253 characters; case does not matter")
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 HOSTNAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 
@@ -69,9 +74,12 @@ def sane_time(value: datetime) -> datetime:
 
 
 def valid_hostname(value: str) -> str:
+    """`value` in its one canonical spelling (lowercase), or ValueError naming the rule:
+    every place a host is named (reports, snapshots, paths, queries, maintenance, silences,
+    the CLI) goes through here."""
     if len(value) > 253 or not HOSTNAME.fullmatch(value):
         raise ValueError(f"host name {value[:80]!r} breaks the rule: {HOSTNAME_RULE}")
-    return value
+    return value.lower()
 
 
 _Clean = AfterValidator(clean_text)
@@ -272,7 +280,7 @@ class GpuInfo(_Model):
 
 class NvLinkPort(_Model):
     gpu: GpuIndex
-    link: Annotated[int, Field(ge=0, lt=64)]
+    link: Annotated[int, Field(ge=0, lt=MAX_LINKS_PER_GPU)]
     state: LinkState
     version: Text16 | None = None  # "4.0" decoded from NVML's enum (6 -> 4.0)
     speed_bps: Annotated[float, Field(ge=0, le=MAX_BANDWIDTH_BPS, allow_inf_nan=False)] | None = (
@@ -305,7 +313,7 @@ class PairInfo(_Model):
 
 class Inventory(_Model):
     gpus: list[GpuInfo] = Field(max_length=MAX_GPUS)
-    nvlinks: list[NvLinkPort] = Field(default_factory=list, max_length=MAX_GPUS * 64)
+    nvlinks: list[NvLinkPort] = Field(default_factory=list, max_length=MAX_GPUS * MAX_LINKS_PER_GPU)
     pairs: list[PairInfo] = Field(default_factory=list, max_length=MAX_GPUS * (MAX_GPUS - 1))
     fabric_manager: FabricManagerInfo | None = None  # None: not looked for (older probes)
 
@@ -317,7 +325,7 @@ class LinkCounters(_Model):
     """Cumulative counters of one NVLink port. Lifetime values: judge their rate, never size."""
 
     gpu: GpuIndex
-    link: Annotated[int, Field(ge=0, lt=64)]
+    link: Annotated[int, Field(ge=0, lt=MAX_LINKS_PER_GPU)]
     tx_bytes: Bytes | None = None  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX (KiB) * 1024
     rx_bytes: Bytes | None = None
     replay: Counter64 | None = None
@@ -338,7 +346,7 @@ class GpuActivity(_Model):
 
 class CounterSample(_Model):
     at: Timestamp
-    links: list[LinkCounters] = Field(default_factory=list, max_length=MAX_GPUS * 64)
+    links: list[LinkCounters] = Field(default_factory=list, max_length=MAX_GPUS * MAX_LINKS_PER_GPU)
     pcie_replay: dict[GpuIndex, Counter64] = Field(default_factory=dict)
     activity: list[GpuActivity] = Field(default_factory=list, max_length=MAX_GPUS)
 

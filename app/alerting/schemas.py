@@ -5,13 +5,26 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    field_validator,
+    model_validator,
+)
 
-from probes.report import Timestamp
+from app.alerting.silences import compiled
+from probes.report import Timestamp, clean_text
 
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# An alert has a handful of labels; a silence needs at most one matcher per label it names.
+MAX_MATCHERS = 32
+MAX_MATCHER_VALUE = 1024
 
 
 class AlertState(StrEnum):
@@ -81,16 +94,20 @@ class AlertDetail(AlertOut):
 
 class AckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    by: str = Field(min_length=1, max_length=128, examples=["alice"])
-    comment: str = Field(default="", max_length=2000, examples=["replacing the cable at 14:00"])
+    by: Annotated[str, Field(min_length=1, max_length=128, examples=["alice"]),
+                  AfterValidator(clean_text)]
+    comment: Annotated[str, Field(default="", max_length=2000,
+                                  examples=["replacing the cable at 14:00"]),
+                       AfterValidator(clean_text)]
 
 
 class Matcher(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=128, examples=["host"])
-    value: str = Field(max_length=1024, examples=["gpu-node-17"])
-    is_regex: bool = False
-    is_equal: bool = True
+    value: Annotated[str, Field(max_length=MAX_MATCHER_VALUE, examples=["gpu-node-17"]),
+                     AfterValidator(clean_text)]
+    is_regex: StrictBool = False
+    is_equal: StrictBool = True
 
     @field_validator("name")
     @classmethod
@@ -101,12 +118,15 @@ class Matcher(BaseModel):
 
     @model_validator(mode="after")
     def _regex_compiles(self) -> Matcher:
+        if self.name == "host" and not self.is_regex:  # host names are lowercase
+            self.value = self.value.lower()
         if self.is_regex:
-            try:
-                re.compile(self.value)
-            except re.error as exc:
-                raise ValueError(f"value {self.value!r} is not a valid regex: {exc}") from exc
+            compiled(self.value, ignore_case=self.name == "host")  # ValueError naming it
         return self
+
+
+# "Exactly one of ends_at and duration_s", said in the schema too (clients and fuzzers read it).
+ONE_END: dict[str, Any] = {"oneOf": [{"required": ["ends_at"]}, {"required": ["duration_s"]}]}
 
 
 class TimeSpanRequest(BaseModel):
@@ -115,7 +135,7 @@ class TimeSpanRequest(BaseModel):
 
     starts_at: Timestamp | None = Field(default=None, description="Default: now.")
     ends_at: Timestamp | None = None
-    duration_s: float | None = Field(default=None, gt=0, le=366 * 86_400,
+    duration_s: StrictFloat | None = Field(default=None, gt=0, le=366 * 86_400,
                                      description="Instead of ends_at.")
 
     @model_validator(mode="after")
@@ -139,14 +159,14 @@ class TimeSpanRequest(BaseModel):
 
 
 class SilenceRequest(TimeSpanRequest):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+    model_config = ConfigDict(extra="forbid", json_schema_extra={**ONE_END, "examples": [{
         "matchers": [{"name": "host", "value": "gpu-node-17"},
                      {"name": "alertname", "value": "NVLink.*", "is_regex": True}],
         "duration_s": 7200, "created_by": "alice", "comment": "cable swap",
     }]})
-    matchers: list[Matcher] = Field(min_length=1)
-    created_by: str = Field(min_length=1, max_length=128)
-    comment: str = Field(default="", max_length=2000)
+    matchers: list[Matcher] = Field(min_length=1, max_length=MAX_MATCHERS)
+    created_by: Annotated[str, Field(min_length=1, max_length=128), AfterValidator(clean_text)]
+    comment: Annotated[str, Field(default="", max_length=2000), AfterValidator(clean_text)]
 
 
 class SilenceOut(BaseModel):

@@ -25,6 +25,11 @@ class NotFound(LookupError):
         super().__init__(f"{kind} {name!r} not found{suffix}")
 
 
+def host_known(session: Session, name: str) -> bool:
+    """Whether a host of this (canonical) name has ever reported."""
+    return session.scalar(select(Host.id).where(Host.name == name)) is not None
+
+
 def get_host(session: Session, name: str) -> Host:
     host = session.scalar(select(Host).where(Host.name == name))
     if host is None:

@@ -27,12 +27,14 @@ from app.alerting.schemas import (
 from app.alerting.service import service_for
 from app.alerting.silences import active_silences, silenced_by
 from app.analysis.debounce import Hold
-from app.deps import AdminTokenDep, RowId, SessionDep
-from app.models import Alert, AlertEvent, Silence
+from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
+from app.json_body import StrictJsonRoute
+from app.models import Alert, Silence
 from app.queries.alerts import alert_history, find_alerts
 from app.queries.page_holds import page_holds
+from app.services import alert_admin
 
-router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
+router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], route_class=StrictJsonRoute)
 
 def alert_out(alert: Alert, silences: list[Silence],
               holds: Mapping[str, Hold] | None = None) -> AlertOut:
@@ -70,7 +72,7 @@ def list_alerts(
     session: SessionDep,
     state: Annotated[AlertState | Literal["all"] | None, Query(
         description="Default: pending and firing; `all` for every state.")] = None,
-    host: Annotated[str | None, Query(description="Only alerts of this host.")] = None,
+    host: HostQuery = None,
     alertname: Annotated[str | None, Query(description="Only this rule, e.g. NVLinkDown.")]
     = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
@@ -82,16 +84,9 @@ def list_alerts(
     return AlertsResponse(alerts=[alert_out(a, silences, holds) for a in rows])
 
 
-def _get(session: SessionDep, alert_id: int) -> Alert:
-    alert = session.get(Alert, alert_id)
-    if alert is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"alert {alert_id} not found")
-    return alert
-
-
 @router.get("/{alert_id}", response_model=AlertDetail, summary="One alert with its history")
 def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDetail:
-    alert = _get(session, alert_id)
+    alert = alert_admin.get_alert(session, alert_id)
     events = alert_history(session, alert_id)
     now = datetime.now(UTC)
     base = alert_out(alert, active_silences(session, now),
@@ -102,18 +97,14 @@ def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDe
 
 
 @router.post("/{alert_id}/ack", response_model=AlertOut,
-             summary="Acknowledge a pending or firing alert (admin token)")
+             summary="Acknowledge a pending or firing alert (admin token)",
+             responses={409: {"description": "The alert is resolved or inactive: only "
+                                             "pending or firing alerts can be acknowledged."}})
 def ack_alert(alert_id: RowId, body: AckRequest, session: SessionDep,
               _admin: AdminTokenDep) -> AlertOut:
-    alert = _get(session, alert_id)
-    if alert.state not in ("pending", "firing"):
-        raise HTTPException(status.HTTP_409_CONFLICT,
-                            detail=f"alert {alert_id} is {alert.state}; only pending or "
-                                   "firing alerts can be acknowledged")
     now = datetime.now(UTC)
-    alert.acked_at, alert.acked_by = now, body.by
-    message = f"acknowledged by {body.by}" + (f": {body.comment}" if body.comment else "")
-    session.add(AlertEvent(alert_id=alert.id, state="acknowledged", at=now, value=None,
-                           message=message))
-    session.commit()
+    try:
+        alert = alert_admin.acknowledge(session, alert_id, body, now)
+    except alert_admin.AlertNotActive as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from exc
     return alert_out(alert, active_silences(session, now))

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import HostPath, SessionDep, SettingsDep
+from app.errors import query_unprocessable
 from app.queries import host_health, host_summaries, latest_matrix
 from app.queries.health_view import health_view
 from app.queries.hosts import host_detail
@@ -27,7 +29,7 @@ from app.schemas import (
     SeriesResponse,
     TopologyResponse,
 )
-from probes.report import MAX_GPUS, Timestamp, utcnow
+from probes.report import MAX_GPUS, MAX_LINKS_PER_GPU, Timestamp, utcnow
 
 router = APIRouter(prefix="/api/v1/hosts", tags=["hosts"])
 
@@ -40,11 +42,11 @@ Step = Annotated[int | None, Query(ge=1, le=31 * 86_400, description="Bucket wid
                                    "seconds; default: about 300 buckets over the range.")]
 
 GpuQuery = Annotated[int | None, Query(ge=0, lt=MAX_GPUS, description="Only this GPU")]
-LinkQuery = Annotated[int | None, Query(ge=0, lt=64, description="Only this link")]
+LinkQuery = Annotated[int | None, Query(ge=0, lt=MAX_LINKS_PER_GPU, description="Only this link")]
 
 
-def _unprocessable(exc: ValueError) -> HTTPException:
-    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc))
+def _unprocessable(exc: ValueError) -> RequestValidationError:
+    return query_unprocessable(str(exc))
 
 
 @router.get("", response_model=HostsResponse, summary="Every host with its health summary")
@@ -53,26 +55,26 @@ def list_hosts(session: SessionDep) -> HostsResponse:
 
 
 @router.get("/{host}", response_model=HostDetail, summary="A host's inventory")
-def get_host_detail(host: str, session: SessionDep) -> HostDetail:
+def get_host_detail(host: HostPath, session: SessionDep) -> HostDetail:
     return host_detail(session, host)
 
 
 @router.get("/{host}/topology", response_model=TopologyResponse,
             summary="GPUs, NVSwitch and CPU sockets as a graph with bandwidth and verdicts")
-def get_topology(host: str, session: SessionDep, settings: SettingsDep) -> TopologyResponse:
+def get_topology(host: HostPath, session: SessionDep, settings: SettingsDep) -> TopologyResponse:
     return host_topology(session, settings, host)
 
 
 @router.get("/{host}/matrix", response_model=MatrixResponse,
             summary="Newest value, expectation and verdict of every ordered pair")
-def get_matrix(host: str, session: SessionDep, settings: SettingsDep,
+def get_matrix(host: HostPath, session: SessionDep, settings: SettingsDep,
                test: TestParam = "ce_write") -> MatrixResponse:
     return latest_matrix(session, settings, host, test)
 
 
 @router.get("/{host}/series", response_model=SeriesResponse,
             summary="Bucketed min/mean/max of one pair and test, with baseline and expected")
-def get_series(host: str, session: SessionDep, settings: SettingsDep,
+def get_series(host: HostPath, session: SessionDep, settings: SettingsDep,
                src: Annotated[int, Query(ge=0, lt=MAX_GPUS, description="Source GPU index")],
                dst: Annotated[int, Query(ge=0, lt=MAX_GPUS,
                                                description="Destination GPU index")],
@@ -86,7 +88,7 @@ def get_series(host: str, session: SessionDep, settings: SettingsDep,
 
 @router.get("/{host}/links/series", response_model=LinkSeriesResponse,
             summary="Per-link throughput and error-counter rates over time")
-def get_link_series(host: str, session: SessionDep, since: Since = None, until: Until = None,
+def get_link_series(host: HostPath, session: SessionDep, since: Since = None, until: Until = None,
                     step: Step = None,
                     gpu: GpuQuery = None, link: LinkQuery = None,
                     ) -> LinkSeriesResponse:
@@ -98,5 +100,5 @@ def get_link_series(host: str, session: SessionDep, since: Since = None, until: 
 
 @router.get("/{host}/health", response_model=HealthResponse,
             summary="Verdicts for the host, each GPU, link and pair, with reasons and since when")
-def get_health(host: str, session: SessionDep, settings: SettingsDep) -> HealthResponse:
+def get_health(host: HostPath, session: SessionDep, settings: SettingsDep) -> HealthResponse:
     return health_view(host_health(session, settings, host))

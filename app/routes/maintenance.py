@@ -11,14 +11,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.deps import AdminTokenDep, SessionDep
+from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
 from app.errors import unprocessable
+from app.json_body import StrictJsonRoute
 from app.models import MaintenanceWindow
+from app.queries.common import host_known
 from app.queries.page_holds import list_windows
 from app.schemas_maintenance import MaintenanceOut, MaintenanceRequest, MaintenanceResponse
 from app.services.maintenance import declare_window, end_window
 
-router = APIRouter(prefix="/api/v1/maintenance", tags=["alerts"])
+router = APIRouter(prefix="/api/v1/maintenance", tags=["alerts"], route_class=StrictJsonRoute)
 
 
 def window_out(w: MaintenanceWindow, now: datetime) -> MaintenanceOut:
@@ -36,14 +38,16 @@ def create_window(body: MaintenanceRequest, session: SessionDep,
         window = declare_window(session, body, now)
     except ValueError as exc:
         raise unprocessable("ends_at", str(exc)) from exc
-    return window_out(window, now)
+    out = window_out(window, now)
+    out.host_known = host_known(session, window.host)
+    return out
 
 
 @router.get("", response_model=MaintenanceResponse,
             summary="Maintenance windows, latest start first")
 def get_windows(
     session: SessionDep,
-    host: Annotated[str | None, Query(description="Only this host's windows.")] = None,
+    host: HostQuery = None,
     ended: Annotated[bool, Query(description="Include windows that have ended.")] = False,
 ) -> MaintenanceResponse:
     now = datetime.now(UTC)
@@ -53,6 +57,6 @@ def get_windows(
 
 @router.delete("/{window_id}", response_model=MaintenanceOut,
                summary="End a maintenance window now (admin token)")
-def delete_window(window_id: int, session: SessionDep, _admin: AdminTokenDep) -> MaintenanceOut:
+def delete_window(window_id: RowId, session: SessionDep, _admin: AdminTokenDep) -> MaintenanceOut:
     now = datetime.now(UTC)
     return window_out(end_window(session, window_id, now), now)

@@ -27,11 +27,12 @@ from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
 from app.errors import body_errors
 from app.ingest_gate import IngestGate, Saturated, gate_for
+from app.json_body import read_limited_body
 from app.refusals import refusals_for
 from app.schemas import IngestResult
 from app.services.ingest import ingest, sent_at_of
 from app.services.report_checks import check_report
-from app.wire_body import parse_wire, read_limited_body
+from app.wire_body import parse_wire
 from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
 from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, utcnow
 

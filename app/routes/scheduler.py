@@ -13,20 +13,23 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import AfterValidator
 
 from app.analysis.placement import NotEnoughHealthyGpus, Pattern, PlacementError, place
 from app.deps import SessionDep, SettingsDep
+from app.errors import query_unprocessable
 from app.queries import host_health
 from app.queries.domains import clique_fits
 from app.queries.placement import placement_view
 from app.queries.scheduler import schedulable
 from app.schemas_domains import CliquesResponse
 from app.schemas_scheduler import (
+    NotEnoughGpusAnswer,
     NotEnoughGpusDetail,
     PlacementResponse,
     SchedulerHostsResponse,
 )
-from probes.report import utcnow
+from probes.report import HOSTNAME_RULE, MAX_GPUS, utcnow, valid_hostname
 
 router = APIRouter(prefix="/api/v1/scheduler", tags=["scheduler"])
 
@@ -64,14 +67,15 @@ def cliques(
     responses={
         404: {"description": "Unknown host (named in `detail`)."},
         409: {"description": "Too few healthy GPUs; `detail` carries the numbers.",
-              "model": NotEnoughGpusDetail},
+              "model": NotEnoughGpusAnswer},
     },
 )
 def placement(
     session: SessionDep, settings: SettingsDep,
-    host: Annotated[str, Query(description="Host name as its probe reports it.",
-                               examples=["gpu-node-17"])],
-    gpus: Annotated[int, Query(ge=1, le=1024, description="How many GPUs (k).")],
+    host: Annotated[str, Query(min_length=1, max_length=253, examples=["gpu-node-17"],
+                               description=f"Host name: {HOSTNAME_RULE}."),
+                    AfterValidator(valid_hostname)],
+    gpus: Annotated[int, Query(ge=1, le=MAX_GPUS, description="How many GPUs (k).")],
     pattern: Annotated[Pattern, Query(description="ring: all-reduce bus bandwidth; "
                                                   "all_to_all: per-GPU all-to-all.")]
     = Pattern.RING,
@@ -86,7 +90,7 @@ def placement(
                                      total=exc.total, healthy_gpus=exc.healthy)
         raise HTTPException(status.HTTP_409_CONFLICT, detail=detail.model_dump()) from exc
     except PlacementError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=str(exc)) from exc
+        raise query_unprocessable(str(exc), "gpus") from exc
     warnings = list(result.warnings)
     if health.stale:
         warnings.insert(0, f"host is stale: {health.judgement.reason}")

@@ -1,19 +1,22 @@
-"""Silences: mute matching alerts for a time (creating and expiring need the admin token)."""
+"""Silences: mute matching alerts for a time (creating and expiring need the admin token;
+the writes are `app/services/alert_admin.py`'s)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query, status
 
 from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
 from app.deps import AdminTokenDep, RowId, SessionDep
 from app.errors import unprocessable
+from app.json_body import StrictJsonRoute
 from app.models import Silence
 from app.queries.alerts import find_silences
+from app.services import alert_admin
 
-router = APIRouter(prefix="/api/v1/silences", tags=["alerts"])
+router = APIRouter(prefix="/api/v1/silences", tags=["alerts"], route_class=StrictJsonRoute)
 
 
 def silence_out(s: Silence, now: datetime) -> SilenceOut:
@@ -28,14 +31,9 @@ def create_silence(body: SilenceRequest, session: SessionDep,
                    _admin: AdminTokenDep) -> SilenceOut:
     now = datetime.now(UTC)
     try:
-        starts, ends = body.span(now)
+        silence = alert_admin.create_silence(session, body, now)
     except ValueError as exc:
         raise unprocessable("ends_at", str(exc)) from exc
-    silence = Silence(matchers=[m.model_dump() for m in body.matchers],
-                      created_by=body.created_by, comment=body.comment, starts_at=starts,
-                      ends_at=ends, created_at=now)
-    session.add(silence)
-    session.commit()
     return silence_out(silence, now)
 
 
@@ -52,12 +50,5 @@ def list_silences(
 @router.delete("/{silence_id}", response_model=SilenceOut,
                summary="Expire a silence now (admin token)")
 def expire_silence(silence_id: RowId, session: SessionDep, _admin: AdminTokenDep) -> SilenceOut:
-    silence = session.get(Silence, silence_id)
-    if silence is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND,
-                            detail=f"silence {silence_id} not found")
     now = datetime.now(UTC)
-    if silence.ends_at > now:
-        silence.ends_at = max(now, silence.starts_at)
-        session.commit()
-    return silence_out(silence, now)
+    return silence_out(alert_admin.expire_silence(session, silence_id, now), now)

@@ -16,12 +16,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import ProbeTokenDep, SessionDep, SettingsDep
+from app.deps import HostPath, ProbeTokenDep, SessionDep, SettingsDep
 from app.errors import body_errors
+from app.json_body import read_limited_body
 from app.queries.snapshots import get_snapshot, host_snapshots, job_diff
 from app.schemas_snapshots import JobDiff, SnapshotList, SnapshotStored
 from app.services.snapshots import check_snapshot, store_snapshot
-from app.wire_body import parse_wire, read_limited_body
+from app.wire_body import parse_wire
 from probes.report import utcnow
 from probes.snapshot import JOB_ID, JOB_ID_RULE, SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
 
@@ -76,11 +77,11 @@ def read_snapshot(snapshot_id: uuid.UUID, session: SessionDep) -> Snapshot:
 
 @router.get("/hosts/{host}/snapshots", response_model=SnapshotList,
             summary="A host's job snapshots, newest first")
-def list_snapshots(host: str, session: SessionDep) -> SnapshotList:
+def list_snapshots(host: HostPath, session: SessionDep) -> SnapshotList:
     return host_snapshots(session, host)
 
 
 @router.get("/hosts/{host}/jobs/{job_id}/diff", response_model=JobDiff,
             summary="What changed on a host from a job's prolog snapshot to its epilog")
-def get_job_diff(host: str, job_id: JobIdPath, session: SessionDep) -> JobDiff:
+def get_job_diff(host: HostPath, job_id: JobIdPath, session: SessionDep) -> JobDiff:
     return job_diff(session, host, job_id)

@@ -4,7 +4,8 @@ The wire models (`probes/report.py`) judge each value; these judge the report as
 against what the database can store: duplicate GPUs, links or pairs (which would break a
 unique constraint half-way through an ingest), samples naming GPUs the inventory lacks, and
 clocks far in the future (which would pin "latest" to a time that never comes), more results
-than the inventory allows (each (src, dst, test) at most once) and a `report_id` reused for a
+than the inventory allows (each (src, dst, test) at most once; counter rows at most four
+samples of each NVLink port the inventory lists) and a `report_id` reused for a
 different report (`report_digest` is what ingest compares), and cross-host results
 (`peer_host`, docs/domains.md), which this server does not store yet. Each problem
 is returned in pydantic's error shape, with the field path, so the 422 names the field.
@@ -17,7 +18,15 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from probes.report import GPU_TESTS, PAIR_TESTS, CounterSample, Inventory, Report, TestName
+from probes.report import (
+    GPU_TESTS,
+    MAX_GPUS,
+    PAIR_TESTS,
+    CounterSample,
+    Inventory,
+    Report,
+    TestName,
+)
 
 MAX_CLOCK_AHEAD = timedelta(hours=1)
 INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
@@ -68,6 +77,25 @@ def result_limit(gpus: int) -> int:
     return gpus * (gpus - 1) * len(PAIR_TESTS) + max(gpus - 1, 0) + gpus * len(GPU_TESTS)
 
 
+# Counter rows per report: one per NVLink port the inventory lists, for at most this many
+# samples (a probe sends 1 or 2: before and after its sweep).
+COUNTER_SAMPLES_PER_PORT = 4
+
+
+def _check_counter_rows(report: Report) -> Iterator[dict[str, Any]]:
+    ports = len(report.inventory.nvlinks)
+    for i, sample in enumerate(report.counters):
+        if len(sample.links) > ports:
+            yield _error(("counters", i, "links"), f"{len(sample.links)} link counters, but "
+                         f"the inventory lists {ports} NVLink ports (one row per port)")
+            return
+    rows = sum(len(sample.links) for sample in report.counters)
+    if rows > COUNTER_SAMPLES_PER_PORT * ports:
+        yield _error(("counters",), f"{rows} link counter rows, but {ports} ports allow at "
+                     f"most {COUNTER_SAMPLES_PER_PORT * ports} ({COUNTER_SAMPLES_PER_PORT} "
+                     "samples of each)")
+
+
 def _result_key(result: Any) -> tuple[Any, ...]:
     if result.test is TestName.ALLREDUCE:
         return (result.test.value, tuple(sorted(result.gpus)))
@@ -108,6 +136,7 @@ def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:
     """Every coherence problem of `report`, as pydantic-style errors (empty when fine)."""
     errors: list[dict[str, Any]] = list(_check_times(report, now))
     errors += _check_results(report)
+    errors += _check_counter_rows(report)
     errors += inventory_problems(report.inventory)
     known = {g.index for g in report.inventory.gpus}
     for i, sample in enumerate(report.counters):
@@ -141,6 +170,24 @@ def sample_problems(sample: CounterSample, known: set[int],
     errors += _unknown_gpus([a.gpu for a in sample.activity], known, (*loc, "activity"),
                             "activity")
     return errors
+
+
+def oversized_lists(data: Any) -> list[dict[str, Any]]:
+    """A host past `MAX_GPUS`, or more results than its GPUs allow, found in the raw JSON
+    before the wire model validates every item (a 1024-GPU inventory costs ~150 ms to
+    validate only to be refused for its length)."""
+    inventory = data.get("inventory") if isinstance(data, dict) else None
+    gpus = inventory.get("gpus") if isinstance(inventory, dict) else None
+    if not isinstance(gpus, list):
+        return []
+    if len(gpus) > MAX_GPUS:
+        return [_error(("inventory", "gpus"), f"{len(gpus)} GPUs, but a host has at most "
+                       f"{MAX_GPUS} (MAX_GPUS)", "too_long")]
+    results = data.get("results")
+    if isinstance(results, list) and len(results) > (limit := result_limit(len(gpus))):
+        return [_error(("results",), f"{len(results)} results, but a host of {len(gpus)} "
+                       f"GPUs allows at most {limit}", "too_long")]
+    return []
 
 
 def oversized_integers(data: Any, loc: tuple[Any, ...] = ()) -> list[dict[str, Any]]:

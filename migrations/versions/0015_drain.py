@@ -1,7 +1,7 @@
 """peerwatch drain: its actions, the nodes it owns (marks) and its circuit breaker.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 """
 from typing import Sequence, Union
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision: str = '0015'
-down_revision: Union[str, Sequence[str], None] = '0013'
+down_revision: Union[str, Sequence[str], None] = '0014'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -21,9 +21,8 @@ from probes.agent.sender import Backoff, Sender
 from probes.agent.spool import open_spool
 from probes.agent.worker import Clock, Meter, Sleep, Worker, process_usage
 from probes.config import ProbeSettings
-from probes.errors import FabricUnavailable
 from probes.fabric import Fabric
-from probes.fabric_select import open_fabric, open_real
+from probes.fabric_select import open_real_or_refuse
 from probes.passes import report_builder
 from probes.report import utcnow
 
@@ -38,17 +37,9 @@ class ProbeRuntime:
 
 
 def open_fabric_for(settings: ProbeSettings) -> Fabric:
-    """The fabric the settings name. For a probe `auto` means the real GPUs or an error:
-    unlike `open_fabric("auto")` it never falls back to a simulated host, because a probe
-    reporting made-up numbers to a real server is worse than one that refuses to start."""
-    if settings.fabric == "auto":
-        try:
-            return open_real()
-        except FabricUnavailable as exc:
-            raise FabricUnavailable(
-                f"no GPUs usable here ({exc}); to run without GPUs pass "
-                "--fabric simulated:<preset>") from exc
-    return open_fabric(settings.fabric, hostname=settings.hostname)
+    """The fabric the settings name: for a probe `auto` means the real GPUs or an error
+    (`open_real_or_refuse`), never a simulated host."""
+    return open_real_or_refuse(settings.fabric, hostname=settings.hostname)
 
 
 @contextmanager

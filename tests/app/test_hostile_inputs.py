@@ -60,7 +60,7 @@ def _stored(settings: Settings) -> int:
 BIG = 2**31
 HOSTILE: dict[str, tuple[Mutation, str]] = {
     "int over 64 bits as a string": (
-        _set("inventory.gpus.0.memory_total_bytes", "99999999999999999999"), "less than or"),
+        _set("inventory.gpus.0.memory_total_bytes", "99999999999999999999"), "valid integer"),
     "copies over int4": (_set("results.0.copies", BIG), "less than or equal"),
     "numa_node over int4": (_set("inventory.gpus.0.numa_node", BIG), "less than or equal"),
     "dropped_reports over int4": (_set("cost.dropped_reports", BIG), "less than or equal"),
@@ -72,7 +72,7 @@ HOSTILE: dict[str, tuple[Mutation, str]] = {
         _set("inventory.nvlinks.0.remote_pci_bus_id", "0" * 33), "at most 32"),
     "NUL in the hostname": (_set("host.hostname", "node\x00a"), "NUL"),
     "NUL in a GPU uuid": (_set("inventory.gpus.0.uuid", "GPU-\x00"), "NUL"),
-    "lone surrogate in the hostname": (_set("host.hostname", "node\ud800"), "unicode"),
+    "lone surrogate in the hostname": (_set("host.hostname", "node\ud800"), "lone surrogate"),
     "year 1 started_at": (_set("started_at", "0001-01-01T00:30:00+01:00"), "year 1"),
     "started_at without a zone": (_set("started_at", "2026-11-30T10:00:00"), "time zone"),
     "host name with a slash": (_set("host.hostname", "rack1/node2"), "breaks the rule"),
@@ -173,11 +173,14 @@ def test_series_times_must_be_zoned_and_sane(query: str, client: TestClient) -> 
     ("GET", "/api/v1/alerts/99999999999999999999"),
     ("POST", "/api/v1/alerts/99999999999999999999/ack"),
     ("DELETE", "/api/v1/silences/99999999999999999999"),
+    ("DELETE", "/api/v1/maintenance/99999999999999999999"),
+    ("DELETE", "/api/v1/maintenance/0"),
 ])
 def test_huge_path_ids_are_a_422(method: str, path: str, client: TestClient) -> None:
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     r = client.request(method, path, headers=headers, json={"by": "alice"})
-    assert r.status_code == 422 and "less than or equal" in r.text
+    assert r.status_code == 422 and ("less than or equal" in r.text or
+                                     "greater than or equal" in r.text), r.text
 
 
 @pytest.mark.parametrize("field,value", [("starts_at", "0001-01-01T00:00:00Z"),
@@ -211,6 +214,9 @@ def test_docs_load_from_this_server(client: TestClient) -> None:
     js = client.get("/docs/assets/swagger-ui-bundle.js")
     assert js.status_code == 200 and "SwaggerUIBundle" in js.text
     assert client.get("/docs/assets/swagger-ui.css").status_code == 200
+    assert "SwaggerUIBundle" in client.get("/docs/assets/swagger-init.js").text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "<script>" not in page.text  # no inline script: the CSP would block it
     assert client.get("/docs/assets/..%2Fsecret").status_code == 404
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.config import Settings
 from app.db import make_engine
-from app.logs import redact_query
+from app.logs import REDACTED, redact_query
 from tests.app.serve_process import wait_healthy
 from tests.probes.live_server import free_port
 
@@ -69,3 +69,21 @@ def test_sql_errors_hide_their_parameters(db_url: str, tmp_path: Path) -> None:
         assert "hidden due to hide_parameters" in str(caught.value)
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("query", [
+    "to%6Ben=S", "%74oken=S", "since=1;token=S", "bearer=S", "pw=S", "PassWord=S",
+    "x_api_key=S", "Authorization=Bearer%20S", "a=1&%54OKEN=S&b=2", "session_id=S",
+])
+def test_redaction_goes_by_meaning_not_spelling(query: str) -> None:
+    logged = redact_query(f"/api/v1/hosts?{query}", "GET")
+    assert "S" not in logged.split("?", 1)[1].replace("REDACTED", ""), logged
+    assert REDACTED in logged
+
+
+def test_a_write_logs_no_query_string() -> None:
+    for method in ("POST", "DELETE", "PUT", "PATCH"):
+        assert redact_query("/api/v1/maintenance?anything=S&x=1", method) == \
+            "/api/v1/maintenance"
+    assert redact_query("/api/v1/hosts?since=1;step=60", "GET") == \
+        "/api/v1/hosts?since=1;step=60"

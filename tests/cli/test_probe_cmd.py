@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import build_parser, main
+from app.cli.commands.probe import settings_from
+from probes.config import ProbeSettings
 from probes.report import Report
 from tests.conftest import SETTLE_S
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
@@ -164,3 +166,28 @@ def test_once_delivers_the_backlog_first(tmp_path: Path, capsys) -> None:
     assert status == 0 and out.count("kept in the spool") == 2 and "delivered to" in out
     assert len(stored(settings).report_ids) == 3
     assert not list((tmp_path / "spool").glob("*.json"))
+
+
+def test_every_probe_setting_is_an_option() -> None:
+    """Each `PEERWATCH_PROBE_*` setting can be given on the command line too (issue 22)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    probe = sub.choices["probe"]  # type: ignore[attr-defined]
+    options = {a.dest for a in probe._actions}
+    assert set(ProbeSettings.model_fields) <= options, set(ProbeSettings.model_fields) - options
+    text = probe.format_help()
+    for shown in ("(default: 5.0; env PEERWATCH_PROBE_BACKOFF_INITIAL_S)",
+                  "(default: 300.0; env PEERWATCH_PROBE_BACKOFF_MAX_S)",
+                  "(default: 0.0.0.0; env PEERWATCH_PROBE_METRICS_ADDR)"):
+        assert shown in " ".join(text.split()), text
+
+
+def test_new_options_reach_the_settings(tmp_path: Path) -> None:
+    args = build_parser().parse_args([
+        "probe", "--token", "t", "--spool-dir", str(tmp_path), "--backoff-initial", "2",
+        "--backoff-max", "9", "--metrics-addr", "127.0.0.1",
+        "--metrics-tests", "ce_write,latency"])
+    settings = settings_from(args)
+    assert (settings.backoff_initial_s, settings.backoff_max_s) == (2.0, 9.0)
+    assert settings.metrics_addr == "127.0.0.1"
+    assert [t.value for t in settings.metrics_tests] == ["ce_write", "latency"]

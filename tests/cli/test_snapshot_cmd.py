@@ -88,3 +88,39 @@ def test_a_snapshot_imports_no_server_package(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr
+
+
+def test_auto_never_posts_or_spools_made_up_data(tmp_path: Path) -> None:
+    """Without GPUs, `--fabric auto` (the default) refuses to post or spool: the simulated
+    fallback is for looking around, never for a server (issue 22 item 10). A listening
+    socket stands in for the server and must see no connection."""
+    from probes.errors import FabricUnavailable
+    from probes.fabric_select import open_real
+
+    try:
+        open_real(quick=True).close()
+        import pytest
+
+        pytest.skip("NVML works on this machine: auto is the real GPUs here")
+    except FabricUnavailable:
+        pass
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.setblocking(False)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        posted = peerwatch("--post", url, "--token", "t", "--job-id", "7", "--phase", "prolog")
+        spooled = peerwatch("--post", url, "--spool", str(tmp_path / "spool"))
+        try:
+            server.accept()
+            connected = True
+        except BlockingIOError:
+            connected = False
+    for result in (posted, spooled):
+        assert result.returncode == 1, result
+        assert "no GPUs usable here" in result.stderr and "simulated:<preset>" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not connected
+    assert not any((tmp_path / "spool").glob("**/*.json"))
+    printed = peerwatch()  # only printing: the fallback, said on stderr
+    assert printed.returncode == 0 and "simulated fabric" in printed.stderr

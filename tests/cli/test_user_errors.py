@@ -92,3 +92,21 @@ def test_tables_into_a_closed_pipe_end_quietly() -> None:
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.startswith("sim-hgx8")
     assert result.stderr == "" and result.returncode in (0, 1)
+
+
+def test_serve_on_a_busy_port_is_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = peerwatch("serve", "--port", str(port), "--no-local-probe")
+    assert_one_line_error(result, status=1, says=f"port {port} on 127.0.0.1 is already in use")
+
+
+@pytest.mark.parametrize(("host", "says"), [
+    ("no-such-host.invalid", "does not resolve"),
+    ("192.0.2.1", "cannot listen on 192.0.2.1"),  # TEST-NET-1: no machine has it
+])
+def test_serve_on_a_bad_host_is_one_line(host: str, says: str) -> None:
+    assert_one_line_error(peerwatch("serve", "--host", host, "--port", str(closed_port()),
+                                    "--no-local-probe"), status=1, says=says)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 
 import httpx
 
+from app.cli.options import host_name
 from probes.errors import BadProbeRequest
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -35,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "maintenance", help="declare a maintenance window: no pages for a host for a while",
         description="Declare a maintenance window for HOST on a running peerwatch server. "
         "Its alerts are still computed and shown (marked 'in maintenance'), never paged.")
-    parser.add_argument("host", metavar="HOST", help="the host's name as peerwatch shows it")
+    parser.add_argument("host", metavar="HOST", type=host_name,
+                        help="the host's name as peerwatch shows it (any case)")
     parser.add_argument("--for", dest="duration", required=True,
                         help="how long, e.g. 2h, 90m, 1h30m, 1d")
     parser.add_argument("--server", default=os.environ.get("PEERWATCH_SERVER_URL",
@@ -73,4 +76,8 @@ def run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) 
     window = answer.json()
     print(f"{window['host']} in maintenance from {window['starts_at']} until "
           f"{window['ends_at']} (window {window['id']}): alerts shown, not paged")
+    if not window.get("host_known", True):
+        print(f"peerwatch maintenance: warning: no host {window['host']!r} has reported to "
+              f"{args.server} yet (a typo? the window still holds if it reports later)",
+              file=sys.stderr)
     return 0

@@ -47,8 +47,14 @@ _OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--watchdog-timeout", "watchdog_timeout_s", float,
      "seconds one transfer test may take before it is abandoned as hung"),
     ("--request-timeout", "request_timeout_s", float, "seconds to wait for the server"),
+    ("--backoff-initial", "backoff_initial_s", float,
+     "seconds to wait before resending after the server failed; doubles on each failure"),
+    ("--backoff-max", "backoff_max_s", float, "the longest wait between resends, in seconds"),
     ("--metrics-port", "metrics_port", int,
      "serve this host's per-link/GPU/pair series on http://ADDR:PORT/metrics for Prometheus"),
+    ("--metrics-addr", "metrics_addr", str, "address the --metrics-port server listens on"),
+    ("--metrics-tests", "metrics_tests", str,
+     "comma-separated tests whose series /metrics exposes"),
 ]
 
 
@@ -60,6 +66,8 @@ def _default_text(field: str) -> str:
         shown = "the fabric's host name"
     elif field == "metrics_port":
         shown = "not served"
+    elif isinstance(value, list):
+        shown = ",".join(str(v) for v in value)
     else:
         shown = str(value)
     return f"(default: {shown}; env {ENV_PREFIX}{field.upper()})"

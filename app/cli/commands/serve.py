@@ -1,9 +1,17 @@
-"""`peerwatch serve`: the API server (uvicorn) running `app.server.build_server_app`."""
+"""`peerwatch serve`: the API server (uvicorn) running `app.server.build_server_app`.
+
+The listening socket is opened here, before uvicorn starts, so an address that cannot be
+used is one line naming it, not a page of uvicorn's logs: `--host` that does not resolve,
+a port already in use, an address this machine does not have. Exit status: 0 stopped,
+1 cannot start (that line: the address, the database or its schema), 2 usage error.
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import socket
 import sys
 
 from app.cli.options import port_number
@@ -41,14 +49,46 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return settings
 
 
+class CannotListen(Exception):
+    """The address `serve` was asked to listen on cannot be used (one line says why)."""
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A bound, listening TCP socket for host:port (what uvicorn would open itself)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise CannotListen(f"--host {host!r} does not resolve to an address ({exc.strerror}); "
+                           "pass an IP address or a resolvable name, e.g. 0.0.0.0") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CannotListen(f"port {port} on {host} is already in use (another peerwatch "
+                               "serve?); stop it or pass --port") from None
+        raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
+    try:  # first: a bad address is said before any database work or log line
+        sock = listen_socket(args.host, args.port)
+    except CannotListen as exc:
+        print(f"peerwatch serve: error: {exc}", file=sys.stderr)
+        return 1
     config = configure_logging(args.log_level)  # every path below, local probe or not
     settings = settings_from_args(args)
     try:
         app = build_server_app(settings)
     except SchemaBehind as exc:
+        sock.close()
         print(f"peerwatch serve: error: {exc}", file=sys.stderr)
         return 1
     if not settings.probe_tokens:
@@ -57,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
         from app.local_probe import attach_local_probe
 
         attach_local_probe(app, args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                log_config=config)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
+                                           log_level=args.log_level, log_config=config))
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on, as uvicorn.run
+        pass                   # swallows it: a clean stop
     return 0

@@ -26,7 +26,12 @@ from app.cli.snapshot_view import load_snapshot, summary
 from probes.agent.sender import SNAPSHOTS_PATH, Sender
 from probes.agent.snapshot_outbox import SnapshotSpool, post_snapshot
 from probes.errors import BadProbeRequest
-from probes.fabric_select import FALLBACK_PRESET, fabric_choices, open_fabric
+from probes.fabric_select import (
+    FALLBACK_PRESET,
+    fabric_choices,
+    open_fabric,
+    open_real_or_refuse,
+)
 from probes.snapshot import JOB_ID_RULE, Phase, Snapshot, valid_job_id
 from probes.snapshot_diff import diff_snapshots
 from probes.snapshot_read import take_snapshot
@@ -51,8 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "  peerwatch snapshot --post http://pw:8000 --job-id $SLURM_JOB_ID --phase prolog "
         "--spool /var/spool/peerwatch/snapshots")
     p.add_argument("--fabric", default="auto", metavar="NAME",
-                   help=f"auto (real GPUs, else simulated:{FALLBACK_PRESET}), nvml, or "
-                   "simulated:<preset> (default: auto)")
+                   help=f"auto (real GPUs; else simulated:{FALLBACK_PRESET} when only "
+                   "printing, an error with --post or --spool), nvml, or simulated:<preset> "
+                   "(default: auto)")
     p.add_argument("--json", action="store_true",
                    help="print the snapshot (or the diff) as JSON (default: a short summary)")
     p.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), type=Path,
@@ -96,9 +102,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def read_now(args: argparse.Namespace) -> Snapshot:
-    fabric = open_fabric(args.fabric, hostname=args.hostname, quick=True,
-                         on_fallback=lambda m: print(f"peerwatch snapshot: {m}",
-                                                     file=sys.stderr))
+    """The snapshot now. One that is posted or spooled comes from the real GPUs or from a
+    simulated host named with --fabric, never from `auto`'s fallback (made-up data)."""
+    if args.post or args.spool:
+        fabric = open_real_or_refuse(args.fabric, hostname=args.hostname, quick=True)
+    else:
+        fabric = open_fabric(args.fabric, hostname=args.hostname, quick=True,
+                             on_fallback=lambda m: print(f"peerwatch snapshot: {m}",
+                                                         file=sys.stderr))
     try:
         workers = fabric.gpu_count() if fabric.name == "nvml" else 1
         return take_snapshot(fabric, job_id=args.job_id, phase=Phase(args.phase),
