@@ -32,7 +32,7 @@ from app.json_body import StrictJsonRoute
 from app.models import Alert, Silence
 from app.queries.alerts import alert_history, find_alerts
 from app.queries.page_holds import page_holds
-from app.services import alert_admin
+from app.alerting import admin as alert_admin
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], route_class=StrictJsonRoute)
 

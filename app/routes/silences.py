@@ -1,5 +1,5 @@
 """Silences: mute matching alerts for a time (creating and expiring need the admin token;
-the writes are `app/services/alert_admin.py`'s)."""
+the writes are `app/alerting/admin.py`'s)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from app.errors import unprocessable
 from app.json_body import StrictJsonRoute
 from app.models import Silence
 from app.queries.alerts import find_silences
-from app.services import alert_admin
+from app.alerting import admin as alert_admin
 
 router = APIRouter(prefix="/api/v1/silences", tags=["alerts"], route_class=StrictJsonRoute)
 

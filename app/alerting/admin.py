@@ -1,5 +1,6 @@
 """The admin API's writes on alerts and silences: acknowledge an alert, create a silence,
-expire one. Routes call these (as the maintenance routes call `services/maintenance.py`),
+expire one. Routes call these (as the maintenance routes call `services/maintenance.py`; here in
+alerting/ because the bodies are alerting's schemas, which services/ may not import),
 so no route holds SQL or commits."""
 
 from __future__ import annotations
