@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from sqlalchemy.orm import Session
 
+from app.alerting import admin as alert_admin
 from app.alerting.schemas import (
     Acknowledgement,
     AckRequest,
@@ -32,7 +33,6 @@ from app.json_body import StrictJsonRoute
 from app.models import Alert, Silence
 from app.queries.alerts import alert_history, find_alerts
 from app.queries.page_holds import page_holds
-from app.alerting import admin as alert_admin
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], route_class=StrictJsonRoute)
 
