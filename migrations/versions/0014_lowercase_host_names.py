@@ -36,7 +36,7 @@ class CaseDuplicateHosts(RuntimeError):
 
 
 def _fingerprint(labels: dict) -> str:
-    """The alert fingerprint as `app/alerting/rule.py` computes it (frozen here, as a
+    """The alert fingerprint as `app/analysis/fingerprint.py` computes it (frozen here, as a
     migration must not change when the application does)."""
     canonical = json.dumps(sorted(labels.items()), separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -14,7 +14,7 @@ from alembic import command
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
 
-from app.alerting.rule import fingerprint
+from app.analysis.fingerprint import fingerprint
 from app.config import Settings
 from app.db import alembic_config, current_revision, make_engine
 from app.models import Alert, Host, MaintenanceWindow, Silence
