@@ -18,7 +18,7 @@ from app.analysis.fingerprint import fingerprint
 from app.config import Settings
 from app.db import alembic_config, current_revision, make_engine
 from app.models import Alert, Host, MaintenanceWindow, Silence
-from tests.app.test_migration_nvlink_domains import empty_database
+from tests.app.test_migration_nvlink_domains import empty_database, stored_table
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 LABELS = {"alertname": "NVLinkDown", "host": "RTE-Case-X", "gpu": "0", "link": "1"}
@@ -27,17 +27,17 @@ LABELS = {"alertname": "NVLinkDown", "host": "RTE-Case-X", "gpu": "0", "link": "
 def _at_0011_with(engine: Engine, names: list[str]) -> None:
     with engine.begin() as conn:
         command.upgrade(alembic_config(conn), "0011")
-        conn.execute(insert(Host.__table__), [
+        conn.execute(insert(stored_table(conn, Host.__tablename__)), [
             {"id": i + 1, "name": n, "fabric": "nvml", "first_seen": NOW}
             for i, n in enumerate(names)])
-        conn.execute(insert(Alert.__table__), [{
+        conn.execute(insert(stored_table(conn, Alert.__tablename__)), [{
             "rule": "NVLinkDown", "fingerprint": fingerprint(LABELS), "host": "RTE-Case-X",
             "labels": LABELS, "annotations": {}, "state": "firing", "active_since": NOW,
             "updated_at": NOW}])
-        conn.execute(insert(MaintenanceWindow.__table__), [{
+        conn.execute(insert(stored_table(conn, MaintenanceWindow.__tablename__)), [{
             "host": "RTE-Case-X", "starts_at": NOW, "ends_at": NOW + timedelta(hours=1),
             "created_by": "a", "comment": "", "created_at": NOW}])
-        conn.execute(insert(Silence.__table__), [{
+        conn.execute(insert(stored_table(conn, Silence.__tablename__)), [{
             "matchers": [{"name": "host", "value": "RTE-Case-X", "is_regex": False,
                           "is_equal": True},
                          {"name": "alertname", "value": "NV.*", "is_regex": True,

@@ -99,7 +99,7 @@ def test_a_rejudgement_reads_history_and_judges_the_same(
 
 def test_rows_from_before_the_state_are_seeded_from_history(
         engine: Engine, settings: Settings) -> None:
-    """A database migrated past 0012: judged rows without state, a host row without
+    """A database migrated past 0013: judged rows without state, a host row without
     `judged_report`; the next sweep's judgement seeds every key from history."""
     host = _seeded_host(engine, settings)
     with host.sessions() as s:

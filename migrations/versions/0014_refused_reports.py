@@ -2,16 +2,16 @@
 429/503, and how many it refused since it last stored one. A refused probe was heard from
 (it raises no ProbeStale), and its host reads "server busy, N reports refused".
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 """
 from typing import Sequence, Union
 
 from alembic import op
 import sqlalchemy as sa
 
-revision: str = '0013'
-down_revision: Union[str, Sequence[str], None] = '0012'
+revision: str = '0014'
+down_revision: Union[str, Sequence[str], None] = '0013'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

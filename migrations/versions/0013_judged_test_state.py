@@ -5,8 +5,8 @@ Nullable: rows stored before it have none and are seeded from history by their n
 judgement (app/judging/load.py). The `baselines` table is no longer written (the baseline
 lives in the state); it is left in place, and its rows are no longer read.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 """
 from typing import Sequence, Union
 
@@ -14,8 +14,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision: str = '0012'
-down_revision: Union[str, Sequence[str], None] = '0011'
+revision: str = '0013'
+down_revision: Union[str, Sequence[str], None] = '0012'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

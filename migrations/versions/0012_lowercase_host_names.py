@@ -14,8 +14,8 @@ undone. The migration refuses instead, naming every such group, and changes noth
 operator renames or deletes the spelling to drop (both statements are in the message),
 then runs the migration again.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0012
+Revises: 0011
 """
 import hashlib
 import json
@@ -25,8 +25,8 @@ import sqlalchemy as sa
 from alembic import op
 
 # revision identifiers, used by Alembic.
-revision: str = '0014'
-down_revision: str | Sequence[str] | None = '0013'
+revision: str = '0012'
+down_revision: str | Sequence[str] | None = '0011'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
