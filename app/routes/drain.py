@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query, status
 
 from app.deps import AdminTokenDep, SessionDep
 from app.errors import unprocessable
+from app.json_body import StrictJsonRoute
 from app.queries import drain as q
 from app.schemas_drain import (
     ActionIn,
@@ -25,7 +26,7 @@ from app.schemas_drain import (
 )
 from app.services.drain import record_action, reset_breaker
 
-router = APIRouter(prefix="/api/v1", tags=["drain"])
+router = APIRouter(prefix="/api/v1", tags=["drain"], route_class=StrictJsonRoute)
 
 Scheduler = Annotated[str, Query(min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$",
                                  description="slurm, kubernetes, ...")]

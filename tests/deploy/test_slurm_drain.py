@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -24,6 +25,7 @@ from probes.report import TestName
 from probes.sim.faults import LinksDown
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
+from tests.conftest import eventually
 from tests.deploy.slurm_cluster import Cluster, slurm_cluster
 
 ADMIN = "drain-admin-token"
@@ -56,10 +58,19 @@ def server(tmp_path: Path, cluster: Cluster) -> Iterator[str]:
 def report(url: str, host: str, faults: tuple = ()) -> None:
     fab = SimulatedFabric("hgx8", seed=3, faults=faults, hostname=host)
     body = build_report(fab, options=SweepOptions(tests=(TestName.CE_WRITE,)))
+    posted = datetime.now(UTC)
     r = httpx.post(f"{url}/api/v1/reports", content=body.model_dump_json(), timeout=60,
                    headers={"Authorization": f"Bearer {PROBE}",
                             "Content-Type": "application/json"})
     assert r.status_code == 201, r.text
+    # the server judges after answering (its judge queue): wait for this report's verdict
+    assert eventually(lambda: _judged_since(url, host, posted)), f"{host} never judged"
+
+
+def _judged_since(url: str, host: str, at: datetime) -> bool:
+    r = httpx.get(f"{url}/api/v1/hosts/{host}/health", timeout=60)
+    judged = r.json().get("judged_at") if r.status_code == 200 else None
+    return judged is not None and datetime.fromisoformat(judged) >= at
 
 
 def drain(cluster: Cluster, url: str, tmp_path: Path, policy: str, *extra: str
