@@ -112,4 +112,4 @@ def test_long_series_reads_rollups_and_the_fresh_tail(settings: Settings) -> Non
         r = client.get("/api/v1/hosts/node-a/series", params={
             "src": 0, "dst": 1, "since": (T0 - timedelta(days=6)).isoformat(),
             "until": (T0 + timedelta(days=1)).isoformat(), "step": 600})
-        assert r.status_code == 422 and "multiple of 3600" in r.json()["detail"]
+        assert r.status_code == 422 and "multiple of 3600" in r.json()["detail"][0]["msg"]
