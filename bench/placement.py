@@ -61,6 +61,7 @@ def endpoint_cpu_s() -> float:
     """CPU time of one `GET /api/v1/scheduler/placement` on SQLite (hgx8, GPU5 cut)."""
     from fastapi.testclient import TestClient
 
+    from app.alerting.judge_queue import judge_queue_for
     from app.config import Settings
     from app.db import make_engine, upgrade_to_head
     from app.main import create_app
@@ -83,6 +84,8 @@ def endpoint_cpu_s() -> float:
                             headers={"Authorization": "Bearer bench",
                                      "Content-Type": "application/json"})
             r.raise_for_status()
+            # the server judges after answering: read the placement once the verdict is stored
+            assert judge_queue_for(client.app).drain(120), "the report was never judged"
             url = "/api/v1/scheduler/placement?host=bench-hgx8&gpus=4&pattern=ring"
             assert 5 not in client.get(url).json()["gpus"]
             return _median_cpu(lambda: client.get(url).raise_for_status())
