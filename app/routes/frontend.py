@@ -26,6 +26,7 @@ from pathlib import Path
 from fastapi import APIRouter, HTTPException, Request, Response
 
 from app.assets import asset_dir
+from app.response_headers import HTML_CSP
 from app.routes.catalog import catalog_json
 
 router = APIRouter(include_in_schema=False)
@@ -48,18 +49,7 @@ PLOTLY_URL = f"/static/vendor/{PLOTLY_FILE.name}"
 PLOTLY_PLACEHOLDER = "__PLOTLY_URL__"
 TESTS_PLACEHOLDER = "__PEERWATCH_TESTS__"
 
-CSP = "; ".join([
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data: blob:",
-    "font-src 'self' data:",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-])
+CSP = HTML_CSP  # one policy for every HTML answer (app/response_headers.py)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
