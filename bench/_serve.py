@@ -25,6 +25,17 @@ def free_port() -> int:
 STARTUP_S = 120.0  # generous: returns as soon as /healthz answers, even on a loaded machine
 
 
+def interrupt(proc: subprocess.Popen, within_s: float = 30.0) -> None:
+    """Stop a child `peerwatch` process as Ctrl-C would (SIGINT: it shuts down cleanly);
+    killed if it has not ended within `within_s`. Its output pipes, if any, are drained."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.communicate(timeout=within_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+
+
 def wait_for_healthz(base: str, timeout_s: float = STARTUP_S) -> None:
     """Return once `base`/healthz answers 200; RuntimeError after `timeout_s`."""
     deadline = time.monotonic() + timeout_s

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from pathlib import Path
 import httpx
 
 from bench._fleet_load import TOKEN, Record, _poll_healthz, burst, client, load, templates
-from bench._serve import free_port, wait_for_healthz
+from bench._serve import free_port, interrupt, wait_for_healthz
 from bench.ingest import postgres_url
 
 HERE = Path(__file__).resolve().parent.parent
@@ -77,12 +76,7 @@ def serve_tree(tree: Path, database_url: str, data_dir: Path) -> Iterator[tuple[
         wait_for_healthz(base, timeout_s=120)
         yield base, proc.pid
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc, 60)
 
 
 def pct(values: list[float], q: float) -> float | None:

@@ -15,7 +15,6 @@ most `STATEFUL_STEPS` calls.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
+from bench._serve import interrupt
 from tests.app.conftest import ADMIN_TOKEN, PROBE_TOKEN
 from tests.app.factory import sweep
 from tests.app.serve_process import wait_healthy
@@ -62,12 +62,7 @@ def server(pg_database: str) -> Iterator[str]:
             assert r.status_code in (200, 201), r.text
         yield base
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        interrupt(proc, 20)
 
 
 def _token_for(path: str) -> str:

@@ -5,7 +5,6 @@ or page error. Its own `serve` process (SQLite), not the demo fleet."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench._serve import interrupt
 from tests.app.serve_process import wait_healthy
 from tests.browser.conftest import Watch, free_port
 
@@ -31,12 +31,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         wait_healthy(base, proc, within_s=120)
         yield base
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        interrupt(proc, 30)
 
 
 def test_docs_render_under_the_csp(browser, server: str) -> None:  # type: ignore[no-untyped-def]

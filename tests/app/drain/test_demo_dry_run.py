@@ -5,7 +5,6 @@ degraded GPU, and nothing recorded or changed."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from bench._serve import interrupt
 from tests.probes.live_server import free_port
 
 ADMIN = "demo-drain-admin"
@@ -53,9 +53,4 @@ def test_drain_dry_run_decides_over_the_demo_fleet(tmp_path: Path) -> None:
         assert "mesh4-01: take_out: 1 of 4 GPUs not healthy (GPU1)" in out
         assert httpx.get(f"{base}/api/v1/actions").json()["actions"] == []
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        interrupt(proc, 30)
