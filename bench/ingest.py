@@ -147,13 +147,26 @@ _last_finish = [datetime.min.replace(tzinfo=UTC)]
 
 
 def renewed(report: Report) -> Report:
-    """`report` under a new id, finishing now and later than the one before (so what the
-    previous post wrote is older than this report). Never ahead of the clock: hundreds of
-    copies a second apart drifted minutes ahead, raised ProbeClockSkew, and every report
-    after was judged in full while its alert was pending."""
+    """`report` under a new id, finishing now and later than the one before, every time in
+    it (its start, each result's, each counter sample's) moved by the same amount: what the
+    previous post wrote is older than this report, as a real probe's next sweep is. Never
+    ahead of the clock: hundreds of copies a second apart drifted minutes ahead, raised
+    ProbeClockSkew, and every report after was judged in full while its alert was pending.
+    Results that kept their old times were older than the judged state, so every sweep was
+    judged again from history (1 s of CPU instead of the incremental judgement)."""
     finished = max(utcnow(), _last_finish[0] + timedelta(milliseconds=1))
     _last_finish[0] = finished
-    return report.model_copy(update={"report_id": uuid.uuid4(), "finished_at": finished})
+    return shifted(report, finished - report.finished_at)
+
+
+def shifted(report: Report, by: timedelta) -> Report:
+    """`report` under a new id with every time in it moved by `by`."""
+    return report.model_copy(update={
+        "report_id": uuid.uuid4(), "started_at": report.started_at + by,
+        "finished_at": report.finished_at + by,
+        "results": [r.model_copy(update={"started_at": r.started_at + by})
+                    if r.started_at else r for r in report.results],
+        "counters": [c.model_copy(update={"at": c.at + by}) for c in report.counters]})
 
 
 def post(client: TestClient, report: Report) -> None:
