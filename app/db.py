@@ -12,9 +12,11 @@ The schema exists only through Alembic: `upgrade_to_head(engine)` runs the migra
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -33,19 +35,29 @@ def normalize_url(url: str | URL) -> URL:
     return parsed
 
 
+def json_loads(text: str | bytes) -> Any:
+    """JSON columns read with orjson (~4x the stdlib's parse: a judgement reads the facts
+    of every judged row of its host); the stdlib's for what orjson refuses (a NaN written
+    by an older release into SQLite's JSON text)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def make_engine(settings: Settings) -> Engine:
     url = normalize_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, settings.sqlite_busy_timeout_ms)
     return create_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True,
-                         hide_parameters=True)
+                         hide_parameters=True, json_deserializer=json_loads)
 
 
 def _sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False},
-                           hide_parameters=True)
+                           hide_parameters=True, json_deserializer=json_loads)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -20,7 +20,7 @@ from fastapi import APIRouter, FastAPI, Request, status
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
-from app import routes
+from app import heap, routes
 from app.alerting.judge_queue import JudgeQueue, judge_queue_job
 from app.alerting.service import alerting_loop, close_alerting, service_for
 from app.conditional_get import ConditionalGet
@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(job(app)) for job in app.state.background_jobs]
+        heap.settle()  # started: the collector leaves start-up's objects be (app/heap.py)
         try:
             yield
         finally:

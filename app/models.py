@@ -28,6 +28,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -395,9 +396,10 @@ class JudgedTest(_Judged, Base):
     latest_contended: Mapped[bool] = mapped_column(Boolean)
     latest_foreign_bytes: Mapped[int] = mapped_column(BigInteger)
     latest_error: Mapped[str | None] = mapped_column(Text)
-    state: Mapped[dict[str, Any] | None] = mapped_column(
-        JSON, doc="What the next judgement goes on from (app/judging/running.py): the running "
-        "baseline, the newest samples; null: seeded from history at the next sweep.")
+    state: Mapped[bytes | None] = mapped_column(
+        LargeBinary, doc="What the next judgement goes on from (app/judging/running.py): the "
+        "running baseline, the newest samples, packed (app/judging/packed.py); null: seeded "
+        "from history at the next sweep.")
 
 
 # --------------------------------------------------------------------------- alerts

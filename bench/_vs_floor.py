@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app import heap
 from bench._floor import Floor
 from bench._ingest_stages import backend_cpu_s, proc_cpu_s, serve_once
 from bench._size import sized
@@ -65,6 +66,7 @@ def compare(app: Any, floor: Floor, kinds: dict[str, Callable[[int], list[bytes]
             ) -> dict[str, tuple[Cost, Cost]]:
     """(project, floor) cost per report kind; each kind's bodies alternate between the two,
     report by report, so both see the same machine."""
+    heap.settle(again=True)  # as the server does once started (app/heap.py)
     project, project_db = project_handler(app), backend_cpu_s(app.state.engine)
     floor_db = proc_cpu_s(floor.backend_pid())
     out = {}

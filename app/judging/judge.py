@@ -62,13 +62,16 @@ def _judge_pairs(fabric: HostFabric,
 def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float | None],
                 links: list[LinkJudgement], pairs: list[PairJudgement],
                 tests: dict[PairKey, TestJudgement]) -> list[GpuJudgement]:
+    own: dict[int, list[TestJudgement]] = defaultdict(list)  # each GPU's tests, by name
+    for (s, d, _), j in sorted(tests.items(), key=lambda kv: kv[0][2].value):
+        if s == d:
+            own[s].append(j)
     out = []
     for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
         facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
                          pcie_replay_per_s=replays.get(gpu),
                          pcie_check_generation=settings.pcie_check_generation,
-                         tests=tuple(j for (s, d, _), j in sorted(
-                             tests.items(), key=lambda kv: kv[0][2].value) if s == d == gpu))
+                         tests=tuple(own.get(gpu, ())))
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
@@ -106,7 +109,7 @@ class Prior:
     """What the last stored judgement knew that the history alone does not say."""
 
     tests: dict[PairKey, TestJudgement] | None = None  # to reuse: no sweep since
-    states: dict[PairKey, dict[str, Any]] = field(default_factory=dict)  # ... and their state
+    states: dict[PairKey, bytes] = field(default_factory=dict)  # ... and their state
     stored_tests: dict[tuple, dict[str, Any]] = field(default_factory=dict)  # to go on from
     judged_report: int | None = None  # the newest report the stored tests were judged with
     reseed: bool = False  # judge the tests from history (an operator's re-judgement)
@@ -145,8 +148,7 @@ def judge_host_now(session: Session, settings: Settings, row: Host, now: datetim
 
 
 def _tests_of(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
-              ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]],
-                         int | None]:
+              ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, bytes], int | None]:
     """(every (pair, test) verdict, each key's state to store, the newest report judged):
     the stored ones reused when no sweep came since, else carried on from the new results."""
     if loaded.tests is None:

@@ -119,7 +119,7 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
         if r["low_since"] is not None:
             out.low_before[key] = r["low_since"]
         if r.get("state") is not None and not reseed:
-            out.states[key] = Running.from_json(r["state"])
+            out.states[key] = Running.unpack(r["state"])
     everything = judged_report is None or reseed
     if everything:  # the newest report first: one stored in between is judged again, not lost
         out.judged_report = newest_report(session, host_id)

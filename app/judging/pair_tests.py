@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from app.analysis.expected import ratio
 from app.analysis.health import BaselineRef, TestJudgement, Thresholds, judge_test
@@ -72,14 +71,8 @@ def _states(inputs: TestInputs, fabric: HostFabric, rules: TestRules) -> dict[Pa
     return states
 
 
-def state_json(state: Running, base: tuple[float, float, int] | None) -> dict[str, Any]:
-    """A key's state as stored, with its baseline summed up for readers ("base": centre,
-    spread, n: the series' baseline)."""
-    return {**state.to_json(), "base": list(base) if base else None}
-
-
 def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest: datetime
-                ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, dict[str, Any]]]:
+                ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, bytes]]:
     """(every (pair, test) verdict, the state each goes on from, as stored); `newest`: the
     host's newest sweep, where the look-back window ends."""
     since = newest - timedelta(seconds=rules.lookback_s)
@@ -97,5 +90,5 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest
         out[key] = judge_test(s, d, t, window.get(key, []), fabric.full_expectation(t, s, d),
                               BaselineRef(base[0], rules.baseline_window_s) if base else None,
                               rules.th, inputs.low_before.get(key))
-        stored[key] = state_json(state, base)
+        stored[key] = state.pack(base)
     return out, stored

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from app.analysis.baseline import MAD_TO_SIGMA
 from app.analysis.health import Sample
+from app.judging import packed
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTENDED_KEPT = 64  # "only contended samples recently (n)": n up to this
@@ -48,19 +48,25 @@ def _at(us: int) -> datetime:
     return EPOCH + timedelta(microseconds=us)
 
 
+def _v(sample: Sample) -> float:
+    """A kept judged or contended sample's value (only failures have none)."""
+    assert sample.value is not None
+    return sample.value
+
+
 def _weighted_median(items: list[tuple[float, int]]) -> float:
     """The median of the values each repeated its weight's times (as statistics.median)."""
     items.sort()
     total = sum(w for _, w in items)
-    wanted = [(total - 1) // 2, total // 2]  # indexes of the middle value(s)
-    found: list[float] = []
-    seen = 0
+    lo, hi = (total - 1) // 2, total // 2  # indexes of the middle value(s)
+    seen, low = 0, 0.0
     for value, weight in items:
-        while wanted and wanted[0] < seen + weight:
-            found.append(value)
-            wanted.pop(0)
+        if seen <= lo < seen + weight:
+            low = value
         seen += weight
-    return (found[0] + found[1]) / 2
+        if hi < seen:
+            return (low + value) / 2
+    raise ValueError("no values")
 
 
 @dataclass(frozen=True)
@@ -93,23 +99,21 @@ class Running:
         return max((s.at for s in (*self.judged, *self.contended, *self.failures)),
                    default=None)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "b": [list(b) for b in self.blocks], "p": list(self.part),
-            "j": [[_us(s.at), s.value] for s in self.judged],
-            "c": [[_us(s.at), s.value, s.foreign_bytes] for s in self.contended],
-            "e": [[_us(s.at), s.error] for s in self.failures],
-        }
+    def pack(self, base: tuple[float, float, int] | None) -> bytes:
+        """The state as stored (`packed.py`), with its baseline summed up for readers
+        (centre, spread, n: the series' baseline)."""
+        return packed.pack(self.blocks, self.part, [(_us(s.at), _v(s)) for s in self.judged],
+                           [(_us(s.at), _v(s), s.foreign_bytes) for s in self.contended],
+                           [(_us(s.at), s.error or "") for s in self.failures], base)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Running:
+    def unpack(cls, data: bytes) -> Running:
+        blocks, part, judged, contended, failures, _ = packed.unpack(data)
         return cls(
-            blocks=tuple((float(m), float(d), int(at)) for m, d, at in data.get("b", ())),
-            part=tuple(data.get("p", ())),
-            judged=tuple(Sample(_at(at), v) for at, v in data.get("j", ())),
-            contended=tuple(Sample(_at(at), v, contended=True, foreign_bytes=fb)
-                            for at, v, fb in data.get("c", ())),
-            failures=tuple(Sample(_at(at), None, error=e) for at, e in data.get("e", ())))
+            blocks=tuple(blocks), part=tuple(part),
+            judged=tuple([Sample(_at(at), v) for at, v in judged]),
+            contended=tuple([Sample(_at(at), v, True, None, fb) for at, v, fb in contended]),
+            failures=tuple([Sample(_at(at), None, error=e) for at, e in failures]))
 
 
 def learn(state: Running, value: float, at: datetime, max_samples: int,
@@ -117,13 +121,13 @@ def learn(state: Running, value: float, at: datetime, max_samples: int,
     """`state` after one more healthy `value` measured at `at`."""
     part = (*state.part, value)
     if len(part) < BLOCK:
-        return replace(state, part=part)
+        return Running(state.blocks, part, state.judged, state.contended, state.failures)
     centre = statistics.median(part)
     block = (centre, statistics.median(abs(v - centre) for v in part), int(_us(at) // 10**6))
     room = max(1, max_samples // BLOCK) - 1  # older blocks kept beside the new one
     kept = [b for b in state.blocks if b[2] >= block[2] - window_s]
-    return replace(state, blocks=(*kept[max(0, len(kept) - room):], block) if room else (block,),
-                   part=())
+    return Running((*kept[max(0, len(kept) - room):], block) if room else (block,), (),
+                   state.judged, state.contended, state.failures)
 
 
 def advance(state: Running, new: Iterable[Sample], teaches: Callable[[float], bool],

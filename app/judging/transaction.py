@@ -20,6 +20,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from app import heap
 from app.config import Settings
 from app.judging.store import judge_and_store
 from app.models import Host, JudgedHost
@@ -82,7 +83,7 @@ def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings:
     `may_skip`: whether an unchanged healthy host may keep its stored verdicts untouched;
     `reseed`: judge the (pair, test) verdicts from history (an operator's re-judgement).
     """
-    with sessions() as session, host_lock(session, host):
+    with heap.collector_paused(), sessions() as session, host_lock(session, host):
         row = session.scalar(select(Host).where(Host.name == host))
         out = Judging(session, row)
         if row is not None:

@@ -9,10 +9,10 @@ row, in process); rows of objects gone go in one DELETE; an object whose verdict
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import Table, delete, text, tuple_
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -28,7 +28,7 @@ def _iso(at: datetime | None) -> str | None:
     return at.isoformat() if at else None
 
 
-def _test_row(t: TestJudgement, state: dict[str, Any] | None) -> dict[str, Any]:
+def _test_row(t: TestJudgement, state: bytes | None) -> dict[str, Any]:
     latest = t.latest
     return {
         "src": t.src, "dst": t.dst, "test": t.test.value, "verdict": t.verdict.value,
@@ -109,8 +109,9 @@ def _changes(new: Rows, old: Rows, now: datetime, always: bool
 
 
 def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
+    """What orjson does not write itself: a packed state as bytea's hex input form."""
+    if isinstance(value, bytes):
+        return "\\x" + value.hex()
     raise TypeError(f"cannot send {type(value).__name__} in a judged row")
 
 
@@ -126,7 +127,8 @@ def _upsert_postgresql(session: Session, table: Table, keys: tuple[str, ...],
         f"INSERT INTO {table.name} ({names}) SELECT {names} FROM json_populate_recordset("
         f"NULL::{table.name}, CAST(:rows AS json)) "
         f"ON CONFLICT ({conflict}) DO UPDATE SET {sets}"),
-        {"rows": json.dumps(rows, default=_json_value)})
+        {"rows": orjson.dumps(rows, default=_json_value,
+                              option=orjson.OPT_NON_STR_KEYS).decode()})
 
 
 def _upsert_sqlite(session: Session, table: Table, keys: tuple[str, ...],

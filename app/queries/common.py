@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.analysis.health import Sample
+from app.judging import packed
 from app.models import Host, JudgedTest, Measurement
 from probes.report import TestName
 
@@ -69,7 +70,7 @@ class StoredBaseline:
 
 def judged_baseline(session: Session, host_id: int, key: PairKey) -> StoredBaseline | None:
     """The running baseline a (pair, test) was last judged against: (centre, spread, n) in
-    its judged row's state (`"base"`, written by app/judging/pair_tests.py)."""
+    its judged row's packed state (its base, app/judging/packed.py)."""
     src, dst, test = key
     found = session.execute(select(JudgedTest.state, JudgedTest.judged_at).where(
         JudgedTest.host_id == host_id, JudgedTest.src == src, JudgedTest.dst == dst,
@@ -77,5 +78,5 @@ def judged_baseline(session: Session, host_id: int, key: PairKey) -> StoredBasel
     if found is None:
         return None
     state, judged_at = found
-    b = (state or {}).get("base")
+    b = packed.unpack(state)[5] if state else None
     return StoredBaseline(float(b[0]), float(b[1]), int(b[2]), judged_at) if b else None

@@ -93,6 +93,7 @@ class HostFabric:
             return min(counts), True
         return sum(1 for p in ports if p.gpu == src and p.remote_gpu == dst), False
 
+    @functools.cache  # noqa: B019 - one HostFabric lives for one judgement or request
     def full_expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach at its full NVLink width, saying how many links are up
         when some are not: lost links show their cost instead of lowering the bar."""
@@ -142,8 +143,13 @@ def _gpu_info(row: Gpu) -> GpuInfo:
     )
 
 
+# The inventory rows were validated as the wire schema when their report was stored:
+# ports and pairs (150+ of them on an 8-GPU host, read by every judgement) are built without
+# validating them again, every enum converted here as validation would.
+
+
 def _port(row: NvLink) -> NvLinkPort:
-    return NvLinkPort(
+    return NvLinkPort.model_construct(
         gpu=row.gpu, link=row.link, state=LinkState(row.state), version=row.version,
         speed_bps=row.speed_bps, remote_type=RemoteType(row.remote_type),
         remote_pci_bus_id=row.remote_pci_bus_id, remote_gpu=row.remote_gpu,
@@ -152,7 +158,7 @@ def _port(row: NvLink) -> NvLinkPort:
 
 
 def _pair(row: Pair) -> PairInfo:
-    return PairInfo(
+    return PairInfo.model_construct(
         src=row.src, dst=row.dst, topology=row.topology, pcie_path=PathLevel(row.pcie_path),
         nvlink_width=row.nvlink_width, via_nvswitch=row.via_nvswitch,
         p2p={P2PCap(k): P2PStatus(v) for k, v in row.p2p.items()},

@@ -55,7 +55,7 @@ class HostHealth:
     peers: dict[str, Any] = field(default_factory=dict)
     # what the next judgement goes on from (app/judging/running.py): each (pair, test)'s
     # running state, and the newest report judged
-    test_states: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
+    test_states: dict[PairKey, bytes] = field(default_factory=dict)  # packed.py
     judged_report: int | None = None
 
     @property
@@ -68,8 +68,12 @@ def stored_rows(session: Session, host_id: int) -> StoredRows:
     out: StoredRows = {}
     for kind, model in TABLES.items():
         table = model.__table__
-        rows = session.execute(select(table).where(table.c.host_id == host_id)).mappings()
-        out[kind] = {tuple(r[k] for k in KEYS[kind]): dict(r) for r in rows}
+        result = session.execute(select(table).where(table.c.host_id == host_id))
+        names = list(result.keys())
+        key = [names.index(k) for k in KEYS[kind]]
+        # plain tuples fetched at once: a RowMapping per row costs more than the row
+        out[kind] = {tuple(r[i] for i in key): dict(zip(names, r, strict=True))
+                     for r in result.tuples().all()}
     return out
 
 

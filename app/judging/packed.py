@@ -1,0 +1,114 @@
+"""A judged (pair, test)'s running state as stored: fixed-width binary, not a JSON tree.
+
+Every sweep reads and writes the state of every judged (pair, test) of its host (~416 for
+an 8-GPU host), so its encoding is on the hot path: a JSON tree per row cost a parse and
+an encode of ~50 small lists each time, the largest part of a judgement after the
+collector (issue 19). This packs the same values as flat little-endian arrays behind a
+count header, decoded by one `struct` call per row (the `Struct` of each shape cached):
+
+    version B | blocks H | part H | judged H | contended H | failures H | has base B
+    blocks    (median d, MAD d, newest at s q) x blocks
+    part      d x part
+    judged    (at us q, value d) x judged
+    contended (at us q, value d, foreign bytes q) x contended
+    base      (centre d, spread d, n q) if has base
+    failures  (at us q, length I, UTF-8 error) x failures
+
+The plain values are those of the JSON form stored before (migration 0013's
+{"b", "p", "j", "c", "e", "base"}); migration 0019 converts between the two both ways with
+`pack` / `unpack` and `to_doc` / `from_doc` here. A later format gets a new version byte and
+keeps reading this one.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+VERSION = 1
+HEADER = struct.Struct("<BHHHHHB")
+
+Block = tuple[float, float, int]
+Base = tuple[float, float, int]
+
+
+@functools.lru_cache(maxsize=256)
+def _body(blocks: int, part: int, judged: int, contended: int, base: bool) -> struct.Struct:
+    return struct.Struct("<" + "ddq" * blocks + "d" * part + "qd" * judged
+                         + "qdq" * contended + ("ddq" if base else ""))
+
+
+def pack(blocks: Sequence[Block], part: Sequence[float], judged: Sequence[tuple[int, float]],
+         contended: Sequence[tuple[int, float, int]], failures: Sequence[tuple[int, str]],
+         base: Base | None) -> bytes:
+    """The state's values (times in µs since the epoch, a block's in s) as bytes."""
+    values: list[Any] = []
+    for b in blocks:
+        values.extend(b)
+    values.extend(part)
+    for j in judged:
+        values.extend(j)
+    for c in contended:
+        values.extend(c)
+    if base is not None:
+        values.extend(base)
+    out = [HEADER.pack(VERSION, len(blocks), len(part), len(judged), len(contended),
+                       len(failures), base is not None),
+           _body(len(blocks), len(part), len(judged), len(contended),
+                 base is not None).pack(*values)]
+    for at, error in failures:
+        text = error.encode()
+        out.append(struct.pack("<qI", at, len(text)) + text)
+    return b"".join(out)
+
+
+Unpacked = tuple[list[Block], list[float], list[tuple[int, float]],
+                 list[tuple[int, float, int]], list[tuple[int, str]], Base | None]
+
+
+def unpack(data: bytes) -> Unpacked:
+    """`pack`'s values back: (blocks, part, judged, contended, failures, base)."""
+    version, nb, np_, nj, nc, ne, has_base = HEADER.unpack_from(data)
+    if version != VERSION:
+        raise ValueError(f"judged test state format {version} is not {VERSION}")
+    body = _body(nb, np_, nj, nc, bool(has_base))
+    v = body.unpack_from(data, HEADER.size)
+    i = 3 * nb
+    blocks = list(zip(v[0:i:3], v[1:i:3], v[2:i:3], strict=True))
+    part = list(v[i:i + np_])
+    i += np_
+    judged = list(zip(v[i:i + 2 * nj:2], v[i + 1:i + 2 * nj:2], strict=True))
+    i += 2 * nj
+    contended = list(zip(v[i:i + 3 * nc:3], v[i + 1:i + 3 * nc:3], v[i + 2:i + 3 * nc:3],
+                         strict=True))
+    i += 3 * nc
+    base: Base | None = (v[i], v[i + 1], v[i + 2]) if has_base else None
+    failures = []
+    at = HEADER.size + body.size
+    for _ in range(ne):
+        when, length = struct.unpack_from("<qI", data, at)
+        at += 12
+        failures.append((when, bytes(data[at:at + length]).decode()))
+        at += length
+    return blocks, part, judged, contended, failures, base
+
+
+def from_doc(doc: dict[str, Any]) -> bytes:
+    """The JSON form stored before (migration 0013) as bytes."""
+    base = doc.get("base")
+    return pack([(float(m), float(d), int(at)) for m, d, at in doc.get("b", ())],
+                [float(p) for p in doc.get("p", ())],
+                [(int(at), float(v)) for at, v in doc.get("j", ())],
+                [(int(at), float(v), int(fb)) for at, v, fb in doc.get("c", ())],
+                [(int(at), str(e)) for at, e in doc.get("e", ())],
+                (float(base[0]), float(base[1]), int(base[2])) if base else None)
+
+
+def to_doc(data: bytes) -> dict[str, Any]:
+    """Bytes back as the JSON form (what migration 0019's downgrade stores)."""
+    blocks, part, judged, contended, failures, base = unpack(data)
+    return {"b": [list(b) for b in blocks], "p": part, "j": [list(j) for j in judged],
+            "c": [list(c) for c in contended], "e": [list(e) for e in failures],
+            "base": list(base) if base else None}

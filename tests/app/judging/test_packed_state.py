@@ -1,0 +1,93 @@
+"""The packed running state (app/judging/packed.py, migration 0019): every value a state
+holds comes back as it went in, and 0019 turns stored JSON states into packed ones and back
+without changing one value, on both backends."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from alembic import command
+from sqlalchemy import Engine, select, text
+
+from app.analysis.health import Sample
+from app.config import Settings
+from app.db import alembic_config, make_engine, make_sessionmaker, upgrade_to_head
+from app.judging import packed
+from app.judging.running import Running
+from app.models import JudgedTest
+from probes.report import ReportKind
+from tests.app.alerting.simhost import SimHost
+from tests.app.conftest import throwaway_pg_database
+
+AT = datetime(2026, 11, 30, 8, 0, 0, 123_457, tzinfo=UTC)
+BEFORE = "0015"  # the revision 0019 follows
+
+
+def test_a_state_comes_back_as_it_went_in() -> None:
+    state = Running(
+        blocks=((397.5e9, 1.25e9, 1_764_489_600), (398.0e9, 0.5e9, 1_764_501_600)),
+        part=(396.0e9, 401.5e9),
+        judged=(Sample(AT, 396.0e9), Sample(AT + timedelta(minutes=10), 401.5e9)),
+        contended=(Sample(AT + timedelta(minutes=20), 120.0e9, True, None, 7_000_000_000),),
+        failures=(Sample(AT + timedelta(minutes=30), None, error="cudaErrorPeerAccess: é"),))
+    data = state.pack((397.7e9, 1.5e9, 42))
+    assert Running.unpack(data) == state
+    assert packed.unpack(data)[5] == (397.7e9, 1.5e9, 42)
+    assert Running.unpack(Running().pack(None)) == Running()
+
+
+def test_json_and_packed_forms_convert_both_ways() -> None:
+    doc = {"b": [[1.5, 0.25, 1_764_489_600]], "p": [2.0, 3.0], "j": [[1_764_489_600_000_001, 2.0]],
+           "c": [[1_764_489_600_000_002, 1.0, 5]], "e": [[1_764_489_600_000_003, "lost"]],
+           "base": [2.0, 0.5, 22]}
+    assert packed.to_doc(packed.from_doc(doc)) == doc
+    with pytest.raises(ValueError, match="format 9"):
+        packed.unpack(bytes([9]) + packed.from_doc(doc)[1:])
+
+
+def _migrate(engine: Engine, revision: str, down: bool = False) -> None:
+    with engine.connect() as conn:
+        (command.downgrade if down else command.upgrade)(alembic_config(conn), revision)
+        conn.commit()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database of this test's own (it is migrated down and up again)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/migrate.db"
+        return
+    with throwaway_pg_database("peerwatch_0019") as url:
+        yield url
+
+
+def test_0019_converts_stored_states_down_and_up(fresh_url: str, tmp_path: Path) -> None:
+    settings = Settings(database_url=fresh_url, data_dir=tmp_path)
+    engine = make_engine(settings)
+    try:
+        upgrade_to_head(engine)
+        host = SimHost(make_sessionmaker(engine), settings)
+        for _ in range(3):
+            host.step(600, ReportKind.SWEEP)
+        with engine.connect() as conn:
+            before = {(r.src, r.dst, r.test): bytes(r.state) for r in conn.execute(
+                select(JudgedTest.src, JudgedTest.dst, JudgedTest.test, JudgedTest.state))}
+        assert before and all(before.values())
+        _migrate(engine, BEFORE, down=True)
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT src, dst, test, state FROM judged_tests")).all()
+        docs = {(s, d, t): state for s, d, t, state in rows}
+        for key, state in docs.items():  # JSON again: a dict on PostgreSQL, text on SQLite
+            doc = state if isinstance(state, dict) else json.loads(state)
+            assert doc == packed.to_doc(before[key]), key
+        _migrate(engine, "head")
+        with engine.connect() as conn:
+            after = {(r.src, r.dst, r.test): bytes(r.state) for r in conn.execute(
+                select(JudgedTest.src, JudgedTest.dst, JudgedTest.test, JudgedTest.state))}
+        assert after == before
+    finally:
+        engine.dispose()
