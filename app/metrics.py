@@ -23,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from app.alerting.settings import AlertingSettings, MetricsDetail
+from app.analysis.clock import SKEW_DOC
 from app.metrics_snapshot import FleetSnapshot, GpuVerdict, HostFacts
 
 HOST = ["host"]
@@ -91,9 +92,7 @@ def host_families(hosts: list[HostFacts]) -> Iterator[Metric]:
         ("probe_last_refused_timestamp_seconds", "When the server last refused one of the "
          "host's reports because it was busy (server clock).",
          lambda h: _timestamp(h.last_refused_at)),
-        ("probe_clock_skew_seconds", "Server receive time minus the newest report's finish "
-         "time: the probe clock's lag (negative: ahead) plus the delivery delay.",
-         lambda h: h.clock_skew_s),
+        ("probe_clock_skew_seconds", SKEW_DOC, lambda h: h.clock_skew_s),
     ]
     for name, doc, read in values:
         family = _gauge(name, doc, HOST)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.analysis.clock import SKEW_DOC
 from app.analysis.verdict import Verdict
 from probes.report import (
     LinkState,
@@ -223,9 +224,7 @@ class HostDetail(BaseModel):
     last_received_at: datetime | None = Field(
         default=None, description="When the newest report arrived, by the server's clock "
         "(what staleness is judged by).")
-    clock_skew_s: float | None = Field(
-        default=None, description="Server receive time minus the probe's finish time of the "
-        "newest report: the probe clock's offset plus the upload time.")
+    clock_skew_s: float | None = Field(default=None, description=SKEW_DOC)
     stale: bool
     gpus: list[GpuOut]
     nvlinks: list[NvLinkOut]

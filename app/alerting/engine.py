@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,7 +25,7 @@ from app.alerting.settings import AlertingSettings
 from app.analysis.fingerprint import fingerprint
 from app.config import Settings
 from app.judging.transaction import judging
-from app.models import Alert, AlertEvent
+from app.models import Alert, AlertEvent, Host
 
 ACTIVE = ("pending", "firing")
 
@@ -54,13 +55,13 @@ def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
     `due_before` (the periodic round): do nothing when the host was judged at or after it,
     by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
     """
-    with judging(sessions, host, now, settings, due_before, _no_alert_pending,
-                 rejudge) as judged:
+    with judging(sessions, host, now, settings, due_before,
+                 partial(nothing_to_evaluate, alerting), rejudge) as judged:
         if judged.current:
             return Outcome(host=host)
         findings: dict[str, tuple[Rule, Finding, dict[str, str]]] = {}
         if judged.row is not None:
-            if judged.health is None:  # nothing judged changed, no alert waits on its `for`
+            if judged.health is None:  # nothing judged changed, no rule can answer otherwise
                 judged.session.commit()
                 return Outcome(host=host)
             ctx = load_context(judged.session, judged.row, now, settings, alerting,
@@ -71,10 +72,18 @@ def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
         return outcome
 
 
-def _no_alert_pending(session: Session, host: str) -> bool:
-    """An alert waiting on its `for` needs the rules evaluated even if nothing changed."""
-    return session.scalar(select(Alert.id).where(
-        Alert.host == host, Alert.state == "pending").limit(1)) is None
+def nothing_to_evaluate(alerting: AlertingSettings, session: Session, host: str) -> bool:
+    """May an unchanged healthy host skip the rules (the fast path of `judge_and_store`)?
+    Only when no rule could answer differently than it did: no alert of the host is active
+    (a pending one waits on its `for`; a firing one must resolve as soon as its cause is
+    gone and its text follow the figures), and the one input the judged facts do not cover,
+    the probe's clock skew, is within its limit (else ProbeClockSkew must be raised)."""
+    active = session.scalar(select(Alert.id).where(
+        Alert.host == host, Alert.state.in_(ACTIVE)).limit(1))
+    if active is not None:
+        return False
+    skew = session.scalar(select(Host.clock_skew_s).where(Host.name == host))
+    return skew is None or abs(skew) <= alerting.clock_skew_warn_s
 
 
 def _findings(ctx: HostContext, rules: Sequence[Rule]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
 from app.alerting.rules_fabric import FABRIC_RULES
+from app.analysis.clock import describe_skew, skew_way
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
@@ -312,19 +313,20 @@ def probe_stale(ctx: HostContext) -> list[Finding]:
 
 def probe_clock_skew(ctx: HostContext) -> list[Finding]:
     """The probe's clock is off: its timestamps (sample times, series) are shifted. A
-    warning, never staleness: staleness is judged by the server's clock."""
+    warning, never staleness: staleness is judged by the server's clock. The sign is
+    `app/analysis/clock.py`'s, the one the API and /metrics carry; the words are rendered
+    from the skew read now (the engine evaluates while the alert is active)."""
     skew = ctx.host.clock_skew_s
     limit = ctx.alerting.clock_skew_warn_s
     if skew is None or abs(skew) <= limit or ctx.health.stale:
         return []
-    way = "behind" if skew > 0 else "ahead of"
     return [Finding(
         labels={"host": ctx.name},
-        summary=f"The probe clock on {ctx.name} is {fmt_duration(abs(skew))} {way} the server's",
-        description=f"Reports from {ctx.name} arrive {skew:+.0f} s after the time they carry "
-                    f"(limit ±{limit:g} s): the probe host's clock is {way} the server's. "
-                    "Fix its time sync (chrony/NTP); peerwatch judges staleness by its own "
-                    "clock, but the host's sample times are shifted.",
+        summary=f"The probe clock on {ctx.name} is {describe_skew(skew)}",
+        description=f"Reports from {ctx.name} arrive {skew:+.0f} s off the time they carry "
+                    f"(limit ±{limit:g} s): the probe host's clock is {skew_way(skew)} the "
+                    "server's. Fix its time sync (chrony/NTP); peerwatch judges staleness by "
+                    "its own clock, but the host's sample times are shifted.",
         dashboard=dashboard_path(ctx.name), value=skew)]
 
 

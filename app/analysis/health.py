@@ -10,7 +10,8 @@ The rule, per (pair, test):
 - a sample is *low* when measured/expected < `ratio_expected` or measured/baseline <
   `ratio_baseline` (latency: the inverse ratios, so lower is always worse);
 - the pair is **degraded** when the newest judged samples are all low and that run of low
-  samples spans at least `sustain_s`, or when `intermittent_low` of the newest
+  samples spans at least `sustain_s` — in time, or in measurements at the key's own cadence
+  (a sustain of one sweep interval is two low sweeps in a row, whatever the jitter), or when `intermittent_low` of the newest
   `intermittent_of` judged samples are low (slow in every other sweep); a shorter run is
   still healthy, with the reason saying it is being watched. Once degraded, a pair is healthy
   again after `intermittent_low` good samples in a row: hysteresis, so a fault that comes
@@ -179,7 +180,7 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     if run and run[0] is judged[0] and low_since_before is not None:
         began = min(began or low_since_before, low_since_before)
     lasted = (newest.at - began).total_seconds() if began else 0.0
-    if run and lasted >= th.sustain_s:
+    if run and (lasted >= th.sustain_s or _sustained_in_samples(run, judged, th)):
         return replace(out, verdict=Verdict.DEGRADED, low_since=began,
                        reason=f"{text}, for {fmt_duration(lasted)}")
     recent = judged[-th.intermittent_of:]
@@ -198,6 +199,21 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     return replace(out, low_since=began,
                    reason=f"{text}; low for {fmt_duration(lasted)}, degraded after "
                           f"{fmt_duration(th.sustain_s)}")
+
+
+def _sustained_in_samples(run: Sequence[Sample], judged: Sequence[Sample],
+                          th: Thresholds) -> bool:
+    """The sustain counted in measurements where a measurement is the unit: a run of low
+    samples holds `sustain_s` once it spans round(sustain_s / cadence) gaps, the cadence
+    being the median gap between this key's judged samples. A sustain equal to the sweep
+    interval is then "low in 2 sweeps in a row" whatever the agent's jitter, where the time
+    alone (600 s between sweeps 570 or 630 s apart) made detection the 2nd or the 3rd sweep."""
+    gaps = sorted((b.at - a.at).total_seconds() for a, b in zip(judged, judged[1:],
+                                                                 strict=False))
+    if not gaps or th.sustain_s <= 0:
+        return False
+    cadence = gaps[len(gaps) // 2]
+    return cadence > 0 and len(run) - 1 >= max(1, round(th.sustain_s / cadence))
 
 
 def _low_run(test: TestName, judged: Sequence[Sample], expect: Expectation | None,

@@ -28,7 +28,7 @@ from app.config import Settings
 from app.judging.running import Running
 from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
-from app.queries.counters import link_rates, pcie_replay_rates
+from app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.fleet_peers import Stats, group_stats
 from app.queries.page_holds import fabric_manager_of
@@ -176,7 +176,9 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
                            (newest - timedelta(seconds=lookback), newest),
                            newest - timedelta(seconds=settings.baseline_window_s),
                            settings.baseline_max_samples, reseed)
-    since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
+    since = rate_window_start(session, row.id, (row.last_report_at or now)
+                              - timedelta(seconds=settings.link_rate_window_s),
+                              settings.stale_after_s)
     stamp = row.peers_changed_at  # read with the host row, before the stats: a recompute in
     # between costs a re-judge, never a missed one
     return Loaded(

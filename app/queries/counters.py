@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, case, func, select
@@ -66,6 +66,19 @@ def _aware(at: datetime | str) -> datetime:
     if isinstance(at, str):
         at = datetime.fromisoformat(at)
     return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def rate_window_start(session: Session, host_id: int, since: datetime,
+                      gap_s: float) -> datetime:
+    """Where a host's rate window starts: at `since`, or at the newest reading before it
+    when that is at most `gap_s` older. A window always reaches back to the reading before
+    it, so a report gap longer than the window (but shorter than the staleness limit) still
+    measures the growth across the gap instead of reading "no rate": a link whose errors
+    kept growing stays degraded and its alert does not resolve and fire again as new."""
+    before = session.scalar(select(func.max(LinkSample.at)).where(
+        LinkSample.host_id == host_id, LinkSample.at < since,
+        LinkSample.at >= since - timedelta(seconds=gap_s)))
+    return min(since, _aware(before)) if before is not None else since
 
 
 def pcie_replay_rates(session: Session, host_id: int, since: datetime) -> dict[int, float | None]:

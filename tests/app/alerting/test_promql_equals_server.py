@@ -1,0 +1,155 @@
+"""Issue 20 class 7: the PromQL rules raise what the server raises, for every simulated
+fault type.
+
+Each fault of the simulator's catalog (`probes/sim/faults.py`: the `Fault` union, so a new
+fault type fails `test_the_catalog_is_complete` until it is listed here) is driven through
+one history: an hour healthy (six sweeps, inventory reports every minute), then the fault
+for 22 minutes (three sweeps; past every `for`, PCIe's 15 min included). The server ingests,
+judges and evaluates its rules at every report; at the same moments the agent's exporter and
+the server's `/metrics` are scraped into a generated promtool test over
+deploy/prometheus/peerwatch-rules.yml (`promql_twin.py` says why promtool, not a live
+Prometheus). The test's expectation is the server's firing alerts at every minute, by name and
+object (host, gpu, peer_gpu, link), with the differences made by design (BY_DESIGN: one
+table, a reason each) applied; promtool fails, printing both sets, on anything else.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import get_args
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.alerting.rules import RULE_NAMES
+from app.config import Settings
+from probes.sim.faults import (
+    BandwidthFactor,
+    BusyGpu,
+    CliqueMoved,
+    Contention,
+    DriverRestarted,
+    ErrorGrowth,
+    FabricManagerDown,
+    FabricNotCompleted,
+    FabricStatusError,
+    FabricUnhealthy,
+    Fault,
+    GpuLost,
+    HostCopySlow,
+    InsufficientNvlinks,
+    LinksDown,
+    P2PDisabled,
+    PcieDowntrained,
+    PeerCopiesFail,
+    SwitchTrayLost,
+    TransferFails,
+    TransferHangs,
+)
+from tests.app.alerting.promql_twin import (
+    Alerted,
+    TwinHost,
+    promtool_group,
+    write_promtool_test,
+)
+from tests.app.metrics_helpers import promtool
+
+# Every fault type, on the preset it needs (the rack faults need a rack: one NVL72 tray).
+CATALOG: list[tuple[Fault, str]] = [
+    (LinksDown(gpu=1, count=2), "h200x2"),
+    (BandwidthFactor(src=0, dst=1, factor=0.5), "h200x2"),
+    (ErrorGrowth(gpu=0, link=3, counter="replay", per_second=0.5), "h200x2"),
+    (P2PDisabled(a=0, b=1), "h200x2"),
+    (Contention(gpu=0, peer=1), "h200x2"),
+    (TransferFails(gpu=1), "h200x2"),
+    (TransferHangs(gpu=1, seconds=0.01), "h200x2"),
+    (PcieDowntrained(gpu=1, gen=4, width=8), "h200x2"),
+    (HostCopySlow(gpu=1, factor=0.4), "h200x2"),
+    (BusyGpu(gpu=1), "h200x2"),
+    (FabricNotCompleted(gpu=1), "h200x2"),
+    (FabricStatusError(gpu=1), "h200x2"),
+    (FabricUnhealthy(gpu=1), "h200x2"),
+    (FabricManagerDown(), "h200x2"),
+    (PeerCopiesFail(a=0, b=1), "h200x2"),
+    (DriverRestarted(), "h200x2"),
+    (GpuLost(gpu=1), "h200x2"),
+    (SwitchTrayLost(tray=4), "nvl72"),
+    (InsufficientNvlinks(gpu=2), "nvl72"),
+    (CliqueMoved(clique_id=2), "nvl72"),
+]
+
+
+
+@dataclass(frozen=True)
+class ByDesign:
+    """A difference between the server and Prometheus that is meant: the rule, and either
+    the minutes by which Prometheus fires later (`lag_min`) or None (the server alone)."""
+
+    alertname: str
+    lag_min: int | None
+    reason: str
+
+
+BY_DESIGN: tuple[ByDesign, ...] = (
+    ByDesign("P2PBandwidthDegraded", 2,
+             "sustain in sweeps: the server fires at the second low sweep; PromQL's `for: "
+             "12m` over the agent's newest value fires 12 min after the first, which is the "
+             "second sweep + 2 min in this history (sweeps 10 min apart), for any jitter"),
+    ByDesign("PCIeBandwidthDegraded", 2, "the same sweep-unit sustain as above"),
+)
+LAG = {d.alertname: d.lag_min for d in BY_DESIGN if d.lag_min is not None}
+SERVER_ONLY = {d.alertname for d in BY_DESIGN if d.lag_min is None}
+
+
+def _id(case: tuple[Fault, str]) -> str:
+    return type(case[0]).__name__
+
+
+def test_the_catalog_is_complete() -> None:
+    assert {type(f) for f, _ in CATALOG} == set(get_args(Fault))
+    assert {d.alertname for d in BY_DESIGN} <= set(RULE_NAMES)
+
+
+def _name(alert: Alerted) -> str:
+    return dict(alert)["alertname"]
+
+
+def expected(firing: dict[int, set[Alerted]]) -> dict[int, set[Alerted]]:
+    """What Prometheus must have firing at each step: the server's, less what only the
+    server raises, a lagging rule's alert only once the server has had it for its lag."""
+    out = {}
+    for step, alerts in firing.items():
+        out[step] = {a for a in alerts if _name(a) not in SERVER_ONLY and all(
+            a in firing.get(step - i, set()) for i in range(LAG.get(_name(a), 0) + 1))}
+    return out
+
+
+def test_the_expectation_lags_only_the_lagging_rules() -> None:
+    """The table's lag is applied as written (the helper above can fail)."""
+    slow = frozenset({("alertname", "PCIeBandwidthDegraded"), ("gpu", "1")})
+    down = frozenset({("alertname", "NVLinkDown"), ("gpu", "1"), ("link", "3")})
+    got = expected({1: set(), 2: {slow, down}, 3: {slow, down}, 4: {slow, down}})
+    assert got == {1: set(), 2: {down}, 3: {down}, 4: {slow, down}}
+
+
+@pytest.mark.parametrize("case", CATALOG, ids=_id)
+def test_prometheus_fires_what_the_server_fires(
+        sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path,
+        case: tuple[Fault, str]) -> None:
+    """Minute by minute, from the first report: healthy for an hour, then the fault."""
+    fault, preset = case
+    host = TwinHost(sessions, sqlite_settings, preset=preset)
+    host.run(60)
+    assert host.firing[60] == set()  # a healthy start
+    host.inject(fault)
+    host.run(24)
+    want = expected(host.firing)
+    path = tmp_path / "twin.test.yml"
+    write_promtool_test(path, [promtool_group(host, _id(case), want)])
+    done = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, (
+        f"{fault}: the server fires at the end {sorted(map(sorted, want[host.steps]))}\n"
+        f"{done.stdout}{done.stderr}"[:20000])
