@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -450,9 +450,17 @@ class LinkSeriesResponse(BaseModel):
 # --------------------------------------------------------------------------- health
 
 
+class LinkChange(BaseModel):
+    at: datetime = Field(description="When the server's judgement first saw the change.")
+    state: Literal["down", "up"]
+
+
 class LinkHealth(Judged):
     gpu: int
     link: int
+    changes: list[LinkChange] = Field(
+        default_factory=list, description="The port's last changes between down and up as "
+        "stored (at most 16, oldest first): what the host page marks on its charts.")
 
 
 class TestHealth(Judged):
