@@ -124,6 +124,7 @@ def _judge_links(settings: Settings, fabric: HostFabric,
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
     links, facts = [], {}
+    seen_at = fabric.host.last_report_at or now  # a change is dated by the report showing it
     for p in fabric.nvlinks:
         key = (p.gpu, p.link)
         j = judge_link(p, rates.get(key, {}), th, key in unused)
@@ -132,7 +133,7 @@ def _judge_links(settings: Settings, fabric: HostFabric,
         was_down, is_down = key in prior.links_down, j.verdict is Verdict.DOWN
         downs = downs_now(seen, was_down, is_down, now, settings.link_flap_window_s)
         links.append(flapping(j, downs, settings.link_flap_downs, settings.link_flap_window_s))
-        changes = state_changes(known.get("changes", []), was_down, is_down, now)
+        changes = state_changes(known.get("changes", []), was_down, is_down, seen_at)
         facts[key] = {**({"downs": [t.isoformat() for t in downs]} if downs else {}),
                       **({"changes": changes} if changes else {})}
     return links, facts
