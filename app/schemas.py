@@ -227,6 +227,11 @@ class HostDetail(BaseModel):
         default=None, description="Server receive time minus the probe's finish time of the "
         "newest report: the probe clock's offset plus the upload time.")
     stale: bool
+    changed_at: datetime | None = Field(
+        default=None, description="When what the host's health, topology, matrix and pair "
+        "series show last changed (a judged GPU, link, pair or test changed, its inventory, "
+        "its newest sweep or refused report): a dashboard that saw this value already has "
+        "them and can skip asking again. Null before its first judgement.")
     gpus: list[GpuOut]
     nvlinks: list[NvLinkOut]
     pairs: list[PairOut]

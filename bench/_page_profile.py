@@ -67,3 +67,55 @@ def print_profile(cost: PageCost, label: str) -> None:
     for r in sorted(cost.resources, key=lambda r: r["start"]):
         print(f"  {r['start']:9.0f} {r['duration']:9.0f} {r['bytes'] / 1024:5.0f}  "
               f"{r['path'][:90]}")
+
+
+UPDATES = "() => Number(document.querySelector('main').dataset.updates || 0)"
+
+
+@dataclass
+class PollCost:
+    refreshes: int
+    api_requests: int
+    not_modified: int
+    bytes: int
+    server_cpu_s: float
+
+    def per_refresh(self, value: float) -> float:
+        return value / max(1, self.refreshes)
+
+
+def polling_cost(context: Any, url: str, hash_: str, refreshes: int = 8) -> PollCost:
+    """An open page refreshing itself every second for `refreshes` refreshes (the server's
+    data does not change meanwhile: what a quiet fleet costs a page left open)."""
+    page = context.new_page()
+    statuses: list[int] = []
+    page.on("response", lambda r: statuses.append(r.status) if "/api/v1/" in r.url else None)
+    page.goto(f"{url}/?refresh=1{hash_}")
+    # (no wait_for_function: it evals its string, which the page's CSP refuses)
+    while not page.evaluate("() => document.querySelector('main').dataset.ready") or \
+            page.evaluate("() => Boolean(document.querySelector('main [data-pending]'))"):
+        page.wait_for_timeout(20)
+    start = page.evaluate(UPDATES) + 1
+    while page.evaluate(UPDATES) < start:  # from the end of a refresh on
+        page.wait_for_timeout(20)
+    page.evaluate("performance.setResourceTimingBufferSize(100000); "
+                  "performance.clearResourceTimings()")
+    statuses.clear()
+    cpu = server_cpu_now()
+    while page.evaluate(UPDATES) < start + refreshes:
+        page.wait_for_timeout(20)
+    spent = server_cpu_now() - cpu
+    found = [r for r in page.evaluate(RESOURCES) if r["path"].startswith("/api/")]
+    page.close()
+    return PollCost(refreshes, len(found), sum(1 for s in statuses if s == 304),
+                    int(sum(r["bytes"] for r in found)), spent)
+
+
+def print_polling(cost: PollCost, label: str, every_s: float = 15) -> None:
+    per = 60 / every_s
+    print(f"{label}, left open (refresh every {every_s:g} s, nothing new on the server): "
+          f"{cost.per_refresh(cost.api_requests) * per:.0f} API requests a minute "
+          f"({cost.per_refresh(cost.not_modified) * per:.0f} of them 304), "
+          f"{cost.per_refresh(cost.bytes) * per / 1024:.1f} KiB a minute, server CPU "
+          f"{cost.per_refresh(cost.server_cpu_s) * per * 1000:.0f} ms a minute "
+          f"(over {cost.refreshes} refreshes)")

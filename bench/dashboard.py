@@ -42,7 +42,15 @@ from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.server import ServerThread
 from app.main import create_app
 from app.services.ingest import ingest
-from bench._page_profile import PageCost, page_cost, print_profile, server_cpu_now
+from bench._page_profile import (
+    PageCost,
+    PollCost,
+    page_cost,
+    polling_cost,
+    print_polling,
+    print_profile,
+    server_cpu_now,
+)
 from bench._size import sized
 from probes.report import Report, TestName
 from probes.sim.faults import BandwidthFactor, LinksDown
@@ -201,8 +209,13 @@ def measure(url: str) -> dict[str, dict[str, Timing]]:
                 "warm": median([warm(page, view, hash_, "#/alerts") for _ in range(runs)]),
             }
             print(f"  measured the {view} page", flush=True)
+        global POLLING
+        POLLING = polling_cost(context, url, ROUTES["host"])
         browser.close()
     return found
+
+
+POLLING: PollCost | None = None  # the host page left open
 
 
 def report(figures: dict[str, dict[str, Timing]]) -> None:
@@ -228,6 +241,8 @@ def report(figures: dict[str, dict[str, Timing]]) -> None:
         done = figures[view]["cold"].complete_s
         if done is not None:
             print(f"{label}, cold: every panel drawn (below the fold too) at {done * 1000:.0f} ms")
+    if POLLING is not None:
+        print_polling(POLLING, LABELS["host"])
     host = figures["host"]["cold"].cost
     if host is not None:
         print_profile(host, LABELS["host"])

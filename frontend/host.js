@@ -49,7 +49,6 @@ function select(label, options, value, onChange) {
 
 
 export function mount(root, route) {
-  plotly().catch(() => {}); // start the 1.5 MB download now, beside the API calls (draw reports a failure)
   const name = route.args[0] || "";
   let params = route.params;
   const data = {};
@@ -341,9 +340,13 @@ export function mount(root, route) {
   async function loadAll({ first = false } = {}) {
     const full = refreshes % SLOW_EVERY === 0;
     refreshes += 1;
+    const known = first ? null : await api.host(name);
+    const kept = unchanged(known);
+    const again = (key, load) => (kept(key) ? data[key] : part(key, load));
     const [detail, health, topology, mx, alerts, series, maintenance, drain] = await Promise.all([
-      api.host(name), part("health", () => api.health(name)), part("topology", () => api.topology(name)),
-      part("matrix", loadMatrix), hostAlerts(full && !first), part("series", loadPair),
+      known ?? api.host(name), again("health", () => api.health(name)),
+      again("topology", () => api.topology(name)), again("matrix", loadMatrix),
+      hostAlerts(full && !first), kept("series", seriesKey()) ? data.series : part("series", loadPair),
       full ? activeMaintenance(name) : data.maintenanceMap,
       full ? drainMarks(name) : data.drainMap,
       first ? null : loadBelow(full, false),
@@ -351,8 +354,26 @@ export function mount(root, route) {
     Object.assign(data, { detail, health, topology, matrix: mx, alerts, series,
       maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null,
       drainMap: drain, drain: drain?.get(name) ?? null });
+    loadedAt = { changed: detail.changed_at, stale: detail.stale, series: seriesKey() };
     renderPanelNotes();
   }
+
+  let loadedAt = {}; // the host's changed_at (and stale, and the series' window) last loaded
+
+  /**
+   * "Changed since": the host's record says when its judged answers last changed
+   * (`changed_at`, app/queries/hosts.py); while it is what the page loaded them at, health,
+   * topology and matrix are not asked again (nor the pair series, for the same pair, test
+   * and window). A panel whose last load failed is always asked again.
+   */
+  function unchanged(detail) {
+    const same = detail?.changed_at && detail.changed_at === loadedAt.changed
+      && detail.stale === loadedAt.stale;
+    return (key, window = null) => Boolean(same && !failed[key] && data[key] !== undefined
+      && (window === null || window === loadedAt.series));
+  }
+
+  const seriesKey = () => `${params.pair}|${test()}|${JSON.stringify(window_(params))}`;
 
   /** What only the panels below the fold need (link counters, jobs, other mark sources) and
    * (`alerts`) the alerts again with the resolved ones (the pair history's shading);
@@ -388,7 +409,11 @@ export function mount(root, route) {
    * draws first, and the main element is marked drawn; the link counters, the jobs and the
    * resolved alerts' shading load and draw right after, while `root` is `data-pending`. */
   async function firstView() {
-    await loadAll({ first: true });
+    const loading = loadAll({ first: true });
+    // plotly.js (1.5 MB, half a second to compile) only once the API calls are on their way:
+    // it compiles while the server answers them (draw() reports a failure to load it)
+    plotly().catch(() => {});
+    await loading;
     await renderAll({ below: false });
     root.dataset.pending = "below the fold";
     below = (async () => {
