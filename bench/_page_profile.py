@@ -17,7 +17,8 @@ from typing import Any
 
 RESOURCES = """() => performance.getEntriesByType('resource').map(e => ({
   path: new URL(e.name).pathname + new URL(e.name).search, start: e.startTime,
-  duration: e.duration, bytes: e.transferSize, body: e.encodedBodySize }))"""
+  duration: e.duration, bytes: e.transferSize, body: e.encodedBodySize,
+  status: e.responseStatus }))"""
 NAVIGATION = """() => { const n = performance.getEntriesByType('navigation')[0];
   return n ? n.transferSize : 0; }"""
 
@@ -88,8 +89,6 @@ def polling_cost(context: Any, url: str, hash_: str, refreshes: int = 8) -> Poll
     """An open page refreshing itself every second for `refreshes` refreshes (the server's
     data does not change meanwhile: what a quiet fleet costs a page left open)."""
     page = context.new_page()
-    statuses: list[int] = []
-    page.on("response", lambda r: statuses.append(r.status) if "/api/v1/" in r.url else None)
     page.goto(f"{url}/?refresh=1{hash_}")
     # (no wait_for_function: it evals its string, which the page's CSP refuses)
     while not page.evaluate("() => document.querySelector('main').dataset.ready") or \
@@ -100,14 +99,13 @@ def polling_cost(context: Any, url: str, hash_: str, refreshes: int = 8) -> Poll
         page.wait_for_timeout(20)
     page.evaluate("performance.setResourceTimingBufferSize(100000); "
                   "performance.clearResourceTimings()")
-    statuses.clear()
     cpu = server_cpu_now()
     while page.evaluate(UPDATES) < start + refreshes:
         page.wait_for_timeout(20)
     spent = server_cpu_now() - cpu
     found = [r for r in page.evaluate(RESOURCES) if r["path"].startswith("/api/")]
     page.close()
-    return PollCost(refreshes, len(found), sum(1 for s in statuses if s == 304),
+    return PollCost(refreshes, len(found), sum(1 for r in found if r["status"] == 304),
                     int(sum(r["bytes"] for r in found)), spent)
 
 

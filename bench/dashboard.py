@@ -118,6 +118,9 @@ def seed(settings: Settings, hosts: int) -> float:
 
 @contextmanager
 def serving(settings: Settings) -> Iterator[str]:
+    # No periodic round: it would re-judge every seeded host (stale after a minute) in the
+    # middle of the timings and inside the server-CPU figures (bench/_page_profile.py).
+    os.environ.setdefault("PEERWATCH_ALERT_EVAL_INTERVAL_S", "0")
     with ServerThread(create_app(settings), port=0) as server:
         yield server.url
 

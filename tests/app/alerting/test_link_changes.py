@@ -65,3 +65,26 @@ def test_a_port_down_since_its_first_report_went_down_then(host: SimHost) -> Non
     first = host.now()
     host.step(60)
     assert _changes(host, 0, 2) == [(first, "down")]
+
+
+def _changed_at(host: SimHost) -> datetime | None:
+    from app.queries.hosts import host_detail
+    with host.sessions() as s:
+        return host_detail(s, host.hostname).changed_at
+
+
+def test_changed_at_moves_with_a_judged_change_not_with_every_report(host: SimHost) -> None:
+    """What the dashboard's refresh goes by (GET /hosts/{h} `changed_at`)."""
+    host.sweep()
+    host.evaluate()
+    first = _changed_at(host)
+    assert first is not None
+    host.step(30)  # an inventory pass, nothing new: the judged answers are the same
+    host.step(30)
+    assert _changed_at(host) == first
+    host.inject(LinksDown(gpu=1, links=(4,)))
+    host.step(30)
+    moved = _changed_at(host)
+    assert moved is not None and moved > first
+    host.step(30, kind="sweep")  # a sweep: new measurements for the matrix and series
+    assert (_changed_at(host) or moved) > moved
