@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -226,6 +226,11 @@ class HostDetail(BaseModel):
         "(what staleness is judged by).")
     clock_skew_s: float | None = Field(default=None, description=SKEW_DOC)
     stale: bool
+    changed_at: datetime | None = Field(
+        default=None, description="When what the host's health, topology, matrix and pair "
+        "series show last changed (a judged GPU, link, pair or test changed, its inventory, "
+        "its newest sweep or refused report): a dashboard that saw this value already has "
+        "them and can skip asking again. Null before its first judgement.")
     gpus: list[GpuOut]
     nvlinks: list[NvLinkOut]
     pairs: list[PairOut]
@@ -449,9 +454,17 @@ class LinkSeriesResponse(BaseModel):
 # --------------------------------------------------------------------------- health
 
 
+class LinkChange(BaseModel):
+    at: datetime = Field(description="When the server's judgement first saw the change.")
+    state: Literal["down", "up"]
+
+
 class LinkHealth(Judged):
     gpu: int
     link: int
+    changes: list[LinkChange] = Field(
+        default_factory=list, description="The port's last changes between down and up as "
+        "stored (at most 16, oldest first): what the host page marks on its charts.")
 
 
 class TestHealth(Judged):

@@ -42,6 +42,15 @@ from app.db import make_engine, make_sessionmaker, upgrade_to_head
 from app.demo.server import ServerThread
 from app.main import create_app
 from app.services.ingest import ingest
+from bench._page_profile import (
+    PageCost,
+    PollCost,
+    page_cost,
+    polling_cost,
+    print_polling,
+    print_profile,
+    server_cpu_now,
+)
 from bench._size import sized
 from probes.report import Report, TestName
 from probes.sim.faults import BandwidthFactor, LinksDown
@@ -109,12 +118,17 @@ def seed(settings: Settings, hosts: int) -> float:
 
 @contextmanager
 def serving(settings: Settings) -> Iterator[str]:
+    # No periodic round: it would re-judge every seeded host (stale after a minute) in the
+    # middle of the timings and inside the server-CPU figures (bench/_page_profile.py).
+    os.environ.setdefault("PEERWATCH_ALERT_EVAL_INTERVAL_S", "0")
     with ServerThread(create_app(settings), port=0) as server:
         yield server.url
 
 
 DRAWN = """([view, hash]) => { const m = document.querySelector('main');
   return m.dataset.ready === view && m.dataset.drawn === hash; }"""
+# the host page draws what fits the screen first, then its lower panels (`data-pending`)
+COMPLETE = "() => !document.querySelector('main [data-pending]')"
 
 
 def wait_drawn(page: Any, view: str, hash_: str, timeout_s: float = 600) -> None:
@@ -137,6 +151,8 @@ API_MS = """path => performance.getEntriesByType('resource')
 class Timing:
     total_s: float
     api_s: float  # the slowest API request the page waited for
+    cost: PageCost | None = None  # a cold load's requests, bytes and CPU (load-independent)
+    complete_s: float | None = None  # until the panels drawn after the first view were too
 
     @property
     def browser_s(self) -> float:
@@ -145,13 +161,20 @@ class Timing:
 
 def cold(context: Any, url: str, view: str, hash_: str) -> Timing:
     page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    cpu = server_cpu_now()
     started = time.perf_counter()
     page.goto(f"{url}/?refresh=86400{hash_}")
     wait_drawn(page, view, hash_)
     elapsed = time.perf_counter() - started
+    while not page.evaluate(COMPLETE):
+        page.wait_for_timeout(10)
+    complete = time.perf_counter() - started
+    cost = page_cost(page, cdp, cpu)
     api = page.evaluate(API_MS, "/api/v1/") / 1000
     page.close()
-    return Timing(elapsed, api)
+    return Timing(elapsed, api, cost, complete)
 
 
 def warm(page: Any, view: str, hash_: str, away: str) -> Timing:
@@ -166,8 +189,10 @@ def warm(page: Any, view: str, hash_: str, away: str) -> Timing:
 
 
 def median(timings: list[Timing]) -> Timing:
+    """The median total and API time; the cost of the run with the median total."""
+    middle = sorted(timings, key=lambda t: t.total_s)[len(timings) // 2]
     return Timing(statistics.median(t.total_s for t in timings),
-                  statistics.median(t.api_s for t in timings))
+                  statistics.median(t.api_s for t in timings), middle.cost, middle.complete_s)
 
 
 def measure(url: str) -> dict[str, dict[str, Timing]]:
@@ -187,8 +212,13 @@ def measure(url: str) -> dict[str, dict[str, Timing]]:
                 "warm": median([warm(page, view, hash_, "#/alerts") for _ in range(runs)]),
             }
             print(f"  measured the {view} page", flush=True)
+        global POLLING
+        POLLING = polling_cost(context, url, ROUTES["host"])
         browser.close()
     return found
+
+
+POLLING: PollCost | None = None  # the host page left open
 
 
 def report(figures: dict[str, dict[str, Timing]]) -> None:
@@ -202,6 +232,23 @@ def report(figures: dict[str, dict[str, Timing]]) -> None:
     print("(median of runs; headless Chromium on this machine; API ms = the slowest API request "
           "the page waited for; browser ms = the rest: plotly.js, our modules, drawing; "
           "ratio = total / budget, below 1 is within budget)")
+    print("cold loads, load-independent: page                requests  API  KiB  server CPU ms"
+          "  script ms  style+layout ms")
+    for view, label in LABELS.items():
+        c = figures[view]["cold"].cost
+        if c is not None:
+            print(f"{label:>48} {c.requests:9d} {c.api_requests:4d} {c.bytes / 1024:5.0f} "
+                  f"{c.server_cpu_s * 1000:14.0f} {c.script_s * 1000:10.0f} "
+                  f"{c.layout_s * 1000:16.0f}")
+    for view, label in LABELS.items():
+        done = figures[view]["cold"].complete_s
+        if done is not None:
+            print(f"{label}, cold: every panel drawn (below the fold too) at {done * 1000:.0f} ms")
+    if POLLING is not None:
+        print_polling(POLLING, LABELS["host"])
+    host = figures["host"]["cold"].cost
+    if host is not None:
+        print_profile(host, LABELS["host"])
 
 
 def main() -> int:
@@ -213,7 +260,10 @@ def main() -> int:
         print(f"seeding {HOSTS} hosts (one probe pass each) ...", flush=True)
         print(f"  seeded in {seed(settings, HOSTS):.1f} s", flush=True)
         with serving(settings) as url:
+            load = os.getloadavg()
             figures = measure(url)
+    print(f"machine load (1-min average, {os.cpu_count()} CPUs): {load[0]:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after")
     report(figures)
     return 0
 

@@ -22,7 +22,8 @@ import { hostFaults, topFault } from "./faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "./severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
 import { topologyFigure } from "./topology.js";
-import { CROSSHAIR, csvButton, eventMarks, hostEvents, linkZoom, rangeBar, windowOf } from "./timeline.js";
+import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, windowOf } from "./timeline.js";
+import { hostEvents, loadingSources } from "./marks.js";
 import { topologyList } from "./topology_list.js";
 
 const PROBLEMS_SHOWN = 6;
@@ -48,7 +49,6 @@ function select(label, options, value, onChange) {
 
 
 export function mount(root, route) {
-  plotly().catch(() => {}); // start the 1.5 MB download now, beside the API calls (draw reports a failure)
   const name = route.args[0] || "";
   let params = route.params;
   const data = {};
@@ -107,10 +107,23 @@ export function mount(root, route) {
   const rangeKey = (p) => `${p.range}|${p.from}|${p.to}`;
 
   const timeCharts = () => [el.series, el.throughput, el.errors, el.infoErrors];
+  /** One zoom and one crosshair across the time charts drawn so far. */
+  function linkTimeCharts() {
+    linkZoom(timeCharts);
+    linkCrosshair(timeCharts);
+  }
+
+  /** Each mark source's own data (marks.js), by its kind; a failed one marks nothing. */
+  async function loadMarks() {
+    const loaded = await Promise.all(loadingSources().map(async (s) =>
+      [s.kind, await part(`marks-${s.kind}`, () => s.load(name, window_(params)))]));
+    return Object.fromEntries(loaded);
+  }
 
   /** A time figure with the host's events marked on it and a crosshair. */
   function marked(fig, since, until) {
-    const events = hostEvents(data.alerts, data.maintenance ? [data.maintenance] : [], jobs.events());
+    const events = hostEvents({ health: data.health, alerts: data.alerts, maintenance: data.maintenance,
+      jobEvents: jobs.events() }, data.marks || {});
     const marks = eventMarks(events, since, until);
     const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
       annotations: [...(fig.layout.annotations || []), ...marks.labels],
@@ -219,7 +232,7 @@ export function mount(root, route) {
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "");
     const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until);
     await draw(el.series, traces, layout);
-    linkZoom(timeCharts);
+    linkTimeCharts();
   }
 
   async function renderLinks() {
@@ -239,7 +252,7 @@ export function mount(root, route) {
     const i = marked(errorFigure(ls, true), ls.since, ls.until);
     await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
       draw(el.infoErrors, i.data, i.layout)]);
-    linkZoom(timeCharts);
+    linkTimeCharts();
   }
 
   function renderProbeErrors() {
@@ -275,13 +288,14 @@ export function mount(root, route) {
     replace(el.notices, lines.map((t) => h("p", { class: "notice", role: "status" }, `⚠ ${t}`)));
   }
 
-  /** This host's alerts, active and resolved; the page still draws if alerting is down. */
-  async function hostAlerts(full) {
+  /** This host's alerts, active and (`resolved`: asked again) resolved ones; null when
+   * alerting did not answer: the page still draws. */
+  async function hostAlerts(resolved) {
     try {
-      const [active, resolved] = await Promise.all([api.alerts({ host: name }),
-        full || !data.resolved ? api.alerts({ host: name, state: "resolved", limit: 200 }) : data.resolved]);
-      data.resolved = resolved;
-      return [...active.alerts, ...resolved.alerts];
+      const [active, old] = await Promise.all([api.alerts({ host: name }),
+        resolved ? api.alerts({ host: name, state: "resolved", limit: 200 }) : data.resolved]);
+      data.resolved = old;
+      return [...active.alerts, ...(old?.alerts || [])];
     } catch (error) {
       if (error.name === "AbortError") throw error;
       return null;
@@ -323,21 +337,56 @@ export function mount(root, route) {
    * app/conditional_get.py); what changes slowly (resolved alerts, maintenance windows, job
    * snapshots) only every SLOW_EVERY-th refresh.
    */
-  async function loadAll() {
+  async function loadAll({ first = false } = {}) {
     const full = refreshes % SLOW_EVERY === 0;
     refreshes += 1;
-    const [detail, health, topology, mx, links, alerts, series, maintenance, , drain] = await Promise.all([
-      api.host(name), part("health", () => api.health(name)), part("topology", () => api.topology(name)),
-      part("matrix", loadMatrix), part("links", () => api.linkSeries(name, window_(params))),
-      hostAlerts(full), part("series", loadPair),
+    const known = first ? null : await api.host(name);
+    const kept = unchanged(known);
+    const again = (key, load) => (kept(key) ? data[key] : part(key, load));
+    const [detail, health, topology, mx, alerts, series, maintenance, drain] = await Promise.all([
+      known ?? api.host(name), again("health", () => api.health(name)),
+      again("topology", () => api.topology(name)), again("matrix", loadMatrix),
+      hostAlerts(full && !first), kept("series", seriesKey()) ? data.series : part("series", loadPair),
       full ? activeMaintenance(name) : data.maintenanceMap,
-      full ? part("jobs", () => jobs.load()) : null,
       full ? drainMarks(name) : data.drainMap,
+      first ? null : loadBelow(full, false),
     ]);
-    Object.assign(data, { detail, health, topology, matrix: mx, links, alerts, series,
+    Object.assign(data, { detail, health, topology, matrix: mx, alerts, series,
       maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null,
       drainMap: drain, drain: drain?.get(name) ?? null });
+    loadedAt = { changed: detail.changed_at, stale: detail.stale, series: seriesKey() };
     renderPanelNotes();
+  }
+
+  let loadedAt = {}; // the host's changed_at (and stale, and the series' window) last loaded
+
+  /**
+   * "Changed since": the host's record says when its judged answers last changed
+   * (`changed_at`, app/queries/hosts.py); while it is what the page loaded them at, health,
+   * topology and matrix are not asked again (nor the pair series, for the same pair, test
+   * and window). A panel whose last load failed is always asked again.
+   */
+  function unchanged(detail) {
+    const same = detail?.changed_at && detail.changed_at === loadedAt.changed
+      && detail.stale === loadedAt.stale;
+    return (key, window = null) => Boolean(same && !failed[key] && data[key] !== undefined
+      && (window === null || window === loadedAt.series));
+  }
+
+  const seriesKey = () => `${params.pair}|${test()}|${JSON.stringify(window_(params))}`;
+
+  /** What only the panels below the fold need (link counters, jobs, other mark sources) and
+   * (`alerts`) the alerts again with the resolved ones (the pair history's shading);
+   * `full`: the slow-changing ones too. */
+  async function loadBelow(full, alerts) {
+    const [links, , marks, all] = await Promise.all([
+      part("links", () => api.linkSeries(name, window_(params))),
+      full ? part("jobs", () => jobs.load()) : null,
+      full ? loadMarks() : data.marks,
+      alerts ? hostAlerts(true) : null,
+    ]);
+    Object.assign(data, { links, marks });
+    if (all) data.alerts = all;
   }
 
   /** "⚠ topology: could not refresh (500 …); last good data 21:04 (3 min ago)". */
@@ -356,7 +405,30 @@ export function mount(root, route) {
     replace(el.pairNote, panelNote("series", "pair history"));
   }
 
-  async function renderAll() {
+  /** The first view: what fits a screen (header, problems, topology, matrix, the pair)
+   * draws first, and the main element is marked drawn; the link counters, the jobs and the
+   * resolved alerts' shading load and draw right after, while `root` is `data-pending`. */
+  async function firstView() {
+    const loading = loadAll({ first: true });
+    // plotly.js (1.5 MB, half a second to compile) only once the API calls are on their way:
+    // it compiles while the server answers them (draw() reports a failure to load it)
+    plotly().catch(() => {});
+    await loading;
+    await renderAll({ below: false });
+    root.dataset.pending = "below the fold";
+    below = (async () => {
+      try {
+        await loadBelow(true, true);
+        renderPanelNotes();
+        await Promise.all([renderPair(), renderLinks(), jobs.render(window_(params))]);
+      } finally {
+        delete root.dataset.pending;
+      }
+    })();
+    below.catch(() => {}); // its panels say what failed; the next refresh loads it again
+  }
+
+  async function renderAll({ below: lower = true } = {}) {
     renderHead();
     renderNotices();
     renderProblems();
@@ -369,7 +441,7 @@ export function mount(root, route) {
     await Promise.all([
       topo ? draw(el.topo, topo.data, topo.layout) : null,
       data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
-      renderPair(), renderLinks(), jobs.render(window_(params)),
+      renderPair(), lower ? renderLinks() : null, lower ? jobs.render(window_(params)) : null,
     ]);
   }
 
@@ -382,13 +454,22 @@ export function mount(root, route) {
     scrollToTarget(root, params, parsePair(params.pair) && data.series ? el.series : null);
   }
 
+  let below = null; // the first view's panels below the fold, loading after its first draw
+
   return {
     async refresh() {
+      if (!data.detail) {
+        await firstView();
+        showTarget();
+        return;
+      }
+      await below?.catch(() => {});
       await loadAll();
       await renderAll();
       showTarget();
     },
     async update(next) {
+      await below?.catch(() => {});
       const before = params;
       params = next.params;
       if (!data.detail) { // the first load failed (e.g. the server was away): load it all now
@@ -396,7 +477,9 @@ export function mount(root, route) {
         return;
       }
       if (before.test !== params.test) data.matrix = await loadMatrix();
-      if (rangeKey(before) !== rangeKey(params)) data.links = await api.linkSeries(name, window_(params));
+      if (rangeKey(before) !== rangeKey(params)) {
+        [data.links, data.marks] = await Promise.all([api.linkSeries(name, window_(params)), loadMarks()]);
+      }
       await loadPair();
       renderHead();
       renderNotices();

@@ -1,12 +1,14 @@
 // What the host page's time charts share (issue 21): one time range for all of them, relative
 // (`?range=6h`) or absolute (`?from=<ISO>&to=<ISO>`), picked in one bar and kept in the URL;
-// a zoom on one chart applied to the others, and a crosshair (spike line) on each; event marks
-// on every series (NVLink down/up from the host's link alerts, maintenance windows, job start
-// and end); and CSV export of any chart's series.
+// a zoom on one chart applied to the others, and one crosshair: hovering a time on one chart
+// draws the same time on all of them; event marks on every series (their sources are in
+// marks.js: NVLink down/up as stored, maintenance windows, job start and end); and CSV export
+// of any chart's series.
 
 import { esc, h } from "./dom.js";
 import * as fmt from "./format.js";
 import { OKABE_ITO } from "./palette.js";
+import { sourceColour } from "./marks.js";
 import { onPlotly, plotly } from "./plot.js";
 
 export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
@@ -50,26 +52,8 @@ export function rangeBar(params, onChange) {
     h("span", { class: "muted" }, w.absolute ? `${fmt.time(w.since)} – ${fmt.time(w.until)} UTC` : "UTC, up to now"));
 }
 
-/**
- * Event marks [{at, end?, kind, label}] from the host's alerts (an NVLink going down, and up
- * again when its alert resolved), its maintenance windows and its jobs' snapshots.
- */
-export function hostEvents(alerts, maintenance, jobEvents = []) {
-  const events = [];
-  for (const a of alerts || []) {
-    if (a.alertname !== "NVLinkDown" && a.alertname !== "NVLinkFlapping") continue;
-    const what = `GPU${a.labels?.gpu} link ${a.labels?.link}`;
-    const start = a.fired_at || a.active_since;
-    if (start) events.push({ at: start, kind: "link", label: `${what} down` });
-    if (a.resolved_at) events.push({ at: a.resolved_at, kind: "link", label: `${what} up` });
-  }
-  for (const m of maintenance || []) {
-    events.push({ at: m.starts_at, end: m.ends_at, kind: "maintenance", label: `maintenance: ${m.comment || ""}` });
-  }
-  return [...events, ...jobEvents];
-}
-
 const MARK_COLOUR = { link: OKABE_ITO.vermillion, maintenance: OKABE_ITO.sky, job: OKABE_ITO.purple };
+const colourOf = (kind) => MARK_COLOUR[kind] || sourceColour(kind) || OKABE_ITO.grey;
 
 function shortLabel(e) {
   if (e.kind === "job") return e.label.replace(/^job (\S+) start$/, "▶ $1").replace(/^job (\S+) end$/, "■ $1");
@@ -84,11 +68,11 @@ export function eventMarks(events, since, until) {
     ? { type: "rect", xref: "x", yref: "paper", x0: e.at < since ? since : e.at, x1: e.end > until ? until : e.end,
       y0: 0, y1: 1, fillcolor: "rgba(86,180,233,0.08)", line: { width: 0 }, layer: "below", name: `event ${e.kind}` }
     : { type: "line", xref: "x", yref: "paper", x0: e.at, x1: e.at, y0: 0, y1: 1, name: `event ${e.kind}`,
-      line: { color: MARK_COLOUR[e.kind] || OKABE_ITO.grey, width: 1, dash: "dot" } }));
+      line: { color: colourOf(e.kind), width: 1, dash: "dot" } }));
   // Short labels above the plot (the hover has the whole): "↓ GPU3 link 16", "▶ 81240", "⚒".
   const labels = inside.map((e) => ({ x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper",
     yanchor: "bottom", showarrow: false, text: esc(shortLabel(e)), textangle: 0,
-    font: { size: 9, color: MARK_COLOUR[e.kind] === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
+    font: { size: 9, color: colourOf(e.kind) === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
     hovertext: esc(`${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }));
   return { shapes, labels };
 }
@@ -140,6 +124,48 @@ export function linkZoom(chartsNow) {
   }
 }
 
-/** Crosshair: a vertical spike across each chart at the hovered time. */
+/** The hovered chart's own crosshair: a vertical spike across it at the cursor. */
 export const CROSSHAIR = { showspikes: true, spikemode: "across", spikesnap: "cursor", spikethickness: 1,
   spikedash: "dot", spikecolor: "#8a93a6" };
+
+/** The time (ms) a Plotly hover event points at, from its first point's x. */
+function hoveredTime(event) {
+  const x = event?.xvals?.[0] ?? event?.points?.[0]?.x;
+  if (x === undefined || x === null) return null;
+  const xa = event.points?.[0]?.xaxis;
+  const ms = xa?.d2l ? xa.d2l(x) : Date.parse(x);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Draw (or hide, `ms` null) the crosshair line of chart `el` at time `ms`: a thin element
+ * over the plot area (no relayout, so it follows the mouse at no cost). */
+function placeCrosshair(el, ms) {
+  let line = el.querySelector(":scope > .xhair");
+  const xa = el._fullLayout?.xaxis;
+  const size = el._fullLayout?._size;
+  const px = ms === null || !xa ? NaN : xa._offset + xa.l2p(ms);
+  if (!Number.isFinite(px) || px < xa._offset || px > xa._offset + xa._length) {
+    if (line) line.hidden = true;
+    return;
+  }
+  if (!line) {
+    line = h("span", { class: "xhair", "aria-hidden": "true" });
+    el.append(line);
+  }
+  Object.assign(line.style, { left: `${px}px`, top: `${size.t}px`, height: `${size.h}px` });
+  line.dataset.at = iso(ms);
+  line.hidden = false;
+}
+
+/** One crosshair across `chartsNow()`: hovering a time on one draws it on every other. */
+export function linkCrosshair(chartsNow) {
+  for (const el of chartsNow().filter((c) => c.on)) {
+    onPlotly(el, "plotly_hover", (event) => {
+      const ms = hoveredTime(event);
+      for (const c of chartsNow()) if (c !== el && c._fullLayout) placeCrosshair(c, ms);
+    });
+    onPlotly(el, "plotly_unhover", () => {
+      for (const c of chartsNow()) placeCrosshair(c, null);
+    });
+  }
+}

@@ -30,3 +30,18 @@ def flapping(j: LinkJudgement, downs: Sequence[datetime], limit: int,
                          f"GPU{j.gpu} link {j.link} is flapping: it went down {len(downs)} "
                          f"times in the last {fmt_duration(window_s)} (up now)", j.gpu, j.link,
                          flapping=True)
+
+
+MAX_CHANGES = 16  # a port's state changes kept in its judged facts (the charts' event marks)
+
+
+def state_changes(seen: Sequence[Sequence[str]], was_down: bool, is_down: bool,
+                  now: datetime, keep: int = MAX_CHANGES) -> list[list[str]]:
+    """The port's last `keep` changes between down and up, as [ISO time, "down" | "up"]:
+    the link-state history the host page marks on its charts. NVML says only the state
+    now, so a change is dated `now`: the newest report the judgement that first saw it read
+    (a port first seen down counts as going down then)."""
+    kept = [[str(at), str(state)] for at, state in seen]
+    if is_down != was_down:
+        kept.append([now.isoformat(), "down" if is_down else "up"])
+    return kept[-keep:]

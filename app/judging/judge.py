@@ -27,7 +27,7 @@ from app.analysis.fabric_health import (
     judge_link,
 )
 from app.analysis.fabric_state import judge_host_fabric
-from app.analysis.flaps import downs_now, flapping
+from app.analysis.flaps import downs_now, flapping, state_changes
 from app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
 from app.analysis.health import (
     PairJudgement,
@@ -121,19 +121,24 @@ def _judge_links(settings: Settings, fabric: HostFabric,
                  rates: dict[tuple[int, int], dict[str, float | None]], now: datetime,
                  prior: Prior) -> tuple[list[LinkJudgement], dict[tuple[int, int], dict]]:
     """Every NVLink port from its state and error rates, flapping ports degraded; with the
-    facts to store for the next judgement (when each port went down)."""
+    facts to store for the next judgement (when each port went down, and its last changes
+    between down and up: the link-state history the charts mark)."""
     th = settings.thresholds
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     unused = unused_by_design(fabric.gpus, ports)  # ports a SKU leaves unwired (12 of 18)
     links, facts = [], {}
+    seen_at = fabric.host.last_report_at or now  # a change is dated by the report showing it
     for p in fabric.nvlinks:
         key = (p.gpu, p.link)
         j = judge_link(p, rates.get(key, {}), th, key in unused)
-        seen = [datetime.fromisoformat(t) for t in prior.link_facts.get(key, {}).get("downs", [])]
-        downs = downs_now(seen, key in prior.links_down, j.verdict is Verdict.DOWN, now,
-                          settings.link_flap_window_s)
+        known = prior.link_facts.get(key, {})
+        seen = [datetime.fromisoformat(t) for t in known.get("downs", [])]
+        was_down, is_down = key in prior.links_down, j.verdict is Verdict.DOWN
+        downs = downs_now(seen, was_down, is_down, now, settings.link_flap_window_s)
         links.append(flapping(j, downs, settings.link_flap_downs, settings.link_flap_window_s))
-        facts[key] = {"downs": [t.isoformat() for t in downs]} if downs else {}
+        changes = state_changes(known.get("changes", []), was_down, is_down, seen_at)
+        facts[key] = {**({"downs": [t.isoformat() for t in downs]} if downs else {}),
+                      **({"changes": changes} if changes else {})}
     return links, facts
 
 

@@ -115,6 +115,7 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
                               tuple(top["facts"].get("fabric", ())))
     since = {(kind, *key): r["since"] for kind, objs in rows.items() for key, r in objs.items()}
     health = HostHealth(row, fabric, judgement, tests, top["stale"], top["judged_at"], since)
+    health.link_facts = {key: r["facts"] for key, r in rows["link"].items() if r["facts"]}
     health.pair_facts = {key: r["facts"] for key, r in rows["pair"].items() if r["facts"]}
     health.gpu_facts = {g: {"peer": r["facts"]["peer"]} for (g,), r in rows["gpu"].items()
                         if r["facts"].get("peer")}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from app.analysis.health import TestJudgement
 from app.queries.busy import busy_fields
 from app.queries.health import HostHealth
@@ -9,10 +12,17 @@ from app.schemas import (
     GpuHealth,
     GpuTestHealth,
     HealthResponse,
+    LinkChange,
     LinkHealth,
     PairHealth,
     TestHealth,
 )
+
+
+def link_changes(facts: dict[str, Any]) -> list[LinkChange]:
+    """A port's stored state changes (app/analysis/flaps.py `state_changes`), oldest first."""
+    return [LinkChange(at=datetime.fromisoformat(at), state=state)
+            for at, state in facts.get("changes", []) if state in ("down", "up")]
 
 
 def gpu_tests(h: HostHealth, gpu: int) -> list[GpuTestHealth]:
@@ -38,7 +48,9 @@ def health_view(h: HostHealth) -> HealthResponse:
                         since=since.get(("gpu", g.gpu)), tests=gpu_tests(h, g.gpu))
               for g in j.gpus],
         links=[LinkHealth(gpu=x.gpu, link=x.link, verdict=x.verdict, reason=x.reason,
-                          since=since.get(("link", x.gpu, x.link))) for x in j.links],
+                          since=since.get(("link", x.gpu, x.link)),
+                          changes=link_changes(h.link_facts.get((x.gpu, x.link), {})))
+               for x in j.links],
         pairs=[PairHealth(
             src=p.src, dst=p.dst, verdict=p.verdict, reason=p.reason,
             since=since.get(("pair", p.src, p.dst)),

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.analysis.verdict import Verdict
-from app.models import Alert, GpuSample, Host, JudgedHost, ReportRow
+from app.models import (
+    Alert,
+    GpuSample,
+    Host,
+    JudgedGpu,
+    JudgedHost,
+    JudgedLink,
+    JudgedPair,
+    JudgedTest,
+    ReportRow,
+)
 from app.queries.busy import busy_fields
 from app.queries.common import get_host
 from app.queries.fabric import load_fabric
@@ -90,6 +102,21 @@ def _last_sweep(session: Session, host_id: int) -> ReportOut | None:
         errors=[ProbeErrorOut(**e) for e in row.errors])
 
 
+def changed_at(session: Session, host: Host) -> datetime | None:
+    """When anything the host's judged answers (health, topology, matrix, pair series) show
+    last changed: judged rows are rewritten only when they change (app/judging/write.py), so
+    their newest `judged_at`, with the host verdict's `since` and the host's inventory, sweep
+    and refusal times, moves exactly when one of those answers may have. A few indexed
+    selects: what lets a polling page skip four heavier reads."""
+    newest = [host.inventory_changed_at, host.last_sweep_at, host.last_refused_at,
+              session.scalar(select(JudgedHost.since).where(JudgedHost.host_id == host.id))]
+    for model in (JudgedGpu, JudgedLink, JudgedPair, JudgedTest):
+        newest.append(session.scalar(select(func.max(model.judged_at))
+                                     .where(model.host_id == host.id)))
+    known = [t for t in newest if t is not None]
+    return max(known) if newest[3] is not None and known else None
+
+
 def host_detail(session: Session, name: str) -> HostDetail:
     """The inventory of one host as last reported, with each GPU's latest activity."""
     host = get_host(session, name)
@@ -107,7 +134,7 @@ def host_detail(session: Session, name: str) -> HostDetail:
         cuda_version=host.cuda_version, probe_version=host.probe_version,
         first_seen=host.first_seen, last_report_at=host.last_report_at,
         last_received_at=host.last_received_at, clock_skew_s=host.clock_skew_s, stale=stale,
-        gpus=gpus,
+        changed_at=changed_at(session, host), gpus=gpus,
         nvlinks=[NvLinkOut(**p.model_dump(exclude={"capabilities"})) for p in fabric.nvlinks],
         pairs=[PairOut(**p.model_dump()) for _, p in sorted(fabric.pairs.items())],
         last_sweep=_last_sweep(session, host.id),

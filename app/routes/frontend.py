@@ -49,6 +49,18 @@ PLOTLY_URL = f"/static/vendor/{PLOTLY_FILE.name}"
 PLOTLY_PLACEHOLDER = "__PLOTLY_URL__"
 TESTS_PLACEHOLDER = "__PEERWATCH_TESTS__"
 
+PRELOADS_PLACEHOLDER = "<!-- __MODULE_PRELOADS__ -->"
+CLASSIC_SCRIPTS = {"boot.js"}  # not modules: loaded by a plain <script>
+
+
+def module_preloads() -> str:
+    """A `<link rel="modulepreload">` per module of frontend/: the browser fetches (and
+    compiles) the whole module graph at once instead of one import level per round trip, so
+    a new tab's first API calls leave ~3 round trips sooner (bench/dashboard.py)."""
+    names = sorted(p.name for p in FRONTEND_DIR.glob("*.js") if p.name not in CLASSIC_SCRIPTS)
+    return "\n  ".join(f'<link rel="modulepreload" href="/static/{n}">' for n in names)
+
+
 CSP = HTML_CSP  # one policy for every HTML answer (app/response_headers.py)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
@@ -79,7 +91,8 @@ def index(request: Request) -> Response:
     """The single page; the hash (#/fleet, #/host/<name> ...) picks the view in the browser."""
     html = (FRONTEND_DIR / "index.html").read_text(encoding="utf-8")
     body = (html.replace(PLOTLY_PLACEHOLDER, PLOTLY_URL)
-            .replace(TESTS_PLACEHOLDER, escape(catalog_json(), quote=True)).encode())
+            .replace(TESTS_PLACEHOLDER, escape(catalog_json(), quote=True))
+            .replace(PRELOADS_PLACEHOLDER, module_preloads()).encode())
     return _revalidated(request, body, TYPES[".html"])
 
 

@@ -28,6 +28,17 @@ def test_index_links_the_installed_plotly_and_has_no_inline_script(client: TestC
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["cache-control"] == "no-cache"
 
+def test_index_preloads_every_module_of_the_dashboard(client: TestClient) -> None:
+    """The whole module graph is fetched at once, not one import level per round trip."""
+    import re
+    html = client.get("/").text
+    assert frontend.PRELOADS_PLACEHOLDER not in html
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="/static/([\w.]+)">', html))
+    modules = {p.name for p in frontend.FRONTEND_DIR.glob("*.js")} - frontend.CLASSIC_SCRIPTS
+    assert preloaded == modules and "host.js" in modules and "marks.js" in modules
+    for name in preloaded:
+        assert client.get(f"/static/{name}").status_code == 200
+
 def test_static_module_is_revalidated_with_an_etag(client: TestClient) -> None:
     first = client.get("/static/app.js")
     assert first.status_code == 200

@@ -150,8 +150,10 @@ def fresh_page(browser_context):  # type: ignore[no-untyped-def]
 
 
 NORMALISED_HASH = "h => { const a = document.createElement('a'); a.href = h; return a.hash; }"
+# Drawn, and no panel still loading after the first draw (the host page's lower panels).
 DRAWN = """([view, hash]) => { const m = document.querySelector('main');
-  return m.dataset.ready === view && m.dataset.drawn === hash; }"""
+  return m.dataset.ready === view && m.dataset.drawn === hash
+    && !m.querySelector('[data-pending]'); }"""
 
 
 def open_view(page, path: str, view: str) -> None:  # type: ignore[no-untyped-def]

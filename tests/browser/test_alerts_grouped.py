@@ -70,7 +70,7 @@ def test_a_link_alert_scrolls_to_and_outlines_its_link(page, fleet: Fleet) -> No
     line.locator("button.unfold").click()
     line.locator("tr.member").get_by_role("link", name="GPU3 link 16").first.click()
     wait_hash(page, "link=16")
-    page.wait_for_selector('main[data-ready="host"]')
+    page.wait_for_selector('main[data-ready="host"]:not(:has([data-pending]))')
     wait_until(page, "() => !!document.querySelector('.target')")
     target = page.locator(".target")
     assert target.count() == 1 and target.get_attribute("data-what") == "GPU3 link 16"

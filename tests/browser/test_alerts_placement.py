@@ -104,7 +104,7 @@ def test_placement_says_why_it_cannot_place(page, fleet: Fleet, browser_context)
 def test_a_link_alert_opens_its_gpu(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
     page.get_by_role("link", name=re.compile(r"^GPU3: links 16")).first.click()  # GPU3's line
-    page.wait_for_selector('main[data-ready="host"]')
+    page.wait_for_selector('main[data-ready="host"]:not(:has([data-pending]))')
     wait_hash(page, "gpu=3")
     selected = page.locator('table[aria-label="GPU inventory"] tbody tr.selected')
     assert selected.count() == 1 and selected.get_attribute("data-key") == "3"

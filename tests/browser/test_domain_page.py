@@ -85,7 +85,7 @@ def test_a_tray_opens_its_host_page(page, fleet: Fleet) -> None:  # type: ignore
     open_domain(page, f"/#/domain/{DOMAIN}")
     page.locator('.tray-grid tr[data-host="nvl72-a-tray03"] a.host').click()
     wait_hash(page, "#/host/nvl72-a-tray03")
-    page.wait_for_selector('main[data-ready="host"]')
+    page.wait_for_selector('main[data-ready="host"]:not(:has([data-pending]))')
 
 
 def test_an_unknown_domain_says_so(page, browser_context) -> None:  # type: ignore[no-untyped-def]

@@ -75,7 +75,7 @@ def test_keyboard_opens_a_host(page, fleet: Fleet) -> None:  # type: ignore[no-u
     assert focused and focused != FAULTY
     page.keyboard.press("ArrowUp")
     page.keyboard.press("Enter")
-    page.wait_for_selector('main[data-ready="host"]')
+    page.wait_for_selector('main[data-ready="host"]:not(:has([data-pending]))')
     assert page.locator("h1 .host").inner_text() == FAULTY
 
 

@@ -50,5 +50,5 @@ def test_peer_groups_and_the_slow_host_are_shown(page, fleet: Fleet) -> None:  #
     assert "PCIe gen5 x16" in gpu_tag.locator("xpath=ancestor::tr").inner_text()
     screenshot(page, "fleet-peers")
     tags.first.click()
-    page.wait_for_selector('main[data-ready="host"]')
+    page.wait_for_selector('main[data-ready="host"]:not(:has([data-pending]))')
     assert page.locator("h1 .host").inner_text() == SLOW

@@ -142,7 +142,8 @@ def test_pages_refresh_themselves(fresh_page, fleet: Fleet) -> None:  # type: ig
 def test_link_charts_plot_the_counter_rates(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, "/#/alerts", "alerts")
     with page.expect_response(lambda r: "/links/series?" in r.url) as answer:
-        open_view(page, f"/#/host/{FAULTY}?range=1h", "host")
+        # a load, so no 1-second refresh (an earlier test's ?refresh=1) redraws from newer data
+        open_view(page, f"/?refresh=86400#/host/{FAULTY}?range=1h", "host")
     series = answer.value.json()
     link = next(x for x in series["links"] if (x["gpu"], x["link"]) == (5, 2))
     rising = trace(page, "errors-chart", "GPU5 link 2 replay")

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.browser.conftest import FAULTY, Fleet, open_view, wait_until
-from tests.browser.plotly import drag_zoom
+from tests.browser.plotly import PLOT_BOX, drag_zoom
 
 pytestmark = pytest.mark.browser
 
@@ -64,3 +64,81 @@ def test_events_crosshair_linked_zoom_and_csv(page, fleet: Fleet) -> None:  # ty
                            ".find(t => t.name === 'measured (GB/s)').x.length")
     assert len(measured) == series
     assert download.value.suggested_filename == f"{FAULTY}-GPU1-GPU2-ce_write.csv"
+
+
+
+# The point of trace `name` nearest the middle of the x range shown (an earlier test may
+# have zoomed), in page pixels, with its time (ms).
+POINT_AT = """([id, name]) => { const el = document.getElementById(id), fl = el._fullLayout;
+  const t = el.data.find(d => d.name === name); const box = el.getBoundingClientRect();
+  const xa = fl.xaxis, ya = fl.yaxis, [lo, hi] = xa.range.map(v => xa.d2l(v));
+  const ats = t.x.map(x => xa.d2l(x)), mid = (lo + hi) / 2;
+  const i = ats.reduce((b, at, j) => Math.abs(at - mid) < Math.abs(ats[b] - mid) ? j : b, 0);
+  return {x: box.left + xa._offset + xa.l2p(ats[i]), y: box.top + ya._offset + ya.l2p(t.y[i]),
+          at: ats[i], inside: ats[i] >= lo && ats[i] <= hi, span: hi - lo}; }"""
+CROSSHAIR_AT = """id => { const l = document.querySelector('#' + id + ' > .xhair');
+  return l && !l.hidden ? Date.parse(l.dataset.at) : null; }"""
+CROSSHAIR_LEFT = """([id, at]) => { const el = document.getElementById(id);
+  const xa = el._fullLayout.xaxis, line = el.querySelector(':scope > .xhair');
+  return [parseFloat(line.style.left), xa._offset + xa.l2p(at)]; }"""
+SHOWN = "ids => ids.every(id => document.querySelector('#' + id + ' > .xhair:not([hidden])'))"
+NONE_SHOWN = "ids => !ids.some(id => document.querySelector('#' + id + ' > .xhair:not([hidden])'))"
+WHOLE = """id => { const xa = document.getElementById(id)._fullLayout.xaxis;
+  return xa.d2l(xa.range[1]) - xa.d2l(xa.range[0]) > 5 * 3600 * 1000; }"""
+PLOT_WIDTH = "id => document.getElementById(id)._fullLayout.xaxis._length"
+TIME_CHARTS = ("series-chart", "throughput-chart", "errors-chart", "info-errors-chart")
+
+
+def test_hovering_a_time_on_one_chart_draws_it_on_every_other(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    open_view(page, f"/#/host/{FAULTY}?pair=1-2&test=ce_write&range=6h", "host")
+    for chart in TIME_CHARTS:
+        page.locator(f"#{chart}[data-ready]").wait_for()
+    page.locator("#series-chart").scroll_into_view_if_needed()
+    box = page.evaluate(PLOT_BOX, "series-chart")  # a double-click undoes an earlier zoom
+    page.mouse.dblclick(box["left"] + box["width"] / 2, box["top"] + box["height"] / 2)
+    wait_until(page, WHOLE, "series-chart")
+    page.mouse.move(5, 5)
+    point = page.evaluate(POINT_AT, ["series-chart", "measured (GB/s)"])
+    assert point["inside"], point
+    page.mouse.move(point["x"] - 30, point["y"])
+    page.mouse.move(point["x"], point["y"], steps=3)
+    others = list(TIME_CHARTS[1:])
+    wait_until(page, SHOWN, others)
+    px_ms = point["span"] / page.evaluate(PLOT_WIDTH, "series-chart")
+    for chart in others:
+        at = page.evaluate(CROSSHAIR_AT, chart)
+        assert abs(at - point["at"]) <= 3 * px_ms, (chart, at, point["at"])
+        left, where = page.evaluate(CROSSHAIR_LEFT, [chart, at])  # at that time on its own axis
+        assert abs(left - where) < 1.5, (chart, left, where)
+    assert page.evaluate(CROSSHAIR_AT, "series-chart") is None  # the hovered one has its spike
+    page.mouse.move(5, 5)  # leaving the chart takes the crosshair off every chart
+    wait_until(page, NONE_SHOWN, others)
+
+
+LINK_EVENTS = """async () => { const m = await import('/static/marks.js');
+  const at = (m) => `2026-12-01T${m}:00Z`;
+  const health = {links: [{gpu: 3, link: 16, changes: [{at: at('10:00'), state: 'down'},
+    {at: at('10:05'), state: 'up'}]}, {gpu: 3, link: 17, changes: []}]};
+  const alerts = [{alertname: 'NVLinkDown', labels: {gpu: '3', link: '16'}, fired_at: at('10:01'),
+    resolved_at: at('10:06')},
+    {alertname: 'NVLinkDown', labels: {gpu: '3', link: '17'}, fired_at: at('11:00')}];
+  return m.hostEvents({health, alerts, maintenance: null, jobEvents: []})
+    .map(e => [e.at, e.label]); }"""
+
+
+def test_link_marks_come_from_the_stored_state_changes(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    """Down and up as the server stored them; a link alert adds a mark only for a port
+    without a stored history (never a second mark for the same change)."""
+    open_view(page, f"/#/host/{FAULTY}?pair=1-2&test=ce_write&range=6h", "host")
+    assert page.evaluate(LINK_EVENTS) == [
+        ["2026-12-01T10:00:00Z", "GPU3 link 16 down"],
+        ["2026-12-01T10:05:00Z", "GPU3 link 16 up"],
+        ["2026-12-01T11:00:00Z", "GPU3 link 17 down"]]
+    # and the faulty host's marks on its charts are its stored changes
+    health = fleet.api(f"/hosts/{FAULTY}/health")
+    stored = {f"GPU{x['gpu']} link {x['link']} {c['state']}"
+              for x in health["links"] for c in x["changes"]}
+    assert "GPU3 link 16 down" in stored, stored
+    page.locator("#series-chart[data-ready]").wait_for()
+    labels = page.evaluate(LAYOUT, "series-chart")["labels"]
+    assert stored <= set(labels), (stored, labels)

@@ -1,0 +1,41 @@
+"""An open host page asks again only for what changed (issue 21, item 9): each refresh reads
+the host's record, whose `changed_at` says when its judged answers last changed; while it
+holds, health, topology and matrix are not asked again (unchanged answers would be 304s
+anyway, but the server would still build them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import Fleet, open_view, wait_until
+from tests.browser.demo_fleet import MAINTAINED
+
+pytestmark = pytest.mark.browser
+
+UPDATES = "() => Number(document.querySelector('main').dataset.updates || 0)"
+JUDGED = ("/health", "/topology", "/matrix")
+
+
+def test_an_open_host_page_asks_again_only_for_what_changed(fresh_page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    page = fresh_page
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/v1/hosts/" in r.url else None)
+    open_view(page, f"/?refresh=1#/host/{MAINTAINED}", "host")
+    for _ in range(3):  # a report may change the host meanwhile: then look again
+        before = fleet.api(f"/hosts/{MAINTAINED}")["changed_at"]
+        wait_until(page, "() => !document.querySelector('main [data-pending]')")
+        asked.clear()
+        start = page.evaluate(UPDATES)  # one refresh may be under way: count one more
+        wait_until(page, f"() => ({UPDATES})() >= {start + 4}")  # three whole refreshes
+        if fleet.api(f"/hosts/{MAINTAINED}")["changed_at"] == before:
+            break
+    else:
+        pytest.fail(f"{MAINTAINED}'s changed_at moved in each of three tries")
+    assert before is not None
+    records = [u for u in asked if u.split("?")[0].endswith(f"/hosts/{MAINTAINED}")]
+    assert len(records) >= 3, asked  # each refresh reads the record ...
+    judged = [u for u in asked if any(u.split("?")[0].endswith(p) for p in JUDGED)]
+    # ... and nothing it already has: at most the first of the three refreshes asks (the
+    # host may have changed between the page's last load and `before`), never all three
+    assert len(judged) <= len(JUDGED), judged
+    assert page.locator("#topology-chart[data-ready]").count() == 1  # still drawn
