@@ -21,7 +21,8 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from app import routes
-from app.alerting.judge_queue import JudgeQueue, judge_queue_job
+from app.alerting.judge_process import JudgeProcess, judge_process_job
+from app.alerting.judge_queue import JudgeQueue, Judges, judge_queue_job
 from app.alerting.service import alerting_loop, close_alerting, service_for
 from app.conditional_get import ConditionalGet
 from app.config import Settings
@@ -61,16 +62,28 @@ async def _not_found(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
 
 
-def _install_judge_queue(app: FastAPI, settings: Settings) -> None:
-    """The queue ingest hands hosts to (judged after the 201), and its figures on /metrics."""
+def _install_judges(app: FastAPI, settings: Settings, in_process: bool) -> None:
+    """What ingest hands hosts to (judged after the 201), and its figures on /metrics:
+    in-process, a queue and threads with the periodic round on this event loop; otherwise a
+    judge process this app starts, wakes and supervises, which runs the round itself."""
     registry = app.state.ingest_stats.registry
-    queue = JudgeQueue(lambda host: service_for(app).after_ingest(host), settings.judge_workers,
-                       on_lag=judge_lag_histogram(registry).observe)
-    registry.register(JudgeQueueCollector(queue.load))
-    app.state.judge_queue = queue
+    observe = judge_lag_histogram(registry).observe
+    judges: Judges
+    if in_process:
+        judges = JudgeQueue(lambda host: service_for(app).after_ingest(host),
+                            settings.judge_workers, on_lag=observe)
+        app.state.background_jobs += [alerting_loop, judge_queue_job]
+    else:
+        judges = JudgeProcess(settings, on_lag=observe)
+        app.state.background_jobs.append(judge_process_job)
+    registry.register(JudgeQueueCollector(judges.load))
+    app.state.judge_queue = judges
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, judge_in_process: bool = True) -> FastAPI:
+    """`judge_in_process=False` (what `serve` runs): judging in a child process
+    (`app/alerting/judge_process.py`); the default judges in threads of this one (tests,
+    embedding)."""
     settings = settings or Settings()
     engine = make_engine(settings)
 
@@ -96,14 +109,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
-    app.state.background_jobs = [alerting_loop, judge_queue_job, refusal_flush_job]
+    app.state.background_jobs = [refusal_flush_job]
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
     app.add_middleware(ServerTiming)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
-    _install_judge_queue(app, settings)
+    _install_judges(app, settings, judge_in_process)
     app.state.refusals = RefusalBook()  # refused reports by host, written in batches
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     # ETags on the read API: a polling dashboard is sent a bodiless 304 when nothing changed.

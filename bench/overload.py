@@ -12,7 +12,8 @@ Two `peerwatch serve` processes, one after the other, each on a fresh PostgreSQL
    when refused) for `--burst-s`, `/healthz` polled every 0.1 s meanwhile: refusal latency
    p50/p99, `/healthz` p99, accepted reports/s.
 
-The server process's CPU seconds per phase are printed beside (from /proc). On a shared
+The server process's CPU seconds per phase are printed beside (from /proc), and its child
+processes' (the judge process) apart. On a shared
 machine read the ratios (after / before), not the absolute figures. Targets (issue 19):
 POST p99 <= 20 ms at 200 real-cadence hosts; refusals and /healthz p99 <= 50 ms.
 """
@@ -55,10 +56,32 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _stat(pid: int | str) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s(pid: int) -> float:
+    """CPU seconds of the live child processes of `pid` (the judge process `serve` starts)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int(_stat(entry.name)[1]) == pid:
+                    total += cpu_s(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+    return total
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(the server process's CPU seconds, its children's): where the work runs."""
+    return cpu_s(pid), children_cpu_s(pid)
 
 
 @contextmanager
@@ -107,11 +130,11 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None]:
         if url is None:
             raise SystemExit("PostgreSQL is needed (127.0.0.1:5432)")
         with serve_tree(tree, url, Path(tmp)) as (base, pid):
-            cpu0 = cpu_s(pid)
+            cpu0 = cpu_split(pid)
             cadence = asyncio.run(load([base], args.hosts, tpl, 1.0, args.cadence_s))
-            cpu1 = cpu_s(pid)
+            cpu1 = cpu_split(pid)
             bursty, health = asyncio.run(_burst_with_health(base, args, tpl))
-            cpu2 = cpu_s(pid)
+            cpu2 = cpu_split(pid)
             judge = httpx.get(f"{base}/readyz", timeout=30).json().get("judge")
     accepted = [s.latency_ms for s in cadence.accepted()]
     refused = [s.latency_ms for s in bursty.samples if s.status in (429, 503)]
@@ -120,12 +143,16 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None]:
         "cadence_posts": float(len(cadence.samples)),
         "cadence_refused": float(cadence.count(429, 503)),
         "cadence_timeouts": float(cadence.count(0)),
-        "cadence_cpu_s": cpu1 - cpu0,
+        "cadence_cpu_s": cpu1[0] - cpu0[0],
+        "cadence_judge_cpu_s": cpu1[1] - cpu0[1],
         "refused_p50": pct(refused, 0.5), "refused_p99": pct(refused, 0.99),
         "burst_accepted_per_s": len(bursty.accepted()) / bursty.seconds,
         "burst_refused": float(len(refused)), "burst_timeouts": float(bursty.count(0)),
         "healthz_p50": pct(health.healthz_ms, 0.5), "healthz_p99": pct(health.healthz_ms, 0.99),
-        "burst_cpu_s": cpu2 - cpu1,
+        "burst_cpu_s": cpu2[0] - cpu1[0],
+        "burst_judge_cpu_s": cpu2[1] - cpu1[1],
+        "burst_cpu_ms_per_accepted": (1000 * (sum(cpu2) - sum(cpu1)) / len(bursty.accepted())
+                                      if bursty.accepted() else None),
         "judge_lag_p50_s": judge["lag_p50_s"] if judge else None,
         "judge_lag_p99_s": judge["lag_p99_s"] if judge else None,
     }

@@ -10,7 +10,8 @@ Only reading the body happens on the event loop. Parsing (orjson), validation an
 transaction run in a worker thread while the report holds an ingest slot (`app.ingest_gate`):
 a saturated process answers 429/503 with Retry-After at once, and a client that went away
 while its report waited for a slot costs nothing more. The report is judged after the answer,
-off the request path: its host goes to the judge queue (`app/alerting/judge_queue.py`).
+off the request path: its host goes to the judges (`app/alerting/judge_queue.py`; under
+`serve` a process of their own, `app/alerting/judge_process.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from app.alerting.judge_queue import judge_queue_for
+from app.alerting.judge_queue import judges_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
 from app.errors import body_errors
@@ -80,7 +81,7 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
     else:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
-        judge_queue_for(request.app).submit(result.host, arrived.timestamp())
+        judges_for(request.app).submit(result.host, arrived.timestamp())
     return result
 
 
