@@ -28,6 +28,7 @@ from app.conditional_get import ConditionalGet
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
+from app.ingest_pool import IngestPool, ingest_pool_job, pool_for
 from app.leadership import Leadership
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
@@ -76,19 +77,24 @@ def _install_judges(app: FastAPI, settings: Settings, in_process: bool) -> None:
     else:
         judges = JudgeProcess(settings, on_lag=observe)
         app.state.background_jobs.append(judge_process_job)
+        app.state.ingest_pool = IngestPool(settings)  # reports parsed and stored apart too
+        app.state.background_jobs.append(ingest_pool_job)
     registry.register(JudgeQueueCollector(judges.load))
     app.state.judge_queue = judges
 
 
 def create_app(settings: Settings | None = None, judge_in_process: bool = True) -> FastAPI:
     """`judge_in_process=False` (what `serve` runs): judging in a child process
-    (`app/alerting/judge_process.py`); the default judges in threads of this one (tests,
-    embedding)."""
+    (`app/alerting/judge_process.py`) and reports parsed and stored in worker processes
+    (`app/ingest_pool.py`); the default does both in threads of this one (tests, embedding)."""
     settings = settings or Settings()
     engine = make_engine(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool = pool_for(app)
+        if pool is not None:  # before the first request: a cold worker imports the app
+            await pool.warm_up()
         tasks = [asyncio.create_task(job(app)) for job in app.state.background_jobs]
         try:
             yield

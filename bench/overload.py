@@ -33,12 +33,15 @@ from pathlib import Path
 
 import httpx
 
+from bench import _side_probe
+from bench._cpu import cpu_split
 from bench._fleet_load import TOKEN, Record, _poll_healthz, burst, client, load, templates
 from bench._serve import free_port, interrupt, wait_for_healthz
 from bench.ingest import postgres_url
 
 HERE = Path(__file__).resolve().parent.parent
-TARGETS_MS = {"post_p99": 20.0, "refused_p99": 50.0, "healthz_p99": 50.0}
+TARGETS_MS = {"post_p99": 20.0, "refused_p99": 50.0, "healthz_p99": 50.0,
+              "side_healthz_p99": 50.0, "side_refused_p99": 50.0}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -54,34 +57,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--burst-s", type=float, default=30.0,
                    help="seconds of back-to-back sweeps (default: 30)")
     return p.parse_args(argv)
-
-
-def _stat(pid: int | str) -> list[str]:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux /proc)."""
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_s(pid: int) -> float:
-    """CPU seconds of the live child processes of `pid` (the judge process `serve` starts)."""
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int(_stat(entry.name)[1]) == pid:
-                    total += cpu_s(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue  # gone meanwhile
-    return total
-
-
-def cpu_split(pid: int) -> tuple[float, float]:
-    """(the server process's CPU seconds, its children's): where the work runs."""
-    return cpu_s(pid), children_cpu_s(pid)
 
 
 @contextmanager
@@ -133,7 +108,9 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None]:
             cpu0 = cpu_split(pid)
             cadence = asyncio.run(load([base], args.hosts, tpl, 1.0, args.cadence_s))
             cpu1 = cpu_split(pid)
+            side = _side_probe.start(base, args.burst_s)
             bursty, health = asyncio.run(_burst_with_health(base, args, tpl))
+            beside = _side_probe.result(side)
             cpu2 = cpu_split(pid)
             judge = httpx.get(f"{base}/readyz", timeout=30).json().get("judge")
     accepted = [s.latency_ms for s in cadence.accepted()]
@@ -149,6 +126,14 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None]:
         "burst_accepted_per_s": len(bursty.accepted()) / bursty.seconds,
         "burst_refused": float(len(refused)), "burst_timeouts": float(bursty.count(0)),
         "healthz_p50": pct(health.healthz_ms, 0.5), "healthz_p99": pct(health.healthz_ms, 0.99),
+        # from a client process of its own (bench/_side_probe.py): the posters' own event
+        # loop is CPU-bound and adds its lag to every figure above
+        "side_healthz_p99": pct(beside["healthz_ms"], 0.99),
+        "side_refused_p99": pct(beside["refused_ms"], 0.99),
+        "side_refused": float(len(beside["refused_ms"])),
+        "side_accepted_p50": pct(beside["accepted_ms"], 0.5),
+        "refused_server_p99": pct([s.server_ms for s in bursty.samples
+                                   if s.status in (429, 503) and s.server_ms is not None], 0.99),
         "burst_cpu_s": cpu2[0] - cpu1[0],
         "burst_judge_cpu_s": cpu2[1] - cpu1[1],
         "burst_cpu_ms_per_accepted": (1000 * (sum(cpu2) - sum(cpu1)) / len(bursty.accepted())
