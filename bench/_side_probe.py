@@ -6,7 +6,8 @@ on a loaded machine, so what they time includes their own loop's lag; this proce
 nothing else to do, so its figures are the server's answer time plus the network, as an
 operator's `curl` or a load balancer's check would see them. Run by bench/overload.py and
 bench/fleet.py as `python -m bench._side_probe BASE SECONDS`; prints one JSON line:
-{"healthz_ms": [...], "refused_ms": [...], "accepted_ms": [...], "other": {status: n}}.
+{"healthz_ms": [...], "refused_429_ms": [...], "refused_503_ms": [...], "accepted_ms": [...],
+"other": {status: n}}.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ async def _posts(http: httpx.AsyncClient, base: str, end: float, out: dict) -> N
         except httpx.HTTPError:
             status = 0
         ms = (time.perf_counter() - started) * 1000
-        key = {429: "refused_ms", 503: "refused_ms", 200: "accepted_ms", 201: "accepted_ms"}
+        key = {429: "refused_429_ms", 503: "refused_503_ms", 200: "accepted_ms",
+               201: "accepted_ms"}
         if status in key:
             out[key[status]].append(ms)
         else:
@@ -58,7 +60,8 @@ async def _posts(http: httpx.AsyncClient, base: str, end: float, out: dict) -> N
 
 
 async def _run(base: str, seconds: float) -> dict:
-    out: dict = {"healthz_ms": [], "refused_ms": [], "accepted_ms": [], "other": Counter()}
+    out: dict = {"healthz_ms": [], "refused_429_ms": [], "refused_503_ms": [],
+                 "accepted_ms": [], "other": Counter()}
     end = time.monotonic() + seconds
     async with httpx.AsyncClient(timeout=30) as http:
         await asyncio.gather(_healthz(http, base, end, out["healthz_ms"]),

@@ -129,11 +129,15 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None]:
         # from a client process of its own (bench/_side_probe.py): the posters' own event
         # loop is CPU-bound and adds its lag to every figure above
         "side_healthz_p99": pct(beside["healthz_ms"], 0.99),
-        "side_refused_p99": pct(beside["refused_ms"], 0.99),
-        "side_refused": float(len(beside["refused_ms"])),
+        "side_refused_p99": pct(beside["refused_429_ms"] + beside["refused_503_ms"], 0.99),
+        "side_429_p99": pct(beside["refused_429_ms"], 0.99),
+        "side_refused_429": float(len(beside["refused_429_ms"])),
+        "side_refused_503": float(len(beside["refused_503_ms"])),
         "side_accepted_p50": pct(beside["accepted_ms"], 0.5),
         "refused_server_p99": pct([s.server_ms for s in bursty.samples
                                    if s.status in (429, 503) and s.server_ms is not None], 0.99),
+        "burst_429": float(bursty.count(429)), "burst_503": float(bursty.count(503)),
+        "refused_429_p99": pct([s.latency_ms for s in bursty.samples if s.status == 429], 0.99),
         "burst_cpu_s": cpu2[0] - cpu1[0],
         "burst_judge_cpu_s": cpu2[1] - cpu1[1],
         "burst_cpu_ms_per_accepted": (1000 * (sum(cpu2) - sum(cpu1)) / len(bursty.accepted())

@@ -110,7 +110,8 @@ class JudgeProcess:
         load = self._load
         judged, failed = self._base
         return QueueLoad(load.depth, load.in_flight, load.workers, load.judged + judged,
-                         load.failed + failed, load.lag_p50_s, load.lag_p99_s, load.lag_max_s)
+                         load.failed + failed, load.lag_p50_s, load.lag_p99_s, load.lag_max_s,
+                         self.restarts)
 
     def read_figures(self) -> None:
         """What the child sent (called on the event loop when the socket is readable)."""
@@ -128,7 +129,7 @@ class JudgeProcess:
     def _take(self, message: bytes) -> None:
         try:
             figures = json.loads(message)
-            self._load = QueueLoad(**figures["load"])
+            self._load = QueueLoad(**{**figures["load"], "restarts": 0})
             lags = [float(lag) for lag in figures["lags"]]
         except (ValueError, TypeError, KeyError):
             log.warning("judge process sent figures that do not parse; ignored")

@@ -44,6 +44,7 @@ class QueueLoad:
     lag_p50_s: float | None  # over the last LAG_WINDOW judgements
     lag_p99_s: float | None
     lag_max_s: float | None
+    restarts: int = 0  # of the judge process (`serve`): it died and was started anew
 
 
 def quantile(sorted_values: list[float], q: float) -> float | None:
