@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from app.cli.options import add_database_url, add_log_level
 from app.logs import configure_logging
 
 
@@ -17,15 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "judge", help="judge hosts whose reports are newer than their verdicts",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database-url", default=None,
-                        help="override PEERWATCH_DATABASE_URL (default: from the environment, "
-                        "else sqlite under PEERWATCH_DATA_DIR)")
+    add_database_url(parser)
     parser.add_argument("--wake-fd", type=int, default=None,
                         help="an inherited SOCK_SEQPACKET socket to the server that started "
                         "this process (serve passes it; not for use by hand)")
-    parser.add_argument("--log-level", default="info",
-                        choices=["critical", "error", "warning", "info", "debug"],
-                        help="log level (default: info)")
+    add_log_level(parser)
     parser.set_defaults(func=run)
 
 
