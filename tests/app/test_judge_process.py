@@ -10,6 +10,7 @@ would run) are handed the same host: it is judged once, not twice.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -41,10 +42,28 @@ def _judge_pid(server: int) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def _post(base: str, host: str, at: datetime) -> None:
-    r = httpx.post(f"{base}/api/v1/reports", content=sweep(host=host, at=at).model_dump_json(),
-                   headers={**probe_headers(), "Content-Type": "application/json"}, timeout=60)
+def _send(base: str, body: str) -> httpx.Response:
+    return httpx.post(f"{base}/api/v1/reports", content=body,
+                      headers={**probe_headers(), "Content-Type": "application/json"}, timeout=60)
+
+
+def _post(base: str, host: str, at: datetime, body: str | None = None) -> None:
+    r = _send(base, body or sweep(host=host, at=at).model_dump_json())
     assert r.status_code == 201, r.text
+
+
+def _refused_in_a_worker_as_in_process(base: str, stored: str) -> None:
+    """The ingest worker's errors come back as the in-process path answers them."""
+    again = _send(base, stored)
+    assert again.status_code == 200 and again.json()["duplicate"] is True, again.text
+    other = json.loads(stored)
+    other["results"] = other["results"][:1]
+    conflict = _send(base, json.dumps(other))
+    assert conflict.status_code == 409, conflict.text
+    bad = json.loads(stored)
+    bad["report_id"] = "not-a-uuid"
+    invalid = _send(base, json.dumps(bad))
+    assert invalid.status_code == 422 and "report_id" in invalid.text, invalid.text
 
 
 def _judged(base: str, host: str) -> dict[str, Any] | None:
@@ -66,7 +85,9 @@ def test_serve_judges_in_its_judge_process_and_restarts_it(db_url: str, tmp_path
         wait_for_healthz(base, timeout_s=SETTLE_S)
         judge = eventually(lambda: _judge_pid(proc.pid))
         assert judge is not None, "serve started no judge process"
-        _post(base, "node-a", now - timedelta(minutes=2))
+        report = sweep(host="node-a", at=now - timedelta(minutes=2))
+        _post(base, "node-a", now - timedelta(minutes=2), report.model_dump_json())
+        _refused_in_a_worker_as_in_process(base, report.model_dump_json())
         assert eventually(lambda: _judged(base, "node-a")), "the report was never judged"
         ready = eventually(lambda: (r := httpx.get(f"{base}/readyz", timeout=60).json())
                            ["judge"]["judged"] >= 1 and r)
