@@ -70,8 +70,13 @@ class Settings(BaseSettings):
     ingest_retry_after_s: int = Field(
         default=5, ge=1, description="Retry-After (seconds) sent with 429/503 when saturated.")
     judge_workers: int = Field(
-        default=1, ge=1, description="Threads judging hosts after their reports are stored "
-        "(app/alerting/judge_queue.py); SQLite judges one host at a time whatever this says.")
+        default=1, ge=1, description="Threads judging hosts after their reports are stored, "
+        "in the judge process `serve` starts (app/alerting/judge_worker.py); SQLite judges "
+        "one host at a time whatever this says.")
+    judge_scan_s: float = Field(
+        default=2.0, gt=0, description="How often the judge process asks the database for "
+        "hosts whose newest report (older than this) is newer than their judgement: the safety "
+        "net under the server's wakes, and how two replicas' judges share work.")
 
     # --- retention
     retention_raw_days: float = Field(

@@ -27,13 +27,15 @@ log = logging.getLogger(__name__)
 LOCK_NAMESPACE = 0x5057  # "PW", as in app/judging/transaction.py
 LEADER_LOCK = 1
 DELIVERY_LOCK = 2
+JUDGE_ROUND_LOCK = 3  # the judge processes' periodic round (app/alerting/judge_worker.py)
 
 
 class Leadership:
     """`held()`: is this replica the leader now (taking the lock if it is free)?"""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, key: int = LEADER_LOCK) -> None:
         self.engine = engine
+        self.key = key
         self._conn: Connection | None = None
         self._guard = threading.Lock()
 
@@ -57,7 +59,7 @@ class Leadership:
     def _take(self) -> bool:
         conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         got = conn.execute(text("SELECT pg_try_advisory_lock(:ns, :key)"),
-                           {"ns": LOCK_NAMESPACE, "key": LEADER_LOCK}).scalar()
+                           {"ns": LOCK_NAMESPACE, "key": self.key}).scalar()
         if got:
             self._conn = conn
             log.info("this replica now runs the periodic jobs")

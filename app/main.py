@@ -21,12 +21,14 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from app import heap, routes
-from app.alerting.judge_queue import JudgeQueue, judge_queue_job
+from app.alerting.judge_process import JudgeProcess, judge_process_job
+from app.alerting.judge_queue import JudgeQueue, Judges, judge_queue_job
 from app.alerting.service import alerting_loop, close_alerting, service_for
 from app.conditional_get import ConditionalGet
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
+from app.ingest_pool import IngestPool, ingest_pool_job, pool_for
 from app.leadership import Leadership
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
@@ -61,21 +63,38 @@ async def _not_found(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
 
 
-def _install_judge_queue(app: FastAPI, settings: Settings) -> None:
-    """The queue ingest hands hosts to (judged after the 201), and its figures on /metrics."""
+def _install_judges(app: FastAPI, settings: Settings, in_process: bool) -> None:
+    """What ingest hands hosts to (judged after the 201), and its figures on /metrics:
+    in-process, a queue and threads with the periodic round on this event loop; otherwise a
+    judge process this app starts, wakes and supervises, which runs the round itself."""
     registry = app.state.ingest_stats.registry
-    queue = JudgeQueue(lambda host: service_for(app).after_ingest(host), settings.judge_workers,
-                       on_lag=judge_lag_histogram(registry).observe)
-    registry.register(JudgeQueueCollector(queue.load))
-    app.state.judge_queue = queue
+    observe = judge_lag_histogram(registry).observe
+    judges: Judges
+    if in_process:
+        judges = JudgeQueue(lambda host: service_for(app).after_ingest(host),
+                            settings.judge_workers, on_lag=observe)
+        app.state.background_jobs += [alerting_loop, judge_queue_job]
+    else:
+        judges = JudgeProcess(settings, on_lag=observe)
+        app.state.background_jobs.append(judge_process_job)
+        app.state.ingest_pool = IngestPool(settings)  # reports parsed and stored apart too
+        app.state.background_jobs.append(ingest_pool_job)
+    registry.register(JudgeQueueCollector(judges.load))
+    app.state.judge_queue = judges
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, judge_in_process: bool = True) -> FastAPI:
+    """`judge_in_process=False` (what `serve` runs): judging in a child process
+    (`app/alerting/judge_process.py`) and reports parsed and stored in worker processes
+    (`app/ingest_pool.py`); the default does both in threads of this one (tests, embedding)."""
     settings = settings or Settings()
     engine = make_engine(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool = pool_for(app)
+        if pool is not None:  # before the first request: a cold worker imports the app
+            await pool.warm_up()
         tasks = [asyncio.create_task(job(app)) for job in app.state.background_jobs]
         heap.settle()  # started: the collector leaves start-up's objects be (app/heap.py)
         try:
@@ -97,14 +116,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
-    app.state.background_jobs = [alerting_loop, judge_queue_job, refusal_flush_job]
+    app.state.background_jobs = [refusal_flush_job]
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
     app.add_middleware(ServerTiming)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
-    _install_judge_queue(app, settings)
+    _install_judges(app, settings, judge_in_process)
     app.state.refusals = RefusalBook()  # refused reports by host, written in batches
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     # ETags on the read API: a polling dashboard is sent a bodiless 304 when nothing changed.

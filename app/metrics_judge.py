@@ -4,8 +4,11 @@
 observation per judgement, from the oldest report it covers), and read at scrape time from
 the queue: `peerwatch_judge_queue_depth` (hosts waiting), `peerwatch_judge_in_progress`,
 `peerwatch_judge_lag_recent_seconds{stat}` (p50/p99/max over the last judgements, the
-figures `/readyz` shows) and `peerwatch_judge_failures_total`. Registered in the app's own
-registry beside the ingest counters (`app/metrics_ingest.py`), never the global one.
+figures `/readyz` shows), `peerwatch_judge_failures_total` and
+`peerwatch_judge_process_restarts_total`. Under `serve` the judging runs in a process of its
+own, which sends these figures to the server (`app/alerting/judge_process.py`).
+Registered in the app's own registry beside the ingest counters (`app/metrics_ingest.py`),
+never the global one.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class JudgeQueueCollector(Collector):
         yield CounterMetricFamily("peerwatch_judge_failures",
                                   "Judgements that failed here (left to the periodic round).",
                                   value=load.failed)
+        yield CounterMetricFamily("peerwatch_judge_process_restarts",
+                                  "Times this server's judge process died and was restarted.",
+                                  value=load.restarts)
 
 
 def judge_lag_histogram(registry: CollectorRegistry) -> Histogram:

@@ -564,6 +564,8 @@ class JudgeLoad(BaseModel):
     lag_p50_s: float | None = Field(examples=[0.08])
     lag_p99_s: float | None = Field(examples=[0.4])
     lag_max_s: float | None = Field(examples=[0.9])
+    restarts: int = Field(default=0, examples=[0], description="times the judge process "
+                          "(`serve`) died and was started anew")
 
 
 class Readyz(BaseModel):

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.analysis.placement_types import Pattern
+from app.schemas import JudgedAt
 
 
 def _example(example: dict[str, Any]) -> ConfigDict:
@@ -25,7 +26,7 @@ class UnhealthyGpu(BaseModel):
     reason: str = Field(examples=["GPU5: 18/18 NVLinks down"])
 
 
-class SchedulableHost(BaseModel):
+class SchedulableHost(JudgedAt):
     host: str
     gpus_total: int
     healthy_gpus: list[int] = Field(description="Indexes of the GPUs a job may use now.")
@@ -42,7 +43,7 @@ class SchedulerHostsResponse(BaseModel):
             "cuda_visible_devices": "0,1,2,3,4,6,7",
             "unhealthy": [{"gpu": 5, "verdict": "down",
                            "reason": "GPU5: 18/18 NVLinks down"}],
-            "last_report_at": "2026-11-30T10:19:41Z",
+            "last_report_at": "2026-11-30T10:19:41Z", "judged_at": "2026-11-30T10:19:42Z",
         }],
         "left_out": {"gpu-node-03": "stale: no report for 2 h 10 min",
                      "gpu-node-09": "2 healthy GPUs, 4 asked for"},
@@ -74,7 +75,7 @@ class ExclusionOut(BaseModel):
     reason: str
 
 
-class PlacementResponse(BaseModel):
+class PlacementResponse(JudgedAt):
     model_config = _example({
         "host": "gpu-node-17", "pattern": "ring", "k": 4, "gpus": [0, 1, 2, 3],
         "predicted_bps": 328.6e9, "cuda_visible_devices": "0,1,2,3",
@@ -83,6 +84,7 @@ class PlacementResponse(BaseModel):
         "model": "ring all-reduce bus bandwidth = slowest link of the best ring order (slower "
                  "direction) x all-reduce/CE efficiency (NVLink 0.69/0.83, PCIe 0.60/0.80)",
         "exact": True, "measured_at": "2026-11-30T10:10:02Z",
+        "judged_at": "2026-11-30T10:19:42Z",
         "runner_ups": [{"gpus": [0, 1, 2, 4], "predicted_bps": 328.1e9,
                         "weakest_pair": [0, 4], "estimated_pairs": []}],
         "excluded": [

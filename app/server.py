@@ -68,9 +68,10 @@ SWITCH_INTERVAL_S = 0.001
 
 
 def build_server_app(settings: Settings) -> FastAPI:
-    """The app `serve` runs: schema checked, maintenance scheduled."""
+    """The app `serve` runs: schema checked, maintenance scheduled, the judge process
+    started with it (`app/alerting/judge_process.py`)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     prepare_database(settings)
-    app = create_app(settings)
+    app = create_app(settings, judge_in_process=False)  # judging in its own process
     app.state.background_jobs.append(maintenance_loop)
     return app

@@ -31,12 +31,14 @@ import platform
 import time
 from typing import Any
 
-from sqlalchemy import create_engine, select, text
+import httpx
+from sqlalchemy import create_engine, func, select, text
 
 from app.config import Settings
 from app.db import make_engine
-from app.models import Host
+from app.models import Alert, Host
 from app.services.retention import run_maintenance
+from bench._cpu import servers_cpu_split
 from bench._fleet_history import ceiling, fill_history
 from bench._fleet_load import TOKEN, Record, burst, host_name, load, templates, warm_up
 from bench._fleet_reads import Timed, fleet_page, median, read_figures
@@ -130,6 +132,29 @@ def ingest_rows(table: Table, warm: Record, loaded: Record, args: argparse.Names
     table.add("/healthz p99 during load", pct(loaded.healthz_ms, 0.99), "ms", 50.0)
 
 
+FALSE_ALARMS = ("ProbeStale", "ProbeClockSkew")  # every simulated probe is healthy and on time
+
+
+def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, float],
+               seconds: float) -> None:
+    """Judge lag (each replica's recent p99, the worse shown), the stale/skew alerts raised
+    on probes that were all healthy and on time, and where the CPU went during the load."""
+    judges = [httpx.get(f"{b}/readyz", timeout=60).json().get("judge") or {} for b in bases]
+    lags = [j["lag_p99_s"] for j in judges if j.get("lag_p99_s") is not None]
+    if lags:
+        table.add("judge lag p99 (worse replica, recent)", max(lags), "s", 5.0)
+    table.add("judgements failed", sum(j.get("failed", 0) for j in judges), "", 0,
+              fmt="{:,.0f}")
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        false = conn.execute(select(func.count()).select_from(Alert)
+                             .where(Alert.rule.in_(FALSE_ALARMS))).scalar_one()
+    engine.dispose()
+    table.add("ProbeStale/ProbeClockSkew alerts (all false)", false, "", 0, fmt="{:,.0f}")
+    table.add("server processes' CPU during load", cpu[0] / seconds, "cores", fmt="{:.2f}")
+    table.add("judge processes' CPU during load", cpu[1] / seconds, "cores", fmt="{:.2f}")
+
+
 def throughput_rows(table: Table, bursted: Record, rows_per_sweep: int, raw: Any) -> None:
     api = len(bursted.accepted()) * rows_per_sweep / bursted.seconds
     table.add("API rows/s at saturation (sweeps)", api, "rows/s", fmt="{:,.0f}")
@@ -182,8 +207,11 @@ def run(url: str, args: argparse.Namespace) -> Table:
         print(f"  warm-up: {args.hosts} hosts, one sweep + one inventory each", flush=True)
         warm = asyncio.run(warm_up(bases, args.hosts, tpl))
         print(f"  load: {args.duration:.0f} s at {args.compress:g}x cadence", flush=True)
+        cpu0 = servers_cpu_split()
         loaded = asyncio.run(load(bases, args.hosts, tpl, args.compress, args.duration))
+        cpu1 = servers_cpu_split()
         ingest_rows(table, warm, loaded, args)
+        judge_rows(table, bases, url, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]), loaded.seconds)
         print(f"  burst: {args.burst:.0f} s of back-to-back sweeps, then the raw ceiling",
               flush=True)
         bursted = asyncio.run(burst(bases, args.hosts, tpl, 4, args.burst))

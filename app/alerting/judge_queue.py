@@ -25,6 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class QueueLoad:
     lag_p50_s: float | None  # over the last LAG_WINDOW judgements
     lag_p99_s: float | None
     lag_max_s: float | None
+    restarts: int = 0  # of the judge process (`serve`): it died and was started anew
 
 
 def quantile(sorted_values: list[float], q: float) -> float | None:
@@ -163,9 +165,26 @@ class JudgeQueue:
                 self._on_lag(lag)
 
 
+class Judges(Protocol):
+    """What ingest and the health routes see of judging, in-process (`JudgeQueue`) or in the
+    judge process `serve` starts (`app/alerting/judge_process.py`)."""
+
+    def submit(self, host: str, arrived: float | None = None) -> None: ...
+
+    def load(self) -> QueueLoad: ...
+
+
+def judges_for(app: object) -> Judges:
+    """The app's judges, wherever they run (made by `app.main.create_app`)."""
+    judges: Judges = app.state.judge_queue  # type: ignore[attr-defined]
+    return judges
+
+
 def judge_queue_for(app: object) -> JudgeQueue:
-    """The app's queue (made by `app.main.create_app`)."""
-    queue: JudgeQueue = app.state.judge_queue  # type: ignore[attr-defined]
+    """The app's in-process queue (tests, embedding: `create_app`'s default)."""
+    queue = app.state.judge_queue  # type: ignore[attr-defined]
+    if not isinstance(queue, JudgeQueue):
+        raise TypeError("this app judges in its judge process, not in-process")
     return queue
 
 

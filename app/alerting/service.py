@@ -115,11 +115,12 @@ class AlertingService:
 
     # ----------------------------------------------------------------- entry points
 
-    def after_ingest(self, host: str) -> Outcome | None:
+    def after_ingest(self, host: str, due_before: datetime | None = None) -> Outcome | None:
         """Called once a report of `host` is committed: judge it, store its state, evaluate
-        its alerts. Never raises."""
+        its alerts (`due_before`: unless judged at or after it, as the judge process asks).
+        Never raises."""
         try:
-            outcome = self.evaluate_host(host)
+            outcome = self.evaluate_host(host, due_before=due_before)
         except Exception:
             log.exception("judging after ingest failed for host %s", host)
             return None

@@ -27,3 +27,18 @@ def host_name(text: str) -> str:
         return valid_hostname(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+LOG_LEVELS = ["critical", "error", "warning", "info", "debug"]
+
+
+def add_database_url(parser: argparse.ArgumentParser) -> None:
+    """`--database-url`, as `serve` and `judge` take it."""
+    parser.add_argument("--database-url", default=None,
+                        help="override PEERWATCH_DATABASE_URL (default: from the environment, "
+                        "else sqlite under PEERWATCH_DATA_DIR)")
+
+
+def add_log_level(parser: argparse.ArgumentParser, what: str = "log level") -> None:
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS,
+                        help=f"{what} (default: info)")

@@ -37,7 +37,7 @@ def _candidate(row: Any, gpus: list[_Gpu], wanted: int) -> SchedulableHost | str
         cuda_visible_devices=",".join(map(str, good)),
         unhealthy=[UnhealthyGpu(gpu=g.gpu, verdict=Verdict(g.verdict), reason=g.reason)
                    for g in gpus if g.verdict != Verdict.HEALTHY],
-        last_report_at=row.last_report_at,
+        last_report_at=row.last_report_at, judged_at=row.judged_at,
     )
 
 
@@ -54,7 +54,7 @@ def schedulable(session: Session, wanted: int) -> tuple[list[SchedulableHost], d
     hosts: list[SchedulableHost] = []
     left_out: dict[str, str] = {}
     rows = session.execute(select(Host.id, Host.name, Host.last_report_at, JudgedHost.verdict,
-                                  JudgedHost.stale, JudgedHost.reason)
+                                  JudgedHost.stale, JudgedHost.reason, JudgedHost.judged_at)
                            .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
                            .order_by(Host.name))
     for row in rows:

@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response, status
 from sqlalchemy import Engine, text
 
-from app.alerting.judge_queue import judge_queue_for
+from app.alerting.judge_queue import judges_for
 from app.db import current_revision
 from app.ingest_gate import gate_for
 from app.schemas import Healthz, IngestLoad, JudgeLoad, Readyz
@@ -75,7 +75,7 @@ async def readyz(request: Request, response: Response) -> Readyz:
     load = IngestLoad(concurrency=gate.concurrency, queue=gate.queue, **asdict(gate.stats))
     ready = Readyz(status="ready", database=app.state.engine.dialect.name,
                    schema_revision=getattr(app.state, "schema_revision", None), ingest=load,
-                   judge=JudgeLoad(**asdict(judge_queue_for(app).load())))
+                   judge=JudgeLoad(**asdict(judges_for(app).load())))
     try:
         ready.schema_revision = await _revision(app)
     except Exception as exc:  # noqa: BLE001 - whatever it was, this replica is not ready

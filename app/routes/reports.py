@@ -7,14 +7,18 @@ full validation, so a newer probe is told to upgrade the server rather than show
 errors), then the full wire model and the report's coherence (422 naming each field).
 
 Only reading the body happens on the event loop. Parsing (orjson), validation and the
-transaction run in a worker thread while the report holds an ingest slot (`app.ingest_gate`):
+transaction run in a worker thread — under `serve`, a worker process (`app/ingest_pool.py`),
+so the event loop never waits for their GIL — while the report holds an ingest slot
+(`app.ingest_gate`):
 a saturated process answers 429/503 with Retry-After at once, and a client that went away
 while its report waited for a slot costs nothing more. The report is judged after the answer,
-off the request path: its host goes to the judge queue (`app/alerting/judge_queue.py`).
+off the request path: its host goes to the judges (`app/alerting/judge_queue.py`; under
+`serve` a process of their own, `app/alerting/judge_process.py`).
 """
 
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from typing import Any
 
@@ -22,11 +26,12 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from app.alerting.judge_queue import judge_queue_for
+from app.alerting.judge_queue import judges_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
 from app.errors import body_errors
 from app.ingest_gate import IngestGate, Saturated, gate_for
+from app.ingest_pool import DatabaseLocked, IngestPool, pool_for
 from app.json_body import read_limited_body
 from app.refusals import refusals_for
 from app.schemas import IngestResult
@@ -80,7 +85,7 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
     else:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
-        judge_queue_for(request.app).submit(result.host, arrived.timestamp())
+        judges_for(request.app).submit(result.host, arrived.timestamp())
     return result
 
 
@@ -95,10 +100,25 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
         sent_at = sent_at_of(request.headers.get(SENT_AT_HEADER))
-        result = await run_in_threadpool(store_body, request.app, gate, body, settings, arrived,
-                                         sent_at)
+        pool = pool_for(request.app)
+        if pool is None:  # in-process: a thread of this process
+            result = await run_in_threadpool(store_body, request.app, gate, body, settings,
+                                             arrived, sent_at)
+        else:
+            result = await _store_in_pool(pool, gate, body, arrived, sent_at)
         gate.stats.accepted += 1
     return result
+
+
+async def _store_in_pool(pool: IngestPool, gate: IngestGate, body: bytes, arrived: datetime,
+                         sent_at: datetime | None) -> IngestResult:
+    """In an ingest worker process (`serve`): the event loop never waits for their GIL."""
+    try:
+        return await pool.store(body, arrived, sent_at)
+    except DatabaseLocked:
+        raise gate.locked() from None
+    except BrokenProcessPool:
+        raise gate.worker_died() from None
 
 
 def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,

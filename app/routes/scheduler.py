@@ -96,4 +96,4 @@ def placement(
         warnings.insert(0, f"host is stale: {health.judgement.reason}")
     return PlacementResponse.model_validate(
         {**result.__dict__, "host": health.host.name, "measured_at": measured_at,
-         "warnings": warnings})
+         "judged_at": health.generated_at, "warnings": warnings})

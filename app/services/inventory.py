@@ -34,7 +34,8 @@ from probes.report import (
 def get_or_create_host(session: Session, identity: HostIdentity, at: datetime) -> Host:
     """The host's row, locked until commit (PostgreSQL): two replicas ingesting reports of
     one host at once take turns, so neither writes its inventory over rows it did not see."""
-    host = session.scalar(select(Host).where(Host.name == identity.hostname).with_for_update())
+    host = session.scalar(select(Host).where(Host.name == identity.hostname)
+                          .with_for_update(key_share=True))
     if host is None:
         host = Host(name=identity.hostname, fabric=identity.fabric, first_seen=at)
         session.add(host)

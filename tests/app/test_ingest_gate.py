@@ -173,12 +173,13 @@ def test_a_saturated_server_refuses_before_receiving_the_body(
 
 
 def test_a_newcomer_that_would_wait_past_the_limit_is_refused_at_once(tmp_path: Path) -> None:
-    """Slots held ~0.3 s each, one slot, a 0.5 s wait: the second in the queue would wait
-    ~0.6 s, so it gets a 429 at once instead of a 503 after waiting 0.5 s for nothing."""
+    """Slots held ~0.3 s each, one slot, a 1 s wait of which a newcomer may expect half
+    (ADMIT_SHARE): the second in the queue would wait ~0.6 s, so it gets a 429 at once
+    instead of risking a 503 after waiting 1 s for nothing."""
     from app.ingest_gate import IngestGate, Saturated
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=10,
-                                ingest_wait_s=0.5), serialise_writers=False)
+                                ingest_wait_s=1.0), serialise_writers=False)
 
     async def hold(seconds: float) -> None:
         async with gate.slot():

@@ -129,6 +129,16 @@ def test_placement_on_a_stale_host_answers_but_warns(client: TestClient) -> None
     assert body["warnings"][0].startswith("host is stale")
 
 
+def test_scheduler_answers_say_when_the_host_was_judged(client: TestClient) -> None:
+    """Both answers carry the stored judgement's time, as every host-scoped answer does."""
+    post(client, report("hgx8", host="hgx-ok"))
+    judged = client.get("/api/v1/hosts/hgx-ok/health").json()["judged_at"]
+    assert judged is not None
+    hosts = client.get("/api/v1/scheduler/hosts", params={"min_healthy_gpus": 8}).json()
+    assert [(h["host"], h["judged_at"]) for h in hosts["hosts"]] == [("hgx-ok", judged)]
+    assert placement(client, "hgx-ok", 4).json()["judged_at"] == judged
+
+
 def test_openapi_lists_the_scheduler_endpoints_with_examples(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert {"/api/v1/scheduler/hosts", "/api/v1/scheduler/placement"} <= set(spec["paths"])

@@ -14,7 +14,7 @@ import logging
 import socket
 import sys
 
-from app.cli.options import port_number
+from app.cli.options import add_database_url, add_log_level, port_number
 from app.config import Settings
 from app.logs import configure_logging
 from app.server import SchemaBehind, build_server_app
@@ -30,15 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=port_number, default=8000, help="port (default: 8000)")
-    parser.add_argument("--database-url", default=None,
-                        help="override PEERWATCH_DATABASE_URL (default: from the environment, "
-                        "else sqlite under PEERWATCH_DATA_DIR)")
+    add_database_url(parser)
     parser.add_argument("--no-local-probe", action="store_true",
                         help="do not probe this host's GPUs in-process (default: probe them "
                         "when NVML and CuPy work here; see docs/probe-worker.md)")
-    parser.add_argument("--log-level", default="info",
-                        choices=["critical", "error", "warning", "info", "debug"],
-                        help="uvicorn log level (default: info)")
+    add_log_level(parser, "uvicorn log level")
     parser.set_defaults(func=run)
 
 

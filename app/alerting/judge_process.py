@@ -1,0 +1,161 @@
+"""The server's side of the judge process: start it, wake it, read its figures, restart it.
+
+`serve` judges in a child process (`peerwatch judge --wake-fd N`,
+`app/alerting/judge_worker.py`), so the server process does only what a request needs: the
+event loop answers refusals and `/healthz` without waiting behind judging for the GIL.
+`JudgeProcess` stands where the in-process `JudgeQueue` stands on `app.state.judge_queue`:
+`submit(host, arrived)` after each stored report (one non-blocking send on a local
+SOCK_SEQPACKET socket: a full socket or a dead child drops the wake, and the child's scan of
+the database picks the host up), `load()` for `/readyz` and `/metrics` (the child's latest
+figures; its lags go into this app's histogram as they arrive).
+
+`judge_process_job` (a background job of the app) starts the child, reads its figures on the
+event loop, and restarts it within RESTART_S when it dies (counted in `restarts`); at
+shutdown the child gets SIGTERM, finishes its running judgements and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.alerting.judge_queue import QueueLoad, judges_for
+from app.alerting.judge_worker import wake_message
+from app.config import Settings
+
+log = logging.getLogger("peerwatch.serve")
+
+RESTART_S = 1.0  # how often the child is checked, and the pause before a restart
+STOP_S = 30.0  # a running judgement's time to finish at shutdown, then it is killed
+
+
+class JudgeProcess:
+    """The judge child of this server process, as the app's judge queue."""
+
+    def __init__(self, settings: Settings, on_lag: Callable[[float], None] | None = None
+                 ) -> None:
+        self.settings = settings
+        self._on_lag = on_lag
+        self._child: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._load = QueueLoad(0, 0, settings.judge_workers, 0, 0, None, None, None)
+        self._base = (0, 0)  # judged, failed by children that died
+        self.restarts = 0
+        self.dropped_wakes = 0
+
+    # ----------------------------------------------------------------- lifetime
+
+    def start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setblocking(False)
+        command = [sys.executable, "-m", "app.cli", "judge", "--wake-fd", str(theirs.fileno()),
+                   "--database-url", self.settings.database_url]
+        self._child = subprocess.Popen(command, pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self._sock = ours
+        log.info("judge process %d started", self._child.pid)
+
+    def fileno(self) -> int:
+        assert self._sock is not None
+        return self._sock.fileno()
+
+    def exited(self) -> int | None:
+        """The child's exit status once it has died, else None."""
+        return None if self._child is None else self._child.poll()
+
+    def restart(self) -> None:
+        self._close_socket()
+        self._base = (self._load.judged, self._load.failed)
+        self.restarts += 1
+        self.start()
+
+    def stop(self, timeout_s: float = STOP_S) -> None:
+        child, self._child = self._child, None
+        self._close_socket()  # the child sees the socket close and stops too
+        if child is None or child.poll() is not None:
+            return
+        child.terminate()
+        try:
+            child.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("judge process %d did not stop in %g s; killed", child.pid, timeout_s)
+            child.kill()
+            child.wait()
+
+    def _close_socket(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    # ----------------------------------------------------------------- the queue's face
+
+    def submit(self, host: str, arrived: float | None = None) -> None:
+        """Wake the judge for `host`; never waits (a lost wake is found by the child's scan)."""
+        arrived = time.time() if arrived is None else arrived
+        try:
+            if self._sock is None:
+                raise ConnectionError
+            self._sock.send(wake_message(host, arrived))
+        except OSError:
+            self.dropped_wakes += 1
+
+    def load(self) -> QueueLoad:
+        load = self._load
+        judged, failed = self._base
+        return QueueLoad(load.depth, load.in_flight, load.workers, load.judged + judged,
+                         load.failed + failed, load.lag_p50_s, load.lag_p99_s, load.lag_max_s,
+                         self.restarts)
+
+    def read_figures(self) -> None:
+        """What the child sent (called on the event loop when the socket is readable)."""
+        while self._sock is not None:
+            try:
+                message = self._sock.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                message = b""
+            if not message:  # the child is gone; the job restarts it
+                return
+            self._take(message)
+
+    def _take(self, message: bytes) -> None:
+        try:
+            figures = json.loads(message)
+            self._load = QueueLoad(**{**figures["load"], "restarts": 0})
+            lags = [float(lag) for lag in figures["lags"]]
+        except (ValueError, TypeError, KeyError):
+            log.warning("judge process sent figures that do not parse; ignored")
+            return
+        if self._on_lag is not None:
+            for lag in lags:
+                self._on_lag(lag)
+
+
+async def judge_process_job(app: Any) -> None:
+    """One of the app's background jobs: the judge child lives as long as the server."""
+    process = judges_for(app)
+    assert isinstance(process, JudgeProcess), "an app made with judge_in_process=False"
+    loop = asyncio.get_running_loop()
+    process.start()
+    loop.add_reader(process.fileno(), process.read_figures)
+    try:
+        while True:
+            await asyncio.sleep(RESTART_S)
+            status = process.exited()
+            if status is not None:
+                log.warning("judge process exited (status %s); restarting it", status)
+                loop.remove_reader(process.fileno())
+                process.restart()
+                loop.add_reader(process.fileno(), process.read_figures)
+    finally:
+        if process._sock is not None:
+            loop.remove_reader(process.fileno())
+        await asyncio.to_thread(process.stop)

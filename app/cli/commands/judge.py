@@ -1,0 +1,34 @@
+"""`peerwatch judge`: the judge process (`app/alerting/judge_worker.py`).
+
+`serve` starts one as its child, with `--wake-fd` (the socket it sends a wake on after each
+stored report, and reads the judge's figures from). Run alone (another container, another
+machine), it judges whatever the database says is behind, every PEERWATCH_JUDGE_SCAN_S, and
+runs the periodic round when no other judge does. Configuration: PEERWATCH_* variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli.options import add_database_url, add_log_level
+from app.logs import configure_logging
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "judge", help="judge hosts whose reports are newer than their verdicts",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_database_url(parser)
+    parser.add_argument("--wake-fd", type=int, default=None,
+                        help="an inherited SOCK_SEQPACKET socket to the server that started "
+                        "this process (serve passes it; not for use by hand)")
+    add_log_level(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.alerting.judge_worker import run_judge_process
+    from app.cli.commands.serve import settings_from_args
+
+    configure_logging(args.log_level)
+    return run_judge_process(settings_from_args(args), args.wake_fd)

@@ -1,0 +1,132 @@
+"""Parse, validate and store reports in processes of their own (what `serve` runs).
+
+Measured (py-spy on `serve` under 200 back-to-back posters, judging already in its own
+process): the ingest threads spent their CPU in `model_validate_json` (~30-50 ms for a 250 kB
+sweep, holding the GIL the whole call: a C call is not interrupted at the switch interval),
+orjson and the COPY rows; the event loop then waited behind them for the GIL on every step
+of every request, so refusals and `/healthz` took seconds while the process used a fifth of a
+core. In worker processes the event loop holds its own GIL: it only receives bodies, decides
+refusals from the headers and the gate, and sends a body over a pipe.
+
+`IngestPool` keeps `ingest_concurrency` worker processes (spawned, never forked from the
+threaded server), each with its own engine, started with the app and warmed up before the
+first report (in the app's lifespan, before it serves). `IngestPool.store` runs
+`store_report` in one and returns its `IngestResult`; the errors it raises (422, 400,
+409 `ReportConflict`, 503 for a locked SQLite) come back pickled and are answered as
+in-process. SQLite: one worker (one writer per database).
+In-process apps (tests, embedding: `create_app`'s default) keep the thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+from app.errors import body_errors
+from app.schemas import IngestResult
+from app.services.ingest import ingest
+from app.services.report_checks import check_report
+from app.wire_body import parse_wire
+from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report
+
+log = logging.getLogger(__name__)
+
+_sessions: sessionmaker[Session] | None = None  # the worker process's own
+_settings: Settings | None = None
+
+
+class DatabaseLocked(Exception):
+    """SQLite's "database is locked" past the busy timeout, in a worker (answered 503)."""
+
+
+def _start_worker(settings: Settings) -> None:
+    global _sessions, _settings
+    _settings = settings
+    _sessions = make_sessionmaker(make_engine(settings))
+
+
+def _ready() -> bool:
+    return _sessions is not None
+
+
+def store_report(body: bytes, now: datetime, sent_at: datetime | None) -> IngestResult:
+    """In a worker: parse, check and store one report received at `now`."""
+    assert _sessions is not None and _settings is not None, "not an ingest worker"
+    report = parse_wire(body, Report, SUPPORTED_SCHEMA_VERSIONS, "report")
+    problems = check_report(report, now)
+    if problems:
+        raise body_errors(problems)
+    try:
+        with _sessions() as session:
+            return ingest(session, report, _settings, now, sent_at)
+    except OperationalError as exc:
+        if "database is locked" in str(exc):
+            raise DatabaseLocked() from None
+        raise RuntimeError(f"storing the report failed: {exc}") from None
+
+
+class IngestPool:
+    """The app's ingest worker processes."""
+
+    def __init__(self, settings: Settings) -> None:
+        sqlite = settings.database_url.startswith("sqlite")
+        self.settings = settings
+        self.workers = 1 if sqlite else settings.ingest_concurrency
+        self.restarts = 0
+        self._executor = self._new_executor()
+
+    def _new_executor(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(self.settings,))
+
+    async def warm_up(self) -> None:
+        """Start every worker now (each imports the app: seconds), not on the first reports."""
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self._executor, _ready)
+                               for _ in range(self.workers)))
+
+    async def store(self, body: bytes, now: datetime, sent_at: datetime | None
+                    ) -> IngestResult:
+        """Store one report in a worker; `BrokenProcessPool` when a worker died meanwhile
+        (the pool is made anew: the report may or may not be stored, and its retry is
+        recognised by its report_id either way)."""
+        loop = asyncio.get_running_loop()
+        executor = self._executor
+        try:
+            return await loop.run_in_executor(executor, store_report, body, now, sent_at)
+        except BrokenProcessPool:
+            if executor is self._executor:
+                log.warning("an ingest worker died; starting the pool anew")
+                self.restarts += 1
+                self._executor = self._new_executor()
+                executor.shutdown(wait=False)
+            raise
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def pool_for(app: Any) -> IngestPool | None:
+    """The app's pool; None for an in-process app (reports stored in its thread pool)."""
+    pool: IngestPool | None = getattr(app.state, "ingest_pool", None)
+    return pool
+
+
+async def ingest_pool_job(app: Any) -> None:
+    """One of the app's background jobs: the workers live as long as the server."""
+    pool = pool_for(app)
+    assert pool is not None
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await asyncio.to_thread(pool.close)
