@@ -67,6 +67,13 @@ def _explained(ctx: HostContext) -> dict[int, str]:
     return why
 
 
+def _explained_pairs(ctx: HostContext) -> set[tuple[int, int]]:
+    """Pairs the stored verdicts attribute to a GPU (`analysis/attribution.py`): a GPU bad
+    with every peer, or one whose fabric or links make its pairs untrustworthy. That GPU's
+    alert is the page; a pair alert would blame its healthy peer too."""
+    return {(p.src, p.dst) for p in ctx.health.judgement.pairs if p.explained_by is not None}
+
+
 def _pcie_short(ctx: HostContext) -> set[int]:
     """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
     return {gpu for gpu, info in ctx.fabric.gpus.items() if pcie_downtrained(info.pcie)}
@@ -83,7 +90,7 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     GPU explains it (that GPU's own alert is the page), nor where the pair's data crosses the
     PCIe link of a GPU trained below its maximum: staged copies always, and every test of a
     pair with no NVLink (its peer copies ride PCIe too). PCIeLinkDowntrained is that page."""
-    explained, pcie = _explained(ctx), _pcie_short(ctx)
+    explained, pcie, attributed = _explained(ctx), _pcie_short(ctx), _explained_pairs(ctx)
     slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
@@ -91,7 +98,7 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
             continue  # src == dst: a per-GPU test, PCIeBandwidthDegraded's
         if j.low_since is None:
             continue  # a failed test, not a slow one: ProbeFailing says so
-        if src in explained or dst in explained:
+        if src in explained or dst in explained or (src, dst) in attributed:
             continue
         if (src in pcie or dst in pcie) and (test is TestName.STAGED
                                                or not _nvlink_joins(ctx, src, dst)):
@@ -162,7 +169,7 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     for p in ctx.health.judgement.pairs:
         peer = ctx.health.pair_facts.get((p.src, p.dst), {}).get("peer")
         if (p.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
-                or p.src in explained or p.dst in explained
+                or p.src in explained or p.dst in explained or p.explained_by is not None
                 or any(t.verdict is not Verdict.HEALTHY for t in p.tests)):
             continue
         model, topology, driver = peer["group"]

@@ -99,7 +99,8 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
     for (s, d, _), t in tests.items():
         by_pair.setdefault((s, d), []).append(t)
     pairs = tuple(PairJudgement(Verdict(r["verdict"]), r["reason"], s, d,
-                                tuple(sorted(by_pair.get((s, d), []), key=lambda t: t.test)))
+                                tuple(sorted(by_pair.get((s, d), []), key=lambda t: t.test)),
+                                r["facts"].get("explained_by"), r["facts"].get("cause"))
                   for (s, d), r in sorted(rows["pair"].items()))
     links = tuple(LinkJudgement(Verdict(r["verdict"]), r["reason"], g, k)
                   for (g, k), r in sorted(rows["link"].items()))
