@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.alerting.rules_fabric import FABRIC_RULES
+from app.alerting.rules_fabric import FABRIC_RULES, per_gpu
 from app.analysis.fabric_expect import design_links_for
+from app.analysis.fabric_health import PEER_SLOW
 from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
@@ -105,6 +106,18 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
             continue
         slow.setdefault((src, dst), []).append(j)
     return [_pair_finding(ctx, src, dst, js) for (src, dst), js in sorted(slow.items())]
+
+
+def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
+    """One alert per GPU the server finds slow with every peer while its peers are fast with
+    each other (`analysis/attribution.py`): the GPU is the fault, its pairs page nothing.
+    None where a more specific fault of the GPU explains it (links down or erring, PCIe
+    trained short: their alert is the page), nor on a host below its fleet peers."""
+    if _host_below(ctx):
+        return []
+    skip = set(_explained(ctx)) | _pcie_short(ctx)
+    return [f for f in per_gpu(ctx, (PEER_SLOW,), "copies run slow with every peer")
+            if int(f.labels["gpu"]) not in skip]
 
 
 def _pair_finding(ctx: HostContext, src: int, dst: int,
@@ -375,6 +388,10 @@ RULES: tuple[Rule, ...] = (
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
          "The server's verdict 'degraded' for low bandwidth, one per ordered pair; none where "
          "a fault of either GPU explains it."),
+    Rule("GPUPeerCopiesSlow", "warning", 0.0, gpu_peer_copies_slow,
+         "A GPU's copies judged slow with every peer (its peers fast with each other): the "
+         "GPU, not its pairs, is the fault; none where its links or PCIe link explain it, nor "
+         "on a host below its fleet peers."),
     Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
          "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
          "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per ordered "

@@ -7,9 +7,6 @@ per kind of trouble so that each pages once with its action:
                                       copies of the GPU's pairs fail (host, gpu; sweep)
     FabricManagerDown       warning   Fabric Manager installed but not running on an
                                       NVSwitch host (host)
-    GPUPeerCopiesSlow       warning   the GPU's copies run slow with every peer while its
-                                      peers are fast with each other: the GPU is the fault,
-                                      one page instead of one per pair (host, gpu)
 
 They read the kinds of contradiction stored with the GPU and host verdicts (never judging
 again), and are part of `rules.RULES`. Their
@@ -21,12 +18,11 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.analysis.fabric_health import PEER_SLOW
 
 REGISTRATION = ("registration", "status", "health")
 
 
-def _per_gpu(ctx: HostContext, kinds: tuple[str, ...], what: str) -> list[Finding]:
+def per_gpu(ctx: HostContext, kinds: tuple[str, ...], what: str) -> list[Finding]:
     """A finding per GPU whose stored verdict names one of `kinds` (the contradiction's
     words and action are in that verdict's reason): read, not judged again."""
     out = []
@@ -42,19 +38,12 @@ def _per_gpu(ctx: HostContext, kinds: tuple[str, ...], what: str) -> list[Findin
 
 
 def fabric_not_ready(ctx: HostContext) -> list[Finding]:
-    return _per_gpu(ctx, REGISTRATION, "GPU fabric not ready")
+    return per_gpu(ctx, REGISTRATION, "GPU fabric not ready")
 
 
 def peer_copies_failing(ctx: HostContext) -> list[Finding]:
-    return _per_gpu(ctx, ("peer_copies",),
+    return per_gpu(ctx, ("peer_copies",),
                     "peer copies fail with links up, fabric COMPLETED and P2P supported")
-
-
-def peer_copies_slow(ctx: HostContext) -> list[Finding]:
-    """None on a host below its fleet peers as a whole: HostBelowFleetPeers is that page."""
-    if ctx.health.peers.get("below"):
-        return []
-    return _per_gpu(ctx, (PEER_SLOW,), "copies run slow with every peer")
 
 
 def fabric_manager_down(ctx: HostContext) -> list[Finding]:
@@ -75,7 +64,5 @@ FABRIC_RULES: tuple[Rule, ...] = (
          "Links up and fabric COMPLETED, yet peer copies fail."),
     Rule("FabricManagerDown", "warning", 300.0, fabric_manager_down,
          "Fabric Manager installed but not running on an NVSwitch host."),
-    Rule("GPUPeerCopiesSlow", "warning", 0.0, peer_copies_slow,
-         "A GPU's copies judged slow with every peer (its peers fast with each other): the "
-         "GPU, not its pairs, is the fault; none on a host below its fleet peers."),
+
 )

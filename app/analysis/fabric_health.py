@@ -152,8 +152,9 @@ def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
     fabric = judge_gpu_fabric(gpu, facts.info, facts.ports, pairs, facts.design_overrides,
                               facts.had)
     down, degraded = _gpu_problems(gpu, facts, links, pairs, fabric)
+    alone = facts.pattern is not None and down + degraded == [facts.pattern.text]
     kinds = tuple(sorted({f.kind for f in fabric.findings if f.kind}
-                         | ({PEER_SLOW} if facts.pattern and not facts.pattern.failing else set())))
+                         | ({PEER_SLOW} if alone else set())))  # else another fault's page
     if down:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu, kinds)
     if degraded:

@@ -62,6 +62,10 @@ class HostHealth:
     def gpus(self) -> tuple[GpuJudgement, ...]:
         return self.judgement.gpus
 
+    def pair(self, src: int, dst: int) -> PairJudgement | None:
+        """The stored verdict of the ordered pair src -> dst, if judged."""
+        return next((p for p in self.judgement.pairs if (p.src, p.dst) == (src, dst)), None)
+
 
 def stored_rows(session: Session, host_id: int) -> StoredRows:
     """Every stored judged row of one host, by kind and object key."""
