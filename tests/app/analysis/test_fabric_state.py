@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.analysis.attribution import attribute
 from app.analysis.fabric_expect import expect_gpu, unused_by_design
 from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
-from app.analysis.attribution import attribute
 from app.analysis.fabric_state import judge_gpu_fabric, judge_host_fabric
 from app.analysis.health import PairJudgement, Sample, Thresholds, judge_pair, judge_test
 from app.analysis.verdict import Verdict
