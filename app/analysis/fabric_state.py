@@ -10,7 +10,10 @@ links. So each finding here names the contradiction and what to do about it:
     fabric registration status <error>                                 -> down
     fabric health unhealthy / limited capacity (mask issues)           -> degraded
     k of n NVLinks wired by design up (all down: down)                 -> degraded / down
-    links up and fabric COMPLETED but peer copies fail                 -> down
+    links up, fabric COMPLETED, P2P supported, but peer copies fail    -> down (with every
+                                        peer), degraded (each end of a pair fault); only
+                                        where every premise holds (`attribution.py` says
+                                        which pairs a GPU answers for)
     Fabric Manager installed but not running on an NVSwitch host       -> degraded (host)
 
 The expectation (`fabric_expect.py`) comes first, so a PCIe box, a single board and a
