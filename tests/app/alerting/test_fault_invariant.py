@@ -4,7 +4,7 @@ Fault`, enumerated: a new type is covered, or fails here until it has a way to b
 - every pending or firing GPU, link or pair alert names an object that is non-healthy in
   `/health`, in the matrix (a pair alert: a cell of the pair; a GPU whose fabric or links
   make its pairs untrustworthy: every cell through it) and left out of `/scheduler/hosts`
-  (the GPU, or both ends of a pair);
+  (the GPU, or both ends of a pair) and of `/scheduler/placement`;
 - every non-healthy GPU, link and pair has an alert naming it, or is explained by a GPU that
   has one (`analysis/attribution.py`), or is named by a host alert's description
   (ProbeFailing lists its failed tests' GPUs, HostBelowFleetPeers its GPUs). Alerts are
@@ -25,10 +25,13 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.analysis.attribution import UNTRUSTED_KINDS
+from app.analysis.placement import place
+from app.analysis.placement_types import Pattern
 from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.queries.health import HostHealth, host_health
 from app.queries.matrix import latest_matrix
+from app.queries.placement import placement_view
 from app.queries.scheduler import schedulable
 from probes.report import TestName
 from probes.sim import faults
@@ -90,13 +93,16 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
     with host.sessions() as s:
         health = host_health(s, host.settings, host.hostname)
         offered = {h.host: set(h.healthy_gpus) for h in schedulable(s, 1)[0]}
+    free = offered.get(host.hostname, set())
+    if free:  # /scheduler/placement of as many GPUs as are offered picks only those
+        chosen = place(placement_view(health)[0], len(free), Pattern.RING).gpus
+        assert set(chosen) == free, (fault, chosen, free)
     j = health.judgement
     gpus = {g.gpu: g for g in j.gpus}
     links = {(x.gpu, x.link): x for x in j.links}
     pairs = {(p.src, p.dst): p for p in j.pairs}
     cells = _cells(host, health)
     alerts = host.alerts("pending") + host.alerts("firing")
-    free = offered.get(host.hostname, set())
     named_gpus: set[int] = set()
     named_links: set[tuple[int, int]] = set()
     named_pairs: set[tuple[int, int]] = set()
