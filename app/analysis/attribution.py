@@ -78,6 +78,12 @@ def _peers(pairs: Iterable[PairJudgement]) -> tuple[dict[int, set[int]], dict[in
     return measured, bad
 
 
+def _failing(p: PairJudgement) -> bool:
+    """Down, or its newest attempt of some test failed (once is degraded, still failing)."""
+    return p.verdict is Verdict.DOWN or any(
+        t.latest is not None and t.latest.error is not None for t in p.tests)
+
+
 def _pattern(pairs: Sequence[PairJudgement]) -> dict[int, PatternFault]:
     """GPUs bad with every peer measured (two or more): the GPU, not its pairs, is at fault.
     Pairs with a cause of their own (P2P unavailable) stay pair faults."""
@@ -88,8 +94,8 @@ def _pattern(pairs: Sequence[PairJudgement]) -> dict[int, PatternFault]:
         if len(peers) < 2 or bad.get(gpu, set()) != peers:
             continue
         mine = [p for p in own if gpu in (p.src, p.dst) and p.verdict in BAD]
-        failing = any(p.verdict is Verdict.DOWN for p in mine)
-        worst = max(mine, key=lambda p: p.verdict is Verdict.DOWN)
+        failing = any(_failing(p) for p in mine)
+        worst = max(mine, key=_failing)
         out[gpu] = PatternFault(failing, f"copies {'fail' if failing else 'run slow'} with "
                                          f"every peer ({len(peers)} of {len(peers)}), worst "
                                          f"{worst.reason}")
