@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.alerting.rules_fabric import FABRIC_RULES
+from app.alerting.rules_fabric import FABRIC_RULES, per_gpu
 from app.analysis.clock import describe_skew, skew_way
 from app.analysis.fabric_expect import design_links_for
+from app.analysis.fabric_health import PEER_SLOW
 from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
 from app.analysis.text import fmt_duration
@@ -68,6 +69,13 @@ def _explained(ctx: HostContext) -> dict[int, str]:
     return why
 
 
+def _explained_pairs(ctx: HostContext) -> set[tuple[int, int]]:
+    """Pairs the stored verdicts attribute to a GPU (`analysis/attribution.py`): a GPU bad
+    with every peer, or one whose fabric or links make its pairs untrustworthy. That GPU's
+    alert is the page; a pair alert would blame its healthy peer too."""
+    return {(p.src, p.dst) for p in ctx.health.judgement.pairs if p.explained_by is not None}
+
+
 def _pcie_short(ctx: HostContext) -> set[int]:
     """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
     return {gpu for gpu, info in ctx.fabric.gpus.items() if pcie_downtrained(info.pcie)}
@@ -84,7 +92,7 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     GPU explains it (that GPU's own alert is the page), nor where the pair's data crosses the
     PCIe link of a GPU trained below its maximum: staged copies always, and every test of a
     pair with no NVLink (its peer copies ride PCIe too). PCIeLinkDowntrained is that page."""
-    explained, pcie = _explained(ctx), _pcie_short(ctx)
+    explained, pcie, attributed = _explained(ctx), _pcie_short(ctx), _explained_pairs(ctx)
     slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
@@ -92,13 +100,25 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
             continue  # src == dst: a per-GPU test, PCIeBandwidthDegraded's
         if j.low_since is None:
             continue  # a failed test, not a slow one: ProbeFailing says so
-        if src in explained or dst in explained:
+        if src in explained or dst in explained or (src, dst) in attributed:
             continue
         if (src in pcie or dst in pcie) and (test is TestName.STAGED
                                                or not _nvlink_joins(ctx, src, dst)):
             continue
         slow.setdefault((src, dst), []).append(j)
     return [_pair_finding(ctx, src, dst, js) for (src, dst), js in sorted(slow.items())]
+
+
+def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
+    """One alert per GPU the server finds slow with every peer while its peers are fast with
+    each other (`analysis/attribution.py`): the GPU is the fault, its pairs page nothing.
+    None where a more specific fault of the GPU explains it (links down or erring, PCIe
+    trained short: their alert is the page), nor on a host below its fleet peers."""
+    if _host_below(ctx):
+        return []
+    skip = set(_explained(ctx)) | _pcie_short(ctx)
+    return [f for f in per_gpu(ctx, (PEER_SLOW,), "copies run slow with every peer")
+            if int(f.labels["gpu"]) not in skip]
 
 
 def _pair_finding(ctx: HostContext, src: int, dst: int,
@@ -163,7 +183,7 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     for p in ctx.health.judgement.pairs:
         peer = ctx.health.pair_facts.get((p.src, p.dst), {}).get("peer")
         if (p.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
-                or p.src in explained or p.dst in explained
+                or p.src in explained or p.dst in explained or p.explained_by is not None
                 or any(t.verdict is not Verdict.HEALTHY for t in p.tests)):
             continue
         model, topology, driver = peer["group"]
@@ -370,6 +390,10 @@ RULES: tuple[Rule, ...] = (
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
          "The server's verdict 'degraded' for low bandwidth, one per ordered pair; none where "
          "a fault of either GPU explains it."),
+    Rule("GPUPeerCopiesSlow", "warning", 0.0, gpu_peer_copies_slow,
+         "A GPU's copies judged slow with every peer (its peers fast with each other): the "
+         "GPU, not its pairs, is the fault; none where its links or PCIe link explain it, nor "
+         "on a host below its fleet peers."),
     Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
          "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
          "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per ordered "

@@ -22,7 +22,7 @@ from app.alerting.rule import Finding, Rule, dashboard_path
 REGISTRATION = ("registration", "status", "health")
 
 
-def _per_gpu(ctx: HostContext, kinds: tuple[str, ...], what: str) -> list[Finding]:
+def per_gpu(ctx: HostContext, kinds: tuple[str, ...], what: str) -> list[Finding]:
     """A finding per GPU whose stored verdict names one of `kinds` (the contradiction's
     words and action are in that verdict's reason): read, not judged again."""
     out = []
@@ -38,12 +38,12 @@ def _per_gpu(ctx: HostContext, kinds: tuple[str, ...], what: str) -> list[Findin
 
 
 def fabric_not_ready(ctx: HostContext) -> list[Finding]:
-    return _per_gpu(ctx, REGISTRATION, "GPU fabric not ready")
+    return per_gpu(ctx, REGISTRATION, "GPU fabric not ready")
 
 
 def peer_copies_failing(ctx: HostContext) -> list[Finding]:
-    return _per_gpu(ctx, ("peer_copies",),
-                    "peer copies fail with links up and fabric COMPLETED")
+    return per_gpu(ctx, ("peer_copies",),
+                    "peer copies fail with links up, fabric COMPLETED and P2P supported")
 
 
 def fabric_manager_down(ctx: HostContext) -> list[Finding]:
@@ -64,4 +64,5 @@ FABRIC_RULES: tuple[Rule, ...] = (
          "Links up and fabric COMPLETED, yet peer copies fail."),
     Rule("FabricManagerDown", "warning", 300.0, fabric_manager_down,
          "Fabric Manager installed but not running on an NVSwitch host."),
+
 )

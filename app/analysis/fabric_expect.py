@@ -58,8 +58,11 @@ def design_links_for(name: str, ports: int,
 
 
 def expect_gpu(info: GpuInfo, ports: Sequence[NvLinkPort],
-               overrides: Mapping[str, int] | None = None) -> FabricExpectation:
-    """The fabric `info`'s GPU should have, given the ports NVML reported for it."""
+               overrides: Mapping[str, int] | None = None, had: int = 0) -> FabricExpectation:
+    """The fabric `info`'s GPU should have, given the ports NVML reported for it.
+
+    `had`: ports the GPU has had (listed before, or NVML's link count): a port the newest
+    inventory leaves out still counts against the design (17 listed of 18: 17/18 up)."""
     registration = info.switch_fabric is not None and info.switch_fabric.state not in (
         None, "not_supported")
     nvswitch = registration or any(p.remote_type is RemoteType.NVSWITCH for p in ports)
@@ -77,11 +80,12 @@ def expect_gpu(info: GpuInfo, ports: Sequence[NvLinkPort],
         nvlink, why = False, f"{info.name} with every port down: no NVLink bridges fitted"
     else:
         nvlink, why = True, "NVLink ports reported"
-    design, marker = design_links_for(info.name, len(ports), overrides) if nvlink else (0, None)
-    if marker is not None and design < len(ports):
-        why += f"; {info.name} wires {design} of {len(ports)} NVLinks by design"
+    count = max(len(ports), had, info.nvlink_count) if ports else 0
+    design, marker = design_links_for(info.name, count, overrides) if nvlink else (0, None)
+    if marker is not None and design < count:
+        why += f"; {info.name} wires {design} of {count} NVLinks by design"
     return FabricExpectation(nvlink=nvlink, nvswitch=nvswitch, registration=registration,
-                             fabric_manager=nvswitch, design_links=design, ports=len(ports),
+                             fabric_manager=nvswitch, design_links=design, ports=count,
                              basis=why)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from app.analysis.attribution import PatternFault, explained_elsewhere, own_fault
 from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
 from app.analysis.health import Judgement, PairJudgement, TestJudgement, Thresholds
 from app.analysis.text import fmt_rate
@@ -32,6 +33,7 @@ from app.analysis.verdict import SEVERITY, Verdict
 from probes.report import GpuInfo, LinkState, NvLinkPort
 
 ERROR_COUNTERS = ("replay", "recovery")
+PEER_SLOW = "peer_slow"  # the GPU's copies run slow with every peer: GPUPeerCopiesSlow's
 CRC_COUNTERS = ("crc_flit",)
 CORRECTED_COUNTERS = ("crc_data", "ecc_data")  # stored and shown, never judged (see above)
 
@@ -71,6 +73,8 @@ class GpuFacts:
     design_overrides: Mapping[str, int] | None = None  # GPU name -> NVLinks wired by design
     pcie_check_generation: bool = True  # a generation below max is degraded, as it alerts
     tests: Sequence[TestJudgement] = ()  # its per-GPU tests (h2d, d2h, local), judged
+    had: int = 0  # NVLink ports it has had, listed now or before (an unlisted one counts)
+    pattern: PatternFault | None = None  # bad with every peer (`attribution.py`)
 
 
 def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
@@ -124,13 +128,17 @@ def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
             down.append(t.reason)
         elif t.verdict is Verdict.DEGRADED:
             degraded.append(t.reason)
-    judged = [p for p in pairs if p.verdict is not Verdict.UNKNOWN]
-    bad = [p for p in judged if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
-    if judged and all(p.verdict is Verdict.DOWN for p in judged):
-        down.append(f"all {len(judged)} measured pairs down ({judged[0].reason})")
-    elif judged and 2 * len(bad) >= len(judged):
-        worst_pair = max(bad, key=lambda p: SEVERITY[p.verdict])
-        degraded.append(f"{len(bad)} of {len(judged)} pairs degraded or down "
+    mine = [p for p in pairs if not explained_elsewhere(p, gpu)]  # others' faults: theirs
+    if facts.pattern is not None:
+        if any(f.kind == "peer_copies" for f in fabric.findings):
+            return down, degraded  # that finding says it, with its action
+        (down if facts.pattern.failing else degraded).append(facts.pattern.text)
+        return down, degraded
+    judged = [p for p in mine if p.verdict is not Verdict.UNKNOWN]
+    faults = [p for p in judged if own_fault(p)]  # pair faults: both ends answer for them
+    if faults:
+        worst_pair = max(faults, key=lambda p: SEVERITY[p.verdict])
+        degraded.append(f"{len(faults)} of {len(judged)} pairs at fault as pairs "
                         f"(worst {worst_pair.reason})")
     return down, degraded
 
@@ -141,9 +149,12 @@ def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
     if facts.info is None:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu} is missing from the newest inventory",
                             gpu)
-    fabric = judge_gpu_fabric(gpu, facts.info, facts.ports, pairs, facts.design_overrides)
+    fabric = judge_gpu_fabric(gpu, facts.info, facts.ports, pairs, facts.design_overrides,
+                              facts.had)
     down, degraded = _gpu_problems(gpu, facts, links, pairs, fabric)
-    kinds = tuple(sorted({f.kind for f in fabric.findings if f.kind}))
+    alone = facts.pattern is not None and down + degraded == [facts.pattern.text]
+    kinds = tuple(sorted({f.kind for f in fabric.findings if f.kind}
+                         | ({PEER_SLOW} if alone else set())))  # else another fault's page
     if down:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu, kinds)
     if degraded:
@@ -153,17 +164,22 @@ def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
 
 def _healthy_text(gpu: int, facts: GpuFacts, pairs: Sequence[PairJudgement],
                   fabric: GpuFabricVerdict) -> str:
-    bad = [p for p in pairs if p.verdict in (Verdict.DEGRADED, Verdict.DOWN)]
+    bad = [p for p in pairs if own_fault(p)]
     up = sum(1 for p in facts.ports if p.state is LinkState.UP)
-    links_text = f"{up}/{len(facts.ports)} NVLinks up" if facts.ports else "no NVLinks"
+    ports = fabric.expectation.ports
+    links_text = f"{up}/{ports} NVLinks up" if facts.ports else "no NVLinks"
     if fabric.expectation.by_design_short:
         links_text += f" (as designed: {fabric.expectation.design_links} wired)"
     elif facts.ports and not fabric.expectation.nvlink:
         links_text = f"no NVLink in use ({fabric.expectation.basis})"
     judged = sum(1 for p in pairs if p.verdict is not Verdict.UNKNOWN)
-    text = f"GPU{gpu}: {links_text}, {judged - len(bad)} of {judged} measured pairs healthy"
+    others = [p for p in pairs if explained_elsewhere(p, gpu)]
+    text = f"GPU{gpu}: {links_text}, {judged - len(bad) - len(others)} of {judged} measured " \
+           "pairs healthy"
     if bad:
         text += f" (not: {', '.join(f'GPU{p.src}->GPU{p.dst}' for p in bad[:4])})"
+    if others:
+        text += f"; {len(others)} explained by {others[0].cause} (not this GPU's fault)"
     return text
 
 

@@ -10,7 +10,10 @@ links. So each finding here names the contradiction and what to do about it:
     fabric registration status <error>                                 -> down
     fabric health unhealthy / limited capacity (mask issues)           -> degraded
     k of n NVLinks wired by design up (all down: down)                 -> degraded / down
-    links up and fabric COMPLETED but peer copies fail                 -> down
+    links up, fabric COMPLETED, P2P supported, but peer copies fail    -> down (with every
+                                        peer), degraded (each end of a pair fault); only
+                                        where every premise holds (`attribution.py` says
+                                        which pairs a GPU answers for)
     Fabric Manager installed but not running on an NVSwitch host       -> degraded (host)
 
 The expectation (`fabric_expect.py`) comes first, so a PCIe box, a single board and a
@@ -39,6 +42,7 @@ class FabricFinding:
     what: str
     action: str  # "" where the finding is a plain fact (links down: the link rules act)
     kind: str = ""  # registration | status | health | links | peer_copies | fabric_manager
+    short: str = ""  # why the GPU's pairs cannot be trusted, for theirs ("fabric in progress")
 
     @property
     def text(self) -> str:
@@ -72,17 +76,19 @@ def _registration(info: GpuInfo, exp: FabricExpectation) -> list[FabricFinding]:
             NOT_COMPLETED.get(fab.state or "", Verdict.DOWN),
             f"fabric not COMPLETED ({fab.state}): P2P cannot be trusted",
             "wait for Fabric Manager to finish training; if it stays, check the "
-            "nvidia-fabricmanager log and reset the GPU", "registration"))
+            "nvidia-fabricmanager log and reset the GPU", "registration",
+            f"fabric {(fab.state or 'unknown').replace('_', ' ')}"))
     if fab.status not in (None, "success"):
         out.append(FabricFinding(
             Verdict.DOWN, f"fabric registration failed (status {fab.status})",
-            "restart nvidia-fabricmanager, then reset the GPU", "status"))
+            "restart nvidia-fabricmanager, then reset the GPU", "status",
+            f"fabric registration failed ({fab.status})"))
     if fab.health in ("unhealthy", "limited_capacity") or fab.health_issues:
         issues = f" ({', '.join(fab.health_issues)})" if fab.health_issues else ""
         out.append(FabricFinding(
             Verdict.DEGRADED, f"fabric health {fab.health or 'reports issues'}{issues}",
             "expect reduced P2P bandwidth; check NVSwitch links and the Fabric Manager log",
-            "health"))
+            "health", f"fabric health {fab.health or 'reports issues'}"))
     return out
 
 
@@ -92,34 +98,51 @@ def _links(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> lis
     up = sum(1 for p in ports if p.state is LinkState.UP)
     if up == 0:
         return [FabricFinding(Verdict.DOWN, f"all {exp.design_links} NVLinks down", "",
-                              "links")]
+                              "links", "has every NVLink down")]
     if up < exp.design_links:
         return [FabricFinding(Verdict.DEGRADED, f"{up}/{exp.design_links} NVLinks up", "",
-                              "links")]
+                              "links", f"has {up}/{exp.design_links} NVLinks up")]
     return []
 
 
 def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
-                 exp: FabricExpectation, pairs: Sequence[PairJudgement]) -> list[FabricFinding]:
-    """Links up and fabric COMPLETED, yet the newest peer copies of a pair failed."""
-    if not exp.nvlink or not any(p.state is LinkState.UP for p in ports):
+                 exp: FabricExpectation, pairs: Sequence[PairJudgement],
+                 premise_broken: bool) -> list[FabricFinding]:
+    """Links up, fabric COMPLETED and P2P supported, yet the newest peer copies fail.
+
+    Only where every premise holds (`premise_broken`: another finding of this GPU already
+    says the fabric or its links are not as they should be, and that finding owns the
+    page), and only on the pairs this GPU answers for: a pair explained by another GPU is
+    that GPU's, a pair whose P2P is unavailable is P2PAccessLost's. Down when the GPU fails
+    with every peer (`attribution.py`'s pattern); degraded at each end of a pair fault."""
+    if not exp.nvlink or premise_broken:
+        return []
+    if sum(1 for p in ports if p.state is LinkState.UP) < max(exp.design_links, 1):
         return []
     fab = info.switch_fabric
     if exp.registration and (fab is None or fab.state != "completed"):
         return []  # already explained by the registration finding
-    failed = [(p, t) for p in pairs if gpu in (p.src, p.dst) for t in p.tests
+    mine = [p for p in pairs if gpu in (p.src, p.dst)
+            and (p.explained_by == gpu or (p.explained_by is None and p.cause is None))]
+    failed = [(p, t) for p in mine for t in p.tests
               if t.test in P2P_TESTS and t.latest is not None and t.latest.error is not None]
     if not failed:
         return []
     pair, test = failed[0]
     state = "fabric COMPLETED" if exp.registration else "direct NVLink"
     more = f" (+{len(failed) - 1} more)" if failed[1:] else ""
+    every = any(p.explained_by == gpu for p, _ in failed)
+    verdict, scope = (Verdict.DOWN, " with every peer") if every else (
+        Verdict.DEGRADED, f" to GPU{pair.dst if pair.src == gpu else pair.src} (a pair fault: "
+                          "its other peers work)")
     return [FabricFinding(
-        Verdict.DOWN,
-        f"links up and {state} but peer copies fail: GPU{pair.src}->GPU{pair.dst} "
+        verdict,
+        f"links up and {state} but peer copies fail{scope}: GPU{pair.src}->GPU{pair.dst} "
         f"{test.test.value}: {test.latest.error if test.latest else ''}{more}",
         "P2P is broken behind a healthy-looking fabric; drain the GPU, reset it (or restart "
-        "nvidia-fabricmanager) and rerun the sweep", "peer_copies")]
+        "nvidia-fabricmanager) and rerun the sweep" if every else
+        "P2P between these two GPUs is broken behind a healthy-looking fabric; keep jobs off "
+        "the pair, reset both GPUs and rerun the sweep", "peer_copies")]
 
 
 def _summary(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> str:
@@ -133,11 +156,13 @@ def _summary(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> s
 
 def judge_gpu_fabric(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
                      pairs: Sequence[PairJudgement] = (),
-                     overrides: Mapping[str, int] | None = None) -> GpuFabricVerdict:
-    """One GPU's fabric: registration, links against the design, peer copies."""
-    exp = expect_gpu(info, ports, overrides)
-    findings = (_registration(info, exp) + _links(gpu, ports, exp)
-                + _peer_copies(gpu, info, ports, exp, pairs))
+                     overrides: Mapping[str, int] | None = None,
+                     had: int = 0) -> GpuFabricVerdict:
+    """One GPU's fabric: registration, links against the design, peer copies.
+    `had`: ports the GPU has had (see `expect_gpu`)."""
+    exp = expect_gpu(info, ports, overrides, had)
+    findings = _registration(info, exp) + _links(gpu, ports, exp)
+    findings += _peer_copies(gpu, info, ports, exp, pairs, bool(findings))
     if not findings:
         return GpuFabricVerdict(gpu, Verdict.HEALTHY, _summary(gpu, ports, exp), exp)
     verdict = max((f.verdict for f in findings), key=SEVERITY.__getitem__)
@@ -167,9 +192,12 @@ def judge_host_fabric(host: str, gpus: Mapping[int, GpuInfo],
                       ports_by_gpu: Mapping[int, Sequence[NvLinkPort]],
                       pairs: Sequence[PairJudgement] = (),
                       fabric_manager: FabricManagerInfo | None = None,
-                      overrides: Mapping[str, int] | None = None) -> HostFabricVerdict:
-    """Every GPU's fabric verdict plus the host-level Fabric Manager check."""
-    verdicts = tuple(judge_gpu_fabric(g, info, ports_by_gpu.get(g, ()), pairs, overrides)
+                      overrides: Mapping[str, int] | None = None,
+                      had: Mapping[int, int] | None = None) -> HostFabricVerdict:
+    """Every GPU's fabric verdict plus the host-level Fabric Manager check.
+    `had`: GPU -> ports it has had (see `expect_gpu`)."""
+    verdicts = tuple(judge_gpu_fabric(g, info, ports_by_gpu.get(g, ()), pairs, overrides,
+                                      (had or {}).get(g, 0))
                      for g, info in sorted(gpus.items()))
     fm = fabric_manager_finding([v.expectation for v in verdicts], fabric_manager)
     host_findings = (fm,) if fm else ()

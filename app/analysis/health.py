@@ -92,6 +92,11 @@ class PairJudgement(Judgement):
     src: int
     dst: int
     tests: tuple[TestJudgement, ...]
+    # set by `attribution.py`: the GPU whose fault explains this pair's state (the pair
+    # blames only it), and why the pair cannot be trusted, in words ("GPU6 fabric in
+    # progress", "P2P unavailable"); neither set: the pair speaks for itself
+    explained_by: int | None = None
+    cause: str | None = None
 
 
 def worst(verdicts: Iterable[Verdict]) -> Verdict:
@@ -251,7 +256,7 @@ def judge_pair(src: int, dst: int, tests: Sequence[TestJudgement],
     problem = p2p_problem(pair)
     if problem is not None:
         verdict = worst([Verdict.DEGRADED, *(t.verdict for t in judged)])
-        return PairJudgement(verdict, problem, src, dst, ordered)
+        return PairJudgement(verdict, problem, src, dst, ordered, cause="P2P unavailable")
     if not judged:
         reason = ordered[0].reason if ordered else f"GPU{src}->GPU{dst} not measured yet"
         return PairJudgement(Verdict.UNKNOWN, reason, src, dst, ordered)

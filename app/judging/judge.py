@@ -11,12 +11,20 @@ after a sweep carries each key's stored state on with the sweep's results alone.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.analysis.attribution import (
+    Attribution,
+    PatternFault,
+    attribute,
+    pair_facts,
+    untrusted_causes,
+)
 from app.analysis.fabric_expect import unused_by_design
 from app.analysis.fabric_health import (
     GpuFacts,
@@ -59,19 +67,39 @@ def _judge_pairs(fabric: HostFabric,
             for (s, d), js in sorted(by_pair.items())]
 
 
+def _ports_had(fabric: HostFabric) -> dict[int, int]:
+    """NVLink ports per GPU, listed in the newest inventory or before: one it no longer
+    lists counts against the design (what NVLinkWidthReduced counts too)."""
+    seen: dict[int, set[int]] = defaultdict(set)
+    for p in fabric.nvlinks + fabric.gone_links:
+        seen[p.gpu].add(p.link)
+    return {g: len(links) for g, links in seen.items()}
+
+
+def _attribute(fabric: HostFabric, pairs: list[PairJudgement]) -> Attribution:
+    """The pairs attributed to the object at fault (`analysis/attribution.py`)."""
+    ports = {g: fabric.links_of(g) for g in fabric.gpus}
+    plain = judge_host_fabric(fabric.host.name, fabric.gpus, ports, (), None,
+                              had=_ports_had(fabric))
+    return attribute(pairs, untrusted_causes(plain.gpus, fabric.missing_gpus))
+
+
 def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float | None],
                 links: list[LinkJudgement], pairs: list[PairJudgement],
-                tests: dict[PairKey, TestJudgement]) -> list[GpuJudgement]:
+                tests: dict[PairKey, TestJudgement],
+                pattern: Mapping[int, PatternFault]) -> list[GpuJudgement]:
     own: dict[int, list[TestJudgement]] = defaultdict(list)  # each GPU's tests, by name
     for (s, d, _), j in sorted(tests.items(), key=lambda kv: kv[0][2].value):
         if s == d:
             own[s].append(j)
     out = []
+    had = _ports_had(fabric)
     for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
         facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
                          pcie_replay_per_s=replays.get(gpu),
                          pcie_check_generation=settings.pcie_check_generation,
-                         tests=tuple(own.get(gpu, ())))
+                         tests=tuple(own.get(gpu, ())),
+                         had=had.get(gpu, 0), pattern=pattern.get(gpu))
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
@@ -173,18 +201,21 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     tests, states, judged_report = _tests_of(loaded, settings, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
-    pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks, settings.fleet_peer_floor,
-                              settings.fleet_peer_min_hosts)
+    flagged_pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks,
+                                      settings.fleet_peer_floor, settings.fleet_peer_min_hosts)
+    attributed = _attribute(fabric, flagged_pairs)
+    pairs = list(attributed.pairs)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
-    gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests),
+    gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests,
+                                 attributed.pattern),
                      checks, settings.fleet_peer_min_hosts)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
     fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
-                                       loaded.fabric_manager)
+                                       loaded.fabric_manager, had=_ports_had(fabric))
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     if peers.below and judgement.verdict is Verdict.DEGRADED:
         rest = judgement.reason.removeprefix(f"{row.name}: ")
@@ -194,6 +225,10 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     flagged = {key: {"peer": c.facts()} for key, c in worst_checks(checks).items()
                if c.flagged}  # only these: a drifting median rewrites no row
     health.pair_facts = {(s, d): f for (s, d), f in flagged.items() if s != d}
+    for p in pairs:  # what explains each pair, kept with its row for every reader
+        if facts := pair_facts(p):
+            health.pair_facts[(p.src, p.dst)] = {**health.pair_facts.get((p.src, p.dst), {}),
+                                                 **facts}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
     health.peers = {**peers.facts(), **loaded.peer_basis}
     health.test_states, health.judged_report = states, judged_report

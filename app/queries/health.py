@@ -62,6 +62,10 @@ class HostHealth:
     def gpus(self) -> tuple[GpuJudgement, ...]:
         return self.judgement.gpus
 
+    def pair(self, src: int, dst: int) -> PairJudgement | None:
+        """The stored verdict of the ordered pair src -> dst, if judged."""
+        return next((p for p in self.judgement.pairs if (p.src, p.dst) == (src, dst)), None)
+
 
 def stored_rows(session: Session, host_id: int) -> StoredRows:
     """Every stored judged row of one host, by kind and object key."""
@@ -103,7 +107,8 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
     for (s, d, _), t in tests.items():
         by_pair.setdefault((s, d), []).append(t)
     pairs = tuple(PairJudgement(Verdict(r["verdict"]), r["reason"], s, d,
-                                tuple(sorted(by_pair.get((s, d), []), key=lambda t: t.test)))
+                                tuple(sorted(by_pair.get((s, d), []), key=lambda t: t.test)),
+                                r["facts"].get("explained_by"), r["facts"].get("cause"))
                   for (s, d), r in sorted(rows["pair"].items()))
     links = tuple(LinkJudgement(Verdict(r["verdict"]), r["reason"], g, k)
                   for (g, k), r in sorted(rows["link"].items()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.queries.common import NotFound, PairKey
 from app.queries.health import HostHealth, host_health
@@ -11,12 +12,25 @@ from app.schemas import MatrixCell, MatrixResponse
 from probes.report import GPU_TESTS, TestName, unit_of
 
 
+def _shown(health: HostHealth, key: PairKey) -> tuple[Verdict, str]:
+    """The cell's stored test verdict, or its pair's where the pair cannot be trusted (its
+    GPU's fabric not ready, P2P lost, links down: `analysis/attribution.py`) and the test
+    alone reads healthy: a cell is never healthier than the pair it measures."""
+    judged = health.tests[key]
+    pair = health.pair(key[0], key[1])
+    if (judged.verdict is Verdict.HEALTHY and pair is not None and pair.cause is not None
+            and pair.verdict is not Verdict.HEALTHY):
+        return pair.verdict, f"not trusted: {pair.cause}; {judged.reason}"
+    return judged.verdict, judged.reason
+
+
 def _cell(health: HostHealth, key: PairKey) -> MatrixCell:
     src, dst, test = key
     judged = health.tests[key]
     latest = judged.latest
+    verdict, reason = _shown(health, key)
     return MatrixCell(
-        src=src, dst=dst, verdict=judged.verdict, reason=judged.reason,
+        src=src, dst=dst, verdict=verdict, reason=reason,
         since=health.since.get(("test", src, dst, test.value)),
         value=latest.value if latest else None,
         expected=judged.expected, expected_basis=judged.expected_basis,

@@ -1,7 +1,9 @@
 """One judgement, read by all: for every simulated fault type, the firing alerts and the
 stored non-healthy objects name the same GPUs, both ways — no alert about a GPU the verdicts
 call healthy, no non-healthy GPU, link or pair that no alert names. Host-level alerts that
-describe pairs (ProbeFailing) name their GPUs in the description."""
+describe pairs (ProbeFailing) name their GPUs in the description. A pair explained by a GPU
+(`analysis/attribution.py`: its fabric not ready, its links short, bad with every peer) is
+non-healthy but names only that GPU."""
 
 from __future__ import annotations
 
@@ -60,7 +62,10 @@ def _not_healthy(host: SimHost) -> set[int]:
         j = host_health(s, host.settings, host.hostname).judgement
     gpus = {g.gpu for g in j.gpus if g.verdict in BAD}
     gpus |= {x.gpu for x in j.links if x.verdict in BAD}
-    gpus |= {g for p in j.pairs if p.verdict in BAD for g in (p.src, p.dst)}
+    for p in j.pairs:  # a pair explained by a GPU blames only it (issue 20), in words
+        if p.verdict in BAD:
+            gpus |= {p.explained_by} if p.explained_by is not None else {p.src, p.dst}
+            assert p.explained_by is None or f"GPU{p.explained_by}" in p.reason, p.reason
     return gpus
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
@@ -54,20 +55,44 @@ def test_gpu_with_every_link_down_is_down_and_with_some_degraded() -> None:
     assert judge_gpu(3, GpuFacts(info=None), [], []).verdict is Verdict.DOWN
 
 
+def _ports(g: int) -> list[NvLinkPort]:
+    """All 18 ports up: the factory's GPUs report 18 (`nvlink_count`), and a port left out of
+    the list counts against the design (issue 20: 17 listed of 18 is 17/18)."""
+    return [_port(g, k) for k in range(18)]
+
+
+def test_a_gpu_listing_fewer_ports_than_it_has_reads_them_short() -> None:
+    listed = GpuFacts(info=gpu(3), ports=[_port(3, k) for k in range(17)])
+    j = judge_gpu(3, listed, [], [])
+    assert j.verdict is Verdict.DEGRADED and "17/18 NVLinks up" in j.reason, j.reason
+    had = GpuFacts(info=gpu(3).model_copy(update={"nvlink_count": 17}),
+                   ports=[_port(3, k) for k in range(17)], had=18)  # 18 listed before
+    assert "17/18 NVLinks up" in judge_gpu(3, had, [], []).reason
+    full = judge_gpu(3, GpuFacts(info=gpu(3), ports=_ports(3)), [], [])
+    assert full.verdict is Verdict.HEALTHY and "18/18 NVLinks up" in full.reason
+
+
 def test_gpu_narrow_pcie_and_mostly_bad_pairs_degrade_it() -> None:
     narrow = gpu(1).model_copy(update={"pcie": PcieLink(gen_current=5, gen_max=5,
                                                         width_current=8, width_max=16)})
-    j = judge_gpu(1, GpuFacts(info=narrow, ports=[_port(1, 0)]), [], [])
+    j = judge_gpu(1, GpuFacts(info=narrow, ports=_ports(1)), [], [])
     assert "PCIe trained x8 of x16" in j.reason
     bad = PairJudgement(Verdict.DEGRADED, "GPU1->GPU2 ce_write low", 1, 2, ())
     good = PairJudgement(Verdict.HEALTHY, "fine", 1, 3, ())
-    facts = GpuFacts(info=gpu(1), ports=[_port(1, 0)])
+    facts = GpuFacts(info=gpu(1), ports=_ports(1))
     assert judge_gpu(1, facts, [], [bad, good]).verdict is Verdict.DEGRADED
-    assert judge_gpu(1, facts, [], [bad, good, good]).verdict is Verdict.HEALTHY
+    # issue 20: a pair at fault as a pair degrades both its ends, however many good pairs
+    # they have (it used to take half of them bad); one explained by another GPU is that
+    # GPU's fault alone
+    assert judge_gpu(1, facts, [], [bad, good, good]).verdict is Verdict.DEGRADED
+    theirs = replace(bad, explained_by=2, cause="GPU2 fabric in progress")
+    j = judge_gpu(1, facts, [], [theirs, good, good])
+    assert j.verdict is Verdict.HEALTHY
+    assert "1 explained by GPU2 fabric in progress (not this GPU's fault)" in j.reason
 
 
 def test_host_verdicts() -> None:
-    healthy_gpu = judge_gpu(0, GpuFacts(info=gpu(0), ports=[_port(0, 0)]), [], [])
+    healthy_gpu = judge_gpu(0, GpuFacts(info=gpu(0), ports=_ports(0)), [], [])
     ok = PairJudgement(Verdict.HEALTHY, "fine", 0, 1, ())
     assert judge_host("h", [healthy_gpu], [], [ok], None).verdict is Verdict.HEALTHY
     stale = judge_host("h", [healthy_gpu], [], [ok], "45 min")

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.analysis.attribution import attribute
 from app.analysis.fabric_expect import expect_gpu, unused_by_design
 from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
 from app.analysis.fabric_state import judge_gpu_fabric, judge_host_fabric
@@ -117,10 +118,28 @@ def test_links_up_and_fabric_completed_but_peer_copies_fail(preset: str) -> None
     fab, gpus, ports = readings(preset, PeerCopiesFail(a=0, b=1))
     pairs = _pairs_with_failed_copies(fab, 0, 1)
     result = judge_host_fabric(fab.hostname, gpus, ports, pairs, fab.fabric_manager())
-    assert result.verdict is Verdict.DOWN
+    # issue 20: one failing pair is a pair fault, each end degraded (it works with its other
+    # peers, if any), not down; a GPU failing with every peer is down (the next test)
+    assert result.verdict is Verdict.DEGRADED
     state = "fabric COMPLETED" if preset == "h200x2" else "direct NVLink"
-    assert f"links up and {state} but peer copies fail: GPU0->GPU1" in result.gpus[0].reason
-    assert "drain the GPU" in result.gpus[0].reason
+    assert (f"links up and {state} but peer copies fail to GPU1 (a pair fault: its other "
+            "peers work): GPU0->GPU1") in result.gpus[0].reason
+    assert "keep jobs off the pair" in result.gpus[0].reason
+
+
+def test_a_gpu_failing_with_every_peer_is_down_and_only_it() -> None:
+    fab, gpus, ports = readings("hgx8", *(PeerCopiesFail(a=3, b=b) for b in range(8) if b != 3))
+    raw = [p for b in range(8) if b != 3 for p in _pairs_with_failed_copies(fab, 3, b)]
+    attributed = attribute(raw, {})
+    assert set(attributed.pattern) == {3} and attributed.pattern[3].failing
+    assert all(p.explained_by == 3 for p in attributed.pairs)
+    result = judge_host_fabric(fab.hostname, gpus, ports, attributed.pairs,
+                               fab.fabric_manager())
+    verdicts = {v.gpu: v.verdict for v in result.gpus}
+    assert verdicts.pop(3) is Verdict.DOWN
+    assert set(verdicts.values()) == {Verdict.HEALTHY}, result.reason
+    assert "peer copies fail with every peer" in result.gpus[3].reason
+    assert "drain the GPU" in result.gpus[3].reason
 
 
 def test_peer_copy_failures_are_explained_by_an_incomplete_fabric_first() -> None:

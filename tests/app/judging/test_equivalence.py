@@ -11,6 +11,10 @@ full block of twenty values counts at its median); except for a pair that ran wi
 lost: the old refresh, once the links were back, relearnt from history the figures measured
 while they were down (its history does not say at what width a sample ran), the running
 baseline never saw them.
+
+Issue 20's attribution (`app/analysis/attribution.py`) changes pair and GPU verdicts only
+(which object a bad pair blames, untrusted pairs non-healthy), never a (pair, test) verdict:
+nothing compared here changed, so no difference is admitted for it.
 """
 
 from __future__ import annotations
