@@ -23,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from app.alerting.settings import AlertingSettings, MetricsDetail
+from app.metrics_events import event_families
 from app.metrics_snapshot import FleetSnapshot, GpuVerdict, HostFacts
 
 HOST = ["host"]
@@ -49,6 +50,8 @@ class PeerwatchCollector(Collector):
         snap = self._load(self._gpus)
         families: list[Metric] = [*host_families(snap.hosts), alert_family(snap),
                                   *peer_gap_families(snap)]
+        if snap.events is not None:
+            families += event_families(snap.events)
         if self._gpus:
             families += gpu_families(snap.gpus)
         return families

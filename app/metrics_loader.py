@@ -23,14 +23,17 @@ from app.metrics_snapshot import (
     PeerGap,
 )
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
+from app.metrics_events import load_events
 from app.queries.busy import refused_after
+from probes.report import utcnow
 
 
 def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
     return FleetSnapshot(hosts=_hosts(session),
                          gpus=_gpu_verdicts(session) if gpus else [],
                          alerts=_alerts(session), peer_gaps=_peer_gaps(session),
-                         host_peer_gaps=_host_peer_gaps(session))
+                         host_peer_gaps=_host_peer_gaps(session),
+                         events=load_events(session, utcnow()))
 
 
 def _hosts(session: Session) -> list[HostFacts]:

@@ -11,6 +11,8 @@ small (docs/alerts.md, "Series per host"). The collector (`app/metrics.py`) only
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -81,3 +83,4 @@ class FleetSnapshot:
     alerts: list[AlertCount] = field(default_factory=list)
     peer_gaps: list[PeerGap] = field(default_factory=list)  # gpu == peer_gpu: a GPU's own
     host_peer_gaps: list[HostPeerGap] = field(default_factory=list)
+    events: Any = None  # app.metrics_events.EventSeries: Xid/SXid counters and findings

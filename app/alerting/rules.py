@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
+from app.alerting.rules_events import EVENT_RULES, event_explained
 from app.alerting.rules_fabric import FABRIC_RULES
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fleet_peers import pcie_downtrained
@@ -57,6 +58,7 @@ def _explained(ctx: HostContext) -> dict[int, str]:
     """GPUs whose own fault explains slow pairs, and the fault: NVLinks down or lost,
     growing link errors, P2P lost, or the GPU missing. A pair alert would only repeat them."""
     why: dict[int, str] = {g: "missing" for g in ctx.fabric.missing_gpus}
+    why.update(event_explained(ctx))  # an Xid fault is the page (rules_events.py)
     for j in ctx.links:
         if j.verdict is not Verdict.HEALTHY:
             why.setdefault(j.gpu, f"NVLink {j.link} {j.verdict.value}")
@@ -329,9 +331,13 @@ def probe_clock_skew(ctx: HostContext) -> list[Finding]:
 
 
 def gpu_missing(ctx: HostContext) -> list[Finding]:
-    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79)."""
+    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79).
+    Where its Xid 79 (or another GPU fault event) came in, XidFault is the one page."""
     out = []
+    paged = event_explained(ctx)
     for gpu, row in sorted(ctx.fabric.missing_gpus.items()):
+        if gpu in paged:
+            continue
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(gpu)},
             summary=f"GPU{gpu} is missing from {ctx.name}",
@@ -401,5 +407,6 @@ RULES: tuple[Rule, ...] = (
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
          "Transfer tests failed in the latest sweep."),
     *FABRIC_RULES,
+    *EVENT_RULES,
 )
 RULE_NAMES = frozenset(r.name for r in RULES)
