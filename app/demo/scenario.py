@@ -53,8 +53,10 @@ from probes.sim.faults import (
     GpuLost,
     InsufficientNvlinks,
     LinksDown,
+    LinkXid,
     P2PDisabled,
     PcieDowntrained,
+    SwitchSxid,
     SwitchTrayLost,
 )
 
@@ -206,6 +208,10 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     cast("hgx8", 1, 180, forever, _constant(LinksDown(gpu=3, count=2)),
          "two NVLinks of GPU3 go down")
     cast("mesh4", 1, -2 * HOUR, forever, _constant(BusyGpu(gpu=3)), "GPU3 runs a job")
+    cast("hgx8", 2, 45, forever, _constant(LinkXid(gpu=4, link=3, every_s=60)),
+         "GPU4 NVLink 3 logs Xid 74 every minute, link up: a link fault at the third")
+    cast("hgx8", 1, 75, forever, _constant(SwitchSxid(switch=0, sxid=12028)),
+         "NVSwitch 0 logs a non-fatal SXid 12028 (a warning, not a fault)")
     # the backfilled day
     cast("hgx8", 1, -10 * HOUR, -9 * HOUR, _constant(LinksDown(gpu=5, count=4)),
          "four NVLinks of GPU5 down for an hour")
