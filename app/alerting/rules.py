@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.alerting.rules_events import EVENT_RULES, event_explained
+from app.alerting.rules_events import EVENT_RULES, event_explained, link_events
 from app.alerting.rules_fabric import FABRIC_RULES
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fleet_peers import pcie_downtrained
@@ -22,16 +22,18 @@ from probes.report import BANDWIDTH_TESTS, GPU_TESTS, PCIE_TESTS, LinkState, Tes
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
     links = ctx.fabric.nvlinks
+    events = link_events(ctx)  # the Xid the link logged, if any: this is its one page
     out = []
     for j in ctx.links:
         if j.verdict is not Verdict.DOWN:
             continue
         mine = [p for p in links if p.gpu == j.gpu]
         up = sum(1 for p in mine if p.state is LinkState.UP)
+        seen = f" The agent saw {events[(j.gpu, j.link)]}." if (j.gpu, j.link) in events else ""
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
             summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is down",
-            description=f"{j.reason}; GPU{j.gpu} has {up} of {len(mine)} NVLinks up.",
+            description=f"{j.reason}; GPU{j.gpu} has {up} of {len(mine)} NVLinks up.{seen}",
             dashboard=dashboard_path(ctx.name, gpu=j.gpu), value=0.0))
     return out
 
@@ -331,20 +333,19 @@ def probe_clock_skew(ctx: HostContext) -> list[Finding]:
 
 
 def gpu_missing(ctx: HostContext) -> list[Finding]:
-    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79).
-    Where its Xid 79 (or another GPU fault event) came in, XidFault is the one page."""
+    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79):
+    the one page of that fault, naming the Xid the agent saw (XidFault leaves it out)."""
     out = []
-    paged = event_explained(ctx)
+    events = event_explained(ctx)
     for gpu, row in sorted(ctx.fabric.missing_gpus.items()):
-        if gpu in paged:
-            continue
+        seen = f" The agent saw {events[gpu]}." if gpu in events else ""
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(gpu)},
             summary=f"GPU{gpu} is missing from {ctx.name}",
             description=f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen "
                         f"at {row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the "
                         "newest inventory: it fell off the bus (Xid 79) or was reset. Its "
-                        "pairs are not judged and the scheduler leaves it out.",
+                        "pairs are not judged and the scheduler leaves it out." + seen,
             dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
     return out
 

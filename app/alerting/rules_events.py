@@ -7,8 +7,10 @@
                           (one Xid 74 on a link; a non-fatal SXid): the verdict unchanged
 
 A fault explains the other alerts of its object: pair alerts of its GPU are not raised
-(`rules._explained`), a GPU lost with Xid 79 pages here rather than as GPUMissing, and the
-page says which related alerts it stands for. Labels are bounded: host, gpu, link or switch,
+(`rules._explained`) and the page says which related alerts it stands for. A GPU fault on a
+GPU missing from the inventory (Xid 79: fallen off the bus) is GPUMissing's page and an
+event on a link that is down NVLinkDown's; each names the event, and these rules leave them
+out, so one fault pages once. Labels are bounded: host, gpu, link or switch,
 and xid.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
+from app.analysis.verdict import Verdict
 from app.analysis.xid_judge import EventFinding
 
 
@@ -34,8 +37,29 @@ def _related(ctx: HostContext, f: EventFinding) -> str:
     """Which other alerts this event stands for, in words."""
     if f.entry.object == "switch":
         return "the NVLink and pair alerts of the GPUs behind this switch"
-    return f"the pair alerts of GPU{f.gpu}" + (
-        " and its GPUMissing alert" if f.gpu in ctx.fabric.missing_gpus else "")
+    pairs = sorted({f"GPU{s}->GPU{d}" for (s, d, _), j in ctx.health.tests.items()
+                    if s != d and f.gpu in (s, d) and j.verdict.value != "healthy"})
+    return f"the pair alerts of GPU{f.gpu}" + (f" ({', '.join(pairs)})" if pairs else "")
+
+
+def _paged_elsewhere(ctx: HostContext, f: EventFinding) -> bool:
+    """A lost GPU is GPUMissing's page, a link down NVLinkDown's: each names the event."""
+    if f.entry.object == "gpu":
+        return f.gpu in ctx.fabric.missing_gpus
+    return f.entry.object == "link" and (f.gpu, f.link) in links_down(ctx)
+
+
+def links_down(ctx: HostContext) -> set[tuple[int, int]]:
+    return {(j.gpu, j.link) for j in ctx.links if j.verdict is Verdict.DOWN}
+
+
+def link_events(ctx: HostContext) -> dict[tuple[int, int], str]:
+    """(gpu, link) -> the worst event judged on it, in words, for NVLinkDown to name."""
+    out: dict[tuple[int, int], str] = {}
+    for f in sorted(ctx.events, key=lambda f: f.level != "fault"):
+        if f.entry.object == "link" and f.gpu is not None and f.link is not None:
+            out.setdefault((f.gpu, f.link), f"{f.entry.label} ({f.entry.name}, {f.count}x)")
+    return out
 
 
 def _finding(ctx: HostContext, f: EventFinding, explains: bool) -> Finding:
@@ -47,11 +71,13 @@ def _finding(ctx: HostContext, f: EventFinding, explains: bool) -> Finding:
 
 
 def xid_fault(ctx: HostContext) -> list[Finding]:
-    return [_finding(ctx, f, True) for f in ctx.events if f.level == "fault"]
+    return [_finding(ctx, f, True) for f in ctx.events
+            if f.level == "fault" and not _paged_elsewhere(ctx, f)]
 
 
 def xid_warning(ctx: HostContext) -> list[Finding]:
-    return [_finding(ctx, f, False) for f in ctx.events if f.level == "warning"]
+    return [_finding(ctx, f, False) for f in ctx.events
+            if f.level == "warning" and not _paged_elsewhere(ctx, f)]
 
 
 def event_explained(ctx: HostContext) -> dict[int, str]:
