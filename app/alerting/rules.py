@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
-from app.alerting.rules_events import EVENT_RULES, event_explained, link_events
+from app.alerting.rules_events import (
+    EVENT_RULES,
+    event_explained,
+    event_faulted_links,
+    link_events,
+)
 from app.alerting.rules_fabric import FABRIC_RULES
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fleet_peers import pcie_downtrained
@@ -210,7 +215,9 @@ def gpu_below_fleet_peers(ctx: HostContext) -> list[Finding]:
 
 
 def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
-    """Links whose error counters grow (rate over PEERWATCH_LINK_RATE_WINDOW_S)."""
+    """Links whose error counters grow (rate over PEERWATCH_LINK_RATE_WINDOW_S); a link an
+    Xid fault made degraded is XidFault's page, which says it explains this one."""
+    by_event = event_faulted_links(ctx)
     return [Finding(
         labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
         summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name}: errors are increasing",
@@ -219,7 +226,8 @@ def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
                     f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
                     f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
         dashboard=dashboard_path(ctx.name, gpu=j.gpu))
-        for j in ctx.links if j.verdict is Verdict.DEGRADED and not j.flapping]
+        for j in ctx.links if j.verdict is Verdict.DEGRADED and not j.flapping
+        and (j.gpu, j.link) not in by_event]
 
 
 def nvlink_flapping(ctx: HostContext) -> list[Finding]:

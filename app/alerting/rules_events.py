@@ -39,7 +39,9 @@ def _related(ctx: HostContext, f: EventFinding) -> str:
         return "the NVLink and pair alerts of the GPUs behind this switch"
     pairs = sorted({f"GPU{s}->GPU{d}" for (s, d, _), j in ctx.health.tests.items()
                     if s != d and f.gpu in (s, d) and j.verdict.value != "healthy"})
-    return f"the pair alerts of GPU{f.gpu}" + (f" ({', '.join(pairs)})" if pairs else "")
+    link = (f"NVLinkErrorsIncreasing of NVLink {f.link} and "
+            if f.entry.object == "link" else "")
+    return f"{link}the pair alerts of GPU{f.gpu}" + (f" ({', '.join(pairs)})" if pairs else "")
 
 
 def _paged_elsewhere(ctx: HostContext, f: EventFinding) -> bool:
@@ -78,6 +80,12 @@ def xid_fault(ctx: HostContext) -> list[Finding]:
 def xid_warning(ctx: HostContext) -> list[Finding]:
     return [_finding(ctx, f, False) for f in ctx.events
             if f.level == "warning" and not _paged_elsewhere(ctx, f)]
+
+
+def event_faulted_links(ctx: HostContext) -> set[tuple[int | None, int | None]]:
+    """Links an Xid fault made degraded: their NVLinkErrorsIncreasing is this page's."""
+    return {(f.gpu, f.link) for f in ctx.events
+            if f.level == "fault" and f.entry.object == "link"}
 
 
 def event_explained(ctx: HostContext) -> dict[int, str]:
