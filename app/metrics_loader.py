@@ -14,6 +14,7 @@ from collections import Counter
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
+from app.metrics_events import load_events
 from app.metrics_snapshot import (
     AlertCount,
     FleetSnapshot,
@@ -23,7 +24,6 @@ from app.metrics_snapshot import (
     PeerGap,
 )
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
-from app.metrics_events import load_events
 from app.queries.busy import refused_after
 from probes.report import utcnow
 

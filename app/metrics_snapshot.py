@@ -11,10 +11,9 @@ small (docs/alerts.md, "Series per host"). The collector (`app/metrics.py`) only
 
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True)

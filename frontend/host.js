@@ -8,6 +8,7 @@ import * as fmt from "./format.js";
 import { gpuTestsTable } from "./gpu_tests.js";
 import { inventoryRows, inventoryTable } from "./inventory.js";
 import { jobsPanel } from "./jobs.js";
+import { eventsPanel } from "./host_events.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
@@ -86,6 +87,7 @@ export function mount(root, route) {
   const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
   const jobs = jobsPanel(name);
+  const xids = eventsPanel(name); // Xid/SXid events: a list and marks on the time charts
 
   replace(root, el.head, el.notices, el.healthNote, el.problems,
     h("div", { class: "two-col" },
@@ -98,7 +100,7 @@ export function mount(root, route) {
     el.rangeBar, pairPanel,
     h("section", { class: "panel" }, el.linksHead, el.linksNote,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
-    jobs.el,
+    xids.el, jobs.el,
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
       inventory.el),
     el.probeErrors);
@@ -110,7 +112,8 @@ export function mount(root, route) {
 
   /** A time figure with the host's events marked on it and a crosshair. */
   function marked(fig, since, until) {
-    const events = hostEvents(data.alerts, data.maintenance ? [data.maintenance] : [], jobs.events());
+    const events = hostEvents(data.alerts, data.maintenance ? [data.maintenance] : [],
+      [...jobs.events(), ...xids.events()]);
     const marks = eventMarks(events, since, until);
     const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
       annotations: [...(fig.layout.annotations || []), ...marks.labels],
@@ -333,6 +336,7 @@ export function mount(root, route) {
       full ? activeMaintenance(name) : data.maintenanceMap,
       full ? part("jobs", () => jobs.load()) : null,
       full ? drainMarks(name) : data.drainMap,
+      part("events", () => xids.load(window_(params))),
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, links, alerts, series,
       maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null,
@@ -369,7 +373,7 @@ export function mount(root, route) {
     await Promise.all([
       topo ? draw(el.topo, topo.data, topo.layout) : null,
       data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
-      renderPair(), renderLinks(), jobs.render(window_(params)),
+      xids.render(), renderPair(), renderLinks(), jobs.render(window_(params)),
     ]);
   }
 
@@ -396,7 +400,11 @@ export function mount(root, route) {
         return;
       }
       if (before.test !== params.test) data.matrix = await loadMatrix();
-      if (rangeKey(before) !== rangeKey(params)) data.links = await api.linkSeries(name, window_(params));
+      if (rangeKey(before) !== rangeKey(params)) {
+        data.links = await api.linkSeries(name, window_(params));
+        await xids.load(window_(params));
+        xids.render();
+      }
       await loadPair();
       renderHead();
       renderNotices();

@@ -69,11 +69,13 @@ export function hostEvents(alerts, maintenance, jobEvents = []) {
   return [...events, ...jobEvents];
 }
 
-const MARK_COLOUR = { link: OKABE_ITO.vermillion, maintenance: OKABE_ITO.sky, job: OKABE_ITO.purple };
+const MARK_COLOUR = { link: OKABE_ITO.vermillion, maintenance: OKABE_ITO.sky, job: OKABE_ITO.purple,
+  xid: OKABE_ITO.orange };
 
 function shortLabel(e) {
   if (e.kind === "job") return e.label.replace(/^job (\S+) start$/, "▶ $1").replace(/^job (\S+) end$/, "■ $1");
   if (e.kind === "maintenance") return "⚒ maintenance";
+  if (e.kind === "xid") return `⚡ ${e.label.split(":")[0]}`;
   return e.label;
 }
 

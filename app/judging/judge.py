@@ -37,8 +37,8 @@ from app.analysis.health import (
 )
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
-from app.config import Settings
 from app.analysis.xid_judge import judge_events
+from app.config import Settings
 from app.judging.events import apply_to_gpus, apply_to_links
 from app.judging.load import Loaded, load_host
 from app.judging.pair_tests import judge_tests, rules_of

@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session
 
 from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
-from app.config import Settings
 from app.analysis.xid_judge import EventFact
+from app.config import Settings
 from app.judging.events import load_event_facts
 from app.judging.running import Running
 from app.models import Host, Measurement, ReportRow

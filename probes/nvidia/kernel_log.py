@@ -130,9 +130,11 @@ class KernelLog:
             self._give_up(f"cannot run journalctl ({exc})")
             return
         assert proc.stdout is not None
-        watcher = threading.Thread(target=lambda: (self.stop.wait(), proc.terminate()),
-                                   daemon=True)
-        watcher.start()
+        def stop_journal() -> None:
+            self.stop.wait()
+            proc.terminate()
+
+        threading.Thread(target=stop_journal, daemon=True).start()
         for raw in proc.stdout:
             self._journal_entry(raw)
         proc.wait()

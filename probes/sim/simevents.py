@@ -46,9 +46,8 @@ def xid_line(pci: str, code: int, text: str) -> str:
 
 
 def link_down(gpu: int, link: int, pci: str) -> Pending:
-    return Pending(EventKind.XID, 74, xid_line(pci, 74, f"NVLink: fatal error detected on link "
-                                                    f"{link}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"),
-                   gpu=gpu, pci=pci, link=link)
+    text = f"NVLink: fatal error detected on link {link}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"
+    return Pending(EventKind.XID, 74, xid_line(pci, 74, text), gpu=gpu, pci=pci, link=link)
 
 
 def on_inject(fault: Fault, pci_of: dict[int, str]) -> list[Pending]:
@@ -88,7 +87,8 @@ class SimEvents:
 
     def cleared(self, faults: tuple[Fault, ...]) -> None:
         for f in faults:
-            self._repeat_from.pop(f, None)  # type: ignore[call-overload]
+            if isinstance(f, LinkXid):
+                self._repeat_from.pop(f, None)
 
     def advance(self, now: float, pci_of: dict[int, str]) -> None:
         """Repeat each LinkXid every `every_s` of the fabric's clock since the last one."""

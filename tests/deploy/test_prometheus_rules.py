@@ -38,7 +38,8 @@ def _run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_rules_file_is_valid() -> None:
     done = _run(_tool("promtool"), "check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
-    # 23 alerting rules (P2PBandwidthDegraded: sustained and intermittent; XidFault, XidWarning), 6 recording
+    # 23 alerting rules (P2PBandwidthDegraded: sustained and intermittent; XidFault and
+    # XidWarning), 6 recording
     assert "SUCCESS: 29 rules found" in done.stdout
 
 

@@ -23,10 +23,12 @@ from probes.sim.faults import GpuLost, LinksDown, LinkXid, SwitchSxid
 from probes.sim.simulated import SimulatedFabric
 from tests.probes.fakeclock import FakeClock
 
-XID_79 = "NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+XID_79 = ("NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
+          "the bus.")
 XID_74 = ("NVRM: Xid (PCI:0000:b7:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error "
           "detected on link 2(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
-XID_149 = "NVRM: Xid (PCI:0008:06:00): 149, NETIR_LINK_EVT  Non-fatal  XC0 i0 Link 14 (0x021425c6 0x0)"
+XID_149 = ("NVRM: Xid (PCI:0008:06:00): 149, NETIR_LINK_EVT  Non-fatal  XC0 i0 Link 14 "
+           "(0x021425c6 0x0)")
 SXID = ("nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 12028, Non-fatal, Link 32 egress non-posted "
         "PRIV error (First)")
 

@@ -73,7 +73,8 @@ def test_an_xid_fault_explains_its_pairs_alerts(ev: EventHost) -> None:
         ev.step(SWEEP_S, "sweep")
     assert "P2PBandwidthDegraded" not in ev.firing()
     (page,) = ev.alerts("firing", "XidFault")
-    assert "It explains NVLinkErrorsIncreasing of NVLink 4 and the pair alerts of GPU0 (GPU0->GPU1)" in page.annotations["description"]
+    assert ("It explains NVLinkErrorsIncreasing of NVLink 4 and the pair alerts of GPU0 "
+            "(GPU0->GPU1)") in page.annotations["description"]
 
 
 def test_a_lost_gpu_and_a_downed_link_page_once_naming_their_xid(ev: EventHost) -> None:
