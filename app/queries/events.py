@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.xid_catalog import lookup
+from app.analysis.xid_catalog import CATALOG_VERSION, lookup
 from app.analysis.xid_judge import EventFact
 from app.models import FabricEventRow
 from app.queries.common import get_host
@@ -52,9 +52,6 @@ def host_events(session: Session, name: str, since: datetime | None,
                 until: datetime | None, now: datetime) -> dict[str, Any]:
     """GET /api/v1/hosts/{host}/events: the host's events (default: the last 24 h) and the
     catalog version they were read with (404 for an unknown host, from `get_host`)."""
-    from datetime import timedelta
-
-    from app.analysis.xid_catalog import CATALOG_VERSION
     host = get_host(session, name)
     start = since or (until or now) - timedelta(hours=24)
     return {"host": host.name, "generated_at": now, "catalog_version": CATALOG_VERSION,
