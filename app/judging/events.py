@@ -11,20 +11,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
 from app.analysis.fabric_health import GpuJudgement, LinkJudgement
 from app.analysis.verdict import SEVERITY, Verdict
-from app.analysis.xid_judge import LOOKBACK_S, EventFact, EventFinding, judge_events
+from app.analysis.xid_judge import LOOKBACK_S, EventFact, EventFinding
 from app.queries.events import event_facts
+
+J = TypeVar("J", LinkJudgement, GpuJudgement)
 
 
 def load_event_facts(session: Session, host_id: int, now: datetime) -> list[EventFact]:
     return event_facts(session, host_id, now - timedelta(seconds=LOOKBACK_S))
 
 
-def _worse(j: LinkJudgement | GpuJudgement, verdict: Verdict, reason: str):  # type: ignore[no-untyped-def]
+def _worse(j: J, verdict: Verdict, reason: str) -> J:
+    """`j` at least as bad as `verdict`, the event's reason first (a worse verdict it
+    already had stays, the event's reason added)."""
     if SEVERITY[verdict] < SEVERITY[j.verdict]:
         return replace(j, reason=f"{j.reason}; {reason}")
     return replace(j, verdict=verdict, reason=reason if j.verdict is Verdict.HEALTHY
@@ -48,6 +53,3 @@ def apply_to_gpus(gpus: list[GpuJudgement], findings: list[EventFinding]
     return [_worse(j, Verdict.DOWN, by_gpu[j.gpu].reason()) if j.gpu in by_gpu else j
             for j in gpus]
 
-
-def judge_host_events(facts: list[EventFact], now: datetime) -> list[EventFinding]:
-    return judge_events(facts, now)
