@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from app.alerting.settings import AlertingSettings, MetricsDetail
 from app.analysis.clock import SKEW_DOC
+from app.metrics_events import event_families
 from app.metrics_snapshot import FleetSnapshot, GpuVerdict, HostFacts
 
 HOST = ["host"]
@@ -50,6 +51,8 @@ class PeerwatchCollector(Collector):
         snap = self._load(self._gpus)
         families: list[Metric] = [*host_families(snap.hosts), alert_family(snap),
                                   *peer_gap_families(snap)]
+        if snap.events is not None:
+            families += event_families(snap.events)
         if self._gpus:
             families += gpu_families(snap.gpus)
         return families

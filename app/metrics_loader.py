@@ -14,6 +14,7 @@ from collections import Counter
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
+from app.metrics_events import load_events
 from app.metrics_snapshot import (
     AlertCount,
     FleetSnapshot,
@@ -24,13 +25,15 @@ from app.metrics_snapshot import (
 )
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
 from app.queries.busy import refused_after
+from probes.report import utcnow
 
 
 def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
     return FleetSnapshot(hosts=_hosts(session),
                          gpus=_gpu_verdicts(session) if gpus else [],
                          alerts=_alerts(session), peer_gaps=_peer_gaps(session),
-                         host_peer_gaps=_host_peer_gaps(session))
+                         host_peer_gaps=_host_peer_gaps(session),
+                         events=load_events(session, utcnow()))
 
 
 def _hosts(session: Session) -> list[HostFacts]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,4 @@ class FleetSnapshot:
     alerts: list[AlertCount] = field(default_factory=list)
     peer_gaps: list[PeerGap] = field(default_factory=list)  # gpu == peer_gpu: a GPU's own
     host_peer_gaps: list[HostPeerGap] = field(default_factory=list)
+    events: Any = None  # app.metrics_events.EventSeries: Xid/SXid counters and findings

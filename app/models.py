@@ -561,3 +561,7 @@ class JobSnapshot(Base):
 from app.models_drain import DrainAction, DrainBreaker, DrainMark  # noqa: E402 (migration 0015)
 
 __all__ += ["DrainAction", "DrainBreaker", "DrainMark"]
+
+from app.models_events import FabricEventRow  # noqa: E402 (migration 0016)
+
+__all__ += ["FabricEventRow"]

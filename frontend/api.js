@@ -79,6 +79,7 @@ export const api = {
   domain: (id, opts) => getJSON(`/domains/${encodeURIComponent(id)}`, {}, opts),
   fleetPeers: (params, opts) => getJSON("/fleet/peers", params, opts),
   snapshots: (name, opts) => getJSON(`${host(name)}/snapshots`, {}, opts),
+  events: (name, params, opts) => getJSON(`${host(name)}/events`, params, opts),
   jobDiff: (name, job, opts) => getJSON(`${host(name)}/jobs/${encodeURIComponent(job)}/diff`, {}, opts),
 };
 

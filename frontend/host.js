@@ -8,6 +8,7 @@ import * as fmt from "./format.js";
 import { gpuTestsTable } from "./gpu_tests.js";
 import { inventoryRows, inventoryTable } from "./inventory.js";
 import { jobsPanel } from "./jobs.js";
+import { eventsPanel } from "./host_events.js";
 import { downLinks, errorFigure, throughputFigure } from "./links.js";
 import { matrixChart, matrixLegend } from "./matrix.js";
 import { activeMaintenance, maintenanceTag } from "./maintenance.js";
@@ -86,6 +87,7 @@ export function mount(root, route) {
   const inventory = inventoryTable(() => params.gpu ?? null);
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
   const jobs = jobsPanel(name);
+  const xids = eventsPanel(name); // Xid/SXid events: a list and marks on the time charts
 
   replace(root, el.head, el.notices, el.healthNote, el.problems,
     h("div", { class: "two-col" },
@@ -98,7 +100,7 @@ export function mount(root, route) {
     el.rangeBar, pairPanel,
     h("section", { class: "panel" }, el.linksHead, el.linksNote,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
-    jobs.el,
+    xids.el, jobs.el,
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
       inventory.el),
     el.probeErrors);
@@ -123,7 +125,7 @@ export function mount(root, route) {
   /** A time figure with the host's events marked on it and a crosshair. */
   function marked(fig, since, until) {
     const events = hostEvents({ health: data.health, alerts: data.alerts, maintenance: data.maintenance,
-      jobEvents: jobs.events() }, data.marks || {});
+      jobEvents: [...jobs.events(), ...xids.events()] }, data.marks || {});
     const marks = eventMarks(events, since, until);
     const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
       annotations: [...(fig.layout.annotations || []), ...marks.labels],
@@ -350,6 +352,7 @@ export function mount(root, route) {
       full ? activeMaintenance(name) : data.maintenanceMap,
       full ? drainMarks(name) : data.drainMap,
       first ? null : loadBelow(full, false),
+      part("events", () => xids.load(window_(params))),
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, alerts, series,
       maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null,
@@ -441,7 +444,7 @@ export function mount(root, route) {
     await Promise.all([
       topo ? draw(el.topo, topo.data, topo.layout) : null,
       data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
-      renderPair(), lower ? renderLinks() : null, lower ? jobs.render(window_(params)) : null,
+      xids.render(), renderPair(), lower ? renderLinks() : null, lower ? jobs.render(window_(params)) : null,
     ]);
   }
 
@@ -478,7 +481,9 @@ export function mount(root, route) {
       }
       if (before.test !== params.test) data.matrix = await loadMatrix();
       if (rangeKey(before) !== rangeKey(params)) {
-        [data.links, data.marks] = await Promise.all([api.linkSeries(name, window_(params)), loadMarks()]);
+        [data.links, data.marks] = await Promise.all([api.linkSeries(name, window_(params)), loadMarks(),
+          xids.load(window_(params))]);
+        xids.render();
       }
       await loadPair();
       renderHead();

@@ -52,12 +52,14 @@ export function rangeBar(params, onChange) {
     h("span", { class: "muted" }, w.absolute ? `${fmt.time(w.since)} – ${fmt.time(w.until)} UTC` : "UTC, up to now"));
 }
 
-const MARK_COLOUR = { link: OKABE_ITO.vermillion, maintenance: OKABE_ITO.sky, job: OKABE_ITO.purple };
+const MARK_COLOUR = { link: OKABE_ITO.vermillion, maintenance: OKABE_ITO.sky, job: OKABE_ITO.purple,
+  xid: OKABE_ITO.orange };
 const colourOf = (kind) => MARK_COLOUR[kind] || sourceColour(kind) || OKABE_ITO.grey;
 
 function shortLabel(e) {
   if (e.kind === "job") return e.label.replace(/^job (\S+) start$/, "▶ $1").replace(/^job (\S+) end$/, "■ $1");
   if (e.kind === "maintenance") return "⚒ maintenance";
+  if (e.kind === "xid") return `⚡ ${e.label.split(":")[0]}`;
   return e.label;
 }
 

@@ -52,6 +52,10 @@ class ProbeSettings(BaseSettings):
     force: bool = False  # probe busy GPUs too (maintenance windows)
     watchdog_timeout_s: float = Field(default=30.0, gt=0)  # one transfer test's limit
 
+    # Xid/SXid events (NVML events and the kernel log) ride on the reports; off: none read.
+    events: bool = True
+    kmsg_path: Path = Path("/dev/kmsg")
+
     spool_dir: Path = Field(default_factory=default_spool_dir)
     spool_max_bytes: int = Field(default=64 << 20, gt=0)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from probes.agent.events import EventCollector, with_events
 from probes.config import ProbeSettings
 from probes.fabric import Fabric
 from probes.report import Report, ReportKind, utcnow
@@ -33,11 +34,17 @@ def with_hostname(report: Report, hostname: str | None) -> Report:
 
 def report_builder(fabric: Fabric, settings: ProbeSettings,
                    now: Callable[[], datetime] = utcnow,
-                   watchdog: bool = True) -> Callable[[ReportKind], Report]:
-    """`build(kind)`: one inventory or sweep pass over `fabric`, as a `Report`."""
+                   watchdog: bool = True,
+                   events: EventCollector | None = None) -> Callable[[ReportKind], Report]:
+    """`build(kind)`: one inventory or sweep pass over `fabric`, as a `Report` carrying the
+    events gathered since the previous one (`events`; a simulated fabric's own when None)."""
     options = sweep_options(settings, watchdog)
+    drain = getattr(fabric, "drain_events", None)
+    if events is None and drain is not None:
+        events = EventCollector(feeds=[drain])
 
     def build(kind: ReportKind) -> Report:
-        return with_hostname(build_report(fabric, kind, options, now=now), settings.hostname)
+        report = build_report(fabric, kind, options, now=now)
+        return with_hostname(with_events(report, events), settings.hostname)
 
     return build

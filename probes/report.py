@@ -20,8 +20,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 # 2: per-GPU tests (h2d, d2h, local), a result naming one GPU as `src` with `dst` None.
-SCHEMA_VERSION = 2
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+# 3: `events`, the Xid/SXid events the agent saw since its previous report (FabricEvent).
+SCHEMA_VERSION = 3
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 
 # Bounds that no real fabric reaches: anything beyond is a probe bug, not a measurement.
 MAX_BANDWIDTH_BPS = 10e12  # 10 TB/s
@@ -35,6 +36,7 @@ MAX_SAMPLES = 10_000  # timed repetitions kept per transfer result
 MAX_COUNTER_SAMPLES = 64  # counter snapshots per report (a probe sends 1 or 2)
 MAX_RESULTS = 100_000  # hard ceiling; the server also caps results by the report's inventory
 MAX_ERRORS = 10_000
+MAX_EVENTS = 1_000  # Xid/SXid events per report; the agent collapses repeats (`count`)
 
 # Every integer is bounded by the column that stores it: INTEGER (32-bit on PostgreSQL) for
 # counts of things, BIGINT for bytes and lifetime counters. A value beyond is a 422, not a 500.
@@ -440,6 +442,49 @@ class ProbeError(_Model):
     message: Text2000
 
 
+class EventKind(StrEnum):
+    XID = "xid"  # the GPU driver's error report (NVRM: Xid ...; NVML's critical Xid event)
+    SXID = "sxid"  # an NVSwitch's error report (nvidia-nvswitchN: SXid ...)
+
+
+class EventSource(StrEnum):
+    NVML = "nvml"  # nvmlEventSetWait: the Xid number and the GPU, no text
+    KMSG = "kmsg"  # /dev/kmsg: the driver's whole line (link, registers, severity word)
+    JOURNAL = "journal"  # the systemd journal's kernel messages, where that is what the host has
+    SIMULATED = "simulated"  # a simulated fabric's fault (probes/sim)
+
+
+class FabricEvent(_Model):
+    """One Xid or SXid event (schema 3), as the agent saw it; meaning comes from the server's
+    catalog (app/analysis/xid_catalog.py), never from the agent.
+
+    `gpu` is the reporting host's GPU index resolved from the PCI address (None for an SXid,
+    or a GPU the agent could not resolve: one off the bus is not in the inventory, so it is
+    not checked against it); `link` the NVLink the line names; `switch` the NVSwitch's PCI
+    address for an SXid. `sources` lists every source that saw it (kmsg and NVML seeing one
+    Xid is one event), `count` how many identical lines the agent collapsed into it.
+    """
+
+    kind: EventKind
+    code: Annotated[int, Field(ge=0, le=INT32_MAX)]  # the Xid or SXid number
+    at: Timestamp
+    sources: list[EventSource] = Field(min_length=1, max_length=4)
+    gpu: GpuIndex | None = None
+    pci_bus_id: Text32 | None = None
+    link: Annotated[int, Field(ge=0, lt=MAX_LINKS_PER_GPU)] | None = None
+    switch: Text32 | None = None
+    subcode: Annotated[int, Field(ge=0, le=INT32_MAX)] | None = None  # 144-150: intrinfo bits
+    fatal: bool | None = None  # the line's own word ("Fatal" / "Non-fatal"), when it says
+    count: Annotated[int, Field(ge=1, le=INT32_MAX)] = 1
+    message: Text2000 = ""
+
+    @model_validator(mode="after")
+    def _named(self) -> FabricEvent:
+        if self.kind is EventKind.SXID and self.gpu is not None:
+            raise ValueError("an sxid event names its switch, not a gpu")
+        return self
+
+
 class HostIdentity(_Model):
     hostname: Annotated[str, Field(min_length=1, max_length=253), _Clean,
                         AfterValidator(valid_hostname)]
@@ -454,7 +499,7 @@ class HostIdentity(_Model):
 
 
 class Report(_Model):
-    schema_version: Literal[1, 2] = 2  # SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3] = 3  # SCHEMA_VERSION
     report_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     kind: ReportKind
     host: HostIdentity
@@ -465,11 +510,14 @@ class Report(_Model):
     results: list[TransferResult] = Field(default_factory=list, max_length=MAX_RESULTS)
     cost: SweepCost = SweepCost()
     errors: list[ProbeError] = Field(default_factory=list, max_length=MAX_ERRORS)
+    events: list[FabricEvent] = Field(default_factory=list, max_length=MAX_EVENTS)
 
     @model_validator(mode="after")
     def _coherent(self) -> Report:
         if self.finished_at < self.started_at:
             raise ValueError("finished_at is before started_at")
+        if self.events and self.schema_version < 3:
+            raise ValueError("events need schema_version 3")
         known = {g.index for g in self.inventory.gpus}
         for r in self.results:
             if self.schema_version < 2 and r.test in GPU_TESTS:

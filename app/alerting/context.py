@@ -19,7 +19,9 @@ from sqlalchemy.orm import Session
 from app.alerting.settings import AlertingSettings
 from app.analysis.fabric_health import LinkJudgement
 from app.analysis.health import Thresholds
+from app.analysis.xid_judge import EventFinding, judge_events
 from app.config import Settings
+from app.judging.events import load_event_facts
 from app.models import Host, Measurement, NvLink, ReportRow
 from app.queries.fabric import HostFabric
 from app.queries.health import HostHealth
@@ -65,6 +67,11 @@ class HostContext:
         """NVLink ports per GPU: in the newest inventory or seen before (present or not)."""
         rows = self.session.scalars(select(NvLink.gpu).where(NvLink.host_id == self.host.id))
         return Counter(rows)
+
+    @cached_property
+    def events(self) -> list[EventFinding]:
+        """The host's recent Xid/SXid events, judged with the catalog (rules_events.py)."""
+        return judge_events(load_event_facts(self.session, self.host.id, self.now), self.now)
 
     @cached_property
     def latest_sweep_failures(self) -> list[FailedTest]:

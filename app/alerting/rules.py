@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
+from app.alerting.rules_events import (
+    EVENT_RULES,
+    event_explained,
+    event_faulted_links,
+    link_events,
+)
 from app.alerting.rules_fabric import FABRIC_RULES, per_gpu
 from app.analysis.clock import describe_skew, skew_way
 from app.analysis.fabric_expect import design_links_for
@@ -23,16 +29,18 @@ from probes.report import BANDWIDTH_TESTS, GPU_TESTS, PCIE_TESTS, LinkState, Tes
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
     links = ctx.fabric.nvlinks
+    events = link_events(ctx)  # the Xid the link logged, if any: this is its one page
     out = []
     for j in ctx.links:
         if j.verdict is not Verdict.DOWN:
             continue
         mine = [p for p in links if p.gpu == j.gpu]
         up = sum(1 for p in mine if p.state is LinkState.UP)
+        seen = f" The agent saw {events[(j.gpu, j.link)]}." if (j.gpu, j.link) in events else ""
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
             summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is down",
-            description=f"{j.reason}; GPU{j.gpu} has {up} of {len(mine)} NVLinks up.",
+            description=f"{j.reason}; GPU{j.gpu} has {up} of {len(mine)} NVLinks up.{seen}",
             dashboard=dashboard_path(ctx.name, gpu=j.gpu), value=0.0))
     return out
 
@@ -59,6 +67,7 @@ def _explained(ctx: HostContext) -> dict[int, str]:
     """GPUs whose own fault explains slow pairs, and the fault: NVLinks down or lost,
     growing link errors, P2P lost, or the GPU missing. A pair alert would only repeat them."""
     why: dict[int, str] = {g: "missing" for g in ctx.fabric.missing_gpus}
+    why.update(event_explained(ctx))  # an Xid fault is the page (rules_events.py)
     for j in ctx.links:
         if j.verdict is not Verdict.HEALTHY:
             why.setdefault(j.gpu, f"NVLink {j.link} {j.verdict.value}")
@@ -227,7 +236,9 @@ def gpu_below_fleet_peers(ctx: HostContext) -> list[Finding]:
 
 
 def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
-    """Links whose error counters grow (rate over PEERWATCH_LINK_RATE_WINDOW_S)."""
+    """Links whose error counters grow (rate over PEERWATCH_LINK_RATE_WINDOW_S); a link an
+    Xid fault made degraded is XidFault's page, which says it explains this one."""
+    by_event = event_faulted_links(ctx)
     return [Finding(
         labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
         summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name}: errors are increasing",
@@ -236,7 +247,8 @@ def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
                     f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
                     f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
         dashboard=dashboard_path(ctx.name, gpu=j.gpu))
-        for j in ctx.links if j.verdict is Verdict.DEGRADED and not j.flapping]
+        for j in ctx.links if j.verdict is Verdict.DEGRADED and not j.flapping
+        and (j.gpu, j.link) not in by_event]
 
 
 def nvlink_flapping(ctx: HostContext) -> list[Finding]:
@@ -351,16 +363,19 @@ def probe_clock_skew(ctx: HostContext) -> list[Finding]:
 
 
 def gpu_missing(ctx: HostContext) -> list[Finding]:
-    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79)."""
+    """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79):
+    the one page of that fault, naming the Xid the agent saw (XidFault leaves it out)."""
     out = []
+    events = event_explained(ctx)
     for gpu, row in sorted(ctx.fabric.missing_gpus.items()):
+        seen = f" The agent saw {events[gpu]}." if gpu in events else ""
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(gpu)},
             summary=f"GPU{gpu} is missing from {ctx.name}",
             description=f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen "
                         f"at {row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the "
                         "newest inventory: it fell off the bus (Xid 79) or was reset. Its "
-                        "pairs are not judged and the scheduler leaves it out.",
+                        "pairs are not judged and the scheduler leaves it out." + seen,
             dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
     return out
 
@@ -427,5 +442,6 @@ RULES: tuple[Rule, ...] = (
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
          "Transfer tests failed in the latest sweep."),
     *FABRIC_RULES,
+    *EVENT_RULES,
 )
 RULE_NAMES = frozenset(r.name for r in RULES)

@@ -53,8 +53,10 @@ from probes.sim.faults import (
     GpuLost,
     InsufficientNvlinks,
     LinksDown,
+    LinkXid,
     P2PDisabled,
     PcieDowntrained,
+    SwitchSxid,
     SwitchTrayLost,
 )
 
@@ -206,6 +208,13 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     cast("hgx8", 1, 180, forever, _constant(LinksDown(gpu=3, count=2)),
          "two NVLinks of GPU3 go down")
     cast("mesh4", 1, -2 * HOUR, forever, _constant(BusyGpu(gpu=3)), "GPU3 runs a job")
+    cast("hgx8", 1, 20, forever, _constant(LinkXid(gpu=4, link=3, every_s=30)),
+         "GPU4 NVLink 3 logs Xid 74 every 30 s, link up: a link fault (XidFault) at the third")
+    cast("hgx8", 2 if _exists(fleet, "hgx8", 2) else 1, 25, forever,
+         _constant(SwitchSxid(switch=0, sxid=12028)),
+         "NVSwitch 0 logs a non-fatal SXid 12028 (XidWarning, the verdicts unchanged)")
+    cast("hgx8", 1, -3 * HOUR, -2.5 * HOUR, _constant(LinkXid(gpu=2, link=9, every_s=300)),
+         "GPU2 NVLink 9 logged Xid 74 every 5 min for half an hour")
     # the backfilled day
     cast("hgx8", 1, -10 * HOUR, -9 * HOUR, _constant(LinksDown(gpu=5, count=4)),
          "four NVLinks of GPU5 down for an hour")

@@ -45,7 +45,9 @@ from app.analysis.health import (
 )
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
+from app.analysis.xid_judge import judge_events
 from app.config import Settings
+from app.judging.events import apply_to_gpus, apply_to_links
 from app.judging.load import Loaded, load_host
 from app.judging.pair_tests import judge_tests, rules_of
 from app.models import Host
@@ -207,9 +209,12 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     pairs = list(attributed.pairs)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
+    events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
+    links = apply_to_links(links, events)
     gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests,
                                  attributed.pattern),
                      checks, settings.fleet_peer_min_hosts)
+    gpus = apply_to_gpus(gpus, events)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s

@@ -24,7 +24,9 @@ from sqlalchemy.orm import Session
 
 from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
+from app.analysis.xid_judge import EventFact
 from app.config import Settings
+from app.judging.events import load_event_facts
 from app.judging.running import Running
 from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
@@ -160,6 +162,7 @@ class Loaded:
     peer_stats: Stats
     peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
     fabric_manager: FabricManagerInfo | None
+    events: list[EventFact] = field(default_factory=list)  # recent Xid/SXid (judging/events.py)
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,
@@ -187,4 +190,5 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_groups=pair_groups(row, fabric),
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
-        fabric_manager=fabric_manager_of(session, row))
+        fabric_manager=fabric_manager_of(session, row),
+        events=load_event_facts(session, row.id, now))

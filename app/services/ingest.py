@@ -18,9 +18,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
+from app.models import FabricEventRow, GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
 from app.services.bulk import insert_rows
+from app.services.events import event_rows
 from app.services.inventory import (
     forget_uncommitted,
     get_or_create_host,
@@ -148,7 +149,9 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
         host.last_sweep_at = report.finished_at
     measurements = _measurement_rows(report, host.id, report_pk)
     links, gpus = _sample_rows(report, host.id, report_pk)
-    for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
+    events = event_rows(report, host.id, report_pk)
+    for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus),
+                        (FabricEventRow, events)):
         insert_rows(session, model, rows)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))

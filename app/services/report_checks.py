@@ -59,6 +59,8 @@ def _times(report: Report) -> Iterator[tuple[tuple[Any, ...], datetime]]:
     for i, result in enumerate(report.results):
         if result.started_at is not None:
             yield ("results", i, "started_at"), result.started_at
+    for i, event in enumerate(report.events):
+        yield ("events", i, "at"), event.at
 
 
 def _check_times(report: Report, now: datetime) -> Iterator[dict[str, Any]]:

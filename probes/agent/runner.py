@@ -15,6 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from probes.agent.event_sources import open_events
 from probes.agent.metrics_server import AgentExposition, MetricsServer
 from probes.agent.outbox import Outbox
 from probes.agent.sender import Backoff, Sender
@@ -64,7 +65,9 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
         backoff = Backoff(settings.backoff_initial_s, settings.backoff_max_s,
                           random.Random(rng.random()))
         outbox = Outbox(sender, spool, backoff, clock, stop)
-        build = report_builder(fabric, settings, now=wall, watchdog=watchdog)
+        events = open_events(fabric, settings.events, settings.kmsg_path)
+        stack.callback(events.close)
+        build = report_builder(fabric, settings, now=wall, watchdog=watchdog, events=events)
         worker = Worker(build, outbox, settings, clock=clock, sleep=sleep, rng=rng, meter=meter)
         metrics = None
         if settings.metrics_port is not None:

@@ -53,6 +53,10 @@ class RealFabric:
         self._transfers: Transfers | None = None
         self._cuda_of: dict[int, int] = {}
 
+    def nvml_session(self) -> Nvml:
+        """The NVML session, for the agent's event thread (`probes/nvidia/nvml_events.py`)."""
+        return self._nvml
+
     # ------------------------------------------------------------------ CUDA side
 
     def transfers(self) -> Transfers:

@@ -26,6 +26,8 @@ checked against the preset when a fault goes in, so a typo fails at once.
                                               GPU loses the ports to it (2 of 18 on NVL72)
     InsufficientNvlinks(gpu=2)                GPU 2 trained too few NVLinks to join the fabric
     CliqueMoved(clique_id=2)                  this tray sits in another clique than its rack
+    LinkXid(gpu=3, link=5, every_s=120)       GPU 3's NVLink 5 logs Xid 74 every 2 min, stays up
+    SwitchSxid(switch=0, sxid=12028)          the host's NVSwitch 0 logs a (non-fatal) SXid
 
 Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
 a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
@@ -246,6 +248,32 @@ class CliqueMoved:
     clique_id: int
 
 
+@dataclass(frozen=True)
+class LinkXid:
+    """`gpu`'s NVLink `link` logs Xid 74 when the fault goes in and again every `every_s`
+    of the fabric's clock, while NVML still shows it up: a marginal link. Events only
+    (`probes/sim/simevents.py`); the link's state and bandwidth are unchanged."""
+
+    gpu: int
+    link: int = 0
+    every_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.every_s <= 0:
+            raise ValueError(f"every_s must be positive, got {self.every_s}")
+
+
+@dataclass(frozen=True)
+class SwitchSxid:
+    """The host's NVSwitch `switch` logs SXid `sxid` once, when the fault goes in; a
+    non-fatal one (the default, 12028) changes nothing else the fabric reports."""
+
+    switch: int = 0
+    sxid: int = 12028
+    fatal: bool = False
+    link: int = 32
+
+
 Fault = (
     LinksDown
     | BandwidthFactor
@@ -267,6 +295,8 @@ Fault = (
     | SwitchTrayLost
     | InsufficientNvlinks
     | CliqueMoved
+    | LinkXid
+    | SwitchSxid
 )
 
 
@@ -284,7 +314,8 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
             return () if g is None else (g,)
         case PeerCopiesFail(a=a, b=b):
             return (a, b)
-        case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved():
+        case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved() \
+                | SwitchSxid():
             return ()
         case _:
             return (fault.gpu,)

@@ -31,6 +31,7 @@ from probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.report import (
     GPU_TESTS,
+    FabricEvent,
     FabricManagerInfo,
     GpuActivity,
     GpuInfo,
@@ -59,6 +60,7 @@ from probes.sim.faults import (
 )
 from probes.sim.presets import Preset, load_calibration, load_preset
 from probes.sim.simcounters import CounterBank
+from probes.sim.simevents import SimEvents
 from probes.sim.simrun import Run, contention_rate, model_run
 from probes.sim.simtopo import SimTopology
 
@@ -96,6 +98,7 @@ class SimulatedFabric:
         self._hangs: list[threading.Event] = []
         self.started_at = started_at  # reported as the probe's start (None: not reported)
         self._driver_loaded_at: datetime | None = None
+        self._events = SimEvents()  # the Xid/SXid lines its faults log (simevents.py)
         self.inject(*faults)
 
     # ------------------------------------------------------------------ faults
@@ -115,7 +118,10 @@ class SimulatedFabric:
             self._faults.extend(faults)
             if any(isinstance(f, DriverRestarted) for f in faults):
                 self._driver_loaded_at = utcnow()
+            up = self._ports_up()
             self._rebuild()
+            went_down = sorted(up - self._ports_up())
+            self._events.injected(tuple(faults), self._pci_of(), self.clock(), went_down)
 
     def clear(self, *faults: Fault) -> None:
         """Remove the given faults (all when none given); counts already made stay."""
@@ -128,6 +134,7 @@ class SimulatedFabric:
                     raise BadProbeRequest(f"fault {f!r} is not active on {self.hostname}")
                 self._faults.remove(f)
             self._rebuild()
+            self._events.cleared(tuple(faults))
         if any(isinstance(f, TransferHangs) for f in faults):
             self.release_hangs()
 
@@ -136,6 +143,19 @@ class SimulatedFabric:
         with self._lock:
             for ev in self._hangs:
                 ev.set()
+
+    def _ports_up(self) -> set[tuple[int, int]]:
+        return {(p.gpu, p.link) for ports in self._topo.ports.values() for p in ports
+                if p.up and p.wired}
+
+    def _pci_of(self) -> dict[int, str]:
+        return {i: slot.pci_bus_id for i, slot in enumerate(self.preset.gpus)}
+
+    def drain_events(self, at: datetime) -> list[FabricEvent]:
+        """The Xid/SXid events logged since the last call, stamped `at` (a report's time)."""
+        with self._lock:
+            self._advance()
+            return self._events.take(at)
 
     def _rebuild(self) -> None:
         self._topo = SimTopology(self.preset, self._cal, tuple(self._faults))
@@ -148,6 +168,7 @@ class SimulatedFabric:
             self._last_tick = max(now, self._last_tick)
             if dt <= 0:
                 return
+            self._events.advance(now, self._pci_of())
             for f in self._faults:
                 if isinstance(f, ErrorGrowth):
                     self._counters.add_errors(f.gpu, f.link, f.counter, f.per_second * dt)

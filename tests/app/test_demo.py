@@ -25,7 +25,7 @@ import psutil
 from app.demo.fleet import plan_fleet
 from app.demo.run import history_age_s
 from app.demo.scenario import default_scenario
-from probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown
+from probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown, LinkXid, SwitchSxid
 from tests.conftest import SETTLE_S
 from tests.probes.live_server import free_port
 
@@ -73,10 +73,11 @@ def test_demo_serves_fleet_data_within_10_cpu_s_and_stops_cleanly(tmp_path: Path
             f"first data took {first_data_cpu_s:.1f} s of the demo's CPU "
             f"({first_data_s:.1f} s wall)")
         assert all(h["last_report_at"] for h in hosts)
-        history = sweep = slow_pcie = False
+        history = sweep = slow_pcie = events = False
         deadline = time.monotonic() + SETTLE_S
-        while not (history and sweep and slow_pcie) and time.monotonic() < deadline:
+        while not (history and sweep and slow_pcie and events) and time.monotonic() < deadline:
             slow_pcie = _pcie_measured_slow(base, "mesh4-01", 1)
+            events = _xid_and_sxid_shown(base, "hgx8-01")
             body = _poll(f"{base}/api/v1/hosts") or {}
             sweep = any(h["last_sweep_at"] for h in body.get("hosts", []))
             day_ago = datetime.now(UTC) - timedelta(hours=24)
@@ -90,6 +91,7 @@ def test_demo_serves_fleet_data_within_10_cpu_s_and_stops_cleanly(tmp_path: Path
         _assert_admin_token_works(base)
         assert history, "no backfilled report from a day ago reached the server"
         assert slow_pcie, "mesh4-01 GPU1's downtrained PCIe link was not measured slow"
+        assert events, "hgx8-01 shows no Xid 74 on GPU4 link 3 and SXid 12028 with an alert"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -115,6 +117,18 @@ def _pcie_measured_slow(base: str, host: str, gpu: int) -> bool:
     return len(slow) == 2 and mine["verdict"] == "degraded"
 
 
+def _xid_and_sxid_shown(base: str, host: str) -> bool:
+    """The demo's events: the live Xid 74 on GPU4 link 3 and the SXid, listed with their
+    meaning, and an alert for each (XidFault once three came, XidWarning before)."""
+    body = _poll(f"{base}/api/v1/hosts/{host}/events") or {}
+    seen = {(e["label"], e["gpu"], e["link"]) for e in body.get("events", [])}
+    alerts = (_poll(f"{base}/api/v1/alerts?host={host}") or {}).get("alerts", [])
+    names = {(a["alertname"], a["labels"].get("xid")) for a in alerts}
+    return ({("Xid 74", 4, 3), ("SXid 12028", None, 32)} <= seen
+            and bool(names & {("XidWarning", "xid74"), ("XidFault", "xid74")})
+            and ("XidWarning", "sxid12028") in names)
+
+
 def _assert_admin_token_works(base: str) -> None:
     ack = {"by": "test"}
     right = httpx.post(f"{base}/api/v1/alerts/999999/ack", json=ack,
@@ -137,12 +151,16 @@ def test_a_restart_dates_the_history_from_the_first_run(tmp_path: Path) -> None:
 def test_the_scenario_develops_faults_over_time() -> None:
     fleet = plan_fleet(12)
     story = default_scenario(fleet)
-    assert story.faults_at("hgx8-01", 179) == frozenset()
-    assert story.faults_at("hgx8-01", 181) == {LinksDown(gpu=3, count=2)}
+    xid = LinkXid(gpu=4, link=3, every_s=30)  # the live Xid 74s (tests/app/test_demo.py)
+    assert story.faults_at("hgx8-01", 19) == frozenset()
+    assert story.faults_at("hgx8-01", 179) == {xid}
+    assert story.faults_at("hgx8-01", 181) == {xid, LinksDown(gpu=3, count=2)}
     early, late = (next(iter(story.faults_at("h200x2-01", t))) for t in (90, 900))
     assert isinstance(early, BandwidthFactor) and isinstance(late, BandwidthFactor)
     assert late.factor < early.factor < 1
-    rates = [next(iter(story.faults_at("hgx8-02", t))) for t in (60, 400)]
+    assert SwitchSxid(switch=0, sxid=12028) in story.faults_at("hgx8-02", 60)
+    rates = [next(f for f in story.faults_at("hgx8-02", t) if isinstance(f, ErrorGrowth))
+             for t in (60, 400)]
     assert all(isinstance(r, ErrorGrowth) and r.counter == "replay" for r in rates)
     assert rates[1].per_second > rates[0].per_second  # type: ignore[union-attr]
     assert not story.silent_at("pcie4-01", 200) and story.silent_at("pcie4-01", 241)

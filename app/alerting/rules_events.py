@@ -1,0 +1,103 @@
+"""Alert rules for Xid/SXid events, judged with the catalog (`app/analysis/xid_judge.py`):
+
+    XidFault    critical  an event (or its repeats past the catalog's threshold) makes a
+                          GPU, an NVLink or an NVSwitch faulty: one page per object and event
+                          number, with the catalog's meaning, action and source
+    XidWarning  warning   a warning-level event inside its window, below its threshold
+                          (one Xid 74 on a link; a non-fatal SXid): the verdict unchanged
+
+A fault explains the other alerts of its object: pair alerts of its GPU are not raised
+(`rules._explained`) and the page says which related alerts it stands for. A GPU fault on a
+GPU missing from the inventory (Xid 79: fallen off the bus) is GPUMissing's page and an
+event on a link that is down NVLinkDown's; each names the event, and these rules leave them
+out, so one fault pages once. Labels are bounded: host, gpu, link or switch,
+and xid.
+"""
+
+from __future__ import annotations
+
+from app.alerting.context import HostContext
+from app.alerting.rule import Finding, Rule, dashboard_path
+from app.analysis.verdict import Verdict
+from app.analysis.xid_judge import EventFinding
+
+
+def _labels(ctx: HostContext, f: EventFinding) -> dict[str, str]:
+    labels = {"host": ctx.name, "xid": f"{f.entry.kind}{f.entry.code}"}
+    if f.entry.object == "switch":
+        labels["switch"] = f.switch or "unknown"
+    else:
+        labels["gpu"] = str(f.gpu) if f.gpu is not None else "unknown"
+        if f.entry.object == "link" and f.link is not None:
+            labels["link"] = str(f.link)
+    return labels
+
+
+def _related(ctx: HostContext, f: EventFinding) -> str:
+    """Which other alerts this event stands for, in words."""
+    if f.entry.object == "switch":
+        return "the NVLink and pair alerts of the GPUs behind this switch"
+    pairs = sorted({f"GPU{s}->GPU{d}" for (s, d, _), j in ctx.health.tests.items()
+                    if s != d and f.gpu in (s, d) and j.verdict.value != "healthy"})
+    link = (f"NVLinkErrorsIncreasing of NVLink {f.link} and "
+            if f.entry.object == "link" else "")
+    return f"{link}the pair alerts of GPU{f.gpu}" + (f" ({', '.join(pairs)})" if pairs else "")
+
+
+def _paged_elsewhere(ctx: HostContext, f: EventFinding) -> bool:
+    """A lost GPU is GPUMissing's page, a link down NVLinkDown's: each names the event."""
+    if f.entry.object == "gpu":
+        return f.gpu in ctx.fabric.missing_gpus
+    return f.entry.object == "link" and (f.gpu, f.link) in links_down(ctx)
+
+
+def links_down(ctx: HostContext) -> set[tuple[int, int]]:
+    return {(j.gpu, j.link) for j in ctx.links if j.verdict is Verdict.DOWN}
+
+
+def link_events(ctx: HostContext) -> dict[tuple[int, int], str]:
+    """(gpu, link) -> the worst event judged on it, in words, for NVLinkDown to name."""
+    out: dict[tuple[int, int], str] = {}
+    for f in sorted(ctx.events, key=lambda f: f.level != "fault"):
+        if f.entry.object == "link" and f.gpu is not None and f.link is not None:
+            out.setdefault((f.gpu, f.link), f"{f.entry.label} ({f.entry.name}, {f.count}x)")
+    return out
+
+
+def _finding(ctx: HostContext, f: EventFinding, explains: bool) -> Finding:
+    tail = f" It explains {_related(ctx, f)}." if explains else ""
+    return Finding(labels=_labels(ctx, f),
+                   summary=f"{f.entry.label} on {f.where} of {ctx.name}: {f.entry.name}",
+                   description=f.reason() + "." + tail,
+                   dashboard=dashboard_path(ctx.name, gpu=f.gpu), value=float(f.count))
+
+
+def xid_fault(ctx: HostContext) -> list[Finding]:
+    return [_finding(ctx, f, True) for f in ctx.events
+            if f.level == "fault" and not _paged_elsewhere(ctx, f)]
+
+
+def xid_warning(ctx: HostContext) -> list[Finding]:
+    return [_finding(ctx, f, False) for f in ctx.events
+            if f.level == "warning" and not _paged_elsewhere(ctx, f)]
+
+
+def event_faulted_links(ctx: HostContext) -> set[tuple[int | None, int | None]]:
+    """Links an Xid fault made degraded: their NVLinkErrorsIncreasing is this page's."""
+    return {(f.gpu, f.link) for f in ctx.events
+            if f.level == "fault" and f.entry.object == "link"}
+
+
+def event_explained(ctx: HostContext) -> dict[int, str]:
+    """GPUs whose event fault explains their pairs' alerts: GPU -> the event."""
+    return {f.gpu: f"{f.entry.label} ({f.entry.name})" for f in ctx.events
+            if f.level == "fault" and f.gpu is not None and f.entry.object != "switch"}
+
+
+EVENT_RULES: tuple[Rule, ...] = (
+    Rule("XidFault", "critical", 0.0, xid_fault,
+         "An Xid/SXid event (or its repeats past the catalog's threshold) makes a GPU, an "
+         "NVLink or an NVSwitch faulty."),
+    Rule("XidWarning", "warning", 0.0, xid_warning,
+         "A warning-level Xid/SXid event below its threshold; the verdict is unchanged."),
+)

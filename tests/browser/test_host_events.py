@@ -1,0 +1,37 @@
+"""Xid/SXid events on the host page: the demo's hgx8-01 logs Xid 74 on GPU4 NVLink 3 (and
+an SXid in a 4-host fleet); the page lists them as the API does, with the catalog's meaning,
+and marks them on its time charts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.browser.conftest import Fleet, open_view, wait_until
+from tests.browser.test_job_snapshots import wait_for_host
+
+pytestmark = pytest.mark.browser
+
+HOST = "hgx8-01"
+
+
+def test_events_are_listed_and_marked_on_the_charts(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    wait_for_host(fleet)
+    deadline = time.monotonic() + 90
+    while not any(e["label"] == "Xid 74" and e["link"] == 3
+                  for e in fleet.api(f"/hosts/{HOST}/events")["events"]):
+        assert time.monotonic() < deadline, "the demo's Xid 74 never reached the server"
+        time.sleep(1)
+    open_view(page, f"/#/host/{HOST}?range=24h", "host")
+    wait_until(page, "() => !document.getElementById('events-panel').hidden")
+    rows = page.locator("#events-list tbody tr")
+    wait_until(page, "() => document.querySelectorAll('#events-list tbody tr').length > 0")
+    texts = rows.all_inner_texts()
+    assert any("Xid 74" in t and "GPU4 link 3" in t and "NVLink error" in t for t in texts), texts
+    assert "NVIDIA Xid catalog" in page.locator("#events-catalog").inner_text()
+    wait_until(page, "() => (document.getElementById('throughput-chart')._fullLayout?.shapes || [])"
+                     ".some(s => s.name === 'event xid')")
+    labels = page.evaluate("() => document.getElementById('throughput-chart')._fullLayout"
+                           ".annotations.map(a => a.text)")
+    assert any(text.startswith("⚡ Xid 74") for text in labels), labels
