@@ -36,6 +36,8 @@ from app.analysis.health import (
     pair_label,
 )
 from app.analysis.text import fmt_duration
+from app.analysis.throttle import explain_pairs, explain_tests, with_throttle_verdicts
+from app.analysis.throttle import newest as newest_throttles
 from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.judging.load import Loaded, load_host
@@ -165,13 +167,18 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     row = fabric.host
     tests, states, judged_report = _tests_of(loaded, settings, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
+    throttled = newest_throttles(loaded.throttles)  # a slow pair on a throttled GPU is not
+    tests = explain_tests(tests, throttled)  # the fabric's fault (app/analysis/throttle.py)
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks, settings.fleet_peer_floor,
                               settings.fleet_peer_min_hosts)
+    pairs = explain_pairs(pairs, throttled)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
     gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests),
                      checks, settings.fleet_peer_min_hosts)
+    gpus = with_throttle_verdicts(gpus, loaded.throttles, settings.throttle_sweeps_most,
+                                  settings.throttle_sweeps_of)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s

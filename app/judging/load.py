@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
+from app.analysis.throttle import SweepThrottle
 from app.config import Settings
 from app.judging.running import Running
 from app.models import Host, Measurement, ReportRow
@@ -32,6 +33,7 @@ from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.fleet_peers import Stats, group_stats
 from app.queries.page_holds import fabric_manager_of
+from app.queries.throttle import throttle_history
 from app.services.fleet_peers import host_driver, host_models, pair_groups
 from probes.report import FabricManagerInfo, TestName
 
@@ -160,6 +162,8 @@ class Loaded:
     peer_stats: Stats
     peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
     fabric_manager: FabricManagerInfo | None
+    # GPU -> its throttle in each newest sweep, newest first (app/queries/throttle.py)
+    throttles: dict[int, list[SweepThrottle | None]] = field(default_factory=dict)
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,
@@ -185,4 +189,5 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_groups=pair_groups(row, fabric),
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
-        fabric_manager=fabric_manager_of(session, row))
+        fabric_manager=fabric_manager_of(session, row),
+        throttles=throttle_history(session, row.id, settings.throttle_sweeps_of))

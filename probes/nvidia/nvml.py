@@ -26,15 +26,16 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from probes.clocks import GpuClocks
 from probes.errors import BadProbeRequest, FabricUnavailable, NotSupported, PeerwatchProbeError
 from probes.nvidia.nvlink import NvLinks
+from probes.nvidia.nvml_clocks import read_clocks
 from probes.nvidia.nvml_fabric import (
     ChildCheck,
     FabricReader,
     child_fabric_check,
     fabric_check_main,
 )
-from probes.nvidia.nvml_clocks import read_clocks
 from probes.nvidia.rdma import RdmaReader
 from probes.nvidia.sysfs import Sysfs
 from probes.report import (
@@ -49,7 +50,6 @@ from probes.report import (
     RdmaInfo,
     SwitchFabricInfo,
 )
-from probes.clocks import GpuClocks
 from probes.topology import (
     as_text,
     cpulist,

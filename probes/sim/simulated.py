@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import probes
+from probes.clocks import GpuClocks
 from probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.report import (
@@ -44,7 +45,6 @@ from probes.report import (
     TestName,
     utcnow,
 )
-from probes.clocks import GpuClocks
 from probes.sim import simclocks, simfabric
 from probes.sim.faults import (
     BusyGpu,
@@ -53,8 +53,8 @@ from probes.sim.faults import (
     ErrorGrowth,
     Fault,
     GpuLost,
-    TransferFails,
     ThrottledGpu,
+    TransferFails,
     TransferHangs,
     gpus_named,
 )
@@ -94,7 +94,7 @@ class SimulatedFabric:
         self._counters = CounterBank(self.preset, self._topo, seed)
         self._last_tick = clock()
         self._runs: Counter[str] = Counter()
-        self._violation_ns: Counter[tuple[int, str]] = Counter()  # (gpu, power|thermal)
+        self._violation_ns: dict[tuple[int, str], float] = {}  # (gpu, power|thermal) -> ns
         self._hangs: list[threading.Event] = []
         self.started_at = started_at  # reported as the probe's start (None: not reported)
         self._driver_loaded_at: datetime | None = None
@@ -157,7 +157,8 @@ class SimulatedFabric:
                     rate = contention_rate(self._topo, f, shared=False)
                     self._counters.flow(self._topo, f.gpu, f.peer, rate * dt)
                 elif isinstance(f, ThrottledGpu) and f.reason != "hw":
-                    self._violation_ns[(f.gpu, f.reason)] += dt * 1e9
+                    key = (f.gpu, f.reason)
+                    self._violation_ns[key] = self._violation_ns.get(key, 0.0) + dt * 1e9
 
     # ------------------------------------------------------------------ inventory
 
