@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.analysis.verdict import Verdict
+from app.schemas_gpu_evidence import GpuClocksOut, RdmaReadinessOut
 from probes.report import (
     LinkState,
     P2PCap,
@@ -148,6 +149,10 @@ class GpuOut(BaseModel):
     rdma: RdmaInfo
     switch_fabric: SwitchFabricInfo | None
     activity: GpuActivityOut | None = Field(description="From the latest counter sample.")
+    clocks: GpuClocksOut | None = Field(default=None, description="The latest clocks sample: "
+                                        "why the GPU's clocks were held, if they were.")
+    rdma_readiness: RdmaReadinessOut | None = Field(
+        default=None, description="GPUDirect RDMA readiness judged from `rdma`.")
 
 
 class NvLinkOut(BaseModel):
