@@ -59,8 +59,7 @@ def _peer_memory(r: RdmaInfo) -> tuple[bool | None, str]:
 
 
 def _read_line(r: RdmaInfo) -> str:
-    acs = ("unread" if r.acs_redirect is None and r.path_bridges is None
-           else ",".join(r.acs_redirect or []) or "none")
+    acs = ("no NIC path" if r.acs_redirect is None else ",".join(r.acs_redirect) or "none")
     return (f"peermem={r.peermem_loaded} registered={r.peermem_registered} "
             f"dmabuf={r.dmabuf} nic={r.nearest_nic} path={r.nic_path} "
             f"port={r.nic_port_state} bridges={','.join(r.path_bridges or []) or 'none'} "
