@@ -10,6 +10,7 @@ from __future__ import annotations
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
 from app.alerting.rules_fabric import FABRIC_RULES
+from app.alerting.rules_gpu import GPU_RULES
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
@@ -401,5 +402,6 @@ RULES: tuple[Rule, ...] = (
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
          "Transfer tests failed in the latest sweep."),
     *FABRIC_RULES,
+    *GPU_RULES,
 )
 RULE_NAMES = frozenset(r.name for r in RULES)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from app.analysis.fabric_health import GpuJudgement
 from app.analysis.health import Judgement, PairJudgement, TestJudgement
@@ -133,15 +134,27 @@ def explain_pairs(pairs: Sequence[PairJudgement], now: Mapping[int, SweepThrottl
     return [_explain_pair(p, now) if now else p for p in pairs]
 
 
-def judge_throttled(gpu: int, sweeps: Sequence[SweepThrottle | None], most: int, of: int
-                    ) -> Judgement | None:
-    """The GPU's own verdict when it was throttled in at least `most` of its newest `of`
-    sweeps (`sweeps` newest first, None where it ran free); None otherwise."""
+def throttle_facts(sweeps: Sequence[SweepThrottle | None], most: int, of: int
+                   ) -> dict[str, Any] | None:
+    """{"kinds", "held", "of"} when the GPU was throttled in at least `most` of its newest
+    `of` sweeps (`sweeps` newest first, None where it ran free): stored with the GPU's
+    verdict, read by the GPUThrottled alert and /metrics; None otherwise."""
     recent = list(sweeps[:of])
     held = [s for s in recent if s is not None]
     if len(recent) < min(most, of) or len(held) < most:
         return None
     kinds = [k for k in ("power", "thermal", "hw") if any(k in s.kinds for s in held)]
+    return {"kinds": kinds, "held": len(held), "of": len(recent)}
+
+
+def judge_throttled(gpu: int, sweeps: Sequence[SweepThrottle | None], most: int, of: int
+                    ) -> Judgement | None:
+    """The GPU's own verdict when `throttle_facts` finds it throttled most of the time."""
+    facts = throttle_facts(sweeps, most, of)
+    if facts is None:
+        return None
+    held = [s for s in sweeps[:of] if s is not None]
+    recent, kinds = sweeps[:of], facts["kinds"]
     newest = held[0]
     words = " and ".join(KIND_WORDS[k] for k in kinds)
     detail = f" (newest: {newest.detail})" if newest.detail else ""
@@ -172,3 +185,10 @@ def with_throttle_verdicts(gpus: Sequence[GpuJudgement],
         else:
             out.append(replace(g, reason=f"{g.reason}; {found.reason}"))
     return out
+
+
+def throttled_facts(history: Mapping[int, Sequence[SweepThrottle | None]], most: int,
+                    of: int) -> dict[int, dict[str, Any]]:
+    """GPU -> `throttle_facts`, for the GPUs throttled most of the time."""
+    return {g: f for g, h in sorted(history.items())
+            if (f := throttle_facts(h, most, of)) is not None}

@@ -36,7 +36,12 @@ from app.analysis.health import (
     pair_label,
 )
 from app.analysis.text import fmt_duration
-from app.analysis.throttle import explain_pairs, explain_tests, with_throttle_verdicts
+from app.analysis.throttle import (
+    explain_pairs,
+    explain_tests,
+    throttled_facts,
+    with_throttle_verdicts,
+)
 from app.analysis.throttle import newest as newest_throttles
 from app.analysis.verdict import Verdict
 from app.config import Settings
@@ -195,6 +200,9 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
                if c.flagged}  # only these: a drifting median rewrites no row
     health.pair_facts = {(s, d): f for (s, d), f in flagged.items() if s != d}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
+    for gpu, held in throttled_facts(loaded.throttles, settings.throttle_sweeps_most,
+                                     settings.throttle_sweeps_of).items():
+        health.gpu_facts[gpu] = {**health.gpu_facts.get(gpu, {}), "throttle": held}
     health.peers = {**peers.facts(), **loaded.peer_basis}
     health.test_states, health.judged_report = states, judged_report
     return health

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -19,7 +20,9 @@ from app.alerting.settings import AlertingSettings
 from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.models import GpuSample, Measurement
+from app.metrics import PeerwatchCollector
+from app.metrics_loader import load_snapshot
+from app.models import Alert, GpuSample, Measurement
 from app.queries.health import host_health
 from app.services.ingest import ingest
 from probes.clocks import GpuClocks
@@ -29,6 +32,7 @@ from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, expected_value, sweep
+from tests.app.metrics_helpers import promtool_check, value
 
 FULL = expected_value(TestName.CE_WRITE)
 
@@ -48,6 +52,20 @@ def with_clocks(report: Report, capped: int | None, n: int = 4) -> Report:
     samples = [CounterSample(at=at, clocks=[one(g) for g in range(n)])
                for at in (report.started_at, report.finished_at)]
     return report.model_copy(update={"counters": samples})
+
+
+def server_metrics(snapshot: Any) -> str:
+    registry = CollectorRegistry()
+    registry.register(PeerwatchCollector(lambda gpus: snapshot, AlertingSettings()))
+    return generate_latest(registry).decode()
+
+
+def firing(sessions: sessionmaker[Session]) -> set[tuple[str, str, str]]:
+    """(rule, gpu, peer_gpu) of every pending or firing alert."""
+    with sessions() as s:
+        rows = s.execute(select(Alert.rule, Alert.labels).where(
+            Alert.state.in_(("pending", "firing")))).all()
+    return {(rule, labels.get("gpu", ""), labels.get("peer_gpu", "")) for rule, labels in rows}
 
 
 def run(sessions: sessionmaker[Session], settings: Settings, capped: int | None) -> Any:
@@ -93,6 +111,14 @@ def test_a_power_capped_gpu_explains_its_slow_pairs(sessions: sessionmaker[Sessi
                         .order_by(GpuSample.at.desc()).limit(1)).one()
         assert (row.clock_reasons, row.throttle) == (0x4, "power")
         assert row.clocks["power_limit_mw"] == 450_000
+    with sessions() as s:
+        text = server_metrics(load_snapshot(s))
+    assert promtool_check(text) == ""
+    assert value(text, "peerwatch_gpu_throttle", host="node-a", gpu="3", kind="power") == 1
+    assert value(text, "peerwatch_gpu_throttle", host="node-a", gpu="0", kind="power") is None
+    alerts = firing(sessions)
+    assert ("GPUThrottled", "3", "") in alerts  # one page, for the GPU
+    assert not [a for a in alerts if a[0] == "P2PBandwidthDegraded"]
 
 
 def test_the_same_slowness_without_a_cap_is_degraded(sessions: sessionmaker[Session],
@@ -101,6 +127,9 @@ def test_the_same_slowness_without_a_cap_is_degraded(sessions: sessionmaker[Sess
     assert health.tests[(3, 0, TestName.CE_WRITE)].verdict is Verdict.DEGRADED
     assert "GPU3->GPU0 ce_write" in health.tests[(3, 0, TestName.CE_WRITE)].reason
     assert all("power-capped" not in g.reason for g in health.gpus)
+    alerts = firing(sessions)
+    assert ("P2PBandwidthDegraded", "3", "0") in alerts
+    assert not [a for a in alerts if a[0] == "GPUThrottled"]
 
 
 def _post(client: TestClient, report: Report) -> None:
