@@ -357,6 +357,8 @@ class SeriesPoint(BaseModel):
     value: float | None
     foreign_bytes: int = 0
     error: str | None = None
+    throttle: str | None = Field(default=None, description="The throttled GPUs the sample "
+                                 "touched (\"GPU3 power-capped\"), if any.")
 
 
 class BaselineOut(BaseModel):
@@ -400,6 +402,9 @@ class SeriesResponse(BaseModel):
     expected: ExpectedOut | None
     contended: list[SeriesPoint] = Field(description="Contended samples: shown, never judged.")
     failures: list[SeriesPoint] = Field(description="Failed transfers in the range.")
+    throttled: list[SeriesPoint] = Field(
+        default_factory=list, description="Successful samples taken while a GPU of the pair "
+        "was power-capped, thermally throttled or in HW slowdown (also in the buckets).")
 
 
 # --------------------------------------------------------------------------- link series

@@ -121,6 +121,21 @@ def test_a_power_capped_gpu_explains_its_slow_pairs(sessions: sessionmaker[Sessi
     assert not [a for a in alerts if a[0] == "P2PBandwidthDegraded"]
 
 
+def test_the_pair_series_lists_the_throttled_samples(client: TestClient) -> None:
+    for i in range(3):
+        at = T0 + timedelta(minutes=10 * i)
+        _post(client, with_clocks(sweep(n=4, at=at), 3 if i == 2 else None))
+    series = client.get("/api/v1/hosts/node-a/series",
+                        params={"src": 3, "dst": 0, "test": "ce_write", "since": T0.isoformat(),
+                                "until": (T0 + timedelta(hours=1)).isoformat()}).json()
+    assert [(p["at"][:16], p["throttle"]) for p in series["throttled"]] == [
+        ((T0 + timedelta(minutes=20)).isoformat()[:16], "GPU3 power-capped")]
+    other = client.get("/api/v1/hosts/node-a/series",
+                       params={"src": 0, "dst": 1, "test": "ce_write", "since": T0.isoformat(),
+                               "until": (T0 + timedelta(hours=1)).isoformat()}).json()
+    assert other["throttled"] == []
+
+
 def test_the_same_slowness_without_a_cap_is_degraded(sessions: sessionmaker[Session],
                                                      settings: Settings) -> None:
     health = run(sessions, settings, capped=None)
