@@ -29,7 +29,7 @@ The live story (default fleet):
                       (the other hgx8 boards) show it (P2PBelowFleetPeers, docs/fleet-peers.md)
     +60 s   mesh4-03  GPU2 power-capped: its slow pairs read "slow, GPU2 power-capped during
                       the test", the GPU is degraded on its own after 4 of 6 sweeps
-    always  hgx8-02   ACS redirect on a bridge above GPU0/GPU1: their RDMA readiness poor
+    always  mesh4-03  ACS redirect on a bridge above GPU0/GPU1: their RDMA readiness poor
     always  mesh4-02  no nvidia_peermem: every GPU's RDMA readiness not ready
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
@@ -263,10 +263,10 @@ def _gpu_evidence_story(fleet: list[DemoHost],
                                                               factor=0.7)),
              "GPU2 is power-capped at 450 W: its pairs slow (explained, not a fabric fault), "
              "the GPU its own verdict")
-    if _exists(fleet, "hgx8", 2):
-        cast("hgx8", 2, -math.inf, math.inf,
-             _constant(AcsRedirect(bridge="0000:16:00.0", gpus=(0, 1))),
-             "ACS redirect on PCIe bridge 0000:16:00.0 above GPU0 and GPU1: RDMA poor")
+    if _exists(fleet, "mesh4", 3):
+        cast("mesh4", 3, -math.inf, math.inf,
+             _constant(AcsRedirect(bridge="0000:06:00.0", gpus=(0, 1))),
+             "ACS redirect on PCIe bridge 0000:06:00.0 above GPU0 and GPU1: RDMA poor")
     if _exists(fleet, "mesh4", 2):
         cast("mesh4", 2, -math.inf, math.inf, _constant(PeermemMissing()),
              "no nvidia_peermem (nor dma-buf): GPUDirect RDMA not ready")

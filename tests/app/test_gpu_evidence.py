@@ -185,6 +185,6 @@ def test_the_demo_has_a_power_capped_gpu_acs_and_no_peermem() -> None:
     from app.demo.scenario import default_scenario
     scenario = default_scenario(plan_fleet(12))
     assert ThrottledGpu(gpu=2, reason="power", factor=0.7) in scenario.faults_at("mesh4-03", 90)
-    assert AcsRedirect(bridge="0000:16:00.0", gpus=(0, 1)) in scenario.faults_at("hgx8-02", -7e4)
+    assert AcsRedirect(bridge="0000:06:00.0", gpus=(0, 1)) in scenario.faults_at("mesh4-03", -7e4)
     assert PeermemMissing() in scenario.faults_at("mesh4-02", 0)
     assert "power-capped" in "\n".join(scenario.describe())
