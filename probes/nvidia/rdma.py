@@ -99,8 +99,7 @@ class RdmaReader:
         nic = self.sysfs.nearest_nic(bus_id)
         unread: list[str] = []
         if gpu_path is not None and nic is not None:
-            nic_dir = self.root / "sys/class/infiniband" / nic[0] / "device"
-            nic_path = self.sysfs._components(nic_dir)
+            nic_path = self.sysfs.nic_path(nic[0])
             if nic_path is not None:
                 bridges = bridges_between(gpu_path, nic_path)
                 out["path_bridges"] = bridges
