@@ -128,6 +128,11 @@ class Settings(BaseSettings):
     link_flap_downs: int = Field(
         default=2, ge=1, description="A link that went down this many times within the "
         "window is degraded (flapping) while it is up.")
+    throttle_sweeps_of: int = Field(
+        default=6, ge=1, description="A GPU's newest sweeps its throttle verdict looks at.")
+    throttle_sweeps_most: int = Field(
+        default=4, ge=1, description="A GPU held below its clocks (power cap, thermal, HW "
+        "slowdown) in this many of them is degraded on its own (app/analysis/throttle.py).")
     baseline_window_days: float = Field(default=7.0, gt=0, description="History a baseline uses.")
     baseline_min_samples: int = Field(
         default=5, ge=1, description="Fewer samples give no baseline."

@@ -121,13 +121,18 @@ def gpu_families(gpus: list[GpuVerdict]) -> Iterator[Metric]:
     fabric = _gauge("gpu_fabric_problem", "1 for each kind of fabric contradiction in the "
                     "GPU's stored verdict (registration, status, health, links, peer_copies).",
                     [*GPU, "kind"])
+    throttle = _gauge("gpu_throttle", "1 for each kind (power, thermal, hw) the GPU's clocks "
+                      "were held for, when held in most of its newest sweeps (its stored "
+                      "verdict; app/analysis/throttle.py).", [*GPU, "kind"])
     for g in gpus:
         verdict.add_metric([g.host, str(g.gpu), g.verdict], 1)
         if g.present is not None:
             present.add_metric([g.host, str(g.gpu)], 1 if g.present else 0)
         for kind in g.fabric:
             fabric.add_metric([g.host, str(g.gpu), kind], 1)
-    yield from (verdict, present, fabric)
+        for kind in g.throttle:
+            throttle.add_metric([g.host, str(g.gpu), kind], 1)
+    yield from (verdict, present, fabric, throttle)
 
 
 def alert_family(snap: FleetSnapshot) -> Metric:

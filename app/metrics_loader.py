@@ -65,7 +65,8 @@ def _gpu_verdicts(session: Session) -> list[GpuVerdict]:
         .outerjoin(Gpu, and_(Gpu.host_id == JudgedGpu.host_id, Gpu.index == JudgedGpu.gpu))
         .order_by(Host.name, JudgedGpu.gpu))
     return [GpuVerdict(host=name, gpu=gpu, verdict=verdict, present=present,
-                       fabric=tuple((facts or {}).get("fabric", ())))
+                       fabric=tuple((facts or {}).get("fabric", ())),
+                       throttle=tuple(((facts or {}).get("throttle") or {}).get("kinds", ())))
             for name, gpu, verdict, present, facts in rows]
 
 

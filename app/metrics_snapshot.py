@@ -45,6 +45,7 @@ class GpuVerdict:
     verdict: str
     present: bool | None = None  # in the newest inventory (False: fell off the bus)
     fabric: tuple[str, ...] = ()  # kinds of fabric contradiction in its stored verdict
+    throttle: tuple[str, ...] = ()  # throttle kinds when throttled most of the time
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,8 @@ class Measurement(Base):
     foreign_bytes: Mapped[int] = mapped_column(BigInteger)
     error: Mapped[str | None] = mapped_column(Text)
     measured_at: Mapped[datetime]
+    # migration 0017: the throttled GPUs it touched ("GPU3 power-capped"), or None
+    throttle: Mapped[str | None] = mapped_column(String(200))
 
 
 class LinkSample(Base):
@@ -276,6 +278,11 @@ class GpuSample(Base):
     utilization_pct: Mapped[float | None] = mapped_column(Float)
     memory_used_bytes: Mapped[int | None] = mapped_column(BigInteger)
     compute_processes: Mapped[int | None]
+    # migration 0017: clocks-event reasons (NVML's mask), the sweep's throttle kinds
+    # ("power,thermal"; app/analysis/throttle.py) and the rest of the clocks sample
+    clock_reasons: Mapped[int | None] = mapped_column(BigInteger)
+    throttle: Mapped[str | None] = mapped_column(String(32))
+    clocks: Mapped[dict[str, Any] | None]
 
 
 class Baseline(Base):

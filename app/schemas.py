@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.analysis.clock import SKEW_DOC
 from app.analysis.verdict import Verdict
+from app.schemas_gpu_evidence import GpuClocksOut, RdmaReadinessOut
 from probes.report import (
     LinkState,
     P2PCap,
@@ -149,6 +150,10 @@ class GpuOut(BaseModel):
     rdma: RdmaInfo
     switch_fabric: SwitchFabricInfo | None
     activity: GpuActivityOut | None = Field(description="From the latest counter sample.")
+    clocks: GpuClocksOut | None = Field(default=None, description="The latest clocks sample: "
+                                        "why the GPU's clocks were held, if they were.")
+    rdma_readiness: RdmaReadinessOut | None = Field(
+        default=None, description="GPUDirect RDMA readiness judged from `rdma`.")
 
 
 class NvLinkOut(BaseModel):
@@ -356,6 +361,8 @@ class SeriesPoint(BaseModel):
     value: float | None
     foreign_bytes: int = 0
     error: str | None = None
+    throttle: str | None = Field(default=None, description="The throttled GPUs the sample "
+                                 "touched (\"GPU3 power-capped\"), if any.")
 
 
 class BaselineOut(BaseModel):
@@ -399,6 +406,9 @@ class SeriesResponse(BaseModel):
     expected: ExpectedOut | None
     contended: list[SeriesPoint] = Field(description="Contended samples: shown, never judged.")
     failures: list[SeriesPoint] = Field(description="Failed transfers in the range.")
+    throttled: list[SeriesPoint] = Field(
+        default_factory=list, description="Successful samples taken while a GPU of the pair "
+        "was power-capped, thermally throttled or in HW slowdown (also in the buckets).")
 
 
 # --------------------------------------------------------------------------- link series

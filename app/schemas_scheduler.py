@@ -26,6 +26,12 @@ class UnhealthyGpu(BaseModel):
     reason: str = Field(examples=["GPU5: 18/18 NVLinks down"])
 
 
+class GpuRdma(BaseModel):
+    gpu: int
+    readiness: str = Field(examples=["ready", "poor", "not_ready", "unknown"])
+    reason: str
+
+
 class SchedulableHost(JudgedAt):
     host: str
     gpus_total: int
@@ -33,6 +39,9 @@ class SchedulableHost(JudgedAt):
     cuda_visible_devices: str = Field(description="The healthy GPUs, ready for the env var.")
     unhealthy: list[UnhealthyGpu] = Field(description="The others, each with its reason.")
     last_report_at: datetime | None
+    rdma: list[GpuRdma] = Field(
+        default_factory=list, description="GPUDirect RDMA readiness of each GPU "
+        "(app/analysis/rdma.py): a field, never a veto unless `rdma_ready` is asked for.")
 
 
 class SchedulerHostsResponse(BaseModel):

@@ -6,6 +6,8 @@
 #   snapshot: how long `peerwatch snapshot` takes (bench/gpu_snapshot.py, budget 1 s)
 #   events: NVML Xid events registered on every GPU, a wait that times out cleanly, and
 #     /dev/kmsg read without error with its NVRM/Xid line counts (bench/gpu_events.py)
+#   evidence: per GPU, clocks-event reasons decoded, clocks/power/temperature, violation
+#     counters, and the GPUDirect RDMA readiness verdict with what it read (bench/gpu_evidence.py)
 #   tests/gpu, then (E2E=1) bench/gpu_e2e.sh: serve + probe on the real fabric, stored verdicts
 # Usage from the repository root:  WHL=.whl E2E=1 bash bench/gpu_checks.sh
 set -uo pipefail
@@ -22,12 +24,14 @@ timeout 200 python3 bench/gpu_snapshot.py >"$RESULTS/snapshot.log" 2>&1
 echo "exit $?" >>"$RESULTS/snapshot.log"
 timeout 60 python3 bench/gpu_events.py >"$RESULTS/events.log" 2>&1
 echo "exit $?" >>"$RESULTS/events.log"
+timeout 60 python3 bench/gpu_evidence.py >"$RESULTS/evidence.log" 2>&1
+echo "exit $?" >>"$RESULTS/evidence.log"
 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu -ra >"$RESULTS/pytest.log" 2>&1
 echo "exit $?" >>"$RESULTS/pytest.log"
 if [ "${E2E:-0}" = 1 ]; then
   OUT=$RESULTS timeout 400 bash bench/gpu_e2e.sh >"$RESULTS/e2e.log" 2>&1
   echo "exit $?" >>"$RESULTS/e2e.log"
 fi
-for f in machine fabric one-gpu pcie snapshot events pytest e2e; do
+for f in machine fabric one-gpu pcie snapshot events evidence pytest e2e; do
   [ -f "$RESULTS/$f.log" ] && { echo "== $f"; tail -n 30 "$RESULTS/$f.log"; }
 done

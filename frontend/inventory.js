@@ -1,8 +1,10 @@
 // The inventory table of one host: what each GPU is, how its PCIe link trained against what it
-// could, how many NVLink ports are up, what it is doing now, and its verdict with the reason.
+// could, how many NVLink ports are up, what it is doing now, whether its clocks are held
+// (power cap, thermal, HW slowdown), whether a NIC can DMA into it, and its verdict with the reason.
 
 import { h } from "./dom.js";
 import * as fmt from "./format.js";
+import { clocksCell, rdmaCell } from "./gpu_evidence.js";
 import { badge } from "./palette.js";
 import { sortableTable } from "./table.js";
 
@@ -53,6 +55,10 @@ export function inventoryTable(selected = () => null) {
         cell: (r) => fmt.bytes(r.gpu.memory_total_bytes) },
       { key: "util", label: "Busy", value: (r) => r.gpu.activity?.utilization_pct ?? null,
         cell: (r) => activityCell(r.gpu.activity) },
+      { key: "clocks", label: "Clocks", value: (r) => (r.gpu.clocks?.label ? 0 : 1),
+        cell: (r) => clocksCell(r.gpu.clocks) },
+      { key: "rdma", label: "RDMA", value: (r) => r.gpu.rdma_readiness?.readiness ?? null,
+        cell: (r) => rdmaCell(r.gpu.rdma_readiness) },
       { key: "cpu", label: "CPU affinity", class: "mono", cell: (r) => r.gpu.cpu_affinity ?? "–" },
     ],
   });

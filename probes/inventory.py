@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
+from probes.clocks import GpuClocks
 from probes.errors import NotSupported, PeerwatchProbeError
 from probes.fabric import Fabric
 from probes.report import (
@@ -101,4 +102,15 @@ def collect_counters(
         act = read_item(errors, f"{name}.activity gpu={g}", partial(fabric.activity, g))
         if act is not None:
             activity.append(act)
-    return CounterSample(at=at or utcnow(), links=links, pcie_replay=replay, activity=activity)
+    return CounterSample(at=at or utcnow(), links=links, pcie_replay=replay, activity=activity,
+                         clocks=collect_clocks(fabric, errors, indices))
+
+
+def collect_clocks(fabric: Fabric, errors: list[ProbeError], gpus: list[int]) -> list[GpuClocks]:
+    """Clocks-event reasons, clocks, power and temperature of each GPU (probes/clocks.py):
+    optional in the Fabric seam, so a backend without `clocks` sends none."""
+    read = getattr(fabric, "clocks", None)
+    if read is None:
+        return []
+    found = (read_item(errors, f"{fabric.name}.clocks gpu={g}", partial(read, g)) for g in gpus)
+    return [c for c in found if c is not None]

@@ -22,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from probes.agent.agent_state import AgentState, AgentView, newest_counters, newest_pcie_replays
+from probes.metrics_clocks import clock_families
 from probes.report import P2PCap, P2PStatus, PairInfo, Report, TestName
 
 # Lifetime NVLink counters: LinkCounters field -> metric name stem (without `_total`).
@@ -95,6 +96,7 @@ class AgentCollector(Collector):
         groups: list[tuple[str, Callable[[], list[Metric]]]] = [
             ("probe", lambda: list(probe_families(host, view))),
             ("gpu", lambda: list(gpu_families(host, view))),
+            ("clocks", lambda: list(clock_families(host, latest))),
             ("link", lambda: list(link_families(host, latest))),
             ("pair", lambda: list(pair_families(host, latest.inventory.pairs))),
             ("result", lambda: list(result_families(host, view, self._tests))),

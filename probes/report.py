@@ -19,6 +19,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from probes.clocks import GpuClocks
+
 # 2: per-GPU tests (h2d, d2h, local), a result naming one GPU as `src` with `dst` None.
 # 3: `events`, the Xid/SXid events the agent saw since its previous report (FabricEvent).
 SCHEMA_VERSION = 3
@@ -234,6 +236,16 @@ class RdmaInfo(_Model):
     peermem_loaded: bool | None = None  # nvidia_peermem kernel module
     nearest_nic: Text64 | None = None  # e.g. "mlx5_0"
     nic_path: PathLevel | None = None  # PCIe path level GPU <-> that NIC
+    # Optional, read by probes/nvidia/rdma.py from /sys and /proc (judged by
+    # app/analysis/rdma.py). A list is what was found; None is "could not look".
+    peermem_registered: bool | None = None  # ib_core lists nvidia_peermem as its user
+    dmabuf: bool | None = None  # the driver can hand NICs GPU memory as dma-buf instead
+    nic_port_state: Text32 | None = None  # "ACTIVE" (infiniband port) or "up" (operstate)
+    path_bridges: list[Text16] | None = Field(default=None, max_length=64)  # GPU <-> NIC
+    acs_redirect: list[Text16] | None = Field(default=None, max_length=64)  # ... ACS on
+    acs_unread: list[Text16] = Field(default_factory=list, max_length=64)  # config unread
+    peer_acs_redirect: dict[GpuIndex, list[Text16]] = Field(
+        default_factory=dict, max_length=MAX_GPUS)  # GPU k: bridges to it with ACS on
 
 
 class SwitchFabricInfo(_Model):
@@ -351,6 +363,9 @@ class CounterSample(_Model):
     links: list[LinkCounters] = Field(default_factory=list, max_length=MAX_GPUS * MAX_LINKS_PER_GPU)
     pcie_replay: dict[GpuIndex, Counter64] = Field(default_factory=dict)
     activity: list[GpuActivity] = Field(default_factory=list, max_length=MAX_GPUS)
+    # Clocks, power, temperature and clocks-event reasons (probes/clocks.py), optional:
+    # sampled with the counters before and after each sweep.
+    clocks: list[GpuClocks] = Field(default_factory=list, max_length=MAX_GPUS)
 
 
 # --------------------------------------------------------------------------- results

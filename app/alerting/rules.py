@@ -16,6 +16,7 @@ from app.alerting.rules_events import (
     link_events,
 )
 from app.alerting.rules_fabric import FABRIC_RULES, per_gpu
+from app.alerting.rules_gpu import GPU_RULES
 from app.analysis.clock import describe_skew, skew_way
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fabric_health import PEER_SLOW
@@ -443,5 +444,6 @@ RULES: tuple[Rule, ...] = (
          "Transfer tests failed in the latest sweep."),
     *FABRIC_RULES,
     *EVENT_RULES,
+    *GPU_RULES,
 )
 RULE_NAMES = frozenset(r.name for r in RULES)

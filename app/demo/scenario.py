@@ -27,6 +27,10 @@ The live story (default fleet):
     +90 s   nvl72-a-tray15  fabric registration stuck IN_PROGRESS
     always  hgx8-03   every path 9 % slow: its own baseline absorbed it, its fleet peers
                       (the other hgx8 boards) show it (P2PBelowFleetPeers, docs/fleet-peers.md)
+    +60 s   mesh4-03  GPU2 power-capped: its slow pairs read "slow, GPU2 power-capped during
+                      the test", the GPU is degraded on its own after 4 of 6 sweeps
+    always  mesh4-03  ACS redirect on a bridge above GPU0/GPU1: their RDMA readiness poor
+    always  mesh4-02  no nvidia_peermem: every GPU's RDMA readiness not ready
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
 h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago; the rack nvl72-a lost
@@ -43,6 +47,7 @@ from dataclasses import dataclass
 
 from app.demo.fleet import DemoHost, find_host, rack_name, rack_trays
 from probes.sim.faults import (
+    AcsRedirect,
     BandwidthFactor,
     BusyGpu,
     CliqueMoved,
@@ -57,7 +62,9 @@ from probes.sim.faults import (
     P2PDisabled,
     PcieDowntrained,
     SwitchSxid,
+    PeermemMissing,
     SwitchTrayLost,
+    ThrottledGpu,
 )
 
 HOUR = 3600.0
@@ -243,6 +250,7 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     if _exists(fleet, "h200x2", 2):
         cast("h200x2", 2, 90, forever, _constant(LinksDown(gpu=1, count=2)),
              "two NVLinks of GPU1 go down, inside its maintenance window")
+    _gpu_evidence_story(fleet, cast)
 
     episodes += _rack_story(fleet)
     silent = find_host(fleet, "pcie4", 1)
@@ -252,6 +260,25 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     maintenance = (Maintenance("h200x2-02", 2.0, "planned NVLink cable swap"),) \
         if _exists(fleet, "h200x2", 2) else ()
     return Scenario(tuple(episodes), tuple(silences), clocks, maintenance)
+
+
+def _gpu_evidence_story(fleet: list[DemoHost],
+                        cast: Callable[[str, int, float, float, FaultsOverTime, str], None]
+                        ) -> None:
+    """A power-capped GPU (its pairs slow, explained, the GPU its own finding), ACS redirect
+    on a bridge above two GPUs, a host without nvidia_peermem: where the fleet has them."""
+    if _exists(fleet, "mesh4", 3):
+        cast("mesh4", 3, 60, math.inf, _constant(ThrottledGpu(gpu=2, reason="power",
+                                                              factor=0.7)),
+             "GPU2 is power-capped at 450 W: its pairs slow (explained, not a fabric fault), "
+             "the GPU its own verdict")
+    if _exists(fleet, "mesh4", 3):
+        cast("mesh4", 3, -math.inf, math.inf,
+             _constant(AcsRedirect(bridge="0000:06:00.0", gpus=(0, 1))),
+             "ACS redirect on PCIe bridge 0000:06:00.0 above GPU0 and GPU1: RDMA poor")
+    if _exists(fleet, "mesh4", 2):
+        cast("mesh4", 2, -math.inf, math.inf, _constant(PeermemMissing()),
+             "no nvidia_peermem (nor dma-buf): GPUDirect RDMA not ready")
 
 
 def _rack_story(fleet: list[DemoHost]) -> list[Episode]:

@@ -44,6 +44,13 @@ from app.analysis.health import (
     pair_label,
 )
 from app.analysis.text import fmt_duration
+from app.analysis.throttle import (
+    explain_pairs,
+    explain_tests,
+    throttled_facts,
+    with_throttle_verdicts,
+)
+from app.analysis.throttle import newest as newest_throttles
 from app.analysis.verdict import Verdict
 from app.analysis.xid_judge import judge_events
 from app.config import Settings
@@ -202,11 +209,13 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     row = fabric.host
     tests, states, judged_report = _tests_of(loaded, settings, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
+    throttled = newest_throttles(loaded.throttles)  # a slow pair on a throttled GPU is not
+    tests = explain_tests(tests, throttled)  # the fabric's fault (app/analysis/throttle.py)
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     flagged_pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks,
                                       settings.fleet_peer_floor, settings.fleet_peer_min_hosts)
     attributed = _attribute(fabric, flagged_pairs)
-    pairs = list(attributed.pairs)
+    pairs = explain_pairs(list(attributed.pairs), throttled)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
     events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
@@ -215,6 +224,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
                                  attributed.pattern),
                      checks, settings.fleet_peer_min_hosts)
     gpus = apply_to_gpus(gpus, events)
+    gpus = with_throttle_verdicts(gpus, loaded.throttles, settings.throttle_sweeps_most,
+                                  settings.throttle_sweeps_of)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
@@ -235,6 +246,9 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
             health.pair_facts[(p.src, p.dst)] = {**health.pair_facts.get((p.src, p.dst), {}),
                                                  **facts}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
+    for gpu, held in throttled_facts(loaded.throttles, settings.throttle_sweeps_most,
+                                     settings.throttle_sweeps_of).items():
+        health.gpu_facts[gpu] = {**health.gpu_facts.get(gpu, {}), "throttle": held}
     health.peers = {**peers.facts(), **loaded.peer_basis}
     health.test_states, health.judged_report = states, judged_report
     return health

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
 from app.analysis.xid_judge import EventFact
+from app.analysis.throttle import SweepThrottle
 from app.config import Settings
 from app.judging.events import load_event_facts
 from app.judging.running import Running
@@ -34,6 +35,7 @@ from app.queries.counters import link_rates, pcie_replay_rates, rate_window_star
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.fleet_peers import Stats, group_stats
 from app.queries.page_holds import fabric_manager_of
+from app.queries.throttle import throttle_history
 from app.services.fleet_peers import host_driver, host_models, pair_groups
 from probes.report import FabricManagerInfo, TestName
 
@@ -163,6 +165,8 @@ class Loaded:
     peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
     fabric_manager: FabricManagerInfo | None
     events: list[EventFact] = field(default_factory=list)  # recent Xid/SXid (judging/events.py)
+    # GPU -> its throttle in each newest sweep, newest first (app/queries/throttle.py)
+    throttles: dict[int, list[SweepThrottle | None]] = field(default_factory=dict)
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,
@@ -191,4 +195,5 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
         fabric_manager=fabric_manager_of(session, row),
-        events=load_event_facts(session, row.id, now))
+        events=load_event_facts(session, row.id, now),
+        throttles=throttle_history(session, row.id, settings.throttle_sweeps_of))

@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.analysis.rdma import judge_rdma
 from app.analysis.verdict import Verdict
 from app.models import (
     Alert,
@@ -34,6 +35,8 @@ from app.schemas import (
     ProbeErrorOut,
     ReportOut,
 )
+from app.schemas_gpu_evidence import GpuClocksOut, RdmaReadinessOut
+from probes.clocks import GpuClocks
 from probes.report import LinkState, TestName
 
 FIRING = "firing"
@@ -79,13 +82,30 @@ def host_summaries(session: Session) -> list[HostSummary]:
     return [_summary(h, j, alerts.get(h.name, 0)) for h, j in rows]
 
 
-def _latest_activity(session: Session, host_id: int) -> dict[int, GpuActivityOut]:
+def _latest_samples(session: Session, host_id: int) -> dict[int, GpuSample]:
     newest = select(func.max(GpuSample.at)).where(GpuSample.host_id == host_id)
     rows = session.scalars(select(GpuSample).where(GpuSample.host_id == host_id,
                                                    GpuSample.at == newest.scalar_subquery()))
-    return {r.gpu: GpuActivityOut(at=r.at, utilization_pct=r.utilization_pct,
-                                  memory_used_bytes=r.memory_used_bytes,
-                                  compute_processes=r.compute_processes or 0) for r in rows}
+    return {r.gpu: r for r in rows}
+
+
+def _activity(r: GpuSample | None) -> GpuActivityOut | None:
+    if r is None:
+        return None
+    return GpuActivityOut(at=r.at, utilization_pct=r.utilization_pct,
+                          memory_used_bytes=r.memory_used_bytes,
+                          compute_processes=r.compute_processes or 0)
+
+
+def _clocks(r: GpuSample | None) -> GpuClocksOut | None:
+    """The sample's clocks (migration 0017), None where its probe sent none."""
+    if r is None or r.clocks is None:
+        return None
+    try:
+        c = GpuClocks(gpu=r.gpu, reasons=r.clock_reasons, **r.clocks)
+    except ValueError:
+        return None  # written by another version of the schema: not shown, not a 500
+    return GpuClocksOut.of(r.at, c, r.throttle.split(",") if r.throttle else [])
 
 
 def _last_sweep(session: Session, host_id: int) -> ReportOut | None:
@@ -121,11 +141,12 @@ def host_detail(session: Session, name: str) -> HostDetail:
     """The inventory of one host as last reported, with each GPU's latest activity."""
     host = get_host(session, name)
     fabric = load_fabric(session, host)
-    activity = _latest_activity(session, host.id)
+    samples = _latest_samples(session, host.id)
     gpus = [GpuOut(**g.model_dump(exclude={"pcie", "rdma", "switch_fabric"}), pcie=g.pcie,
                    rdma=g.rdma, switch_fabric=g.switch_fabric,
                    nvlinks_up=sum(1 for p in fabric.links_of(i) if p.state is LinkState.UP),
-                   activity=activity.get(i))
+                   activity=_activity(samples.get(i)), clocks=_clocks(samples.get(i)),
+                   rdma_readiness=RdmaReadinessOut.of(judge_rdma(i, g.rdma)))
             for i, g in sorted(fabric.gpus.items())]
     judged_stale = session.scalar(select(JudgedHost.stale).where(JudgedHost.host_id == host.id))
     stale = True if judged_stale is None else judged_stale

@@ -72,10 +72,10 @@ def _rollup_buckets(session: Session, where: list, step: int) -> dict[int, Agg]:
 def _points(session: Session, where: list, which: ColumnElement[bool]) -> list[SeriesPoint]:
     rows = session.execute(
         select(Measurement.measured_at, Measurement.value, Measurement.foreign_bytes,
-               Measurement.error).where(*where, which)
+               Measurement.error, Measurement.throttle).where(*where, which)
         .order_by(Measurement.measured_at.desc()).limit(MAX_LISTED))
-    return [SeriesPoint(at=at, value=v, foreign_bytes=fb, error=err)
-            for at, v, fb, err in reversed(rows.all())]
+    return [SeriesPoint(at=at, value=v, foreign_bytes=fb, error=err, throttle=th)
+            for at, v, fb, err, th in reversed(rows.all())]
 
 
 def _hourly(session: Session, key: list, raw_key: list, since: datetime, until: datetime,
@@ -142,4 +142,6 @@ def pair_series(session: Session, settings: Settings, host: str, src: int, dst: 
         contended=_points(session, in_range, and_(Measurement.contended.is_(True),
                                                   Measurement.error.is_(None))),
         failures=_points(session, in_range, Measurement.error.is_not(None)),
+        throttled=_points(session, in_range, and_(Measurement.throttle.is_not(None),
+                                                  Measurement.error.is_(None))),
     )

@@ -39,10 +39,13 @@ router = APIRouter(prefix="/api/v1/scheduler", tags=["scheduler"])
 def schedulable_hosts(
     session: SessionDep,
     min_healthy_gpus: Annotated[int, Query(ge=1, le=1024, description="GPUs the job needs.")] = 1,
+    rdma_ready: Annotated[bool, Query(description="Count only GPUs ready for GPUDirect RDMA "
+                                                  "(otherwise readiness is a field only).")
+                          ] = False,
 ) -> SchedulerHostsResponse:
     """Fresh (not stale), not down, and at least `min_healthy_gpus` healthy GPUs; every other
-    host is named in `left_out` with the reason."""
-    hosts, left_out = schedulable(session, min_healthy_gpus)
+    host is named in `left_out` with the reason. Each host lists its GPUs' RDMA readiness."""
+    hosts, left_out = schedulable(session, min_healthy_gpus, rdma_ready)
     return SchedulerHostsResponse(generated_at=utcnow(), min_healthy_gpus=min_healthy_gpus,
                                   hosts=hosts, left_out=left_out)
 

@@ -17,6 +17,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.analysis.throttle import SweepThrottle, result_label, sweep_throttles
 from app.config import Settings
 from app.models import FabricEventRow, GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
@@ -32,6 +33,7 @@ from app.services.inventory import (
     update_identity,
 )
 from app.services.report_checks import ReportConflict, report_digest
+from probes.clocks import GpuClocks
 from probes.report import (
     GPU_TESTS,
     LinkCounters,
@@ -147,14 +149,24 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         host.last_sweep_at = report.finished_at
-    measurements = _measurement_rows(report, host.id, report_pk)
-    links, gpus = _sample_rows(report, host.id, report_pk)
+    throttled = report_throttles(report)
+    measurements = _measurement_rows(report, host.id, report_pk, throttled)
+    links, gpus = _sample_rows(report, host.id, report_pk, throttled)
     events = event_rows(report, host.id, report_pk)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus),
                         (FabricEventRow, events)):
         insert_rows(session, model, rows)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))
+
+
+def clock_columns(c: GpuClocks | None, throttle: SweepThrottle | None) -> dict[str, Any]:
+    """A gpu_samples row's clocks columns (migration 0017): all None without a sample."""
+    if c is None:
+        return {"clock_reasons": None, "throttle": None, "clocks": None}
+    return {"clock_reasons": c.reasons,
+            "throttle": ",".join(throttle.kinds) if throttle else None,
+            "clocks": c.model_dump(mode="json", exclude={"gpu", "reasons"})}
 
 
 def _report_row(report: Report, host_id: int, now: datetime, digest: str) -> dict[str, Any]:
@@ -181,7 +193,16 @@ def stored_pair(r: TransferResult) -> tuple[int | None, int | None]:
     return r.src, (r.src if r.test in GPU_TESTS else r.dst)
 
 
-def _measurement_rows(report: Report, host_id: int, report_pk: int) -> list[dict[str, Any]]:
+def report_throttles(report: Report) -> dict[int, SweepThrottle]:
+    """The GPUs throttled during the report's pass: its first and last clocks samples and
+    the violation counters' rise between them (app/analysis/throttle.py)."""
+    if not report.counters:
+        return {}
+    return sweep_throttles(report.counters[0].clocks, report.counters[-1].clocks)
+
+
+def _measurement_rows(report: Report, host_id: int, report_pk: int,
+                      throttled: dict[int, SweepThrottle]) -> list[dict[str, Any]]:
     rows = []
     for r in report.results:
         src, dst = stored_pair(r)
@@ -194,12 +215,14 @@ def _measurement_rows(report: Report, host_id: int, report_pk: int) -> list[dict
             "device_memory_bytes": r.device_memory_bytes, "verified": r.verified,
             "contended": r.contended, "foreign_bytes": r.foreign_bytes, "error": r.error,
             "measured_at": r.started_at or report.started_at,
+            "throttle": result_label(r.local_gpus(), throttled),
         })
     return rows
 
 
-def _sample_rows(report: Report, host_id: int,
-                 report_pk: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _sample_rows(report: Report, host_id: int, report_pk: int,
+                 throttled: dict[int, SweepThrottle]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     links: list[dict[str, Any]] = []
     gpus: list[dict[str, Any]] = []
     for sample in report.counters:
@@ -207,12 +230,14 @@ def _sample_rows(report: Report, host_id: int,
         for c in sample.links:  # attributes, not model_dump(): 288 of them in a sweep
             links.append({**base, **{name: getattr(c, name) for name in LINK_COUNTERS}})
         activity = {a.gpu: a for a in sample.activity}
-        for gpu in sorted(set(activity) | set(sample.pcie_replay)):
+        clocks = {c.gpu: c for c in sample.clocks}
+        for gpu in sorted(set(activity) | set(sample.pcie_replay) | set(clocks)):
             a = activity.get(gpu)
             gpus.append({
                 **base, "gpu": gpu, "pcie_replay": sample.pcie_replay.get(gpu),
                 "utilization_pct": a.utilization_pct if a else None,
                 "memory_used_bytes": a.memory_used_bytes if a else None,
                 "compute_processes": a.compute_processes if a else None,
+                **clock_columns(clocks.get(gpu), throttled.get(gpu)),
             })
     return links, gpus

@@ -26,14 +26,17 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from probes.clocks import GpuClocks
 from probes.errors import BadProbeRequest, FabricUnavailable, NotSupported, PeerwatchProbeError
 from probes.nvidia.nvlink import NvLinks
+from probes.nvidia.nvml_clocks import read_clocks
 from probes.nvidia.nvml_fabric import (
     ChildCheck,
     FabricReader,
     child_fabric_check,
     fabric_check_main,
 )
+from probes.nvidia.rdma import RdmaReader
 from probes.nvidia.sysfs import Sysfs
 from probes.report import (
     GpuActivity,
@@ -260,11 +263,17 @@ class Nvml:
 
     def _rdma(self, gpu: int) -> RdmaInfo:
         nic = self._sysfs.nearest_nic(self._bus_ids[gpu])
+        peers = {i: b for i, b in enumerate(self._bus_ids) if i != gpu}
         return RdmaInfo(
             peermem_loaded=self._sysfs.peermem_loaded(),
             nearest_nic=nic[0] if nic else None,
             nic_path=nic[1] if nic else None,
+            **RdmaReader(self._sysfs).read(self._bus_ids[gpu], peers),
         )
+
+    def clocks(self, gpu: int) -> GpuClocks:
+        """Clocks, power, temperature and clocks-event reasons now (`nvml_clocks.py`)."""
+        return read_clocks(self, gpu)
 
     def switch_fabric(self, gpu: int) -> SwitchFabricInfo | None:
         """NVSwitch fabric registration; None where the GPU has no fabric to join. The legacy

@@ -19,6 +19,7 @@ import socket
 from typing import Any
 
 import probes
+from probes.clocks import GpuClocks
 from probes.errors import FabricUnavailable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.nvidia.host_runtime import HostRuntime
@@ -120,6 +121,9 @@ class RealFabric:
 
     def pcie_replay(self, gpu: int) -> int:
         return self._nvml.pcie_replay(gpu)
+
+    def clocks(self, gpu: int) -> GpuClocks:
+        return self._nvml.clocks(gpu)
 
     def activity(self, gpu: int) -> GpuActivity:
         return self._nvml.activity(gpu)

@@ -100,6 +100,11 @@ class Sysfs:
                 nics.append(Nic(entry.name, path, self._read_numa(device)))
         return nics
 
+    def nic_path(self, nic: str) -> tuple[str, ...] | None:
+        """Components of RDMA device `nic`'s PCI path (root complex first), None unknown."""
+        device = self.root / "sys/class/infiniband" / nic / "device"
+        return self._components(device) if device.exists() else None
+
     def nearest_nic(self, gpu_bus_id: str) -> tuple[str, PathLevel] | None:
         """The RDMA NIC nearest the GPU on PCIe and its path level; None where /sys shows none."""
         gpu_path = self.pci_path(gpu_bus_id)

@@ -28,6 +28,10 @@ checked against the preset when a fault goes in, so a typo fails at once.
     CliqueMoved(clique_id=2)                  this tray sits in another clique than its rack
     LinkXid(gpu=3, link=5, every_s=120)       GPU 3's NVLink 5 logs Xid 74 every 2 min, stays up
     SwitchSxid(switch=0, sxid=12028)          the host's NVSwitch 0 logs a (non-fatal) SXid
+    ThrottledGpu(gpu=3, reason="power")       GPU 3 held below its clocks (power cap, thermal,
+                                              HW slowdown): NVML's reasons say so, tests slow
+    AcsRedirect(bridge="0000:17:00.0")        ACS P2P redirect on a PCIe bridge above a GPU
+    PeermemMissing()                          no nvidia_peermem (nor dma-buf): RDMA not ready
 
 Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
 a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
@@ -272,6 +276,36 @@ class SwitchSxid:
     sxid: int = 12028
     fatal: bool = False
     link: int = 32
+class ThrottledGpu:
+    """`gpu` runs held below its clocks: `reason` "power" (software power cap at
+    `power_limit_w`), "thermal" (software thermal slowdown near the slowdown threshold) or
+    "hw" (HW slowdown). NVML's clocks-event reasons, SM clock, power and temperature say so
+    (probes/sim/simclocks.py), its violation counter grows on the fabric's clock, and every
+    test touching it runs at `factor` of normal: slow, but not the fabric's doing."""
+
+    gpu: int
+    reason: Literal["power", "thermal", "hw"] = "power"
+    factor: float = 0.88
+    power_limit_w: int = 450
+
+    def __post_init__(self) -> None:
+        if not 0 < self.factor <= 1:
+            raise ValueError(f"throttle factor must be in (0, 1], got {self.factor}")
+
+
+@dataclass(frozen=True)
+class AcsRedirect:
+    """PCIe ACS with P2P request/completion redirect on the bridge `bridge` (a BDF) above
+    `gpus`: their paths to their NICs and to each other cross it, so each reports the bridge
+    as redirecting (probes/sim/simclocks.py)."""
+
+    bridge: str = "0000:17:00.0"
+    gpus: tuple[int, ...] = (0, 1)
+
+
+@dataclass(frozen=True)
+class PeermemMissing:
+    """No nvidia_peermem loaded (and the proprietary driver: no dma-buf either)."""
 
 
 Fault = (
@@ -297,6 +331,9 @@ Fault = (
     | CliqueMoved
     | LinkXid
     | SwitchSxid
+    | ThrottledGpu
+    | AcsRedirect
+    | PeermemMissing
 )
 
 
@@ -315,7 +352,9 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
         case PeerCopiesFail(a=a, b=b):
             return (a, b)
         case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved() \
-                | SwitchSxid():
+                | SwitchSxid() | PeermemMissing():
             return ()
+        case AcsRedirect(gpus=gs):
+            return gs
         case _:
             return (fault.gpu,)

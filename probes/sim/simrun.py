@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 
 from probes.fabric import TestSpec
 from probes.report import GPU_TESTS, TestName
-from probes.sim.faults import BandwidthFactor, BusyGpu, Contention, Fault, HostCopySlow
+from probes.sim.faults import (
+    BandwidthFactor,
+    BusyGpu,
+    Contention,
+    Fault,
+    HostCopySlow,
+    ThrottledGpu,
+)
 from probes.sim.presets import load_calibration
 from probes.sim.simperf import PerfModel, best_ring
 from probes.sim.simtopo import SimTopology
@@ -76,6 +83,8 @@ class _Hop:
         for fault in self.faults:
             if isinstance(fault, BusyGpu) and fault.gpu in (src, dst):
                 f *= fault.slowdown
+            if isinstance(fault, ThrottledGpu) and fault.gpu in (src, dst):
+                f *= fault.factor
             if not nvlink_or_p2p:
                 continue
             if isinstance(fault, BandwidthFactor) and (

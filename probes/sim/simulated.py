@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import probes
+from probes.clocks import GpuClocks
 from probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from probes.fabric import Measurement, TestSpec
 from probes.report import (
@@ -41,12 +42,11 @@ from probes.report import (
     NvLinkPort,
     PairInfo,
     PcieLink,
-    RdmaInfo,
     RemoteType,
     TestName,
     utcnow,
 )
-from probes.sim import simfabric
+from probes.sim import simclocks, simfabric
 from probes.sim.faults import (
     BusyGpu,
     Contention,
@@ -54,6 +54,7 @@ from probes.sim.faults import (
     ErrorGrowth,
     Fault,
     GpuLost,
+    ThrottledGpu,
     TransferFails,
     TransferHangs,
     gpus_named,
@@ -95,6 +96,7 @@ class SimulatedFabric:
         self._counters = CounterBank(self.preset, self._topo, seed)
         self._last_tick = clock()
         self._runs: Counter[str] = Counter()
+        self._violation_ns: dict[tuple[int, str], float] = {}  # (gpu, power|thermal) -> ns
         self._hangs: list[threading.Event] = []
         self.started_at = started_at  # reported as the probe's start (None: not reported)
         self._driver_loaded_at: datetime | None = None
@@ -175,6 +177,9 @@ class SimulatedFabric:
                 elif isinstance(f, Contention):
                     rate = contention_rate(self._topo, f, shared=False)
                     self._counters.flow(self._topo, f.gpu, f.peer, rate * dt)
+                elif isinstance(f, ThrottledGpu) and f.reason != "hw":
+                    key = (f.gpu, f.reason)
+                    self._violation_ns[key] = self._violation_ns.get(key, 0.0) + dt * 1e9
 
     # ------------------------------------------------------------------ inventory
 
@@ -203,9 +208,8 @@ class SimulatedFabric:
             numa_node=socket.numa_node, nvlink_count=len(self._topo.ports[index]),
             pcie=PcieLink(gen_current=gen, gen_max=self.preset.pcie.gen, width_current=width,
                           width_max=self.preset.pcie.width, replay_count=0),
-            rdma=RdmaInfo(gpudirect_supported=self.preset.rdma.gpudirect_supported,
-                          peermem_loaded=self.preset.rdma.peermem_loaded,
-                          nearest_nic=slot.rdma.nearest_nic, nic_path=slot.rdma.nic_path),
+            rdma=simclocks.rdma(self.preset, self._faults, index,
+                                self.preset.rdma.gpudirect_supported),
             switch_fabric=simfabric.switch_fabric(self.preset, self._faults, index, self.rack),
         )
 
@@ -242,6 +246,13 @@ class SimulatedFabric:
     def pcie_replay(self, gpu: int) -> int:
         self._check_gpu(gpu)
         return 0
+
+    def clocks(self, gpu: int) -> GpuClocks:
+        """Clocks, power, temperature and clocks-event reasons (probes/sim/simclocks.py)."""
+        self._check_gpu(gpu)
+        with self._lock:
+            self._advance()
+            return simclocks.clocks(self._faults, gpu, self._violation_ns)
 
     def activity(self, gpu: int) -> GpuActivity:
         self._check_gpu(gpu)

@@ -48,6 +48,15 @@ NVML_NVLINK_MAX_LINKS = 36
 NVML_P2P_CAPS_INDEX_READ = (0,)  # the bindings' bug, kept on purpose
 NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3
 NVML_AFFINITY_SCOPE_NODE = 0
+NVML_CLOCK_SM = 1
+NVML_TEMPERATURE_GPU = 0
+NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+NVML_PERF_POLICY_POWER = 0
+NVML_PERF_POLICY_THERMAL = 1
+# The one-H200 machine's clocks (/work/notes/device_discovery.txt, driver 580.159.04): idle.
+H200_IDLE_CLOCKS = {"reasons": 1, "supported": 511, "sm": 345, "sm_max": 1980,
+                    "power_mw": 78250, "power_limit_mw": 700000, "temp": 37, "slowdown": 89,
+                    "violation": {0: (1796172023032845, 0), 1: (1796172023034480, 0)}}
 
 _ERROR_NAMES = {
     NVML_ERROR_INVALID_ARGUMENT: "InvalidArgument",
@@ -353,3 +362,51 @@ class FakePynvml:
     def nvmlDeviceGetNvLinkErrorCounter(self, h: Any, link: int, counter: int) -> int:
         errors = self._link(h, link)["errors"]
         return int(_answer(errors[f"NVML_NVLINK_ERROR_DL_{_ERROR_COUNTERS[counter]}"]))
+
+    # ------------------------------------------------------------------ clocks
+    # Answered from a device's "clocks" entry (H200_IDLE_CLOCKS' shape); a device without
+    # one answers NotSupported, as a GPU whose NVML lacks the query does.
+
+    def _clocks(self, h: Any) -> dict[str, Any]:
+        clocks = self._dev(h).get("clocks")
+        if clocks is None:
+            _raise(NVML_ERROR_NOT_SUPPORTED)
+        return clocks
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
+        return int(self._clocks(h)["reasons"])
+
+    def nvmlDeviceGetSupportedClocksEventReasons(self, h: Any) -> int:
+        return int(self._clocks(h)["supported"])
+
+    def nvmlDeviceGetClockInfo(self, h: Any, clock: int) -> int:
+        if clock != NVML_CLOCK_SM:
+            _raise(NVML_ERROR_INVALID_ARGUMENT)
+        return int(self._clocks(h)["sm"])
+
+    def nvmlDeviceGetMaxClockInfo(self, h: Any, clock: int) -> int:
+        if clock != NVML_CLOCK_SM:
+            _raise(NVML_ERROR_INVALID_ARGUMENT)
+        return int(self._clocks(h)["sm_max"])
+
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        return int(self._clocks(h)["power_mw"])
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: Any) -> int:
+        return int(self._clocks(h)["power_limit_mw"])
+
+    def nvmlDeviceGetTemperature(self, h: Any, sensor: int) -> int:
+        if sensor != NVML_TEMPERATURE_GPU:
+            _raise(NVML_ERROR_INVALID_ARGUMENT)
+        return int(self._clocks(h)["temp"])
+
+    def nvmlDeviceGetTemperatureThreshold(self, h: Any, threshold: int) -> int:
+        if threshold != NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
+            _raise(NVML_ERROR_INVALID_ARGUMENT)
+        return int(self._clocks(h)["slowdown"])
+
+    def nvmlDeviceGetViolationStatus(self, h: Any, policy: int) -> Any:
+        found = self._clocks(h)["violation"].get(policy)
+        if found is None:
+            _raise(NVML_ERROR_NOT_SUPPORTED)
+        return SimpleNamespace(referenceTime=found[0], violationTime=found[1])

@@ -1,0 +1,40 @@
+"""The alert for a GPU held below its clocks most of the time (app/analysis/throttle.py):
+
+    GPUThrottled  warning  power cap, thermal or HW slowdown in most of the GPU's newest
+                           sweeps (labels host, gpu)
+
+One page for the GPU: its slow pairs are explained by it and judged `unknown` for the fabric,
+so no P2PBandwidthDegraded pages beside it. It reads the throttle facts stored with the GPU's
+verdict (never judging again); its PromQL twin reads what the server's /metrics exports of
+them (`peerwatch_gpu_throttle{kind}`).
+"""
+
+from __future__ import annotations
+
+from app.alerting.context import HostContext
+from app.alerting.rule import Finding, Rule, dashboard_path
+from probes.clocks import KIND_WORDS
+
+
+def gpu_throttled(ctx: HostContext) -> list[Finding]:
+    reasons = {g.gpu: g.reason for g in ctx.health.gpus}
+    out = []
+    for gpu, facts in sorted(ctx.health.gpu_facts.items()):
+        held = facts.get("throttle")
+        if not held:
+            continue
+        words = " and ".join(KIND_WORDS.get(k, k) for k in held["kinds"])
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(gpu)},
+            summary=f"GPU{gpu} on {ctx.name} is {words}",
+            description=reasons.get(gpu, f"GPU{gpu} {words}"),
+            dashboard=dashboard_path(ctx.name, gpu=gpu), value=float(held["held"])))
+    return out
+
+
+GPU_RULES: tuple[Rule, ...] = (
+    Rule("GPUThrottled", "warning", 0.0, gpu_throttled,
+         "The GPU's clocks held for power, heat or a HW slowdown in "
+         "PEERWATCH_THROTTLE_SWEEPS_MOST of its newest PEERWATCH_THROTTLE_SWEEPS_OF sweeps; "
+         "its slow pairs are explained by it, not paged."),
+)
