@@ -1,8 +1,8 @@
 """Turn probe settings into the function the worker calls to build each report.
 
 The sweep engine (`probes.sweep.build_report`) does the measuring; this only maps the
-probe's settings onto its options (watchdog, idleness threshold, force) and applies a
-host-name override, so the worker stays ignorant of how a report is made.
+probe's settings onto its options (watchdog, idleness threshold, force), applies a
+host-name override and adds which job holds each GPU (`probes.agent.job_mapping`), so the worker stays ignorant of how a report is made.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from probes.agent.job_mapping import with_jobs
 from probes.config import ProbeSettings
 from probes.fabric import Fabric
 from probes.report import Report, ReportKind, utcnow
@@ -38,6 +39,7 @@ def report_builder(fabric: Fabric, settings: ProbeSettings,
     options = sweep_options(settings, watchdog)
 
     def build(kind: ReportKind) -> Report:
-        return with_hostname(build_report(fabric, kind, options, now=now), settings.hostname)
+        report = with_hostname(build_report(fabric, kind, options, now=now), settings.hostname)
+        return with_jobs(report, settings.job_mapping_dir, settings.kubelet_socket)
 
     return build
