@@ -2,7 +2,8 @@
 
 The sweep engine (`probes.sweep.build_report`) does the measuring; this only maps the
 probe's settings onto its options (watchdog, idleness threshold, force), applies a
-host-name override and adds which job holds each GPU (`probes.agent.job_mapping`), so the worker stays ignorant of how a report is made.
+host-name override and adds which job holds each GPU (`probes.agent.job_mapping`), so the
+worker stays ignorant of how a report is made.
 """
 
 from __future__ import annotations

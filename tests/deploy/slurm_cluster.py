@@ -137,8 +137,8 @@ def slurm_cluster(d: Path, extra: tuple[str, ...] = ("gpu-b", "gpu-c", "gpu-d"),
                   hooks: dict[str, str] | None = None, gpus: int = 0) -> Iterator[Cluster]:
     """munged + slurmctld + slurmd on private paths; all three stopped on exit. With `gpus`,
     the real node has that many GPUs as a GRES (gres.conf beside slurm.conf, one stand-in
-    device file per GPU under `d`/dev: Slurm wants a character device, nothing opens it), so jobs get
-    SLURM_JOB_GPUS/CUDA_VISIBLE_DEVICES as on a GPU node."""
+    character device per GPU under `d`/dev: Slurm checks the kind, nothing opens it), so
+    jobs get SLURM_JOB_GPUS/CUDA_VISIBLE_DEVICES as on a GPU node."""
     require_slurm()
     (d / "state").mkdir(parents=True)
     (d / "spool").mkdir()
