@@ -559,3 +559,7 @@ class JobSnapshot(Base):
 from app.models_drain import DrainAction, DrainBreaker, DrainMark  # noqa: E402 (migration 0015)
 
 __all__ += ["DrainAction", "DrainBreaker", "DrainMark"]
+
+from app.models_jobs import GpuJobSpan  # noqa: E402 (migration 0018)
+
+__all__ += ["GpuJobSpan"]

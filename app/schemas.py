@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.analysis.verdict import Verdict
+from app.schemas_jobs import JobSpanOut
 from probes.report import (
     LinkState,
     P2PCap,
@@ -395,6 +396,9 @@ class SeriesResponse(BaseModel):
     expected: ExpectedOut | None
     contended: list[SeriesPoint] = Field(description="Contended samples: shown, never judged.")
     failures: list[SeriesPoint] = Field(description="Failed transfers in the range.")
+    jobs: list[JobSpanOut] = Field(
+        default_factory=list, description="Jobs holding either GPU within the range "
+        "(the reports' job mapping; none without one).")
 
 
 # --------------------------------------------------------------------------- link series

@@ -454,9 +454,11 @@ class HostIdentity(_Model):
 
 
 # Which job held a GPU (issue 24): a Slurm job id ("4711", "4711_3" of an array, "4711+1" of a
-# heterogeneous job) or a Kubernetes pod ("namespace/pod"); see probes/agent/job_mapping.py.
-JOB_ID_RULE = ("1 to 128 letters, digits and _ . : + / - , starting with a letter or digit")
-JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+/-]{0,127}")
+# heterogeneous job) or a Kubernetes pod ("namespace:pod"); see probes/agent/job_mapping.py.
+# The id travels in URL paths (/api/v1/jobs/{job}): no "/", "?", "%" or space. A Slurm id
+# fits this rule and a snapshot's (probes/snapshot.py) alike.
+JOB_ID_RULE = "1 to 128 letters, digits, '_', '-', '.', '+', ':', starting with a letter or digit"
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}")
 MAX_JOBS_PER_GPU = 16  # shared GPUs (MPS, shards) run a few jobs at once, not hundreds
 
 

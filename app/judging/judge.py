@@ -35,6 +35,7 @@ from app.analysis.health import (
     judge_pair,
     pair_label,
 )
+from app.analysis.jobs import with_job_notes
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.config import Settings
@@ -155,6 +156,7 @@ def _tests_of(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     row = loaded.fabric.host
     newest = row.last_sweep_at or row.last_report_at or now
     tests, states = judge_tests(loaded.tests, loaded.fabric, rules_of(settings), newest)
+    tests = with_job_notes(tests, loaded.jobs)  # "...; low since 02:10 UTC, during job 4711"
     return tests, states, loaded.tests.judged_report
 
 

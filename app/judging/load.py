@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
+from app.analysis.jobs import JobSpan
 from app.config import Settings
 from app.judging.running import Running
 from app.models import Host, Measurement, ReportRow
@@ -31,6 +32,7 @@ from app.queries.common import PairKey, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.fleet_peers import Stats, group_stats
+from app.queries.jobs import host_spans
 from app.queries.page_holds import fabric_manager_of
 from app.services.fleet_peers import host_driver, host_models, pair_groups
 from probes.report import FabricManagerInfo, TestName
@@ -160,6 +162,7 @@ class Loaded:
     peer_stats: Stats
     peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
     fabric_manager: FabricManagerInfo | None
+    jobs: list[JobSpan] = field(default_factory=list)  # over the look-back (issue 24)
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,
@@ -168,14 +171,15 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
     """Read what judging `row` at `now` needs: its fabric, the (pair, test) inputs (unless
     `reuse`), its counters' rates, its fleet peer groups' stats, its Fabric Manager."""
     fabric = load_fabric(session, row)
-    tests = None
+    tests, jobs = None, []
     if not reuse:
         lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
         newest = row.last_sweep_at or row.last_report_at or now
-        tests = load_tests(session, row.id, stored_tests, judged_report,
-                           (newest - timedelta(seconds=lookback), newest),
+        window = (newest - timedelta(seconds=lookback), newest)
+        tests = load_tests(session, row.id, stored_tests, judged_report, window,
                            newest - timedelta(seconds=settings.baseline_window_s),
                            settings.baseline_max_samples, reseed)
+        jobs = host_spans(session, row.id, *window)
     since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     stamp = row.peers_changed_at  # read with the host row, before the stats: a recompute in
     # between costs a re-judge, never a missed one
@@ -185,4 +189,4 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_groups=pair_groups(row, fabric),
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
-        fabric_manager=fabric_manager_of(session, row))
+        fabric_manager=fabric_manager_of(session, row), jobs=jobs)

@@ -21,6 +21,7 @@ from app.config import Settings
 from app.models import GpuSample, Host, LinkSample, Measurement, ReportRow
 from app.schemas import IngestResult
 from app.services.bulk import insert_rows
+from app.services.gpu_jobs import store_gpu_jobs
 from app.services.inventory import (
     forget_uncommitted,
     get_or_create_host,
@@ -150,6 +151,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     links, gpus = _sample_rows(report, host.id, report_pk)
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus)):
         insert_rows(session, model, rows)
+    store_gpu_jobs(session, host.id, report)  # which job held each GPU (issue 24)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))
 

@@ -111,7 +111,7 @@ def list_pod_devices(socket: Path = KUBELET_SOCKET, timeout_s: float = TIMEOUT_S
 
 
 def pod_jobs(devices: list[PodDevices], gpus: list[GpuInfo]) -> tuple[list[GpuJob], list[str]]:
-    """The GPU jobs ("namespace/pod") the devices name, and what could not be matched."""
+    """The GPU jobs ("namespace:pod") the devices name, and what could not be matched."""
     index = {g.uuid: g.index for g in gpus if g.uuid}
     index.update({str(g.index): g.index for g in gpus})
     jobs: dict[tuple[int, str], GpuJob] = {}
@@ -119,7 +119,7 @@ def pod_jobs(devices: list[PodDevices], gpus: list[GpuInfo]) -> tuple[list[GpuJo
     for d in devices:
         if d.resource not in GPU_RESOURCES:
             continue
-        job = f"{d.namespace}/{d.pod}"
+        job = f"{d.namespace}:{d.pod}"
         if not JOB_ID.fullmatch(job):
             unmatched.append(f"pod {job[:80]!r} is not a usable job id")
             continue

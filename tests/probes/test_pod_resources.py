@@ -75,12 +75,12 @@ def test_pods_holding_gpus_become_jobs(kubelet: tuple[Path, list[bytes]]) -> Non
                  + pod("infer", "svc-7", [("nvidia.com/gpu", ["3", "GPU-not-here"])]))
     jobs, warnings = read_pod_jobs(report.inventory.gpus, socket)
     assert [(j.gpu, j.job, j.source) for j in jobs] == [
-        (0, "train/llama-0", JobSource.KUBERNETES), (1, "train/llama-0", JobSource.KUBERNETES),
-        (3, "infer/svc-7", JobSource.KUBERNETES)]
+        (0, "train:llama-0", JobSource.KUBERNETES), (1, "train:llama-0", JobSource.KUBERNETES),
+        (3, "infer:svc-7", JobSource.KUBERNETES)]
     assert [w.message for w in warnings] == [
-        "device 'GPU-not-here' of infer/svc-7 is not a GPU of this host"]
+        "device 'GPU-not-here' of infer:svc-7 is not a GPU of this host"]
     merged = with_jobs(report, None, socket)
-    assert [j.job for j in merged.jobs] == ["train/llama-0", "train/llama-0", "infer/svc-7"]
+    assert [j.job for j in merged.jobs] == ["train:llama-0", "train:llama-0", "infer:svc-7"]
 
 
 def test_no_socket_claims_nothing(tmp_path: Path) -> None:
