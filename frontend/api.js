@@ -79,6 +79,7 @@ export const api = {
   domain: (id, opts) => getJSON(`/domains/${encodeURIComponent(id)}`, {}, opts),
   fleetPeers: (params, opts) => getJSON("/fleet/peers", params, opts),
   snapshots: (name, opts) => getJSON(`${host(name)}/snapshots`, {}, opts),
+  job: (id, opts) => getJSON(`/jobs/${encodeURIComponent(id)}`, {}, opts),
   jobDiff: (name, job, opts) => getJSON(`${host(name)}/jobs/${encodeURIComponent(job)}/diff`, {}, opts),
 };
 
