@@ -96,7 +96,7 @@ export function jobSpans(spans = []) {
 }
 
 /** The series chart's hook: a line per job along the bottom, named on hover ("job 4711 on
- *  GPU0, GPU1"), and a link to the job's page at its start. */
+ *  GPU0, GPU1") and at its start (the links to the jobs' pages are `jobLinks`, beside it). */
 export function jobMarks(spans = []) {
   const jobs = jobSpans(spans);
   const traces = jobs.map((j) => ({
@@ -108,7 +108,16 @@ export function jobMarks(spans = []) {
   const annotations = jobs.map((j) => ({
     x: j.start, xref: "x", y: 0, yref: "paper", yanchor: "bottom", xanchor: "left",
     showarrow: false, font: { size: 10, color: OKABE_ITO.sky },
-    text: `<a href="${jobHref(j.job)}">job ${esc(j.job)}</a>`,
+    text: `job ${esc(j.job)}`,
   }));
   return { traces, annotations };
+}
+
+/** The pair panel's hook: "Jobs on these GPUs: job 4711, job 4712", each a link to its page. */
+export function jobLinks(spans = []) {
+  const jobs = jobSpans(spans);
+  if (!jobs.length) return [];
+  const links = jobs.flatMap((j, i) => [i ? ", " : "",
+    h("a", { href: jobHref(j.job), class: "job-link", "data-job": j.job }, `job ${j.job}`)]);
+  return [h("span", { class: "pair-jobs" }, " Jobs on these GPUs in this range: ", links)];
 }
