@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from app.db import make_engine, make_sessionmaker
 from app.main import create_app
 from app.models import GpuJobSpan, JudgedTest
 from app.services.ingest import ingest
+from app.services.retention import MaintenanceResult, prune
 from probes.agent.job_mapping import with_jobs
 from probes.report import Report, ReportKind
 from probes.sim.faults import BandwidthFactor
@@ -132,3 +134,16 @@ def test_a_job_on_other_gpus_is_not_blamed(host: MappedHost) -> None:
         low = s.scalars(select(JudgedTest).where(
             JudgedTest.src == 0, JudgedTest.dst == 1, JudgedTest.test == "ce_write")).one()
     assert "5000" not in low.reason and f"during job {JOB}" in low.reason
+
+
+def test_spans_are_kept_as_long_as_the_reports_then_pruned(host: MappedHost) -> None:
+    host.map_job(JOB, 0)
+    host.step(30)
+    keep = host.settings.retention_rollup_s
+    with host.sessions() as s:
+        assert prune(s, host.settings, host.now() + timedelta(seconds=keep - 60),
+                     MaintenanceResult())["gpu_jobs"] == 0
+        assert prune(s, host.settings, host.now() + timedelta(seconds=keep + 60),
+                     MaintenanceResult())["gpu_jobs"] == 1
+        s.commit()
+    assert spans(host) == []
