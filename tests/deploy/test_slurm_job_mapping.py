@@ -1,24 +1,29 @@
 """The shipped prolog/epilog write and remove the GPU job mapping under a real Slurm
 (slurm_cluster.py, the node given 4 GPUs as a GRES): a job's GPUs as slurmd hands them to the
 hooks (SLURM_JOB_GPUS), two jobs side by side on different GPUs, the agent reading the files
-while they run, and nothing left once they end. Then the script alone, as slurmd runs it,
+while they run (and `peerwatch probe` sending them to a server whose job page lists them), and
+nothing left once they end. Then the script alone, as slurmd runs it,
 for two jobs sharing one GPU and for GPUs it cannot map."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
+from bench._serve import serve_process
 from probes.agent.job_mapping import boot_time, read_job_mapping
 from tests.deploy.slurm_cluster import Cluster, site_hook, slurm_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM = ROOT / "deploy" / "slurm"
 MAPPING = SLURM / "peerwatch-job-mapping.sh"
+TOKEN = "slurm-map-token"
 
 
 def _hook(d: Path, which: str) -> str:
@@ -68,6 +73,38 @@ def test_two_jobs_side_by_side_each_map_their_own_gpus(cluster: Cluster) -> None
         holder.wait(timeout=120)
     cluster.wait_for("the first job unmapped", lambda: mapping(cluster) == {})
     assert not any(p.name != ".lock" for p in (cluster.conf.parent / "map").iterdir())
+
+
+def test_the_agent_reports_the_job_slurm_mapped_and_its_page_lists_it(
+        cluster: Cluster, tmp_path: Path) -> None:
+    """End to end: the prolog maps a real job's GPUs, `peerwatch probe --once` (a simulated
+    2-GPU board named as the node) reads the files, the server's job page lists the GPUs."""
+    mapped = cluster.conf.parent / "map"
+    with serve_process(f"sqlite:///{tmp_path / 'pw.db'}", tmp_path / "data",
+                       {"PEERWATCH_PROBE_TOKENS": TOKEN}) as url:
+        holder = subprocess.Popen(
+            ["srun", "-N1", "-n1", "-w", cluster.node, "--gres=gpu:2", "sh", "-c",
+             "echo $SLURM_JOB_ID; sleep 600"], env=cluster.env, stdout=subprocess.PIPE,
+            text=True)
+        try:
+            assert holder.stdout is not None
+            job = holder.stdout.readline().strip()
+            cluster.wait_for("the job mapped", lambda: mapping(cluster) == {0: [job], 1: [job]})
+            probe = subprocess.run(
+                ["peerwatch", "probe", "--once", "--server", url, "--token", TOKEN,
+                 "--fabric", "simulated:h200x2", "--hostname", cluster.node,
+                 "--spool-dir", str(tmp_path / "spool"), "--job-mapping-dir", str(mapped),
+                 "--kubelet-socket", ""], capture_output=True, text=True, timeout=300,
+                env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+            assert probe.returncode == 0, probe.stderr
+            page = httpx.get(f"{url}/api/v1/jobs/{job}", timeout=30).json()
+        finally:
+            holder.terminate()
+            holder.wait(timeout=120)
+    node = cluster.node.lower()
+    assert [(h["host"], h["gpu"], h["source"]) for h in page["held"]] == [
+        (node, 0, "mapping_dir"), (node, 1, "mapping_dir")]
+    cluster.wait_for("the job unmapped", lambda: mapping(cluster) == {})
 
 
 def _run(tmp_path: Path, action: str, job: str, **env: str) -> str:
