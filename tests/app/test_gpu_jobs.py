@@ -147,3 +147,16 @@ def test_spans_are_kept_as_long_as_the_reports_then_pruned(host: MappedHost) -> 
                      MaintenanceResult())["gpu_jobs"] == 1
         s.commit()
     assert spans(host) == []
+
+
+def test_a_late_report_widens_the_span_backwards(host: MappedHost) -> None:
+    host.map_job(JOB, 0)
+    early = with_jobs(build_report(host.fabric, now=host.now), host.mapping, None)
+    host.advance(600)
+    late = with_jobs(build_report(host.fabric, now=host.now), host.mapping, None)
+    for report in (late, early):  # the early one was spooled and arrives last
+        with host.sessions() as s:
+            ingest(s, report, host.settings, host.now())
+    with host.sessions() as s:
+        span = s.scalars(select(GpuJobSpan)).one()
+    assert (span.first_seen, span.last_seen) == (early.started_at, late.finished_at)
