@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.browser.axe import violations
 from tests.browser.conftest import Fleet, open_view, wait_hash, wait_until
 from tests.browser.plotly import annotations, trace
 
@@ -58,6 +59,8 @@ def test_the_job_page_is_what_the_api_says(page, fleet: Fleet) -> None:  # type:
     assert alerts.count() == len(api["alerts"]) and verdicts.count() == len(api["verdicts"])
     problems = len(api["alerts"]) + len(api["verdicts"])
     assert page.locator("[data-problems]").get_attribute("data-problems") == str(problems)
+    page.wait_for_timeout(300)
+    assert violations(page) == []  # axe: no critical or serious violation (as every view)
     page.locator('table[aria-label="GPUs the job held"] a.host').first.click()
     wait_hash(page, f"#/host/{HOST}")
 
