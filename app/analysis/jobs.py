@@ -1,8 +1,9 @@
 """Which jobs held some GPUs over a time, in words a verdict's reason can end with (pure).
 
 "GPU2->GPU5 ce_write 310 GB/s, 62% of expected, for 25 min; low since 02:10 UTC, during
-job 4711": the operator's first question after a fault is which job it hit. Only jobs whose
-span (`app/models_jobs.py`) overlaps the time are named; with no spans nothing is said.
+job 4711", "GPU3: 2 NVLinks down; held by job 81252": the operator's first question after a
+fault is which job it hit. Only jobs whose span (`app/models_jobs.py`) overlaps the time are
+named; with no spans nothing is said.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from app.analysis.health import TestJudgement
+from app.analysis.verdict import Verdict
 
 MAX_NAMED = 3  # "during jobs 1, 2, 3 and 4 more"
 K = TypeVar("K", bound=Hashable)
@@ -68,4 +70,34 @@ def with_job_notes(tests: dict[K, TestJudgement], spans: Sequence[JobSpan]
         note = job_note(spans, {t.src, t.dst}, t.low_since, t.value_at)
         if note:
             out[key] = replace(t, reason=t.reason + note)
+    return out
+
+
+class _OnGpu(Protocol):
+    """A GPU's or a link's judgement (frozen dataclasses, so read-only here)."""
+
+    @property
+    def gpu(self) -> int: ...
+    @property
+    def verdict(self) -> Verdict: ...
+    @property
+    def reason(self) -> str: ...
+
+
+G = TypeVar("G", bound=_OnGpu)
+
+
+def with_holders(items: Sequence[G], spans: Sequence[JobSpan], at: datetime | None) -> list[G]:
+    """Each degraded or down GPU or link with the jobs holding its GPU at `at` (the newest
+    report) at the end of its reason: "GPU3: 2 NVLinks down ...; held by job 81252"."""
+    out = list(items)
+    if not spans or at is None:
+        return out
+    for i, item in enumerate(items):
+        if item.verdict not in (Verdict.DEGRADED, Verdict.DOWN):
+            continue
+        jobs = jobs_during(spans, (item.gpu,), at, at)
+        if jobs:
+            held = during_text(jobs).removeprefix("during ")
+            out[i] = replace(item, reason=f"{item.reason}; held by {held}")  # type: ignore[type-var]
     return out

@@ -35,7 +35,7 @@ from app.analysis.health import (
     judge_pair,
     pair_label,
 )
-from app.analysis.jobs import with_job_notes
+from app.analysis.jobs import with_holders, with_job_notes
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.config import Settings
@@ -174,6 +174,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
     gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests),
                      checks, settings.fleet_peer_min_hosts)
+    gpus = with_holders(gpus, loaded.jobs, row.last_report_at)  # "...; held by job 81252"
+    links = with_holders(links, loaded.jobs, row.last_report_at)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s

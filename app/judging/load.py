@@ -171,15 +171,16 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
     """Read what judging `row` at `now` needs: its fabric, the (pair, test) inputs (unless
     `reuse`), its counters' rates, its fleet peer groups' stats, its Fabric Manager."""
     fabric = load_fabric(session, row)
-    tests, jobs = None, []
+    tests = None
+    lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
+    newest = row.last_sweep_at or row.last_report_at or now
+    window = (newest - timedelta(seconds=lookback), newest)
     if not reuse:
-        lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
-        newest = row.last_sweep_at or row.last_report_at or now
-        window = (newest - timedelta(seconds=lookback), newest)
         tests = load_tests(session, row.id, stored_tests, judged_report, window,
                            newest - timedelta(seconds=settings.baseline_window_s),
                            settings.baseline_max_samples, reseed)
-        jobs = host_spans(session, row.id, *window)
+    # which jobs held the GPUs: the sweep's look-back, up to the newest report of any kind
+    jobs = host_spans(session, row.id, window[0], max(newest, row.last_report_at or newest))
     since = (row.last_report_at or now) - timedelta(seconds=settings.link_rate_window_s)
     stamp = row.peers_changed_at  # read with the host row, before the stats: a recompute in
     # between costs a re-judge, never a missed one

@@ -19,12 +19,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.main import create_app
-from app.models import GpuJobSpan, JudgedTest
+from app.models import GpuJobSpan, JudgedGpu, JudgedLink, JudgedTest
 from app.services.ingest import ingest
 from app.services.retention import MaintenanceResult, prune
 from probes.agent.job_mapping import with_jobs
 from probes.report import Report, ReportKind
-from probes.sim.faults import BandwidthFactor
+from probes.sim.faults import BandwidthFactor, LinksDown
 from probes.sweep import build_report
 from tests.app.alerting.simhost import SimHost
 
@@ -160,3 +160,23 @@ def test_a_late_report_widens_the_span_backwards(host: MappedHost) -> None:
     with host.sessions() as s:
         span = s.scalars(select(GpuJobSpan)).one()
     assert (span.first_seen, span.last_seen) == (early.started_at, late.finished_at)
+
+
+def test_a_gpu_whose_links_went_down_names_the_job_holding_it(host: MappedHost) -> None:
+    host.map_job("81252", 1)
+    host.inject(LinksDown(gpu=1, count=2))
+    for _ in range(4):
+        host.step(30)
+    with host.sessions() as s:
+        gpu = s.scalars(select(JudgedGpu).where(JudgedGpu.gpu == 1)).one()
+        other = s.scalars(select(JudgedGpu).where(JudgedGpu.gpu == 0)).one()
+        link = s.scalars(select(JudgedLink).where(JudgedLink.gpu == 1,
+                                                  JudgedLink.verdict == "down")).first()
+    assert gpu.verdict in ("degraded", "down") and gpu.reason.endswith("; held by job 81252")
+    assert link is not None and link.reason.endswith("; held by job 81252")
+    assert "81252" not in other.reason
+    host.unmap()
+    host.step(30)  # the job ended: the GPU's reason no longer names it
+    with host.sessions() as s:
+        gpu = s.scalars(select(JudgedGpu).where(JudgedGpu.gpu == 1)).one()
+    assert "81252" not in gpu.reason
