@@ -572,3 +572,6 @@ __all__ += ["DrainAction", "DrainBreaker", "DrainMark"]
 from app.models_events import FabricEventRow  # noqa: E402 (migration 0016)
 
 __all__ += ["FabricEventRow"]
+from app.models_jobs import GpuJobSpan  # noqa: E402 (migration 0018)
+
+__all__ += ["GpuJobSpan"]

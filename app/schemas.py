@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.analysis.clock import SKEW_DOC
 from app.analysis.verdict import Verdict
 from app.schemas_gpu_evidence import GpuClocksOut, RdmaReadinessOut
+from app.schemas_jobs import JobSpanOut
 from probes.report import (
     LinkState,
     P2PCap,
@@ -409,6 +410,9 @@ class SeriesResponse(BaseModel):
     throttled: list[SeriesPoint] = Field(
         default_factory=list, description="Successful samples taken while a GPU of the pair "
         "was power-capped, thermally throttled or in HW slowdown (also in the buckets).")
+    jobs: list[JobSpanOut] = Field(
+        default_factory=list, description="Jobs holding either GPU within the range "
+        "(the reports' job mapping; none without one).")
 
 
 # --------------------------------------------------------------------------- link series

@@ -80,6 +80,7 @@ export const api = {
   fleetPeers: (params, opts) => getJSON("/fleet/peers", params, opts),
   snapshots: (name, opts) => getJSON(`${host(name)}/snapshots`, {}, opts),
   events: (name, params, opts) => getJSON(`${host(name)}/events`, params, opts),
+  job: (id, opts) => getJSON(`/jobs/${encodeURIComponent(id)}`, {}, opts),
   jobDiff: (name, job, opts) => getJSON(`${host(name)}/jobs/${encodeURIComponent(job)}/diff`, {}, opts),
 };
 

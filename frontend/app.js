@@ -14,8 +14,9 @@ import * as host from "./host.js";
 import * as alerts from "./alerts.js";
 import * as placement from "./placement.js";
 import * as domain from "./domain.js";
+import * as job from "./job.js";
 
-const VIEWS = { fleet, host, alerts, placement, domain };
+const VIEWS = { fleet, host, alerts, placement, domain, job };
 // Seconds between refreshes: 15, or `?refresh=N` in the page URL (N >= 1), e.g. for a wall screen.
 const REFRESH_MS = Math.max(1, Number(new URLSearchParams(location.search).get("refresh")) || 15) * 1000;
 

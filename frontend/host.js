@@ -18,6 +18,7 @@ import { draw, plotly, purge } from "./plot.js";
 import { href, updateParams } from "./router.js";
 import { hostAlertPeriods, pairProblems } from "./host_problems.js";
 import { seriesFigure } from "./series.js";
+import { jobLinks } from "./job.js";
 import { linkNotices, scrollToTarget } from "./host_links.js";
 import { hostFaults, topFault } from "./faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "./severity.js";
@@ -231,7 +232,8 @@ export function mount(root, route) {
       h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`),
       csvButton(el.series, () => `${name}-GPU${pair[0]}-GPU${pair[1]}-${s.test}`));
     const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
-    replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "");
+    replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "",
+      ...jobLinks(s.jobs));
     const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until);
     await draw(el.series, traces, layout);
     linkTimeCharts();

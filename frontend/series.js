@@ -1,12 +1,13 @@
 // One pair's history for one test, from GET /hosts/{host}/series: the measured line (mean per
 // bucket, with its min..max band), the pair's baseline band (±3 MAD), the expected line from
 // topology, contended samples marked (shown, never judged), failed transfers, and shaded
-// periods when the pair was low or an alert fired.
+// periods when the pair was low or an alert fired; the jobs on its GPUs along the bottom.
 
 import { esc } from "./dom.js";
 import * as fmt from "./format.js";
 import { baseLayout, OKABE_ITO, THEME } from "./palette.js";
 import { emptyNote, windowTrace } from "./plot.js";
+import { jobMarks } from "./job.js";
 
 const BAND_MADS = 3;
 
@@ -96,9 +97,10 @@ function periodLabels(periods, since, until) {
 export function seriesFigure(s, periods = []) {
   const x0 = s.since;
   const x1 = s.until;
+  const jobs = jobMarks(s.jobs); // which job held the pair's GPUs (issue 24)
   const data = [windowTrace(x0, x1), ...referenceTraces(s, x0, x1), ...measuredTraces(s),
-    ...pointTraces(s)];
-  const annotations = periodLabels(periods, x0, x1);
+    ...pointTraces(s), ...jobs.traces];
+  const annotations = [...periodLabels(periods, x0, x1), ...jobs.annotations];
   if (!s.buckets.length && !s.contended.length && !s.failures.length) {
     annotations.push(emptyNote("no samples of this pair and test in this range"));
   }

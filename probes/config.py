@@ -63,6 +63,11 @@ class ProbeSettings(BaseSettings):
     backoff_initial_s: float = Field(default=5.0, gt=0)
     backoff_max_s: float = Field(default=300.0, gt=0)
 
+    # Which job held each GPU (issue 24): the dcgm-exporter-style mapping directory the Slurm
+    # prolog writes, and the kubelet's pod-resources socket; None: not read.
+    job_mapping_dir: Path | None = Path("/run/peerwatch/job-mapping")
+    kubelet_socket: Path | None = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+
     # The agent's own /metrics (per link, GPU, pair); None: not served.
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_addr: str = "0.0.0.0"
@@ -75,6 +80,11 @@ class ProbeSettings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"server URL must start with http:// or https://, got {value!r}")
         return value.rstrip("/")
+
+    @field_validator("job_mapping_dir", "kubelet_socket", mode="before")
+    @classmethod
+    def _empty_is_off(cls, value: Any) -> Any:
+        return None if value == "" else value
 
     @field_validator("hostname")
     @classmethod

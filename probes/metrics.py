@@ -97,6 +97,7 @@ class AgentCollector(Collector):
             ("probe", lambda: list(probe_families(host, view))),
             ("gpu", lambda: list(gpu_families(host, view))),
             ("clocks", lambda: list(clock_families(host, latest))),
+            ("job", lambda: [gpu_job_info(host, latest)]),
             ("link", lambda: list(link_families(host, latest))),
             ("pair", lambda: list(pair_families(host, latest.inventory.pairs))),
             ("result", lambda: list(result_families(host, view, self._tests))),
@@ -197,6 +198,17 @@ def gpu_families(host: str, view: AgentView) -> Iterator[Metric]:
         if count is not None:
             replay.add_metric(labels, count)
     yield from (had, active, *pcie.values(), replay)
+
+
+def gpu_job_info(host: str, report: Report) -> Metric:
+    """One series per (GPU, job) holding it, value 1: join on `host, gpu` to see which job a
+    series belonged to (`* on(host, gpu) group_left(job) peerwatch_gpu_job_info`), so the
+    job never becomes a label of every series. No mapping, no series."""
+    info = _gauge("gpu_job_info", "A job holding the GPU at the newest pass (always 1; "
+                  "source: mapping_dir or kubernetes).", [*GPU, "job", "source"])
+    for j in report.jobs:
+        info.add_metric([host, str(j.gpu), j.job, j.source.value], 1)
+    return info
 
 
 # --------------------------------------------------------------------------- per link

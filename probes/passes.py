@@ -1,8 +1,9 @@
 """Turn probe settings into the function the worker calls to build each report.
 
 The sweep engine (`probes.sweep.build_report`) does the measuring; this only maps the
-probe's settings onto its options (watchdog, idleness threshold, force) and applies a
-host-name override, so the worker stays ignorant of how a report is made.
+probe's settings onto its options (watchdog, idleness threshold, force), applies a
+host-name override and adds which job holds each GPU (`probes.agent.job_mapping`), so the
+worker stays ignorant of how a report is made.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from probes.agent.events import EventCollector, with_events
+from probes.agent.job_mapping import with_jobs
 from probes.config import ProbeSettings
 from probes.fabric import Fabric
 from probes.report import Report, ReportKind, utcnow
@@ -45,6 +47,7 @@ def report_builder(fabric: Fabric, settings: ProbeSettings,
 
     def build(kind: ReportKind) -> Report:
         report = build_report(fabric, kind, options, now=now)
-        return with_hostname(with_events(report, events), settings.hostname)
+        report = with_hostname(with_events(report, events), settings.hostname)
+        return with_jobs(report, settings.job_mapping_dir, settings.kubelet_socket)
 
     return build

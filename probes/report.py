@@ -513,6 +513,34 @@ class HostIdentity(_Model):
     driver_loaded_at: Timestamp | None = None
 
 
+# Which job held a GPU (issue 24): a Slurm job id ("4711", "4711_3" of an array, "4711+1" of a
+# heterogeneous job) or a Kubernetes pod ("namespace:pod"); see probes/agent/job_mapping.py.
+# The id travels in URL paths (/api/v1/jobs/{job}): no "/", "?", "%" or space. A Slurm id
+# fits this rule and a snapshot's (probes/snapshot.py) alike.
+JOB_ID_RULE = "1 to 128 letters, digits, '_', '-', '.', '+', ':', starting with a letter or digit"
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}")
+MAX_JOBS_PER_GPU = 16  # shared GPUs (MPS, shards) run a few jobs at once, not hundreds
+
+
+def valid_job_id(value: str) -> str:
+    if not JOB_ID.fullmatch(value):
+        raise ValueError(f"job id {value[:80]!r} breaks the rule: {JOB_ID_RULE}")
+    return value
+
+
+class JobSource(StrEnum):
+    MAPPING_DIR = "mapping_dir"  # the dcgm-exporter --hpc-job-mapping-dir files (Slurm prolog)
+    KUBERNETES = "kubernetes"  # the kubelet's pod-resources socket
+
+
+class GpuJob(_Model):
+    """One job holding one GPU when the report was built (optional field of schema v2)."""
+
+    gpu: GpuIndex
+    job: Annotated[str, AfterValidator(valid_job_id)]
+    source: JobSource = JobSource.MAPPING_DIR
+
+
 class Report(_Model):
     schema_version: Literal[1, 2, 3] = 3  # SCHEMA_VERSION
     report_id: uuid.UUID = Field(default_factory=uuid.uuid4)
@@ -526,6 +554,10 @@ class Report(_Model):
     cost: SweepCost = SweepCost()
     errors: list[ProbeError] = Field(default_factory=list, max_length=MAX_ERRORS)
     events: list[FabricEvent] = Field(default_factory=list, max_length=MAX_EVENTS)
+    # Which job held each GPU (issue 24); empty: no mapping found, nothing is claimed. Left
+    # out of the JSON when empty, so a probe without a mapping still talks to older servers.
+    jobs: list[GpuJob] = Field(default_factory=list, max_length=MAX_GPUS * MAX_JOBS_PER_GPU,
+                               exclude_if=lambda jobs: not jobs)
 
     @model_validator(mode="after")
     def _coherent(self) -> Report:
@@ -541,6 +573,8 @@ class Report(_Model):
             if not used <= known:
                 missing = sorted(used - known)
                 raise ValueError(f"result {r.test} names GPU(s) {missing} not in inventory")
+        if strays := sorted({j.gpu for j in self.jobs} - known):
+            raise ValueError(f"jobs name GPU(s) {strays} not in inventory")
         return self
 
 

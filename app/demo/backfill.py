@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.demo.faults import apply_faults
 from app.demo.fleet import DemoHost
+from app.demo.gpu_jobs import map_host
 from app.demo.scenario import Scenario
 from app.services.ingest import ingest
 from app.services.report_checks import check_report
@@ -63,8 +64,12 @@ class _FakeClock:
 class _HistoryHost:
     def __init__(self, host: DemoHost, settings: ProbeSettings,
                  wall: Callable[[], datetime]) -> None:
+        self.host = host
         self.name = host.name
         self.pace = host.pace
+        assert settings.job_mapping_dir is not None
+        self.mapping = settings.job_mapping_dir / host.name
+        settings = settings.model_copy(update={"job_mapping_dir": self.mapping})
         self.clock = _FakeClock()
         self.fabric = SimulatedFabric(host.preset, seed=host.seed + 7919, hostname=host.name,
                                       clock=self.clock, rack=host.rack)
@@ -90,7 +95,8 @@ class Backfill:
 
     def run(self) -> BackfillStats:
         started = time.perf_counter()
-        probe_settings = ProbeSettings(token="backfill")
+        probe_settings = ProbeSettings(token="backfill", kubelet_socket=None,
+                                       job_mapping_dir=self.settings.data_dir / "job-history")
         hosts = [_HistoryHost(h, probe_settings, self._wall) for h in self.fleet]
         plan = self.plan
         steps = int(plan.span_s // plan.inventory_every_s)
@@ -106,6 +112,7 @@ class Backfill:
                 kind = ReportKind.SWEEP if sweep else ReportKind.INVENTORY
                 host.clock.now = self._t + plan.span_s
                 apply_faults(host.fabric, self.scenario.faults_at(host.name, self._t))
+                map_host(host.mapping, self.fleet, host.host, self._t)  # the jobs then
                 self._ingest(host.build(kind))
                 self.stop.wait(plan.pause_s)
         return self._finish(started, done=True)

@@ -36,13 +36,21 @@ class DemoJob:
     job_id: str
     start_s: float  # scenario time (seconds from the live start; the past is negative)
     end_s: float
+    gpus: tuple[int, ...] = tuple(range(8))  # the GPUs it holds (the demo's job mapping)
 
 
 DEMO_JOBS = (
     DemoJob("hgx8", 1, "81231", -5.0 * HOUR, -4.4 * HOUR),
-    DemoJob("h200x2", 1, "81236", -3.0 * HOUR, -2.2 * HOUR),
+    DemoJob("h200x2", 1, "81236", -3.0 * HOUR, -2.2 * HOUR, (0, 1)),
     DemoJob("hgx8", 1, "81240", -2.1 * HOUR, -1.4 * HOUR),  # a link goes down during it
     DemoJob("hgx8", 1, "81247", -0.9 * HOUR, -0.3 * HOUR),  # after the link came back
+)
+# Jobs still running when the demo opens: in the job mapping (app/demo/gpu_jobs.py), with no
+# epilog snapshot yet. h200x2-01's GPU0<->GPU1 slows from +60 s during job 81255; job 81252
+# holds half of hgx8-01 when GPU3 loses two links at +180 s.
+LIVE_JOBS = (
+    DemoJob("hgx8", 1, "81252", -0.2 * HOUR, 6 * HOUR, (0, 1, 2, 3)),
+    DemoJob("h200x2", 1, "81255", -0.1 * HOUR, 6 * HOUR, (0, 1)),
 )
 
 

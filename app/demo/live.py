@@ -19,6 +19,7 @@ from pathlib import Path
 
 from app.demo.faults import apply_faults
 from app.demo.fleet import DemoHost
+from app.demo.gpu_jobs import map_host
 from app.demo.scenario import Scenario
 from probes.agent.outbox import Delivery
 from probes.agent.runner import ProbeRuntime, open_runtime
@@ -58,6 +59,7 @@ class LiveFleet:
         self.scenario = scenario
         self.server_url, self.token = server_url, token
         self.spool_root = spool_root
+        self.mapping_root = spool_root.parent / "job-mapping"  # each host's, as a prolog writes
         self.intervals = intervals or LiveIntervals()
         self.hosts = [LiveHost(h, SimulatedFabric(h.preset, seed=h.seed, hostname=h.name,
                                                   rack=h.rack))
@@ -91,7 +93,9 @@ class LiveFleet:
                              inventory_interval_s=i.inventory_s * pace,
                              sweep_interval_s=i.sweep_s * pace,
                              sweep_jitter_s=i.sweep_jitter_s * pace, backoff_initial_s=1.0,
-                             backoff_max_s=10.0, request_timeout_s=30.0)
+                             backoff_max_s=10.0, request_timeout_s=30.0,
+                             job_mapping_dir=self.mapping_root / host.name,
+                             kubelet_socket=None)
 
     def _run_host(self, live: LiveHost) -> None:
         try:
@@ -105,8 +109,10 @@ class LiveFleet:
             log.exception("demo host %s stopped with an error", live.host.name)
 
     def _apply(self, t: float) -> None:
+        fleet = [live.host for live in self.hosts]
         for live in self.hosts:
             name = live.host.name
+            map_host(self.mapping_root / name, fleet, live.host, t)
             cleared, injected = apply_faults(live.fabric, self.scenario.faults_at(name, t))
             for what in _in_words(injected):
                 log.info("demo +%.0f s: %s now has %s", t, name, what)

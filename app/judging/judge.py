@@ -43,6 +43,7 @@ from app.analysis.health import (
     judge_pair,
     pair_label,
 )
+from app.analysis.jobs import with_holders, with_job_notes
 from app.analysis.text import fmt_duration
 from app.analysis.throttle import (
     explain_pairs,
@@ -199,6 +200,7 @@ def _tests_of(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     row = loaded.fabric.host
     newest = row.last_sweep_at or row.last_report_at or now
     tests, states = judge_tests(loaded.tests, loaded.fabric, rules_of(settings), newest)
+    tests = with_job_notes(tests, loaded.jobs)  # "...; low since 02:10 UTC, during job 4711"
     return tests, states, loaded.tests.judged_report
 
 
@@ -226,6 +228,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     gpus = apply_to_gpus(gpus, events)
     gpus = with_throttle_verdicts(gpus, loaded.throttles, settings.throttle_sweeps_most,
                                   settings.throttle_sweeps_of)
+    gpus = with_holders(gpus, loaded.jobs, row.last_report_at)  # "...; held by job 81252"
+    links = with_holders(links, loaded.jobs, row.last_report_at)
     heard = last_heard_at(row)
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s

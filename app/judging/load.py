@@ -26,6 +26,7 @@ from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
 from app.analysis.xid_judge import EventFact
 from app.analysis.throttle import SweepThrottle
+from app.analysis.jobs import JobSpan
 from app.config import Settings
 from app.judging.events import load_event_facts
 from app.judging.running import Running
@@ -34,6 +35,7 @@ from app.queries.common import PairKey, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
 from app.queries.fabric import HostFabric, load_fabric
 from app.queries.fleet_peers import Stats, group_stats
+from app.queries.jobs import host_spans
 from app.queries.page_holds import fabric_manager_of
 from app.queries.throttle import throttle_history
 from app.services.fleet_peers import host_driver, host_models, pair_groups
@@ -176,13 +178,15 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
     `reuse`), its counters' rates, its fleet peer groups' stats, its Fabric Manager."""
     fabric = load_fabric(session, row)
     tests = None
+    lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
+    newest = row.last_sweep_at or row.last_report_at or now
+    window = (newest - timedelta(seconds=lookback), newest)
     if not reuse:
-        lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
-        newest = row.last_sweep_at or row.last_report_at or now
-        tests = load_tests(session, row.id, stored_tests, judged_report,
-                           (newest - timedelta(seconds=lookback), newest),
+        tests = load_tests(session, row.id, stored_tests, judged_report, window,
                            newest - timedelta(seconds=settings.baseline_window_s),
                            settings.baseline_max_samples, reseed)
+    # which jobs held the GPUs: the sweep's look-back, up to the newest report of any kind
+    jobs = host_spans(session, row.id, window[0], max(newest, row.last_report_at or newest))
     since = rate_window_start(session, row.id, (row.last_report_at or now)
                               - timedelta(seconds=settings.link_rate_window_s),
                               settings.stale_after_s)
@@ -196,4 +200,5 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
         fabric_manager=fabric_manager_of(session, row),
         events=load_event_facts(session, row.id, now),
-        throttles=throttle_history(session, row.id, settings.throttle_sweeps_of))
+        throttles=throttle_history(session, row.id, settings.throttle_sweeps_of), jobs=jobs)
+        fabric_manager=fabric_manager_of(session, row), jobs=jobs)

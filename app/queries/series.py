@@ -20,6 +20,7 @@ from app.config import Settings
 from app.models import Measurement, MeasurementRollup
 from app.queries.common import NotFound, get_host, judged_baseline
 from app.queries.fabric import load_fabric
+from app.queries.jobs import pair_jobs
 from app.queries.window import time_window
 from app.schemas import BaselineOut, ExpectedOut, SeriesBucket, SeriesPoint, SeriesResponse
 from app.sql import epoch_seconds
@@ -144,4 +145,5 @@ def pair_series(session: Session, settings: Settings, host: str, src: int, dst: 
         failures=_points(session, in_range, Measurement.error.is_not(None)),
         throttled=_points(session, in_range, and_(Measurement.throttle.is_not(None),
                                                   Measurement.error.is_(None))),
+        jobs=pair_jobs(session, row, {src, dst}, since, until),
     )

@@ -23,6 +23,7 @@ from app.models import FabricEventRow, GpuSample, Host, LinkSample, Measurement,
 from app.schemas import IngestResult
 from app.services.bulk import insert_rows
 from app.services.events import event_rows
+from app.services.gpu_jobs import store_gpu_jobs
 from app.services.inventory import (
     forget_uncommitted,
     get_or_create_host,
@@ -156,6 +157,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus),
                         (FabricEventRow, events)):
         insert_rows(session, model, rows)
+    store_gpu_jobs(session, host.id, report)  # which job held each GPU (issue 24)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))
 

@@ -140,6 +140,7 @@ def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:
     errors += _check_results(report)
     errors += _check_counter_rows(report)
     errors += inventory_problems(report.inventory)
+    errors += _duplicates(((j.gpu, j.job) for j in report.jobs), ("jobs",), "(gpu, job)")
     known = {g.index for g in report.inventory.gpus}
     for i, sample in enumerate(report.counters):
         errors += sample_problems(sample, known, ("counters", i))

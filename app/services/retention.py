@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import (
+    GpuJobSpan,
     GpuSample,
     JobSnapshot,
     LinkSample,
@@ -125,6 +126,8 @@ def prune(session: Session, settings: Settings, now: datetime,
             MeasurementRollup.hour < rollup_cutoff),
         "reports": delete(ReportRow).where(ReportRow.finished_at < rollup_cutoff),
         "job_snapshots": delete(JobSnapshot).where(JobSnapshot.taken_at < raw_cutoff),
+        # which job held a GPU: a few rows per job, kept as long as the reports naming it
+        "gpu_jobs": delete(GpuJobSpan).where(GpuJobSpan.last_seen < rollup_cutoff),
     }
     if partitions.is_partitioned(session.connection()):
         out.dropped = partitions.drop_days_before(session.connection(), raw_cutoff)

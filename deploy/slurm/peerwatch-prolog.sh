@@ -9,13 +9,16 @@
 #   75  could not judge (server unreachable or slow, node unknown): the job runs
 # Anything else (the command missing, killed by PEERWATCH_GATE_TIMEOUT) also lets the job
 # run: a monitoring outage never blocks a job. The snapshot never fails the job either.
+# First of all it writes which job holds which GPU (peerwatch-job-mapping.sh: the agent's
+# series and verdicts then name the job; the epilog removes it).
 # Settings (environment, or /etc/default/peerwatch which is read if present), besides those
-# of peerwatch-job-snapshot.sh:
+# of peerwatch-job-snapshot.sh and peerwatch-job-mapping.sh:
 #   PEERWATCH_GATE               1 to ask the gate (default: 0, snapshot only)
 #   PEERWATCH_ADMIN_TOKEN_FILE   file holding the admin token the gate reports with
 #                                (default /etc/peerwatch/admin-token)
 #   PEERWATCH_DRAIN_POLICY       the drain policy file (default: built-in, observe mode)
 #   PEERWATCH_GATE_TIMEOUT       seconds for the gate (default 30)
+"$(dirname "$0")/peerwatch-job-mapping.sh" add
 "$(dirname "$0")/peerwatch-job-snapshot.sh" prolog
 [ -r /etc/default/peerwatch ] && . /etc/default/peerwatch
 [ "${PEERWATCH_GATE:-0}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ] || exit 0

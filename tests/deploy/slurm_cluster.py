@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -76,7 +77,9 @@ def require_slurm() -> None:
     require(os.geteuid() == 0, "root (SlurmUser=root in the test cluster)")
 
 
-def _conf(d: Path, node: str, extra: tuple[str, ...], hooks: dict[str, str]) -> str:
+def _conf(d: Path, node: str, extra: tuple[str, ...], hooks: dict[str, str],
+          gpus: int = 0) -> str:
+    gres = f"CPUs=2 Gres=gpu:{gpus}" if gpus else "CPUs=1"  # 2: two jobs side by side
     lines = [
         "ClusterName=pwtest", f"SlurmctldHost={node}(127.0.0.1)", "SlurmUser=root",
         "SlurmdUser=root", "AuthType=auth/munge", f"AuthInfo=socket={d}/munge.sock",
@@ -88,11 +91,19 @@ def _conf(d: Path, node: str, extra: tuple[str, ...], hooks: dict[str, str]) -> 
         f"SlurmctldPidFile={d}/slurmctld.pid", f"SlurmdPidFile={d}/slurmd.pid",
         f"SlurmctldLogFile={d}/slurmctld.log", f"SlurmdLogFile={d}/slurmd.log",
         *(f"{k}={v}" for k, v in hooks.items()),
-        f"NodeName={node} CPUs=1 State=UNKNOWN",
+        *(["GresTypes=gpu"] if gpus else []),
+        f"NodeName={node} {gres} State=UNKNOWN",
         f"NodeName={','.join(extra)} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN",
         "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _gres(d: Path, node: str, gpus: int) -> None:
+    (d / "dev").mkdir()
+    for i in range(gpus):
+        os.mknod(d / "dev" / f"nvidia{i}", 0o600 | stat.S_IFCHR, os.makedev(195, i))
+    (d / "gres.conf").write_text(f"NodeName={node} Name=gpu File={d}/dev/nvidia[0-{gpus - 1}]\n")
 
 
 def _stop(pid_file: Path) -> None:
@@ -123,14 +134,19 @@ def _start(argv: list[str], env: dict[str, str], log: Path) -> None:
 
 @contextmanager
 def slurm_cluster(d: Path, extra: tuple[str, ...] = ("gpu-b", "gpu-c", "gpu-d"),
-                  hooks: dict[str, str] | None = None) -> Iterator[Cluster]:
-    """munged + slurmctld + slurmd on private paths; all three stopped on exit."""
+                  hooks: dict[str, str] | None = None, gpus: int = 0) -> Iterator[Cluster]:
+    """munged + slurmctld + slurmd on private paths; all three stopped on exit. With `gpus`,
+    the real node has that many GPUs as a GRES (gres.conf beside slurm.conf, one stand-in
+    character device per GPU under `d`/dev: Slurm checks the kind, nothing opens it), so
+    jobs get SLURM_JOB_GPUS/CUDA_VISIBLE_DEVICES as on a GPU node."""
     require_slurm()
     (d / "state").mkdir(parents=True)
     (d / "spool").mkdir()
     node = socket.gethostname().split(".")[0]
     conf = d / "slurm.conf"
-    conf.write_text(_conf(d, node, extra, hooks or {}))
+    conf.write_text(_conf(d, node, extra, hooks or {}, gpus))
+    if gpus:
+        _gres(d, node, gpus)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     try:
         _start(["munged", f"--socket={d}/munge.sock", f"--pid-file={d}/munged.pid",

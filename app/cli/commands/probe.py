@@ -50,6 +50,11 @@ _OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--backoff-initial", "backoff_initial_s", float,
      "seconds to wait before resending after the server failed; doubles on each failure"),
     ("--backoff-max", "backoff_max_s", float, "the longest wait between resends, in seconds"),
+    ("--job-mapping-dir", "job_mapping_dir", str,
+     "directory of per-GPU job files (dcgm-exporter's --hpc-job-mapping-dir convention, "
+     "written by deploy/slurm/peerwatch-prolog.sh); '' to not read one"),
+    ("--kubelet-socket", "kubelet_socket", str,
+     "the kubelet's pod-resources socket (which pod holds each GPU); '' to not read it"),
     ("--metrics-port", "metrics_port", int,
      "serve this host's per-link/GPU/pair series on http://ADDR:PORT/metrics for Prometheus"),
     ("--metrics-addr", "metrics_addr", str, "address the --metrics-port server listens on"),
