@@ -61,8 +61,8 @@ from probes.sim.faults import (
     LinkXid,
     P2PDisabled,
     PcieDowntrained,
-    SwitchSxid,
     PeermemMissing,
+    SwitchSxid,
     SwitchTrayLost,
     ThrottledGpu,
 )

@@ -24,9 +24,9 @@ from sqlalchemy.orm import Session
 
 from app.analysis.fleet_peers import GroupKey
 from app.analysis.health import Sample
-from app.analysis.xid_judge import EventFact
-from app.analysis.throttle import SweepThrottle
 from app.analysis.jobs import JobSpan
+from app.analysis.throttle import SweepThrottle
+from app.analysis.xid_judge import EventFact
 from app.config import Settings
 from app.judging.events import load_event_facts
 from app.judging.running import Running
@@ -169,6 +169,7 @@ class Loaded:
     events: list[EventFact] = field(default_factory=list)  # recent Xid/SXid (judging/events.py)
     # GPU -> its throttle in each newest sweep, newest first (app/queries/throttle.py)
     throttles: dict[int, list[SweepThrottle | None]] = field(default_factory=dict)
+    jobs: list[JobSpan] = field(default_factory=list)  # over the look-back (issue 24)
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,
@@ -201,4 +202,3 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         fabric_manager=fabric_manager_of(session, row),
         events=load_event_facts(session, row.id, now),
         throttles=throttle_history(session, row.id, settings.throttle_sweeps_of), jobs=jobs)
-        fabric_manager=fabric_manager_of(session, row), jobs=jobs)

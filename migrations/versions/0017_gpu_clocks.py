@@ -17,7 +17,7 @@ from alembic import op
 import sqlalchemy as sa
 
 revision: str = '0017'
-down_revision: Union[str, Sequence[str], None] = '0015'
+down_revision: Union[str, Sequence[str], None] = '0016'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 

@@ -18,7 +18,7 @@ from app.judging.packed import from_doc, to_doc
 
 
 revision: str = '0019'
-down_revision: Union[str, Sequence[str], None] = '0015'
+down_revision: Union[str, Sequence[str], None] = '0018'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
