@@ -9,7 +9,7 @@ rows stored before, and probes that cannot read clocks, have none. RDMA readines
 column: it lives in the GPU row's `rdma` JSON with the rest of the inventory.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 """
 from typing import Sequence, Union
 

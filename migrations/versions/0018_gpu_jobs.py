@@ -1,7 +1,7 @@
 """Which job held which GPU: spans of (host, GPU, job) from the reports (issue 24).
 
 Revision ID: 0018
-Revises: 0015
+Revises: 0017
 """
 from typing import Sequence, Union
 

@@ -7,7 +7,7 @@ contended and failed samples, the baseline summary); downgrade turns them back i
 0013's JSON. Rows with no state stay null (seeded from history at their next sweep).
 
 Revision ID: 0019
-Revises: 0015
+Revises: 0018
 """
 from typing import Any, Callable, Sequence, Union
 
