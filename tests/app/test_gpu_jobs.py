@@ -17,7 +17,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.db import make_engine, make_sessionmaker
 from app.main import create_app
 from app.models import GpuJobSpan, JudgedGpu, JudgedLink, JudgedTest
 from app.services.ingest import ingest
@@ -26,6 +25,7 @@ from probes.agent.job_mapping import with_jobs
 from probes.report import Report, ReportKind
 from probes.sim.faults import BandwidthFactor, LinksDown
 from probes.sweep import build_report
+from tests.app.alerting.conftest import _sessions
 from tests.app.alerting.simhost import SimHost
 
 JOB = "4711"
@@ -56,11 +56,7 @@ class MappedHost(SimHost):
 
 @pytest.fixture
 def sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(settings)
-    try:
-        yield make_sessionmaker(engine)
-    finally:
-        engine.dispose()
+    yield from _sessions(settings)  # on both backends (`settings` of tests/app/conftest.py)
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Which job held each GPU, in the dashboard: the demo's h200x2-01 runs job 81255 on GPU0 and
 GPU1 (its simulated agent reads the job mapping, app/demo/gpu_jobs.py). The pair's series
-marks the job along the bottom and links to it beside the chart; the link opens #/job/81255, whose tables are what
-GET /api/v1/jobs/81255 says."""
+marks the job along the bottom and links to it beside the chart; the link opens
+#/job/81255, whose tables are what GET /api/v1/jobs/81255 says."""
 
 from __future__ import annotations
 
