@@ -4,10 +4,11 @@
         `count` of repeats included); `gpu` is "" for an SXid, `xid` e.g. "xid74" or
         "sxid12028", numbers outside the catalog as "xid_other"/"sxid_other" so the label
         stays bounded. Retention deleting old reports lowers it: Prometheus reads a reset.
-    peerwatch_fabric_event_findings{host,object,xid,level}  gauge: each (object, event)
-        judged now (`app/analysis/xid_judge.py`), level "fault" or "warning", value the
-        events counted; `object` is "gpu3", "gpu3-link5" or "switch-nvswitch0". The PromQL
-        twins of XidFault and XidWarning read it.
+    peerwatch_fabric_event_findings{host,gpu,link,switch,xid,level}  gauge: each (object,
+        event) judged now (`app/analysis/xid_judge.py`), level "fault" or "warning", value
+        the events counted; a GPU's finding has `link` and `switch` "", a link's `switch` "",
+        a switch's `gpu` and `link` "". The PromQL twins of XidFault and XidWarning read it
+        (and leave a missing GPU's to GPUMissing, as the server's rules do).
 """
 
 from __future__ import annotations
@@ -62,12 +63,13 @@ def load_events(session: Session, now: datetime) -> EventSeries:
     return out
 
 
-def _object(f: EventFinding) -> str:
+def _where(f: EventFinding) -> list[str]:
+    """[gpu, link, switch] labels of a finding's object ("" where it names none)."""
     if f.entry.object == "switch":
-        return f"switch-{f.switch}"
-    if f.entry.object == "link" and f.link is not None:
-        return f"gpu{f.gpu}-link{f.link}"
-    return f"gpu{f.gpu}"
+        return ["", "", f.switch or ""]
+    gpu = "" if f.gpu is None else str(f.gpu)
+    link = str(f.link) if f.entry.object == "link" and f.link is not None else ""
+    return [gpu, link, ""]
 
 
 def event_families(series: EventSeries) -> Iterator[Metric]:
@@ -78,8 +80,9 @@ def event_families(series: EventSeries) -> Iterator[Metric]:
     yield total
     judged = GaugeMetricFamily("peerwatch_fabric_event_findings", "Xid/SXid events judged "
                                "now with the catalog: level fault or warning, value the "
-                               "events counted", labels=["host", "object", "xid", "level"])
+                               "events counted",
+                               labels=["host", "gpu", "link", "switch", "xid", "level"])
     for host, f in series.findings:
-        judged.add_metric([host, _object(f), xid_label(f.entry.kind, f.entry.code), f.level],
+        judged.add_metric([host, *_where(f), xid_label(f.entry.kind, f.entry.code), f.level],
                           float(f.count))
     yield judged

@@ -97,7 +97,7 @@ def test_metrics_count_events_and_judge_them(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert 'peerwatch_xid_events_total{gpu="1",host="hgx-m",xid="xid74"} 3.0' in text
     assert 'peerwatch_xid_events_total{gpu="",host="hgx-m",xid="sxid12028"} 1.0' in text
-    assert ('peerwatch_fabric_event_findings{host="hgx-m",level="fault",object="gpu1-link3",'
-            'xid="xid74"} 3.0') in text
-    assert ('peerwatch_fabric_event_findings{host="hgx-m",level="warning",'
-            'object="switch-0000:06:00.0",xid="sxid12028"} 1.0') in text
+    assert ('peerwatch_fabric_event_findings{gpu="1",host="hgx-m",level="fault",link="3",'
+            'switch="",xid="xid74"} 3.0') in text
+    assert ('peerwatch_fabric_event_findings{gpu="",host="hgx-m",level="warning",link="",'
+            'switch="0000:06:00.0",xid="sxid12028"} 1.0') in text

@@ -60,6 +60,8 @@ _OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--metrics-addr", "metrics_addr", str, "address the --metrics-port server listens on"),
     ("--metrics-tests", "metrics_tests", str,
      "comma-separated tests whose series /metrics exposes"),
+    ("--kmsg-path", "kmsg_path", str,
+     "kernel log device read for Xid/SXid lines (docs/events.md)"),
 ]
 
 
@@ -90,6 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--force", action="store_true", default=None,
                         help="probe busy GPUs too, for maintenance windows "
                              f"(default: skip them; env {ENV_PREFIX}FORCE)")
+    parser.add_argument("--no-events", dest="events", action="store_false", default=None,
+                        help="read no Xid/SXid events (NVML events, the kernel log) "
+                             f"(default: read them; env {ENV_PREFIX}EVENTS)")
     parser.add_argument("--log-level", default="INFO",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="logging verbosity (default: INFO)")
@@ -100,6 +105,7 @@ def settings_from(args: argparse.Namespace) -> ProbeSettings:
     """Command line over environment over defaults; a bad value is a one-line usage error."""
     given = {field: getattr(args, field) for _, field, _, _ in _OPTIONS}
     given["force"] = args.force
+    given["events"] = args.events
     try:
         settings = ProbeSettings(**{k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
