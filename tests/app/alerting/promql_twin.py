@@ -18,7 +18,7 @@ of wall time the rules' `for` and windows need, and runs the real rule engine al
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,7 @@ class TwinHost:
     settings: Settings
     preset: str = "h200x2"
     steps: int = 0
+    probe_ahead_s: float = 0.0  # the probe's clock against the server's (negative: behind)
     series: dict[SeriesKey, dict[int, float]] = field(default_factory=dict)
     firing: dict[int, set[Alerted]] = field(default_factory=dict)  # the server's, per step
     intermittent: dict[int, set[Alerted]] = field(default_factory=dict)  # ... of those, the
@@ -99,14 +100,17 @@ class TwinHost:
             self.sim.advance(STEP_S)
             self.steps += 1
             kind = ReportKind.SWEEP if self.steps % 10 == 0 else ReportKind.INVENTORY
-            report = build_report(self.sim.fabric, kind, self.sim.options, now=self.sim.now)
+            report = build_report(self.sim.fabric, kind, self.sim.options, now=self.probe_now)
             with self.sessions() as session:
-                ingest(session, report, self.settings, self.sim.now())
+                ingest(session, report, self.settings, self.sim.now(), sent_at=self.probe_now())
             self.agent.record(report)
             self.sim.evaluate()
             self.firing[self.steps] = self.server_firing()
             self.intermittent[self.steps] = self.server_firing(intermittent=True)
             self._scrape()
+
+    def probe_now(self) -> datetime:
+        return self.sim.now() + timedelta(seconds=self.probe_ahead_s)
 
     def _scrape(self) -> None:
         agent = AgentCollector(self.agent).host_families(self.agent.view())

@@ -193,3 +193,23 @@ def test_prometheus_follows_a_fault_that_comes_and_goes(
     done = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, f"{done.stdout}{done.stderr}"[:20000]
+
+
+def test_prometheus_follows_a_probe_clock_set_off_and_fixed(
+        sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path) -> None:
+    """Class 5 seen from Prometheus: a probe clock 393 s behind for 15 min, then 300 s ahead
+    for 5, then right: ProbeClockSkew fires at the same minute on both sides, stays through
+    the change of sign and resolves at the same minute, between sweeps."""
+    host = TwinHost(sessions, sqlite_settings)
+    host.run(60)
+    for ahead, minutes in ((-393.0, 15), (300.0, 5), (0.0, 5)):
+        host.probe_ahead_s = ahead
+        host.run(minutes)
+    skewed = [s for s, alerts in host.firing.items() if any(
+        _name(a) == "ProbeClockSkew" for a in alerts)]
+    assert skewed == list(range(71, 81))  # pending at 61, firing 10 min on, resolved at 81
+    path = tmp_path / "twin.test.yml"
+    write_promtool_test(path, [promtool_group(host, "clock", expected(host.firing))])
+    done = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}"[:20000]
