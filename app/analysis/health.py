@@ -11,11 +11,11 @@ The rule, per (pair, test):
   `ratio_baseline` (latency: the inverse ratios, so lower is always worse);
 - the pair is **degraded** when the newest judged samples are all low and that run of low
   samples spans at least `sustain_s` — in time, or in measurements at the key's own cadence
-  (a sustain of one sweep interval is two low sweeps in a row, whatever the jitter), or when `intermittent_low` of the newest
-  `intermittent_of` judged samples are low (slow in every other sweep); a shorter run is
-  still healthy, with the reason saying it is being watched. Once degraded, a pair is healthy
-  again after `intermittent_low` good samples in a row: hysteresis, so a fault that comes
-  and goes pages once and stays paged;
+  (a sustain of one sweep interval is two low sweeps in a row, whatever the jitter), or
+  when `intermittent_low` of the newest `intermittent_of` judged samples are low (slow in
+  every other sweep); a shorter run is still healthy, with the reason saying it is being
+  watched. Once degraded, a pair is healthy again after `intermittent_low` good samples in a
+  row: hysteresis, so a fault that comes and goes pages once and stays paged;
 - the newest attempt failing is **down** when the one before it failed too (or there is
   none), **degraded** after an isolated failure;
 - no judged sample at all is **unknown**.

@@ -276,6 +276,7 @@ class SwitchSxid:
     sxid: int = 12028
     fatal: bool = False
     link: int = 32
+@dataclass(frozen=True)
 class ThrottledGpu:
     """`gpu` runs held below its clocks: `reason` "power" (software power cap at
     `power_limit_w`), "thermal" (software thermal slowdown near the slowdown threshold) or

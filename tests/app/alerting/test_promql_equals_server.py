@@ -96,7 +96,8 @@ BY_DESIGN: tuple[ByDesign, ...] = (
     ByDesign("P2PBandwidthDegraded", 2,
              "sustain in sweeps: the server fires at the second low sweep; PromQL's `for: "
              "12m` over the agent's newest value fires 12 min after the first, which is the "
-             "second sweep + 2 min in this history (sweeps 10 min apart), for any jitter"),
+             "second sweep + 2 min in this history (sweeps 10 min apart), for any jitter. "
+             "Not the intermittent pattern (3 of 6): both fire at the third low sweep"),
     ByDesign("PCIeBandwidthDegraded", 2, "the same sweep-unit sustain as above"),
 )
 LAG = {d.alertname: d.lag_min for d in BY_DESIGN if d.lag_min is not None}
@@ -116,13 +117,17 @@ def _name(alert: Alerted) -> str:
     return dict(alert)["alertname"]
 
 
-def expected(firing: dict[int, set[Alerted]]) -> dict[int, set[Alerted]]:
+def expected(firing: dict[int, set[Alerted]],
+             intermittent: dict[int, set[Alerted]] | None = None) -> dict[int, set[Alerted]]:
     """What Prometheus must have firing at each step: the server's, less what only the
-    server raises, a lagging rule's alert only once the server has had it for its lag."""
+    server raises, a lagging rule's alert only once the server has had it for its lag
+    (not one firing for an intermittent pattern: its twin has no `for`)."""
     out = {}
     for step, alerts in firing.items():
-        out[step] = {a for a in alerts if _name(a) not in SERVER_ONLY and all(
-            a in firing.get(step - i, set()) for i in range(LAG.get(_name(a), 0) + 1))}
+        now_intermittent = (intermittent or {}).get(step, set())
+        out[step] = {a for a in alerts if _name(a) not in SERVER_ONLY and (
+            a in now_intermittent or all(a in firing.get(step - i, set())
+                                         for i in range(LAG.get(_name(a), 0) + 1)))}
     return out
 
 
@@ -132,6 +137,8 @@ def test_the_expectation_lags_only_the_lagging_rules() -> None:
     down = frozenset({("alertname", "NVLinkDown"), ("gpu", "1"), ("link", "3")})
     got = expected({1: set(), 2: {slow, down}, 3: {slow, down}, 4: {slow, down}})
     assert got == {1: set(), 2: {down}, 3: {down}, 4: {slow, down}}
+    pair = frozenset({("alertname", "P2PBandwidthDegraded"), ("gpu", "0"), ("peer_gpu", "1")})
+    assert expected({1: set(), 2: {pair}}, {2: {pair}}) == {1: set(), 2: {pair}}
 
 
 @pytest.mark.parametrize("case", CATALOG, ids=_id)
@@ -145,7 +152,7 @@ def test_prometheus_fires_what_the_server_fires(
     assert host.firing[60] == set()  # a healthy start
     host.inject(fault)
     host.run(24)
-    want = expected(host.firing)
+    want = expected(host.firing, host.intermittent)
     path = tmp_path / "twin.test.yml"
     write_promtool_test(path, [promtool_group(host, _id(case), want)])
     done = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True,
@@ -153,3 +160,56 @@ def test_prometheus_fires_what_the_server_fires(
     assert done.returncode == 0, (
         f"{fault}: the server fires at the end {sorted(map(sorted, want[host.steps]))}\n"
         f"{done.stdout}{done.stderr}"[:20000])
+
+
+def _toggle(host: TwinHost, fault: Fault, sweeps: str) -> None:
+    """The fault present in the sweeps marked `x` (one character a sweep), absent at `.`."""
+    for mark in sweeps:
+        present = fault in host.sim.fabric.faults
+        if mark == "x" and not present:
+            host.inject(fault)
+        elif mark != "x" and present:
+            host.sim.clear(fault)
+        host.run(10)
+
+
+@pytest.mark.parametrize("sweeps", ["x.x.x....", "xxx....", "x..x..."],
+                         ids=["intermittent", "sustained-then-cleared", "twice-in-six"])
+def test_prometheus_follows_a_fault_that_comes_and_goes(
+        sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path,
+        sweeps: str) -> None:
+    """The shapes of a fault in time, not only its type: low in every other sweep (the
+    server's intermittent rule, 3 of the newest 6, and its PromQL twin), low for three sweeps
+    then gone (both resolve), low twice in six (neither fires); then healthy again."""
+    host = TwinHost(sessions, sqlite_settings)
+    host.run(60)
+    _toggle(host, BandwidthFactor(src=0, dst=1, factor=0.5), sweeps)
+    fired = {_name(a) for alerts in host.firing.values() for a in alerts}
+    assert fired == ({"P2PBandwidthDegraded"} if sweeps.count("x") >= 3 else set())
+    assert host.firing[host.steps] == set()
+    path = tmp_path / "twin.test.yml"
+    want = expected(host.firing, host.intermittent)
+    write_promtool_test(path, [promtool_group(host, sweeps, want)])
+    done = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}"[:20000]
+
+
+def test_prometheus_follows_a_probe_clock_set_off_and_fixed(
+        sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path) -> None:
+    """Class 5 seen from Prometheus: a probe clock 393 s behind for 15 min, then 300 s ahead
+    for 5, then right: ProbeClockSkew fires at the same minute on both sides, stays through
+    the change of sign and resolves at the same minute, between sweeps."""
+    host = TwinHost(sessions, sqlite_settings)
+    host.run(60)
+    for ahead, minutes in ((-393.0, 15), (300.0, 5), (0.0, 5)):
+        host.probe_ahead_s = ahead
+        host.run(minutes)
+    skewed = [s for s, alerts in host.firing.items() if any(
+        _name(a) == "ProbeClockSkew" for a in alerts)]
+    assert skewed == list(range(71, 81))  # pending at 61, firing 10 min on, resolved at 81
+    path = tmp_path / "twin.test.yml"
+    write_promtool_test(path, [promtool_group(host, "clock", expected(host.firing))])
+    done = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}"[:20000]
