@@ -12,12 +12,19 @@
 export function linkEvents(health, alerts) {
   const events = [];
   const known = new Set();
+  const together = new Map(); // "<at>|<gpu>|<state>" -> links: one mark for ports that changed at once
   for (const l of health?.links || []) {
     if (!l.changes?.length) continue;
     known.add(`${l.gpu}/${l.link}`);
     for (const c of l.changes) {
-      events.push({ at: c.at, kind: "link", label: `GPU${l.gpu} link ${l.link} ${c.state}` });
+      const key = `${c.at}|${l.gpu}|${c.state}`;
+      if (!together.has(key)) together.set(key, { at: c.at, gpu: l.gpu, state: c.state, links: [] });
+      together.get(key).links.push(l.link);
     }
+  }
+  for (const g of together.values()) {
+    const what = g.links.length > 1 ? `links ${g.links.join(", ")}` : `link ${g.links[0]}`;
+    events.push({ at: g.at, kind: "link", label: `GPU${g.gpu} ${what} ${g.state}` });
   }
   for (const a of alerts || []) {
     if (a.alertname !== "NVLinkDown" && a.alertname !== "NVLinkFlapping") continue;

@@ -6,7 +6,8 @@
 
 Pages: the fleet, the HGX board that lost two NVLinks (hgx8-01), the host that stopped
 reporting (pcie4-01), the alerts page and the demo's NVL72 rack (its NVLink domain page);
-each full-page at 1440 px, plus the alerts, fleet and host pages at a phone's width.
+each full-page at 1440 px, plus the alerts, fleet and host pages at a phone's width, and
+hgx8-01's time charts with the mouse on one (the crosshair on all, the event marks).
 """
 
 from __future__ import annotations
@@ -58,9 +59,39 @@ def take(url: str, out: Path, prefix: str = "", only: tuple[str, ...] = ()) -> l
                 path = out / f"{prefix}{name}{suffix}.png"
                 page.screenshot(path=str(path), full_page=True)
                 taken.append(path)
+            if not suffix and (not only or "host-charts" in only):
+                taken.append(charts_shot(page, url, out / f"{prefix}host-charts.png"))
             context.close()
         browser.close()
     return taken
+
+
+CHARTS = "#/host/hgx8-01?test=ce_write&pair=1-2&range=6h"
+# a measured point about 60 % across the pair history (the hover needs a point under it)
+PLOT_MIDDLE = """id => { const el = document.getElementById(id), xa = el._fullLayout.xaxis;
+  const ya = el._fullLayout.yaxis, box = el.getBoundingClientRect();
+  const t = el.data.find(d => d.name.startsWith('measured'));
+  const [lo, hi] = xa.range.map(v => xa.d2l(v)), goal = lo + 0.6 * (hi - lo);
+  const ats = t.x.map(x => xa.d2l(x));
+  const i = ats.reduce((b, a, j) => Math.abs(a - goal) < Math.abs(ats[b] - goal) ? j : b, 0);
+  const at = ats[i];
+  return {x: box.left + xa._offset + xa.l2p(at), y: box.top + ya._offset + ya.l2p(t.y[i])}; }"""
+
+
+def charts_shot(page, url: str, path: Path) -> Path:  # type: ignore[no-untyped-def]
+    """The host's time charts with the mouse on the pair history: one crosshair on all of
+    them, the event marks (link down/up, maintenance, jobs) above each."""
+    page.goto(f"{url}/?refresh=86400{CHARTS}")
+    wait_drawn(page, "host", CHARTS)
+    page.locator("#range-bar").scroll_into_view_if_needed()
+    page.evaluate("() => window.scrollBy(0, document.getElementById('range-bar')"
+                  ".getBoundingClientRect().top - 8)")
+    at = page.evaluate(PLOT_MIDDLE, "series-chart")
+    page.mouse.move(at["x"] - 20, at["y"])
+    page.mouse.move(at["x"], at["y"], steps=3)
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(path))
+    return path
 
 
 if __name__ == "__main__":
