@@ -1,15 +1,18 @@
-"""The collector and a long-lived server's heap: settle once after start, then leave it be.
+"""The cyclic collector and a long-lived server: settle the heap once started, and no
+collections in the middle of a report's ingest or a host's judgement.
 
 A started server holds a few hundred thousand long-lived objects (modules, SQLAlchemy's
 mappers and compiled statements, pydantic's schemas). CPython's cyclic collector walks all of
 them in every full collection, and a sweep's judgement keeps enough objects alive for its
 length (the host's judged rows, their states, the new results) to trigger one every couple
-of judgements: measured on the ingest bench's process, full collections were ~45 % of a
-sweep judgement's CPU (190 ms vs 100 ms with the heap frozen). `settle()` collects what
-start-up left behind and moves everything alive into the permanent generation
-(`gc.freeze()`), so later collections walk only objects made since; it is the usual recipe
-for a long-running server process and changes no behaviour, only what the collector visits.
-Once per process: later calls (every app the test suite starts) do nothing.
+of judgements: measured on the ingest bench's process, collections were ~45 % of a sweep
+judgement's CPU (190 ms vs 100 ms without). Two remedies, neither changing behaviour, only
+what the collector visits and when:
+- `settle()`, once the server has started: collect what start-up left behind and move
+  everything alive into the permanent generation (`gc.freeze()`), so later collections walk
+  only objects made since (the usual recipe for a long-running server process);
+- `collector_paused()` around one ingest or judgement, whose objects die by reference count
+  at its end: young collections in the middle of it would only promote them.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float
                 tests: dict[PairKey, TestJudgement],
                 pattern: Mapping[int, PatternFault]) -> list[GpuJudgement]:
     own: dict[int, list[TestJudgement]] = defaultdict(list)  # each GPU's tests, by name
-    for (s, d, _), j in sorted(tests.items(), key=lambda kv: kv[0][2].value):
+    for (s, d, _), j in sorted(tests.items(), key=lambda kv: kv[0][2]):  # StrEnum: by name
         if s == d:
             own[s].append(j)
     out = []

@@ -78,12 +78,12 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest
     since = newest - timedelta(seconds=rules.lookback_s)
     states = _states(inputs, fabric, rules)
     window = {k: samples for k, st in states.items() if (samples := st.samples(since))}
-    tests = sorted({k[2] for k in window}, key=lambda t: t.value)
+    tests = sorted({k[2] for k in window})  # StrEnum: by name
     keys = set(window) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
                           if t not in GPU_TESTS}
     keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
     out, stored = {}, {}
-    for key in sorted(keys, key=lambda k: (k[0], k[1], k[2].value)):
+    for key in sorted(keys):  # (src, dst, test name)
         s, d, t = key
         state = states.get(key, Running())
         base = state.baseline(rules.min_samples)

@@ -54,10 +54,10 @@ def _v(sample: Sample) -> float:
     return sample.value
 
 
-def _weighted_median(items: list[tuple[float, int]]) -> float:
-    """The median of the values each repeated its weight's times (as statistics.median)."""
+def _weighted_median(items: list[tuple[float, int]], total: int) -> float:
+    """The median of the values each repeated its weight's times (as statistics.median);
+    `total`: the sum of the weights."""
     items.sort()
-    total = sum(w for _, w in items)
     lo, hi = (total - 1) // 2, total // 2  # indexes of the middle value(s)
     seen, low = 0, 0.0
     for value, weight in items:
@@ -84,9 +84,9 @@ class Running:
         if n < max(1, min_samples):
             return None
         centre = _weighted_median([(m, BLOCK) for m, _, _ in self.blocks]
-                                  + [(v, 1) for v in self.part])
+                                  + [(v, 1) for v in self.part], n)
         mad = _weighted_median([(d, BLOCK) for _, d, _ in self.blocks]
-                               + [(abs(v - centre), 1) for v in self.part])
+                               + [(abs(v - centre), 1) for v in self.part], n)
         return centre, MAD_TO_SIGMA * mad, n
 
     def samples(self, since: datetime) -> list[Sample]:

@@ -75,9 +75,9 @@ def stored_rows(session: Session, host_id: int) -> StoredRows:
         result = session.execute(select(table).where(table.c.host_id == host_id))
         names = list(result.keys())
         key = [names.index(k) for k in KEYS[kind]]
-        # plain tuples fetched at once: a RowMapping per row costs more than the row
+        # rows fetched at once, as tuples: a RowMapping per row costs more than the row
         out[kind] = {tuple(r[i] for i in key): dict(zip(names, r, strict=True))
-                     for r in result.tuples().all()}
+                     for r in result.all()}
     return out
 
 

@@ -17,6 +17,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app import heap
 from app.analysis.throttle import SweepThrottle, result_label, sweep_throttles
 from app.config import Settings
 from app.models import FabricEventRow, GpuSample, Host, LinkSample, Measurement, ReportRow
@@ -87,6 +88,12 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime,
     The report's digest (`report_digest`) is stored with it; a later report with the same
     report_id but another digest raises `ReportConflict` instead of passing as a duplicate.
     """
+    with heap.collector_paused():  # its rows die with it (app/heap.py)
+        return _ingest(session, report, settings, now, sent_at)
+
+
+def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
+            sent_at: datetime | None) -> IngestResult:
     digest = report_digest(report)
     for attempt in range(ATTEMPTS):
         try:
