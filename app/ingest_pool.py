@@ -8,9 +8,10 @@ of every request, so refusals and `/healthz` took seconds while the process used
 core. In worker processes the event loop holds its own GIL: it only receives bodies, decides
 refusals from the headers and the gate, and sends a body over a pipe.
 
-`IngestPool` keeps `ingest_concurrency` worker processes (spawned, never forked from the
-threaded server), each with its own engine, started with the app and warmed up before the
-first report (in the app's lifespan, before it serves). `IngestPool.store` runs
+`IngestPool` keeps `ingest_concurrency` worker processes (forked from a fork server that
+imported this module once, never from the threaded server), each with its own engine,
+started with the app; until they are all up (seconds), reports are stored in the server's
+thread pool as in-process, so a server answers at once after a start. `IngestPool.store` runs
 `store_report` in one and returns its `IngestResult`; the errors it raises (422, 400,
 409 `ReportConflict`, 503 for a locked SQLite) come back pickled and are answered as
 in-process. SQLite: one worker (one writer per database).
@@ -85,15 +86,21 @@ class IngestPool:
         self.restarts = 0
         self._executor = self._new_executor()
 
+        self.ready = False  # until every worker has started: reports go to the thread pool
+
     def _new_executor(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])  # imported once, not once per worker
+        return ProcessPoolExecutor(self.workers, mp_context=context,
                                    initializer=_start_worker, initargs=(self.settings,))
 
     async def warm_up(self) -> None:
-        """Start every worker now (each imports the app: seconds), not on the first reports."""
+        """Start every worker (the fork server imports the app: seconds on a loaded machine);
+        until then `ready` is False and reports are stored in the server's thread pool."""
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._executor, _ready)
                                for _ in range(self.workers)))
+        self.ready = True
 
     async def store(self, body: bytes, now: datetime, sent_at: datetime | None
                     ) -> IngestResult:
@@ -117,16 +124,17 @@ class IngestPool:
 
 
 def pool_for(app: Any) -> IngestPool | None:
-    """The app's pool; None for an in-process app (reports stored in its thread pool)."""
+    """The app's pool once its workers are up; None for an in-process app, or before (reports
+    stored in its thread pool)."""
     pool: IngestPool | None = getattr(app.state, "ingest_pool", None)
-    return pool
+    return pool if pool is not None and pool.ready else None
 
 
 async def ingest_pool_job(app: Any) -> None:
     """One of the app's background jobs: the workers live as long as the server."""
-    pool = pool_for(app)
-    assert pool is not None
+    pool: IngestPool = app.state.ingest_pool
     try:
+        await pool.warm_up()
         await asyncio.Event().wait()
     finally:
         await asyncio.to_thread(pool.close)

@@ -28,7 +28,7 @@ from app.conditional_get import ConditionalGet
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
-from app.ingest_pool import IngestPool, ingest_pool_job, pool_for
+from app.ingest_pool import IngestPool, ingest_pool_job
 from app.leadership import Leadership
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
@@ -92,9 +92,6 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool = pool_for(app)
-        if pool is not None:  # before the first request: a cold worker imports the app
-            await pool.warm_up()
         tasks = [asyncio.create_task(job(app)) for job in app.state.background_jobs]
         heap.settle()  # started: the collector leaves start-up's objects be (app/heap.py)
         try:
