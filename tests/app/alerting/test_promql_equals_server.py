@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.alerting.rules import RULE_NAMES
 from app.config import Settings
 from probes.sim.faults import (
+    AcsRedirect,
     BandwidthFactor,
     BusyGpu,
     CliqueMoved,
@@ -41,10 +42,14 @@ from probes.sim.faults import (
     HostCopySlow,
     InsufficientNvlinks,
     LinksDown,
+    LinkXid,
     P2PDisabled,
     PcieDowntrained,
     PeerCopiesFail,
+    PeermemMissing,
+    SwitchSxid,
     SwitchTrayLost,
+    ThrottledGpu,
     TransferFails,
     TransferHangs,
 )
@@ -78,6 +83,11 @@ CATALOG: list[tuple[Fault, str]] = [
     (SwitchTrayLost(tray=4), "nvl72"),
     (InsufficientNvlinks(gpu=2), "nvl72"),
     (CliqueMoved(clique_id=2), "nvl72"),
+    (ThrottledGpu(gpu=1, reason="power"), "h200x2"),
+    (AcsRedirect(gpus=(0, 1)), "h200x2"),
+    (PeermemMissing(), "h200x2"),
+    (LinkXid(gpu=1, link=3, every_s=120), "h200x2"),
+    (SwitchSxid(), "hgx8"),
 ]
 
 
