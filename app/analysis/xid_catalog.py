@@ -3,6 +3,11 @@
 Sources (the catalog version every answer cites):
 - Xids: NVIDIA's Xid catalog, "Analyzing Xid errors" (driver R580), XID_URL;
 - SXids: NVIDIA Fabric Manager user guide, "NVSwitch SXid errors", SXID_URL.
+Checked here: every Xid number and name against the open GPU kernel module's `nverror.h`
+(48 ROBUST_CHANNEL_GPU_ECC_DBE … 74 NVLINK_ERROR, 79 GPU_HAS_FALLEN_OFF_THE_BUS, 140
+UNRECOVERABLE_ECC_ERROR_ESCAPE, 144-150 NVLINK_SAW/RLW/TLW/TREX/NVLPW_CTRL/NETIR/MSE_ERROR);
+SXids 12028 (non-fatal egress non-posted PRIV error) and 20034 (fatal LTSSM fault up) against
+real kmsg lines; 24007's name is the Fabric Manager guide's, not re-checked.
 Only the events that bear on a GPU, its NVLinks or its NVSwitch fabric are listed with an
 action; any other number is shown as `info` (never changes a verdict) with the catalog's URL.
 
