@@ -33,8 +33,9 @@ def _plain(value: Any) -> Any:
 
 def report_rows(report: Report, host_id: int) -> dict[str, list[dict[str, Any]]]:
     """The rows of each table, with report_id left to fill in (key "report_id")."""
-    links, gpus = ingest_service._sample_rows(report, host_id, 0)
-    return {"measurements": ingest_service._measurement_rows(report, host_id, 0),
+    throttled = ingest_service.report_throttles(report)
+    links, gpus = ingest_service._sample_rows(report, host_id, 0, throttled)
+    return {"measurements": ingest_service._measurement_rows(report, host_id, 0, throttled),
             "link_samples": links, "gpu_samples": gpus}
 
 

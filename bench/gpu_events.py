@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from probes.errors import FabricUnavailable  # noqa: E402
 from probes.nvidia.kernel_log import KernelLog  # noqa: E402
 from probes.nvidia.nvml import Nvml  # noqa: E402
 from probes.nvidia.nvml_events import NvmlEvents  # noqa: E402
@@ -65,7 +66,12 @@ def kmsg_check(path: Path = Path("/dev/kmsg")) -> dict:
 
 
 def main() -> int:
-    result = {"nvml": nvml_check(), "kmsg": kmsg_check()}
+    try:
+        nvml_result = nvml_check()
+    except FabricUnavailable as exc:  # no driver here: say so, as every GPU bench does
+        print(f"skipped: no GPU here ({type(exc).__name__}: {exc})")
+        return 0
+    result = {"nvml": nvml_result, "kmsg": kmsg_check()}
     print(json.dumps(result, indent=1))
     nv, km = result["nvml"], result["kmsg"]
     ok = (len(nv["registered"]) == nv["gpus"] and (nv["timed_out"] or nv["event"] is not None)

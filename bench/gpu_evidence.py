@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from probes.clocks import decode, throttle_kinds  # noqa: E402
+from probes.errors import FabricUnavailable  # noqa: E402
 from probes.nvidia.rdma import RdmaReader, acs_names  # noqa: E402
 from probes.nvidia.sysfs import Sysfs  # noqa: E402
 
@@ -89,7 +90,11 @@ def main(nvml: Any = None, sysfs: Sysfs | None = None, pause_s: float = 1.0) -> 
     from probes.nvidia.nvml import Nvml
 
     sysfs = sysfs or Sysfs()
-    nvml = nvml or Nvml(sysfs=sysfs)
+    try:
+        nvml = nvml or Nvml(sysfs=sysfs)
+    except FabricUnavailable as exc:  # no driver here: say so, as every GPU bench does
+        print(f"skipped: no GPU here ({type(exc).__name__}: {exc})")
+        return 0
     ok = True
     try:
         print(f"driver {nvml.driver_version()}, {nvml.gpu_count()} GPU(s)")

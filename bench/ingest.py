@@ -133,8 +133,9 @@ def preload_history(settings: Settings, template: Report) -> int:
             at = start + k * SWEEP_INTERVAL
             # the rows ingest itself would store (per-GPU tests on the diagonal, src = dst)
             rows.extend({**row, "measured_at": at}
-                        for row in ingest_service._measurement_rows(template, host_id,
-                                                                       report_pk))
+                        for row in ingest_service._measurement_rows(
+                            template, host_id, report_pk,
+                            ingest_service.report_throttles(template)))
             if len(rows) >= 50_000:
                 insert_rows(session, Measurement, rows)
                 rows = []

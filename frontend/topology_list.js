@@ -1,9 +1,10 @@
 // The host's topology as a list, for a phone's width (the graph needs ~600 px to read): one
-// line per GPU, the ones at fault first, each with its verdict (glyph and word), its reason,
+// line per GPU, the ones at fault first (verdict, then scope: links down before a slow pair), each with its verdict (glyph and word), its reason,
 // and its edges (NVLink NV# or PCIe level) with theirs. CSS shows it instead of the graph
 // below 700 px; a screen reader reads the same facts at any width.
 
 import { h } from "./dom.js";
+import { scopeOfText } from "./faults.js";
 import { badge, verdictOf } from "./palette.js";
 
 function edgeWords(e, other) {
@@ -24,7 +25,8 @@ function edgeItem(e, nodeId, names) {
 export function topologyList(topo) {
   const names = Object.fromEntries(topo.nodes.map((n) => [n.id, n.kind === "gpu" ? `GPU${n.gpu}` : n.label]));
   const gpus = topo.nodes.filter((n) => n.kind === "gpu")
-    .sort((a, b) => verdictOf(b.verdict).rank - verdictOf(a.verdict).rank || (a.gpu ?? 0) - (b.gpu ?? 0));
+    .sort((a, b) => verdictOf(b.verdict).rank - verdictOf(a.verdict).rank  // the one ordering
+      || scopeOfText(a.reason) - scopeOfText(b.reason) || (a.gpu ?? 0) - (b.gpu ?? 0));  // (faults.js)
   return h("ul", { class: "topo-items", "aria-label": "Topology as a list, GPUs at fault first" },
     gpus.map((n) => {
       const edges = topo.edges.filter((e) => e.source === n.id || e.target === n.id);

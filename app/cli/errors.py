@@ -16,7 +16,8 @@ from probes.errors import FabricUnavailable
 
 # Top-level modules of the `server` extra (pyproject.toml): missing means a probe-only install.
 SERVER_MODULES = frozenset({"fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "plotly",
-                            "psycopg", "psutil"})
+                            "psycopg", "psutil", "fastapi_offline", "orjson", "re2",
+                            "httptools", "uvloop"})
 SERVER_EXTRA_HINT = "pip install 'peerwatch[server]'"
 
 

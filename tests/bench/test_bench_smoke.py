@@ -27,8 +27,8 @@ from tests.conftest import REQUIRE_SERVICES
 ROOT = Path(__file__).resolve().parents[2]
 BENCHES = sorted(m.name for m in pkgutil.iter_modules([str(ROOT / "bench")])
                  if not m.name.startswith("_"))
-GPU_ONLY = {"gpu_fabric_check", "gpu_pcie", "gpu_snapshot", "probe_accuracy",
-            "probe_contention"}
+GPU_ONLY = {"gpu_events", "gpu_evidence", "gpu_fabric_check", "gpu_pcie", "gpu_snapshot",
+            "probe_accuracy", "probe_contention"}
 # what a bench prints where a real part it needs is missing; CI has them all
 MISSING_PART = re.compile(r"postgresql: skipped|skipped: no Chromium|skipped, \S+ unreachable")
 LIMIT_S = 600
