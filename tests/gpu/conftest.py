@@ -11,7 +11,19 @@ from collections.abc import Iterator
 import pytest
 
 from probes.errors import FabricUnavailable
+from probes.nvidia.nvml import Nvml
 from probes.nvidia.real import RealFabric
+
+
+@pytest.fixture(scope="module")
+def nvml() -> Iterator[Nvml]:
+    """An NVML session alone (no CuPy, any number of GPUs): the one-GPU machine runs these."""
+    try:
+        session = Nvml()
+    except FabricUnavailable as exc:
+        pytest.skip(f"no GPU here: {exc}")
+    yield session
+    session.close()
 
 
 @pytest.fixture(scope="session")

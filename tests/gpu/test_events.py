@@ -11,20 +11,9 @@ from pathlib import Path
 import pytest
 
 from probes.agent.event_sources import open_events
-from probes.errors import FabricUnavailable
 from probes.nvidia.nvml import Nvml
 from probes.nvidia.nvml_events import NvmlEvents
 from probes.report import utcnow
-
-
-@pytest.fixture(scope="module")
-def nvml():  # type: ignore[no-untyped-def]
-    try:
-        session = Nvml()
-    except FabricUnavailable as exc:
-        pytest.skip(f"no GPU here: {exc}")
-    yield session
-    session.close()
 
 
 def test_every_gpu_registers_and_the_wait_times_out_cleanly(nvml: Nvml) -> None:

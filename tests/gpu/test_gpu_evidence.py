@@ -9,27 +9,12 @@ appears exactly when a throttle bit is set, and the RDMA verdict agrees with wha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from app.analysis.rdma import Readiness, judge_rdma
 from app.analysis.throttle import sweep_throttles
 from probes.clocks import REASON_NAMES, decode
-from probes.errors import FabricUnavailable
 from probes.nvidia.nvml import Nvml
 from probes.nvidia.rdma import RdmaReader
 from probes.nvidia.sysfs import Sysfs
-
-
-@pytest.fixture(scope="module")
-def nvml() -> Iterator[Nvml]:
-    try:
-        session = Nvml()
-    except FabricUnavailable as exc:
-        pytest.skip(f"no GPU here: {exc}")
-    yield session
-    session.close()
 
 
 def test_clocks_read_and_decode(nvml: Nvml) -> None:
