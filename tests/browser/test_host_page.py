@@ -8,7 +8,14 @@ from datetime import datetime
 import pytest
 
 from tests.browser.conftest import FAULTY, Fleet, open_view, screenshot, wait_hash, wait_until
-from tests.browser.plotly import PLOT_BOX, annotations, click_cell, drag_zoom, trace, traces
+from tests.browser.plotly import (
+    annotations,
+    click_cell,
+    double_click_until,
+    drag_zoom,
+    trace,
+    traces,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -119,8 +126,8 @@ def test_refresh_keeps_the_zoom_until_a_double_click(page, fleet: Fleet) -> None
     for _ in range(2):
         refreshed(page)
         assert page.evaluate(SERIES_RANGE) == zoom
-    box = page.evaluate(PLOT_BOX, "series-chart")
-    page.mouse.dblclick(box["left"] + box["width"] / 2, box["top"] + box["height"] / 2)
+    double_click_until(page, "series-chart",
+                       "() => document.getElementById('series-chart').layout.xaxis.autorange")
     refreshed(page)
     # the page's whole window again (autoranged over it), no longer the zoom
     assert page.evaluate("document.getElementById('series-chart').layout.xaxis.autorange")

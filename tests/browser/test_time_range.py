@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.browser.conftest import FAULTY, Fleet, open_view, wait_until
-from tests.browser.plotly import PLOT_BOX, drag_zoom
+from tests.browser.plotly import double_click_until, drag_zoom
 
 pytestmark = pytest.mark.browser
 
@@ -93,10 +93,7 @@ def test_hovering_a_time_on_one_chart_draws_it_on_every_other(page, fleet: Fleet
     open_view(page, f"/#/host/{FAULTY}?pair=1-2&test=ce_write&range=6h", "host")
     for chart in TIME_CHARTS:
         page.locator(f"#{chart}[data-ready]").wait_for()
-    page.locator("#series-chart").scroll_into_view_if_needed()
-    box = page.evaluate(PLOT_BOX, "series-chart")  # a double-click undoes an earlier zoom
-    page.mouse.dblclick(box["left"] + box["width"] / 2, box["top"] + box["height"] / 2)
-    wait_until(page, WHOLE, "series-chart")
+    double_click_until(page, "series-chart", WHOLE, "series-chart")  # undoes an earlier zoom
     page.mouse.move(5, 5)
     point = page.evaluate(POINT_AT, ["series-chart", "measured (GB/s)"])
     assert point["inside"], point
