@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tests.browser.conftest import wait_until
 from tests.conftest import SETTLE_S
 
 TRACES = """id => document.getElementById(id).data.map(t => ({
@@ -74,10 +75,10 @@ def double_click_until(page: Any, element_id: str, predicate: str, arg: object =
     while True:
         box = page.evaluate(PLOT_BOX, element_id)
         page.mouse.dblclick(box["left"] + box["width"] / 2, box["top"] + box["height"] / 2)
-        took_by = min(deadline, time.monotonic() + 10)
-        while time.monotonic() < took_by:
-            if page.evaluate(predicate, arg):
-                return
-            time.sleep(0.1)
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"a double-click on #{element_id} never made {predicate} hold")
+        try:
+            wait_until(page, predicate, arg, timeout_s=min(10.0, deadline - time.monotonic()))
+            return
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"a double-click on #{element_id} never made {predicate} hold") from None

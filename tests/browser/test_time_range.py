@@ -5,12 +5,14 @@ any chart's series downloads as CSV (issue 21)."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tests.browser.conftest import FAULTY, Fleet, open_view, wait_until
 from tests.browser.plotly import double_click_until, drag_zoom
+from tests.conftest import SETTLE_S
 
 pytestmark = pytest.mark.browser
 
@@ -81,7 +83,11 @@ CROSSHAIR_AT = """id => { const l = document.querySelector('#' + id + ' > .xhair
 CROSSHAIR_LEFT = """([id, at]) => { const el = document.getElementById(id);
   const xa = el._fullLayout.xaxis, line = el.querySelector(':scope > .xhair');
   return [parseFloat(line.style.left), xa._offset + xa.l2p(at)]; }"""
-SHOWN = "ids => ids.every(id => document.querySelector('#' + id + ' > .xhair:not([hidden])'))"
+# Plotly throttles hover (and the crosshair follows it), so the spike of an earlier step of
+# the mouse's path can show first: wait until every crosshair reached the hovered time.
+SHOWN_AT = """([ids, at, tol]) => ids.every(id => {
+  const l = document.querySelector('#' + id + ' > .xhair:not([hidden])');
+  return l && Math.abs(Date.parse(l.dataset.at) - at) <= tol; })"""
 NONE_SHOWN = "ids => !ids.some(id => document.querySelector('#' + id + ' > .xhair:not([hidden])'))"
 WHOLE = """id => { const xa = document.getElementById(id)._fullLayout.xaxis;
   return xa.d2l(xa.range[1]) - xa.d2l(xa.range[0]) > 5 * 3600 * 1000; }"""
@@ -89,19 +95,36 @@ PLOT_WIDTH = "id => document.getElementById(id)._fullLayout.xaxis._length"
 TIME_CHARTS = ("series-chart", "throughput-chart", "errors-chart", "info-errors-chart")
 
 
+def hover_until_crosshairs(page, others: list[str]) -> tuple[dict, float]:  # type: ignore[no-untyped-def]
+    """Hover the series chart's middle point until every other chart's crosshair shows its
+    time; the point and the ms one pixel spans. The axes of the charts settle a moment after
+    a zoom is undone (the others follow the first by relayout), so a hover made while the
+    series chart's axis still moved points at another time: a user would move the mouse
+    again, and so does this, within the settle limit."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        page.mouse.move(5, 5)
+        point = page.evaluate(POINT_AT, ["series-chart", "measured (GB/s)"])
+        assert point["inside"], point
+        page.mouse.move(point["x"] - 30, point["y"])
+        page.mouse.move(point["x"], point["y"], steps=3)
+        px_ms = point["span"] / page.evaluate(PLOT_WIDTH, "series-chart")
+        try:
+            wait_until(page, SHOWN_AT, [others, point["at"], 3 * px_ms],
+                       timeout_s=min(10.0, max(0.1, deadline - time.monotonic())))
+            return point, px_ms
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+
+
 def test_hovering_a_time_on_one_chart_draws_it_on_every_other(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/host/{FAULTY}?pair=1-2&test=ce_write&range=6h", "host")
     for chart in TIME_CHARTS:
         page.locator(f"#{chart}[data-ready]").wait_for()
     double_click_until(page, "series-chart", WHOLE, "series-chart")  # undoes an earlier zoom
-    page.mouse.move(5, 5)
-    point = page.evaluate(POINT_AT, ["series-chart", "measured (GB/s)"])
-    assert point["inside"], point
-    page.mouse.move(point["x"] - 30, point["y"])
-    page.mouse.move(point["x"], point["y"], steps=3)
     others = list(TIME_CHARTS[1:])
-    wait_until(page, SHOWN, others)
-    px_ms = point["span"] / page.evaluate(PLOT_WIDTH, "series-chart")
+    point, px_ms = hover_until_crosshairs(page, others)
     for chart in others:
         at = page.evaluate(CROSSHAIR_AT, chart)
         assert abs(at - point["at"]) <= 3 * px_ms, (chart, at, point["at"])
