@@ -22,6 +22,7 @@ from app.analysis.fabric_expect import design_links_for
 from app.analysis.fabric_health import PEER_SLOW
 from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
+from app.analysis.pattern_wait import held
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.judging.judge import last_heard_at
@@ -86,6 +87,12 @@ def _explained_pairs(ctx: HostContext) -> set[tuple[int, int]]:
     return {(p.src, p.dst) for p in ctx.health.judgement.pairs if p.explained_by is not None}
 
 
+def _held(ctx: HostContext) -> set[tuple[int, int]]:
+    """Pairs whose own page waits while a GPU pattern may still be forming
+    (`analysis/pattern_wait.py`, at most PEERWATCH_PATTERN_WAIT_S); /health says so."""
+    return held(ctx.health.pair_facts)
+
+
 def _pcie_short(ctx: HostContext) -> set[int]:
     """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
     return {gpu for gpu, info in ctx.fabric.gpus.items() if pcie_downtrained(info.pcie)}
@@ -103,6 +110,7 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     PCIe link of a GPU trained below its maximum: staged copies always, and every test of a
     pair with no NVLink (its peer copies ride PCIe too). PCIeLinkDowntrained is that page."""
     explained, pcie, attributed = _explained(ctx), _pcie_short(ctx), _explained_pairs(ctx)
+    attributed |= _held(ctx)
     slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
@@ -188,12 +196,13 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     either GPU explains it, nor on a host below its peers as a whole (HostBelowFleetPeers)."""
     if _host_below(ctx):
         return []
-    explained = _explained(ctx)
+    explained, waiting = _explained(ctx), _held(ctx)
     out = []
     for p in ctx.health.judgement.pairs:
         peer = ctx.health.pair_facts.get((p.src, p.dst), {}).get("peer")
         if (p.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
                 or p.src in explained or p.dst in explained or p.explained_by is not None
+                or (p.src, p.dst) in waiting
                 or any(t.verdict is not Verdict.HEALTHY for t in p.tests)):
             continue
         model, topology, driver = peer["group"]
