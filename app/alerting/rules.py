@@ -93,6 +93,12 @@ def _held(ctx: HostContext) -> set[tuple[int, int]]:
     return held(ctx.health.pair_facts)
 
 
+def _throttled(ctx: HostContext) -> set[int]:
+    """GPUs held below their clocks most of the time: GPUThrottled is their page, and their
+    slowness (with every peer, or against their fleet peers) is its, not a second page."""
+    return {gpu for gpu, facts in ctx.health.gpu_facts.items() if facts.get("throttle")}
+
+
 def _pcie_short(ctx: HostContext) -> set[int]:
     """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
     return {gpu for gpu, info in ctx.fabric.gpus.items() if pcie_downtrained(info.pcie)}
@@ -131,10 +137,11 @@ def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
     """One alert per GPU the server finds slow with every peer while its peers are fast with
     each other (`analysis/attribution.py`): the GPU is the fault, its pairs page nothing.
     None where a more specific fault of the GPU explains it (links down or erring, PCIe
-    trained short: their alert is the page), nor on a host below its fleet peers."""
+    trained short: their alert is the page; held below its clocks: GPUThrottled's), nor on
+    a host below its fleet peers."""
     if _host_below(ctx):
         return []
-    skip = set(_explained(ctx)) | _pcie_short(ctx)
+    skip = set(_explained(ctx)) | _pcie_short(ctx) | _throttled(ctx)
     return [f for f in per_gpu(ctx, (PEER_SLOW,), "copies run slow with every peer")
             if int(f.labels["gpu"]) not in skip]
 
@@ -222,10 +229,11 @@ def gpu_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     """One alert per GPU the server calls degraded for its own copies (h2d, d2h, local)
     being far below the same GPU model on the same PCIe link and driver, while its own tests
     are healthy (else PCIeBandwidthDegraded is the page); none where a fault of the GPU
-    explains it (a downtrained link has no group), nor on a host below its peers as a whole."""
+    explains it (a downtrained link has no group) or it is held below its clocks most of
+    the time (GPUThrottled is the page), nor on a host below its peers as a whole."""
     if _host_below(ctx):
         return []
-    explained = _explained(ctx)
+    explained = set(_explained(ctx)) | _throttled(ctx)
     out = []
     for g in ctx.health.judgement.gpus:
         peer = ctx.health.gpu_facts.get(g.gpu, {}).get("peer")

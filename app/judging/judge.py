@@ -52,7 +52,7 @@ from app.analysis.throttle import (
     throttled_facts,
     with_throttle_verdicts,
 )
-from app.analysis.throttle import newest as newest_throttles
+from app.analysis.throttle import explaining as throttle_explains
 from app.analysis.verdict import Verdict
 from app.analysis.xid_judge import judge_events
 from app.config import Settings
@@ -213,8 +213,9 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     row = fabric.host
     tests, states, judged_report = _tests_of(loaded, settings, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
-    throttled = newest_throttles(loaded.throttles)  # a slow pair on a throttled GPU is not
-    tests = explain_tests(tests, throttled)  # the fabric's fault (app/analysis/throttle.py)
+    throttled = throttle_explains(loaded.throttles, settings.throttle_sweeps_most,
+                                  settings.throttle_sweeps_of)  # a slow pair on a throttled
+    tests = explain_tests(tests, throttled)  # GPU is not the fabric's fault (throttle.py)
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     flagged_pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks,
                                       settings.fleet_peer_floor, settings.fleet_peer_min_hosts)
