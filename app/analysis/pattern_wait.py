@@ -17,8 +17,9 @@ hold ends after `wait_s` (PEERWATCH_PATTERN_WAIT_S): the page then goes out anyw
 The hold is kept in the pair row's facts, so it survives judgements and is bounded:
 `bad_from` (when the pair's trouble began, by its samples), `waits_since` (when the hold
 began, by the server's clock; kept after the limit so the hold does not start over) and
-`waits_for` (the reason, while held) with `waits_on` (the GPU). The pair rules read `waits_for`; /metrics exports it
-as `peerwatch_pair_page_held`. Pure: judged pairs and stored facts in, facts out.
+`waits_for` (the reason, while held) with `waits_on` (the GPU). The pair rules read
+`waits_for`; /metrics exports it as `peerwatch_pair_page_held`. Pure: judged pairs and
+stored facts in, facts out.
 """
 
 from __future__ import annotations

@@ -18,14 +18,14 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.alerting.settings import AlertingSettings
 from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.metrics import PeerwatchCollector
 from app.metrics_loader import load_snapshot
-from app.alerting.settings import AlertingSettings
 from app.queries.health_view import health_view
 from probes.report import Report, ReportKind, TestName
-from tests.app.alerting.test_attribution import ERROR, N, Board
+from tests.app.alerting.test_attribution import ERROR, Board, N
 from tests.app.factory import T0, ValueFn, healthy, sweep
 
 SICK = 3
