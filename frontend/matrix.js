@@ -68,9 +68,10 @@ export function matrixGrids(matrix) {
 function unknownHover(c, unit) {
   const reason = /last known at/.test(c.reason || "") ? c.reason
     : `last known at ${fmt.time(c.measured_at)}: ${c.last_verdict || "unknown"} — ${c.reason}`;
+  const owner = explainedText(c);
   return [`<b>GPU${c.src} → GPU${c.dst}</b>`, `? unknown now`,
     `last measured ${esc(fmt.value(c.value, unit))} at ${esc(fmt.time(c.measured_at))}`,
-    wrapHover(reason)].join("<br>");
+    ...(owner ? [`<b>${esc(owner)}</b>`] : []), wrapHover(reason)].join("<br>");
 }
 
 function markerTrace(matrix, selected) {
