@@ -92,10 +92,16 @@ def _paged(active: Active) -> Active:
     return {a for a in active if a[1] is not None}
 
 
+def _sick_sweeps(how: str) -> list[Report]:
+    """Three sweeps of GPU3 sick: its copies failing ("fail") or at half speed ("slow"),
+    the first from the onset on only."""
+    return [sweep(n=N, at=_at(2 + i), **({"errors": _errors(first=i == 0)} if how == "fail"
+                                        else {"value": _slow(first=i == 0)}))
+            for i in range(3)]
+
+
 def _failing_sweeps() -> list[Report]:
-    return [sweep(n=N, at=_at(2), errors=_errors(first=True)),
-            sweep(n=N, at=_at(3), errors=_errors(first=False)),
-            sweep(n=N, at=_at(4), errors=_errors(first=False))]
+    return _sick_sweeps("fail")
 
 
 def test_a_gpu_failing_mid_sweep_pages_once_and_never_its_peers(
@@ -137,9 +143,7 @@ def test_without_the_wait_the_same_history_pages_the_healthy_peers(
 
 
 def _slow_sweeps() -> list[Report]:
-    return [sweep(n=N, at=_at(2), value=_slow(first=True)),
-            sweep(n=N, at=_at(3), value=_slow(first=False)),
-            sweep(n=N, at=_at(4), value=_slow(first=False))]
+    return _sick_sweeps("slow")
 
 
 def test_a_gpu_slowing_mid_sweep_raises_no_pair_page(
