@@ -133,6 +133,9 @@ class Settings(BaseSettings):
     throttle_sweeps_most: int = Field(
         default=4, ge=1, description="A GPU held below its clocks (power cap, thermal, HW "
         "slowdown) in this many of them is degraded on its own (app/analysis/throttle.py).")
+    pattern_wait_s: float = Field(
+        default=1_800.0, ge=0, description="Longest a pair's own page waits while the GPU "
+        "pattern that would explain it may still be forming (app/analysis/pattern_wait.py).")
     baseline_window_days: float = Field(default=7.0, gt=0, description="History a baseline uses.")
     baseline_min_samples: int = Field(
         default=5, ge=1, description="Fewer samples give no baseline."

@@ -312,7 +312,25 @@ class TopologyResponse(JudgedAt):
 # --------------------------------------------------------------------------- matrix
 
 
-class MatrixCell(Judged):
+class PairExplained(BaseModel):
+    """What a pair's state belongs to (`app/analysis/attribution.py`), and whether its page
+    waits (`app/analysis/pattern_wait.py`): shared by `/health` pairs and matrix cells."""
+
+    explained_by: int | None = Field(default=None, examples=[3], description=(
+        "The GPU whose fault explains this pair's state (bad with every peer, or its fabric, "
+        "links or presence make its pairs untrustworthy): that GPU's alert is the page, and "
+        "the pair blames only it. None: the pair speaks for itself."))
+    cause: str | None = Field(default=None, examples=["GPU3, whose copies fail with every "
+                                                      "peer", "GPU6 fabric in progress"],
+                              description="Why, in short words (also 'P2P unavailable').")
+    waits_for: str | None = Field(default=None, examples=[
+        "GPU3's pattern: 5 of its 7 peers bad, 2 not measured since"], description=(
+        "The pair's own page waits (at most PEERWATCH_PATTERN_WAIT_S) while a GPU pattern "
+        "may still be forming: the other pairs of that GPU have not all been measured since "
+        "the trouble began. None: not held."))
+
+
+class MatrixCell(Judged, PairExplained):
     src: int
     dst: int
     value: float | None = Field(description="Latest result (None when it failed).")
@@ -490,7 +508,7 @@ class TestHealth(Judged):
     low_since: datetime | None = Field(default=None, description="Start of the current low run.")
 
 
-class PairHealth(Judged):
+class PairHealth(Judged, PairExplained):
     src: int
     dst: int
     tests: list[TestHealth]

@@ -24,9 +24,23 @@ export function cellHover(cell, unit) {
     `ratio ${esc(fmt.ratio(cell.ratio))}` +
       (cell.baseline ? ` · baseline ${esc(fmt.value(cell.baseline, unit))} (${esc(fmt.ratio(cell.baseline_ratio))})` : ""));
   if (cell.contended) lines.push(`contended: ${esc(fmt.bytes(cell.foreign_bytes))} of other traffic`);
+  const owner = explainedText(cell);
+  if (owner) lines.push(`<b>${esc(owner)}</b>`);
   lines.push(wrapHover(`${verdictOf(cell.verdict).glyph} ${cell.verdict}: ${cell.reason}`),
     `measured ${esc(fmt.time(cell.measured_at))}`);
   return lines.join("<br>");
+}
+
+/** "explained by GPU3 (GPU3, whose copies fail with every peer)" where the pair's state is a
+ * GPU's fault (that GPU's alert is the page), "page waits for GPU3's pattern: …" where its
+ * own page is held while a GPU pattern forms; "" for a pair that speaks for itself. */
+export function explainedText(cell) {
+  const parts = [];
+  if (cell.explained_by !== null && cell.explained_by !== undefined) {
+    parts.push(`explained by GPU${cell.explained_by}` + (cell.cause ? ` (${cell.cause})` : ""));
+  } else if (cell.cause) parts.push(cell.cause);
+  if (cell.waits_for) parts.push(`page waits for ${cell.waits_for}`);
+  return parts.join("; ");
 }
 
 /** z (ratio), text and hover grids indexed [row = src][column = dst], in `gpus` order. */
@@ -54,9 +68,10 @@ export function matrixGrids(matrix) {
 function unknownHover(c, unit) {
   const reason = /last known at/.test(c.reason || "") ? c.reason
     : `last known at ${fmt.time(c.measured_at)}: ${c.last_verdict || "unknown"} — ${c.reason}`;
+  const owner = explainedText(c);
   return [`<b>GPU${c.src} → GPU${c.dst}</b>`, `? unknown now`,
     `last measured ${esc(fmt.value(c.value, unit))} at ${esc(fmt.time(c.measured_at))}`,
-    wrapHover(reason)].join("<br>");
+    ...(owner ? [`<b>${esc(owner)}</b>`] : []), wrapHover(reason)].join("<br>");
 }
 
 function markerTrace(matrix, selected) {
@@ -142,7 +157,8 @@ export function matrixChart(el, liveRegion, onPick) {
     const cell = state.matrix.cells.find((c) => c.src === cursor[0] && c.dst === cursor[1]);
     liveRegion.textContent = cell
       ? `GPU${cell.src} → GPU${cell.dst}: ${fmt.value(cell.value, state.matrix.unit)}, ` +
-        `${fmt.ratio(cell.ratio)} of expected, ${cell.verdict}. ${cell.reason}`
+        `${fmt.ratio(cell.ratio)} of expected, ${cell.verdict}` +
+        (explainedText(cell) ? `, ${explainedText(cell)}` : "") + `. ${cell.reason}`
       : `GPU${cursor[0]} → GPU${cursor[1]}: no data`;
   }
 

@@ -22,6 +22,7 @@ from app.analysis.fabric_expect import design_links_for
 from app.analysis.fabric_health import PEER_SLOW
 from app.analysis.fleet_peers import pcie_downtrained
 from app.analysis.health import TestJudgement, Thresholds, p2p_problem
+from app.analysis.pattern_wait import held
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.judging.judge import last_heard_at
@@ -86,6 +87,18 @@ def _explained_pairs(ctx: HostContext) -> set[tuple[int, int]]:
     return {(p.src, p.dst) for p in ctx.health.judgement.pairs if p.explained_by is not None}
 
 
+def _held(ctx: HostContext) -> set[tuple[int, int]]:
+    """Pairs whose own page waits while a GPU pattern may still be forming
+    (`analysis/pattern_wait.py`, at most PEERWATCH_PATTERN_WAIT_S); /health says so."""
+    return held(ctx.health.pair_facts)
+
+
+def _throttled(ctx: HostContext) -> set[int]:
+    """GPUs held below their clocks most of the time: GPUThrottled is their page, and their
+    slowness (with every peer, or against their fleet peers) is its, not a second page."""
+    return {gpu for gpu, facts in ctx.health.gpu_facts.items() if facts.get("throttle")}
+
+
 def _pcie_short(ctx: HostContext) -> set[int]:
     """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
     return {gpu for gpu, info in ctx.fabric.gpus.items() if pcie_downtrained(info.pcie)}
@@ -103,6 +116,7 @@ def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     PCIe link of a GPU trained below its maximum: staged copies always, and every test of a
     pair with no NVLink (its peer copies ride PCIe too). PCIeLinkDowntrained is that page."""
     explained, pcie, attributed = _explained(ctx), _pcie_short(ctx), _explained_pairs(ctx)
+    attributed |= _held(ctx)
     slow: dict[tuple[int, int], list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
@@ -123,10 +137,11 @@ def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
     """One alert per GPU the server finds slow with every peer while its peers are fast with
     each other (`analysis/attribution.py`): the GPU is the fault, its pairs page nothing.
     None where a more specific fault of the GPU explains it (links down or erring, PCIe
-    trained short: their alert is the page), nor on a host below its fleet peers."""
+    trained short: their alert is the page; held below its clocks: GPUThrottled's), nor on
+    a host below its fleet peers."""
     if _host_below(ctx):
         return []
-    skip = set(_explained(ctx)) | _pcie_short(ctx)
+    skip = set(_explained(ctx)) | _pcie_short(ctx) | _throttled(ctx)
     return [f for f in per_gpu(ctx, (PEER_SLOW,), "copies run slow with every peer")
             if int(f.labels["gpu"]) not in skip]
 
@@ -188,12 +203,13 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     either GPU explains it, nor on a host below its peers as a whole (HostBelowFleetPeers)."""
     if _host_below(ctx):
         return []
-    explained = _explained(ctx)
+    explained, waiting = _explained(ctx), _held(ctx)
     out = []
     for p in ctx.health.judgement.pairs:
         peer = ctx.health.pair_facts.get((p.src, p.dst), {}).get("peer")
         if (p.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
                 or p.src in explained or p.dst in explained or p.explained_by is not None
+                or (p.src, p.dst) in waiting
                 or any(t.verdict is not Verdict.HEALTHY for t in p.tests)):
             continue
         model, topology, driver = peer["group"]
@@ -213,10 +229,11 @@ def gpu_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     """One alert per GPU the server calls degraded for its own copies (h2d, d2h, local)
     being far below the same GPU model on the same PCIe link and driver, while its own tests
     are healthy (else PCIeBandwidthDegraded is the page); none where a fault of the GPU
-    explains it (a downtrained link has no group), nor on a host below its peers as a whole."""
+    explains it (a downtrained link has no group) or it is held below its clocks most of
+    the time (GPUThrottled is the page), nor on a host below its peers as a whole."""
     if _host_below(ctx):
         return []
-    explained = _explained(ctx)
+    explained = set(_explained(ctx)) | _throttled(ctx)
     out = []
     for g in ctx.health.judgement.gpus:
         peer = ctx.health.gpu_facts.get(g.gpu, {}).get("peer")

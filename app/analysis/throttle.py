@@ -13,7 +13,9 @@ its own finding. Pure: clocks samples in (probes/clocks.py), labels and verdicts
   GPU3 power-capped during the test" and is `unknown` for the fabric (the evidence is
   confounded); a failure, a P2P problem or a link fault is judged as ever.
 - `judge_throttled`: a GPU throttled in `most` of its newest `of` sweeps is degraded, with
-  the reason and what to do.
+  the reason and what to do; `explaining` says which throttles explain results before the
+  pattern attribution runs (the newest sweep's, and those of a GPU throttled most of the
+  time), so GPUThrottled owns a throttled GPU's slowness alone.
 """
 
 from __future__ import annotations
@@ -168,6 +170,20 @@ def judge_throttled(gpu: int, sweeps: Sequence[SweepThrottle | None], most: int,
 def newest(history: Mapping[int, Sequence[SweepThrottle | None]]) -> dict[int, SweepThrottle]:
     """GPU -> its throttle in the newest sweep, for GPUs that were throttled in it."""
     return {g: h[0] for g, h in history.items() if h and h[0] is not None}
+
+
+def explaining(history: Mapping[int, Sequence[SweepThrottle | None]], most: int, of: int
+               ) -> dict[int, SweepThrottle]:
+    """GPU -> the throttle that explains its slow results before any attribution: throttled
+    in the newest sweep, or throttled most of the time (`throttle_facts`: GPUThrottled's
+    page) with its newest throttled sweep. A power cap that comes and goes leaves the GPU's
+    low runs degraded in a sweep that ran free; they are still the throttle's, so the GPU
+    is not also "slow with every peer" (GPUPeerCopiesSlow) nor slow on its own copies."""
+    out = newest(history)
+    for gpu, h in history.items():
+        if gpu not in out and throttle_facts(h, most, of) is not None:
+            out[gpu] = next(s for s in h[:of] if s is not None)
+    return out
 
 
 def with_throttle_verdicts(gpus: Sequence[GpuJudgement],

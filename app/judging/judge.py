@@ -44,6 +44,7 @@ from app.analysis.health import (
     pair_label,
 )
 from app.analysis.jobs import with_holders, with_job_notes
+from app.analysis.pattern_wait import hold_facts, without_held
 from app.analysis.text import fmt_duration
 from app.analysis.throttle import (
     explain_pairs,
@@ -51,7 +52,7 @@ from app.analysis.throttle import (
     throttled_facts,
     with_throttle_verdicts,
 )
-from app.analysis.throttle import newest as newest_throttles
+from app.analysis.throttle import explaining as throttle_explains
 from app.analysis.verdict import Verdict
 from app.analysis.xid_judge import judge_events
 from app.config import Settings
@@ -153,6 +154,7 @@ class Prior:
     reseed: bool = False  # judge the tests from history (an operator's re-judgement)
     link_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     links_down: set[tuple[int, int]] = field(default_factory=set)
+    pair_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
 
 
 def _judge_links(settings: Settings, fabric: HostFabric,
@@ -211,19 +213,22 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     row = fabric.host
     tests, states, judged_report = _tests_of(loaded, settings, now, prior)
     tests = _unknown_without_gpu(fabric, tests)
-    throttled = newest_throttles(loaded.throttles)  # a slow pair on a throttled GPU is not
-    tests = explain_tests(tests, throttled)  # the fabric's fault (app/analysis/throttle.py)
+    throttled = throttle_explains(loaded.throttles, settings.throttle_sweeps_most,
+                                  settings.throttle_sweeps_of)  # a slow pair on a throttled
+    tests = explain_tests(tests, throttled)  # GPU is not the fabric's fault (throttle.py)
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     flagged_pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks,
                                       settings.fleet_peer_floor, settings.fleet_peer_min_hosts)
     attributed = _attribute(fabric, flagged_pairs)
     pairs = explain_pairs(list(attributed.pairs), throttled)
+    holds = hold_facts(pairs, prior.pair_facts, now, settings.pattern_wait_s)
+    seen_by_gpus = without_held(pairs, {k for k, f in holds.items() if "waits_for" in f})
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
     events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
     links = apply_to_links(links, events)
-    gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, pairs, tests,
-                                 attributed.pattern),
+    gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, seen_by_gpus,
+                                 tests, attributed.pattern),
                      checks, settings.fleet_peer_min_hosts)
     gpus = apply_to_gpus(gpus, events)
     gpus = with_throttle_verdicts(gpus, loaded.throttles, settings.throttle_sweeps_most,
@@ -234,7 +239,7 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     age = (now - heard).total_seconds() if heard else None
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
-    fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, pairs,
+    fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, seen_by_gpus,
                                        loaded.fabric_manager, had=_ports_had(fabric))
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     if peers.below and judgement.verdict is Verdict.DEGRADED:
@@ -249,6 +254,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
         if facts := pair_facts(p):
             health.pair_facts[(p.src, p.dst)] = {**health.pair_facts.get((p.src, p.dst), {}),
                                                  **facts}
+    for key, facts in holds.items():  # a pair page held while a GPU pattern forms
+        health.pair_facts[key] = {**health.pair_facts.get(key, {}), **facts}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
     for gpu, held in throttled_facts(loaded.throttles, settings.throttle_sweeps_most,
                                      settings.throttle_sweeps_of).items():

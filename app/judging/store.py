@@ -77,4 +77,5 @@ def prior_of(previous: StoredRows, row: Host, reseed: bool = False) -> Prior:
                 for r in tests.values()} if reuse else {},
         stored_tests=tests, judged_report=facts.get("judged_report"), reseed=reseed,
         link_facts={key: r["facts"] for key, r in previous["link"].items()},
-        links_down={key for key, r in previous["link"].items() if r["verdict"] == Verdict.DOWN})
+        links_down={key for key, r in previous["link"].items() if r["verdict"] == Verdict.DOWN},
+        pair_facts={key: r["facts"] for key, r in previous["pair"].items() if r["facts"]})

@@ -39,6 +39,15 @@ def gpu_tests(h: HostHealth, gpu: int) -> list[GpuTestHealth]:
         measured_at=t.latest.at if t.latest else None) for t in mine]
 
 
+def explained_fields(h: HostHealth, src: int, dst: int) -> dict[str, Any]:
+    """The pair's attribution and page hold as stored (`PairExplained`): for /health pairs
+    and matrix cells alike."""
+    pair = h.pair(src, dst)
+    return {"explained_by": pair.explained_by if pair else None,
+            "cause": pair.cause if pair else None,
+            "waits_for": h.pair_facts.get((src, dst), {}).get("waits_for")}
+
+
 def health_view(h: HostHealth) -> HealthResponse:
     j, since = h.judgement, h.since
     return HealthResponse(
@@ -53,7 +62,7 @@ def health_view(h: HostHealth) -> HealthResponse:
                for x in j.links],
         pairs=[PairHealth(
             src=p.src, dst=p.dst, verdict=p.verdict, reason=p.reason,
-            since=since.get(("pair", p.src, p.dst)),
+            since=since.get(("pair", p.src, p.dst)), **explained_fields(h, p.src, p.dst),
             tests=[TestHealth(test=t.test, verdict=t.verdict, reason=t.reason,
                               since=since.get(("test", t.src, t.dst, t.test.value)),
                               ratio_expected=t.ratio_expected, ratio_baseline=t.ratio_baseline,

@@ -8,6 +8,7 @@ from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.queries.common import NotFound, PairKey
 from app.queries.health import HostHealth, host_health
+from app.queries.health_view import explained_fields
 from app.schemas import MatrixCell, MatrixResponse
 from probes.report import GPU_TESTS, TestName, unit_of
 
@@ -32,6 +33,7 @@ def _cell(health: HostHealth, key: PairKey) -> MatrixCell:
     return MatrixCell(
         src=src, dst=dst, verdict=verdict, reason=reason,
         since=health.since.get(("test", src, dst, test.value)),
+        **explained_fields(health, src, dst),
         value=latest.value if latest else None,
         expected=judged.expected, expected_basis=judged.expected_basis,
         ratio=judged.ratio_expected, baseline=judged.baseline,

@@ -103,3 +103,14 @@ def test_every_error_answer_has_a_body_schema(client: TestClient) -> None:
             for code, answer in answers.items():
                 if code[0] in "45":
                     assert "application/json" in answer["content"], (method, path, code)
+
+
+def test_pairs_and_matrix_cells_document_what_explains_them(client: TestClient) -> None:
+    """Issue 20: `/health` pairs and matrix cells say which GPU explains them, why, and
+    whether their own page waits for a GPU pattern (tests/app/test_explained_api.py)."""
+    schemas = _doc(client)["components"]["schemas"]
+    for name in ("PairHealth", "MatrixCell"):
+        props = schemas[name]["properties"]
+        for field in ("explained_by", "cause", "waits_for"):
+            assert field in props and props[field].get("description"), (name, field)
+            assert field not in schemas[name].get("required", []), (name, field)

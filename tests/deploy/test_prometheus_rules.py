@@ -39,8 +39,8 @@ def test_rules_file_is_valid() -> None:
     done = _run(_tool("promtool"), "check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
     # alerting rules (P2PBandwidthDegraded: sustained and intermittent; GPUPeerCopiesSlow;
-    # XidFault and XidWarning; GPUThrottled), 6 recording
-    assert "SUCCESS: 31 rules found" in done.stdout
+    # XidFault and XidWarning; GPUThrottled), 7 recording (peerwatch:pair_page_held)
+    assert "SUCCESS: 32 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:
@@ -130,7 +130,9 @@ PAIR_RULES = {"P2PBandwidthDegraded", "P2PBelowFleetPeers"}
 BOTH_ENDS = ("unless on (host, gpu) peerwatch:gpu_fault_explains_pairs",
              'unless on (host, peer_gpu)\n  label_replace(peerwatch:gpu_fault_explains_pairs, '
              '"peer_gpu", "$1", "gpu", "(.*)")',
-             "unless on (host, gpu, peer_gpu, test) peerwatch:p2p_test_explained_by_pcie")
+             "unless on (host, gpu, peer_gpu, test) peerwatch:p2p_test_explained_by_pcie",
+             # a pair page held while a GPU pattern forms, as on the server
+             "unless on (host, gpu, peer_gpu) peerwatch:pair_page_held")
 
 
 def test_every_pair_rule_leaves_out_what_a_fault_of_either_end_explains() -> None:

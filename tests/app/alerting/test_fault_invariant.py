@@ -4,12 +4,14 @@ Fault`, enumerated: a new type is covered, or fails here until it has a way to b
 - every pending or firing GPU, link or pair alert names an object that is non-healthy in
   `/health`, in the matrix (a pair alert: a cell of the pair; a GPU whose fabric or links
   make its pairs untrustworthy: every cell through it) and left out of `/scheduler/hosts`
-  (the GPU, or both ends of a pair) and of `/scheduler/placement`;
+  (the GPU, or both ends of a pair), of `/scheduler/placement` and of `/scheduler/cliques`
+  (a clique's trays offer only GPUs `/scheduler/hosts` offers);
 - every non-healthy GPU, link and pair has an alert naming it, or is explained by a GPU that
   has one (`analysis/attribution.py`), or is named by a host alert's description
   (ProbeFailing lists its failed tests' GPUs, HostBelowFleetPeers its GPUs). Alerts are
   computed in maintenance and while settling too (only paging is held), so neither excuses
-  a missing one here.
+  a missing one here. A pair whose own page waits for a GPU pattern says why instead
+  (`waits_for`, `analysis/pattern_wait.py`).
 
 Run on the `nvl72` preset (a 4-GPU NVL72 compute tray: NVSwitch fabric, switch trays and
 cliques, so every fault type applies), healthy first, then the fault held 18 minutes.
@@ -29,6 +31,7 @@ from app.analysis.placement import place
 from app.analysis.placement_types import Pattern
 from app.analysis.verdict import Verdict
 from app.config import Settings
+from app.queries.domains import clique_fits
 from app.queries.health import HostHealth, host_health
 from app.queries.matrix import latest_matrix
 from app.queries.placement import placement_view
@@ -93,7 +96,11 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
     with host.sessions() as s:
         health = host_health(s, host.settings, host.hostname)
         offered = {h.host: set(h.healthy_gpus) for h in schedulable(s, 1)[0]}
-    free = offered.get(host.hostname, set())
+        free = offered.get(host.hostname, set())
+        fits = clique_fits(s, max(1, len(free)))[0]
+    in_cliques = {g for f in fits for p in f.hosts if p.host == host.hostname for g in p.gpus}
+    assert in_cliques <= free, (fault, in_cliques, free)  # /scheduler/cliques leaves out
+    # what /scheduler/hosts leaves out: every alerted GPU, and an end of an alerted pair
     if free:  # /scheduler/placement of as many GPUs as are offered picks only those
         chosen = place(placement_view(health)[0], len(free), Pattern.RING).gpus
         assert set(chosen) == free, (fault, chosen, free)
@@ -142,7 +149,7 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
         if p.explained_by is not None:
             assert p.explained_by in named_gpus, f"{fault}: {p.reason}"
             assert f"GPU{p.explained_by}" in p.reason, p.reason  # says so, in words
-        else:
+        elif not health.pair_facts.get(key, {}).get("waits_for"):  # else: says why it waits
             assert key in named_pairs or set(key) <= named_gpus, f"{fault}: {p.reason}"
 
 
