@@ -65,8 +65,9 @@ class Settings(BaseSettings):
         default=32, ge=0, description="Reports that may wait for a free ingest slot; one more "
         "is answered 429 at once.")
     ingest_wait_s: float = Field(
-        default=2.0, ge=0, description="Longest wait for an ingest slot before 503 (keep well "
-        "under the probes' timeout).")
+        default=0.05, ge=0, description="Longest wait for an ingest slot before 503; 0: never "
+        "wait (429 whenever no slot is free). Short, so a saturated server refuses at once "
+        "and the probe spools, instead of holding a connection it may not serve.")
     ingest_retry_after_s: int = Field(
         default=5, ge=1, description="Retry-After (seconds) sent with 429/503 when saturated.")
     judge_workers: int = Field(

@@ -59,6 +59,9 @@ class DemoOptions:
 # The default fleet has three boards of each preset: a group of three is the demo's minimum
 # (the median of three still ignores one slow board); a real fleet keeps the default of 5.
 DEMO_PEER_MIN_HOSTS = 3
+# The demo's probes (a dozen boards in one process) post at the same moments on one small
+# machine: a report may wait this long for a slot rather than be refused and spooled.
+DEMO_INGEST_WAIT_S = 2.0
 
 
 def demo_settings(options: DemoOptions, token: str, admin_token: str | None = None) -> Settings:
@@ -67,7 +70,7 @@ def demo_settings(options: DemoOptions, token: str, admin_token: str | None = No
     return Settings(data_dir=options.data_dir, database_url=f"sqlite:///{database}",
                     probe_tokens=[token], admin_token=admin_token, stale_after_s=60.0,
                     degraded_sustain_s=120.0, fleet_peer_min_hosts=DEMO_PEER_MIN_HOSTS,
-                    fleet_peer_refresh_s=60.0)
+                    fleet_peer_refresh_s=60.0, ingest_wait_s=DEMO_INGEST_WAIT_S)
 
 
 def history_age_s(data_dir: Path, new_database: bool, now: float) -> float:

@@ -204,3 +204,75 @@ def test_a_newcomer_that_would_wait_past_the_limit_is_refused_at_once(tmp_path: 
     code, _ = asyncio.run(scene())
     assert code == 429  # at once: refused as full, not after a wait that ran out
     assert gate.stats.refused_full == 1 and gate.stats.refused_wait == 0
+
+
+def test_a_report_that_finds_no_slot_is_refused_within_the_default_wait(
+        tmp_path: Path) -> None:
+    """The default wait is short (issue 19: refusals answered at once): a report arriving
+    while the one slot is held, before the gate knows how long slots are held, waits at most
+    `ingest_wait_s` and is answered 503, long before the holder lets go."""
+    from app.ingest_gate import IngestGate, Saturated
+
+    settings = _settings(tmp_path, ingest_concurrency=1)
+    assert settings.ingest_wait_s == Settings.model_fields["ingest_wait_s"].default == 0.05
+    gate = IngestGate(settings, serialise_writers=False)
+
+    async def scene() -> tuple[int, float]:
+        release = asyncio.Event()
+
+        async def hold() -> None:
+            async with gate.slot():
+                await release.wait()
+
+        holder = asyncio.create_task(hold())
+        await asyncio.sleep(0)  # the holder takes the slot
+        started = time.monotonic()
+        try:
+            async with gate.slot():
+                return 201, time.monotonic() - started
+        except Saturated as refused:
+            return refused.status_code, time.monotonic() - started
+        finally:
+            release.set()
+            await holder
+
+    code, waited = asyncio.run(scene())
+    assert code == 503 and waited >= 0.05
+    assert gate.stats.refused_wait == 1
+
+
+def test_a_wait_of_zero_never_waits_a_newcomer_is_refused_at_once(tmp_path: Path) -> None:
+    """`ingest_wait_s=0`: no report waits for a slot, even with room in the queue and no
+    hold time learnt yet — 429 at once, without a timer."""
+    from app.ingest_gate import IngestGate, Saturated
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=10,
+                                ingest_wait_s=0), serialise_writers=False)
+
+    async def scene() -> list[int]:
+        release = asyncio.Event()
+
+        async def one() -> int:
+            try:
+                async with gate.slot():
+                    await release.wait()
+                    return 201
+            except Saturated as refused:
+                return refused.status_code
+
+        tasks = [asyncio.create_task(one()) for _ in range(3)]
+        refused = await asyncio.gather(*tasks[1:])
+        release.set()
+        return [await tasks[0], *refused]
+
+    assert asyncio.run(scene()) == [201, 429, 429]
+    assert (gate.stats.refused_full, gate.stats.refused_wait) == (2, 0)
+
+
+def test_the_demo_keeps_a_longer_wait_than_a_server(tmp_path: Path) -> None:
+    """The demo's boards post at the same moments from one process on one machine: they may
+    wait for a slot instead of being refused and spooled."""
+    from app.demo.run import DemoOptions, demo_settings
+
+    demo = demo_settings(DemoOptions(data_dir=tmp_path), "t")
+    assert demo.ingest_wait_s > Settings.model_fields["ingest_wait_s"].default
