@@ -57,7 +57,10 @@ class JudgeProcess:
         ours.setblocking(False)
         command = [sys.executable, "-m", "app.cli", "judge", "--wake-fd", str(theirs.fileno()),
                    "--database-url", self.settings.database_url]
-        self._child = subprocess.Popen(command, pass_fds=(theirs.fileno(),))
+        # a process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
+        # reaches the server, which stops its judge in order (SIGTERM, then waits), rather
+        # than both at once, with the server restarting a judge that had stopped on its own
+        self._child = subprocess.Popen(command, pass_fds=(theirs.fileno(),), process_group=0)
         theirs.close()
         self._sock = ours
         log.info("judge process %d started", self._child.pid)

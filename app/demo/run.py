@@ -100,7 +100,16 @@ def migrate_and_count(settings: Settings) -> int:
 
 def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
              stop: threading.Event | None = None) -> int:
+    """Serve the demo until `stop` is set or SIGTERM/SIGINT comes. The handlers are in place
+    before anything starts: a signal during the start (seconds on a loaded machine) stops
+    the demo once it is up, with its judge and ingest processes, instead of killing this
+    process and leaving them behind."""
     stop = stop or threading.Event()
+    with stop_on_signals(stop.set):
+        return _serve_demo(options, out, stop)
+
+
+def _serve_demo(options: DemoOptions, out: TextIO, stop: threading.Event) -> int:
     token = secrets.token_urlsafe(18)
     admin_token = options.admin_token or secrets.token_urlsafe(18)
     settings = demo_settings(options, token, admin_token)
@@ -137,9 +146,8 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     elif existing:
         print(f"  history: {existing} reports already stored in {options.data_dir}; "
               "no backfill", file=out, flush=True)
-    with stop_on_signals(stop.set):
-        while not stop.wait(0.5):
-            pass
+    while not stop.wait(0.5):
+        pass
     print("peerwatch demo: stopping ...", file=out, flush=True)
     backfill_stop.set()
     live.stop()
