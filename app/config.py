@@ -74,6 +74,10 @@ class Settings(BaseSettings):
         default=1, ge=1, description="Threads judging hosts after their reports are stored, "
         "in the judge process `serve` starts (app/alerting/judge_worker.py); SQLite judges "
         "one host at a time whatever this says.")
+    judge_processes: int = Field(
+        default=1, ge=1, le=64, description="Judge processes `serve` starts, each judging "
+        "its share of the hosts (judging is CPU-bound: it scales with processes, not "
+        "threads); SQLite: one.")
     judge_scan_s: float = Field(
         default=2.0, gt=0, description="How often the judge process asks the database for "
         "hosts whose newest report (older than this) is newer than their judgement: the safety "
