@@ -7,9 +7,6 @@ both stop with the server. A judge's scan of the database picks up only its own 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,9 +19,10 @@ from app.alerting.judge_worker import JudgeWorker, behind_hosts
 from app.config import Settings
 from app.db import make_sessionmaker
 from app.services.ingest import ingest
-from bench._serve import free_port, interrupt, wait_for_healthz
-from tests.app.conftest import PROBE_TOKEN, _empty_pg, probe_headers
+from bench._serve import interrupt, wait_for_healthz
+from tests.app.conftest import _empty_pg, probe_headers
 from tests.app.factory import sweep
+from tests.app.test_judge_process import serve
 from tests.conftest import SETTLE_S, eventually
 from tests.probes.live_server import server_settings
 
@@ -77,13 +75,7 @@ def _all_judged(base: str) -> bool:
 def test_serve_with_two_judge_processes_judges_every_host(pg_database: str,
                                                           tmp_path: Path) -> None:
     _empty_pg(pg_database)
-    port = free_port()
-    env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path), "PEERWATCH_PROBE_TOKENS":
-           PROBE_TOKEN, "PEERWATCH_STALE_AFTER_S": "86400", "PEERWATCH_JUDGE_PROCESSES": "2"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
-         pg_database, "--no-local-probe", "--log-level", "warning"], env=env)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = serve(pg_database, tmp_path, PEERWATCH_JUDGE_PROCESSES="2")
     now = datetime.now(UTC).replace(microsecond=0)
     try:
         wait_for_healthz(base, timeout_s=SETTLE_S)
