@@ -65,14 +65,19 @@ class Settings(BaseSettings):
         default=32, ge=0, description="Reports that may wait for a free ingest slot; one more "
         "is answered 429 at once.")
     ingest_wait_s: float = Field(
-        default=2.0, ge=0, description="Longest wait for an ingest slot before 503 (keep well "
-        "under the probes' timeout).")
+        default=0.05, ge=0, description="Longest wait for an ingest slot before 503; 0: never "
+        "wait (429 whenever no slot is free). Short, so a saturated server refuses at once "
+        "and the probe spools, instead of holding a connection it may not serve.")
     ingest_retry_after_s: int = Field(
         default=5, ge=1, description="Retry-After (seconds) sent with 429/503 when saturated.")
     judge_workers: int = Field(
         default=1, ge=1, description="Threads judging hosts after their reports are stored, "
         "in the judge process `serve` starts (app/alerting/judge_worker.py); SQLite judges "
         "one host at a time whatever this says.")
+    judge_processes: int = Field(
+        default=1, ge=1, le=64, description="Judge processes `serve` starts, each judging "
+        "its share of the hosts (judging is CPU-bound: it scales with processes, not "
+        "threads); SQLite: one.")
     judge_scan_s: float = Field(
         default=2.0, gt=0, description="How often the judge process asks the database for "
         "hosts whose newest report (older than this) is newer than their judgement: the safety "

@@ -2,7 +2,8 @@
 
 An ingest holds one of `ingest_concurrency` slots from parsing to its commit (judging is
 after, off the request path). Up to `ingest_queue` more reports wait for a slot, each at most
-`ingest_wait_s`; past that the process is saturated and says so at once — 429 when the queue
+`ingest_wait_s` (50 ms by default; 0: none waits); past that the process is saturated and
+says so at once — 429 when the queue
 is full or a newcomer would wait past `ingest_wait_s` by the recent time a slot is held (no
 work done, not even reading the body: a refusal costs milliseconds, not the wait), 503 when
 a wait ran out all the same — both with `Retry-After`, which probes honour with
@@ -81,7 +82,7 @@ class IngestGate:
     def _no_room(self) -> bool:
         """The queue is full, or a newcomer would wait past `wait_s` for its slot (by the
         recent time a report holds one): refusing now beats a 503 after the wait."""
-        if self.stats.waiting >= self.queue:
+        if self.stats.waiting >= self.queue or self.wait_s <= 0:
             return True
         if self._hold_s is None:
             return False

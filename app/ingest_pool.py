@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
@@ -52,6 +53,9 @@ class DatabaseLocked(Exception):
 
 def _start_worker(settings: Settings) -> None:
     global _sessions, _settings
+    # Ctrl-C reaches every process of the terminal's group: the server stops its workers
+    # (the pool's shutdown), so a worker must not die mid-report with a KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _settings = settings
     _sessions = make_sessionmaker(make_engine(settings))
 

@@ -21,8 +21,8 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from app import heap, routes
-from app.alerting.judge_process import JudgeProcess, judge_process_job
 from app.alerting.judge_queue import JudgeQueue, Judges, judge_queue_job
+from app.alerting.judge_shards import JudgeShards, judge_process_job
 from app.alerting.service import alerting_loop, close_alerting, service_for
 from app.conditional_get import ConditionalGet
 from app.config import Settings
@@ -75,7 +75,7 @@ def _install_judges(app: FastAPI, settings: Settings, in_process: bool) -> None:
                             settings.judge_workers, on_lag=observe)
         app.state.background_jobs += [alerting_loop, judge_queue_job]
     else:
-        judges = JudgeProcess(settings, on_lag=observe)
+        judges = JudgeShards(settings, on_lag=observe)
         app.state.background_jobs.append(judge_process_job)
         app.state.ingest_pool = IngestPool(settings)  # reports parsed and stored apart too
         app.state.background_jobs.append(ingest_pool_job)

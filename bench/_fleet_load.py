@@ -4,7 +4,10 @@ Reports are built once from the simulated `hgx8` fabric, like bench/ingest.py do
 sweep: 393 results, 2 counter samples of 8 x 18 NVLink ports; an inventory report: the
 inventory and one counter sample), with a marker host name and a marker clock; each post
 is that JSON with the marks replaced (host, a new report id, now), so the client spends
-its CPU on sending, not on building reports.
+its CPU on sending, not on building reports. The host mark is already in its canonical
+(lowercase) spelling, since the report model normalises host names, and `templates()`
+checks it stands exactly once, as the report's host name: a mark that no longer matches
+would have every simulated host post as one (as "__HOST__" did, lowercased on the way in).
 
 Three phases:
 - `warm_up`: every host posts one sweep and then one inventory report, one at a time per
@@ -27,13 +30,13 @@ from datetime import UTC, datetime
 
 import httpx
 
-from probes.report import Report, ReportKind
+from probes.report import Report, ReportKind, valid_hostname
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
 MARK = datetime(2001, 1, 1, tzinfo=UTC)
 MARK_JSON = "2001-01-01T00:00:00Z"
-HOST_MARK = "__HOST__"
+HOST_MARK = valid_hostname("peerwatch-bench-host-mark")  # survives the model's normalising
 TOKEN = "bench-token"
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 PROBE_TIMEOUT_S = 10.0  # the probe's own request timeout
@@ -56,9 +59,28 @@ class Template:
     report: Report
 
     def body(self, host: str, at: datetime) -> str:
+        """The report as `host` would post it at `at` (`host` in canonical spelling: the
+        server would store another spelling under its lowercase name)."""
         when = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         return (self.json.replace(self.report_id, str(uuid.uuid4()), 1)
-                .replace(HOST_MARK, host).replace(MARK_JSON, when))
+                .replace(HOST_MARK, host, 1).replace(MARK_JSON, when))
+
+
+class MarkMissing(AssertionError):
+    """A template's marks are not where `Template.body` replaces them."""
+
+
+def _check_marks(kind: str, text: str, report: Report) -> None:
+    """Each mark stands where `body` expects it, or the bench would post one host's (or one
+    time's) reports under the name of all of them."""
+    where = f'"host":{{"hostname":"{HOST_MARK}"'
+    if report.host.hostname != HOST_MARK or text.count(HOST_MARK) != 1 \
+            or text.count(where) != 1:
+        raise MarkMissing(f"{kind} template: host mark {HOST_MARK!r} is not the report's "
+                          f"host name exactly once (host is {report.host.hostname!r})")
+    if MARK_JSON not in text or str(report.report_id) not in text:
+        raise MarkMissing(f"{kind} template: time mark {MARK_JSON!r} or the report id is "
+                          "missing from the JSON")
 
 
 def templates() -> dict[str, Template]:
@@ -67,12 +89,15 @@ def templates() -> dict[str, Template]:
     for kind in (ReportKind.SWEEP, ReportKind.INVENTORY):
         report = build_report(fabric, kind=kind, options=SweepOptions(timeout_s=None),
                               now=lambda: MARK)
-        out[kind.value] = Template(kind.value, report.model_dump_json(), str(report.report_id),
-                                   rows_of(report), report)
+        text = report.model_dump_json()
+        _check_marks(kind.value, text, report)
+        out[kind.value] = Template(kind.value, text, str(report.report_id), rows_of(report),
+                                   report)
     return out
 
 
 def host_name(i: int) -> str:
+    """The i-th simulated host's name, already canonical (see `Template.body`)."""
     return f"hgx8-{i:04d}"
 
 

@@ -9,14 +9,14 @@ SOCK_SEQPACKET socket: a full socket or a dead child drops the wake, and the chi
 the database picks the host up), `load()` for `/readyz` and `/metrics` (the child's latest
 figures; its lags go into this app's histogram as they arrive).
 
-`judge_process_job` (a background job of the app) starts the child, reads its figures on the
-event loop, and restarts it within RESTART_S when it dies (counted in `restarts`); at
-shutdown the child gets SIGTERM, finishes its running judgements and exits.
+`judge_process_job` (`app/alerting/judge_shards.py`, a background job of the app; a server
+may run several judge children, each judging a shard of the hosts) starts the children, reads
+their figures on the event loop, and restarts one within RESTART_S when it dies (counted in
+`restarts`); at shutdown each gets SIGTERM, finishes its running judgements and exits.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import socket
@@ -24,9 +24,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
-from app.alerting.judge_queue import QueueLoad, judges_for
+from app.alerting.judge_queue import QueueLoad
 from app.alerting.judge_worker import wake_message
 from app.config import Settings
 
@@ -39,9 +38,10 @@ STOP_S = 30.0  # a running judgement's time to finish at shutdown, then it is ki
 class JudgeProcess:
     """The judge child of this server process, as the app's judge queue."""
 
-    def __init__(self, settings: Settings, on_lag: Callable[[float], None] | None = None
-                 ) -> None:
+    def __init__(self, settings: Settings, on_lag: Callable[[float], None] | None = None,
+                 shard: tuple[int, int] = (0, 1)) -> None:
         self.settings = settings
+        self.shard = shard  # (this child's index, of how many): the hosts it judges
         self._on_lag = on_lag
         self._child: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -57,10 +57,20 @@ class JudgeProcess:
         ours.setblocking(False)
         command = [sys.executable, "-m", "app.cli", "judge", "--wake-fd", str(theirs.fileno()),
                    "--database-url", self.settings.database_url]
-        self._child = subprocess.Popen(command, pass_fds=(theirs.fileno(),))
+        if self.shard[1] > 1:
+            command += ["--shard", f"{self.shard[0]}/{self.shard[1]}"]
+        # a process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
+        # reaches the server, which stops its judge in order (SIGTERM, then waits), rather
+        # than both at once, with the server restarting a judge that had stopped on its own
+        self._child = subprocess.Popen(command, pass_fds=(theirs.fileno(),), process_group=0)
         theirs.close()
         self._sock = ours
         log.info("judge process %d started", self._child.pid)
+
+    @property
+    def running(self) -> bool:
+        """Started and not stopped (its socket is open)."""
+        return self._sock is not None
 
     def fileno(self) -> int:
         assert self._sock is not None
@@ -137,25 +147,3 @@ class JudgeProcess:
         if self._on_lag is not None:
             for lag in lags:
                 self._on_lag(lag)
-
-
-async def judge_process_job(app: Any) -> None:
-    """One of the app's background jobs: the judge child lives as long as the server."""
-    process = judges_for(app)
-    assert isinstance(process, JudgeProcess), "an app made with judge_in_process=False"
-    loop = asyncio.get_running_loop()
-    process.start()
-    loop.add_reader(process.fileno(), process.read_figures)
-    try:
-        while True:
-            await asyncio.sleep(RESTART_S)
-            status = process.exited()
-            if status is not None:
-                log.warning("judge process exited (status %s); restarting it", status)
-                loop.remove_reader(process.fileno())
-                process.restart()
-                loop.add_reader(process.fileno(), process.read_figures)
-    finally:
-        if process._sock is not None:
-            loop.remove_reader(process.fileno())
-        await asyncio.to_thread(process.stop)

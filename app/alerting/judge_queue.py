@@ -22,6 +22,7 @@ import asyncio
 import logging
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,12 @@ class QueueLoad:
     lag_p99_s: float | None
     lag_max_s: float | None
     restarts: int = 0  # of the judge process (`serve`): it died and was started anew
+
+
+def shard_of(host: str, shards: int) -> int:
+    """Which of `shards` judge processes judges `host` (`app/alerting/judge_shards.py`):
+    stable across processes and runs."""
+    return zlib.crc32(host.encode()) % shards if shards > 1 else 0
 
 
 def quantile(sorted_values: list[float], q: float) -> float | None:

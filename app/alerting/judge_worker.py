@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, select
 
-from app.alerting.judge_queue import JudgeQueue
+from app.alerting.judge_queue import JudgeQueue, shard_of
 from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
 from app.config import Settings
@@ -86,8 +86,10 @@ class JudgeWorker:
     """The judge process's parts: the queue, its sources, and the figures it sends back."""
 
     def __init__(self, settings: Settings, wake: socket.socket | None = None,
-                 alerting: AlertingSettings | None = None) -> None:
+                 alerting: AlertingSettings | None = None, shard: tuple[int, int] = (0, 1)
+                 ) -> None:
         self.settings = settings
+        self.shard = shard  # (index, count): the scan picks up this share of the hosts
         self.engine = make_engine(settings)
         self.service = AlertingService(make_sessionmaker(self.engine), settings,
                                        alerting or AlertingSettings())
@@ -140,7 +142,9 @@ class JudgeWorker:
 
     def _scan_once(self) -> int:
         cutoff = datetime.now(UTC) - timedelta(seconds=self.settings.judge_scan_s)
-        found = behind_hosts(self.engine, cutoff)
+        index, count = self.shard
+        found = [(host, arrived) for host, arrived in behind_hosts(self.engine, cutoff)
+                 if shard_of(host, count) == index]
         for host, arrived in found:
             self.submit(host, arrived)
         return len(found)
@@ -197,16 +201,17 @@ class JudgeWorker:
         return 0
 
 
-def run_judge_process(settings: Settings, wake_fd: int | None) -> int:
+def run_judge_process(settings: Settings, wake_fd: int | None,
+                      shard: tuple[int, int] = (0, 1)) -> int:
     """`peerwatch judge`'s body: stop cleanly on SIGTERM/SIGINT."""
     wake = socket.socket(fileno=wake_fd) if wake_fd is not None else None
-    worker = JudgeWorker(settings, wake)
+    worker = JudgeWorker(settings, wake, shard=shard)
 
     def stop(_signum: int, _frame: object) -> None:
         worker.stopping.set()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    log.info("judge process %d: %d worker(s), scan every %g s", os.getpid(),
-             worker.queue.workers, settings.judge_scan_s)
+    log.info("judge process %d: %d worker(s), shard %d of %d, scan every %g s", os.getpid(),
+             worker.queue.workers, shard[0] + 1, shard[1], settings.judge_scan_s)
     return worker.run()

@@ -59,6 +59,9 @@ class DemoOptions:
 # The default fleet has three boards of each preset: a group of three is the demo's minimum
 # (the median of three still ignores one slow board); a real fleet keeps the default of 5.
 DEMO_PEER_MIN_HOSTS = 3
+# The demo's probes (a dozen boards in one process) post at the same moments on one small
+# machine: a report may wait this long for a slot rather than be refused and spooled.
+DEMO_INGEST_WAIT_S = 2.0
 
 
 def demo_settings(options: DemoOptions, token: str, admin_token: str | None = None) -> Settings:
@@ -67,7 +70,7 @@ def demo_settings(options: DemoOptions, token: str, admin_token: str | None = No
     return Settings(data_dir=options.data_dir, database_url=f"sqlite:///{database}",
                     probe_tokens=[token], admin_token=admin_token, stale_after_s=60.0,
                     degraded_sustain_s=120.0, fleet_peer_min_hosts=DEMO_PEER_MIN_HOSTS,
-                    fleet_peer_refresh_s=60.0)
+                    fleet_peer_refresh_s=60.0, ingest_wait_s=DEMO_INGEST_WAIT_S)
 
 
 def history_age_s(data_dir: Path, new_database: bool, now: float) -> float:
@@ -97,7 +100,16 @@ def migrate_and_count(settings: Settings) -> int:
 
 def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
              stop: threading.Event | None = None) -> int:
+    """Serve the demo until `stop` is set or SIGTERM/SIGINT comes. The handlers are in place
+    before anything starts: a signal during the start (seconds on a loaded machine) stops
+    the demo once it is up, with its judge and ingest processes, instead of killing this
+    process and leaving them behind."""
     stop = stop or threading.Event()
+    with stop_on_signals(stop.set):
+        return _serve_demo(options, out, stop)
+
+
+def _serve_demo(options: DemoOptions, out: TextIO, stop: threading.Event) -> int:
     token = secrets.token_urlsafe(18)
     admin_token = options.admin_token or secrets.token_urlsafe(18)
     settings = demo_settings(options, token, admin_token)
@@ -134,9 +146,8 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
     elif existing:
         print(f"  history: {existing} reports already stored in {options.data_dir}; "
               "no backfill", file=out, flush=True)
-    with stop_on_signals(stop.set):
-        while not stop.wait(0.5):
-            pass
+    while not stop.wait(0.5):
+        pass
     print("peerwatch demo: stopping ...", file=out, flush=True)
     backfill_stop.set()
     live.stop()

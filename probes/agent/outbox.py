@@ -35,6 +35,16 @@ def server_wide(answer: SendResult) -> bool:
     return answer.status is None or answer.status in SERVER_WIDE_STATUS
 
 
+def warning_kind(answer: SendResult, one_report: bool = False) -> str:
+    """The label repeated warnings about `answer` are counted under (one line a minute)."""
+    if answer.status is None:
+        return "server unreachable (no answer)"
+    if one_report:
+        return f"server failed a report (HTTP {answer.status})"
+    busy = answer.status in (429, 503)
+    return f"server {'busy' if busy else 'unavailable'} (HTTP {answer.status})"
+
+
 class Delivery(StrEnum):
     DELIVERED = "delivered"  # the server acknowledged it
     SPOOLED = "spooled"  # waiting on disk for the server
@@ -102,7 +112,7 @@ class Outbox:
             Backoff(self.backoff.initial_s, self.backoff.max_s), 0.0)
         delay = backoff.failure(at_least_s=answer.retry_after_s or 0.0)
         self._held[entry.name] = (backoff, self.clock() + delay)
-        self._quiet.warning(f"failed {answer.status}",
+        self._quiet.warning(warning_kind(answer, one_report=True),
                             "server failed report %s (%s); it waits %.0f s (attempt %d), the "
                             "other reports go on", report.report_id, answer.describe(), delay,
                             backoff.failures)
@@ -116,6 +126,7 @@ class Outbox:
         self.stats.by_outcome[answer.outcome] = self.stats.by_outcome.get(answer.outcome, 0) + 1
         if answer.outcome is Outcome.DELIVERED:
             if self.backoff.failures:
+                self._quiet.flush()  # the counts of the refusals before, then the news
                 log.info("server answers again (%s)", answer.describe())
             self.backoff.success()
             self._retry_at = 0.0
@@ -135,12 +146,13 @@ class Outbox:
     def _back_off(self, answer: SendResult, report: Report) -> None:
         delay = self.backoff.failure(at_least_s=answer.retry_after_s or 0.0)
         self._retry_at = self.clock() + delay
-        self._quiet.warning(f"unavailable {answer.status}",
+        self._quiet.warning(warning_kind(answer),
                             "server unavailable (%s) for report %s; reports kept in the spool, "
                             "next try in %.0f s", answer.describe(), report.report_id, delay)
 
     def submit(self, report: Report) -> Submitted:
         """Hand over one fresh report; replays the backlog first when the server is up."""
+        self._quiet.tick()  # a minute's count of repeated warnings, when one has ended
         if self.ready() and self._due():
             self.replay()
         if not self.ready() or self._due():
@@ -212,5 +224,6 @@ class Outbox:
         return taken
 
     def close(self) -> None:
+        self._quiet.flush()
         self.sender.close()
         self.spool.close()

@@ -58,6 +58,30 @@ def _in_background(fn: Any) -> tuple[threading.Thread, list[Any]]:
     return thread, out
 
 
+async def _held_until(gate: Any, release: asyncio.Event) -> int:
+    """A report that holds its slot until `release`: 201, or the status it was refused with."""
+    from app.ingest_gate import Saturated
+
+    try:
+        async with gate.slot():
+            await release.wait()
+            return 201
+    except Saturated as refused:
+        return refused.status_code
+
+
+async def _newcomer(gate: Any) -> tuple[int, float]:
+    """A report asking for a slot now: (201 or the refusal's status, seconds until then)."""
+    from app.ingest_gate import Saturated
+
+    started = time.monotonic()
+    try:
+        async with gate.slot():
+            return 201, time.monotonic() - started
+    except Saturated as refused:
+        return refused.status_code, time.monotonic() - started
+
+
 def test_full_queue_is_refused_at_once_and_health_answers(
         tmp_path: Path, held: threading.Event) -> None:
     settings = _settings(tmp_path, ingest_concurrency=1, ingest_queue=0,
@@ -103,22 +127,14 @@ def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
         tmp_path: Path, queue: int, codes: list[int]) -> None:
     """Eight reports arrive in the same instant at one slot: one is taken, `queue` wait (and
     time out, the slot being held), the rest are refused at once with 429."""
-    from app.ingest_gate import IngestGate, Saturated
+    from app.ingest_gate import IngestGate
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=queue,
                                 ingest_wait_s=0.2), serialise_writers=False)
 
-    async def one(release: asyncio.Event) -> int:
-        try:
-            async with gate.slot():
-                await release.wait()
-                return 201
-        except Saturated as refused:
-            return refused.status_code
-
     async def burst() -> list[int]:
         release = asyncio.Event()
-        tasks = [asyncio.create_task(one(release)) for _ in range(8)]
+        tasks = [asyncio.create_task(_held_until(gate, release)) for _ in range(8)]
         refused = await asyncio.gather(*tasks[1:])
         release.set()
         return [await tasks[0], *sorted(refused, reverse=True)]
@@ -176,7 +192,7 @@ def test_a_newcomer_that_would_wait_past_the_limit_is_refused_at_once(tmp_path: 
     """Slots held ~0.3 s each, one slot, a 1 s wait of which a newcomer may expect half
     (ADMIT_SHARE): the second in the queue would wait ~0.6 s, so it gets a 429 at once
     instead of risking a 503 after waiting 1 s for nothing."""
-    from app.ingest_gate import IngestGate, Saturated
+    from app.ingest_gate import IngestGate
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=10,
                                 ingest_wait_s=1.0), serialise_writers=False)
@@ -191,12 +207,8 @@ def test_a_newcomer_that_would_wait_past_the_limit_is_refused_at_once(tmp_path: 
         await asyncio.sleep(0)  # the holder takes the slot
         waiter = asyncio.create_task(hold(0.0))  # first in the queue: ~0.3 s, it may wait
         await asyncio.sleep(0)
-        started = time.monotonic()
         try:
-            async with gate.slot():
-                return 201, time.monotonic() - started
-        except Saturated as refused:
-            return refused.status_code, time.monotonic() - started
+            return await _newcomer(gate)
         finally:
             holder.cancel()
             waiter.cancel()
@@ -204,3 +216,57 @@ def test_a_newcomer_that_would_wait_past_the_limit_is_refused_at_once(tmp_path: 
     code, _ = asyncio.run(scene())
     assert code == 429  # at once: refused as full, not after a wait that ran out
     assert gate.stats.refused_full == 1 and gate.stats.refused_wait == 0
+
+
+def test_a_report_that_finds_no_slot_is_refused_within_the_default_wait(
+        tmp_path: Path) -> None:
+    """The default wait is short (issue 19: refusals answered at once): a report arriving
+    while the one slot is held, before the gate knows how long slots are held, waits at most
+    `ingest_wait_s` and is answered 503, long before the holder lets go."""
+    from app.ingest_gate import IngestGate
+
+    settings = _settings(tmp_path, ingest_concurrency=1)
+    assert settings.ingest_wait_s == Settings.model_fields["ingest_wait_s"].default == 0.05
+    gate = IngestGate(settings, serialise_writers=False)
+
+    async def scene() -> tuple[int, float]:
+        release = asyncio.Event()
+        holder = asyncio.create_task(_held_until(gate, release))
+        await asyncio.sleep(0)  # the holder takes the slot
+        try:
+            return await _newcomer(gate)
+        finally:
+            release.set()
+            await holder
+
+    code, waited = asyncio.run(scene())
+    assert code == 503 and waited >= 0.05
+    assert gate.stats.refused_wait == 1
+
+
+def test_a_wait_of_zero_never_waits_a_newcomer_is_refused_at_once(tmp_path: Path) -> None:
+    """`ingest_wait_s=0`: no report waits for a slot, even with room in the queue and no
+    hold time learnt yet — 429 at once, without a timer."""
+    from app.ingest_gate import IngestGate
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=10,
+                                ingest_wait_s=0), serialise_writers=False)
+
+    async def scene() -> list[int]:
+        release = asyncio.Event()
+        tasks = [asyncio.create_task(_held_until(gate, release)) for _ in range(3)]
+        refused = await asyncio.gather(*tasks[1:])
+        release.set()
+        return [await tasks[0], *refused]
+
+    assert asyncio.run(scene()) == [201, 429, 429]
+    assert (gate.stats.refused_full, gate.stats.refused_wait) == (2, 0)
+
+
+def test_the_demo_keeps_a_longer_wait_than_a_server(tmp_path: Path) -> None:
+    """The demo's boards post at the same moments from one process on one machine: they may
+    wait for a slot instead of being refused and spooled."""
+    from app.demo.run import DemoOptions, demo_settings
+
+    demo = demo_settings(DemoOptions(data_dir=tmp_path), "t")
+    assert demo.ingest_wait_s > Settings.model_fields["ingest_wait_s"].default

@@ -71,15 +71,20 @@ def _judged(base: str, host: str) -> dict[str, Any] | None:
     return health if health.get("judged_at") and health["verdict"] == "healthy" else None
 
 
-def test_serve_judges_in_its_judge_process_and_restarts_it(db_url: str, tmp_path: Path
-                                                           ) -> None:
+def serve(db_url: str, data_dir: Path, **env: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A real `peerwatch serve` on `db_url` (PEERWATCH_* overrides in `env`), its base URL."""
     port = free_port()
-    env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path), "PEERWATCH_PROBE_TOKENS":
-           PROBE_TOKEN, "PEERWATCH_STALE_AFTER_S": "86400"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
-         db_url, "--no-local-probe", "--log-level", "warning"], env=env)
-    base = f"http://127.0.0.1:{port}"
+         db_url, "--no-local-probe", "--log-level", "warning"],
+        env={**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), "PEERWATCH_PROBE_TOKENS":
+             PROBE_TOKEN, "PEERWATCH_STALE_AFTER_S": "86400", **env})
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def test_serve_judges_in_its_judge_process_and_restarts_it(db_url: str, tmp_path: Path
+                                                           ) -> None:
+    proc, base = serve(db_url, tmp_path)
     now = datetime.now(UTC).replace(microsecond=0)
     try:
         wait_for_healthz(base, timeout_s=SETTLE_S)

@@ -32,6 +32,8 @@ GPU_ONLY = {"gpu_events", "gpu_evidence", "gpu_fabric_check", "gpu_pcie", "gpu_s
 # what a bench prints where a real part it needs is missing; CI has them all
 MISSING_PART = re.compile(r"postgresql: skipped|skipped: no Chromium|skipped, \S+ unreachable")
 LIMIT_S = 600
+# lines a bench must print with a figure, where its parts are here (not "skipped")
+PRINTS = {"overload": re.compile(r"^post_server_p99 +\S+ +[\d.]+ ", re.MULTILINE)}
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -53,6 +55,8 @@ def test_the_bench_runs_at_smoke_size(name: str) -> None:
     assert "Traceback" not in output, output[-6000:]
     if name in GPU_ONLY:
         assert "skipped" in output.lower() or "GPU" in output, output[-2000:]
+    if name in PRINTS and not MISSING_PART.search(output):
+        assert PRINTS[name].search(done.stdout), f"bench/{name}.py:\n{done.stdout[-3000:]}"
     if REQUIRE_SERVICES:
         missing = MISSING_PART.search(output)
         assert missing is None, f"bench/{name}.py ran without a required part: {missing}"

@@ -4,7 +4,9 @@ delivers it once."""
 
 from __future__ import annotations
 
+import logging
 import random
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -80,3 +82,31 @@ def test_retry_after_is_honoured_then_the_report_is_delivered_once(
     assert outbox.replay() == 1 and len(outbox.spool) == 0
     assert len(Busy.bodies) == 2 and Busy.bodies[1] == report.model_dump_json().encode()
     outbox.close()
+
+
+def test_repeated_refusals_log_the_first_at_once_and_then_one_count(
+        busy_server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Five 429s in a row, then the server takes the report: one full line at the first
+    refusal, and when the server answers again one line counting the four after it."""
+    Busy.busy = 5
+    clock = FakeClock()
+    outbox = Outbox(Sender(busy_server, "tok", 5.0), Spool(tmp_path, 1 << 20),
+                    Backoff(1.0, 300.0, random.Random(3)), clock)
+    try:
+        with caplog.at_level(logging.INFO, "probes.agent.outbox"):
+            outbox.submit(sample_report())
+            while len(outbox.spool):
+                due = outbox.replay_due_at()
+                assert due is not None
+                clock.advance(max(0.0, due - clock()))
+                outbox.replay()
+    finally:
+        Busy.busy = 1
+        outbox.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "probes.agent.outbox"]
+    assert len(Busy.bodies) == 6
+    assert lines[0].startswith("server unavailable (HTTP 429"), lines
+    assert re.fullmatch(r"server busy \(HTTP 429\) x4 in the last \d+ s; latest: server "
+                        r"unavailable \(HTTP 429.*", lines[1]), lines
+    assert lines[2].startswith("server answers again") and len(lines) == 4, lines
+    assert lines[3].startswith("replayed 1 spooled report"), lines

@@ -22,8 +22,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--wake-fd", type=int, default=None,
                         help="an inherited SOCK_SEQPACKET socket to the server that started "
                         "this process (serve passes it; not for use by hand)")
+    parser.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
+                        help="judge only the I-th of N shards of the hosts, counted from 0 "
+                        "(serve passes it when PEERWATCH_JUDGE_PROCESSES > 1; default: all)")
     add_log_level(parser)
     parser.set_defaults(func=run)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected I/N, e.g. 0/2") from None
+    if not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: I must be 0..N-1")
+    return index, count
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,4 +44,4 @@ def run(args: argparse.Namespace) -> int:
     from app.cli.commands.serve import settings_from_args
 
     configure_logging(args.log_level)
-    return run_judge_process(settings_from_args(args), args.wake_fd)
+    return run_judge_process(settings_from_args(args), args.wake_fd, args.shard)

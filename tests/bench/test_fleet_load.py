@@ -1,0 +1,69 @@
+"""The fleet and overload benches' simulated hosts reach the server as distinct hosts.
+
+bench/_fleet_load.py posts one template report per kind with its host mark replaced; a mark
+that the report model's normalising changed (it lowercases host names) once made every
+simulated host post as one host, so the 1000-host figures came from one. Here a real
+`peerwatch serve` takes the warm-up and a short cadence from a few hosts, and each must be
+a host of its own on the server, readable by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench import _fleet_load
+from bench._fleet_load import (
+    HOST_MARK,
+    TOKEN,
+    MarkMissing,
+    host_name,
+    load,
+    templates,
+    warm_up,
+)
+from bench._serve import serve_process
+from probes.report import Report, ReportKind, valid_hostname
+from probes.sim.simulated import SimulatedFabric
+from probes.sweep import SweepOptions, build_report
+
+HOSTS = 3
+
+
+def test_each_template_names_its_host_by_the_mark_once() -> None:
+    for kind, template in templates().items():
+        body = template.body("hgx8-0042", datetime.now(UTC))
+        assert HOST_MARK not in body, kind
+        assert Report.model_validate_json(body).host.hostname == "hgx8-0042", kind
+
+
+def test_a_mark_the_model_would_change_is_refused_when_the_template_is_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    shouting = "BENCH-HOST-MARK"
+    assert valid_hostname(shouting) != shouting  # what broke the bench before
+    fabric = SimulatedFabric("hgx8", seed=11, hostname=shouting)
+    report = build_report(fabric, kind=ReportKind.INVENTORY,
+                          options=SweepOptions(timeout_s=None), now=lambda: _fleet_load.MARK)
+    monkeypatch.setattr(_fleet_load, "HOST_MARK", shouting)
+    with pytest.raises(MarkMissing, match="host mark"):
+        _fleet_load._check_marks("inventory", report.model_dump_json(), report)
+
+
+def test_simulated_hosts_reach_a_real_server_as_distinct_hosts(tmp_path: Path) -> None:
+    names = {host_name(i) for i in range(HOSTS)}
+    tpl = templates()
+    with serve_process(f"sqlite:///{tmp_path / 'bench.db'}", tmp_path,
+                       {"PEERWATCH_PROBE_TOKENS": TOKEN}) as base:
+        warm = asyncio.run(warm_up([base], HOSTS, tpl))
+        cadence = asyncio.run(load([base], HOSTS, tpl, compress=100.0, duration_s=1.0))
+        listed = httpx.get(f"{base}/api/v1/hosts", timeout=30).json()["hosts"]
+        details = {name: httpx.get(f"{base}/api/v1/hosts/{name}", timeout=30).status_code
+                   for name in sorted(names)}
+    assert len(warm.accepted()) == 2 * HOSTS
+    assert cadence.samples, "the cadence phase posted nothing"
+    assert {h["host"] for h in listed} == names
+    assert details == dict.fromkeys(sorted(names), 200)
