@@ -84,3 +84,4 @@ class FleetSnapshot:
     peer_gaps: list[PeerGap] = field(default_factory=list)  # gpu == peer_gpu: a GPU's own
     host_peer_gaps: list[HostPeerGap] = field(default_factory=list)
     events: Any = None  # app.metrics_events.EventSeries: Xid/SXid counters and findings
+    pair_faults: list[Any] = field(default_factory=list)  # metrics_pair_faults.PairFaultRow

@@ -44,6 +44,7 @@ from app.analysis.health import (
     pair_label,
 )
 from app.analysis.jobs import with_holders, with_job_notes
+from app.analysis.pair_faults import fault_facts
 from app.analysis.text import fmt_duration
 from app.analysis.throttle import (
     explain_pairs,
@@ -249,6 +250,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
         if facts := pair_facts(p):
             health.pair_facts[(p.src, p.dst)] = {**health.pair_facts.get((p.src, p.dst), {}),
                                                  **facts}
+    for key, kind in fault_facts(pairs).items():  # a pair fault's kind, on its rows
+        health.pair_facts[key] = {**health.pair_facts.get(key, {}), **kind}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
     for gpu, held in throttled_facts(loaded.throttles, settings.throttle_sweeps_most,
                                      settings.throttle_sweeps_of).items():

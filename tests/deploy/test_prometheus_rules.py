@@ -40,7 +40,7 @@ def test_rules_file_is_valid() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     # alerting rules (P2PBandwidthDegraded: sustained and intermittent; GPUPeerCopiesSlow;
     # XidFault and XidWarning; GPUThrottled), 6 recording
-    assert "SUCCESS: 31 rules found" in done.stdout
+    assert "SUCCESS: 32 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:
