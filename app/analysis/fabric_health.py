@@ -31,7 +31,7 @@ from app.analysis.attribution import PatternFault, explained_elsewhere, own_faul
 from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
 from app.analysis.health import Judgement, PairJudgement, TestJudgement, Thresholds
 from app.analysis.text import fmt_rate
-from app.analysis.verdict import SEVERITY, Verdict
+from app.analysis.verdict import Verdict
 from probes.report import GpuInfo, LinkState, NvLinkPort
 
 ERROR_COUNTERS = ("replay", "recovery")

@@ -40,13 +40,16 @@ def _rdma_of(session: Session) -> dict[int, list[GpuRdma]]:
     return out
 
 
-def apart_of(session: Session) -> dict[int, list[tuple[int, int]]]:
-    """Host id -> its pair faults (`pair_faults.py`), from the non-healthy pair rows' facts."""
-    rows: dict[int, list[tuple[int, int, Any]]] = defaultdict(list)
-    for host_id, src, dst, facts in session.execute(
-            select(JudgedPair.host_id, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
+def apart_of(session: Session, by_name: bool = False) -> dict[Any, list[tuple[int, int]]]:
+    """Host id (or name) -> its pair faults (`pair_faults.py`), from the non-healthy pair
+    rows' facts (few rows: only pairs not healthy)."""
+    key = Host.name if by_name else JudgedPair.host_id
+    rows: dict[Any, list[tuple[int, int, Any]]] = defaultdict(list)
+    for host, src, dst, facts in session.execute(
+            select(key, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
+            .join(Host, Host.id == JudgedPair.host_id)
             .where(JudgedPair.verdict != Verdict.HEALTHY.value)):
-        rows[host_id].append((src, dst, facts))
+        rows[host].append((src, dst, facts))
     return {h: sorted(stored_faults(found)) for h, found in rows.items()}
 
 
