@@ -26,6 +26,7 @@ from app.alerting.settings import AlertingSettings, MetricsDetail
 from app.analysis.clock import SKEW_DOC
 from app.metrics_events import event_families
 from app.metrics_holds import held_families
+from app.metrics_pair_faults import pair_fault_family
 from app.metrics_snapshot import FleetSnapshot, GpuVerdict, HostFacts
 
 HOST = ["host"]
@@ -51,7 +52,8 @@ class PeerwatchCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         snap = self._load(self._gpus)
         families: list[Metric] = [*host_families(snap.hosts), alert_family(snap),
-                                  *peer_gap_families(snap), *held_families(snap.held)]
+                                  *peer_gap_families(snap), *held_families(snap.held),
+                                  pair_fault_family(snap.pair_faults)]
         if snap.events is not None:
             families += event_families(snap.events)
         if self._gpus:

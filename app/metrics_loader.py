@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.metrics_events import load_events
 from app.metrics_holds import load_held
+from app.metrics_pair_faults import load_pair_faults
 from app.metrics_snapshot import (
     AlertCount,
     FleetSnapshot,
@@ -34,7 +35,8 @@ def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
                          gpus=_gpu_verdicts(session) if gpus else [],
                          alerts=_alerts(session), peer_gaps=_peer_gaps(session),
                          host_peer_gaps=_host_peer_gaps(session),
-                         events=load_events(session, utcnow()), held=load_held(session))
+                         events=load_events(session, utcnow()), held=load_held(session),
+                         pair_faults=load_pair_faults(session))
 
 
 def _hosts(session: Session) -> list[HostFacts]:

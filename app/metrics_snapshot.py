@@ -85,3 +85,4 @@ class FleetSnapshot:
     host_peer_gaps: list[HostPeerGap] = field(default_factory=list)
     events: Any = None  # app.metrics_events.EventSeries: Xid/SXid counters and findings
     held: list[Any] = field(default_factory=list)  # app.metrics_holds.PairHeld: pages held
+    pair_faults: list[Any] = field(default_factory=list)  # metrics_pair_faults.PairFaultRow

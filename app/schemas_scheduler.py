@@ -36,7 +36,13 @@ class SchedulableHost(JudgedAt):
     host: str
     gpus_total: int
     healthy_gpus: list[int] = Field(description="Indexes of the GPUs a job may use now.")
-    cuda_visible_devices: str = Field(description="The healthy GPUs, ready for the env var.")
+    cuda_visible_devices: str = Field(
+        description="The largest set of healthy GPUs that may share one job (no pair of "
+        "`apart` in it; ties: the lowest indexes), ready for the env var.")
+    apart: list[tuple[int, int]] = Field(
+        default_factory=list, description="Pairs of healthy GPUs that must not share a job: "
+        "a pair fault between them (copies failing or slow, or P2P lost, while each works "
+        "with its other peers; app/analysis/pair_faults.py). Both are offered, never together.")
     unhealthy: list[UnhealthyGpu] = Field(description="The others, each with its reason.")
     last_report_at: datetime | None
     rdma: list[GpuRdma] = Field(
@@ -49,13 +55,15 @@ class SchedulerHostsResponse(BaseModel):
         "generated_at": "2026-11-30T10:20:00Z", "min_healthy_gpus": 4,
         "hosts": [{
             "host": "gpu-node-17", "gpus_total": 8, "healthy_gpus": [0, 1, 2, 3, 4, 6, 7],
-            "cuda_visible_devices": "0,1,2,3,4,6,7",
+            "cuda_visible_devices": "0,1,2,3,4,7", "apart": [[2, 6]],
             "unhealthy": [{"gpu": 5, "verdict": "down",
                            "reason": "GPU5: 18/18 NVLinks down"}],
             "last_report_at": "2026-11-30T10:19:41Z", "judged_at": "2026-11-30T10:19:42Z",
         }],
         "left_out": {"gpu-node-03": "stale: no report for 2 h 10 min",
-                     "gpu-node-09": "2 healthy GPUs, 4 asked for"},
+                     "gpu-node-09": "2 healthy GPUs, 4 asked for",
+                     "gpu-node-11": "7 of 8 healthy GPUs may share a job (GPU1 and GPU5 "
+                                    "kept apart (copies fail between them)), 8 asked for"},
     })
     generated_at: datetime
     min_healthy_gpus: int
@@ -143,6 +151,12 @@ class NotEnoughGpusDetail(BaseModel):
     healthy: int
     total: int
     healthy_gpus: list[int]
+    apart: list[tuple[int, int]] = Field(
+        default_factory=list, description="Healthy GPUs that must not share a job (pair "
+        "faults); with them, at most `largest_set` can share one.")
+    largest_set: list[int] = Field(
+        default_factory=list, description="The largest set of healthy GPUs that may share a "
+        "job (empty: every healthy GPU may).")
 
 
 class NotEnoughGpusAnswer(BaseModel):

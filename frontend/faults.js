@@ -11,7 +11,8 @@ export const SEVERITY_RANK = { critical: 0, warning: 1, info: 2 };
 
 /** Scope of each alert rule: 0 GPU lost, 1 links down, 2 slow pair, 3 fleet-relative, 4 other. */
 const RULE_SCOPE = {
-  GPUMissing: 0, P2PAccessLost: 0, PeerCopiesFailing: 0, NVSwitchFabricNotReady: 0,
+  GPUMissing: 0, P2PAccessLost: 0, PeerCopiesFailing: 0, PairCopiesFailing: 0,
+  NVSwitchFabricNotReady: 0,
   NVLinkDown: 1, NVLinkWidthReduced: 1, NVLinkFlapping: 1, NVLinkErrorsIncreasing: 1,
   PCIeLinkDowntrained: 1, FabricManagerDown: 1,
   P2PBandwidthDegraded: 2, PCIeBandwidthDegraded: 2,

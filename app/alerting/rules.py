@@ -17,6 +17,7 @@ from app.alerting.rules_events import (
 )
 from app.alerting.rules_fabric import FABRIC_RULES, per_gpu
 from app.alerting.rules_gpu import GPU_RULES
+from app.alerting.rules_pair_faults import PAIR_FAULT_RULES
 from app.analysis.clock import describe_skew, skew_way
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fabric_health import PEER_SLOW
@@ -462,5 +463,6 @@ RULES: tuple[Rule, ...] = (
     *FABRIC_RULES,
     *EVENT_RULES,
     *GPU_RULES,
+    *PAIR_FAULT_RULES,
 )
 RULE_NAMES = frozenset(r.name for r in RULES)

@@ -3,8 +3,10 @@ per kind of trouble so that each pages once with its action:
 
     NVSwitchFabricNotReady  critical  a GPU's fabric registration is not COMPLETED, failed,
                                       or reports unhealthy (labels host, gpu)
-    PeerCopiesFailing       critical  links up and fabric COMPLETED, yet the newest peer
-                                      copies of the GPU's pairs fail (host, gpu; sweep)
+    PeerCopiesFailing       critical  links up and fabric COMPLETED, yet the GPU's newest
+                                      copies fail with every peer (host, gpu; sweep); a
+                                      pair failing between two GPUs whose other pairs work
+                                      is PairCopiesFailing's (rules_pair_faults.py)
     FabricManagerDown       warning   Fabric Manager installed but not running on an
                                       NVSwitch host (host)
 
@@ -43,7 +45,8 @@ def fabric_not_ready(ctx: HostContext) -> list[Finding]:
 
 def peer_copies_failing(ctx: HostContext) -> list[Finding]:
     return per_gpu(ctx, ("peer_copies",),
-                    "peer copies fail with links up, fabric COMPLETED and P2P supported")
+                    "peer copies fail with every peer, links up, fabric COMPLETED and P2P "
+                    "supported")
 
 
 def fabric_manager_down(ctx: HostContext) -> list[Finding]:
@@ -61,7 +64,7 @@ FABRIC_RULES: tuple[Rule, ...] = (
     Rule("NVSwitchFabricNotReady", "critical", 120.0, fabric_not_ready,
          "GPU fabric registration not COMPLETED, failed, or unhealthy: P2P cannot be trusted."),
     Rule("PeerCopiesFailing", "critical", 0.0, peer_copies_failing,
-         "Links up and fabric COMPLETED, yet peer copies fail."),
+         "Links up and fabric COMPLETED, yet the GPU's copies fail with every peer."),
     Rule("FabricManagerDown", "warning", 300.0, fabric_manager_down,
          "Fabric Manager installed but not running on an NVSwitch host."),
 

@@ -64,6 +64,7 @@ class Tray:
     reason: str
     stale: bool
     gpus: tuple[MemberGpu, ...]
+    apart: tuple[tuple[int, int], ...] = ()  # pair faults: GPUs never in one job
 
     @property
     def fresh(self) -> bool:

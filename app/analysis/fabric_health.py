@@ -13,9 +13,11 @@
   its SKU wires (its NVSwitch width is reduced), a link is degraded, its PCIe link trained
   narrower than its maximum, one of its own tests (h2d, d2h: host <-> GPU over its PCIe link;
   local) is degraded (slow against what its PCIe link offers or its own baseline, sustained)
-  or down (failing), or at least half its measured pairs are degraded or down; the
-  fabric contradictions of `fabric_state.py` (fabric not COMPLETED, registration failed,
-  fabric unhealthy, peer copies failing behind up links) add their own reasons and actions.
+  or down (failing), or its copies are bad with every peer (`attribution.py`'s pattern);
+  a pair fault (bad between two GPUs whose other pairs work) leaves both ends healthy, to be
+  kept apart (`pair_faults.py`); the fabric contradictions of `fabric_state.py` (fabric
+  not COMPLETED, registration failed, fabric unhealthy, peer copies failing with every peer
+  behind up links) add their own reasons and actions.
 - host: unknown when stale or never measured; down when every GPU is down; degraded when
   anything on it is not healthy.
 """
@@ -29,7 +31,7 @@ from app.analysis.attribution import PatternFault, explained_elsewhere, own_faul
 from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
 from app.analysis.health import Judgement, PairJudgement, TestJudgement, Thresholds
 from app.analysis.text import fmt_rate
-from app.analysis.verdict import SEVERITY, Verdict
+from app.analysis.verdict import Verdict
 from probes.report import GpuInfo, LinkState, NvLinkPort
 
 ERROR_COUNTERS = ("replay", "recovery")
@@ -128,18 +130,12 @@ def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
             down.append(t.reason)
         elif t.verdict is Verdict.DEGRADED:
             degraded.append(t.reason)
-    mine = [p for p in pairs if not explained_elsewhere(p, gpu)]  # others' faults: theirs
     if facts.pattern is not None:
         if any(f.kind == "peer_copies" for f in fabric.findings):
             return down, degraded  # that finding says it, with its action
         (down if facts.pattern.failing else degraded).append(facts.pattern.text)
         return down, degraded
-    judged = [p for p in mine if p.verdict is not Verdict.UNKNOWN]
-    faults = [p for p in judged if own_fault(p)]  # pair faults: both ends answer for them
-    if faults:
-        worst_pair = max(faults, key=lambda p: SEVERITY[p.verdict])
-        degraded.append(f"{len(faults)} of {len(judged)} pairs at fault as pairs "
-                        f"(worst {worst_pair.reason})")
+    # a pair fault (`pair_faults.py`) is the pair's: both ends stay healthy, kept apart
     return down, degraded
 
 
@@ -178,6 +174,10 @@ def _healthy_text(gpu: int, facts: GpuFacts, pairs: Sequence[PairJudgement],
            "pairs healthy"
     if bad:
         text += f" (not: {', '.join(f'GPU{p.src}->GPU{p.dst}' for p in bad[:4])})"
+        peers = sorted({p.dst if p.src == gpu else p.src for p in bad})
+        why = ("its other peers work" if any(p.verdict is Verdict.HEALTHY for p in pairs)
+               else "no other peer measured to tell it from a GPU fault")
+        text += f"; kept apart from {', '.join(f'GPU{g}' for g in peers)} (a pair fault: {why})"
     if others:
         text += f"; {len(others)} explained by {others[0].cause} (not this GPU's fault)"
     return text

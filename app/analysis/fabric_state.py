@@ -10,10 +10,11 @@ links. So each finding here names the contradiction and what to do about it:
     fabric registration status <error>                                 -> down
     fabric health unhealthy / limited capacity (mask issues)           -> degraded
     k of n NVLinks wired by design up (all down: down)                 -> degraded / down
-    links up, fabric COMPLETED, P2P supported, but peer copies fail    -> down (with every
-                                        peer), degraded (each end of a pair fault); only
-                                        where every premise holds (`attribution.py` says
-                                        which pairs a GPU answers for)
+    links up, fabric COMPLETED, P2P supported, but peer copies fail    -> down, only with
+                                        every peer and where every premise holds; a pair
+                                        failing between two GPUs whose other pairs work is
+                                        the pair's fault, no GPU's (`attribution.py`,
+                                        `pair_faults.py`)
     Fabric Manager installed but not running on an NVSwitch host       -> degraded (host)
 
 The expectation (`fabric_expect.py`) comes first, so a PCIe box, a single board and a
@@ -112,9 +113,10 @@ def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
 
     Only where every premise holds (`premise_broken`: another finding of this GPU already
     says the fabric or its links are not as they should be, and that finding owns the
-    page), and only on the pairs this GPU answers for: a pair explained by another GPU is
-    that GPU's, a pair whose P2P is unavailable is P2PAccessLost's. Down when the GPU fails
-    with every peer (`attribution.py`'s pattern); degraded at each end of a pair fault."""
+    page), and only when the GPU fails with every peer (`attribution.py`'s pattern): a pair
+    explained by another GPU is that GPU's, a pair whose P2P is unavailable is
+    P2PAccessLost's, and a pair failing between two GPUs whose other pairs work is the
+    pair's own fault (PairCopiesFailing), which leaves both ends healthy."""
     if not exp.nvlink or premise_broken:
         return []
     if sum(1 for p in ports if p.state is LinkState.UP) < max(exp.design_links, 1):
@@ -131,18 +133,14 @@ def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
     pair, test = failed[0]
     state = "fabric COMPLETED" if exp.registration else "direct NVLink"
     more = f" (+{len(failed) - 1} more)" if failed[1:] else ""
-    every = any(p.explained_by == gpu for p, _ in failed)
-    verdict, scope = (Verdict.DOWN, " with every peer") if every else (
-        Verdict.DEGRADED, f" to GPU{pair.dst if pair.src == gpu else pair.src} (a pair fault: "
-                          "its other peers work)")
+    if not any(p.explained_by == gpu for p, _ in failed):
+        return []  # a pair fault: the pair's page (PairCopiesFailing), both ends healthy
     return [FabricFinding(
-        verdict,
-        f"links up and {state} but peer copies fail{scope}: GPU{pair.src}->GPU{pair.dst} "
-        f"{test.test.value}: {test.latest.error if test.latest else ''}{more}",
+        Verdict.DOWN,
+        f"links up and {state} but peer copies fail with every peer: GPU{pair.src}->"
+        f"GPU{pair.dst} {test.test.value}: {test.latest.error if test.latest else ''}{more}",
         "P2P is broken behind a healthy-looking fabric; drain the GPU, reset it (or restart "
-        "nvidia-fabricmanager) and rerun the sweep" if every else
-        "P2P between these two GPUs is broken behind a healthy-looking fabric; keep jobs off "
-        "the pair, reset both GPUs and rerun the sweep", "peer_copies")]
+        "nvidia-fabricmanager) and rerun the sweep", "peer_copies")]
 
 
 def _summary(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> str:

@@ -46,14 +46,18 @@ fewer estimated pairs, then the lower GPU indexes. The same inputs always give t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from app.analysis import placement_search as search
-from app.analysis.placement_explain import answer, left_out
+from app.analysis.pair_faults import apart_among, compatible, largest_set
+from app.analysis.placement_explain import answer, kept_apart, left_out
 from app.analysis.placement_problem import Problem, tie_key
 from app.analysis.placement_types import (
     MODELS,
     CandidateSet,
     Exclusion,
     FabricView,
+    GpusKeptApart,
     GpuState,
     LinkKind,
     NotEnoughHealthyGpus,
@@ -101,9 +105,10 @@ def place(
     healthy = [g for g in gpus if g.healthy]
     if k > len(healthy):
         raise NotEnoughHealthyGpus(k, [g.index for g in healthy], len(gpus))
+    apart = _check_apart(view, healthy, k, len(gpus))
     problem = Problem.build(view, healthy)
     exact = k == 1 or search.is_exact(len(healthy), k, pat is Pattern.RING)
-    scored = _score_sets(problem, k, pat, exact, tie_tolerance)
+    scored = _score_sets(problem, k, pat, exact, tie_tolerance, _positions(healthy, apart))
     ranked = _rank(problem, scored, tie_tolerance)
     chosen = ranked[0]
     band_floor = max(s.value for s in scored) * (1 - tie_tolerance)
@@ -111,19 +116,52 @@ def place(
         Exclusion(g.index, False, f"GPU{g.index} is not healthy: {g.reason or 'no reason given'}")
         for g in gpus
         if not g.healthy
-    ] + left_out(problem, chosen, ranked, band_floor, pat, tie_tolerance)
+    ] + kept_apart(left_out(problem, chosen, ranked, band_floor, pat, tie_tolerance),
+                   [problem.index(m) for m in chosen.members], apart)
     return answer(problem, pat, k, chosen, ranked[1 : 1 + runner_ups], excluded, exact)
 
 
 # --------------------------------------------------------------------------- internals
 
 
+def _check_apart(view: FabricView, healthy: list[GpuState], k: int, total: int) -> list[Pair]:
+    """The pair faults among the healthy GPUs; GpusKeptApart when they leave fewer than `k`
+    that may share a job."""
+    indexes = [g.index for g in healthy]
+    apart = apart_among(indexes, view.apart)
+    if apart:
+        largest = largest_set(indexes, apart)
+        if k > len(largest):
+            raise GpusKeptApart(k, indexes, total, apart, largest)
+    return apart
+
+
+def _positions(healthy: list[GpuState], apart: list[Pair]) -> list[Pair]:
+    at = {g.index: pos for pos, g in enumerate(healthy)}
+    return [(at[a], at[b]) for a, b in apart]
+
+
 def _score_sets(
-    prob: Problem, k: int, pat: Pattern, exact: bool, tol: float
+    prob: Problem, k: int, pat: Pattern, exact: bool, tol: float, apart: list[Pair]
 ) -> list[search.Scored]:
+    """Every candidate set scored (exact) or grown greedily, none holding a pair of `apart`
+    (positions): the two GPUs of a pair fault never share a set."""
+    scored, score = _scored_sets(prob, k, pat, exact, tol, apart)
+    if not apart:
+        return scored
+    kept = [s for s in scored if compatible(s.members, apart)]
+    if not kept:  # the greedy growth met pair faults everywhere: the largest set will do
+        kept = [score(tuple(largest_set(range(len(prob.gpus)), apart)[:k]))]
+    return kept
+
+
+def _scored_sets(
+    prob: Problem, k: int, pat: Pattern, exact: bool, tol: float, apart: list[Pair]
+) -> tuple[list[search.Scored], Callable[[tuple[int, ...]], search.Scored]]:
     n = len(prob.gpus)
     if k == 1:
-        return [search.Scored((p,), 0.0, None) for p in range(n)]
+        return [search.Scored((p,), 0.0, None) for p in range(n)], \
+            lambda m: search.Scored(m, 0.0, None)
     if pat is Pattern.RING:
         sym = prob.ring_matrix()
         def score(members: tuple[int, ...]) -> search.Scored:
@@ -145,13 +183,18 @@ def _score_sets(
             return min(min(prob.w[c][m], prob.w[m][c]) for m in members)
 
     if exact:
-        return search.all_sets(n, k, score)
+        return search.all_sets(n, k, score), score
+    if apart:  # a greedy set never grows into a pair fault
+        near = affinity
+
+        def affinity(members: list[int], c: int) -> float:
+            return near(members, c) if compatible([*members, c], apart) else float("-inf")
 
     def prefer(members: list[int], c: int) -> tuple[int, ...]:
         same = prob.gpus[c].locality == prob.gpus[members[0]].locality
         return (0 if same else 1, c)
 
-    return search.grown_sets(n, k, affinity, score, prefer, tol)
+    return search.grown_sets(n, k, affinity, score, prefer, tol), score
 
 
 def _rank(prob: Problem, scored: list[search.Scored], tol: float) -> list[search.Scored]:

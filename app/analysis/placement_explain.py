@@ -37,6 +37,21 @@ def left_out(
     return out
 
 
+def kept_apart(out: list[Exclusion], chosen: list[int],
+               apart: list[tuple[int, int]]) -> list[Exclusion]:
+    """A healthy GPU left out because a GPU of the chosen set is the other end of a pair
+    fault says so, instead of a comparison of speeds."""
+    mates: dict[int, list[int]] = {}
+    for a, b in apart:
+        for gpu, other in ((a, b), (b, a)):
+            if other in chosen:
+                mates.setdefault(gpu, []).append(other)
+    return [e if not mates.get(e.gpu) else Exclusion(
+        e.gpu, True, f"GPU{e.gpu} left out: it must not share a job with "
+                     f"{', '.join(f'GPU{p}' for p in mates[e.gpu])} (a pair fault between "
+                     "them; each works with its other peers)") for e in out]
+
+
 def _why_out(
     prob: Problem, gpu: int, chosen: search.Scored, best_with: search.Scored | None,
     floor: float, pat: Pattern, tol: float,

@@ -53,6 +53,20 @@ class NotEnoughHealthyGpus(PlacementError):
         )
 
 
+class GpusKeptApart(NotEnoughHealthyGpus):
+    """Enough healthy GPUs, but pair faults keep some apart: fewer may share one job."""
+
+    def __init__(self, requested: int, healthy: Sequence[int], total: int,
+                 apart: Sequence[Pair], largest: Sequence[int]) -> None:
+        super().__init__(requested, healthy, total)
+        self.apart, self.largest = list(apart), list(largest)
+        pairs = ", ".join(f"GPU{a} and GPU{b}" for a, b in self.apart)
+        self.args = (f"asked for {requested} GPUs: {len(self.healthy)} of {total} are healthy "
+                     f"but {pairs} must not share a job (a pair fault between them), so at "
+                     f"most {len(self.largest)} can "
+                     f"({', '.join(f'GPU{g}' for g in self.largest)})",)
+
+
 @dataclass(frozen=True)
 class GpuState:
     """One GPU as placement sees it. `locality`: NUMA node or CPU affinity (same = one socket)."""
@@ -79,6 +93,7 @@ class FabricView:
     expected: Mapping[Pair, float] = field(default_factory=dict)
     kinds: Mapping[Pair, LinkKind] = field(default_factory=dict)
     pair_verdicts: Mapping[Pair, PairVerdict] = field(default_factory=dict)
+    apart: Sequence[Pair] = ()  # pair faults: GPUs that must not share a job (pair_faults.py)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from app.analysis.health import (
     pair_label,
 )
 from app.analysis.jobs import with_holders, with_job_notes
+from app.analysis.pair_faults import fault_facts
 from app.analysis.pattern_wait import hold_facts, without_held
 from app.analysis.text import fmt_duration
 from app.analysis.throttle import (
@@ -222,7 +223,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     attributed = _attribute(fabric, flagged_pairs)
     pairs = explain_pairs(list(attributed.pairs), throttled)
     holds = hold_facts(pairs, prior.pair_facts, now, settings.pattern_wait_s)
-    seen_by_gpus = without_held(pairs, {k for k, f in holds.items() if "waits_for" in f})
+    held_pairs = {k for k, f in holds.items() if "waits_for" in f}
+    seen_by_gpus = without_held(pairs, held_pairs)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
     events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
@@ -256,6 +258,9 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
                                                  **facts}
     for key, facts in holds.items():  # a pair page held while a GPU pattern forms
         health.pair_facts[key] = {**health.pair_facts.get(key, {}), **facts}
+    # a pair fault's kind, on its rows; a held pair is none yet (its pattern may be a GPU's)
+    for key, kind in fault_facts(p for p in pairs if (p.src, p.dst) not in held_pairs).items():
+        health.pair_facts[key] = {**health.pair_facts.get(key, {}), **kind}
     health.gpu_facts = {s: f for (s, d), f in flagged.items() if s == d}
     for gpu, held in throttled_facts(loaded.throttles, settings.throttle_sweeps_most,
                                      settings.throttle_sweeps_of).items():

@@ -24,6 +24,7 @@ from app.analysis.verdict import Verdict
 from app.models import Gpu, Host, JudgedGpu, JudgedHost
 from app.queries.common import NotFound
 from app.queries.health import NOT_JUDGED
+from app.queries.scheduler import apart_of
 from app.schemas_domains import (
     CliqueFitOut,
     CliqueMissOut,
@@ -75,7 +76,9 @@ def _members(session: Session, only: str | None) -> dict[str, dict[str, _TrayRow
 
 
 def _rollups(session: Session, only: str | None = None) -> list[DomainRollup]:
-    return [roll_up(domain, [Tray(name, t.verdict, t.reason, t.stale, tuple(t.gpus))
+    apart = apart_of(session, by_name=True)  # pair faults: one end of each per job
+    return [roll_up(domain, [Tray(name, t.verdict, t.reason, t.stale, tuple(t.gpus),
+                                  tuple(apart.get(name, ())))
                              for name, t in hosts.items()])
             for domain, hosts in sorted(_members(session, only).items())]
 

@@ -1,6 +1,7 @@
-"""Placement's input read from a host's stored state: inventory, GPU and pair verdicts, and
-per pair the evidence of its copy rate (the stored newest uncontended value of each test and
-the newest sample of any kind), shaped for `app.analysis.placement`."""
+"""Placement's input read from a host's stored state: inventory, GPU and pair verdicts, the
+pair faults whose GPUs must not share a job, and per pair the evidence of its copy rate (the
+stored newest uncontended value of each test and the newest sample of any kind), shaped for
+`app.analysis.placement`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from app.analysis.health import Sample
+from app.analysis.pair_faults import stored_faults
 from app.analysis.placement import FabricView, GpuState, PairVerdict
 from app.analysis.placement_inputs import measured_matrix, view_from_inventory
 from app.analysis.verdict import Verdict
@@ -41,4 +43,5 @@ def placement_view(health: HostHealth) -> tuple[FabricView, datetime | None]:
              for p in health.judgement.pairs}
     view = view_from_inventory(inventory, measured, gpu_verdicts, pairs)
     gone = [GpuState(g.gpu, False, g.reason) for g in health.gpus if g.gpu not in fabric.gpus]
-    return replace(view, gpus=[*view.gpus, *gone]), newest
+    apart = sorted(stored_faults((s, d, f) for (s, d), f in health.pair_facts.items()))
+    return replace(view, gpus=[*view.gpus, *gone], apart=apart), newest

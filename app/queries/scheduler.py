@@ -1,5 +1,7 @@
 """`/scheduler/hosts`: which hosts can take a job of N GPUs now, read from the stored state of
-every host and GPU in two indexed selects (no judging, whatever the fleet's size)."""
+every host and GPU in two indexed selects, and the pair faults from the non-healthy pair
+rows (no judging, whatever the fleet's size). Both GPUs of a pair fault are offered
+(`healthy_gpus`), never in one set (`apart`; `cuda_visible_devices` is the largest set)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.analysis.pair_faults import apart_among, largest_set, stored_faults
 from app.analysis.rdma import judge_rdma
 from app.analysis.verdict import Verdict
-from app.models import Gpu, Host, JudgedGpu, JudgedHost
+from app.models import Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
 from app.queries.health import NOT_JUDGED
 from app.schemas_scheduler import GpuRdma, SchedulableHost, UnhealthyGpu
 from probes.report import RdmaInfo
@@ -37,10 +40,31 @@ def _rdma_of(session: Session) -> dict[int, list[GpuRdma]]:
     return out
 
 
+def apart_of(session: Session, by_name: bool = False) -> dict[Any, list[tuple[int, int]]]:
+    """Host id (or name) -> its pair faults (`pair_faults.py`), from the non-healthy pair
+    rows' facts (few rows: only pairs not healthy)."""
+    key = Host.name if by_name else JudgedPair.host_id
+    rows: dict[Any, list[tuple[int, int, Any]]] = defaultdict(list)
+    for host, src, dst, facts in session.execute(
+            select(key, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
+            .join(Host, Host.id == JudgedPair.host_id)
+            .where(JudgedPair.verdict != Verdict.HEALTHY.value)):
+        rows[host].append((src, dst, facts))
+    return {h: sorted(stored_faults(found)) for h, found in rows.items()}
+
+
+def _kept_apart(good: list[int], apart: list[tuple[int, int]], wanted: int) -> str:
+    pairs = ", ".join(f"GPU{a} and GPU{b}" for a, b in apart)
+    return (f"{len(largest_set(good, apart))} of {len(good)} healthy GPUs may share a job "
+            f"({pairs} kept apart: a pair fault), {wanted} asked for")
+
+
 def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | None = None,
-               only_ready: bool = False) -> SchedulableHost | str:
+               only_ready: bool = False, faults: list[tuple[int, int]] | None = None
+               ) -> SchedulableHost | str:
     """The host as a candidate for a job of `wanted` GPUs, or why it cannot take one;
-    `only_ready`: only RDMA-ready GPUs count (the caller asked for `rdma_ready`)."""
+    `only_ready`: only RDMA-ready GPUs count (the caller asked for `rdma_ready`); `faults`:
+    its pair faults, whose two GPUs are both offered but never in one set."""
     if row.verdict is None:
         return f"unknown: {NOT_JUDGED}"
     if row.stale:
@@ -56,9 +80,13 @@ def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | No
                     f"{wanted} asked for")
     if len(good) < wanted:
         return f"{len(good)} healthy GPUs of {len(gpus)}, {wanted} asked for"
+    apart = apart_among(good, faults or ())
+    together = largest_set(good, apart)
+    if len(together) < wanted:
+        return _kept_apart(good, apart, wanted)
     return SchedulableHost(
         host=row.name, gpus_total=len(gpus), healthy_gpus=good,
-        cuda_visible_devices=",".join(map(str, good)),
+        cuda_visible_devices=",".join(map(str, together)), apart=apart,
         unhealthy=[UnhealthyGpu(gpu=g.gpu, verdict=Verdict(g.verdict), reason=g.reason)
                    for g in gpus if g.verdict != Verdict.HEALTHY],
         last_report_at=row.last_report_at, judged_at=row.judged_at, rdma=rdma or [],
@@ -83,10 +111,10 @@ def schedulable(session: Session, wanted: int, rdma_ready: bool = False
                                   JudgedHost.stale, JudgedHost.reason, JudgedHost.judged_at)
                            .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
                            .order_by(Host.name))
-    rdma = _rdma_of(session)
+    rdma, apart = _rdma_of(session), apart_of(session)
     for row in rows:
         found = _candidate(row, gpus.get(row.id, []), wanted, rdma.get(row.id, []),
-                           rdma_ready)
+                           rdma_ready, apart.get(row.id))
         if isinstance(found, str):
             left_out[row.name] = found
         else:

@@ -5,7 +5,8 @@
 `/scheduler/placement` runs `app.analysis.placement` on one host's health verdicts and latest
 measured matrix. Unknown hosts answer 404 naming the host (the `NotFound` handler in
 `app.main`); `gpus` < 1 or an unknown `pattern` 422; too few healthy GPUs 409 with the numbers
-(the request is fine, the host's state cannot meet it now). See docs/scheduler.md.
+(the request is fine, the host's state cannot meet it now), as are more GPUs than may share
+a job where a pair fault keeps two apart (`apart`, `largest_set`). See docs/scheduler.md.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def cliques(
     summary="The best k healthy GPUs of a host for a ring all-reduce or an all-to-all",
     responses={
         404: {"description": "Unknown host (named in `detail`)."},
-        409: {"description": "Too few healthy GPUs; `detail` carries the numbers.",
+        409: {"description": "Too few healthy GPUs, or too few that may share a job (pair "
+                             "faults: `apart`); `detail` carries the numbers.",
               "model": NotEnoughGpusAnswer},
     },
 )
@@ -90,7 +92,9 @@ def placement(
     except NotEnoughHealthyGpus as exc:
         detail = NotEnoughGpusDetail(message=str(exc), host=health.host.name,
                                      requested=exc.requested, healthy=len(exc.healthy),
-                                     total=exc.total, healthy_gpus=exc.healthy)
+                                     total=exc.total, healthy_gpus=exc.healthy,
+                                     apart=getattr(exc, "apart", []),
+                                     largest_set=getattr(exc, "largest", []))
         raise HTTPException(status.HTTP_409_CONFLICT, detail=detail.model_dump()) from exc
     except PlacementError as exc:
         raise query_unprocessable(str(exc), "gpus") from exc

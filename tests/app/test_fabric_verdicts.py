@@ -50,10 +50,14 @@ def test_fabric_manager_down_alone_degrades_the_host(client: TestClient) -> None
 
 def test_peer_copies_fail_behind_a_completed_fabric(client: TestClient) -> None:
     post(client, "h200x2", "fab-3", PeerCopiesFail(a=0, b=1))
-    gpus = health(client, "fab-3")["gpus"]
-    # issue 20: the one pair of a 2-GPU board is a pair fault: each end degraded, not down
-    assert all(g["verdict"] == "degraded" for g in gpus)
-    assert "links up and fabric COMPLETED but peer copies fail" in gpus[0]["reason"]
+    h = health(client, "fab-3")
+    gpus = h["gpus"]
+    # issue 20: the one pair of a 2-GPU board is a pair fault: the pair is at fault, both
+    # ends stay healthy, kept apart (PairCopiesFailing pages it)
+    assert all(g["verdict"] == "healthy" for g in gpus), gpus
+    assert "kept apart from GPU1 (a pair fault: its other peers work)" in gpus[0]["reason"]
+    assert {p["verdict"] for p in h["pairs"]} <= {"degraded", "down"}
+    assert h["verdict"] == "degraded"
 
 
 def test_twelve_of_eighteen_is_healthy_by_design(client: TestClient) -> None:

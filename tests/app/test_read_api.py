@@ -82,12 +82,11 @@ def test_health_calls_the_sustained_slow_pair_degraded_and_says_why(api: TestCli
     assert "contended" in pairs[(0, 1)]["reason"]
     assert pairs[(2, 1)]["verdict"] == "healthy"
     assert h["verdict"] == "degraded"
-    # issue 20: a pair slow between two GPUs whose other pairs work is a pair fault; both
-    # ends answer for it (degraded, left out of the scheduler: P2PBandwidthDegraded names
-    # both), the others stay healthy (before, it took half a GPU's pairs bad)
+    # issue 20: a pair slow between two GPUs whose other pairs work is a pair fault: the
+    # pair's (P2PBandwidthDegraded names it), both ends healthy, kept apart by the scheduler
     assert {g["gpu"]: g["verdict"] for g in h["gpus"]} == {
-        0: "healthy", 1: "degraded", 2: "degraded", 3: "healthy"}
-    assert "1 of 6 pairs at fault as pairs (worst GPU1->GPU2 ce_write" in h["gpus"][1]["reason"]
+        0: "healthy", 1: "healthy", 2: "healthy", 3: "healthy"}
+    assert "(not: GPU1->GPU2); kept apart from GPU2 (a pair fault" in h["gpus"][1]["reason"]
     assert len(h["links"]) == 4 * 18
 
 
@@ -105,7 +104,7 @@ def test_hosts_list_summarises(api: TestClient) -> None:
     assert len(hosts) == 1
     h = hosts[0]
     assert (h["host"], h["verdict"], h["gpus_total"], h["gpus_healthy"]) == \
-        ("node-a", "degraded", 4, 2)  # GPU1 and GPU2: the ends of the slow pair
+        ("node-a", "degraded", 4, 4)  # the slow pair is its own fault: its ends are healthy
     assert h["worst_pair"] == {"src": 1, "dst": 2, "test": "ce_write", "ratio": 0.54}
     firing = api.get("/api/v1/alerts", params={"host": "node-a", "state": "firing"}).json()
     assert h["stale"] is False and h["alerts_firing"] == len(firing["alerts"]) > 0

@@ -67,10 +67,14 @@ def test_hgx8_with_cut_links_and_a_slow_pair(api: TestClient) -> None:
     gpus = {g["gpu"]: g for g in health["gpus"]}
     assert gpus[3]["verdict"] == "down"
     assert "all 18 NVLinks down" in gpus[3]["reason"]
-    # issue 20: the slow 1<->2 pair is a pair fault, both its ends degraded (P2PBandwidth-
-    # Degraded names them, the scheduler leaves them out); GPU3's pairs are explained by it
-    assert [g for g, j in gpus.items() if j["verdict"] == "healthy"] == [0, 4, 5, 6, 7]
-    assert "pairs at fault as pairs (worst GPU1->GPU2" in gpus[1]["reason"]
+    # issue 20: the slow 1<->2 pair is a pair fault: both its ends healthy (P2PBandwidth-
+    # Degraded names the pair, the scheduler keeps them apart); GPU3's pairs are explained
+    # by it
+    assert [g for g, j in gpus.items() if j["verdict"] == "healthy"] == [0, 1, 2, 4, 5, 6, 7]
+    assert "kept apart from GPU2 (a pair fault" in gpus[1]["reason"]
+    offered = api.get("/api/v1/scheduler/hosts").json()["hosts"][0]
+    assert offered["apart"] == [[1, 2]]
+    assert offered["cuda_visible_devices"] == "0,1,4,5,6,7"
     pairs = {(p["src"], p["dst"]): p for p in health["pairs"]}
     assert pairs[(1, 2)]["verdict"] == "degraded"
     assert "GPU1->GPU2 ce_write" in pairs[(1, 2)]["reason"]
@@ -79,7 +83,7 @@ def test_hgx8_with_cut_links_and_a_slow_pair(api: TestClient) -> None:
 
     summary = api.get("/api/v1/hosts").json()["hosts"][0]
     assert (summary["verdict"], summary["gpus_healthy"], summary["gpus_total"]) == \
-        ("degraded", 5, 8)
+        ("degraded", 7, 8)
     matrix = api.get("/api/v1/hosts/sim-hgx8/matrix").json()
     assert len(matrix["cells"]) == 56
     topo = api.get("/api/v1/hosts/sim-hgx8/topology").json()

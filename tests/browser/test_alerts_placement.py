@@ -63,11 +63,12 @@ def test_alerts_filter_by_host_and_state(page, fleet: Fleet) -> None:  # type: i
 
 def test_placement_highlights_the_chosen_set(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     with page.expect_response(lambda r: "/scheduler/placement?" in r.url) as answer:
-        # k=3: GPU3 (links down), GPU5 (replays), GPU6 (slow host copies) and both ends of
-        # the slow GPU1 <-> GPU2 pair (a pair fault, issue 20) are left out: 0, 4, 7 remain
+        # k=3: GPU3 (links down), GPU5 (replays), GPU6 (slow host copies) are left out; the
+        # slow GPU1 <-> GPU2 pair is a pair fault (issue 20): both offered, never together
         open_view(page, f"/#/placement?host={FAULTY}&k=3&pattern=ring", "placement")
     chosen = answer.value.json()
-    assert sorted(chosen["gpus"]) == [0, 4, 7]  # GPU3 lost links: never chosen
+    assert not {3, 5, 6} & set(chosen["gpus"])  # GPU3 lost links: never chosen
+    assert not {1, 2} <= set(chosen["gpus"])
     nodes = trace(page, "placement-chart", "nodes")
     outline = dict(zip(nodes["customdata"], nodes["marker"]["line"]["width"], strict=True))
     picked = {f"gpu{g}" for g in chosen["gpus"]}

@@ -39,8 +39,9 @@ def test_rules_file_is_valid() -> None:
     done = _run(_tool("promtool"), "check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
     # alerting rules (P2PBandwidthDegraded: sustained and intermittent; GPUPeerCopiesSlow;
-    # XidFault and XidWarning; GPUThrottled), 7 recording (peerwatch:pair_page_held)
-    assert "SUCCESS: 32 rules found" in done.stdout
+    # XidFault and XidWarning; GPUThrottled; PairCopiesFailing), 7 recording
+    # (peerwatch:pair_page_held)
+    assert "SUCCESS: 33 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:

@@ -3,7 +3,8 @@ attributed to the object at fault, and only it pages and leaves the scheduler.
 
 1. one GPU failing (or slow) with every peer is the fault: it alone is down (degraded), its
    peers' pairs read "explained by GPU3", the other seven stay healthy and offerable; a pair
-   failing between two GPUs whose other pairs work is a pair fault;
+   failing between two GPUs whose other pairs work is a pair fault: one PairCopiesFailing,
+   both GPUs healthy and offered, never in one set (`apart`);
 2. PeerCopiesFailing ("links up and fabric COMPLETED but peer copies fail") fires only where
    its premises hold: P2P unsupported is P2PAccessLost's page, a fabric not ready is
    NVSwitchFabricNotReady's;
@@ -148,12 +149,15 @@ def test_a_pair_failing_between_two_working_gpus_is_a_pair_fault(
     h = board.health()
     pair = next(p for p in h.judgement.pairs if (p.src, p.dst) == (2, 5))
     assert pair.verdict is Verdict.DOWN and pair.explained_by is None
-    verdicts = _gpu_verdicts(h)
-    assert (verdicts.pop(2), verdicts.pop(5)) == (Verdict.DEGRADED, Verdict.DEGRADED)
-    assert set(verdicts.values()) == {Verdict.HEALTHY}  # nobody is down
-    assert "a pair fault: its other peers work" in h.gpus[2].reason
-    assert {g for r, g, _ in board.active() if r == "PeerCopiesFailing"} == {"2", "5"}
-    assert board.offered() == [0, 1, 3, 4, 6, 7]
+    assert set(_gpu_verdicts(h).values()) == {Verdict.HEALTHY}  # the pair's fault, no GPU's
+    assert "kept apart from GPU5 (a pair fault: its other peers work)" in h.gpus[2].reason
+    pages = {(r, g, p) for r, g, p in board.active() if r != "ProbeFailing"}
+    assert pages == {("PairCopiesFailing", "2", "5")}  # one page: not per GPU or direction
+    assert board.offered() == list(range(N))  # both offered ...
+    with board.sessions() as s:
+        host = schedulable(s, 1)[0][0]
+    assert host.apart == [(2, 5)]  # ... never together
+    assert host.cuda_visible_devices == "0,1,2,3,4,6,7"
 
 
 def _p2p_lost(report: Report, a: int, b: int) -> Report:
@@ -174,10 +178,13 @@ def test_p2p_unsupported_pages_p2p_access_lost_not_peer_copies_failing(
     active = board.active()
     assert {(r, g, p) for r, g, p in active if r == "P2PAccessLost"} == {
         ("P2PAccessLost", "0", "1"), ("P2PAccessLost", "1", "0")}
-    assert not any(r == "PeerCopiesFailing" for r, _, _ in active), active
+    assert not any(r in ("PeerCopiesFailing", "PairCopiesFailing") for r, _, _ in active), \
+        active
     h = board.health()
     assert "peer copies fail" not in h.gpus[0].reason
-    assert board.offered() == [2, 3, 4, 5, 6, 7]
+    assert board.offered() == list(range(N))  # a pair fault: both ends offered, apart
+    with board.sessions() as s:
+        assert schedulable(s, 1)[0][0].apart == [(0, 1)]
 
 
 def _fabric(report: Report, gpu: int, state: str) -> Report:

@@ -4,8 +4,9 @@ Fault`, enumerated: a new type is covered, or fails here until it has a way to b
 - every pending or firing GPU, link or pair alert names an object that is non-healthy in
   `/health`, in the matrix (a pair alert: a cell of the pair; a GPU whose fabric or links
   make its pairs untrustworthy: every cell through it) and left out of `/scheduler/hosts`
-  (the GPU, or both ends of a pair), of `/scheduler/placement` and of `/scheduler/cliques`
-  (a clique's trays offer only GPUs `/scheduler/hosts` offers);
+  (the GPU; a pair's two ends never both in `cuda_visible_devices`, and where both are
+  offered, the pair is in `apart`: a pair fault), of `/scheduler/placement` and of
+  `/scheduler/cliques` (a clique's trays offer only GPUs `/scheduler/hosts` offers);
 - every non-healthy GPU, link and pair has an alert naming it, or is explained by a GPU that
   has one (`analysis/attribution.py`), or is named by a host alert's description
   (ProbeFailing lists its failed tests' GPUs, HostBelowFleetPeers its GPUs). Alerts are
@@ -27,6 +28,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.analysis.attribution import UNTRUSTED_KINDS
+from app.analysis.pair_faults import compatible
 from app.analysis.placement import place
 from app.analysis.placement_types import Pattern
 from app.analysis.verdict import Verdict
@@ -92,18 +94,32 @@ def _cells(host: SimHost, health: HostHealth) -> dict[tuple[int, int], list[Verd
     return out
 
 
+def _offered(host: SimHost) -> tuple[set[int], set[int], set[tuple[int, int]]]:
+    """/scheduler/hosts for the host: (GPUs offered, the largest set that may share a job,
+    the pairs kept apart)."""
+    with host.sessions() as s:
+        found = [h for h in schedulable(s, 1)[0] if h.host == host.hostname]
+    if not found:
+        return set(), set(), set()
+    (h,) = found
+    together = {int(g) for g in h.cuda_visible_devices.split(",") if g}
+    return set(h.healthy_gpus), together, {(a, b) for a, b in h.apart}
+
+
 def _check(host: SimHost, fault: faults.Fault) -> None:
     with host.sessions() as s:
         health = host_health(s, host.settings, host.hostname)
-        offered = {h.host: set(h.healthy_gpus) for h in schedulable(s, 1)[0]}
-        free = offered.get(host.hostname, set())
+    free, together, apart = _offered(host)
+    assert together <= free and compatible(together, apart), (fault, together, apart)
+    with host.sessions() as s:
         fits = clique_fits(s, max(1, len(free)))[0]
     in_cliques = {g for f in fits for p in f.hosts if p.host == host.hostname for g in p.gpus}
     assert in_cliques <= free, (fault, in_cliques, free)  # /scheduler/cliques leaves out
     # what /scheduler/hosts leaves out: every alerted GPU, and an end of an alerted pair
-    if free:  # /scheduler/placement of as many GPUs as are offered picks only those
-        chosen = place(placement_view(health)[0], len(free), Pattern.RING).gpus
-        assert set(chosen) == free, (fault, chosen, free)
+    if together:  # /scheduler/placement of as many as may share a job picks only offered
+        chosen = place(placement_view(health)[0], len(together), Pattern.RING).gpus
+        assert set(chosen) <= free and compatible(chosen, apart), (fault, chosen, free)
+        assert len(chosen) == len(together)
     j = health.judgement
     gpus = {g.gpu: g for g in j.gpus}
     links = {(x.gpu, x.link): x for x in j.links}
@@ -123,7 +139,9 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
             named_pairs |= {(g, peer), (peer, g)}
             assert pairs[(g, peer)].verdict in BAD, what
             assert any(v is not Verdict.HEALTHY for v in cells.get((g, peer), [])), what
-            assert not {g, peer} <= free, what  # the pair is not offered together
+            assert not {g, peer} <= together, what  # the pair is not offered together
+            if {g, peer} <= free:  # both offered: a pair fault, kept apart
+                assert (min(g, peer), max(g, peer)) in apart, what
         elif link is not None:
             named_links.add((g, link))
             assert links[(g, link)].verdict in BAD, what
@@ -135,8 +153,7 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
             if a.rule in UNTRUSTING or set(gpus[g].fabric) & set(UNTRUSTED_KINDS):
                 through = [v for (s, d), vs in cells.items() if g in (s, d) for v in vs]
                 assert Verdict.HEALTHY not in through, what
-    # a GPU is named by its own alert, its link's, or a pair alert it is an end of (a pair
-    # fault degrades both its ends)
+    # a GPU is named by its own alert, its link's, or a pair alert it is an end of
     via = named_gpus | {g for g, _ in named_links} | {g for pair in named_pairs for g in pair}
     for g, v in gpus.items():
         assert v.verdict not in BAD or g in via, f"{fault}: GPU{g} {v.reason}"
@@ -166,3 +183,25 @@ def test_every_alert_names_a_non_healthy_object_and_every_one_has_an_alert(
         host.step(30, "sweep" if i % 10 == 9 else "inventory")
         if i in (0, 9, 20, 35):  # just in, after the first sweep, held, at the end
             _check(host, fault)
+
+
+def test_a_pair_fault_pages_once_and_keeps_both_ends_offered_apart(
+        sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
+    """The pair-fault case of the invariant, said outright: copies failing between GPU0 and
+    GPU1 of the tray while both work with GPU2 and GPU3 raise one PairCopiesFailing and no
+    GPU alert; both GPUs stay healthy and offered, never in one set."""
+    host = SimHost(sessions, sqlite_settings, preset=PRESET, hostname="inv-pair")
+    for _ in range(2):
+        host.step(300, "sweep")
+    fault = faults.PeerCopiesFail(a=0, b=1)
+    host.inject(fault)
+    for _ in range(2):
+        host.step(600, "sweep")
+        _check(host, fault)
+    pages = {(a.rule, a.labels.get("gpu"), a.labels.get("peer_gpu"))
+             for a in host.alerts("pending") + host.alerts("firing") if a.rule != "ProbeFailing"}
+    assert pages == {("PairCopiesFailing", "0", "1")}, pages
+    with host.sessions() as s:
+        health = host_health(s, host.settings, host.hostname)
+    assert {g.verdict for g in health.gpus} == {Verdict.HEALTHY}
+    assert _offered(host) == ({0, 1, 2, 3}, {0, 2, 3}, {(0, 1)})

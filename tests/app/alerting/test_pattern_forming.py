@@ -4,9 +4,9 @@ A GPU that falls sick during a sweep goes bad with its peers one pair test at a 
 tests run in sequence): the pairs measured before the trouble read fine in that sweep, so for
 a sweep the GPU is bad with *some* peers, the "bad with every peer" pattern does not hold,
 and its bad pairs read as pair faults. Before `app/analysis/pattern_wait.py` they paged (a
-PeerCopiesFailing at each end, or a P2PBandwidthDegraded per slow pair, on the healthy peers
-too) and resolved a sweep later, when the GPU's own page took over. The histories are built
-here (tests/app/factory.py, each result stamped at its place in the sweep); each test also
+PairCopiesFailing per pair with a healthy peer, or a P2PBandwidthDegraded per slow pair)
+and resolved a sweep later, when the GPU's own page took over. The histories are built here
+(tests/app/factory.py, each result stamped at its place in the sweep); each test also
 runs the same history with PEERWATCH_PATTERN_WAIT_S=0 (no hold) to show the transient pages
 it is about.
 """
@@ -138,7 +138,8 @@ def test_without_the_wait_the_same_history_pages_the_healthy_peers(
     """The reproduction: no hold (PEERWATCH_PATTERN_WAIT_S=0), transient pages on peers."""
     no_wait = sqlite_settings.model_copy(update={"pattern_wait_s": 0.0})
     _, seen = _run(sessions, no_wait, _failing_sweeps()[:2])
-    assert {g for r, g, _ in seen[0] if r == "PeerCopiesFailing"} >= {"2", "4", "5", "6", "7"}
+    pair_pages = {(g, p) for r, g, p in seen[0] if r == "PairCopiesFailing"}
+    assert {p if g == str(SICK) else g for g, p in pair_pages} >= {"2", "4", "5", "6", "7"}
     assert _on_healthy_peers(seen[1]) == set()  # the pattern took over a sweep later
 
 
@@ -170,8 +171,8 @@ def test_a_pair_fault_still_pages_by_the_next_sweep(
     pair = {(2, 5): ERROR, (5, 2): ERROR}
     _, seen = _run(sessions, sqlite_settings,
                    [sweep(n=N, at=_at(i), errors=pair) for i in (2, 3)])
-    assert {(r, g) for r, g, _ in seen[1] if r == "PeerCopiesFailing"} == {
-        ("PeerCopiesFailing", "2"), ("PeerCopiesFailing", "5")}
+    assert {a for a in seen[1] if a[0] in ("PairCopiesFailing", "PeerCopiesFailing")} == {
+        ("PairCopiesFailing", "2", "5")}  # one page for the pair, none at either end
 
 
 def test_a_hold_ends_after_the_pattern_wait(
@@ -184,6 +185,6 @@ def test_a_hold_ends_after_the_pattern_wait(
     for k in range(1, 5):  # inventory reports every 2 min: judged again, the hold ages
         board.deliver(sweep(n=N, at=_at(2) + timedelta(seconds=120 * k), tests=(),
                             kind=ReportKind.INVENTORY))
-        paged.append(bool({r for r, *_ in board.active() if r == "PeerCopiesFailing"}))
+        paged.append(bool({r for r, *_ in board.active() if r == "PairCopiesFailing"}))
     assert paged == [False, False, True, True]
     assert not [p for p in health_view(board.health()).pairs if p.waits_for]

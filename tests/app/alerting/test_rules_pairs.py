@@ -141,12 +141,13 @@ def test_failed_transfers_fire_probe_failing_until_a_clean_sweep(host: SimHost) 
     host.step(SWEEP_S, "sweep")
     [alert] = host.alerts("firing", rule="ProbeFailing")
     assert alert.value == 9  # 3 pair tests x 2 directions + 3 per-GPU tests touch GPU1
-    # links up, fabric COMPLETED, yet peer copies fail: the fabric judge names both ends
-    assert {a.labels["gpu"] for a in host.alerts("firing", rule="PeerCopiesFailing")} == \
-        {"0", "1"}
+    # links up, fabric COMPLETED, yet peer copies fail: on a 2-GPU board a pair fault, one
+    # page for the pair (issue 20), none per GPU
+    assert {(a.labels["gpu"], a.labels["peer_gpu"])
+            for a in host.alerts("firing", rule="PairCopiesFailing")} == {("0", "1")}
     assert "illegal memory access" in alert.annotations["description"]
     host.clear(fails)
     host.step(30)  # an inventory report does not clear it: the latest sweep still failed
-    assert host.firing() == {"ProbeFailing", "PeerCopiesFailing"}
+    assert host.firing() == {"ProbeFailing", "PairCopiesFailing"}
     host.step(SWEEP_S, "sweep")
     assert host.firing() == set()

@@ -72,7 +72,7 @@ def test_a_gpu_listing_fewer_ports_than_it_has_reads_them_short() -> None:
     assert full.verdict is Verdict.HEALTHY and "18/18 NVLinks up" in full.reason
 
 
-def test_gpu_narrow_pcie_and_mostly_bad_pairs_degrade_it() -> None:
+def test_gpu_narrow_pcie_is_said_and_a_pair_fault_keeps_it_healthy_apart() -> None:
     narrow = gpu(1).model_copy(update={"pcie": PcieLink(gen_current=5, gen_max=5,
                                                         width_current=8, width_max=16)})
     j = judge_gpu(1, GpuFacts(info=narrow, ports=_ports(1)), [], [])
@@ -80,11 +80,13 @@ def test_gpu_narrow_pcie_and_mostly_bad_pairs_degrade_it() -> None:
     bad = PairJudgement(Verdict.DEGRADED, "GPU1->GPU2 ce_write low", 1, 2, ())
     good = PairJudgement(Verdict.HEALTHY, "fine", 1, 3, ())
     facts = GpuFacts(info=gpu(1), ports=_ports(1))
-    assert judge_gpu(1, facts, [], [bad, good]).verdict is Verdict.DEGRADED
-    # issue 20: a pair at fault as a pair degrades both its ends, however many good pairs
-    # they have (it used to take half of them bad); one explained by another GPU is that
-    # GPU's fault alone
-    assert judge_gpu(1, facts, [], [bad, good, good]).verdict is Verdict.DEGRADED
+    # issue 20: a pair at fault as a pair (its ends work with their other peers) is the
+    # pair's fault, not either GPU's: both stay healthy, kept apart (the scheduler never
+    # puts both in one job); one explained by another GPU is that GPU's fault alone
+    for pairs in ([bad, good], [bad, good, good]):
+        j = judge_gpu(1, facts, [], pairs)
+        assert j.verdict is Verdict.HEALTHY, j
+        assert "kept apart from GPU2 (a pair fault: its other peers work)" in j.reason
     theirs = replace(bad, explained_by=2, cause="GPU2 fabric in progress")
     j = judge_gpu(1, facts, [], [theirs, good, good])
     assert j.verdict is Verdict.HEALTHY

@@ -1,0 +1,46 @@
+"""The page of a pair fault: one alert per unordered pair, never one per GPU or direction.
+
+    PairCopiesFailing  critical  copies fail between GPU a and GPU b (a < b) while both work
+                                 with their other peers (labels host, gpu = a, peer_gpu = b)
+
+A pair at fault as a pair (`app/analysis/pair_faults.py`) leaves both GPUs healthy: the
+scheduler offers them, never together. Only where its premises hold: a pair through a GPU
+whose fabric or links are not as they should be is explained by that GPU (its alert pages),
+a pair whose P2P is unavailable is P2PAccessLost's, and a GPU failing with every peer is
+PeerCopiesFailing's. It reads the kind stored with the pair's rows (never judging again);
+its PromQL twin reads what the server's /metrics exports of it (`peerwatch_pair_fault`).
+"""
+
+from __future__ import annotations
+
+from app.alerting.context import HostContext
+from app.alerting.rule import Finding, Rule, dashboard_path
+from app.analysis.pair_faults import COPIES_FAIL, stored_faults
+
+
+def pair_copies_failing(ctx: HostContext) -> list[Finding]:
+    faults = stored_faults((s, d, f) for (s, d), f in ctx.health.pair_facts.items())
+    out = []
+    for (a, b), kind in sorted(faults.items()):
+        if kind != COPIES_FAIL:
+            continue
+        reasons = [p.reason for p in (ctx.health.pair(a, b), ctx.health.pair(b, a))
+                   if p is not None and p.reason]
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(a), "peer_gpu": str(b)},
+            summary=f"Copies fail between GPU{a} and GPU{b} on {ctx.name} while both work "
+                    "with their other peers",
+            description=f"{'; '.join(reasons)}. A pair fault: GPU{a} and GPU{b} each work "
+                        "with every other peer, so both stay schedulable but never in the "
+                        "same job (/scheduler/hosts lists them in `apart`). Reset both GPUs "
+                        "and rerun the sweep; if it stays, suspect the NVLink path between "
+                        "them.",
+            dashboard=dashboard_path(ctx.name, pair=(a, b)), value=0.0))
+    return out
+
+
+PAIR_FAULT_RULES: tuple[Rule, ...] = (
+    Rule("PairCopiesFailing", "critical", 0.0, pair_copies_failing,
+         "Copies fail between two GPUs that work with their other peers: one alert per "
+         "unordered pair (gpu < peer_gpu); both GPUs stay schedulable, never together."),
+)
