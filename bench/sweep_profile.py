@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -35,6 +36,7 @@ from app.judging import judge, store, write
 from app.main import create_app
 from app.routes import reports as route
 from app.services import ingest as ingest_service
+from bench._floor import Floor
 from bench._ingest_stages import serve_once
 from bench._size import sized
 from bench.ingest import PG_ADMIN_URL, TOKEN, bodies, full_report, postgres_url, preload_history
@@ -86,12 +88,11 @@ def sweep(app: Any, body: bytes) -> None:
 
 
 @contextmanager
-def kept_database(name: str | None) -> Iterator[tuple[str, bool]]:
-    """(url, fresh): a throwaway database, or `name` kept between runs."""
+def kept_database(name: str | None) -> Iterator[tuple[str | None, bool]]:
+    """(url, fresh): a throwaway database (None: PostgreSQL unreachable), or `name` kept
+    between runs."""
     if name is None:
-        with postgres_url() as url:
-            if url is None:
-                raise SystemExit("PostgreSQL unreachable")
+        with postgres_url() as url:  # says "postgresql: skipped" when unreachable
             yield url, True
         return
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
@@ -118,6 +119,8 @@ def main() -> int:
     opts = args.parse_args()
     report = full_report()
     with kept_database(opts.keep) as (url, fresh):
+        if url is None:
+            return 0
         settings = Settings(database_url=url, probe_tokens=[TOKEN], stale_after_s=1e9)
         engine = make_engine(settings)
         upgrade_to_head(engine)
@@ -129,12 +132,14 @@ def main() -> int:
                 preload_history(settings, report)
             for body in bodies(report, 3):  # warm: seeded state, connections, caches
                 sweep(app, body)
-            return _measure(app, bodies(report, opts.sweeps), opts)
+            warm, *timed_bodies = bodies(report, opts.sweeps + 1)  # the floor's warm-up first
+            return _measure(app, timed_bodies, warm, opts)
         finally:
             app.state.engine.dispose()
 
 
-def _measure(app: Any, timed_bodies: list[bytes], opts: argparse.Namespace) -> int:
+def _measure(app: Any, timed_bodies: list[bytes], warm: bytes, opts: argparse.Namespace
+             ) -> int:
     if opts.callgrind:
         _callgrind(True)
         for body in timed_bodies:
@@ -153,18 +158,43 @@ def _measure(app: Any, timed_bodies: list[bytes], opts: argparse.Namespace) -> i
         pstats.Stats(prof).sort_stats("cumulative").print_stats(60)
         return 0
     per: dict[str, list[float]] = defaultdict(list)
-    for body in timed_bodies:
-        stages: dict[str, float] = defaultdict(float)
-        with timed(stages):
-            t = time.thread_time()
-            sweep(app, body)
-            stages["total"] = (time.thread_time() - t) * 1000
-        for name, ms in stages.items():
-            per[name].append(ms)
+    with postgres_url() as floor_url:
+        if floor_url is None:
+            raise RuntimeError("PostgreSQL went away between two databases")
+        floor = _floor(floor_url, warm)
+        try:
+            for body in timed_bodies:  # the project's sweep, then the floor's, the same report
+                stages: dict[str, float] = defaultdict(float)
+                with timed(stages):
+                    t = time.thread_time()
+                    sweep(app, body)
+                    stages["total"] = (time.thread_time() - t) * 1000
+                for name, ms in stages.items():
+                    per[name].append(ms)
+                t = time.thread_time()
+                floor.store(body)
+                per["floor"].append((time.thread_time() - t) * 1000)
+        finally:
+            floor.close()
     print(f"server CPU per 8-GPU sweep on PostgreSQL, median of {len(timed_bodies)} (ms):")
     for name, values in sorted(per.items(), key=lambda kv: -statistics.median(kv[1])):
-        print(f"  {name:<34} {statistics.median(values):7.2f}")
+        if name != "floor":
+            print(f"  {name:<34} {statistics.median(values):7.2f}")
+    total, floor_ms = statistics.median(per["total"]), statistics.median(per["floor"])
+    print(f"  the floor (bench/_floor.py), same reports: {floor_ms:.2f} ms; the sweep is "
+          f"{total / max(floor_ms, 1e-9):.1f}x the floor (target: <= 60 ms, <= 2.5x with "
+          "PostgreSQL's CPU: bench/ingest.py)")
     return 0
+
+
+def _floor(url: str, body: bytes) -> Floor:
+    """The floor prototype on a database of its own, warmed with the report's host."""
+    engine = make_engine(Settings(database_url=url))
+    upgrade_to_head(engine)
+    engine.dispose()
+    floor = Floor(url, orjson.loads(body)["host"]["hostname"])
+    floor.store(body)
+    return floor
 
 
 if __name__ == "__main__":
