@@ -129,14 +129,20 @@ def describe(src: int, dst: int, test: TestName, value: float, expect: Expectati
              baseline: BaselineRef | None) -> str:
     """ "GPU3->GPU5 ce_write 212 GB/s is 0.54 of expected 397 GB/s (NV18 ...) and 0.55 of
     its 7-day baseline" — the sentence every pair verdict starts with."""
+    return _describe(pair_label(src, dst, test), test, value, expect, baseline,
+                     *_ratios(test, value, expect, baseline))
+
+
+def _describe(label: str, test: TestName, value: float, expect: Expectation | None,
+              baseline: BaselineRef | None, r_e: float | None, r_b: float | None) -> str:
+    """`describe` from the label and ratios its caller has worked out already."""
     unit = unit_of(test)
-    r_e, r_b = _ratios(test, value, expect, baseline)
     parts = []
     if expect is not None and r_e is not None:
         parts.append(f"{r_e:.2f} of expected {fmt_value(expect.value, unit)} ({expect.basis})")
     if baseline is not None and r_b is not None:
         parts.append(f"{r_b:.2f} of its {fmt_window(baseline.window_s)} baseline")
-    head = f"{pair_label(src, dst, test)} {fmt_value(value, unit)}"
+    head = f"{label} {fmt_value(value, unit)}"
     return f"{head} is {' and '.join(parts)}" if parts else f"{head} (no expectation yet)"
 
 
@@ -182,7 +188,7 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     r_e, r_b = _ratios(test, newest.value, expect, baseline)
     figures = {"value": newest.value, "value_at": newest.at, "ratio_expected": r_e,
                "ratio_baseline": r_b}
-    text = describe(src, dst, test, newest.value, expect, baseline)
+    text = _describe(label, test, newest.value, expect, baseline, r_e, r_b)
     if samples[-1].contended:
         text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
                  "of other traffic, not judged)")
