@@ -24,8 +24,9 @@ The rule, per (pair, test):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from app.analysis.expected import Expectation, ratio
 from app.analysis.text import fmt_duration, fmt_value, fmt_window
@@ -128,14 +129,20 @@ def describe(src: int, dst: int, test: TestName, value: float, expect: Expectati
              baseline: BaselineRef | None) -> str:
     """ "GPU3->GPU5 ce_write 212 GB/s is 0.54 of expected 397 GB/s (NV18 ...) and 0.55 of
     its 7-day baseline" — the sentence every pair verdict starts with."""
+    return _describe(pair_label(src, dst, test), test, value, expect, baseline,
+                     *_ratios(test, value, expect, baseline))
+
+
+def _describe(label: str, test: TestName, value: float, expect: Expectation | None,
+              baseline: BaselineRef | None, r_e: float | None, r_b: float | None) -> str:
+    """`describe` from the label and ratios its caller has worked out already."""
     unit = unit_of(test)
-    r_e, r_b = _ratios(test, value, expect, baseline)
     parts = []
     if expect is not None and r_e is not None:
         parts.append(f"{r_e:.2f} of expected {fmt_value(expect.value, unit)} ({expect.basis})")
     if baseline is not None and r_b is not None:
         parts.append(f"{r_b:.2f} of its {fmt_window(baseline.window_s)} baseline")
-    head = f"{pair_label(src, dst, test)} {fmt_value(value, unit)}"
+    head = f"{label} {fmt_value(value, unit)}"
     return f"{head} is {' and '.join(parts)}" if parts else f"{head} (no expectation yet)"
 
 
@@ -154,56 +161,78 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     """Judge one (pair, test) from its recent samples (oldest first).
 
     `low_since_before`: when the low run began as last judged. The samples cover a
-    look-back window only, so a run as old as the window started earlier than they show."""
+    look-back window only, so a run as old as the window started earlier than they show.
+
+    On the hot path of every sweep (~416 keys on an 8-GPU host): each judged sample's low
+    flag is worked out once, and the verdict built once."""
     label = pair_label(src, dst, test)
-    out = TestJudgement(Verdict.UNKNOWN, f"{label} not measured yet", src, dst, test,
-                        latest=samples[-1] if samples else None,
-                        expected=expect.value if expect else None,
-                        expected_basis=expect.basis if expect else None,
-                        baseline=baseline.value if baseline else None)
+
+    def verdict(v: Verdict, reason: str, **judged: Any) -> TestJudgement:
+        return TestJudgement(v, reason, src, dst, test, latest=samples[-1] if samples else None,
+                             expected=expect.value if expect else None,
+                             expected_basis=expect.basis if expect else None,
+                             baseline=baseline.value if baseline else None, **judged)
+
     if not samples:
-        return out
+        return verdict(Verdict.UNKNOWN, f"{label} not measured yet")
     if samples[-1].error is not None:
         j = _failure(src, dst, test, samples)
-        return replace(out, verdict=j.verdict, reason=j.reason)
+        return verdict(j.verdict, j.reason)
     judged = [s for s in samples if s.judged]
     if not judged:
         n = sum(1 for s in samples if s.contended)
-        return replace(out, reason=f"{label}: only contended samples recently ({n}); "
-                                   "other traffic was on the link")
+        return verdict(Verdict.UNKNOWN, f"{label}: only contended samples recently ({n}); "
+                                        "other traffic was on the link")
     newest = judged[-1]
     assert newest.value is not None
     r_e, r_b = _ratios(test, newest.value, expect, baseline)
-    out = replace(out, verdict=Verdict.HEALTHY, value=newest.value, value_at=newest.at,
-                  ratio_expected=r_e, ratio_baseline=r_b)
-    text = describe(src, dst, test, newest.value, expect, baseline)
+    figures = {"value": newest.value, "value_at": newest.at, "ratio_expected": r_e,
+               "ratio_baseline": r_b}
+    text = _describe(label, test, newest.value, expect, baseline, r_e, r_b)
     if samples[-1].contended:
         text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
                  "of other traffic, not judged)")
-    run = _low_run(test, judged, expect, baseline, th)
+    low = _low_flags(test, judged, expect, baseline, th)
+    run_from = len(judged)  # the newest consecutive low samples: judged[run_from:]
+    while run_from and low[run_from - 1]:
+        run_from -= 1
+    run = judged[run_from:]
     began = run[0].at if run else None
-    if run and run[0] is judged[0] and low_since_before is not None:
+    if run and run_from == 0 and low_since_before is not None:
         began = min(began or low_since_before, low_since_before)
     lasted = (newest.at - began).total_seconds() if began else 0.0
     if run and (lasted >= th.sustain_s or _sustained_in_samples(run, judged, th)):
-        return replace(out, verdict=Verdict.DEGRADED, low_since=began,
-                       reason=f"{text}, for {fmt_duration(lasted)}")
+        return verdict(Verdict.DEGRADED, f"{text}, for {fmt_duration(lasted)}",
+                       low_since=began, **figures)
     recent = judged[-th.intermittent_of:]
-    lows = [s for s in recent
-            if s.value is not None and is_low(test, s.value, expect, baseline, th)]
+    lows = [s for s, is_low_ in zip(recent, low[len(judged) - len(recent):], strict=True)
+            if is_low_]
     recovered = len(judged) >= th.intermittent_low and all(
         s not in lows for s in judged[-th.intermittent_low:])
     if len(lows) >= th.intermittent_low and not recovered:
         how = (f"low in all of the last {len(recent)} measurements"
                if len(lows) == len(recent) else
                f"low in {len(lows)} of the last {len(recent)} measurements (intermittent)")
-        return replace(out, verdict=Verdict.DEGRADED, low_since=lows[0].at,
-                       reason=f"{text}; {how}")
+        return verdict(Verdict.DEGRADED, f"{text}; {how}", low_since=lows[0].at, **figures)
     if not run:
-        return replace(out, reason=text)
-    return replace(out, low_since=began,
-                   reason=f"{text}; low for {fmt_duration(lasted)}, degraded after "
-                          f"{fmt_duration(th.sustain_s)}")
+        return verdict(Verdict.HEALTHY, text, **figures)
+    return verdict(Verdict.HEALTHY,
+                   f"{text}; low for {fmt_duration(lasted)}, degraded after "
+                   f"{fmt_duration(th.sustain_s)}", low_since=began, **figures)
+
+
+def _low_flags(test: TestName, judged: Sequence[Sample], expect: Expectation | None,
+               baseline: BaselineRef | None, th: Thresholds) -> list[bool]:
+    """Whether each judged sample is low, as `is_low`, with the two limits worked out once:
+    measured/expected < ratio_expected or measured/baseline < ratio_baseline."""
+    e = expect.value if expect else None
+    b = baseline.value if baseline else None
+    flags = []
+    for s in judged:
+        assert s.value is not None
+        flags.append((e is not None and ratio(test, s.value, e) < th.ratio_expected)
+                     or (b is not None and ratio(test, s.value, b) < th.ratio_baseline))
+    return flags
 
 
 def _sustained_in_samples(run: Sequence[Sample], judged: Sequence[Sample],
@@ -219,18 +248,6 @@ def _sustained_in_samples(run: Sequence[Sample], judged: Sequence[Sample],
         return False
     cadence = gaps[len(gaps) // 2]
     return cadence > 0 and len(run) - 1 >= max(1, round(th.sustain_s / cadence))
-
-
-def _low_run(test: TestName, judged: Sequence[Sample], expect: Expectation | None,
-             baseline: BaselineRef | None, th: Thresholds) -> list[Sample]:
-    """The newest consecutive judged samples that are all low (oldest first)."""
-    run: list[Sample] = []
-    for s in reversed(judged):
-        assert s.value is not None
-        if not is_low(test, s.value, expect, baseline, th):
-            break
-        run.append(s)
-    return run[::-1]
 
 
 def p2p_problem(pair: PairInfo | None) -> str | None:

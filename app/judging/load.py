@@ -29,7 +29,7 @@ from app.analysis.throttle import SweepThrottle
 from app.analysis.xid_judge import EventFact
 from app.config import Settings
 from app.judging.events import load_event_facts
-from app.judging.running import Running
+from app.judging.running import Running, sample
 from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
@@ -80,8 +80,7 @@ def new_results(session: Session, host_id: int, after_report: int
     for src, dst, name, at, value, contended, error, foreign in session.execute(
             query.order_by(Measurement.measured_at, Measurement.id)):
         assert src is not None and dst is not None  # the query asked for pair tests only
-        out[(src, dst, TestName(name))].append(
-            Sample(at=at, value=value, contended=contended, error=error, foreign_bytes=foreign))
+        out[(src, dst, TestName(name))].append(sample(at, value, contended, error, foreign))
     return out, max(ids)
 
 
@@ -132,8 +131,10 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
     (None: nothing judged incrementally yet, so every key is seeded, as with `reseed`);
     `window`: the look-back window (since, until) a seeded key's samples come from."""
     out = TestInputs(judged_report=judged_report)
+    stored_keys = set()
     for r in stored.values():
         key = (r["src"], r["dst"], TestName(r["test"]))
+        stored_keys.add(key)
         if r["low_since"] is not None:
             out.low_before[key] = r["low_since"]
         if r.get("state") is not None and not reseed:
@@ -142,13 +143,12 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
     if everything:  # the newest report first: one stored in between is judged again, not lost
         out.judged_report = newest_report(session, host_id)
         new: dict[PairKey, list[Sample]] = {}
-        out.seeded = {(r["src"], r["dst"], TestName(r["test"])) for r in stored.values()}
+        out.seeded = stored_keys
     else:
         assert judged_report is not None
         new, newest = new_results(session, host_id, judged_report)
         out.judged_report = newest or judged_report
-        out.seeded = {k for k in new.keys() | {(r["src"], r["dst"], TestName(r["test"]))
-                                               for r in stored.values()}
+        out.seeded = {k for k in new.keys() | stored_keys
                       if k not in out.states or _out_of_order(out.states[k], new.get(k))}
     if everything or out.seeded:
         history = pair_samples(session, host_id, window[0])

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from app.analysis.baseline import MAD_TO_SIGMA
 from app.analysis.health import Sample
@@ -45,7 +45,40 @@ def _us(at: datetime) -> int:
 
 
 def _at(us: int) -> datetime:
-    return EPOCH + timedelta(microseconds=us)
+    return EPOCH + timedelta(0, 0, us)
+
+
+_new = object.__new__
+
+
+def sample(at: datetime, value: float | None, contended: bool = False,
+           error: str | None = None, foreign_bytes: int = 0, us: int | None = None) -> Sample:
+    """A `Sample` with these fields, compared and hashed the same, built without the frozen
+    dataclass's `__init__` (five `object.__setattr__` calls, ~4x the cost; thousands of
+    samples are built every sweep). `us`: `at` in µs since the epoch when known, kept beside
+    the fields so that packing the sample again converts no time (`_us_of`)."""
+    s = _new(Sample)
+    d = s.__dict__
+    d["at"] = at
+    d["value"] = value
+    d["contended"] = contended
+    d["error"] = error
+    d["foreign_bytes"] = foreign_bytes
+    if us is not None:
+        d["_us"] = us
+    return s
+
+
+def _sample(us: int, value: float | None, contended: bool = False, error: str | None = None,
+            foreign_bytes: int = 0) -> Sample:
+    """A stored sample back, measured `us` µs after the epoch."""
+    return sample(_at(us), value, contended, error, foreign_bytes, us)
+
+
+def _us_of(s: Sample) -> int:
+    """`s.at` in µs since the epoch: kept by `sample`, else worked out."""
+    us = s.__dict__.get("_us")
+    return _us(s.at) if us is None else us
 
 
 def _v(sample: Sample) -> float:
@@ -69,8 +102,9 @@ def _weighted_median(items: list[tuple[float, int]], total: int) -> float:
     raise ValueError("no values")
 
 
-@dataclass(frozen=True)
-class Running:
+class Running(NamedTuple):
+    """A key's state (a named tuple: one is built per key and new sample every sweep)."""
+
     blocks: tuple[Block, ...] = ()  # full blocks of healthy values, oldest first
     part: tuple[float, ...] = ()  # the newest healthy values, fewer than BLOCK
     judged: tuple[Sample, ...] = ()  # newest judged samples, oldest first
@@ -102,18 +136,17 @@ class Running:
     def pack(self, base: tuple[float, float, int] | None) -> bytes:
         """The state as stored (`packed.py`), with its baseline summed up for readers
         (centre, spread, n: the series' baseline)."""
-        return packed.pack(self.blocks, self.part, [(_us(s.at), _v(s)) for s in self.judged],
-                           [(_us(s.at), _v(s), s.foreign_bytes) for s in self.contended],
-                           [(_us(s.at), s.error or "") for s in self.failures], base)
+        return packed.pack(self.blocks, self.part, [(_us_of(s), _v(s)) for s in self.judged],
+                           [(_us_of(s), _v(s), s.foreign_bytes) for s in self.contended],
+                           [(_us_of(s), s.error or "") for s in self.failures], base)
 
     @classmethod
     def unpack(cls, data: bytes) -> Running:
         blocks, part, judged, contended, failures, _ = packed.unpack(data)
         return cls(
-            blocks=tuple(blocks), part=tuple(part),
-            judged=tuple([Sample(_at(at), v) for at, v in judged]),
-            contended=tuple([Sample(_at(at), v, True, None, fb) for at, v, fb in contended]),
-            failures=tuple([Sample(_at(at), None, error=e) for at, e in failures]))
+            tuple(blocks), tuple(part), tuple([_sample(at, v) for at, v in judged]),
+            tuple([_sample(at, v, True, None, fb) for at, v, fb in contended]),
+            tuple([_sample(at, None, False, e) for at, e in failures]))
 
 
 def learn(state: Running, value: float, at: datetime, max_samples: int,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -148,7 +149,8 @@ def _gpu_info(row: Gpu) -> GpuInfo:
 # validating them again, every enum converted here as validation would.
 
 
-def _port(row: NvLink) -> NvLinkPort:
+def _port(row: Any) -> NvLinkPort:
+    """An NvLink row (or a row of its columns) as the wire schema's port."""
     return NvLinkPort.model_construct(
         gpu=row.gpu, link=row.link, state=LinkState(row.state), version=row.version,
         speed_bps=row.speed_bps, remote_type=RemoteType(row.remote_type),
@@ -157,7 +159,8 @@ def _port(row: NvLink) -> NvLinkPort:
     )
 
 
-def _pair(row: Pair) -> PairInfo:
+def _pair(row: Any) -> PairInfo:
+    """A Pair row (or a row of its columns) as the wire schema's pair."""
     return PairInfo.model_construct(
         src=row.src, dst=row.dst, topology=row.topology, pcie_path=PathLevel(row.pcie_path),
         nvlink_width=row.nvlink_width, via_nvswitch=row.via_nvswitch,
@@ -173,10 +176,23 @@ def load_fabric(session: Session, host: Host) -> HostFabric:
             fabric.gpus[gpu.index] = _gpu_info(gpu)
         else:
             fabric.missing_gpus[gpu.index] = gpu
-    links = select(NvLink).where(NvLink.host_id == host.id)
-    for row in session.scalars(links.order_by(NvLink.gpu, NvLink.link)):
+    # ports and pairs as plain rows of the columns used, not ORM objects: 200 of them on an
+    # 8-GPU host, read by every judgement (a row reads its columns by name all the same)
+    links = select(*_columns(NvLink, _PORT_COLUMNS)).where(NvLink.host_id == host.id)
+    for row in session.execute(links.order_by(NvLink.gpu, NvLink.link)):
         (fabric.nvlinks if row.present else fabric.gone_links).append(_port(row))
-    pairs = select(Pair).where(Pair.host_id == host.id, Pair.present.is_(True))
-    fabric.pairs = {(r.src, r.dst): _pair(r) for r in session.scalars(pairs)}
+    pairs = select(*_columns(Pair, _PAIR_COLUMNS)).where(Pair.host_id == host.id,
+                                                         Pair.present.is_(True))
+    fabric.pairs = {(r.src, r.dst): _pair(r) for r in session.execute(pairs)}
     return fabric
+
+
+_PORT_COLUMNS = ("gpu", "link", "state", "version", "speed_bps", "remote_type",
+                 "remote_pci_bus_id", "remote_gpu", "capabilities", "present")
+_PAIR_COLUMNS = ("src", "dst", "topology", "pcie_path", "nvlink_width", "via_nvswitch",
+                 "p2p", "can_access_peer")
+
+
+def _columns(model: type[NvLink] | type[Pair], names: tuple[str, ...]) -> list[Any]:
+    return [getattr(model, name) for name in names]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from app.analysis.health import Sample
 from app.config import Settings
 from app.db import alembic_config, make_engine, make_sessionmaker, upgrade_to_head
 from app.judging import packed
-from app.judging.running import Running
+from app.judging.running import Running, _us, _us_of, sample
 from app.models import JudgedTest
 from probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
@@ -38,6 +39,17 @@ def test_a_state_comes_back_as_it_went_in() -> None:
     assert Running.unpack(data) == state
     assert packed.unpack(data)[5] == (397.7e9, 1.5e9, 42)
     assert Running.unpack(Running().pack(None)) == Running()
+
+
+def test_a_fast_built_sample_is_the_same_sample() -> None:
+    """`running.sample` skips the frozen dataclass's __init__: what it builds must compare,
+    hash, print and copy as the dataclass's own, and its kept µs must be `at`'s."""
+    for fields in ((AT, 396.0e9), (AT, 120.0e9, True, None, 7), (AT, None, False, "lost")):
+        fast, plain = sample(*fields), Sample(*fields)
+        assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
+        assert replace(fast, value=1.0) == replace(plain, value=1.0)
+    stored = Running.unpack(Running(judged=(Sample(AT, 1.0),)).pack(None)).judged[0]
+    assert stored == Sample(AT, 1.0) and _us_of(stored) == _us(AT)
 
 
 def test_json_and_packed_forms_convert_both_ways() -> None:

@@ -1,0 +1,201 @@
+"""Where one 8-GPU sweep's server CPU goes, stage by stage (issue 19's sweep target).
+
+The sweep report of bench/ingest.py, served as the route does (parse + validate, the ingest
+transaction, then the post-commit hook: load the stored state, judge, write, alert rules) on
+PostgreSQL, after 7 days of that host's history (2 h at smoke size). Each stage's CPU is the
+serving thread's (`time.thread_time`) inside the function that does it, inclusive of what it
+calls; medians over the timed sweeps. `--cprofile` prints the hottest functions instead;
+`--callgrind` runs the timed sweeps with valgrind's instrumentation on (run the whole script
+under `valgrind --tool=callgrind --instr-atstart=no`), so the instruction count covers the
+sweeps alone. `--keep NAME` keeps the database (preloaded once) between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import subprocess
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import orjson
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from app.alerting import engine as alert_engine
+from app.alerting.service import service_for
+from app.config import Settings
+from app.db import make_engine, upgrade_to_head
+from app.judging import judge, store, write
+from app.main import create_app
+from app.routes import reports as route
+from app.services import ingest as ingest_service
+from bench._floor import Floor
+from bench._ingest_stages import serve_once
+from bench._size import sized
+from bench.ingest import PG_ADMIN_URL, TOKEN, bodies, full_report, postgres_url, preload_history
+
+SWEEPS = sized(12, 2)
+# (module, function) -> stage; inclusive thread CPU of each call
+STAGES: dict[tuple[Any, str], str] = {
+    (route, "parse_report"): "parse + validate",
+    (route, "check_report"): "check (coherence)",
+    (ingest_service, "ingest"): "store (ingest transaction)",
+    (store, "stored_rows"): "load: stored judged rows",
+    (judge, "load_host"): "load: results, counters, peers",
+    (judge, "judge_tests"): "judge_tests",
+    (judge, "judge_loaded"): "judge (all, incl. judge_tests)",
+    (judge, "checks_against"): "fleet peers (checks)",
+    (store, "store"): "write",
+    (write, "rows_of"): "write: rows_of",
+    (alert_engine, "load_context"): "alert rules: context",
+    (alert_engine, "_findings"): "alert rules: findings",
+    (alert_engine, "_apply"): "alert rules: apply",
+}
+
+
+@contextmanager
+def timed(stages: dict[str, float]) -> Iterator[None]:
+    originals = {key: getattr(*key) for key in STAGES if hasattr(*key)}
+
+    def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            t = time.thread_time()
+            try:
+                return fn(*args, **kw)
+            finally:
+                stages[name] += (time.thread_time() - t) * 1000
+        return wrapper
+    for (module, attr), fn in originals.items():
+        setattr(module, attr, wrap(STAGES[(module, attr)], fn))
+    try:
+        yield
+    finally:
+        for (module, attr), fn in originals.items():
+            setattr(module, attr, fn)
+
+
+def sweep(app: Any, body: bytes) -> None:
+    result = serve_once(app, body)
+    assert not result.duplicate
+    service_for(app).after_ingest(result.host)
+
+
+@contextmanager
+def kept_database(name: str | None) -> Iterator[tuple[str | None, bool]]:
+    """(url, fresh): a throwaway database (None: PostgreSQL unreachable), or `name` kept
+    between runs."""
+    if name is None:
+        with postgres_url() as url:  # says "postgresql: skipped" when unreachable
+            yield url, True
+        return
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        fresh = conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"),
+                            {"n": name}) is None
+        if fresh:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False), fresh
+
+
+def _callgrind(on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+                   check=True, capture_output=True)
+
+
+def main() -> int:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--keep", metavar="NAME", help="keep the database NAME between runs")
+    args.add_argument("--cprofile", metavar="FILE", help="also dump the profile to FILE")
+    args.add_argument("--callgrind", action="store_true")
+    args.add_argument("--sweeps", type=int, default=SWEEPS)
+    opts = args.parse_args()
+    report = full_report()
+    with kept_database(opts.keep) as (url, fresh):
+        if url is None:
+            return 0
+        settings = Settings(database_url=url, probe_tokens=[TOKEN], stale_after_s=1e9)
+        engine = make_engine(settings)
+        upgrade_to_head(engine)
+        engine.dispose()
+        app = create_app(settings)
+        try:
+            if fresh:
+                sweep(app, bodies(report, 1)[0])
+                preload_history(settings, report)
+            for body in bodies(report, 3):  # warm: seeded state, connections, caches
+                sweep(app, body)
+            warm, *timed_bodies = bodies(report, opts.sweeps + 1)  # the floor's warm-up first
+            return _measure(app, timed_bodies, warm, opts)
+        finally:
+            app.state.engine.dispose()
+
+
+def _measure(app: Any, timed_bodies: list[bytes], warm: bytes, opts: argparse.Namespace
+             ) -> int:
+    if opts.callgrind:
+        _callgrind(True)
+        for body in timed_bodies:
+            sweep(app, body)
+        _callgrind(False)
+        print(f"callgrind: {len(timed_bodies)} sweeps instrumented")
+        return 0
+    if opts.cprofile:
+        prof = cProfile.Profile(time.thread_time)
+        prof.enable()
+        for body in timed_bodies:
+            sweep(app, body)
+        prof.disable()
+        prof.dump_stats(opts.cprofile)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(45)
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(60)
+        return 0
+    per: dict[str, list[float]] = defaultdict(list)
+    with postgres_url() as floor_url:
+        if floor_url is None:
+            raise RuntimeError("PostgreSQL went away between two databases")
+        floor = _floor(floor_url, warm)
+        try:
+            for body in timed_bodies:  # the project's sweep, then the floor's, the same report
+                stages: dict[str, float] = defaultdict(float)
+                with timed(stages):
+                    t = time.thread_time()
+                    sweep(app, body)
+                    stages["total"] = (time.thread_time() - t) * 1000
+                for name, ms in stages.items():
+                    per[name].append(ms)
+                t = time.thread_time()
+                floor.store(body)
+                per["floor"].append((time.thread_time() - t) * 1000)
+        finally:
+            floor.close()
+    print(f"server CPU per 8-GPU sweep on PostgreSQL, median of {len(timed_bodies)} (ms):")
+    for name, values in sorted(per.items(), key=lambda kv: -statistics.median(kv[1])):
+        if name != "floor":
+            print(f"  {name:<34} {statistics.median(values):7.2f}")
+    total, floor_ms = statistics.median(per["total"]), statistics.median(per["floor"])
+    print(f"  the floor (bench/_floor.py), same reports: {floor_ms:.2f} ms; the sweep is "
+          f"{total / max(floor_ms, 1e-9):.1f}x the floor (target: <= 60 ms, <= 2.5x with "
+          "PostgreSQL's CPU: bench/ingest.py)")
+    return 0
+
+
+def _floor(url: str, body: bytes) -> Floor:
+    """The floor prototype on a database of its own, warmed with the report's host."""
+    engine = make_engine(Settings(database_url=url))
+    upgrade_to_head(engine)
+    engine.dispose()
+    floor = Floor(url, orjson.loads(body)["host"]["hostname"])
+    floor.store(body)
+    return floor
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
