@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, exists, select, update
+from sqlalchemy import Select, Table, bindparam, exists, select, update
 from sqlalchemy.orm import Session
 
 from app.analysis.verdict import Verdict
@@ -66,18 +66,27 @@ def rules_would_agree(alerting: bool, skew_s: float | None, skew_limit_s: float)
     return not alerting and (skew_s is None or abs(skew_s) <= skew_limit_s)
 
 
+def _decision_select() -> Select[Any]:
+    hosts, judged, alerts = HOSTS.c, JUDGED.c, ALERTS.c
+    alerting = exists().where(alerts.host == hosts.name, alerts.state.in_(ACTIVE_STATES))
+    return (select(*(hosts[c] for c in HOST_COLUMNS), hosts.clock_skew_s, judged.verdict,
+                   judged.stale, judged.facts, alerting.label("alerting"))
+            .join_from(HOSTS, JUDGED, judged.host_id == hosts.id)
+            .where(hosts.name == bindparam("host")))
+
+
+# built once: a statement's construction cost more than its execution
+DECISION = _decision_select()
+MOVE_JUDGED_AT = update(JUDGED).where(JUDGED.c.host_id == bindparam("judged_host")).values(
+    judged_at=bindparam("now"))
+
+
 def still_judged(session: Session, host: str, now: datetime, stale_after_s: float,
                  skew_limit_s: float) -> bool:
     """Under the host's judging lock: when nothing judged changed and no rule would answer
     otherwise, move the stored judgement's `judged_at` to `now` and answer True (the caller
     commits); else write nothing and answer False (judge it in full)."""
-    hosts, judged, alerts = HOSTS.c, JUDGED.c, ALERTS.c
-    alerting = exists().where(alerts.host == hosts.name, alerts.state.in_(ACTIVE_STATES))
-    found = session.execute(
-        select(*(hosts[c] for c in HOST_COLUMNS), hosts.clock_skew_s, judged.verdict,
-               judged.stale, judged.facts, alerting.label("alerting"))
-        .join_from(HOSTS, JUDGED, judged.host_id == hosts.id).where(hosts.name == host)
-    ).first()
+    found = session.execute(DECISION, {"host": host}).first()
     if found is None:
         return False
     values = found._mapping
@@ -86,5 +95,5 @@ def still_judged(session: Session, host: str, now: datetime, stale_after_s: floa
             and nothing_changed(row, values["verdict"], values["stale"], values["facts"] or {},
                                 now, stale_after_s)):
         return False
-    session.execute(update(JUDGED).where(judged.host_id == row.id).values(judged_at=now))
+    session.execute(MOVE_JUDGED_AT, {"judged_host": row.id, "now": now})
     return True

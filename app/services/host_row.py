@@ -14,13 +14,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import Table, Update, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Host
 from probes.report import HostIdentity
 
 HOSTS: Table = Host.__table__  # type: ignore[assignment]
+# built once (a statement's construction cost more than its execution); the UPDATEs are
+# kept by the set of columns they write, of which a host's reports use a handful
+LOCK = (select(HOSTS.c.id, HOSTS.c.last_report_at, HOSTS.c.last_sweep_at,
+               HOSTS.c.inventory_changed_at)
+        .where(HOSTS.c.name == bindparam("name")).with_for_update(key_share=True))
+CREATE = insert(HOSTS).returning(HOSTS.c.id)
+_UPDATES: dict[frozenset[str], Update] = {}
 
 
 @dataclass
@@ -39,14 +46,11 @@ def lock_host(session: Session, identity: HostIdentity, at: datetime) -> HostSta
     """The host's row, locked until commit (PostgreSQL: FOR NO KEY UPDATE): two replicas
     ingesting reports of one host at once take turns, so neither writes its inventory over
     rows it did not see. A host never seen is created, first seen `at`."""
-    c = HOSTS.c
-    found = session.execute(
-        select(c.id, c.last_report_at, c.last_sweep_at, c.inventory_changed_at)
-        .where(c.name == identity.hostname).with_for_update(key_share=True)).first()
+    found = session.execute(LOCK, {"name": identity.hostname}).first()
     if found is not None:
         return HostState(found.id, identity.hostname, found.last_report_at, found.last_sweep_at,
                          found.inventory_changed_at is not None)
-    host_id: int = session.execute(insert(HOSTS).returning(c.id), {
+    host_id: int = session.execute(CREATE, {
         "name": identity.hostname, "fabric": identity.fabric, "first_seen": at,
         "refused_reports": 0}).scalar_one()
     return HostState(host_id, identity.hostname, None, None, False)
@@ -65,4 +69,9 @@ def identity_columns(identity: HostIdentity) -> dict[str, Any]:
 
 def write_host(session: Session, host: HostState, values: dict[str, Any]) -> None:
     """One UPDATE of the host's row with `values` (column -> value)."""
-    session.execute(update(HOSTS).where(HOSTS.c.id == host.id).values(**values))
+    columns = frozenset(values)
+    stmt = _UPDATES.get(columns)
+    if stmt is None:
+        stmt = _UPDATES[columns] = update(HOSTS).where(HOSTS.c.id == bindparam("host_id")) \
+            .values({c: bindparam(f"new_{c}") for c in sorted(columns)})
+    session.execute(stmt, {"host_id": host.id, **{f"new_{c}": v for c, v in values.items()}})
