@@ -36,7 +36,6 @@ from app.services.report_checks import ReportConflict, report_digest_and_invento
 from probes.clocks import GpuClocks
 from probes.report import (
     GPU_TESTS,
-    LinkCounters,
     Report,
     ReportKind,
     TestName,
@@ -45,7 +44,6 @@ from probes.report import (
 
 ATTEMPTS = 3
 CLOCK_TRANSIT_BOUND_S = 10.0  # the probe's request timeout (PEERWATCH_PROBE_REQUEST_TIMEOUT_S)
-LINK_COUNTERS = tuple(LinkCounters.model_fields)
 # the report row through its table, not the ORM's bulk insert: built once, no ORM step
 _REPORTS: Table = ReportRow.__table__  # type: ignore[assignment]
 INSERT_REPORT = insert(_REPORTS).returning(_REPORTS.c.id)
@@ -242,8 +240,9 @@ def _sample_rows(report: Report, host_id: int, report_pk: int,
     gpus: list[dict[str, Any]] = []
     for sample in report.counters:
         base = {"report_id": report_pk, "host_id": host_id, "at": sample.at}
-        for c in sample.links:  # attributes, not model_dump(): 288 of them in a sweep
-            links.append({**base, **{name: getattr(c, name) for name in LINK_COUNTERS}})
+        # the model's own field dict (its fields and no extras: the wire models are
+        # extra="forbid"), not model_dump(): 288 of them in a report
+        links.extend({**base, **vars(c)} for c in sample.links)
         activity = {a.gpu: a for a in sample.activity}
         clocks = {c.gpu: c for c in sample.clocks}
         for gpu in sorted(set(activity) | set(sample.pcie_replay) | set(clocks)):
