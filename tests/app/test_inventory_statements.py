@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, event, select
+from sqlalchemy import Engine, select
 
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
@@ -28,6 +27,7 @@ from probes.report import ReportKind
 from probes.sim.faults import ErrorGrowth, FabricManagerDown, GpuLost, LinksDown
 from probes.sweep import build_report
 from tests.app.alerting.simhost import SimHost
+from tests.app.statement_log import statements
 
 # ingest: SELECT host FOR UPDATE, INSERT report, UPDATE hosts; judgement: the advisory lock
 # (PostgreSQL), SELECT host + judged host + active alerts, UPDATE judged_hosts
@@ -39,43 +39,31 @@ WRITE = re.compile(r"^\s*(?:INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", re.I)
 
 
 @pytest.fixture
-def engine(settings: Settings) -> Iterator[Engine]:
-    engine = make_engine(settings)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def host(engine: Engine, settings: Settings) -> SimHost:
+def host(settings: Settings) -> Iterator[SimHost]:
     """A healthy host past its first judgements, whose inventory the memo trusts."""
+    engine = make_engine(settings)
     host = SimHost(make_sessionmaker(engine), settings)
     for _ in range(3):
         host.step(300, ReportKind.SWEEP)
     for _ in range(2):
         host.step(30)
     assert host.alerts() == []
-    return host
+    yield host
+    engine.dispose()
 
 
-@contextmanager
-def _statements(engine: Engine) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        seen.append(" ".join(statement.split()))
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+@pytest.fixture
+def engine(host: SimHost) -> Engine:
+    bind: Engine = host.sessions.kw["bind"]
+    return bind
 
 
 def _one_inventory(host: SimHost, engine: Engine) -> list[str]:
     """The statements of one inventory report 30 s on, ingest and judgement (samples left
     out: one COPY per table on PostgreSQL)."""
-    with _statements(engine) as seen:
+    with statements(engine) as seen:
         host.step(30)
-    return [s for s in seen if not any(t in s for t in SAMPLE_TABLES)]
+    return [" ".join(s.split()) for s in seen if not any(t in s for t in SAMPLE_TABLES)]
 
 
 def _judged_at(host: SimHost) -> Any:
