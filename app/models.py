@@ -131,6 +131,8 @@ class Gpu(Base):
     # GPUs are one indexed select away (`app/queries/domains.py`).
     nvlink_domain: Mapped[str | None] = mapped_column(String(32), index=True)
     present: Mapped[bool] = mapped_column(Boolean, doc="In the host's latest inventory.")
+    # written when the row changes and when the GPU goes missing (then: the last report that
+    # listed it); a present GPU was seen in its host's newest report (`last_report_at`)
     last_seen_at: Mapped[datetime]
 
 

@@ -56,13 +56,15 @@ def _cost(handle: Callable[[bytes], None], db_cpu: Callable[[], float],
 
 
 def project_handler(app: Any) -> Callable[[bytes], None]:
-    """What the server does for one report: the route's work and its post-commit hook."""
+    """What the server does for one report: the route's work and its post-commit hook.
+    The hook never raises (it logs); a judgement that failed would make the figure that of
+    a broken path, so it stops the bench instead."""
     from app.alerting.service import service_for
 
     def handle(body: bytes) -> None:
         result = serve_once(app, body)
-        if not result.duplicate:
-            service_for(app).after_ingest(result.host)
+        if not result.duplicate and service_for(app).after_ingest(result.host) is None:
+            raise RuntimeError(f"judging {result.host} after ingest failed (logged above)")
     return handle
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,9 +24,10 @@ from app.alerting.settings import AlertingSettings
 from app.analysis.fingerprint import fingerprint
 from app.config import Settings
 from app.judging.transaction import judging
-from app.models import Alert, AlertEvent, Host
+from app.judging.unchanged import ACTIVE_STATES
+from app.models import Alert, AlertEvent
 
-ACTIVE = ("pending", "firing")
+ACTIVE = ACTIVE_STATES
 
 
 @dataclass
@@ -55,35 +55,22 @@ def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
     `due_before` (the periodic round): do nothing when the host was judged at or after it,
     by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
     """
-    with judging(sessions, host, now, settings, due_before,
-                 partial(nothing_to_evaluate, alerting), rejudge) as judged:
+    with judging(sessions, host, now, settings, due_before, alerting.clock_skew_warn_s,
+                 rejudge) as judged:
         if judged.current:
+            return Outcome(host=host)
+        if judged.unchanged:  # nothing judged changed, no rule can answer otherwise
+            judged.session.commit()
             return Outcome(host=host)
         findings: dict[str, tuple[Rule, Finding, dict[str, str]]] = {}
         if judged.row is not None:
-            if judged.health is None:  # nothing judged changed, no rule can answer otherwise
-                judged.session.commit()
-                return Outcome(host=host)
+            assert judged.health is not None  # judged in full (the fast path is `unchanged`)
             ctx = load_context(judged.session, judged.row, now, settings, alerting,
                                judged.health)
             findings = _findings(ctx, rules)
         outcome = _apply(judged.session, host, findings, now, alerting, {r.name for r in rules})
         judged.session.commit()
         return outcome
-
-
-def nothing_to_evaluate(alerting: AlertingSettings, session: Session, host: str) -> bool:
-    """May an unchanged healthy host skip the rules (the fast path of `judge_and_store`)?
-    Only when no rule could answer differently than it did: no alert of the host is active
-    (a pending one waits on its `for`; a firing one must resolve as soon as its cause is
-    gone and its text follow the figures), and the one input the judged facts do not cover,
-    the probe's clock skew, is within its limit (else ProbeClockSkew must be raised)."""
-    active = session.scalar(select(Alert.id).where(
-        Alert.host == host, Alert.state.in_(ACTIVE)).limit(1))
-    if active is not None:
-        return False
-    skew = session.scalar(select(Host.clock_skew_s).where(Host.name == host))
-    return skew is None or abs(skew) <= alerting.clock_skew_warn_s
 
 
 def _findings(ctx: HostContext, rules: Sequence[Rule]

@@ -17,45 +17,25 @@ from sqlalchemy.orm import Session
 
 from app.analysis.verdict import Verdict
 from app.config import Settings
-from app.judging.judge import Prior, judge_host_now, last_heard_at
+from app.judging.judge import Prior, judge_host_now
+from app.judging.unchanged import iso, nothing_changed
 from app.judging.write import store
 from app.models import Host, JudgedHost
 from app.queries.health import HostHealth, StoredRows, stored_rows, tests_from_rows
-from app.services.fleet_peers import peers_changed_since
 from probes.report import TestName
-
-
-def _iso(at: datetime | None) -> str | None:
-    return at.isoformat() if at else None
-
-
-def _nothing_changed(settings: Settings, row: Host, top: JudgedHost | None,
-                     now: datetime) -> bool:
-    """A healthy, fresh host whose sweeps, inventory, judged error counters and fleet peer
-    stats are as they were when it was last judged: judging it again would store the same
-    verdicts."""
-    if top is None or top.verdict != Verdict.HEALTHY or top.stale:
-        return False
-    heard = last_heard_at(row)
-    if heard is None or (now - heard).total_seconds() > settings.stale_after_s:
-        return False
-    facts = top.facts
-    return (facts.get("last_sweep_at") == _iso(row.last_sweep_at)
-            and facts.get("inventory_changed_at") == _iso(row.inventory_changed_at)
-            and facts.get("error_total") == row.error_total
-            and not peers_changed_since(row, facts.get("peers") or {}))
 
 
 def judge_and_store(session: Session, settings: Settings, row: Host, now: datetime,
                     may_skip: bool = False, reseed: bool = False) -> HostHealth | None:
     """Judge `row` at `now` and store it (the caller commits). Returns what was stored, or,
-    with `may_skip`, None when nothing judged has changed (only `judged_at` moves): the
-    common case of a healthy host's inventory report, which then costs two small reads.
+    with `may_skip`, None when nothing judged has changed (only `judged_at` moves; the
+    rules' side of that decision is the caller's: the alerting engine takes the one-SELECT
+    fast path of `unchanged.still_judged` before it gets here).
     `reseed` (an operator's re-judgement): judge the (pair, test) verdicts from history."""
     if may_skip and not reseed:
         top = session.get(JudgedHost, row.id)
-        if _nothing_changed(settings, row, top, now):
-            assert top is not None
+        if top is not None and nothing_changed(row, top.verdict, top.stale, top.facts, now,
+                                               settings.stale_after_s):
             top.judged_at = now
             return None
     previous = stored_rows(session, row.id)
@@ -69,7 +49,7 @@ def prior_of(previous: StoredRows, row: Host, reseed: bool = False) -> Prior:
     top_row = previous["host"].get(())
     facts: dict[str, Any] = top_row["facts"] if top_row else {}
     reuse = (top_row is not None and not reseed
-             and facts.get("last_sweep_at") == _iso(row.last_sweep_at))
+             and facts.get("last_sweep_at") == iso(row.last_sweep_at))
     tests = previous["test"]
     return Prior(
         tests=tests_from_rows(tests) if reuse else None,

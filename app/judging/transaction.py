@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import heap
 from app.config import Settings
 from app.judging.store import judge_and_store
+from app.judging.unchanged import still_judged
 from app.models import Host, JudgedHost
 from app.queries.health import HostHealth
 
@@ -56,6 +57,7 @@ class Judging:
     row: Host | None  # None: the host is gone (its alerts still resolve)
     health: HostHealth | None = None  # None with a row: nothing judged changed
     current: bool = False  # judged at or after `due_before` already: nothing to do
+    unchanged: bool = False  # the fast path: only `judged_at` moved (`unchanged.py`)
 
 
 def judged_after_newest_report() -> ColumnElement[bool]:
@@ -63,10 +65,10 @@ def judged_after_newest_report() -> ColumnElement[bool]:
     return or_(Host.last_received_at.is_(None), JudgedHost.judged_at >= Host.last_received_at)
 
 
-def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
+def _judged_since(session: Session, host: str, at: datetime) -> bool:
     """Judged at or after `at`, and after its newest report arrived: nothing to do."""
     judged = session.scalar(select(JudgedHost.judged_at).join(Host, Host.id == JudgedHost.host_id)
-                            .where(JudgedHost.host_id == host_id, JudgedHost.judged_at >= at,
+                            .where(Host.name == host, JudgedHost.judged_at >= at,
                                    judged_after_newest_report()))
     return judged is not None
 
@@ -74,22 +76,26 @@ def _judged_since(session: Session, host_id: int, at: datetime) -> bool:
 @contextmanager
 def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings: Settings,
             due_before: datetime | None = None,
-            may_skip: Callable[[Session, str], bool] = lambda session, host: False,
+            skip_within_skew_s: float | None = None,
             reseed: bool = False) -> Iterator[Judging]:
     """Lock `host`, judge it at `now` and store what changed; yield the open transaction.
 
     `due_before` (the periodic round): judge nothing when the host was judged at or after
     it, by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
-    `may_skip`: whether an unchanged healthy host may keep its stored verdicts untouched;
+    `skip_within_skew_s`: an unchanged healthy host whose probe's clock skew is within it
+    (and no alert active) keeps its stored verdicts, only `judged_at` moves
+    (`unchanged.still_judged`: one SELECT, one UPDATE; `Judging.unchanged`); None: judge;
     `reseed`: judge the (pair, test) verdicts from history (an operator's re-judgement).
     """
     with heap.collector_paused(), sessions() as session, host_lock(session, host):
-        row = session.scalar(select(Host).where(Host.name == host))
-        out = Judging(session, row)
-        if row is not None:
-            if due_before is not None and _judged_since(session, row.id, due_before):
-                out.current = True
-            else:
-                out.health = judge_and_store(session, settings, row, now,
-                                             may_skip=may_skip(session, host), reseed=reseed)
-        yield out
+        if due_before is not None and _judged_since(session, host, due_before):
+            yield Judging(session, None, current=True)
+        elif skip_within_skew_s is not None and not reseed and still_judged(
+                session, host, now, settings.stale_after_s, skip_within_skew_s):
+            yield Judging(session, None, unchanged=True)
+        else:
+            row = session.scalar(select(Host).where(Host.name == host))
+            out = Judging(session, row)
+            if row is not None:
+                out.health = judge_and_store(session, settings, row, now, reseed=reseed)
+            yield out

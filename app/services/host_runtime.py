@@ -7,11 +7,11 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from app.models import Host, HostRuntime
+from app.models import HostRuntime
 from probes.report import Report
 
 
-def record_runtime(session: Session, host: Host, report: Report, now: datetime) -> bool:
+def record_runtime(session: Session, host_id: int, report: Report, now: datetime) -> bool:
     """Called by ingest for the host's newest report only (a late spooled one says nothing
     about now). Older probes send none of these: the row then holds Nones. True when the
     Fabric Manager state changed: the host's verdict must be judged again (start times only
@@ -20,9 +20,9 @@ def record_runtime(session: Session, host: Host, report: Report, now: datetime) 
     fields = {"probe_started_at": report.host.probe_started_at,
               "driver_loaded_at": report.host.driver_loaded_at,
               "fabric_manager": fm.model_dump(mode="json") if fm is not None else None}
-    row = session.get(HostRuntime, host.id)
+    row = session.get(HostRuntime, host_id)
     if row is None:
-        session.add(HostRuntime(host_id=host.id, updated_at=now, **fields))
+        session.add(HostRuntime(host_id=host_id, updated_at=now, **fields))
         return fm is not None
     changed = row.fabric_manager != fields["fabric_manager"]
     for name, value in fields.items():

@@ -13,7 +13,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import Table, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -25,20 +25,17 @@ from app.schemas import IngestResult
 from app.services.bulk import insert_rows
 from app.services.events import event_rows
 from app.services.gpu_jobs import store_gpu_jobs
+from app.services.host_row import identity_columns, is_newest, lock_host, write_host
 from app.services.inventory import (
     forget_uncommitted,
-    get_or_create_host,
-    is_newest,
     judged_error_total,
     remember_committed,
     store_inventory,
-    update_identity,
 )
-from app.services.report_checks import ReportConflict, report_digest
+from app.services.report_checks import ReportConflict, report_digest_and_inventory
 from probes.clocks import GpuClocks
 from probes.report import (
     GPU_TESTS,
-    LinkCounters,
     Report,
     ReportKind,
     TestName,
@@ -47,7 +44,9 @@ from probes.report import (
 
 ATTEMPTS = 3
 CLOCK_TRANSIT_BOUND_S = 10.0  # the probe's request timeout (PEERWATCH_PROBE_REQUEST_TIMEOUT_S)
-LINK_COUNTERS = tuple(LinkCounters.model_fields)
+# the report row through its table, not the ORM's bulk insert: built once, no ORM step
+_REPORTS: Table = ReportRow.__table__  # type: ignore[assignment]
+INSERT_REPORT = insert(_REPORTS).returning(_REPORTS.c.id)
 
 
 def sent_at_of(header: str | None) -> datetime | None:
@@ -85,8 +84,9 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime,
     """Store `report`, received at `now` (and sent at `sent_at` by the probe's clock, when it
     said), or recognise it as stored before, and commit.
 
-    The report's digest (`report_digest`) is stored with it; a later report with the same
-    report_id but another digest raises `ReportConflict` instead of passing as a duplicate.
+    The report's digest (`report_digest_and_inventory`) is stored with it; a later report
+    with the same report_id but another digest raises `ReportConflict` instead of passing
+    as a duplicate.
     """
     with heap.collector_paused():  # its rows die with it (app/heap.py)
         return _ingest(session, report, settings, now, sent_at)
@@ -94,14 +94,15 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime,
 
 def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
             sent_at: datetime | None) -> IngestResult:
-    digest = report_digest(report)
+    digest, inventory_json = report_digest_and_inventory(report)  # one serialization
     for attempt in range(ATTEMPTS):
         try:
             # a first attempt goes straight to the insert, whose unique report_id finds a
             # duplicate; only a retry (after that or another conflict) looks it up
             result = _stored_result(session, report.report_id, digest) if attempt else None
             if result is None:
-                result = _store(session, report, settings, now, digest, sent_at)
+                result = _store(session, report, settings, now, digest, inventory_json,
+                                sent_at)
             session.commit()
             remember_committed(session)
             return result
@@ -134,29 +135,31 @@ def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> Inges
 
 
 def _store(session: Session, report: Report, settings: Settings, now: datetime,
-           digest: str, sent_at: datetime | None) -> IngestResult:
-    host = get_or_create_host(session, report.host, now)
+           digest: str, inventory_json: bytes, sent_at: datetime | None) -> IngestResult:
+    host = lock_host(session, report.host, now)
     # one INSERT, not an ORM flush; the unique report_id is checked here, before other work
-    report_pk: int = session.execute(insert(ReportRow).returning(ReportRow.id),
+    report_pk: int = session.execute(INSERT_REPORT,
                                       _report_row(report, host.id, now, digest)).scalar_one()
+    # the host row's new values, written in one UPDATE at the end
+    values: dict[str, Any] = {"last_received_at": now,
+                              "refused_reports": 0}  # "N refused" counts from the last stored
     newest = is_newest(host, report.finished_at)
     if newest:
-        update_identity(host, report.host)
-        changed = store_inventory(session, host, report, now)  # and Fabric Manager's state
-        if changed or host.inventory_changed_at is None:
-            host.inventory_changed_at = now
-        host.last_report_at = report.finished_at
+        values.update(identity_columns(report.host))
+        changed = store_inventory(session, host, report, now,
+                                  inventory_json)  # and Fabric Manager's state
+        if changed or not host.inventory_stamped:
+            values["inventory_changed_at"] = now
+        values["last_report_at"] = report.finished_at
         errors = judged_error_total(report.counters)
         if errors is not None:
-            host.error_total = errors
+            values["error_total"] = errors
     reading = clock_reading(report, now, sent_at) if newest or sent_at else None
     if reading is not None:
-        host.clock_skew_s = reading
-    host.last_received_at = now
-    host.refused_reports = 0  # "N reports refused" counts from the last one stored
+        values["clock_skew_s"] = reading
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
-        host.last_sweep_at = report.finished_at
+        values["last_sweep_at"] = report.finished_at
     throttled = report_throttles(report)
     measurements = _measurement_rows(report, host.id, report_pk, throttled)
     links, gpus = _sample_rows(report, host.id, report_pk, throttled)
@@ -165,6 +168,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
                         (FabricEventRow, events)):
         insert_rows(session, model, rows)
     store_gpu_jobs(session, host.id, report)  # which job held each GPU (issue 24)
+    write_host(session, host, values)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))
 
@@ -236,8 +240,9 @@ def _sample_rows(report: Report, host_id: int, report_pk: int,
     gpus: list[dict[str, Any]] = []
     for sample in report.counters:
         base = {"report_id": report_pk, "host_id": host_id, "at": sample.at}
-        for c in sample.links:  # attributes, not model_dump(): 288 of them in a sweep
-            links.append({**base, **{name: getattr(c, name) for name in LINK_COUNTERS}})
+        # the model's own field dict (its fields and no extras: the wire models are
+        # extra="forbid"), not model_dump(): 288 of them in a report
+        links.extend({**base, **vars(c)} for c in sample.links)
         activity = {a.gpu: a for a in sample.activity}
         clocks = {c.gpu: c for c in sample.clocks}
         for gpu in sorted(set(activity) | set(sample.pcie_replay) | set(clocks)):

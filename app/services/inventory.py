@@ -18,40 +18,17 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.analysis.domains import domain_key
-from app.models import Gpu, Host, NvLink, Pair
+from app.models import Gpu, NvLink, Pair
+from app.services.host_row import HostState
 from app.services.host_runtime import record_runtime
 from probes.report import (
     CounterSample,
     GpuInfo,
-    HostIdentity,
     Inventory,
     NvLinkPort,
     PairInfo,
     Report,
 )
-
-
-def get_or_create_host(session: Session, identity: HostIdentity, at: datetime) -> Host:
-    """The host's row, locked until commit (PostgreSQL): two replicas ingesting reports of
-    one host at once take turns, so neither writes its inventory over rows it did not see."""
-    host = session.scalar(select(Host).where(Host.name == identity.hostname)
-                          .with_for_update(key_share=True))
-    if host is None:
-        host = Host(name=identity.hostname, fabric=identity.fabric, first_seen=at)
-        session.add(host)
-        session.flush()
-    return host
-
-
-def is_newest(host: Host, finished_at: datetime) -> bool:
-    return host.last_report_at is None or finished_at >= host.last_report_at
-
-
-def update_identity(host: Host, identity: HostIdentity) -> None:
-    host.fabric = identity.fabric
-    host.driver_version = identity.driver_version
-    host.cuda_version = identity.cuda_version
-    host.probe_version = identity.probe_version
 
 
 def _gpu_fields(g: GpuInfo, at: datetime) -> dict[str, Any]:
@@ -83,8 +60,10 @@ def _pair_fields(p: PairInfo, at: datetime) -> dict[str, Any]:
     }
 
 
-# `updated_at` says when a port or pair last *changed*; a GPU's `last_seen_at` moves with
-# every inventory. Unchanged rows are not written, so a steady host costs few UPDATEs.
+# `updated_at` says when a port or pair last *changed*. A GPU's `last_seen_at` is written
+# when its row changes and when it goes missing (then: the host's report before, the last
+# that listed it); a present GPU was seen in the host's newest report (`last_report_at`),
+# so an unchanged inventory writes no GPU row at all.
 STAMPS = ("updated_at", "last_seen_at")
 
 
@@ -93,9 +72,11 @@ def _stamps(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
-          wanted: dict[tuple[int, ...], dict[str, Any]]) -> bool:
+          wanted: dict[tuple[int, ...], dict[str, Any]],
+          gone_values: dict[str, Any] | None = None) -> bool:
     """Make `model`'s rows of this host match `wanted` (keyed by `key_cols`); True when
-    anything but a time stamp changed.
+    anything but a time stamp changed. Rows no longer wanted get `present = False` and
+    `gone_values`.
 
     Plain rows in, executemany out: a steady 8-GPU host is ~200 rows compared and a handful
     written, and ORM objects for each would cost more than the writes."""
@@ -117,7 +98,7 @@ def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
             continue
         pk, stored = found
         changed = {k: v for k, v in fields.items() if k not in STAMPS and stored[k] != v}
-        if changed or "last_seen_at" in fields:
+        if changed:
             updates.append({**changed, **_stamps(fields), "pk": pk})
     if inserts:
         session.execute(insert(model), inserts)
@@ -127,8 +108,9 @@ def _sync(session: Session, model: Any, host_id: int, key_cols: tuple[str, ...],
     gone = [pk for pk, stored in existing.values() if stored["present"]]
     if gone:
         session.connection().execute(
-            update(model).where(table.c.id.in_(gone)).values(present=False))
-    return bool(inserts or gone or any(set(u) - {"pk", *STAMPS} for u in updates))
+            update(model).where(table.c.id.in_(gone)).values(present=False,
+                                                             **(gone_values or {})))
+    return bool(inserts or gone or updates)
 
 
 def _grouped(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -142,13 +124,13 @@ class InventoryMemo:
     """What this process last committed as each host's inventory: its fingerprint and the
     host's `last_report_at` it set. If the host still shows that `last_report_at`, no report
     has rewritten the inventory since (every rewrite moves it, whichever replica made it),
-    so an unchanged inventory needs only its GPUs' `last_seen_at` bumped. One per app, put
-    in `session.info[MEMO_KEY]` by the sessionmaker; sessions without one always compare."""
+    so an unchanged inventory writes no inventory row. One per app, put in
+    `session.info[MEMO_KEY]` by the sessionmaker; sessions without one always compare."""
 
     def __init__(self) -> None:
         self._stored: dict[int, tuple[bytes, datetime]] = {}
 
-    def unchanged(self, host: Host, fingerprint: bytes) -> bool:
+    def unchanged(self, host: HostState, fingerprint: bytes) -> bool:
         return (host.last_report_at is not None
                 and self._stored.get(host.id) == (fingerprint, host.last_report_at))
 
@@ -160,11 +142,11 @@ MEMO_KEY = "peerwatch.inventory_memo"
 _PENDING_KEY = "peerwatch.inventory_pending"
 
 
-def _fingerprint(report: Report) -> bytes:
-    """What the memo compares: the inventory and the runtime fields stored beside it."""
+def _fingerprint(report: Report, inventory_json: bytes) -> bytes:
+    """What the memo compares: the inventory (as JSON, `inventory_json`) and the runtime
+    fields stored beside it."""
     runtime = f"|{report.host.probe_started_at}|{report.host.driver_loaded_at}".encode()
-    return hashlib.blake2b(report.inventory.model_dump_json().encode() + runtime,
-                           digest_size=16).digest()
+    return hashlib.blake2b(inventory_json + runtime, digest_size=16).digest()
 
 
 def remember_committed(session: Session) -> None:
@@ -179,39 +161,40 @@ def forget_uncommitted(session: Session) -> None:
     session.info.pop(_PENDING_KEY, None)
 
 
-def store_inventory(session: Session, host: Host, report: Report, now: datetime) -> bool:
-    """Store the newest report's inventory and runtime (probe and driver start, Fabric
-    Manager) as of its finish (which becomes the host's `last_report_at`); True when either
-    differs from what was stored before in a way that needs a new judgement.
+def store_inventory(session: Session, host: HostState, report: Report, now: datetime,
+                    inventory_json: bytes) -> bool:
+    """Store the newest report's inventory (`inventory_json`: it serialized, for the memo)
+    and runtime (probe and driver start, Fabric Manager) as of its finish (which becomes
+    the host's `last_report_at`); True when either differs from what was stored before in a
+    way that needs a new judgement.
 
     The fast path: when this process's memo says the host still shows the inventory and
-    runtime this process committed last, the only write is the GPUs' `last_seen_at` (the
-    host_runtime row is not even read: its `updated_at` says when it last changed)."""
+    runtime this process committed last, nothing is written (nor the host_runtime row even
+    read: its `updated_at` says when it last changed)."""
     memo: InventoryMemo | None = session.info.get(MEMO_KEY)
-    at = report.finished_at
-    if memo is None:
-        return _upsert(session, host, report.inventory, at) | record_runtime(
-            session, host, report, now)
-    fingerprint = _fingerprint(report)
-    changed = False
-    if memo.unchanged(host, fingerprint):
-        session.execute(update(Gpu).where(Gpu.host_id == host.id, Gpu.present.is_(True))
-                        .values(last_seen_at=at))
+    fingerprint = _fingerprint(report, inventory_json) if memo is not None else None
+    if memo is not None and fingerprint is not None and memo.unchanged(host, fingerprint):
+        changed = False
     else:
-        changed = _upsert(session, host, report.inventory, at)
-        changed = record_runtime(session, host, report, now) or changed  # Fabric Manager
-    session.info[_PENDING_KEY] = (host.id, fingerprint, at)
+        changed = _upsert(session, host, report.inventory, report.finished_at)
+        changed = record_runtime(session, host.id, report, now) or changed  # Fabric Manager
+    if fingerprint is not None:
+        session.info[_PENDING_KEY] = (host.id, fingerprint, report.finished_at)
     return changed
 
 
-def _upsert(session: Session, host: Host, inv: Inventory, at: datetime) -> bool:
+def _upsert(session: Session, host: HostState, inv: Inventory, at: datetime) -> bool:
+    # a GPU gone was last seen in the report before this one (it listed it: it was stored)
+    gone_gpu = {"last_seen_at": host.last_report_at} if host.last_report_at else None
     gpus = _sync(session, Gpu, host.id, ("index",),
-                 {(g.index,): _gpu_fields(g, at) for g in inv.gpus})
+                 {(g.index,): _gpu_fields(g, at) for g in inv.gpus}, gone_gpu)
     links = _sync(session, NvLink, host.id, ("gpu", "link"),
                   {(p.gpu, p.link): _link_fields(p, at) for p in inv.nvlinks})
     pairs = _sync(session, Pair, host.id, ("src", "dst"),
                   {(p.src, p.dst): _pair_fields(p, at) for p in inv.pairs})
     return gpus or links or pairs
+
+
 def judged_error_total(counters: Sequence[CounterSample]) -> int | None:
     """The judged error counters (replay, recovery, CRC flit, PCIe replay) of the newest
     counter sample, summed: when it has not moved, no link or GPU error rate can have grown."""

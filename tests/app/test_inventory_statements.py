@@ -1,98 +1,181 @@
-"""An unchanged inventory from a healthy 8-GPU host costs a handful of statements in one
-transaction: the host row (locked), the report row, the GPUs' `last_seen_at`, the host's
-times, and the counter samples. Nothing re-reads or rewrites the GPUs, ports, pairs or the
-runtime row, and a change to any of them (a probe restart included) is still stored."""
+"""An unchanged inventory from a healthy host costs a handful of statements, ingest and
+judgement together: the host row (locked), the report row, the host row's new times, then
+(behind the judging lock) one SELECT that finds nothing judged changed and one UPDATE of
+`judged_at`, plus the counter samples. No GPU, port, pair, runtime or judged row is read or
+written, and no ORM object is built for the host.
+
+And the fast path hides nothing: each kind of change an inventory report can bring (a link
+down, an error counter rising, a GPU gone, Fabric Manager stopped, the probe's clock off)
+and the passing of time (a host that fell silent) still reaches the rules. Both backends.
+"""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+import re
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import event, select
+import pytest
+from sqlalchemy import Engine, select
 
 from app.config import Settings
-from app.db import make_engine, make_sessionmaker, upgrade_to_head
-from app.models import HostRuntime, NvLink
+from app.db import make_engine, make_sessionmaker
+from app.models import Gpu, HostRuntime, JudgedHost, NvLink
 from app.services.ingest import ingest
-from probes.report import Report, ReportKind
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
+from probes.report import ReportKind
+from probes.sim.faults import ErrorGrowth, FabricManagerDown, GpuLost, LinksDown
 from probes.sweep import build_report
+from tests.app.alerting.simhost import SimHost
+from tests.app.statement_log import statements
 
-# SELECT host FOR UPDATE, INSERT report, UPDATE gpus (last_seen_at), UPDATE hosts
-MAX_STATEMENTS = 4
+# ingest: SELECT host FOR UPDATE, INSERT report, UPDATE hosts; judgement: the advisory lock
+# (PostgreSQL), SELECT host + judged host + active alerts, UPDATE judged_hosts
+MAX_STATEMENTS = 6
 SAMPLE_TABLES = ("link_samples", "gpu_samples")  # COPY on PostgreSQL, an INSERT on SQLite
-T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+UNTOUCHED = ("gpus", "nvlinks", "pairs", "host_runtime", "judged_gpus", "judged_links",
+             "judged_pairs", "judged_tests", "measurements")
+WRITE = re.compile(r"^\s*(?:INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", re.I)
 
 
-def _inventory(k: int, **fabric: Any) -> Report:
-    """The hgx8 host's inventory report number `k` (30 s apart), as its probe builds it."""
-    report = build_report(SimulatedFabric("hgx8", seed=3, hostname="inv-host", **fabric),
-                          kind=ReportKind.INVENTORY)
-    at = T0 + timedelta(seconds=30 * k)
-    return report.model_copy(update={"report_id": uuid.uuid4(), "started_at": at,
-                                     "finished_at": at + timedelta(seconds=1)})
-
-
-@contextmanager
-def _statements(engine: Any) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        seen.append(" ".join(statement.split())[:120])
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
-
-
-def _setup(settings: Settings) -> tuple[Any, Any]:
+@pytest.fixture
+def host(settings: Settings) -> Iterator[SimHost]:
+    """A healthy host past its first judgements, whose inventory the memo trusts."""
     engine = make_engine(settings)
-    upgrade_to_head(engine)
-    return engine, make_sessionmaker(engine)
+    host = SimHost(make_sessionmaker(engine), settings)
+    for _ in range(3):
+        host.step(300, ReportKind.SWEEP)
+    for _ in range(2):
+        host.step(30)
+    assert host.alerts() == []
+    yield host
+    engine.dispose()
 
 
-def _ingest(sessions: Any, settings: Settings, report: Report) -> None:
-    with sessions() as session:
-        result = ingest(session, report, settings, report.finished_at + timedelta(seconds=1))
-    assert not result.duplicate
+@pytest.fixture
+def engine(host: SimHost) -> Engine:
+    bind: Engine = host.sessions.kw["bind"]
+    return bind
 
 
-def test_an_unchanged_inventory_runs_a_handful_of_statements(settings: Settings) -> None:
-    engine, sessions = _setup(settings)
-    try:
-        for k in range(3):  # the first stores the shape; the memo trusts it from then on
-            _ingest(sessions, settings, _inventory(k))
-        with _statements(engine) as seen:
-            _ingest(sessions, settings, _inventory(3))
-    finally:
-        engine.dispose()
-    statements = [s for s in seen if not any(t in s for t in SAMPLE_TABLES)]
+def _one_inventory(host: SimHost, engine: Engine) -> list[str]:
+    """The statements of one inventory report 30 s on, ingest and judgement (samples left
+    out: one COPY per table on PostgreSQL)."""
+    with statements(engine) as seen:
+        host.step(30)
+    return [" ".join(s.split()) for s in seen if not any(t in s for t in SAMPLE_TABLES)]
+
+
+def _judged_at(host: SimHost) -> Any:
+    with host.sessions() as session:
+        return session.scalar(select(JudgedHost.judged_at))
+
+
+def test_an_unchanged_inventory_runs_a_handful_of_statements(
+        host: SimHost, engine: Engine) -> None:
+    statements = _one_inventory(host, engine)
     assert len(statements) <= MAX_STATEMENTS, "\n".join(statements)
-    for table in ("host_runtime", "nvlinks", "pairs"):
-        assert not [s for s in statements if table in s], "\n".join(statements)
+    written = sorted({m.group(1).lower() for s in statements if (m := WRITE.match(s))})
+    assert written == ["hosts", "judged_hosts", "reports"], "\n".join(statements)
+    for table in UNTOUCHED:
+        assert not [s for s in statements if re.search(rf"\b{table}\b", s)], table
+    assert _judged_at(host).replace(tzinfo=None) == host.now().replace(tzinfo=None)
+    assert host.alerts() == []
 
 
-def test_a_changed_link_or_probe_restart_is_stored_despite_the_memo(settings: Settings) -> None:
-    engine, sessions = _setup(settings)
-    try:
-        for k in range(3):
-            _ingest(sessions, settings, _inventory(k))
-        restarted = _inventory(3)
-        started = restarted.finished_at - timedelta(seconds=5)
-        restarted = restarted.model_copy(update={
-            "host": restarted.host.model_copy(update={"probe_started_at": started})})
-        _ingest(sessions, settings, restarted)
-        with engine.connect() as conn:
-            stored_start = conn.scalar(select(HostRuntime.probe_started_at))
-        _ingest(sessions, settings, _inventory(4, faults=[LinksDown(gpu=1, links=(0,))]))
-        with engine.connect() as conn:
-            down = conn.scalar(select(NvLink.state).where(NvLink.gpu == 1, NvLink.link == 0))
-    finally:
-        engine.dispose()
-    assert stored_start is not None and stored_start.replace(tzinfo=UTC) == started
-    assert down == "down"
+def _active(host: SimHost, rule: str) -> list[str]:
+    return [a.state for a in host.alerts(rule=rule) if a.state in ("pending", "firing")]
+
+
+def _reaches(host: SimHost, engine: Engine, rule: str, change: Callable[[], None],
+             reports: int = 1) -> list[str]:
+    """The steady host takes the fast path; after `change`, within `reports` inventory
+    reports `rule` is active: the host was judged in full. The states it went through."""
+    assert len(_one_inventory(host, engine)) <= MAX_STATEMENTS  # the fast path, before
+    change()
+    for _ in range(reports):
+        statements = _one_inventory(host, engine)
+        if _active(host, rule):
+            assert len(statements) > MAX_STATEMENTS
+            return _active(host, rule)
+    raise AssertionError(f"{rule} not raised within {reports} inventory reports")
+
+
+def test_a_link_down_is_judged_and_its_alert_fires_on_later_inventories(
+        host: SimHost, engine: Engine) -> None:
+    assert _reaches(host, engine, "NVLinkDown",
+                    lambda: host.inject(LinksDown(gpu=0, links=(0,)))) == ["pending"]
+    for _ in range(2):  # the same (down) inventory again: its 60 s `for` passes
+        host.step(30)
+    assert _active(host, "NVLinkDown") == ["firing"]
+    with host.sessions() as session:
+        assert session.scalar(select(NvLink.state).where(NvLink.gpu == 0, NvLink.link == 0)
+                              ) == "down"
+
+
+def test_a_rising_error_counter_is_judged(host: SimHost, engine: Engine) -> None:
+    fault = ErrorGrowth(gpu=0, link=0, counter="replay", per_second=0.05)
+    assert _reaches(host, engine, "NVLinkErrorsIncreasing",
+                    lambda: host.inject(fault), reports=4)
+
+
+def test_a_gpu_gone_is_judged_and_named_last_seen_in_the_report_before(
+        host: SimHost, engine: Engine) -> None:
+    """GPUs' `last_seen_at` is not written on each report; a GPU gone gets the time of the
+    last report that listed it (the one before), which GPUMissing's text names."""
+    with host.sessions() as session:
+        last = session.scalar(select(Gpu.last_seen_at).where(Gpu.index == 1))
+    assert _reaches(host, engine, "GPUMissing", lambda: host.inject(GpuLost(gpu=1)))
+    seen_before = host.now() - timedelta(seconds=30)
+    with host.sessions() as session:
+        gone = session.scalars(select(Gpu).where(Gpu.index == 1)).one()
+    assert not gone.present and last is not None
+    stored = gone.last_seen_at.replace(tzinfo=None)
+    # the report before finished at its `now`, a few seconds after it started
+    assert seen_before.replace(tzinfo=None) <= stored < host.now().replace(tzinfo=None)
+    [alert] = host.alerts(rule="GPUMissing")
+    assert f"last seen at {stored:%Y-%m-%d %H:%M:%S} UTC" in alert.annotations["description"]
+
+
+def test_fabric_manager_stopping_is_judged(host: SimHost, engine: Engine) -> None:
+    assert _reaches(host, engine, "FabricManagerDown",
+                    lambda: host.inject(FabricManagerDown())) == ["pending"]
+    with host.sessions() as session:
+        assert session.scalar(select(HostRuntime.fabric_manager)) is not None
+
+
+def test_a_probe_clock_off_is_judged(host: SimHost, engine: Engine) -> None:
+    """The skew is read at arrival: a report sent by a clock 120 s behind raises
+    ProbeClockSkew at once, though its inventory is unchanged."""
+    assert len(_one_inventory(host, engine)) <= MAX_STATEMENTS
+    host.advance(30)
+    def behind():  # noqa: ANN202 - the probe's clock
+        return host.now() - timedelta(seconds=120)
+    report = build_report(host.fabric, ReportKind.INVENTORY, host.options, now=behind)
+    with host.sessions() as session:
+        ingest(session, report, host.settings, host.now(), sent_at=behind())
+    host.evaluate()
+    assert _active(host, "ProbeClockSkew") == ["pending"]
+
+
+def test_a_host_that_fell_silent_is_judged_stale(host: SimHost, engine: Engine) -> None:
+    """Time alone changes a verdict: past the staleness limit the periodic round's
+    judgement finds the host stale (the fast path needs it heard from within the limit)."""
+    assert len(_one_inventory(host, engine)) <= MAX_STATEMENTS
+    host.advance(host.settings.stale_after_s + 60)
+    host.service.evaluate_all(host.now())
+    assert _active(host, "ProbeStale") == ["firing"]
+
+
+def test_a_probe_restart_is_stored_despite_the_memo(host: SimHost, engine: Engine) -> None:
+    """The memo covers the runtime fields too: a new probe start is written."""
+    host.advance(30)
+    report = build_report(host.fabric, ReportKind.INVENTORY, host.options, now=host.now)
+    started = report.finished_at - timedelta(seconds=5)
+    report = report.model_copy(update={
+        "host": report.host.model_copy(update={"probe_started_at": started})})
+    with host.sessions() as session:
+        ingest(session, report, host.settings, host.now())
+    with host.sessions() as session:
+        stored = session.scalar(select(HostRuntime.probe_started_at))
+    assert stored is not None and stored.replace(tzinfo=None) == started.replace(tzinfo=None)

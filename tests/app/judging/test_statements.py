@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-from sqlalchemy import Engine, event, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -19,6 +18,7 @@ from app.models import Host, JudgedHost, JudgedTest
 from app.queries.health import host_health
 from probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
+from tests.app.statement_log import statements
 
 WRITE = re.compile(r"^\s*(INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", re.I)
 
@@ -28,20 +28,6 @@ def engine(settings: Settings) -> Iterator[Engine]:
     engine = make_engine(settings)
     yield engine
     engine.dispose()
-
-
-@contextmanager
-def statements(engine: Engine) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def hook(conn: object, cursor: object, statement: str, *_: object) -> None:
-        seen.append(statement)
-
-    event.listen(engine, "before_cursor_execute", hook)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", hook)
 
 
 def _writes(seen: list[str]) -> list[str]:
