@@ -53,9 +53,11 @@ def test_peer_copies_fail_behind_a_completed_fabric(client: TestClient) -> None:
     h = health(client, "fab-3")
     gpus = h["gpus"]
     # issue 20: the one pair of a 2-GPU board is a pair fault: the pair is at fault, both
-    # ends stay healthy, kept apart (PairCopiesFailing pages it)
+    # ends stay healthy, kept apart (PairCopiesFailing pages it); with no other peer to
+    # compare, the text says it cannot tell it from a GPU fault
     assert all(g["verdict"] == "healthy" for g in gpus), gpus
-    assert "kept apart from GPU1 (a pair fault: its other peers work)" in gpus[0]["reason"]
+    assert "kept apart from GPU1 (a pair fault: no other peer measured to tell it from a " \
+        "GPU fault)" in gpus[0]["reason"]
     assert {p["verdict"] for p in h["pairs"]} <= {"degraded", "down"}
     assert h["verdict"] == "degraded"
 
