@@ -8,15 +8,13 @@ read: a handful per sick host, none on a healthy fleet.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily, Metric
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from app.analysis.pattern_wait import held_why
-from app.models import Host, JudgedPair
+from app.metrics_pair_faults import BadPairRow
 
 
 @dataclass(frozen=True)
@@ -27,13 +25,9 @@ class PairHeld:
     why: str  # "GPU3 pattern forming"
 
 
-def load_held(session: Session) -> list[PairHeld]:
-    rows = session.execute(
-        select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
-        .join(Host, Host.id == JudgedPair.host_id)
-        .where(JudgedPair.verdict != "healthy")
-        .order_by(Host.name, JudgedPair.src, JudgedPair.dst))
-    return [PairHeld(host, src, dst, held_why(facts)) for host, src, dst, facts in rows
+def held_of(rows: Iterable[BadPairRow]) -> list[PairHeld]:
+    """The held pairs among the non-healthy pair rows (`bad_pair_rows`, read once a scrape)."""
+    return [PairHeld(host, src, dst, held_why(facts or {})) for host, src, dst, facts in rows
             if (facts or {}).get("waits_for")]
 
 

@@ -15,8 +15,8 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from app.metrics_events import load_events
-from app.metrics_holds import load_held
-from app.metrics_pair_faults import load_pair_faults
+from app.metrics_holds import held_of
+from app.metrics_pair_faults import bad_pair_rows, pair_faults_of
 from app.metrics_snapshot import (
     AlertCount,
     FleetSnapshot,
@@ -31,12 +31,13 @@ from probes.report import utcnow
 
 
 def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
+    bad_pairs = bad_pair_rows(session)
     return FleetSnapshot(hosts=_hosts(session),
                          gpus=_gpu_verdicts(session) if gpus else [],
                          alerts=_alerts(session), peer_gaps=_peer_gaps(session),
                          host_peer_gaps=_host_peer_gaps(session),
-                         events=load_events(session, utcnow()), held=load_held(session),
-                         pair_faults=load_pair_faults(session))
+                         events=load_events(session, utcnow()), held=held_of(bad_pairs),
+                         pair_faults=pair_faults_of(bad_pairs))
 
 
 def _hosts(session: Session) -> list[HostFacts]:

@@ -27,13 +27,22 @@ class PairFaultRow:
     kind: str
 
 
-def load_pair_faults(session: Session) -> list[PairFaultRow]:
+BadPairRow = tuple[str, int, int, dict | None]  # host, src, dst, the row's facts
+
+
+def bad_pair_rows(session: Session) -> list[BadPairRow]:
+    """Every non-healthy judged pair row, by host and pair: read once per scrape for both
+    the pair faults and the held pair pages (`metrics_holds.py`)."""
+    return [(host, src, dst, facts) for host, src, dst, facts in session.execute(
+        select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
+        .join(Host, Host.id == JudgedPair.host_id)
+        .where(JudgedPair.verdict != "healthy")
+        .order_by(Host.name, JudgedPair.src, JudgedPair.dst))]
+
+
+def pair_faults_of(bad_rows: Iterable[BadPairRow]) -> list[PairFaultRow]:
     rows: dict[str, list[tuple[int, int, dict | None]]] = {}
-    for host, src, dst, facts in session.execute(
-            select(Host.name, JudgedPair.src, JudgedPair.dst, JudgedPair.facts)
-            .join(Host, Host.id == JudgedPair.host_id)
-            .where(JudgedPair.verdict != "healthy")
-            .order_by(Host.name, JudgedPair.src, JudgedPair.dst)):
+    for host, src, dst, facts in bad_rows:
         rows.setdefault(host, []).append((src, dst, facts))
     return [PairFaultRow(host, a, b, kind) for host, found in rows.items()
             for (a, b), kind in sorted(stored_faults(found).items())]
