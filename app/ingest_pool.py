@@ -23,7 +23,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
+import select
 import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
@@ -51,13 +54,51 @@ class DatabaseLocked(Exception):
     """SQLite's "database is locked" past the busy timeout, in a worker (answered 503)."""
 
 
-def _start_worker(settings: Settings) -> None:
+def _start_worker(settings: Settings, server_pid: int) -> None:
     global _sessions, _settings
     # Ctrl-C reaches every process of the terminal's group: the server stops its workers
     # (the pool's shutdown), so a worker must not die mid-report with a KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(server_pid)
     _settings = settings
     _sessions = make_sessionmaker(make_engine(settings))
+
+
+def _die_with(server_pid: int) -> None:
+    """End this worker when the server ends, however it ends (SIGKILL, the OOM killer).
+
+    A pool worker never notices on its own: it holds both ends of its call queue's pipe,
+    so a dead server's queue never reads EOF, and the worker's parent is the fork server,
+    which lives as long as any worker does. Left alone, both outlive a killed server for
+    good, holding its database connections and its stdout (a supervisor or test reading
+    that pipe then waits forever). A pidfd (Linux) turns readable when the server exits,
+    reaped or not; elsewhere the server's pid is polled."""
+    try:
+        pidfd = os.pidfd_open(server_pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    if pidfd is None and not _alive(server_pid):
+        os._exit(1)
+
+    def watch() -> None:
+        if pidfd is not None:
+            select.select([pidfd], [], [])
+        else:
+            while _alive(server_pid):
+                threading.Event().wait(1.0)
+        os._exit(1)  # nothing to finish: the server that would take the answer is gone
+
+    threading.Thread(target=watch, name="ingest-worker-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _ready() -> bool:
@@ -96,7 +137,8 @@ class IngestPool:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__])  # imported once, not once per worker
         return ProcessPoolExecutor(self.workers, mp_context=context,
-                                   initializer=_start_worker, initargs=(self.settings,))
+                                   initializer=_start_worker,
+                                   initargs=(self.settings, os.getpid()))
 
     async def warm_up(self) -> None:
         """Start every worker (the fork server imports the app: seconds on a loaded machine);

@@ -25,15 +25,23 @@ def free_port() -> int:
 STARTUP_S = 120.0  # generous: returns as soon as /healthz answers, even on a loaded machine
 
 
-def interrupt(proc: subprocess.Popen, within_s: float = 30.0) -> None:
+STOP_S = 120.0  # generous: a loaded machine's server stops its judge and workers in order
+
+
+def interrupt(proc: subprocess.Popen, within_s: float = STOP_S) -> None:
     """Stop a child `peerwatch` process as Ctrl-C would (SIGINT: it shuts down cleanly);
-    killed if it has not ended within `within_s`. Its output pipes, if any, are drained."""
+    killed if it has not ended within `within_s`. Its output pipes, if any, are drained;
+    after a kill only for a while: a process of its that outlived it may hold them open."""
     proc.send_signal(signal.SIGINT)
     try:
         proc.communicate(timeout=within_s)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.communicate()
+        proc.wait()
+        try:
+            proc.communicate(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def wait_for_healthz(base: str, timeout_s: float = STARTUP_S) -> None:

@@ -82,7 +82,7 @@ def serve_tree(tree: Path, database_url: str, data_dir: Path) -> Iterator[tuple[
         wait_for_healthz(base, timeout_s=120)
         yield base, proc.pid
     finally:
-        interrupt(proc, 60)
+        interrupt(proc)
 
 
 def pct(values: list[float], q: float) -> float | None:

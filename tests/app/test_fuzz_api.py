@@ -62,7 +62,7 @@ def server(pg_database: str) -> Iterator[str]:
             assert r.status_code in (200, 201), r.text
         yield base
     finally:
-        interrupt(proc, 20)
+        interrupt(proc)
 
 
 def _token_for(path: str) -> str:

@@ -108,7 +108,7 @@ def test_serve_judges_in_its_judge_process_and_restarts_it(db_url: str, tmp_path
         assert eventually(lambda: _judged(base, "node-b")), "judged by nobody after the restart"
         assert httpx.get(f"{base}/readyz", timeout=60).json()["judge"]["restarts"] == 1
     finally:
-        interrupt(proc, 60)
+        interrupt(proc)
     assert proc.returncode == 0
 
 

@@ -94,7 +94,7 @@ def test_serve_with_two_judge_processes_judges_every_host(pg_database: str,
                                    ["judge"])["judged"] >= len(HOSTS) and j)
         assert load and load["workers"] == 2, load
     finally:
-        interrupt(proc, 60)
+        interrupt(proc)
     assert proc.returncode == 0
     assert eventually(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE
                                       for p in judges))

@@ -31,7 +31,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         wait_healthy(base, proc, within_s=120)
         yield base
     finally:
-        interrupt(proc, 30)
+        interrupt(proc)
 
 
 def test_docs_render_under_the_csp(browser, server: str) -> None:  # type: ignore[no-untyped-def]

@@ -53,4 +53,4 @@ def test_drain_dry_run_decides_over_the_demo_fleet(tmp_path: Path) -> None:
         assert "mesh4-01: take_out: 1 of 4 GPUs not healthy (GPU1)" in out
         assert httpx.get(f"{base}/api/v1/actions").json()["actions"] == []
     finally:
-        interrupt(proc, 30)
+        interrupt(proc)
