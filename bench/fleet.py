@@ -212,6 +212,8 @@ def run(url: str, args: argparse.Namespace) -> Table:
         cpu1 = servers_cpu_split()
         ingest_rows(table, warm, loaded, args)
         judge_rows(table, bases, url, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]), loaded.seconds)
+        table.print()  # the load's figures at once: the history fill and reads take longest
+        print("  (load figures above; burst, history and reads follow)", flush=True)
         print(f"  burst: {args.burst:.0f} s of back-to-back sweeps, then the raw ceiling",
               flush=True)
         bursted = asyncio.run(burst(bases, args.hosts, tpl, 4, args.burst))
