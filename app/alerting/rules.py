@@ -311,8 +311,8 @@ RULES: tuple[Rule, ...] = (
     Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
          "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
          "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per unordered "
-         "pair (gpu < peer_gpu); none where its own tests or a fault of either GPU already page, nor on a host "
-         "below its peers as a whole."),
+         "pair (gpu < peer_gpu); none where its own tests or a fault of either GPU already "
+         "page, nor on a host below its peers as a whole."),
     Rule("GPUBelowFleetPeers", "warning", 0.0, gpu_below_fleet_peers,
          "A GPU's own copies (h2d, d2h, local) below PEERWATCH_FLEET_PEER_FLOOR of its peer "
          "group's median (same GPU model, PCIe link, driver), one per GPU; none where its own "

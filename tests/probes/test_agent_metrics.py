@@ -43,7 +43,7 @@ def per_host(bandwidth_tests: int, latency: bool, gpu_tests: int = 0) -> int:
     gpu = GPUS * (7 + gpu_tests)  # ports had, active, PCIe gen/max/width/max, replays; copies
     gpu += GPUS * (9 + 1 + 6 + 2)  # clocks: reasons, throttled, 6 gauges, 2 violation counters
     link = LINKS * 8  # up, 5 error counters, tx/rx bytes
-    pair = PAIRS * (2 + 2 * bandwidth_tests + 2 * latency)  # NV#, access; value + contended
+    pair = PAIRS * (3 + 2 * bandwidth_tests + 2 * latency)  # NV#, access, pair; value, contended
     return host + gpu + link + pair
 
 
