@@ -39,9 +39,10 @@ def test_rules_file_is_valid() -> None:
     done = _run(_tool("promtool"), "check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
     # 26 alerting rules (P2PBandwidthDegraded: sustained and intermittent; GPUPeerCopiesSlow;
-    # XidFault and XidWarning; GPUThrottled; PairCopiesFailing), 10 recording (the three
-    # pair-labelled ones the pair rules page by: peerwatch:p2p_pair_test_*)
-    assert "SUCCESS: 36 rules found" in done.stdout
+    # XidFault and XidWarning; GPUThrottled; PairCopiesFailing), 11 recording (the pair of
+    # each ordered pair, peerwatch:p2p_pair, and the three pair-labelled ones the pair rules
+    # page by: peerwatch:p2p_pair_test_*)
+    assert "SUCCESS: 37 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:
@@ -168,7 +169,8 @@ def test_every_pair_rule_pages_once_per_unordered_pair() -> None:
     recorded = {r["record"]: r["expr"] for r in every if "record" in r}
     for rule in (r for r in every if r.get("alert") in PAIR_RULES):
         expr = " ".join(_reads(rule["expr"], recorded).split())
-        assert "group_left (pair) peerwatch_p2p_pair_info" in expr, rule["alert"]
+        assert "group_left (pair) peerwatch:p2p_pair" in expr, rule["alert"]
+        assert "peerwatch_p2p_pair_info" in expr, rule["alert"]
         assert '"gpu", "$1", "pair", "([0-9]+)-[0-9]+"' in expr, rule["alert"]
         assert " ".join(rule["expr"].split()).startswith(
             ("min by (host, gpu, peer_gpu) (peerwatch:p2p_pair_test_",
