@@ -99,7 +99,7 @@ def _degraded_finding(ctx: HostContext, a: int, b: int,
         labels={"host": ctx.name, "gpu": str(a), "peer_gpu": str(b)},
         summary=f"GPU{a}<->GPU{b} on {ctx.name} is below its "
                 f"{_below_what(worst, ctx.thresholds)}: {directions_words(ratios)}",
-        description=" ".join(f"GPU{j.src}->GPU{j.dst}: {j.reason}." for j in tests),
+        description=" ".join(j.reason + "." for j in tests),  # each names its direction
         dashboard=dashboard_path(ctx.name, pair=(a, b), test=worst.test.value),
         value=min(values) if values else None)
 
@@ -140,7 +140,7 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
         worst = min(low.values(), key=lambda peer: peer["ratio"])
         model, topology, driver = worst["group"]
         words = directions_words({d: [(peer["test"], peer["ratio"])] for d, peer in low.items()})
-        reasons = " ".join(f"GPU{s}->GPU{d}: {peer['reason']}." for (s, d), peer in low.items())
+        reasons = " ".join(peer["reason"] + "." for peer in low.values())  # each names its way
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(a), "peer_gpu": str(b)},
             summary=f"GPU{a}<->GPU{b} on {ctx.name} is {worst['ratio']:.2f} of its fleet "

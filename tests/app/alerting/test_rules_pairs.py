@@ -60,7 +60,7 @@ def test_a_pair_slow_both_ways_pages_once_naming_both_directions(host: SimHost) 
     assert "GPU0->GPU1 ce_read 0." in summary and "; GPU1->GPU0 ce_read 0." in summary
     assert "one direction" not in summary
     description = alert.annotations["description"]
-    assert description.startswith("GPU0->GPU1: ") and " GPU1->GPU0: " in description
+    assert description.startswith("GPU0->GPU1 ce_") and ". GPU1->GPU0 ce_" in description
     assert alert.annotations["dashboard"].startswith("/#/host/sim-a?pair=0-1&test=")
 
 
