@@ -256,13 +256,17 @@ def pair_families(host: str, pairs: list[PairInfo]) -> Iterator[Metric]:
                    "NVLinks joining the pair (NVSwitch: the smaller active count of the two).",
                    PAIR)
     access = _gauge("p2p_access", "1 when P2P reads and writes are possible, else 0.", PAIR)
+    info = _gauge("p2p_pair_info", "The unordered pair an ordered pair belongs to (always 1): "
+                  "`pair` is 'low-high' by GPU index, what the PromQL pair rules page by, "
+                  "once per pair whichever directions are low.", [*PAIR, "pair"])
     for p in pairs:
         labels = [host, str(p.src), str(p.dst)]
         width.add_metric(labels, p.nvlink_width)
+        info.add_metric([*labels, f"{min(p.src, p.dst)}-{max(p.src, p.dst)}"], 1)
         allowed = p2p_access(p.p2p, p.can_access_peer)
         if allowed is not None:
             access.add_metric(labels, 1 if allowed else 0)
-    yield from (width, access)
+    yield from (width, access, info)
 
 
 def result_families(host: str, view: AgentView, tests: frozenset[str]) -> Iterator[Metric]:

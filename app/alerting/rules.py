@@ -8,6 +8,12 @@ ratios, sustain time and error rates from `app.config.Settings`, the rest from
 from __future__ import annotations
 
 from app.alerting.context import HostContext
+from app.alerting.explains import (
+    explained_gpus,
+    host_below,
+    pcie_short_gpus,
+    throttled_gpus,
+)
 from app.alerting.rule import Finding, Rule, dashboard_path
 from app.alerting.rules_events import (
     EVENT_RULES,
@@ -18,16 +24,15 @@ from app.alerting.rules_events import (
 from app.alerting.rules_fabric import FABRIC_RULES, per_gpu
 from app.alerting.rules_gpu import GPU_RULES
 from app.alerting.rules_pair_faults import PAIR_FAULT_RULES
+from app.alerting.rules_slow_pairs import p2p_bandwidth_degraded, p2p_below_fleet_peers
 from app.analysis.clock import describe_skew, skew_way
 from app.analysis.fabric_expect import design_links_for
 from app.analysis.fabric_health import PEER_SLOW
-from app.analysis.fleet_peers import pcie_downtrained
-from app.analysis.health import TestJudgement, Thresholds, p2p_problem
-from app.analysis.pattern_wait import held
+from app.analysis.health import TestJudgement, p2p_problem
 from app.analysis.text import fmt_duration
 from app.analysis.verdict import Verdict
 from app.judging.judge import last_heard_at
-from probes.report import BANDWIDTH_TESTS, GPU_TESTS, PCIE_TESTS, LinkState, TestName
+from probes.report import GPU_TESTS, PCIE_TESTS, LinkState
 
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
@@ -66,121 +71,24 @@ def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
     return out
 
 
-def _explained(ctx: HostContext) -> dict[int, str]:
-    """GPUs whose own fault explains slow pairs, and the fault: NVLinks down or lost,
-    growing link errors, P2P lost, or the GPU missing. A pair alert would only repeat them."""
-    why: dict[int, str] = {g: "missing" for g in ctx.fabric.missing_gpus}
-    why.update(event_explained(ctx))  # an Xid fault is the page (rules_events.py)
-    for j in ctx.links:
-        if j.verdict is not Verdict.HEALTHY:
-            why.setdefault(j.gpu, f"NVLink {j.link} {j.verdict.value}")
-    for gpu, had in ctx.ports_had.items():
-        up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
-        if gpu in ctx.fabric.gpus and up < had:
-            why.setdefault(gpu, f"{up} of {had} NVLinks up")
-    return why
-
-
-def _explained_pairs(ctx: HostContext) -> set[tuple[int, int]]:
-    """Pairs the stored verdicts attribute to a GPU (`analysis/attribution.py`): a GPU bad
-    with every peer, or one whose fabric or links make its pairs untrustworthy. That GPU's
-    alert is the page; a pair alert would blame its healthy peer too."""
-    return {(p.src, p.dst) for p in ctx.health.judgement.pairs if p.explained_by is not None}
-
-
-def _held(ctx: HostContext) -> set[tuple[int, int]]:
-    """Pairs whose own page waits while a GPU pattern may still be forming
-    (`analysis/pattern_wait.py`, at most PEERWATCH_PATTERN_WAIT_S); /health says so."""
-    return held(ctx.health.pair_facts)
-
-
-def _throttled(ctx: HostContext) -> set[int]:
-    """GPUs held below their clocks most of the time: GPUThrottled is their page, and their
-    slowness (with every peer, or against their fleet peers) is its, not a second page."""
-    return {gpu for gpu, facts in ctx.health.gpu_facts.items() if facts.get("throttle")}
-
-
-def _pcie_short(ctx: HostContext) -> set[int]:
-    """GPUs whose PCIe link trained below its maximum: what slows staged copies."""
-    return {gpu for gpu, info in ctx.fabric.gpus.items() if pcie_downtrained(info.pcie)}
-
-
-def _nvlink_joins(ctx: HostContext, src: int, dst: int) -> bool:
-    pair = ctx.fabric.pairs.get((src, dst)) or ctx.fabric.pairs.get((dst, src))
-    return pair is not None and pair.nvlink_width > 0
-
-
-def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
-    """One alert per ordered pair the server calls degraded for low bandwidth (sustained or
-    intermittent, contention ignored), its slow tests listed; none where a fault of either
-    GPU explains it (that GPU's own alert is the page), nor where the pair's data crosses the
-    PCIe link of a GPU trained below its maximum: staged copies always, and every test of a
-    pair with no NVLink (its peer copies ride PCIe too). PCIeLinkDowntrained is that page."""
-    explained, pcie, attributed = _explained(ctx), _pcie_short(ctx), _explained_pairs(ctx)
-    attributed |= _held(ctx)
-    slow: dict[tuple[int, int], list[TestJudgement]] = {}
-    for (src, dst, test), j in sorted(ctx.health.tests.items(),
-                                      key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
-        if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED or src == dst:
-            continue  # src == dst: a per-GPU test, PCIeBandwidthDegraded's
-        if j.low_since is None:
-            continue  # a failed test, not a slow one: ProbeFailing says so
-        if src in explained or dst in explained or (src, dst) in attributed:
-            continue
-        if (src in pcie or dst in pcie) and (test is TestName.STAGED
-                                               or not _nvlink_joins(ctx, src, dst)):
-            continue
-        slow.setdefault((src, dst), []).append(j)
-    return [_pair_finding(ctx, src, dst, js) for (src, dst), js in sorted(slow.items())]
-
-
 def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
     """One alert per GPU the server finds slow with every peer while its peers are fast with
     each other (`analysis/attribution.py`): the GPU is the fault, its pairs page nothing.
     None where a more specific fault of the GPU explains it (links down or erring, PCIe
     trained short: their alert is the page; held below its clocks: GPUThrottled's), nor on
     a host below its fleet peers."""
-    if _host_below(ctx):
+    if host_below(ctx):
         return []
-    skip = set(_explained(ctx)) | _pcie_short(ctx) | _throttled(ctx)
+    skip = set(explained_gpus(ctx)) | pcie_short_gpus(ctx) | throttled_gpus(ctx)
     return [f for f in per_gpu(ctx, (PEER_SLOW,), "copies run slow with every peer")
             if int(f.labels["gpu"]) not in skip]
-
-
-def _pair_finding(ctx: HostContext, src: int, dst: int,
-                  tests: list[TestJudgement]) -> Finding:
-    worst = min(tests, key=lambda j: min(r for r in (j.ratio_expected, j.ratio_baseline, 9.0)
-                                         if r is not None))
-    ratios = [r for j in tests for r in (j.ratio_expected, j.ratio_baseline) if r is not None]
-    names = ", ".join(j.test.value for j in tests)
-    return Finding(
-        labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst)},
-        summary=f"GPU{src}->GPU{dst} on {ctx.name} is below its "
-                f"{_below_what(worst, ctx.thresholds)} ({names})",
-        description=" ".join(j.reason + "." for j in tests),
-        dashboard=dashboard_path(ctx.name, pair=(src, dst), test=worst.test.value),
-        value=min(ratios) if ratios else None)
-
-
-def _below_what(j: TestJudgement, th: Thresholds) -> str:
-    """Which expectation a slow pair missed: the topology's, its own baseline's, or both."""
-    expected = j.ratio_expected is not None and j.ratio_expected < th.ratio_expected
-    baseline = j.ratio_baseline is not None and j.ratio_baseline < th.ratio_baseline
-    if expected and baseline:
-        return "expected bandwidth and its baseline"
-    return "baseline" if baseline else "expected bandwidth"
-
-
-def _host_below(ctx: HostContext) -> bool:
-    """The host as a whole is below its fleet peers: one host alert, no pair or GPU ones."""
-    return bool(ctx.health.peers.get("below"))
 
 
 def host_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     """One alert for a host whose median ratio over its checked pair tests is below the floor
     (docs/fleet-peers.md): a slow board, not 56 slow pairs."""
     peers = ctx.health.peers
-    if not _host_below(ctx) or ctx.health.stale:
+    if not host_below(ctx) or ctx.health.stale:
         return []
     model, topology, driver = peers.get("group") or ("?", "?", "?")
     gpus = ", ".join(f"GPU{g}" for g in peers.get("gpus_below", []))
@@ -197,44 +105,15 @@ def host_below_fleet_peers(ctx: HostContext) -> list[Finding]:
         dashboard=dashboard_path(ctx.name), value=float(peers["ratio"]))]
 
 
-def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
-    """One alert per ordered pair the server calls degraded for being far below its fleet
-    peers (docs/fleet-peers.md) while every test of it is healthy by its own expectation and
-    baseline (else P2PBandwidthDegraded or ProbeFailing is the page); none where a fault of
-    either GPU explains it, nor on a host below its peers as a whole (HostBelowFleetPeers)."""
-    if _host_below(ctx):
-        return []
-    explained, waiting = _explained(ctx), _held(ctx)
-    out = []
-    for p in ctx.health.judgement.pairs:
-        peer = ctx.health.pair_facts.get((p.src, p.dst), {}).get("peer")
-        if (p.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
-                or p.src in explained or p.dst in explained or p.explained_by is not None
-                or (p.src, p.dst) in waiting
-                or any(t.verdict is not Verdict.HEALTHY for t in p.tests)):
-            continue
-        model, topology, driver = peer["group"]
-        out.append(Finding(
-            labels={"host": ctx.name, "gpu": str(p.src), "peer_gpu": str(p.dst)},
-            summary=f"GPU{p.src}->GPU{p.dst} on {ctx.name} is {peer['ratio']:.2f} of its fleet "
-                    f"peers ({peer['test']})",
-            description=f"{p.reason}. Its own baseline may have absorbed the slowdown; the "
-                        f"same pair on {peer['hosts']} {model} {topology} hosts (driver "
-                        f"{driver}) is faster.",
-            dashboard=dashboard_path(ctx.name, pair=(p.src, p.dst), test=peer["test"]),
-            value=peer["ratio"]))
-    return out
-
-
 def gpu_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     """One alert per GPU the server calls degraded for its own copies (h2d, d2h, local)
     being far below the same GPU model on the same PCIe link and driver, while its own tests
     are healthy (else PCIeBandwidthDegraded is the page); none where a fault of the GPU
     explains it (a downtrained link has no group) or it is held below its clocks most of
     the time (GPUThrottled is the page), nor on a host below its peers as a whole."""
-    if _host_below(ctx):
+    if host_below(ctx):
         return []
-    explained = set(_explained(ctx)) | _throttled(ctx)
+    explained = set(explained_gpus(ctx)) | throttled_gpus(ctx)
     out = []
     for g in ctx.health.judgement.gpus:
         peer = ctx.health.gpu_facts.get(g.gpu, {}).get("peer")
@@ -422,17 +301,18 @@ RULES: tuple[Rule, ...] = (
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
          "Fewer active NVLinks than the ports the GPU has had."),
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
-         "The server's verdict 'degraded' for low bandwidth, one per ordered pair; none where "
-         "a fault of either GPU explains it."),
+         "The server's verdict 'degraded' for low bandwidth, one per unordered pair (gpu < "
+         "peer_gpu) whichever directions are low; none where a fault of either GPU explains "
+         "it."),
     Rule("GPUPeerCopiesSlow", "warning", 0.0, gpu_peer_copies_slow,
          "A GPU's copies judged slow with every peer (its peers fast with each other): the "
          "GPU, not its pairs, is the fault; none where its links or PCIe link explain it, nor "
          "on a host below its fleet peers."),
     Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
          "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
-         "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per ordered "
-         "pair; none where its own tests or a fault of either GPU already page, nor on a host "
-         "below its peers as a whole."),
+         "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per unordered "
+         "pair (gpu < peer_gpu); none where its own tests or a fault of either GPU already "
+         "page, nor on a host below its peers as a whole."),
     Rule("GPUBelowFleetPeers", "warning", 0.0, gpu_below_fleet_peers,
          "A GPU's own copies (h2d, d2h, local) below PEERWATCH_FLEET_PEER_FLOOR of its peer "
          "group's median (same GPU model, PCIe link, driver), one per GPU; none where its own "

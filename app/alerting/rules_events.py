@@ -7,7 +7,7 @@
                           (one Xid 74 on a link; a non-fatal SXid): the verdict unchanged
 
 A fault explains the other alerts of its object: pair alerts of its GPU are not raised
-(`rules._explained`) and the page says which related alerts it stands for. A GPU fault on a
+(`explains.explained_gpus`) and the page says which related alerts it stands for. A GPU fault on a
 GPU missing from the inventory (Xid 79: fallen off the bus) is GPUMissing's page and an
 event on a link that is down NVLinkDown's; each names the event, and these rules leave them
 out, so one fault pages once. Labels are bounded: host, gpu, link or switch,

@@ -38,10 +38,11 @@ def _run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_rules_file_is_valid() -> None:
     done = _run(_tool("promtool"), "check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
-    # alerting rules (P2PBandwidthDegraded: sustained and intermittent; GPUPeerCopiesSlow;
-    # XidFault and XidWarning; GPUThrottled; PairCopiesFailing), 7 recording
-    # (peerwatch:pair_page_held)
-    assert "SUCCESS: 33 rules found" in done.stdout
+    # 26 alerting rules (P2PBandwidthDegraded: sustained and intermittent; GPUPeerCopiesSlow;
+    # XidFault and XidWarning; GPUThrottled; PairCopiesFailing), 11 recording (the pair of
+    # each ordered pair, peerwatch:p2p_pair, and the three pair-labelled ones the pair rules
+    # page by: peerwatch:p2p_pair_test_*)
+    assert "SUCCESS: 37 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:
@@ -136,14 +137,42 @@ BOTH_ENDS = ("unless on (host, gpu) peerwatch:gpu_fault_explains_pairs",
              "unless on (host, gpu, peer_gpu) peerwatch:pair_page_held")
 
 
+def _reads(expr: str, recorded: dict[str, str]) -> str:
+    """The expression with every recording rule it reads, and theirs, in full."""
+    out, seen = expr, set()
+    while names := {n for n in recorded if n in out and n not in seen}:
+        seen |= names
+        out += " " + " ".join(recorded[n] for n in sorted(names))
+    return out
+
+
 def test_every_pair_rule_leaves_out_what_a_fault_of_either_end_explains() -> None:
     """The pair rules carry the explained-by clause themselves, for the sending and the
-    receiving GPU, instead of relying on Alertmanager inhibition timing (issue 20, class 7)."""
-    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]
-             if r.get("alert") in PAIR_RULES]
+    receiving GPU, instead of relying on Alertmanager inhibition timing (issue 20, class 7):
+    in the alert's expression or in the recording rules it reads."""
+    every = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    recorded = {r["record"]: r["expr"] for r in every if "record" in r}
+    rules = [r for r in every if r.get("alert") in PAIR_RULES]
     assert {r["alert"] for r in rules} == PAIR_RULES
     assert len(rules) == 3  # P2PBandwidthDegraded: sustained and intermittent
     for rule in rules:
-        expr = " ".join(rule["expr"].split())
+        expr = " ".join(_reads(rule["expr"], recorded).split())
         for clause in BOTH_ENDS:
             assert " ".join(clause.split()) in expr, (rule["alert"], clause)
+
+
+def test_every_pair_rule_pages_once_per_unordered_pair() -> None:
+    """One page per pair, as on the server (issue 20): each pair rule aggregates by the
+    pair's labels, which the recording rules it reads take from the agent's
+    `peerwatch_p2p_pair_info` (the low index as `gpu`)."""
+    every = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    recorded = {r["record"]: r["expr"] for r in every if "record" in r}
+    for rule in (r for r in every if r.get("alert") in PAIR_RULES):
+        expr = " ".join(_reads(rule["expr"], recorded).split())
+        assert "group_left (pair) peerwatch:p2p_pair" in expr, rule["alert"]
+        assert "peerwatch_p2p_pair_info" in expr, rule["alert"]
+        assert '"gpu", "$1", "pair", "([0-9]+)-[0-9]+"' in expr, rule["alert"]
+        assert " ".join(rule["expr"].split()).startswith(
+            ("min by (host, gpu, peer_gpu) (peerwatch:p2p_pair_test_",
+             "max by (host, gpu, peer_gpu) (peerwatch:p2p_pair_test_")), rule["alert"]
+        assert "for" not in rule or rule["for"] == "0m", rule["alert"]

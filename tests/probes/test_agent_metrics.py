@@ -43,7 +43,7 @@ def per_host(bandwidth_tests: int, latency: bool, gpu_tests: int = 0) -> int:
     gpu = GPUS * (7 + gpu_tests)  # ports had, active, PCIe gen/max/width/max, replays; copies
     gpu += GPUS * (9 + 1 + 6 + 2)  # clocks: reasons, throttled, 6 gauges, 2 violation counters
     link = LINKS * 8  # up, 5 error counters, tx/rx bytes
-    pair = PAIRS * (2 + 2 * bandwidth_tests + 2 * latency)  # NV#, access; value + contended
+    pair = PAIRS * (3 + 2 * bandwidth_tests + 2 * latency)  # NV#, access, pair; value, contended
     return host + gpu + link + pair
 
 
@@ -118,6 +118,12 @@ def test_the_series_say_what_the_probe_read(faulty: SimulatedFabric, spool: Spoo
     assert value(text, "peerwatch_pcie_link_max_generation", host=HOST, gpu="2") == 5
     assert value(text, "peerwatch_p2p_access", host=HOST, gpu="0", peer_gpu="1") == 0
     assert value(text, "peerwatch_p2p_access", host=HOST, gpu="0", peer_gpu="2") == 1
+    # each ordered pair names its unordered pair, low index first: what PromQL pages by
+    assert value(text, "peerwatch_p2p_pair_info", host=HOST, gpu="5", peer_gpu="2",
+                 pair="2-5") == 1
+    assert value(text, "peerwatch_p2p_pair_info", host=HOST, gpu="2", peer_gpu="5",
+                 pair="2-5") == 1
+    assert "peerwatch_p2p_pair_info{" in text and 'pair="5-2"' not in text
     ce = next(r for r in report.results if (r.test, r.src, r.dst) == (TestName.CE_WRITE, 4, 5))
     assert value(text, "peerwatch_p2p_bandwidth_bytes_per_second", host=HOST, gpu="4",
                  peer_gpu="5", test="ce_write") == ce.value

@@ -143,8 +143,12 @@ class TwinHost:
 
 def _values(points: dict[int, float], steps: int) -> str:
     """promtool's value notation, runs folded: `5x3` is four 5s, `_x3` three blanks (no
-    sample)."""
-    seq = [points.get(i) for i in range(0, steps + 1)]
+    sample). A series gone from a scrape is marked `stale` there, as Prometheus marks it on
+    the first scrape without it (else promtool's 5-min look-back would keep it present)."""
+    seq: list[float | str | None] = [points.get(i) for i in range(0, steps + 1)]
+    for i in range(1, len(seq)):
+        if seq[i] is None and isinstance(seq[i - 1], float):
+            seq[i] = "stale"
     out: list[str] = []
     i = 0
     while i < len(seq):
@@ -153,6 +157,8 @@ def _values(points: dict[int, float], steps: int) -> str:
             j += 1
         if seq[i] is None:  # `_xN` is N blanks, where `5xN` is N+1 fives
             out.append("_" if j == i else f"_x{j - i + 1}")
+        elif isinstance(seq[i], str):
+            out.append(str(seq[i]))
         else:
             out.append(f"{seq[i]:.17g}" if j == i else f"{seq[i]:.17g}x{j - i}")
         i = j + 1

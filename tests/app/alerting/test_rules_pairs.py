@@ -27,7 +27,10 @@ def test_slow_pair_fires_after_the_sustain_time_and_resolves(host: SimHost) -> N
     assert host.active() == {"P2PBandwidthDegraded": {  # one page for the pair
         (("gpu", "0"), ("host", "sim-a"), ("peer_gpu", "1"))}}
     alert = host.alerts("firing")[0]
-    assert alert.annotations["summary"].endswith("(ce_read, ce_write)")
+    summary = alert.annotations["summary"]
+    assert summary.startswith("GPU0<->GPU1 on sim-a is below its expected bandwidth: "
+                              "GPU0->GPU1 ce_read 0.")
+    assert ", ce_write 0." in summary and summary.endswith(" (one direction only)")
     assert alert.annotations["dashboard"].startswith("/#/host/sim-a?pair=0-1&test=ce_")
     assert "of expected" in alert.annotations["description"]
     assert alert.value is not None and alert.value < 0.7
@@ -40,6 +43,25 @@ def test_slow_pair_fires_after_the_sustain_time_and_resolves(host: SimHost) -> N
     host.step(SWEEP_S, "sweep")
     assert host.firing() == set()
     assert {a.state for a in host.alerts()} == {"resolved"}
+
+
+def test_a_pair_slow_both_ways_pages_once_naming_both_directions(host: SimHost) -> None:
+    """One fault between two GPUs, slow both ways: one page for the pair (gpu < peer_gpu),
+    as PairCopiesFailing, whose text says each direction's low tests (issue 20)."""
+    for _ in range(3):
+        host.step(SWEEP_S, "sweep")
+    host.inject(BandwidthFactor(src=1, dst=0, factor=0.5))
+    for _ in range(3):
+        host.step(SWEEP_S, "sweep")
+    assert host.active() == {"P2PBandwidthDegraded": {
+        (("gpu", "0"), ("host", "sim-a"), ("peer_gpu", "1"))}}
+    [alert] = host.alerts("firing")
+    summary = alert.annotations["summary"]
+    assert "GPU0->GPU1 ce_read 0." in summary and "; GPU1->GPU0 ce_read 0." in summary
+    assert "one direction" not in summary
+    description = alert.annotations["description"]
+    assert description.startswith("GPU0->GPU1 ce_") and ". GPU1->GPU0 ce_" in description
+    assert alert.annotations["dashboard"].startswith("/#/host/sim-a?pair=0-1&test=")
 
 
 def test_lost_links_page_once_not_once_per_pair(host: SimHost) -> None:

@@ -1,0 +1,153 @@
+"""The pages of slow pairs: one alert per unordered pair, never one per direction.
+
+    P2PBandwidthDegraded  warning  the pair's tests judged degraded for low bandwidth, in
+                                   one direction or both (labels host, gpu = a, peer_gpu = b)
+    P2PBelowFleetPeers    warning  the pair far below the same pair on its fleet peers
+
+A pair slow both ways is one fault (a cable, a switch port, the path between two GPUs), so
+it pages once, as PairCopiesFailing does (issue 20): `gpu` < `peer_gpu`, and the text says
+which directions are low and by how much ("GPU2<->GPU5 on h: GPU2->GPU5 ce_write 0.61;
+GPU5->GPU2 ce_read 0.64", or "(one direction only)"). Each direction is first judged on its
+own, with every clause that leaves it out (a fault of either GPU, a downtrained PCIe link on
+the way, the pair attributed to a GPU, its page held while a GPU pattern forms); the pair
+pages if a direction is left. The PromQL twins aggregate the agent's ordered series the
+same way (`peerwatch_p2p_pair_info`, deploy/prometheus/peerwatch-rules.yml).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+from app.alerting.context import HostContext
+from app.alerting.explains import (
+    attributed_pairs,
+    explained_gpus,
+    held_pairs,
+    host_below,
+    nvlink_joins,
+    pcie_short_gpus,
+)
+from app.alerting.rule import Finding, dashboard_path
+from app.analysis.health import TestJudgement, Thresholds
+from app.analysis.verdict import Verdict
+from probes.report import BANDWIDTH_TESTS, TestName
+
+Direction = tuple[int, int]  # (src, dst): data flows src -> dst
+T = TypeVar("T")
+ONE_WAY = " (one direction only)"
+
+
+def by_pair(directions: Mapping[Direction, T]) -> dict[Direction, dict[Direction, T]]:
+    """{(a, b): {direction: value}} with a < b: the ordered directions of each pair."""
+    out: dict[Direction, dict[Direction, T]] = {}
+    for (src, dst), value in sorted(directions.items()):
+        out.setdefault((min(src, dst), max(src, dst)), {})[(src, dst)] = value
+    return out
+
+
+def directions_words(low: Mapping[Direction, Sequence[tuple[str, float]]]) -> str:
+    """'GPU2->GPU5 ce_write 0.61; GPU5->GPU2 ce_read 0.64', each direction's low tests and
+    ratios; a pair low one way only says so."""
+    text = "; ".join(f"GPU{s}->GPU{d} " + ", ".join(f"{t} {r:.2f}" for t, r in tests)
+                     for (s, d), tests in sorted(low.items()))
+    return text + (ONE_WAY if len(low) == 1 else "")
+
+
+def _ratio(j: TestJudgement) -> float | None:
+    return min((r for r in (j.ratio_expected, j.ratio_baseline) if r is not None), default=None)
+
+
+def _slow_directions(ctx: HostContext) -> dict[Direction, list[TestJudgement]]:
+    """Each direction's tests judged degraded for low bandwidth (sustained or intermittent,
+    contention ignored), less what explains them: a fault of either GPU (its own alert is
+    the page), the pair attributed to a GPU or held while a pattern forms, and tests whose
+    data crosses the PCIe link of a GPU trained below its maximum: staged copies always, and
+    every test of a pair with no NVLink (PCIeLinkDowntrained is that page)."""
+    explained, pcie = explained_gpus(ctx), pcie_short_gpus(ctx)
+    left_out = attributed_pairs(ctx) | held_pairs(ctx)
+    slow: dict[Direction, list[TestJudgement]] = {}
+    for (src, dst, test), j in sorted(ctx.health.tests.items(),
+                                      key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
+        if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED or src == dst:
+            continue  # src == dst: a per-GPU test, PCIeBandwidthDegraded's
+        if j.low_since is None:
+            continue  # a failed test, not a slow one: ProbeFailing says so
+        if src in explained or dst in explained or (src, dst) in left_out:
+            continue
+        if (src in pcie or dst in pcie) and (test is TestName.STAGED
+                                               or not nvlink_joins(ctx, src, dst)):
+            continue
+        slow.setdefault((src, dst), []).append(j)
+    return slow
+
+
+def p2p_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
+    """One alert per unordered pair with a direction left by `_slow_directions`."""
+    return [_degraded_finding(ctx, a, b, low)
+            for (a, b), low in by_pair(_slow_directions(ctx)).items()]
+
+
+def _degraded_finding(ctx: HostContext, a: int, b: int,
+                      low: Mapping[Direction, list[TestJudgement]]) -> Finding:
+    tests = [j for js in low.values() for j in js]
+    ratios = {d: [(j.test.value, r) for j in js if (r := _ratio(j)) is not None]
+              for d, js in low.items()}
+    worst = min(tests, key=lambda j: _ratio(j) or 9.0)
+    values = [r for rs in ratios.values() for _, r in rs]
+    return Finding(
+        labels={"host": ctx.name, "gpu": str(a), "peer_gpu": str(b)},
+        summary=f"GPU{a}<->GPU{b} on {ctx.name} is below its "
+                f"{_below_what(worst, ctx.thresholds)}: {directions_words(ratios)}",
+        description=" ".join(j.reason + "." for j in tests),  # each names its direction
+        dashboard=dashboard_path(ctx.name, pair=(a, b), test=worst.test.value),
+        value=min(values) if values else None)
+
+
+def _below_what(j: TestJudgement, th: Thresholds) -> str:
+    """Which expectation a slow pair missed: the topology's, its own baseline's, or both."""
+    expected = j.ratio_expected is not None and j.ratio_expected < th.ratio_expected
+    baseline = j.ratio_baseline is not None and j.ratio_baseline < th.ratio_baseline
+    if expected and baseline:
+        return "expected bandwidth and its baseline"
+    return "baseline" if baseline else "expected bandwidth"
+
+
+def _below_peers(ctx: HostContext) -> dict[Direction, dict]:
+    """Each direction judged degraded for being far below its fleet peers while every test
+    of it is healthy by its own expectation and baseline (else P2PBandwidthDegraded or
+    ProbeFailing is the page), less what explains it (as `_slow_directions`)."""
+    explained, left_out = explained_gpus(ctx), held_pairs(ctx)
+    out: dict[Direction, dict] = {}
+    for p in ctx.health.judgement.pairs:
+        peer = ctx.health.pair_facts.get((p.src, p.dst), {}).get("peer")
+        if (p.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
+                or p.src in explained or p.dst in explained or p.explained_by is not None
+                or (p.src, p.dst) in left_out
+                or any(t.verdict is not Verdict.HEALTHY for t in p.tests)):
+            continue
+        out[(p.src, p.dst)] = {**peer, "reason": p.reason}
+    return out
+
+
+def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
+    """One alert per unordered pair with a direction far below its fleet peers
+    (docs/fleet-peers.md); none on a host below its peers as a whole (HostBelowFleetPeers)."""
+    if host_below(ctx):
+        return []
+    out = []
+    for (a, b), low in by_pair(_below_peers(ctx)).items():
+        worst = min(low.values(), key=lambda peer: peer["ratio"])
+        model, topology, driver = worst["group"]
+        words = directions_words({d: [(peer["test"], peer["ratio"])] for d, peer in low.items()})
+        reasons = " ".join(peer["reason"] + "." for peer in low.values())  # each names its way
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(a), "peer_gpu": str(b)},
+            summary=f"GPU{a}<->GPU{b} on {ctx.name} is {worst['ratio']:.2f} of its fleet "
+                    f"peers: {words}",
+            description=f"{reasons} Its own baseline may have absorbed the slowdown; the same "
+                        f"pair on {worst['hosts']} {model} {topology} hosts (driver {driver}) "
+                        "is faster.",
+            dashboard=dashboard_path(ctx.name, pair=(a, b), test=worst["test"]),
+            value=worst["ratio"]))
+    return out
