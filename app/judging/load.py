@@ -29,6 +29,7 @@ from app.analysis.throttle import SweepThrottle
 from app.analysis.xid_judge import EventFact
 from app.config import Settings
 from app.judging.events import load_event_facts
+from app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
 from app.judging.running import Running, sample
 from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
@@ -160,6 +161,13 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
     return out
 
 
+def expectations_of(session: Session, fabric: HostFabric) -> Expectations:
+    """The fabric's per-key figures: those the app's cache kept for this inventory, else
+    worked out on use (a session of no app: tests' own sessionmakers)."""
+    cache: ExpectationCache | None = session.info.get(CACHE_KEY)
+    return cache.for_fabric(fabric) if cache is not None else Expectations(fabric, {})
+
+
 def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
     """A result older than what the key's state already holds: seed it from history."""
     newest = state.newest_at
@@ -178,6 +186,7 @@ class Loaded:
     peer_stats: Stats
     peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
     fabric_manager: FabricManagerInfo | None
+    expectations: Expectations  # each key's figures from the fabric (expectations.py)
     events: list[EventFact] = field(default_factory=list)  # recent Xid/SXid (judging/events.py)
     # GPU -> its throttle in each newest sweep, newest first (app/queries/throttle.py)
     throttles: dict[int, list[SweepThrottle | None]] = field(default_factory=dict)
@@ -212,5 +221,6 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
         fabric_manager=fabric_manager_of(session, row),
+        expectations=expectations_of(session, fabric),
         events=load_event_facts(session, row.id, now),
         throttles=throttle_history(session, row.id, settings.throttle_sweeps_of), jobs=jobs)
