@@ -12,16 +12,25 @@ whenever any inventory value a figure is worked out from changes (GPUs, their PC
 NVLink ports, pairs; `services/inventory.py`), whichever replica stored it, so a figure is
 reused exactly while the inventory it came from holds. A host without the stamp, or a
 session without a cache, works them out every time.
+
+The fabric they come from (GPUs, ports, pairs as the wire schema's values, ~200 rows read
+and built every sweep, another ~5 %) is kept under the same stamp: a judgement of an
+unchanged inventory reads none of its rows. Only a fabric with no GPU gone is kept (a
+missing GPU is its ORM row, which belongs to the session that read it).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import NamedTuple
 
+from sqlalchemy.orm import Session
+
 from app.analysis.expected import Expectation
+from app.models import Host
 from app.queries.common import PairKey
-from app.queries.fabric import HostFabric
+from app.queries.fabric import HostFabric, load_fabric
 
 CACHE_KEY = "peerwatch.expectations"
 HOSTS_KEPT = 10_000  # one inventory's figures per host; a fleet this size is ~40 MB
@@ -60,20 +69,33 @@ class Expectations:
         return found
 
 
+@dataclass
+class _Kept:
+    """One host's inventory as last judged: its stamp, fabric and figures."""
+
+    stamp: datetime
+    fabric: HostFabric
+    figures: dict[PairKey, KeyExpectation] = field(default_factory=dict)
+
+
 class ExpectationCache:
-    """Each host's figures for the inventory stamp they were worked out under."""
+    """Each host's fabric and figures for the inventory stamp they were read under."""
 
     def __init__(self) -> None:
-        self._hosts: dict[int, tuple[datetime, dict[PairKey, KeyExpectation]]] = {}
+        self._hosts: dict[int, _Kept] = {}
 
-    def for_fabric(self, fabric: HostFabric) -> Expectations:
-        host = fabric.host
+    def fabric(self, session: Session, host: Host) -> tuple[HostFabric, Expectations]:
+        """The host's fabric (read again only when its inventory changed) and its figures."""
         stamp = host.inventory_changed_at
-        if stamp is None:
-            return Expectations(fabric, {})
         kept = self._hosts.get(host.id)
-        if kept is None or kept[0] != stamp:
-            if len(self._hosts) >= HOSTS_KEPT:
-                self._hosts.clear()  # a bound, not an eviction policy: refilled in a sweep
-            kept = self._hosts[host.id] = (stamp, {})
-        return Expectations(fabric, kept[1])
+        if stamp is not None and kept is not None and kept.stamp == stamp:
+            fabric = replace(kept.fabric, host=host)  # the kept values, this session's row
+            return fabric, Expectations(fabric, kept.figures)
+        fabric = load_fabric(session, host)
+        if stamp is None or fabric.missing_gpus:
+            self._hosts.pop(host.id, None)
+            return fabric, Expectations(fabric, {})
+        if len(self._hosts) >= HOSTS_KEPT:
+            self._hosts.clear()  # a bound, not an eviction policy: refilled in a sweep
+        kept = self._hosts[host.id] = _Kept(stamp, fabric)
+        return fabric, Expectations(fabric, kept.figures)

@@ -161,11 +161,14 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
     return out
 
 
-def expectations_of(session: Session, fabric: HostFabric) -> Expectations:
-    """The fabric's per-key figures: those the app's cache kept for this inventory, else
-    worked out on use (a session of no app: tests' own sessionmakers)."""
+def fabric_of(session: Session, row: Host) -> tuple[HostFabric, Expectations]:
+    """The host's fabric and per-key figures: those the app's cache kept for this
+    inventory (`expectations.py`), else read and worked out on use (a session of no app)."""
     cache: ExpectationCache | None = session.info.get(CACHE_KEY)
-    return cache.for_fabric(fabric) if cache is not None else Expectations(fabric, {})
+    if cache is not None:
+        return cache.fabric(session, row)
+    fabric = load_fabric(session, row)
+    return fabric, Expectations(fabric, {})
 
 
 def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
@@ -198,7 +201,7 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
               reuse: bool, reseed: bool = False) -> Loaded:
     """Read what judging `row` at `now` needs: its fabric, the (pair, test) inputs (unless
     `reuse`), its counters' rates, its fleet peer groups' stats, its Fabric Manager."""
-    fabric = load_fabric(session, row)
+    fabric, expectations = fabric_of(session, row)
     tests = None
     lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
     newest = row.last_sweep_at or row.last_report_at or now
@@ -221,6 +224,6 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
         fabric_manager=fabric_manager_of(session, row),
-        expectations=expectations_of(session, fabric),
+        expectations=expectations,
         events=load_event_facts(session, row.id, now),
         throttles=throttle_history(session, row.id, settings.throttle_sweeps_of), jobs=jobs)

@@ -89,6 +89,14 @@ def _us_of(s: Sample) -> int:
     return _us(s.at) if us is None else us
 
 
+def _judged_values(s: Sample) -> tuple[int, float]:
+    """A kept judged sample as stored: (`_us_of(s)`, `_v(s)`), inline (~2,500 a sweep)."""
+    d = s.__dict__
+    us, value = d.get("_us"), d["value"]
+    assert value is not None
+    return (_us(s.at) if us is None else us), value
+
+
 def _v(sample: Sample) -> float:
     """A kept judged or contended sample's value (only failures have none)."""
     assert sample.value is not None
@@ -149,7 +157,7 @@ class Running(NamedTuple):
     def pack(self, base: tuple[float, float, int] | None) -> bytes:
         """The state as stored (`packed.py`), with its baseline summed up for readers
         (centre, spread, n: the series' baseline)."""
-        return packed.pack(self.blocks, self.part, [(_us_of(s), _v(s)) for s in self.judged],
+        return packed.pack(self.blocks, self.part, [_judged_values(s) for s in self.judged],
                            [(_us_of(s), _v(s), s.foreign_bytes) for s in self.contended],
                            [(_us_of(s), s.error or "") for s in self.failures], base)
 
