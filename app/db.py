@@ -72,10 +72,14 @@ def _sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    """Sessions of one app; they share its inventory memo (see app.services.inventory)."""
+    """Sessions of one app; they share its inventory memo (see app.services.inventory) and
+    its cache of the figures judging works out from each host's inventory
+    (app.judging.expectations)."""
+    from app.judging.expectations import CACHE_KEY, ExpectationCache
     from app.services.inventory import MEMO_KEY, InventoryMemo
 
-    return sessionmaker(engine, expire_on_commit=False, info={MEMO_KEY: InventoryMemo()})
+    return sessionmaker(engine, expire_on_commit=False,
+                        info={MEMO_KEY: InventoryMemo(), CACHE_KEY: ExpectationCache()})
 
 
 # Any constant works; it only has to be the same in every replica.

@@ -15,6 +15,7 @@ and always come back timezone-aware.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,9 +68,22 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return _utc(value)
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any]:
+        """`process_result_value` as one call per value, not the decorator's two: a
+        judgement reads ~3,700 stored times of an 8-GPU host (its judged rows)."""
+        impl = self.impl_instance.result_processor(dialect, coltype)
+        if impl is None:
+            return _utc
+        return lambda value: _utc(impl(value))
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """A stored time as an aware UTC datetime (SQLite's come back naive)."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class Base(DeclarativeBase):

@@ -169,6 +169,12 @@ def expected_gpu(test: TestName, gpu: GpuInfo) -> Expectation | None:
 
 def ratio(test: TestName, measured: float, expect: float) -> float:
     """Measured over expected, oriented so that 1.0 is as expected and lower is worse."""
+    return oriented(measured, expect, unit_of(test) is Unit.SECONDS)
+
+
+def oriented(measured: float, expect: float, inverse: bool) -> float:
+    """`ratio` with the test's orientation looked up by the caller (`inverse`: a time, lower
+    is better), for a loop over one test's samples."""
     if measured <= 0 or expect <= 0:
         return 0.0
-    return expect / measured if unit_of(test) is Unit.SECONDS else measured / expect
+    return expect / measured if inverse else measured / expect

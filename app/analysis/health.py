@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.analysis.expected import Expectation, ratio
+from app.analysis.expected import Expectation, oriented, ratio
 from app.analysis.text import fmt_duration, fmt_value, fmt_window
 from app.analysis.verdict import SEVERITY, Verdict
-from probes.report import P2PCap, P2PStatus, PairInfo, TestName, unit_of
+from probes.report import P2PCap, P2PStatus, PairInfo, TestName, Unit, unit_of
 
 
 @dataclass(frozen=True)
@@ -227,11 +227,13 @@ def _low_flags(test: TestName, judged: Sequence[Sample], expect: Expectation | N
     measured/expected < ratio_expected or measured/baseline < ratio_baseline."""
     e = expect.value if expect else None
     b = baseline.value if baseline else None
+    inverse = unit_of(test) is Unit.SECONDS  # `ratio`'s orientation, looked up once
     flags = []
     for s in judged:
-        assert s.value is not None
-        flags.append((e is not None and ratio(test, s.value, e) < th.ratio_expected)
-                     or (b is not None and ratio(test, s.value, b) < th.ratio_baseline))
+        v = s.value
+        assert v is not None
+        flags.append((e is not None and oriented(v, e, inverse) < th.ratio_expected)
+                     or (b is not None and oriented(v, b, inverse) < th.ratio_baseline))
     return flags
 
 

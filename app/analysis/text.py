@@ -6,7 +6,7 @@ from probes.report import Unit
 
 
 def fmt_value(value: float, unit: Unit | str) -> str:
-    if Unit(unit) is Unit.SECONDS:
+    if (unit if isinstance(unit, Unit) else Unit(unit)) is Unit.SECONDS:
         if value < 1e-3:
             return f"{value * 1e6:.2f} µs"
         return f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.2f} s"

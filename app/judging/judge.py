@@ -202,7 +202,8 @@ def _tests_of(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
         return prior.tests, prior.states, prior.judged_report
     row = loaded.fabric.host
     newest = row.last_sweep_at or row.last_report_at or now
-    tests, states = judge_tests(loaded.tests, loaded.fabric, rules_of(settings), newest)
+    tests, states = judge_tests(loaded.tests, loaded.fabric, loaded.expectations,
+                                rules_of(settings), newest)
     tests = with_job_notes(tests, loaded.jobs)  # "...; low since 02:10 UTC, during job 4711"
     return tests, states, loaded.tests.judged_report
 

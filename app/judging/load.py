@@ -29,6 +29,7 @@ from app.analysis.throttle import SweepThrottle
 from app.analysis.xid_judge import EventFact
 from app.config import Settings
 from app.judging.events import load_event_facts
+from app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
 from app.judging.running import Running, sample
 from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
@@ -160,6 +161,16 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
     return out
 
 
+def fabric_of(session: Session, row: Host) -> tuple[HostFabric, Expectations]:
+    """The host's fabric and per-key figures: those the app's cache kept for this
+    inventory (`expectations.py`), else read and worked out on use (a session of no app)."""
+    cache: ExpectationCache | None = session.info.get(CACHE_KEY)
+    if cache is not None:
+        return cache.fabric(session, row)
+    fabric = load_fabric(session, row)
+    return fabric, Expectations(fabric, {})
+
+
 def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
     """A result older than what the key's state already holds: seed it from history."""
     newest = state.newest_at
@@ -178,6 +189,7 @@ class Loaded:
     peer_stats: Stats
     peer_basis: dict[str, Any]  # the host's stamp of its groups' last material change
     fabric_manager: FabricManagerInfo | None
+    expectations: Expectations  # each key's figures from the fabric (expectations.py)
     events: list[EventFact] = field(default_factory=list)  # recent Xid/SXid (judging/events.py)
     # GPU -> its throttle in each newest sweep, newest first (app/queries/throttle.py)
     throttles: dict[int, list[SweepThrottle | None]] = field(default_factory=dict)
@@ -189,7 +201,7 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
               reuse: bool, reseed: bool = False) -> Loaded:
     """Read what judging `row` at `now` needs: its fabric, the (pair, test) inputs (unless
     `reuse`), its counters' rates, its fleet peer groups' stats, its Fabric Manager."""
-    fabric = load_fabric(session, row)
+    fabric, expectations = fabric_of(session, row)
     tests = None
     lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
     newest = row.last_sweep_at or row.last_report_at or now
@@ -212,5 +224,6 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},
         fabric_manager=fabric_manager_of(session, row),
+        expectations=expectations,
         events=load_event_facts(session, row.id, now),
         throttles=throttle_history(session, row.id, settings.throttle_sweeps_of), jobs=jobs)

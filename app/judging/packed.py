@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 VERSION = 1
@@ -44,16 +45,8 @@ def pack(blocks: Sequence[Block], part: Sequence[float], judged: Sequence[tuple[
          contended: Sequence[tuple[int, float, int]], failures: Sequence[tuple[int, str]],
          base: Base | None) -> bytes:
     """The state's values (times in µs since the epoch, a block's in s) as bytes."""
-    values: list[Any] = []
-    for b in blocks:
-        values.extend(b)
-    values.extend(part)
-    for j in judged:
-        values.extend(j)
-    for c in contended:
-        values.extend(c)
-    if base is not None:
-        values.extend(base)
+    values: list[Any] = [*chain.from_iterable(blocks), *part, *chain.from_iterable(judged),
+                         *chain.from_iterable(contended), *(base or ())]
     out = [HEADER.pack(VERSION, len(blocks), len(part), len(judged), len(contended),
                        len(failures), base is not None),
            _body(len(blocks), len(part), len(judged), len(contended),

@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 from app.analysis.expected import ratio
 from app.analysis.health import BaselineRef, TestJudgement, Thresholds, judge_test
 from app.config import Settings
+from app.judging.expectations import Expectations, KeyExpectation
 from app.judging.load import TestInputs
 from app.judging.running import Running, advance, from_history
 from app.queries.common import PairKey
 from app.queries.fabric import HostFabric
-from probes.report import GPU_TESTS
+from probes.report import GPU_TESTS, TestName
 
 
 @dataclass(frozen=True)
@@ -44,39 +45,41 @@ def rules_of(settings: Settings) -> TestRules:
                      settings.baseline_window_s)
 
 
-def teaches(fabric: HostFabric, key: PairKey, floor_ratio: float) -> Callable[[float], bool]:
-    """May a healthy value of `key` move its baseline? Not while the pair runs with NVLinks
-    lost (the lower figures would become its normal and hide the loss), nor a value so far
-    below the expectation that it is a fault."""
-    src, dst, test = key
-    pair = fabric.pairs.get((src, dst))
-    if pair is not None and pair.nvlink_width < fabric.full_width(src, dst)[0]:
+def teaches(test: TestName, expect: KeyExpectation, floor_ratio: float
+            ) -> Callable[[float], bool]:
+    """May a healthy value of the key move its baseline? Not while the pair runs with
+    NVLinks lost (the lower figures would become its normal and hide the loss), nor a value
+    so far below the expectation that it is a fault."""
+    if expect.narrowed:
         return lambda value: False
-    expect = fabric.expectation(test, src, dst)
-    if expect is None:
+    now = expect.now
+    if now is None:
         return lambda value: True
-    return lambda value: ratio(test, value, expect.value) >= floor_ratio
+    return lambda value: ratio(test, value, now) >= floor_ratio
 
 
-def _states(inputs: TestInputs, fabric: HostFabric, rules: TestRules) -> dict[PairKey, Running]:
+def _states(inputs: TestInputs, expectations: Expectations, rules: TestRules
+            ) -> dict[PairKey, Running]:
     states = dict(inputs.states)
     for key in inputs.seeded:
         states[key] = from_history(inputs.history.get(key, []), inputs.values.get(key, []),
-                                   teaches(fabric, key, rules.floor_ratio), rules.keep,
-                                   rules.max_samples, rules.baseline_window_s)
+                                   teaches(key[2], expectations.of(key), rules.floor_ratio),
+                                   rules.keep, rules.max_samples, rules.baseline_window_s)
     for key, samples in inputs.new.items():
         states[key] = advance(states.get(key, Running()), samples,
-                              teaches(fabric, key, rules.floor_ratio), rules.keep,
-                              rules.max_samples, rules.baseline_window_s)
+                              teaches(key[2], expectations.of(key), rules.floor_ratio),
+                              rules.keep, rules.max_samples, rules.baseline_window_s)
     return states
 
 
-def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest: datetime
+def judge_tests(inputs: TestInputs, fabric: HostFabric, expectations: Expectations,
+                rules: TestRules, newest: datetime
                 ) -> tuple[dict[PairKey, TestJudgement], dict[PairKey, bytes]]:
     """(every (pair, test) verdict, the state each goes on from, as stored); `newest`: the
-    host's newest sweep, where the look-back window ends."""
+    host's newest sweep, where the look-back window ends; `expectations`: the fabric's
+    figures for each key (`expectations.py`)."""
     since = newest - timedelta(seconds=rules.lookback_s)
-    states = _states(inputs, fabric, rules)
+    states = _states(inputs, expectations, rules)
     window = {k: samples for k, st in states.items() if (samples := st.samples(since))}
     tests = sorted({k[2] for k in window})  # StrEnum: by name
     keys = set(window) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
@@ -87,7 +90,7 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, rules: TestRules, newest
         s, d, t = key
         state = states.get(key, Running())
         base = state.baseline(rules.min_samples)
-        out[key] = judge_test(s, d, t, window.get(key, []), fabric.full_expectation(t, s, d),
+        out[key] = judge_test(s, d, t, window.get(key, []), expectations.of(key).full,
                               BaselineRef(base[0], rules.baseline_window_s) if base else None,
                               rules.th, inputs.low_before.get(key))
         stored[key] = state.pack(base)

@@ -75,10 +75,26 @@ def _sample(us: int, value: float | None, contended: bool = False, error: str | 
     return sample(_at(us), value, contended, error, foreign_bytes, us)
 
 
+def _stored(us: int, value: float) -> Sample:
+    """A stored judged sample back: `_sample(us, value)` without its calls."""
+    s = _new(Sample)
+    s.__dict__.update(at=EPOCH + timedelta(0, 0, us), value=value, contended=False,
+                      error=None, foreign_bytes=0, _us=us)
+    return s
+
+
 def _us_of(s: Sample) -> int:
     """`s.at` in µs since the epoch: kept by `sample`, else worked out."""
     us = s.__dict__.get("_us")
     return _us(s.at) if us is None else us
+
+
+def _judged_values(s: Sample) -> tuple[int, float]:
+    """A kept judged sample as stored: (`_us_of(s)`, `_v(s)`), inline (~2,500 a sweep)."""
+    d = s.__dict__
+    us, value = d.get("_us"), d["value"]
+    assert value is not None
+    return (_us(s.at) if us is None else us), value
 
 
 def _v(sample: Sample) -> float:
@@ -124,27 +140,34 @@ class Running(NamedTuple):
         return centre, MAD_TO_SIGMA * mad, n
 
     def samples(self, since: datetime) -> list[Sample]:
-        """The kept samples measured at or after `since`, oldest first."""
+        """The kept samples measured at or after `since`, oldest first. Each of the three
+        tuples is oldest first already: with only judged samples kept (the usual sweep)
+        there is nothing to merge."""
+        if not self.contended and not self.failures:
+            return [s for s in self.judged if s.at >= since]
         kept = [s for s in (*self.judged, *self.contended, *self.failures) if s.at >= since]
         return sorted(kept, key=lambda s: s.at)
 
     @property
     def newest_at(self) -> datetime | None:
-        return max((s.at for s in (*self.judged, *self.contended, *self.failures)),
-                   default=None)
+        """The newest kept sample's time: the last of each tuple (each is oldest first)."""
+        return max((kept[-1].at for kept in (self.judged, self.contended, self.failures)
+                    if kept), default=None)
 
     def pack(self, base: tuple[float, float, int] | None) -> bytes:
         """The state as stored (`packed.py`), with its baseline summed up for readers
         (centre, spread, n: the series' baseline)."""
-        return packed.pack(self.blocks, self.part, [(_us_of(s), _v(s)) for s in self.judged],
+        return packed.pack(self.blocks, self.part, [_judged_values(s) for s in self.judged],
                            [(_us_of(s), _v(s), s.foreign_bytes) for s in self.contended],
                            [(_us_of(s), s.error or "") for s in self.failures], base)
 
     @classmethod
     def unpack(cls, data: bytes) -> Running:
+        """A stored state back; its samples built as `sample` builds them, inline (~2,500
+        judged samples come back every 8-GPU sweep)."""
         blocks, part, judged, contended, failures, _ = packed.unpack(data)
         return cls(
-            tuple(blocks), tuple(part), tuple([_sample(at, v) for at, v in judged]),
+            tuple(blocks), tuple(part), tuple([_stored(us, v) for us, v in judged]),
             tuple([_sample(at, v, True, None, fb) for at, v, fb in contended]),
             tuple([_sample(at, None, False, e) for at, e in failures]))
 

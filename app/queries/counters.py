@@ -1,14 +1,14 @@
 """Growth per second of the cumulative NVLink and PCIe counters over a window, per link or
 GPU: what the link and GPU judges read (by rate, never by lifetime size).
 
-The link rates are computed by the database (window functions: each reading minus the one
-before it, a reset counting as growth from zero, as `app.analysis.rates.rate_per_s` does),
-so a judgement reads one row per link, not every reading of the window.
+The link and PCIe replay rates are computed by the database (window functions: each
+reading minus the one before it, a reset counting as growth from zero, as
+`app.analysis.rates.rate_per_s` does), so a judgement reads one row per link or GPU, not
+every reading of the window.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
-from app.analysis.rates import rate_per_s
 from app.models import GpuSample, LinkSample
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
@@ -27,30 +26,37 @@ def link_rates(session: Session, host_id: int, since: datetime,
                counters: Sequence[str] = JUDGED) -> dict[tuple[int, int], dict[str, float | None]]:
     """Growth per second of `counters` of every link since `since` (None: fewer than two
     readings)."""
-    def previous(column: Any) -> Any:
-        return func.lag(column).over(partition_by=(LinkSample.gpu, LinkSample.link),
-                                     order_by=(LinkSample.at, LinkSample.id))
+    rows = _growth(session, LinkSample, (LinkSample.gpu, LinkSample.link), counters,
+                   LinkSample.host_id == host_id, LinkSample.at >= since)
+    out: dict[tuple[int, int], dict[str, float | None]] = {}
+    for gpu, link, *values in rows:
+        out[(gpu, link)] = {c: _rate(*values[3 * i:3 * i + 3]) for i, c in enumerate(counters)}
+    return out
 
-    cols = [LinkSample.gpu, LinkSample.link, LinkSample.at,
-            previous(LinkSample.at).label("prev_at")]
+
+def _growth(session: Session, model: type[LinkSample] | type[GpuSample],
+            partition: tuple[Any, ...], counters: Sequence[str], *where: Any) -> Any:
+    """Per `partition` (its columns first), each counter's (growth, first, last) over the
+    rows `where` selects: each reading minus the one before it (a reset counts as growth
+    from zero), summed over the steps forward in time, and when the first counted step
+    began and the last ended (`app.analysis.rates.rate_per_s`, in the database)."""
+    def previous(column: Any) -> Any:
+        return func.lag(column).over(partition_by=partition, order_by=(model.at, model.id))
+
+    cols = [*partition, model.at, previous(model.at).label("prev_at")]
     for c in counters:
-        now, before = getattr(LinkSample, c), previous(getattr(LinkSample, c))
+        now, before = getattr(model, c), previous(getattr(model, c))
         cols.append(case((before.is_(None), None), (now >= before, now - before),
                          else_=now).label(c))
-    steps = select(*cols).where(LinkSample.host_id == host_id,
-                                LinkSample.at >= since).subquery()
+    steps = select(*cols).where(*where).subquery()
     aggregates = []
     for c in counters:
         counted = and_(steps.c[c].is_not(None), steps.c.at > steps.c.prev_at)
         aggregates += [func.sum(case((counted, steps.c[c]))),
                        func.min(case((counted, steps.c.prev_at))),
                        func.max(case((counted, steps.c.at)))]
-    rows = session.execute(select(steps.c.gpu, steps.c.link, *aggregates)
-                           .group_by(steps.c.gpu, steps.c.link))
-    out: dict[tuple[int, int], dict[str, float | None]] = {}
-    for gpu, link, *values in rows:
-        out[(gpu, link)] = {c: _rate(*values[3 * i:3 * i + 3]) for i, c in enumerate(counters)}
-    return out
+    keys = [steps.c[col.key] for col in partition]
+    return session.execute(select(*keys, *aggregates).group_by(*keys))
 
 
 def _rate(growth: int | None, first: datetime | str | None,
@@ -82,11 +88,10 @@ def rate_window_start(session: Session, host_id: int, since: datetime,
 
 
 def pcie_replay_rates(session: Session, host_id: int, since: datetime) -> dict[int, float | None]:
-    rows = session.execute(
-        select(GpuSample.gpu, GpuSample.at, GpuSample.pcie_replay)
-        .where(GpuSample.host_id == host_id, GpuSample.at >= since)
-        .order_by(GpuSample.at, GpuSample.id))
-    series: dict[int, list[tuple[datetime, int | None]]] = defaultdict(list)
-    for gpu, at, replay in rows:
-        series[gpu].append((at, replay))
-    return {gpu: rate_per_s(points) for gpu, points in series.items()}
+    """Each GPU's PCIe replay growth per second since `since`, over its readings that have
+    the counter (a GPU with none reads None, as one absent does); computed by the database
+    as the link rates are, one row per GPU."""
+    rows = _growth(session, GpuSample, (GpuSample.gpu,), ("pcie_replay",),
+                   GpuSample.host_id == host_id, GpuSample.at >= since,
+                   GpuSample.pcie_replay.is_not(None))
+    return {gpu: _rate(growth, first, last) for gpu, growth, first, last in rows}

@@ -1,4 +1,4 @@
-"""The database computes link counter rates (window functions) exactly as the pure
+"""The database computes link and PCIe replay counter rates (window functions) exactly as the pure
 `rate_per_s` does over the same readings: growth between readings, a reset counting as growth
 from zero, unknown readings skipped — on SQLite and PostgreSQL."""
 
@@ -9,12 +9,13 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.orm import Session
 
 from app.analysis.rates import rate_per_s
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.models import Host, LinkSample, ReportRow
-from app.queries.counters import link_rates
+from app.models import GpuSample, Host, LinkSample, ReportRow
+from app.queries.counters import link_rates, pcie_replay_rates
 from tests.app.factory import T0
 
 
@@ -29,22 +30,27 @@ def _readings(rng: random.Random, n: int) -> list[int]:
     return out
 
 
+def _host_and_report(s: Session) -> tuple[Host, ReportRow]:
+    host = Host(name="h", fabric="simulated:test", first_seen=T0)
+    s.add(host)
+    s.flush()
+    report = ReportRow(report_id=uuid.uuid4(), host_id=host.id,
+                       schema_version=1, kind="inventory", started_at=T0, finished_at=T0,
+                       received_at=T0, gpu_time_s=0, wall_time_s=0,
+                       device_memory_bytes_max=0, agent_cpu_s=0, agent_rss_bytes=0,
+                       dropped_reports=0, skipped=[], errors=[])
+    s.add(report)
+    s.flush()
+    return host, report
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sql_rates_equal_the_pure_rates(settings: Settings, seed: int) -> None:
     rng = random.Random(seed)
     engine = make_engine(settings)
     sessions = make_sessionmaker(engine)
     with sessions() as s:
-        host = Host(name="h", fabric="simulated:test", first_seen=T0)
-        s.add(host)
-        s.flush()
-        report = ReportRow(report_id=uuid.uuid4(), host_id=host.id,
-                           schema_version=1, kind="inventory", started_at=T0, finished_at=T0,
-                           received_at=T0, gpu_time_s=0, wall_time_s=0,
-                           device_memory_bytes_max=0, agent_cpu_s=0, agent_rss_bytes=0,
-                           dropped_reports=0, skipped=[], errors=[])
-        s.add(report)
-        s.flush()
+        host, report = _host_and_report(s)
         expected = {}
         since = T0 + timedelta(seconds=130)
         for link in range(3):
@@ -63,3 +69,35 @@ def test_sql_rates_equal_the_pure_rates(settings: Settings, seed: int) -> None:
     for key, rates in expected.items():
         for counter, value in rates.items():
             assert got[key][counter] == pytest.approx(value), (key, counter)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sql_pcie_replay_rates_equal_the_pure_rates(settings: Settings, seed: int) -> None:
+    """Per GPU, with unknown readings among known ones, resets, and two readings at one
+    time (a step that does not move forward is skipped)."""
+    rng = random.Random(seed)
+    engine = make_engine(settings)
+    sessions = make_sessionmaker(engine)
+    with sessions() as s:
+        host, report = _host_and_report(s)
+        expected = {}
+        since = T0 + timedelta(seconds=130)
+        for gpu in range(4):
+            times = sorted(T0 + timedelta(seconds=30 * (i // 2 if gpu == 1 else i)
+                                          + rng.randint(0, 5)) for i in range(20))
+            replay = [None if gpu == 3 or rng.random() < 0.2 else v
+                      for v in _readings(rng, 20)]
+            points = []
+            for at, r in zip(times, replay, strict=True):
+                s.add(GpuSample(report_id=report.id, host_id=host.id, at=at, gpu=gpu,
+                                pcie_replay=r))
+                s.flush()  # ids in time order, as a report's samples are stored
+                if at >= since:
+                    points.append((at, r))
+            expected[gpu] = rate_per_s(points)
+        s.commit()
+        got = pcie_replay_rates(s, host.id, since)
+    engine.dispose()
+    assert any(v is not None for v in expected.values()) and expected[3] is None
+    for gpu, value in expected.items():
+        assert got.get(gpu) == pytest.approx(value), gpu
