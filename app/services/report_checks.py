@@ -166,10 +166,14 @@ def inventory_problems(inv: Inventory, loc: tuple[Any, ...] = ()) -> list[dict[s
                           "(gpu, link)")
     errors += _duplicates(((p.src, p.dst) for p in inv.pairs), (*where, "pairs"), "(src, dst)")
     known = {g.index for g in inv.gpus}
-    for i, port in enumerate(inv.nvlinks):
-        errors += _unknown_gpus([port.gpu], known, (*where, "nvlinks", i, "gpu"), "nvlink")
-    for i, pair in enumerate(inv.pairs):
-        errors += _unknown_gpus([pair.src, pair.dst], known, (*where, "pairs", i), "pair")
+    # one set test for the whole list first: a healthy inventory (every report) names only
+    # GPUs it lists, and only a list that does not is walked to name the items
+    if not {p.gpu for p in inv.nvlinks} <= known:
+        for i, port in enumerate(inv.nvlinks):
+            errors += _unknown_gpus([port.gpu], known, (*where, "nvlinks", i, "gpu"), "nvlink")
+    if not {g for p in inv.pairs for g in (p.src, p.dst)} <= known:
+        for i, pair in enumerate(inv.pairs):
+            errors += _unknown_gpus([pair.src, pair.dst], known, (*where, "pairs", i), "pair")
     return errors
 
 
