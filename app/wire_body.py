@@ -6,6 +6,16 @@ size (413, while reading), JSON (422, `app.json_body`: the reader every JSON rou
 before full validation, so a newer probe is told to upgrade the server rather than shown
 fifty field errors), integers past 64 bits (422 naming the field), then the wire model
 in strict mode (422 naming each field). One module, so the two documents are refused the same way.
+
+A body is parsed once: pydantic validates it straight from the bytes (`model_validate_json`),
+and only a body that fails there, or that a byte search says might hold what pydantic's
+parser reads but `load_json` refuses (an integer past 64 bits, `NaN`, `Infinity`, `\\u0000`),
+takes the careful path above, which names the problem as it always did. pydantic's parser
+refuses what orjson refuses (invalid UTF-8, lone surrogates, trailing text) and reads
+duplicate keys as orjson does (the last wins), and every float of the wire models refuses a
+non-finite value (`1e400` too), so a body it accepts is one the careful path accepts, into
+the same model. Measured (thread CPU, 8-GPU sweep): the orjson parse cost ~2.5 ms beside
+the ~14 ms of validation; an inventory report ~0.6 ms beside ~3.5.
 """
 
 from __future__ import annotations
@@ -17,8 +27,8 @@ from fastapi import HTTPException, status
 from pydantic import BaseModel, ValidationError
 
 from app.errors import body_errors
-from app.json_body import load_json, too_deep
-from app.services.report_checks import oversized_integers, oversized_lists
+from app.json_body import NUL_ESCAPE, load_json, too_deep
+from app.services.report_checks import oversized_integers, oversized_lists, too_many_items
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -29,6 +39,9 @@ M = TypeVar("M", bound=BaseModel)
 _DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 _LONG_RUN = b"0" * 19
 _ZERO = ord("0")
+# what pydantic's JSON parser reads but `load_json` refuses or checks itself: such a body
+# takes the careful path, whatever else it holds
+_CAREFUL_MARKS = (b"NaN", b"Infinity", NUL_ESCAPE)
 
 
 def may_hold_long_integer(body: bytes) -> bool:
@@ -60,8 +73,37 @@ def validate_wire(model: type[M], body: bytes, what: str) -> M:
 
 def parse_wire(body: bytes, model: type[M], versions: Sequence[int], what: str,
                version_field: str = "schema_version") -> M:
-    """JSON -> schema_version check (400) -> 64-bit check -> wire model (422s).
-    `version_field` is how the 400 names the version ("snapshot schema_version")."""
+    """The body validated in one pass when it is well formed; else the careful path (each
+    refusal as `parse_carefully` gives it). `version_field` is how a 400 names the version
+    ("snapshot schema_version")."""
+    parsed = _validated_at_once(body, model, versions)
+    if parsed is not None:
+        return parsed
+    return parse_carefully(body, model, versions, what, version_field)
+
+
+def _validated_at_once(body: bytes, model: type[M], versions: Sequence[int]) -> M | None:
+    """`body` as `model`, validated from the bytes in strict mode; None when it is not
+    plainly acceptable (the careful path then says why, or accepts it)."""
+    if any(mark in body for mark in _CAREFUL_MARKS) or may_hold_long_integer(body):
+        return None
+    try:
+        parsed = model.model_validate_json(body, strict=True)
+    except (ValidationError, RecursionError, TypeError):
+        return None
+    if getattr(parsed, "schema_version", versions[-1]) not in versions:
+        return None
+    inventory = getattr(parsed, "inventory", None)
+    results = getattr(parsed, "results", None)
+    if inventory is not None and too_many_items(
+            len(inventory.gpus), len(results) if isinstance(results, list) else None):
+        return None
+    return parsed
+
+
+def parse_carefully(body: bytes, model: type[M], versions: Sequence[int], what: str,
+                    version_field: str = "schema_version") -> M:
+    """JSON -> schema_version check (400) -> 64-bit check -> wire model (422s)."""
     data = load_json(body, what)
     if not isinstance(data, dict):
         raise body_errors([{"type": "model_type", "loc": (),

@@ -15,9 +15,17 @@ import re
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    model_validator,
+)
+from pydantic_core import core_schema
 
 from probes.clocks import GpuClocks
 
@@ -86,7 +94,24 @@ def valid_hostname(value: str) -> str:
     return value.lower()
 
 
-_Clean = AfterValidator(clean_text)
+class _CleanText:
+    """`clean_text` for text built in Python (a probe's own models, a dict from any JSON
+    parser). Text validated from JSON bytes skips it: pydantic's parser refuses a lone
+    surrogate itself, and a `\\u0000` is refused before validation by whoever reads JSON
+    from outside (the server: `app/json_body.py`, `app/wire_body.py`). Measured: the call
+    per string was ~1 ms of an inventory report's ~4 ms validation (1,158 strings, most of
+    them NVLink capability names). The JSON Schema is the plain string's, as before."""
+
+    @staticmethod
+    def __get_pydantic_core_schema__(source: Any, handler: GetCoreSchemaHandler
+                                     ) -> core_schema.CoreSchema:
+        text = handler(source)
+        return core_schema.json_or_python_schema(
+            json_schema=text,
+            python_schema=core_schema.no_info_after_validator_function(clean_text, text))
+
+
+_Clean = _CleanText()
 Text8 = Annotated[str, Field(max_length=8), _Clean]
 Text16 = Annotated[str, Field(max_length=16), _Clean]
 Text32 = Annotated[str, Field(max_length=32), _Clean]

@@ -166,10 +166,14 @@ def inventory_problems(inv: Inventory, loc: tuple[Any, ...] = ()) -> list[dict[s
                           "(gpu, link)")
     errors += _duplicates(((p.src, p.dst) for p in inv.pairs), (*where, "pairs"), "(src, dst)")
     known = {g.index for g in inv.gpus}
-    for i, port in enumerate(inv.nvlinks):
-        errors += _unknown_gpus([port.gpu], known, (*where, "nvlinks", i, "gpu"), "nvlink")
-    for i, pair in enumerate(inv.pairs):
-        errors += _unknown_gpus([pair.src, pair.dst], known, (*where, "pairs", i), "pair")
+    # one set test for the whole list first: a healthy inventory (every report) names only
+    # GPUs it lists, and only a list that does not is walked to name the items
+    if not {p.gpu for p in inv.nvlinks} <= known:
+        for i, port in enumerate(inv.nvlinks):
+            errors += _unknown_gpus([port.gpu], known, (*where, "nvlinks", i, "gpu"), "nvlink")
+    if not {g for p in inv.pairs for g in (p.src, p.dst)} <= known:
+        for i, pair in enumerate(inv.pairs):
+            errors += _unknown_gpus([pair.src, pair.dst], known, (*where, "pairs", i), "pair")
     return errors
 
 
@@ -193,12 +197,18 @@ def oversized_lists(data: Any) -> list[dict[str, Any]]:
     gpus = inventory.get("gpus") if isinstance(inventory, dict) else None
     if not isinstance(gpus, list):
         return []
-    if len(gpus) > MAX_GPUS:
-        return [_error(("inventory", "gpus"), f"{len(gpus)} GPUs, but a host has at most "
-                       f"{MAX_GPUS} (MAX_GPUS)", "too_long")]
     results = data.get("results")
-    if isinstance(results, list) and len(results) > (limit := result_limit(len(gpus))):
-        return [_error(("results",), f"{len(results)} results, but a host of {len(gpus)} "
+    return too_many_items(len(gpus), len(results) if isinstance(results, list) else None)
+
+
+def too_many_items(gpus: int, results: int | None) -> list[dict[str, Any]]:
+    """`oversized_lists` from the lengths alone: also asked of a report validated straight
+    from its bytes (`app.wire_body`), whose model bounds each list but not results by GPUs."""
+    if gpus > MAX_GPUS:
+        return [_error(("inventory", "gpus"), f"{gpus} GPUs, but a host has at most "
+                       f"{MAX_GPUS} (MAX_GPUS)", "too_long")]
+    if results is not None and results > (limit := result_limit(gpus)):
+        return [_error(("results",), f"{results} results, but a host of {gpus} "
                        f"GPUs allows at most {limit}", "too_long")]
     return []
 
