@@ -36,11 +36,12 @@ class EventAttribution:
 
 
 def gpu_findings(findings: Iterable[EventFinding]) -> dict[int, list[EventFinding]]:
-    """GPU -> its judged Xid findings that raise an alert (fault or warning): a GPU's own,
-    or one of its NVLinks'. NVSwitch findings name no GPU."""
+    """GPU -> its judged Xid findings: a GPU's own, or one of its NVLinks'. NVSwitch
+    findings name no GPU. A P2P class is never `info` (each raises an alert: the page of a
+    pair it explains); an `info` one (an application's Xid 13) is named as saying nothing."""
     out: dict[int, list[EventFinding]] = {}
     for f in findings:
-        if f.level != "info" and f.entry.object != "switch" and f.gpu is not None:
+        if f.entry.object != "switch" and f.gpu is not None:
             out.setdefault(f.gpu, []).append(f)
     return out
 
