@@ -102,12 +102,24 @@ def _pattern(pairs: Sequence[PairJudgement]) -> dict[int, PatternFault]:
     return out
 
 
-def attribute(pairs: Sequence[PairJudgement], causes: Mapping[int, str]) -> Attribution:
-    """`causes`: GPU -> why pairs through it cannot be trusted ("fabric in progress")."""
+def trust(pairs: Sequence[PairJudgement], causes: Mapping[int, str]) -> list[PairJudgement]:
+    """The pairs through an untrusted GPU explained by it; `causes`: GPU -> why pairs
+    through it cannot be trusted ("fabric in progress")."""
     out = []
     for p in pairs:
         gpu = next((g for g in (p.src, p.dst) if g in causes), None)
         out.append(p if gpu is None else _untrusted(p, gpu, causes[gpu]))
+    return out
+
+
+def attribute(pairs: Sequence[PairJudgement], causes: Mapping[int, str]) -> Attribution:
+    """Untrusted GPUs first, then the pattern (`by_pattern`). The judgement puts the Xid
+    step (`xid_attribution.py`) between the two."""
+    return by_pattern(trust(pairs, causes))
+
+
+def by_pattern(out: Sequence[PairJudgement]) -> Attribution:
+    """The remaining own bad pairs of a GPU bad with every peer, explained by it."""
     pattern = _pattern(out)
     final = []
     for p in out:
@@ -140,4 +152,6 @@ def pair_facts(p: PairJudgement) -> dict[str, int | str]:
         out["explained_by"] = p.explained_by
     if p.cause is not None:
         out["cause"] = p.cause
+    if p.by_event:
+        out["by_event"] = 1
     return out

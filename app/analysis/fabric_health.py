@@ -13,7 +13,8 @@
   its SKU wires (its NVSwitch width is reduced), a link is degraded, its PCIe link trained
   narrower than its maximum, one of its own tests (h2d, d2h: host <-> GPU over its PCIe link;
   local) is degraded (slow against what its PCIe link offers or its own baseline, sustained)
-  or down (failing), or its copies are bad with every peer (`attribution.py`'s pattern);
+  or down (failing), or its copies are bad with every peer (`attribution.py`'s pattern),
+  or with a peer after an Xid it logged (`xid_attribution.py`);
   a pair fault (bad between two GPUs whose other pairs work) leaves both ends healthy, to be
   kept apart (`pair_faults.py`); the fabric contradictions of `fabric_state.py` (fabric
   not COMPLETED, registration failed, fabric unhealthy, peer copies failing with every peer
@@ -77,6 +78,7 @@ class GpuFacts:
     tests: Sequence[TestJudgement] = ()  # its per-GPU tests (h2d, d2h, local), judged
     had: int = 0  # NVLink ports it has had, listed now or before (an unlisted one counts)
     pattern: PatternFault | None = None  # bad with every peer (`attribution.py`)
+    event: PatternFault | None = None  # pairs it explains by an Xid (`xid_attribution.py`)
 
 
 def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
@@ -130,6 +132,8 @@ def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
             down.append(t.reason)
         elif t.verdict is Verdict.DEGRADED:
             degraded.append(t.reason)
+    if facts.event is not None:  # its Xid alert is the page; this says what it broke
+        (down if facts.event.failing else degraded).append(facts.event.text)
     if facts.pattern is not None:
         if any(f.kind == "peer_copies" for f in fabric.findings):
             return down, degraded  # that finding says it, with its action

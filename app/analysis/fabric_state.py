@@ -125,7 +125,8 @@ def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
     if exp.registration and (fab is None or fab.state != "completed"):
         return []  # already explained by the registration finding
     mine = [p for p in pairs if gpu in (p.src, p.dst)
-            and (p.explained_by == gpu or (p.explained_by is None and p.cause is None))]
+            and ((p.explained_by == gpu and not p.by_event)  # an Xid's: XidFault's page
+                 or (p.explained_by is None and p.cause is None))]
     failed = [(p, t) for p in mine for t in p.tests
               if t.test in P2P_TESTS and t.latest is not None and t.latest.error is not None]
     if not failed:

@@ -98,6 +98,7 @@ class PairJudgement(Judgement):
     # progress", "P2P unavailable"); neither set: the pair speaks for itself
     explained_by: int | None = None
     cause: str | None = None
+    by_event: bool = False  # explained by an Xid of `explained_by` (xid_attribution.py)
 
 
 def worst(verdicts: Iterable[Verdict]) -> Verdict:

@@ -8,12 +8,12 @@ named; with no spans nothing is said.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from app.analysis.health import TestJudgement
+from app.analysis.health import PairJudgement, TestJudgement
 from app.analysis.verdict import Verdict
 
 MAX_NAMED = 3  # "during jobs 1, 2, 3 and 4 more"
@@ -100,4 +100,26 @@ def with_holders(items: Sequence[G], spans: Sequence[JobSpan], at: datetime | No
         if jobs:
             held = during_text(jobs).removeprefix("during ")
             out[i] = replace(item, reason=f"{item.reason}; held by {held}")  # type: ignore[type-var]
+    return out
+
+
+def with_fault_jobs(pairs: Sequence[PairJudgement], spans: Sequence[JobSpan],
+                    starts: Mapping[tuple[int, int], datetime]) -> list[PairJudgement]:
+    """Each bad pair with the jobs that held its GPUs when its trouble began (`starts`):
+    "; bad since 02:10 UTC, during job 4711" ends its reason (unless a test's note says it
+    already), and ", during job 4711" its cause where it has one (explained by a GPU, P2P
+    lost): the pair fault's page and /health's `cause` name the job, as test reasons do."""
+    if not spans:
+        return list(pairs)
+    out = []
+    for p in pairs:
+        start = starts.get((p.src, p.dst))
+        text = during_text(jobs_during(spans, (p.src, p.dst), start, start)) if start else ""
+        if not text or p.verdict not in (Verdict.DEGRADED, Verdict.DOWN):
+            out.append(p)
+            continue
+        reason = p.reason if text in p.reason else f"{p.reason}; bad since {start:%H:%M} " \
+                                                   f"UTC, {text}"
+        cause = p.cause if p.cause is None or text in p.cause else f"{p.cause}, {text}"
+        out.append(replace(p, reason=reason, cause=cause))
     return out

@@ -17,6 +17,12 @@ event alone is: `info` (shown only), `warning` (an alert, the verdict unchanged)
 events of the object within `window_s` (operators ask for count/window thresholds before an
 event alone makes a node fault). Blackwell's NVLink Xids 144-150 carry their own severity
 word in the line, which decides: a non-fatal one is never called fatal.
+
+`p2p` marks the classes that bear on peer copies: the GPU off the bus (79), its memory
+(ECC: 48, 64, 94, 95, 140), its firmware stopped (62 halt, 119/120 GSP) and its NVLinks (74,
+144-150). One of these logged by one end of a pair whose copies fail or run slow explains
+the pair (`app/analysis/xid_attribution.py`); the application's faults (13, 31, 43, 45) and
+notices that stop nothing (61, 63, 92) say nothing about P2P.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class CatalogEntry:
     severity: Severity
     action: str
     threshold: int | None = None  # events within window_s that make the object faulty
+    p2p: bool = False  # a class that explains failing or slow peer copies (see above)
     window_s: float = 600.0
     source: str = XID_URL
     version: str = CATALOG_VERSION
@@ -53,8 +60,8 @@ class CatalogEntry:
 
 
 def _xid(code: int, name: str, obj: Object, severity: Severity, action: str,
-         threshold: int | None = None) -> CatalogEntry:
-    return CatalogEntry("xid", code, name, obj, severity, action, threshold)
+         threshold: int | None = None, p2p: bool = False) -> CatalogEntry:
+    return CatalogEntry("xid", code, name, obj, severity, action, threshold, p2p)
 
 
 def _sxid(code: int, name: str, severity: Severity, action: str,
@@ -75,27 +82,30 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
     _xid(43, "GPU stopped processing", "gpu", "info", "usually the application"),
     _xid(45, "Preemptive cleanup, due to a previous error", "gpu", "info",
          "look at the Xid before it"),
-    _xid(48, "Double-bit ECC error", "gpu", "critical", f"{RESET}; replace the GPU if it recurs"),
+    _xid(48, "Double-bit ECC error", "gpu", "critical", f"{RESET}; replace the GPU if it recurs",
+         p2p=True),
     _xid(61, "Internal micro-controller breakpoint/warning", "gpu", "warning",
          "collect nvidia-bug-report; reset the GPU if it repeats", threshold=3),
-    _xid(62, "Internal micro-controller halt", "gpu", "critical", RESET),
+    _xid(62, "Internal micro-controller halt", "gpu", "critical", RESET, p2p=True),
     _xid(63, "ECC page retirement or row remapping recorded", "gpu", "warning",
          "reset the GPU when it is idle, so the remapping takes effect"),
     _xid(64, "ECC page retirement or row remapper failure", "gpu", "critical",
-         f"{RESET}; replace the GPU if remapping keeps failing"),
-    _xid(74, "NVLink error", "link", "warning", NVLINK_ACTION, threshold=3),
+         f"{RESET}; replace the GPU if remapping keeps failing", p2p=True),
+    _xid(74, "NVLink error", "link", "warning", NVLINK_ACTION, threshold=3, p2p=True),
     _xid(79, "GPU has fallen off the bus", "gpu", "critical",
          "drain the host; check PCIe seating, power and thermals; reboot; replace the GPU if "
-         "it recurs"),
+         "it recurs", p2p=True),
     _xid(92, "High single-bit ECC error rate", "gpu", "warning",
          "watch the GPU's ECC counters; replace it if the rate stays high"),
     _xid(94, "Contained ECC error", "gpu", "warning",
-         "restart the application that used the GPU; reset the GPU when idle", threshold=3),
-    _xid(95, "Uncontained ECC error", "gpu", "critical", RESET),
-    _xid(119, "GSP RPC timeout", "gpu", "critical", RESET),
-    _xid(120, "GSP error", "gpu", "critical", RESET),
-    _xid(140, "Unrecovered ECC error", "gpu", "critical", RESET),
-    *(_xid(code, f"NVLink {unit} error", "link", "warning", NVLINK5_ACTION, threshold=3)
+         "restart the application that used the GPU; reset the GPU when idle", threshold=3,
+         p2p=True),
+    _xid(95, "Uncontained ECC error", "gpu", "critical", RESET, p2p=True),
+    _xid(119, "GSP RPC timeout", "gpu", "critical", RESET, p2p=True),
+    _xid(120, "GSP error", "gpu", "critical", RESET, p2p=True),
+    _xid(140, "Unrecovered ECC error", "gpu", "critical", RESET, p2p=True),
+    *(_xid(code, f"NVLink {unit} error", "link", "warning", NVLINK5_ACTION, threshold=3,
+           p2p=True)
       for code, unit in ((144, "SAW"), (145, "RLW"), (146, "TLW"), (147, "TREX"),
                          (148, "NVLPW_CTRL"), (149, "NETIR"), (150, "MSE"))),
     _sxid(12028, "Egress non-posted PRIV error", "warning",
@@ -107,6 +117,7 @@ _ENTRIES: tuple[CatalogEntry, ...] = (
           "reset the NVSwitch and its GPUs (reboot); replace the board if it recurs"),
 )
 CATALOG: dict[tuple[str, int], CatalogEntry] = {(e.kind, e.code): e for e in _ENTRIES}
+P2P_XIDS = frozenset(e.code for e in _ENTRIES if e.kind == "xid" and e.p2p)
 NVLINK5_XIDS = frozenset(range(144, 151))
 
 

@@ -19,10 +19,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.analysis.attribution import (
+    BAD,
     Attribution,
     PatternFault,
-    attribute,
+    by_pattern,
     pair_facts,
+    trust,
     untrusted_causes,
 )
 from app.analysis.fabric_expect import unused_by_design
@@ -43,9 +45,9 @@ from app.analysis.health import (
     judge_pair,
     pair_label,
 )
-from app.analysis.jobs import with_holders, with_job_notes
+from app.analysis.jobs import with_fault_jobs, with_holders, with_job_notes
 from app.analysis.pair_faults import fault_facts
-from app.analysis.pattern_wait import hold_facts, without_held
+from app.analysis.pattern_wait import bad_from, hold_facts, without_held
 from app.analysis.text import fmt_duration
 from app.analysis.throttle import (
     explain_pairs,
@@ -55,7 +57,8 @@ from app.analysis.throttle import (
 )
 from app.analysis.throttle import explaining as throttle_explains
 from app.analysis.verdict import Verdict
-from app.analysis.xid_judge import judge_events
+from app.analysis.xid_attribution import EventAttribution, explain_by_events
+from app.analysis.xid_judge import EventFinding, judge_events
 from app.config import Settings
 from app.judging.events import apply_to_gpus, apply_to_links
 from app.judging.load import Loaded, load_host
@@ -88,18 +91,31 @@ def _ports_had(fabric: HostFabric) -> dict[int, int]:
     return {g: len(links) for g, links in seen.items()}
 
 
-def _attribute(fabric: HostFabric, pairs: list[PairJudgement]) -> Attribution:
-    """The pairs attributed to the object at fault (`analysis/attribution.py`)."""
+def _attribute(fabric: HostFabric, pairs: list[PairJudgement], events: list[EventFinding],
+               starts: dict[tuple[int, int], datetime]
+               ) -> tuple[Attribution, EventAttribution]:
+    """The pairs attributed to the object at fault: an untrusted GPU, then an Xid one end
+    logged while the pair was bad, then the pattern (`analysis/attribution.py`,
+    `analysis/xid_attribution.py`)."""
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     plain = judge_host_fabric(fabric.host.name, fabric.gpus, ports, (), None,
                               had=_ports_had(fabric))
-    return attribute(pairs, untrusted_causes(plain.gpus, fabric.missing_gpus))
+    trusted = trust(pairs, untrusted_causes(plain.gpus, fabric.missing_gpus))
+    by_events = explain_by_events(trusted, events, starts)
+    return by_pattern(by_events.pairs), by_events
+
+
+def _bad_starts(pairs: list[PairJudgement], prior: Prior) -> dict[tuple[int, int], datetime]:
+    """When each bad pair's trouble began, its stored start kept (`pattern_wait.bad_from`)."""
+    return {(p.src, p.dst): s for p in pairs if p.verdict in BAD
+            and (s := bad_from(p, prior.pair_facts.get((p.src, p.dst)))) is not None}
 
 
 def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float | None],
                 links: list[LinkJudgement], pairs: list[PairJudgement],
                 tests: dict[PairKey, TestJudgement],
-                pattern: Mapping[int, PatternFault]) -> list[GpuJudgement]:
+                pattern: Mapping[int, PatternFault],
+                by_event: Mapping[int, PatternFault]) -> list[GpuJudgement]:
     own: dict[int, list[TestJudgement]] = defaultdict(list)  # each GPU's tests, by name
     for (s, d, _), j in sorted(tests.items(), key=lambda kv: kv[0][2]):  # StrEnum: by name
         if s == d:
@@ -111,7 +127,8 @@ def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float
                          pcie_replay_per_s=replays.get(gpu),
                          pcie_check_generation=settings.pcie_check_generation,
                          tests=tuple(own.get(gpu, ())),
-                         had=had.get(gpu, 0), pattern=pattern.get(gpu))
+                         had=had.get(gpu, 0), pattern=pattern.get(gpu),
+                         event=by_event.get(gpu))
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
@@ -221,17 +238,19 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     flagged_pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks,
                                       settings.fleet_peer_floor, settings.fleet_peer_min_hosts)
-    attributed = _attribute(fabric, flagged_pairs)
+    events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
+    starts = _bad_starts(flagged_pairs, prior)
+    attributed, by_events = _attribute(fabric, flagged_pairs, events, starts)
     pairs = explain_pairs(list(attributed.pairs), throttled)
+    pairs = with_fault_jobs(pairs, loaded.jobs, starts)  # "...; during job 4711"
     holds = hold_facts(pairs, prior.pair_facts, now, settings.pattern_wait_s)
     held_pairs = {k for k, f in holds.items() if "waits_for" in f}
     seen_by_gpus = without_held(pairs, held_pairs)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
-    events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
     links = apply_to_links(links, events)
     gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, seen_by_gpus,
-                                 tests, attributed.pattern),
+                                 tests, attributed.pattern, by_events.gpus),
                      checks, settings.fleet_peer_min_hosts)
     gpus = apply_to_gpus(gpus, events)
     gpus = with_throttle_verdicts(gpus, loaded.throttles, settings.throttle_sweeps_most,
@@ -259,6 +278,9 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
                                                  **facts}
     for key, facts in holds.items():  # a pair page held while a GPU pattern forms
         health.pair_facts[key] = {**health.pair_facts.get(key, {}), **facts}
+    for key in by_events.explained & starts.keys():  # its Xid window keeps its start
+        health.pair_facts[key] = {**health.pair_facts.get(key, {}),
+                                  "bad_from": starts[key].isoformat()}
     # a pair fault's kind, on its rows; a held pair is none yet (its pattern may be a GPU's)
     for key, kind in fault_facts(p for p in pairs if (p.src, p.dst) not in held_pairs).items():
         health.pair_facts[key] = {**health.pair_facts.get(key, {}), **kind}

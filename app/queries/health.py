@@ -108,7 +108,8 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
         by_pair.setdefault((s, d), []).append(t)
     pairs = tuple(PairJudgement(Verdict(r["verdict"]), r["reason"], s, d,
                                 tuple(sorted(by_pair.get((s, d), []), key=lambda t: t.test)),
-                                r["facts"].get("explained_by"), r["facts"].get("cause"))
+                                r["facts"].get("explained_by"), r["facts"].get("cause"),
+                                bool(r["facts"].get("by_event")))
                   for (s, d), r in sorted(rows["pair"].items()))
     links = tuple(LinkJudgement(Verdict(r["verdict"]), r["reason"], g, k)
                   for (g, k), r in sorted(rows["link"].items()))

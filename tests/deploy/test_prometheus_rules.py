@@ -6,6 +6,7 @@ required in CI: a missing binary fails the run there instead of skipping it.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from app.alerting.rules import RULE_NAMES
+from app.analysis.xid_catalog import P2P_XIDS
 from app.services.drain import DRAIN_ALERTS
 from tests.conftest import require
 
@@ -176,3 +178,13 @@ def test_every_pair_rule_pages_once_per_unordered_pair() -> None:
             ("min by (host, gpu, peer_gpu) (peerwatch:p2p_pair_test_",
              "max by (host, gpu, peer_gpu) (peerwatch:p2p_pair_test_")), rule["alert"]
         assert "for" not in rule or rule["for"] == "0m", rule["alert"]
+
+
+def test_the_xid_classes_that_explain_pairs_are_the_catalogs() -> None:
+    """The recording rule's Xid regex lists exactly the catalog's `p2p` classes, so a pair
+    the server explains by an Xid (app/analysis/xid_attribution.py) pages in neither."""
+    rules = {r.get("record"): r for g in yaml.safe_load(RULES.read_text())["groups"]
+             for r in g["rules"]}
+    expr = rules["peerwatch:gpu_fault_explains_pairs"]["expr"]
+    (codes,) = re.findall(r'xid=~"xid\(([\d|]+)\)"', expr)
+    assert {int(c) for c in codes.split("|")} == P2P_XIDS
