@@ -8,7 +8,6 @@ real ingest service; rules are evaluated at the same fake `now`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -53,15 +52,8 @@ class SimHost:
     def advance(self, seconds: float) -> None:
         self.t += seconds
 
-    def build(self, kind: ReportKind, now: Callable[[], datetime] | None = None) -> Report:
-        """One report of the fabric, carrying the Xid/SXid events its faults logged since the
-        last (what the agent's report builder adds, `probes/passes.py`)."""
-        report = build_report(self.fabric, kind, self.options, now=now or self.now)
-        events = self.fabric.drain_events(report.started_at)
-        return report.model_copy(update={"events": events}) if events else report
-
     def send(self, kind: ReportKind = ReportKind.INVENTORY) -> Report:
-        report = self.build(kind)
+        report = build_report(self.fabric, kind, self.options, now=self.now)
         with self.sessions() as session:
             ingest(session, report, self.settings, self.now())
         return report
