@@ -26,17 +26,28 @@ def pair_copies_failing(ctx: HostContext) -> list[Finding]:
             continue
         reasons = [p.reason for p in (ctx.health.pair(a, b), ctx.health.pair(b, a))
                    if p is not None and p.reason]
+        alone = not _other_peers(ctx, a, b)
+        premise = ("on a board with no other peer measured, so it cannot be told from a "
+                   "fault of either GPU" if alone else "while both work with their other "
+                   "peers")
+        ends = "have no other peer measured" if alone else "each work with every other peer"
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(a), "peer_gpu": str(b)},
-            summary=f"Copies fail between GPU{a} and GPU{b} on {ctx.name} while both work "
-                    "with their other peers",
-            description=f"{'; '.join(reasons)}. A pair fault: GPU{a} and GPU{b} each work "
-                        "with every other peer, so both stay schedulable but never in the "
+            summary=f"Copies fail between GPU{a} and GPU{b} on {ctx.name} {premise}",
+            description=f"{'; '.join(reasons)}. A pair fault: GPU{a} and GPU{b} {ends}, "
+                        "so both stay schedulable but never in the "
                         "same job (/scheduler/hosts lists them in `apart`). Reset both GPUs "
                         "and rerun the sweep; if it stays, suspect the NVLink path between "
                         "them.",
             dashboard=dashboard_path(ctx.name, pair=(a, b)), value=0.0))
     return out
+
+
+def _other_peers(ctx: HostContext, a: int, b: int) -> bool:
+    """Either GPU of the pair was measured with some third GPU: what makes the pattern
+    (its other pairs work) evidence; on a 2-GPU board there is none to say so."""
+    return any({p.src, p.dst} & {a, b} and {p.src, p.dst} != {a, b}
+               for p in ctx.health.judgement.pairs)
 
 
 PAIR_FAULT_RULES: tuple[Rule, ...] = (

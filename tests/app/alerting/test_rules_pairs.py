@@ -167,6 +167,10 @@ def test_failed_transfers_fire_probe_failing_until_a_clean_sweep(host: SimHost) 
     # page for the pair (issue 20), none per GPU
     assert {(a.labels["gpu"], a.labels["peer_gpu"])
             for a in host.alerts("firing", rule="PairCopiesFailing")} == {("0", "1")}
+    [pair_fault] = host.alerts("firing", rule="PairCopiesFailing")
+    # the board's only pair: no other peer to show either GPU works, and the page says so
+    assert "no other peer measured" in pair_fault.annotations["summary"]
+    assert "each work with every other peer" not in pair_fault.annotations["description"]
     assert "illegal memory access" in alert.annotations["description"]
     host.clear(fails)
     host.step(30)  # an inventory report does not clear it: the latest sweep still failed
