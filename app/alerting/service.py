@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -67,6 +68,10 @@ class AlertingService:
         ones, whose time-based verdicts and rules (staleness) nothing else would look at —
         and any host whose newest report arrived after its judgement (a judge queue that died
         with its process, or fell behind: the stored state, not the queue, is the truth).
+
+        Each host is judged at `now` plus the time the round has run so far: a round over a
+        large fleet takes a while, and a judgement stamped with the round's start would claim
+        to predate reports it read (and be judged again by every scan).
         """
         now = now or datetime.now(UTC)
         due_before = (now - timedelta(seconds=self.alerting.alert_eval_interval_s)
@@ -80,9 +85,11 @@ class AlertingService:
                     .where(JudgedHost.judged_at >= due_before, judged_after_newest_report())
                 hosts -= set(session.scalars(fresh))
         outcomes = []
+        started = time.monotonic()
         for host in sorted(hosts):
-            try:
-                outcomes.append(self.evaluate_host(host, now, due_before))
+            try:  # each host at the time it is judged: a long round's hosts are not back-dated
+                at = now + timedelta(seconds=time.monotonic() - started)
+                outcomes.append(self.evaluate_host(host, at, due_before))
             except Exception:  # one host's failure never stops the others
                 log.exception("evaluation failed for host %s", host)
         return outcomes

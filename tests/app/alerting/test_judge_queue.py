@@ -173,3 +173,30 @@ def test_a_report_acknowledged_but_never_judged_is_judged_by_the_periodic_round(
         assert pair["tests"][0]["ratio_expected"] == 0.5
         again = service.evaluate_all(received + timedelta(seconds=2), only_due=True)
         assert again == []  # judged after its newest report: not due again
+
+
+def test_a_long_round_judges_each_host_at_its_own_time(settings: Settings,
+                                                       monkeypatch) -> None:
+    """A round over a large fleet takes minutes: a host judged late in it is stamped with the
+    time it was judged, not the round's start, so a report that arrived meanwhile is covered
+    (else every scan would find that host judged before its newest report, and judge again)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    fresh = settings.model_copy(update={"stale_after_s": 30 * 86_400.0})
+    app = create_app(fresh)
+    with TestClient(app):
+        with app.state.sessionmaker() as session:
+            ingest(session, sweep("node-a", at=now - timedelta(minutes=1)), fresh, now)
+            # node-b's report arrives while the round judges node-a (a minute, say)
+            ingest(session, sweep("node-b", at=now), fresh, now + timedelta(seconds=50))
+        clock = iter(range(0, 10_000, 100))  # each reading 100 s after the one before
+        monkeypatch.setattr("app.alerting.service.time.monotonic", lambda: float(next(clock)))
+        service = service_for(app)
+        judged = [o.host for o in service.evaluate_all(now)]
+        assert judged == ["node-a", "node-b"]
+        with app.state.sessionmaker() as session:
+            rows = {name: at for name, at in session.execute(
+                select(Host.name, JudgedHost.judged_at)
+                .join(JudgedHost, JudgedHost.host_id == Host.id))}
+        assert rows["node-b"] - rows["node-a"] >= timedelta(seconds=100)
+        # node-b's judgement covers the report that arrived during the round
+        assert rows["node-b"].replace(tzinfo=UTC) >= now + timedelta(seconds=50)
