@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 
 import httpx
 
+from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
 from probes.report import Report, ReportKind, valid_hostname
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
@@ -114,6 +115,7 @@ class Record:
     samples: list[Sample] = field(default_factory=list)
     healthz_ms: list[float] = field(default_factory=list)
     late_s: list[float] = field(default_factory=list)  # how late each post left its schedule
+    tried: dict[str, list[float]] = field(default_factory=dict)  # host -> attempts (epoch s)
     seconds: float = 0.0
 
     def accepted(self, kind: str | None = None) -> list[Sample]:
@@ -131,11 +133,20 @@ def server_ms(response: httpx.Response) -> float | None:
     return float(timing.split("dur=", 1)[1].split(",", 1)[0])
 
 
+def probe_headers(host: str) -> dict[str, str]:
+    """What the real agent sends with each attempt (`probes/agent/sender.py`): its host, so a
+    refusal counts for it, and this attempt's send time, so clock skew is one request's
+    transit."""
+    return {**HEADERS, HOST_HEADER: host, SENT_AT_HEADER: datetime.now(UTC).isoformat()}
+
+
 async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
-               record: Record) -> httpx.Response | None:
+               record: Record, host: str) -> httpx.Response | None:
     started = time.perf_counter()
+    record.tried.setdefault(host, []).append(time.time())
     try:
-        response = await client.post(f"{base}/api/v1/reports", content=body, headers=HEADERS)
+        response = await client.post(f"{base}/api/v1/reports", content=body,
+                                     headers=probe_headers(host))
     except httpx.HTTPError:
         record.samples.append(Sample(kind, 0, (time.perf_counter() - started) * 1000, None))
         return None
@@ -159,7 +170,7 @@ async def warm_up(bases: list[str], hosts: int, tpl: dict[str, Template]) -> Rec
             name = host_name(queue.get_nowait())
             for kind in ("sweep", "inventory"):
                 answer = await post(http, base, kind, tpl[kind].body(name, datetime.now(UTC)),
-                                    record)
+                                    record, name)
                 if answer is None or answer.status_code not in (200, 201):
                     raise RuntimeError(f"warm-up post failed: {answer and answer.text[:300]}")
 
@@ -178,51 +189,93 @@ def _retry_after(response: httpx.Response | None) -> float:
         return 1.0
 
 
+@dataclass
+class Window:
+    """When the measured part of a load runs: probes post from the start, into `settle` until
+    `measure_from`, into `measured` after, and stop at `end` (both moved by `_settle`)."""
+
+    measure_from: float
+    end: float
+    settle: Record = field(default_factory=Record)
+    measured: Record = field(default_factory=Record)
+
+    def record(self) -> Record:
+        return self.measured if time.monotonic() >= self.measure_from else self.settle
+
+
 async def _probe(http: httpx.AsyncClient, base: str, name: str, tpl: dict[str, Template],
-                 compress: float, start: float, end: float, record: Record) -> None:
+                 compress: float, start: float, window: Window) -> None:
     every = {"inventory": INVENTORY_S / compress, "sweep": SWEEP_S / compress}
     due = {kind: start + random.random() * every[kind] for kind in every}
     while True:
         kind = min(due, key=lambda k: due[k])
-        if due[kind] >= end:
+        if due[kind] >= window.end:
             return
         await asyncio.sleep(max(0.0, due[kind] - time.monotonic()))
-        record.late_s.append(time.monotonic() - due[kind])
+        window.record().late_s.append(time.monotonic() - due[kind])
         body = tpl[kind].body(name, datetime.now(UTC))
-        while time.monotonic() < end:
-            answer = await post(http, base, kind, body, record)
+        while time.monotonic() < window.end:
+            answer = await post(http, base, kind, body, window.record(), name)
             if answer is not None and answer.status_code in (200, 201):
                 break
             await asyncio.sleep(_retry_after(answer) * random.uniform(0.5, 1.5))
         due[kind] += every[kind]
 
 
-async def _poll_healthz(http: httpx.AsyncClient, bases: list[str], end: float,
-                        record: Record) -> None:
+async def _poll_healthz(http: httpx.AsyncClient, bases: list[str], window: Window) -> None:
     i = 0
-    while time.monotonic() < end:
+    while time.monotonic() < window.end:
         started = time.perf_counter()
         try:
             await http.get(f"{bases[i % len(bases)]}/healthz")
-            record.healthz_ms.append((time.perf_counter() - started) * 1000)
+            ms = (time.perf_counter() - started) * 1000
         except httpx.HTTPError:
-            record.healthz_ms.append(PROBE_TIMEOUT_S * 1000)
+            ms = PROBE_TIMEOUT_S * 1000
+        if time.monotonic() >= window.measure_from:
+            window.measured.healthz_ms.append(ms)
         i += 1
         await asyncio.sleep(0.1)
 
 
+async def judges_drained(http: httpx.AsyncClient, bases: list[str]) -> bool:
+    """No host waiting for or in its judgement in any replica (`/readyz`'s judge figures)."""
+    for base in bases:
+        try:
+            judge = (await http.get(f"{base}/readyz")).json().get("judge") or {}
+        except (httpx.HTTPError, ValueError):
+            return False
+        if judge.get("depth", 1) or judge.get("in_flight", 1):
+            return False
+    return True
+
+
+async def _settle(http: httpx.AsyncClient, bases: list[str], window: Window, most_s: float,
+                  duration_s: float) -> None:
+    """Let the fleet run at its cadence until the judges have caught up with the warm-up's
+    first sweeps (or `most_s` passed), then measure for `duration_s`."""
+    started = time.monotonic()
+    while time.monotonic() - started < most_s and not await judges_drained(http, bases):
+        await asyncio.sleep(1.0)
+    window.measure_from = time.monotonic()
+    window.end = window.measure_from + duration_s
+    window.settle.seconds = window.measure_from - started
+
+
 async def load(bases: list[str], hosts: int, tpl: dict[str, Template], compress: float,
-               duration_s: float) -> Record:
-    record = Record()
+               duration_s: float, settle_most_s: float = 0.0) -> Window:
+    """Every host at its cadence: first until the judges caught up (at most `settle_most_s`,
+    unmeasured), then for `duration_s` (measured: `Window.measured`)."""
     start = time.monotonic()
-    end = start + duration_s
+    window = Window(measure_from=start + settle_most_s, end=start + settle_most_s + duration_s)
     async with client(hosts) as http, client(4) as health:
+        settling = (_settle(health, bases, window, settle_most_s, duration_s)
+                    if settle_most_s > 0 else asyncio.sleep(0))
         await asyncio.gather(
-            _poll_healthz(health, bases, end, record),
-            *(_probe(http, bases[i % len(bases)], host_name(i), tpl, compress, start, end,
-                     record) for i in range(hosts)))
-    record.seconds = time.monotonic() - start
-    return record
+            settling, _poll_healthz(health, bases, window),
+            *(_probe(http, bases[i % len(bases)], host_name(i), tpl, compress, start, window)
+              for i in range(hosts)))
+    window.measured.seconds = time.monotonic() - window.measure_from
+    return window
 
 
 async def burst(bases: list[str], hosts: int, tpl: dict[str, Template], posters: int,
@@ -234,8 +287,9 @@ async def burst(bases: list[str], hosts: int, tpl: dict[str, Template], posters:
     async def poster(http: httpx.AsyncClient, k: int) -> None:
         n = k
         while time.monotonic() < end:
-            body = tpl["sweep"].body(host_name(n % hosts), datetime.now(UTC))
-            answer = await post(http, bases[k % len(bases)], "sweep", body, record)
+            name = host_name(n % hosts)
+            body = tpl["sweep"].body(name, datetime.now(UTC))
+            answer = await post(http, bases[k % len(bases)], "sweep", body, record, name)
             if answer is not None and answer.status_code in (429, 503):
                 await asyncio.sleep(_retry_after(answer) * random.uniform(0.5, 1.5))
             n += posters

@@ -32,13 +32,14 @@ import time
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, select, text
 
 from app.config import Settings
 from app.db import make_engine
 from app.models import Alert, Host
 from app.services.retention import run_maintenance
 from bench._cpu import servers_cpu_split
+from bench._false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
 from bench._fleet_history import ceiling, fill_history
 from bench._fleet_load import TOKEN, Record, burst, host_name, load, templates, warm_up
 from bench._fleet_reads import Timed, fleet_page, median, read_figures
@@ -58,6 +59,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    "(default: 10)")
     p.add_argument("--duration", type=float, default=sized(60.0, 3.0),
                    help="seconds of compressed-cadence load (default: 60)")
+    p.add_argument("--settle", type=float, default=sized(600.0, 30.0),
+                   help="after the warm-up, seconds at most the fleet runs at its cadence, "
+                   "unmeasured, until the judges have caught up with every host's first "
+                   "sweep (default: 600)")
     p.add_argument("--burst", type=float, default=sized(20.0, 2.0),
                    help="seconds of back-to-back sweeps, and of the raw-driver ceiling "
                    "(default: 20)")
@@ -132,27 +137,48 @@ def ingest_rows(table: Table, warm: Record, loaded: Record, args: argparse.Names
     table.add("/healthz p99 during load", pct(loaded.healthz_ms, 0.99), "ms", 50.0)
 
 
-FALSE_ALARMS = ("ProbeStale", "ProbeClockSkew")  # every simulated probe is healthy and on time
-
-
 def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, float],
-               seconds: float) -> None:
+               records: list[Record], measured_from: float) -> None:
     """Judge lag (each replica's recent p99, the worse shown), the stale/skew alerts raised
-    on probes that were all healthy and on time, and where the CPU went during the load."""
+    on probes that were not silent (`bench/_false_alarms.py`) from `measured_from` (epoch s)
+    on, and where the CPU went during the load (the last record's seconds)."""
     judges = [httpx.get(f"{b}/readyz", timeout=60).json().get("judge") or {} for b in bases]
     lags = [j["lag_p99_s"] for j in judges if j.get("lag_p99_s") is not None]
     if lags:
         table.add("judge lag p99 (worse replica, recent)", max(lags), "s", 5.0)
     table.add("judgements failed", sum(j.get("failed", 0) for j in judges), "", 0,
               fmt="{:,.0f}")
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        false = conn.execute(select(func.count()).select_from(Alert)
-                             .where(Alert.rule.in_(FALSE_ALARMS))).scalar_one()
-    engine.dispose()
-    table.add("ProbeStale/ProbeClockSkew alerts (all false)", false, "", 0, fmt="{:,.0f}")
+    raised = stored_alarms(url)
+    tried: dict[str, list[float]] = {}
+    for record in records:
+        for host, times in record.tried.items():
+            tried.setdefault(host, []).extend(times)
+    false = false_alarms(raised, tried, Settings().stale_after_s, measured_from)
+    table.add("ProbeStale/ProbeClockSkew alerts raised (warm-up on)", len(raised), "",
+              fmt="{:,.0f}")
+    table.add("  false while measured (the probe was trying)", len(false), "", 0,
+              fmt="{:,.0f}")
+    for alarm in false[:3]:  # what a false alarm said, to find its cause
+        print(f"  false {alarm.rule} on {alarm.host}, active "
+              f"{time.strftime('%H:%M:%S', time.localtime(alarm.active_from))}-"
+              f"{time.strftime('%H:%M:%S', time.localtime(alarm.active_to))}: "
+              f"{alarm.description}", flush=True)
+    seconds = records[-1].seconds
     table.add("server processes' CPU during load", cpu[0] / seconds, "cores", fmt="{:.2f}")
     table.add("judge processes' CPU during load", cpu[1] / seconds, "cores", fmt="{:.2f}")
+
+
+def stored_alarms(url: str) -> list[Raised]:
+    engine = create_engine(url)
+    now = time.time()
+    with engine.connect() as conn:
+        rows = conn.execute(select(Alert.rule, Alert.host, Alert.active_since,
+                                   Alert.resolved_at, Alert.annotations)
+                            .where(Alert.rule.in_(FALSE_ALARMS))).all()
+    engine.dispose()
+    return [Raised(rule, host or "", epoch(since, now), epoch(resolved, now),
+                   (notes or {}).get("description", ""))
+            for rule, host, since, resolved, notes in rows]
 
 
 def throughput_rows(table: Table, bursted: Record, rows_per_sweep: int, raw: Any) -> None:
@@ -206,12 +232,18 @@ def run(url: str, args: argparse.Namespace) -> Table:
     with serve_processes(SERVERS, env) as bases:
         print(f"  warm-up: {args.hosts} hosts, one sweep + one inventory each", flush=True)
         warm = asyncio.run(warm_up(bases, args.hosts, tpl))
-        print(f"  load: {args.duration:.0f} s at {args.compress:g}x cadence", flush=True)
+        print(f"  load: {args.duration:.0f} s at {args.compress:g}x cadence, after the judges "
+              f"caught up (at most {args.settle:.0f} s)", flush=True)
         cpu0 = servers_cpu_split()
-        loaded = asyncio.run(load(bases, args.hosts, tpl, args.compress, args.duration))
+        window = asyncio.run(load(bases, args.hosts, tpl, args.compress, args.duration,
+                                  args.settle))
         cpu1 = servers_cpu_split()
+        loaded = window.measured
+        table.add("judges caught up with the warm-up after", window.settle.seconds, "s",
+                  fmt="{:,.0f}")
         ingest_rows(table, warm, loaded, args)
-        judge_rows(table, bases, url, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]), loaded.seconds)
+        judge_rows(table, bases, url, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]),
+                   [warm, window.settle, loaded], time.time() - loaded.seconds)
         table.print()  # the load's figures at once: the history fill and reads take longest
         print("  (load figures above; burst, history and reads follow)", flush=True)
         print(f"  burst: {args.burst:.0f} s of back-to-back sweeps, then the raw ceiling",

@@ -38,7 +38,16 @@ import httpx
 
 from bench import _side_probe
 from bench._cpu import cpu_split
-from bench._fleet_load import TOKEN, Record, _poll_healthz, burst, client, load, templates
+from bench._fleet_load import (
+    TOKEN,
+    Record,
+    Window,
+    _poll_healthz,
+    burst,
+    client,
+    load,
+    templates,
+)
 from bench._serve import free_port, interrupt, wait_for_healthz
 from bench._size import sized
 from bench.ingest import postgres_url
@@ -98,13 +107,13 @@ def _ms(value: float | None) -> str:
 
 async def _burst_with_health(base: str, args: argparse.Namespace,
                              tpl: dict) -> tuple[Record, Record]:
-    health = Record()
-    end = time.monotonic() + args.burst_s
+    now = time.monotonic()
+    window = Window(measure_from=now, end=now + args.burst_s)
     async with client(4) as http:
         record, _ = await asyncio.gather(
             burst([base], args.posters, tpl, args.posters, args.burst_s),
-            _poll_healthz(http, [base], end, health))
-    return record, health
+            _poll_healthz(http, [base], window))
+    return record, window.measured
 
 
 def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | None:
@@ -116,7 +125,7 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
         with serve_tree(tree, url, Path(tmp)) as (base, pid):
             cpu0 = cpu_split(pid)
             cadence = asyncio.run(load([base], args.hosts, tpl, args.compress,
-                                       args.cadence_s))
+                                       args.cadence_s)).measured
             cpu1 = cpu_split(pid)
             side = _side_probe.start(base, args.burst_s)
             bursty, health = asyncio.run(_burst_with_health(base, args, tpl))
