@@ -111,6 +111,32 @@ def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], sin
     return {key: sorted(found) for key, found in values.items()}
 
 
+def _nothing_between(session: Session, host_id: int, since: datetime, before: datetime) -> bool:
+    """No measurement of the host in [since, before): one indexed probe. Then the history
+    read from `before` on holds every row the baseline reads (a host younger than the
+    look-back window: every new host's first sweeps, every host of a new fleet)."""
+    if since >= before:
+        return True
+    found = session.scalar(select(Measurement.id).where(
+        Measurement.host_id == host_id, Measurement.measured_at >= since,
+        Measurement.measured_at < before).limit(1))
+    return found is None
+
+
+def baseline_from(history: dict[PairKey, list[Sample]], keys: Iterable[PairKey],
+                  since: datetime, until: datetime, per_key: int
+                  ) -> dict[PairKey, list[tuple[datetime, float]]]:
+    """`baseline_values` worked out from samples already read (oldest first): the same rows
+    (no error, uncontended, in [since, until]), the newest `per_key` of each key."""
+    out: dict[PairKey, list[tuple[datetime, float]]] = {}
+    for key in keys:
+        found = [(s.at, s.value) for s in history.get(key, ())
+                 if s.error is None and not s.contended and since <= s.at <= until]
+        if found:
+            out[key] = sorted(found[-per_key:])  # type: ignore[arg-type]
+    return out
+
+
 @dataclass
 class TestInputs:
     """What the (pair, test) judgements of one sweep go on from."""
@@ -155,8 +181,11 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
         history = pair_samples(session, host_id, window[0])
         out.seeded |= set(history) if everything else set()
         out.history = {k: v for k, v in history.items() if k in out.seeded}
-        out.values = baseline_values(session, host_id, out.seeded, baseline_since, window[1],
-                                     per_key)
+        if _nothing_between(session, host_id, baseline_since, window[0]):
+            out.values = baseline_from(history, out.seeded, baseline_since, window[1], per_key)
+        else:
+            out.values = baseline_values(session, host_id, out.seeded, baseline_since,
+                                         window[1], per_key)
     out.new = {k: v for k, v in new.items() if k not in out.seeded}
     return out
 

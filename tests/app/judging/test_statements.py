@@ -14,7 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.judging.load import baseline_from, baseline_values
 from app.models import Host, JudgedHost, JudgedTest
+from app.queries.common import pair_samples
 from app.queries.health import host_health
 from probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
@@ -108,3 +110,44 @@ def test_rows_from_before_the_state_are_seeded_from_history(
         host.evaluate()
     reads = [s for s in seen if re.search(r"\bFROM measurements\b", s)]
     assert reads and all("measurements.report_id" in s for s in reads)  # seeded: new ones only
+
+
+def _baseline_reads(seen: list[str]) -> list[str]:
+    """The per-key baseline read (`load.baseline_values`): a UNION ALL over measurements."""
+    return [s for s in seen if "UNION ALL" in s and re.search(r"\bFROM measurements\b", s)]
+
+
+def test_a_new_hosts_first_judgement_takes_its_baseline_from_the_history_it_read(
+        engine: Engine, settings: Settings) -> None:
+    """Every key of a new host is seeded; with no measurement older than the look-back
+    window, the baseline's rows are all in the history just read: no second read."""
+    host = SimHost(make_sessionmaker(engine), settings)
+    host.sweep()
+    with statements(engine) as seen:
+        host.evaluate()
+    assert not _baseline_reads(seen)
+
+
+def test_a_reseed_of_a_host_with_older_history_still_reads_its_baseline(
+        engine: Engine, settings: Settings) -> None:
+    host = _seeded_host(engine, settings)
+    lookback = max(settings.health_lookback_s, 2 * settings.degraded_sustain_s)
+    host.advance(lookback)  # the first sweeps are now older than the look-back window
+    host.sweep()
+    with statements(engine) as seen:
+        host.service.evaluate_host(host.hostname, host.now(), rejudge=True)
+    assert _baseline_reads(seen)
+
+
+def test_the_baseline_from_history_equals_the_baseline_read(
+        engine: Engine, settings: Settings) -> None:
+    host = _seeded_host(engine, settings)
+    sessions = make_sessionmaker(engine)
+    with sessions() as session:
+        host_id = session.scalar(select(Host.id))
+        assert host_id is not None
+        since, until = host.start, host.now()
+        history = pair_samples(session, host_id, since)
+        for per_key in (1, 2, 10):
+            read = baseline_values(session, host_id, history, since, until, per_key)
+            assert read and baseline_from(history, history, since, until, per_key) == read
