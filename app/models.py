@@ -121,6 +121,9 @@ class Host(Base):
     # how many since it last stored one (flushed in batches by app/refusals.py).
     last_refused_at: Mapped[datetime | None]
     refused_reports: Mapped[int] = mapped_column(default=0, server_default="0")
+    # migration 0020: when the probe's newest request arrived, whatever became of it (stored,
+    # refused, or dropped when the probe timed out first): staleness counts it as heard.
+    last_heard_at: Mapped[datetime | None]
 
 
 class Gpu(Base):

@@ -78,6 +78,10 @@ class Busy(JudgedAt):
                                  "refused because it was busy, since it last stored one.")
     last_refused_at: datetime | None = Field(default=None, description="When it last did "
                                              "(server clock): the probe was heard from then.")
+    last_heard_at: datetime | None = Field(default=None, description="When the probe's "
+                                           "newest request arrived (server clock), stored, "
+                                           "refused or still waiting: staleness counts "
+                                           "from the newest of this and last_received_at.")
     busy: str | None = Field(default=None, examples=[
         "not judged since 10:20 UTC: server busy, 12 reports refused"],
         description="Set while the server refuses this host's reports: its verdicts are as "

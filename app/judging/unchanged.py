@@ -37,7 +37,8 @@ JUDGED: Table = JudgedHost.__table__  # type: ignore[assignment]
 ALERTS: Table = Alert.__table__  # type: ignore[assignment]
 # the host columns the decision reads (a transient Host is built from them, no session)
 HOST_COLUMNS = ("id", "last_sweep_at", "inventory_changed_at", "error_total",
-                "peers_changed_at", "last_received_at", "last_report_at", "last_refused_at")
+                "peers_changed_at", "last_received_at", "last_report_at", "last_refused_at",
+                "last_heard_at")
 
 
 def iso(at: datetime | None) -> str | None:

@@ -40,4 +40,5 @@ def busy_note(host: Host, judged_at: datetime | None) -> str | None:
 def busy_fields(host: Host, judged_at: datetime | None) -> dict[str, Any]:
     """`judged_at` and the busy fields of an API answer about `host` (schemas.Busy)."""
     return {"judged_at": judged_at, "refused_reports": refused_since_stored(host),
-            "last_refused_at": host.last_refused_at, "busy": busy_note(host, judged_at)}
+            "last_refused_at": host.last_refused_at, "last_heard_at": host.last_heard_at,
+            "busy": busy_note(host, judged_at)}

@@ -77,11 +77,15 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
                       settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
     arrived = utcnow()  # before any wait: what receipt and clock skew are measured from
+    heard = refusals_for(request.app)
+    host = request.headers.get(HOST_HEADER)
+    heard.heard(host, arrived)  # heard now, however long the report takes to store
     try:
         result = await _store_in_turn(request, settings, arrived)
     except Saturated:  # the probe was heard from: its host is busy, not silent
-        refusals_for(request.app).note(request.headers.get(HOST_HEADER), arrived)
+        heard.note(host, arrived)
         raise
+    heard.stored(result.host, arrived)
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
     else:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
