@@ -1,9 +1,11 @@
 """`serve` runs its ingest workers and judge children `PEERWATCH_WORKER_NICE` steps below its
-own CPU priority, every thread of them, so its event loop gets a core first (app/priority.py).
+own CPU priority, every thread of them, and its event loop thread alone with the kernel's
+shortest turns on a core, so the loop gets a core first when it wakes (app/priority.py).
 
 A real `peerwatch serve` on each backend: the judge is its child, the ingest workers the
 children of its fork server; each of their threads (read from /proc) is exactly that many
-steps nicer than the server, whose own threads keep the server's niceness.
+steps nicer than the server, whose own threads keep the server's niceness; where the kernel
+takes short turns (EEVDF, 6.12+), the loop thread has them and no worker thread does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from app.cli.commands.serve import LOOP_SLICE_S
 from app.config import Settings
 from bench._cpu import child_pids
 from bench._serve import interrupt, wait_for_healthz
@@ -31,6 +34,28 @@ def _thread_nices(pid: int) -> set[int]:
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
     return found
+
+
+def _slices_ns(pid: int) -> dict[int, int]:
+    """thread id -> its turn on a core (`se.slice`, ns), for the threads of `pid` that show one."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            lines = (task / "sched").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith("se.slice"):
+                found[int(task.name)] = int(line.split(":")[1])
+    return found
+
+
+def _kernel_takes_short_turns() -> bool:
+    code = ("from app.priority import shorten_turns; "
+            f"print(shorten_turns({LOOP_SLICE_S}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=SETTLE_S)
+    return done.stdout.strip() == "True"
 
 
 def _workers(server: int, wanted: int) -> tuple[int, list[int]] | None:
@@ -59,6 +84,13 @@ def test_serve_runs_its_workers_nicer_than_its_event_loop(db_url: str, tmp_path:
         for pid in (judge, *workers):  # each lowers its own once started (imports first)
             eventually(lambda pid=pid: _thread_nices(pid) == {expected})
             assert _thread_nices(pid) == {expected}, (_cmdline(pid), _thread_nices(pid))
+        if _kernel_takes_short_turns():
+            short = int(LOOP_SLICE_S * 1e9)
+            loop = _slices_ns(proc.pid)
+            assert loop[proc.pid] == short, loop  # the event loop's thread
+            assert all(ns != short for tid, ns in loop.items() if tid != proc.pid), loop
+            for pid in (judge, *workers):
+                assert short not in _slices_ns(pid).values(), _cmdline(pid)
     finally:
         interrupt(proc)
 
