@@ -78,6 +78,11 @@ class Settings(BaseSettings):
         default=1, ge=1, le=64, description="Judge processes `serve` starts, each judging "
         "its share of the hosts (judging is CPU-bound: it scales with processes, not "
         "threads); SQLite: one.")
+    worker_nice: int = Field(
+        default=10, ge=0, le=19, description="Niceness `serve` adds to its ingest worker and "
+        "judge processes (app/priority.py), so its event loop, which only answers, gets a "
+        "core first on a busy machine and refusals and /healthz stay fast; the workers still "
+        "get every core nobody else wants. 0: the server's own priority.")
     judge_scan_s: float = Field(
         default=2.0, gt=0, description="How often the judge process asks the database for "
         "hosts whose newest report (older than this) is newer than their judgement: the safety "

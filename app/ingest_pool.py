@@ -9,7 +9,8 @@ core. In worker processes the event loop holds its own GIL: it only receives bod
 refusals from the headers and the gate, and sends a body over a pipe.
 
 `IngestPool` keeps `ingest_concurrency` worker processes (forked from a fork server that
-imported this module once, never from the threaded server), each with its own engine,
+imported this module once, never from the threaded server), each with its own engine and
+`worker_nice` steps below the server's CPU priority (`app/priority.py`),
 started with the app; until they are all up (seconds), reports are stored in the server's
 thread pool as in-process, so a server answers at once after a start. `IngestPool.store` runs
 `store_report` in one and returns its `IngestResult`; the errors it raises (422, 400,
@@ -38,6 +39,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import body_errors
+from app.priority import lower_priority
 from app.schemas import IngestResult
 from app.services.ingest import ingest
 from app.services.report_checks import check_report
@@ -59,6 +61,7 @@ def _start_worker(settings: Settings, server_pid: int) -> None:
     # Ctrl-C reaches every process of the terminal's group: the server stops its workers
     # (the pool's shutdown), so a worker must not die mid-report with a KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    lower_priority(settings.worker_nice)  # before the watch thread: it inherits it
     _die_with(server_pid)
     _settings = settings
     _sessions = make_sessionmaker(make_engine(settings))

@@ -1,6 +1,7 @@
 """CPU seconds of the processes a bench started (Linux /proc): on a shared machine, the
-figure load moves least. `serve` runs its judging in a child process, so a server's cost is
-its own CPU plus its children's, and the two are shown apart (where the work runs)."""
+figure load moves least. `serve` runs its judging in a child process and stores reports in
+worker processes forked by a fork server (its grandchildren), so a server's cost is its own
+CPU plus all its descendants', and the two are shown apart (where the work runs)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,33 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def child_pids(pid: int) -> list[int]:
-    """The live child processes of `pid`."""
-    found = []
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live process (one pass over /proc)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if int(_stat(entry.name)[1]) == pid:
-                    found.append(int(entry.name))
+                found[int(entry.name)] = int(_stat(entry.name)[1])
             except (OSError, ValueError, IndexError):
                 continue  # gone meanwhile
+    return found
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live child processes of `pid`."""
+    return [child for child, parent in _parents().items() if parent == pid]
+
+
+def descendant_pids(pid: int) -> list[int]:
+    """Every live process below `pid`: children, theirs, and so on (the ingest workers are
+    the fork server's children, not the server's)."""
+    parents = _parents()
+    found, todo = [], [pid]
+    while todo:
+        above = todo.pop()
+        below = [child for child, parent in parents.items() if parent == above]
+        found += below
+        todo += below
     return found
 
 
@@ -42,11 +60,11 @@ def _total(pids: list[int]) -> float:
 
 
 def cpu_split(pid: int) -> tuple[float, float]:
-    """(the server process's CPU seconds, its children's: the judge process)."""
-    return cpu_s(pid), _total(child_pids(pid))
+    """(the server process's CPU seconds, its descendants': judge and ingest processes)."""
+    return cpu_s(pid), _total(descendant_pids(pid))
 
 
 def servers_cpu_split() -> tuple[float, float]:
-    """Over every server this process started: (their own CPU seconds, their children's)."""
+    """Over every server this process started: (their own CPU seconds, their descendants')."""
     servers = child_pids(os.getpid())
-    return _total(servers), _total([c for s in servers for c in child_pids(s)])
+    return _total(servers), _total([c for s in servers for c in descendant_pids(s)])

@@ -7,7 +7,8 @@ nothing else to do, so its figures are the server's answer time plus the network
 operator's `curl` or a load balancer's check would see them. Run by bench/overload.py and
 bench/fleet.py as `python -m bench._side_probe BASE SECONDS`; prints one JSON line:
 {"healthz_ms": [...], "refused_429_ms": [...], "refused_503_ms": [...], "accepted_ms": [...],
-"other": {status: n}}.
+"own_lag_ms": [...], "other": {status: n}}; `own_lag_ms` is how late its own sleeps woke
+(this process waiting for a core), which every figure it times includes too.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ HEALTHZ_EVERY_S, POST_EVERY_S = 0.1, 0.25
 HOST = "side-probe-0"
 
 
-async def _healthz(http: httpx.AsyncClient, base: str, end: float, out: list[float]) -> None:
+async def _healthz(http: httpx.AsyncClient, base: str, end: float, out: list[float],
+                   own_lag: list[float]) -> None:
     while time.monotonic() < end:
         started = time.perf_counter()
         try:
@@ -36,7 +38,10 @@ async def _healthz(http: httpx.AsyncClient, base: str, end: float, out: list[flo
         except httpx.HTTPError:
             pass
         out.append((time.perf_counter() - started) * 1000)
+        slept = time.perf_counter()
         await asyncio.sleep(HEALTHZ_EVERY_S)
+        # how late this process woke: its own wait for a core, in every figure it times
+        own_lag.append(max(0.0, time.perf_counter() - slept - HEALTHZ_EVERY_S) * 1000)
 
 
 async def _posts(http: httpx.AsyncClient, base: str, end: float, out: dict) -> None:
@@ -61,10 +66,10 @@ async def _posts(http: httpx.AsyncClient, base: str, end: float, out: dict) -> N
 
 async def _run(base: str, seconds: float) -> dict:
     out: dict = {"healthz_ms": [], "refused_429_ms": [], "refused_503_ms": [],
-                 "accepted_ms": [], "other": Counter()}
+                 "accepted_ms": [], "own_lag_ms": [], "other": Counter()}
     end = time.monotonic() + seconds
     async with httpx.AsyncClient(timeout=30) as http:
-        await asyncio.gather(_healthz(http, base, end, out["healthz_ms"]),
+        await asyncio.gather(_healthz(http, base, end, out["healthz_ms"], out["own_lag_ms"]),
                              _posts(http, base, end, out))
     return out
 

@@ -12,8 +12,11 @@ Two `peerwatch serve` processes, one after the other, each on a fresh PostgreSQL
    when refused) for `--burst-s`, `/healthz` polled every 0.1 s meanwhile: refusal latency
    p50/p99, `/healthz` p99, accepted reports/s.
 
-The server process's CPU seconds per phase are printed beside (from /proc), and its child
-processes' (the judge process) apart. On a shared
+The server process's CPU seconds per phase are printed beside (from /proc), and its
+descendants' (judge and ingest processes) apart. Who is late in the burst: the server's event
+loop thread's wait for a core (kernel schedstat: mean per turn, and share of the burst), the
+machine's idle share, the cores the posters' own client used, and how late the side client's
+own sleeps woke (its own wait for a core, inside its figures). On a shared
 machine read the ratios (after / before), not the absolute figures. Targets (issue 19):
 POST p99 <= 20 ms at 200 real-cadence hosts; refusals and /healthz p99 <= 50 ms.
 `post_server_p99` is the accepted POSTs' p99 by the server's own clock (`Server-Timing`).
@@ -36,7 +39,7 @@ from pathlib import Path
 
 import httpx
 
-from bench import _side_probe
+from bench import _sched, _side_probe
 from bench._cpu import cpu_split
 from bench._fleet_load import (
     TOKEN,
@@ -102,7 +105,9 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if abs(value) < 1 else f"{value:.1f}"  # shares keep their digits
 
 
 async def _burst_with_health(base: str, args: argparse.Namespace,
@@ -128,7 +133,12 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
                                        args.cadence_s)).measured
             cpu1 = cpu_split(pid)
             side = _side_probe.start(base, args.burst_s)
+            loop0, idle0, client0 = _sched.main_thread(pid), _sched.machine_idle(), \
+                time.process_time()
             bursty, health = asyncio.run(_burst_with_health(base, args, tpl))
+            loop = _sched.main_thread(pid) - loop0
+            idle, client_s = _sched.idle_share(idle0, _sched.machine_idle()), \
+                time.process_time() - client0
             beside = _side_probe.result(side)
             cpu2 = cpu_split(pid)
             judge = httpx.get(f"{base}/readyz", timeout=30).json().get("judge")
@@ -143,7 +153,7 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
         "cadence_refused": float(cadence.count(429, 503)),
         "cadence_timeouts": float(cadence.count(0)),
         "cadence_cpu_s": cpu1[0] - cpu0[0],
-        "cadence_judge_cpu_s": cpu1[1] - cpu0[1],
+        "cadence_workers_cpu_s": cpu1[1] - cpu0[1],
         "refused_p50": pct(refused, 0.5), "refused_p99": pct(refused, 0.99),
         "burst_accepted_per_s": len(bursty.accepted()) / bursty.seconds,
         "burst_refused": float(len(refused)), "burst_timeouts": float(bursty.count(0)),
@@ -152,6 +162,8 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
         # loop is CPU-bound and adds its lag to every figure above
         "side_healthz_p99": pct(beside["healthz_ms"], 0.99),
         "side_refused_p99": pct(beside["refused_429_ms"] + beside["refused_503_ms"], 0.99),
+        # how late the side client's own sleeps woke: its wait for a core, in its figures too
+        "side_own_lag_p99": pct(beside["own_lag_ms"], 0.99),
         "side_429_p99": pct(beside["refused_429_ms"], 0.99),
         "side_refused_429": float(len(beside["refused_429_ms"])),
         "side_refused_503": float(len(beside["refused_503_ms"])),
@@ -160,8 +172,17 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
                                    if s.status in (429, 503) and s.server_ms is not None], 0.99),
         "burst_429": float(bursty.count(429)), "burst_503": float(bursty.count(503)),
         "refused_429_p99": pct([s.latency_ms for s in bursty.samples if s.status == 429], 0.99),
+        # the server's side of "no turn": its event loop thread runnable but not running
+        # (kernel schedstat), mean per turn on a core and as a share of the burst
+        "burst_loop_wait_ms_per_turn": loop.wait_ms_per_turn,
+        "burst_loop_wait_share": loop.wait_ns / 1e9 / bursty.seconds,
+        "burst_idle_share": idle,
+        # the posters' own process: cores it used (it shares the machine with the server)
+        "burst_client_cores": client_s / bursty.seconds,
         "burst_cpu_s": cpu2[0] - cpu1[0],
-        "burst_judge_cpu_s": cpu2[1] - cpu1[1],
+        "burst_workers_cpu_s": cpu2[1] - cpu1[1],
+        # cores the server and its workers used (PostgreSQL's backends not counted)
+        "burst_server_cores": (sum(cpu2) - sum(cpu1)) / bursty.seconds,
         "burst_cpu_ms_per_accepted": (1000 * (sum(cpu2) - sum(cpu1)) / len(bursty.accepted())
                                       if bursty.accepted() else None),
         "judge_lag_p50_s": judge["lag_p50_s"] if judge else None,

@@ -59,6 +59,8 @@ class JudgeProcess:
                    "--database-url", self.settings.database_url]
         if self.shard[1] > 1:
             command += ["--shard", f"{self.shard[0]}/{self.shard[1]}"]
+        if self.settings.worker_nice:  # below the server's event loop (app/priority.py)
+            command += ["--nice", str(self.settings.worker_nice)]
         # a process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
         # reaches the server, which stops its judge in order (SIGTERM, then waits), rather
         # than both at once, with the server restarting a judge that had stopped on its own

@@ -25,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
                         help="judge only the I-th of N shards of the hosts, counted from 0 "
                         "(serve passes it when PEERWATCH_JUDGE_PROCESSES > 1; default: all)")
+    parser.add_argument("--nice", type=int, default=0, choices=range(20), metavar="N",
+                        help="run N steps nicer than the caller, before any thread starts "
+                        "(serve passes PEERWATCH_WORKER_NICE, so its event loop goes first; "
+                        "default: 0)")
     add_log_level(parser)
     parser.set_defaults(func=run)
 
@@ -42,6 +46,8 @@ def _shard(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     from app.alerting.judge_worker import run_judge_process
     from app.cli.commands.serve import settings_from_args
+    from app.priority import lower_priority
 
+    lower_priority(args.nice)  # first: every thread of the judge starts at it
     configure_logging(args.log_level)
     return run_judge_process(settings_from_args(args), args.wake_fd, args.shard)

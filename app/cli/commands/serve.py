@@ -17,7 +17,12 @@ import sys
 from app.cli.options import add_database_url, add_log_level, port_number
 from app.config import Settings
 from app.logs import configure_logging
+from app.priority import shorten_turns
 from app.server import SchemaBehind, build_server_app
+
+# The event loop's turn on a core (app/priority.py): the kernel's least. It answers refusals
+# and /healthz in well under that, and waits for nobody's whole default slice when it wakes.
+LOOP_SLICE_S = 0.0001
 
 log = logging.getLogger("peerwatch.serve")
 
@@ -95,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         attach_local_probe(app, args.host, args.port)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
                                            log_level=args.log_level, log_config=config))
+    # this thread runs the event loop: short turns, so it answers first when it wakes
+    shorten_turns(LOOP_SLICE_S)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on, as uvicorn.run
