@@ -47,7 +47,7 @@ def store_posted(sessions: Callable[[], Session], body: bytes, settings: Setting
         raise body_errors(problems)
     try:
         with writing(), sessions() as session:
-            return ingest(session, report, settings, now, sent_at)
+            return ingest(session, report, settings, now, sent_at, body)
     except OperationalError as exc:
         if "database is locked" in str(exc):
             raise DatabaseLocked() from exc
