@@ -13,7 +13,8 @@ imported this module once, never from the threaded server), each with its own en
 `worker_nice` steps below the server's CPU priority (`app/priority.py`),
 started with the app; until they are all up (seconds), reports are stored in the server's
 thread pool as in-process, so a server answers at once after a start. `IngestPool.store` runs
-`store_report` in one and returns its `IngestResult`; the errors it raises (422, 400,
+`store_report` (`app/posted_report.py`'s `store_posted`, as in-process) in one and
+returns its `IngestResult`; the errors it raises (422, 400,
 409 `ReportConflict`, 503 for a locked SQLite) come back pickled and are answered as
 in-process. SQLite: one worker (one writer per database).
 In-process apps (tests, embedding: `create_app`'s default) keep the thread pool.
@@ -38,22 +39,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.errors import body_errors
+from app.posted_report import store_posted
 from app.priority import lower_priority
 from app.schemas import IngestResult
-from app.services.ingest import ingest
-from app.services.report_checks import check_report
-from app.wire_body import parse_wire
-from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report
 
 log = logging.getLogger(__name__)
 
 _sessions: sessionmaker[Session] | None = None  # the worker process's own
 _settings: Settings | None = None
-
-
-class DatabaseLocked(Exception):
-    """SQLite's "database is locked" past the busy timeout, in a worker (answered 503)."""
 
 
 def _start_worker(settings: Settings, server_pid: int) -> None:
@@ -109,18 +102,12 @@ def _ready() -> bool:
 
 
 def store_report(body: bytes, now: datetime, sent_at: datetime | None) -> IngestResult:
-    """In a worker: parse, check and store one report received at `now`."""
+    """In a worker: parse, check and store one report received at `now` (what the route's
+    thread does in-process: `posted_report.store_posted`)."""
     assert _sessions is not None and _settings is not None, "not an ingest worker"
-    report = parse_wire(body, Report, SUPPORTED_SCHEMA_VERSIONS, "report")
-    problems = check_report(report, now)
-    if problems:
-        raise body_errors(problems)
     try:
-        with _sessions() as session:
-            return ingest(session, report, _settings, now, sent_at)
-    except OperationalError as exc:
-        if "database is locked" in str(exc):
-            raise DatabaseLocked() from None
+        return store_posted(_sessions, body, _settings, now, sent_at)
+    except OperationalError as exc:  # its message, not the error: it must pickle
         raise RuntimeError(f"storing the report failed: {exc}") from None
 
 

@@ -81,8 +81,8 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 def _utc(value: datetime | None) -> datetime | None:
     """A stored time as an aware UTC datetime (SQLite's come back naive)."""
-    if value is None:
-        return None
+    if value is None or value.tzinfo is UTC:  # PostgreSQL's, in its UTC session (app/db.py)
+        return value
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 

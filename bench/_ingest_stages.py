@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
+from app import posted_report as route
 from app import wire_body
-from app.routes import reports as route
 from app.services import ingest as ingest_service
 
 # module attribute -> stage name; a name missing from a module is simply not timed
@@ -97,17 +97,10 @@ def staged(engine: Engine) -> Iterator[Stages]:
 
 def serve_once(app: Any, body: bytes) -> Any:
     """What the route does with `body` before its post-commit hook, without HTTP: parse,
-    check, ingest (one transaction)."""
+    check, ingest (one transaction), through the function the route's thread calls."""
     from probes.report import utcnow
 
-    settings = app.state.settings
-    report = route.parse_report(body)
-    now = utcnow()
-    problems = route.check_report(report, now)
-    if problems:
-        raise RuntimeError(f"report refused: {problems[:3]}")
-    with app.state.sessionmaker() as session:
-        return ingest_service.ingest(session, report, settings, now)
+    return route.store_posted(app.state.sessionmaker, body, app.state.settings, utcnow())
 
 
 def hook_ms(app: Any, host: str) -> float:

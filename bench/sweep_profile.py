@@ -28,14 +28,13 @@ import orjson
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from app import posted_report as route
 from app.alerting import engine as alert_engine
 from app.alerting.service import service_for
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.judging import judge, store, write
 from app.main import create_app
-from app.routes import reports as route
-from app.services import ingest as ingest_service
 from bench._floor import Floor
 from bench._ingest_stages import serve_once
 from bench._size import sized
@@ -46,7 +45,7 @@ SWEEPS = sized(12, 2)
 STAGES: dict[tuple[Any, str], str] = {
     (route, "parse_report"): "parse + validate",
     (route, "check_report"): "check (coherence)",
-    (ingest_service, "ingest"): "store (ingest transaction)",
+    (route, "ingest"): "store (ingest transaction)",
     (store, "stored_rows"): "load: stored judged rows",
     (judge, "load_host"): "load: results, counters, peers",
     (judge, "judge_tests"): "judge_tests",

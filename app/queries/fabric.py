@@ -9,8 +9,9 @@ measure?" from them.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -39,6 +40,24 @@ from probes.report import (
     TestName,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _kept_on_fabric(method: F) -> F:
+    """`method`'s results kept on its fabric (`HostFabric._memo`), per method and arguments.
+    Not `functools.cache`: that cache belongs to the class's function and keeps every fabric
+    it was called on (a new one per judgement, with its host row) alive for good."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def kept(self: HostFabric, *args: Any) -> Any:
+        key = (name, *args)
+        memo = self._memo
+        if key not in memo:
+            memo[key] = method(self, *args)
+        return memo[key]
+    return cast(F, kept)
+
 
 @dataclass(eq=False)
 class HostFabric:
@@ -51,6 +70,9 @@ class HostFabric:
 
     _ports_by_gpu: dict[int, list[NvLinkPort]] | None = field(default=None, init=False,
                                                               repr=False)
+    # what `_kept_on_fabric` methods worked out, lives and dies with the fabric (a copy
+    # made by `dataclasses.replace` starts empty)
+    _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False, repr=False)
 
     def links_of(self, gpu: int) -> list[NvLinkPort]:
         if self._ports_by_gpu is None:
@@ -59,7 +81,7 @@ class HostFabric:
                 self._ports_by_gpu.setdefault(p.gpu, []).append(p)
         return self._ports_by_gpu.get(gpu, [])
 
-    @functools.cache  # noqa: B019 - one HostFabric lives for one request
+    @_kept_on_fabric
     def fastest_up_link_bps(self, gpu: int) -> float | None:
         up = [p.speed_bps for p in self.links_of(gpu) if p.state is LinkState.UP and p.speed_bps]
         return max(up) if up else None
@@ -69,7 +91,7 @@ class HostFabric:
         speeds = [s for g in (src, dst) if (s := self.fastest_up_link_bps(g)) is not None]
         return min(speeds) if speeds else None
 
-    @functools.cache  # noqa: B019 - one HostFabric lives for one judgement or request
+    @_kept_on_fabric
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach with the NVLinks it has up now; for a per-GPU test
         (stored as src == dst) what the GPU's PCIe link offers."""
@@ -82,7 +104,7 @@ class HostFabric:
         return expected(test, pair, self.gpus[src], self.gpus[dst],
                         self.link_speed_bps(src, dst))
 
-    @functools.cache  # noqa: B019 - one HostFabric lives for one judgement or request
+    @_kept_on_fabric
     def full_width(self, src: int, dst: int) -> tuple[int, bool]:
         """(NVLinks the pair has when every port it has been seen with is up, behind
         NVSwitch?): the smaller port count of the two GPUs behind NVSwitch, the ports
@@ -94,7 +116,7 @@ class HostFabric:
             return min(counts), True
         return sum(1 for p in ports if p.gpu == src and p.remote_gpu == dst), False
 
-    @functools.cache  # noqa: B019 - one HostFabric lives for one judgement or request
+    @_kept_on_fabric
     def full_expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach at its full NVLink width, saying how many links are up
         when some are not: lost links show their cost instead of lowering the bar."""

@@ -23,31 +23,25 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
-from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
 from app.alerting.judge_queue import judges_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
-from app.errors import body_errors
 from app.ingest_gate import IngestGate, Saturated, gate_for
-from app.ingest_pool import DatabaseLocked, IngestPool, pool_for
+from app.ingest_pool import IngestPool, pool_for
 from app.json_body import read_limited_body
+from app.posted_report import DatabaseLocked, store_posted
 from app.refusals import refusals_for
 from app.schemas import IngestResult
-from app.services.ingest import ingest, sent_at_of
-from app.services.report_checks import check_report
-from app.wire_body import parse_wire
+from app.services.ingest import sent_at_of
 from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
-from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, utcnow
+from probes.report import utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
 
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: nobody is listening for the answer
 REPORT_SCHEMA_REF = "#/components/schemas/Report"
-def parse_report(body: bytes) -> Report:
-    """JSON -> schema_version check (400) -> 64-bit check -> wire model (422s)."""
-    return parse_wire(body, Report, SUPPORTED_SCHEMA_VERSIONS, "report")
 
 
 @router.post(
@@ -128,16 +122,10 @@ async def _store_in_pool(pool: IngestPool, gate: IngestGate, body: bytes, arrive
 def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
                now: datetime, sent_at: datetime | None = None) -> IngestResult:
     """Parse, validate and store one report received at `now`: a worker thread's part, off
-    the event loop (the session is opened here too, so a refused report never costs a
-    thread-pool hop for it)."""
-    report = parse_report(body)
-    problems = check_report(report, now)
-    if problems:
-        raise body_errors(problems)
+    the event loop, as an ingest worker's (`posted_report.store_posted`; the session is
+    opened there too, so a refused report never costs a thread-pool hop for it)."""
     try:
-        with gate.writing(), app.state.sessionmaker() as session:
-            return ingest(session, report, settings, now, sent_at)
-    except OperationalError as exc:
-        if "database is locked" in str(exc):
-            raise gate.locked() from exc
-        raise
+        return store_posted(app.state.sessionmaker, body, settings, now, sent_at,
+                            gate.writing)
+    except DatabaseLocked:
+        raise gate.locked() from None

@@ -9,7 +9,6 @@ no longer kept here: each judged (pair, test) carries its own (`app/judging/runn
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,7 +31,11 @@ from app.services.inventory import (
     remember_committed,
     store_inventory,
 )
-from app.services.report_checks import ReportConflict, report_digest_and_inventory
+from app.services.report_checks import (
+    ReportConflict,
+    report_digest_and_inventory,
+    same_report,
+)
 from probes.clocks import GpuClocks
 from probes.report import (
     GPU_TESTS,
@@ -80,26 +83,26 @@ def clock_reading(report: Report, arrived: datetime, sent_at: datetime | None) -
 
 
 def ingest(session: Session, report: Report, settings: Settings, now: datetime,
-           sent_at: datetime | None = None) -> IngestResult:
+           sent_at: datetime | None = None, body: bytes | None = None) -> IngestResult:
     """Store `report`, received at `now` (and sent at `sent_at` by the probe's clock, when it
-    said), or recognise it as stored before, and commit.
+    said; posted as `body`, when it was), or recognise it as stored before, and commit.
 
     The report's digest (`report_digest_and_inventory`) is stored with it; a later report
-    with the same report_id but another digest raises `ReportConflict` instead of passing
-    as a duplicate.
+    with the same report_id that is not the same report (`same_report`) raises
+    `ReportConflict` instead of passing as a duplicate.
     """
     with heap.collector_paused():  # its rows die with it (app/heap.py)
-        return _ingest(session, report, settings, now, sent_at)
+        return _ingest(session, report, settings, now, sent_at, body)
 
 
 def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
-            sent_at: datetime | None) -> IngestResult:
-    digest, inventory_json = report_digest_and_inventory(report)  # one serialization
+            sent_at: datetime | None, body: bytes | None) -> IngestResult:
+    digest, inventory_json = report_digest_and_inventory(report, body)
     for attempt in range(ATTEMPTS):
         try:
             # a first attempt goes straight to the insert, whose unique report_id finds a
             # duplicate; only a retry (after that or another conflict) looks it up
-            result = _stored_result(session, report.report_id, digest) if attempt else None
+            result = _stored_result(session, report, digest) if attempt else None
             if result is None:
                 result = _store(session, report, settings, now, digest, inventory_json,
                                 sent_at)
@@ -114,7 +117,8 @@ def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
     raise AssertionError("unreachable")
 
 
-def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> IngestResult | None:
+def _stored_result(session: Session, report: Report, digest: str) -> IngestResult | None:
+    report_id = report.report_id
     row = session.execute(
         select(ReportRow.id, Host.name, ReportRow.digest)
         .join(Host, Host.id == ReportRow.host_id)
@@ -123,7 +127,7 @@ def _stored_result(session: Session, report_id: uuid.UUID, digest: str) -> Inges
     if row is None:
         return None
     pk, host, stored_digest = row
-    if stored_digest and digest != stored_digest:
+    if stored_digest and not same_report(stored_digest, digest, report):
         raise ReportConflict(f"report_id {report_id} was stored before with a different body; "
                              "a new report needs a new report_id")
     measurements = session.scalar(
