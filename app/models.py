@@ -121,6 +121,9 @@ class Host(Base):
     # how many since it last stored one (flushed in batches by app/refusals.py).
     last_refused_at: Mapped[datetime | None]
     refused_reports: Mapped[int] = mapped_column(default=0, server_default="0")
+    # migration 0020: when ingest last stored Xid/SXid events of this host (the server's
+    # clock): a judgement made before it has not read them (app/judging/unchanged.py).
+    events_stored_at: Mapped[datetime | None]
 
 
 class Gpu(Base):
