@@ -124,6 +124,9 @@ class Host(Base):
     # migration 0020: when the probe's newest request arrived, whatever became of it (stored,
     # refused, or dropped when the probe timed out first): staleness counts it as heard.
     last_heard_at: Mapped[datetime | None]
+    # migration 0021: when ingest last stored Xid/SXid events of this host (the server's
+    # clock): a judgement made before it has not read them (app/judging/unchanged.py).
+    events_stored_at: Mapped[datetime | None]
 
 
 class Gpu(Base):

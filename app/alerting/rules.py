@@ -150,12 +150,15 @@ def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
 
 
 def nvlink_flapping(ctx: HostContext) -> list[Finding]:
-    """Links that keep going down and coming back (up now, so NVLinkDown has resolved)."""
+    """Links that keep going down and coming back (up now, so NVLinkDown has resolved);
+    the Xid each drop logged is this page's, named here."""
+    events = link_events(ctx)
     return [Finding(
         labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
         summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is flapping",
         description=f"{j.reason}: reseat or replace the cable/board before it takes a job "
-                    "down with it.",
+                    "down with it." + (f" The agent saw {events[(j.gpu, j.link)]}."
+                                       if (j.gpu, j.link) in events else ""),
         dashboard=dashboard_path(ctx.name, gpu=j.gpu))
         for j in ctx.links if j.flapping]
 

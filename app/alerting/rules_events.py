@@ -8,13 +8,18 @@
 
 A fault explains the other alerts of its object: pair alerts of its GPU are not raised
 (`explains.explained_gpus`) and the page says which related alerts it stands for. A GPU fault on a
-GPU missing from the inventory (Xid 79: fallen off the bus) is GPUMissing's page and an
-event on a link that is down NVLinkDown's; each names the event, and these rules leave them
-out, so one fault pages once. Labels are bounded: host, gpu, link or switch,
-and xid.
+GPU missing from the inventory (Xid 79: fallen off the bus) is GPUMissing's page, and an
+event on a link that is down, or that went down as often as it logged since just before
+the first event (the Xid 74 a link logs as it drops), is the link-state rules' page
+(NVLinkDown, NVLinkFlapping, with their own `for` and count): each names the event, and
+these rules leave them out, so one fault pages once. A link that logs Xid 74 while it stays
+up (a marginal link) has no such downs: its events are these rules' page. Labels are
+bounded: host, gpu, link or switch, and xid.
 """
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta
 
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
@@ -44,11 +49,29 @@ def _related(ctx: HostContext, f: EventFinding) -> str:
     return f"{link}the pair alerts of GPU{f.gpu}" + (f" ({', '.join(pairs)})" if pairs else "")
 
 
+# A link's down is dated by the judgement that first saw it (the report after the drop);
+# its Xid by the probe's clock when logged: the down may be dated a little before the event.
+DOWN_BEFORE_EVENT_S = 120.0
+
+
 def _paged_elsewhere(ctx: HostContext, f: EventFinding) -> bool:
-    """A lost GPU is GPUMissing's page, a link down NVLinkDown's: each names the event."""
+    """A lost GPU is GPUMissing's page, a link down (or gone down with each event) the
+    link-state rules': each names the event."""
     if f.entry.object == "gpu":
         return f.gpu in ctx.fabric.missing_gpus
-    return f.entry.object == "link" and (f.gpu, f.link) in links_down(ctx)
+    if f.entry.object != "link":
+        return False
+    return (f.gpu, f.link) in links_down(ctx) or _downs_cover(ctx, f)
+
+
+def _downs_cover(ctx: HostContext, f: EventFinding) -> bool:
+    """The link went down at least once per event of the finding, since just before the
+    first: each event may be the line it logged as it dropped."""
+    if f.gpu is None or f.link is None:
+        return False
+    seen = ctx.health.link_facts.get((f.gpu, f.link), {}).get("downs", [])
+    since = f.first_at - timedelta(seconds=DOWN_BEFORE_EVENT_S)
+    return sum(1 for at in seen if datetime.fromisoformat(at) >= since) >= f.count
 
 
 def links_down(ctx: HostContext) -> set[tuple[int, int]]:

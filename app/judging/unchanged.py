@@ -6,12 +6,18 @@ judged to the one before (issue 19: inventories are ~60 % of the server's load).
 one again would store the same verdicts and every rule would answer as it did, when:
 - the stored judgement is healthy and not stale, and the host was heard from within the
   staleness limit (no time-based verdict can move);
-- no sweep, inventory change, judged error counter rise or fleet peer change came since
-  (the stamps ingest and the peer recompute write on the host row; the judged host's
-  facts hold the values it was judged with);
+- no sweep, inventory change, judged error counter rise, stored Xid/SXid event or fleet
+  peer change came since (the stamps ingest and the peer recompute write on the host row;
+  the judged host's facts hold the values it was judged with): a new Xid riding on a
+  30-second inventory report is judged at that report, not at the next sweep (issue 20);
 - no alert of the host is active (a pending one waits on its `for`; a firing one must
   resolve as soon as its cause is gone, its text follow the figures), and the probe's clock
   skew, the one rule input the facts do not cover, is within its limit.
+
+Time alone moves an event's finding (its window, a critical event's hold, the look-back
+ending: `app/analysis/xid_judge.py`), but only a finding that raised an alert or worsened a
+verdict has anything to undo, and a host with either never takes this path: the window's
+end is judged at the first report after it.
 
 `still_judged` reads all of that in one SELECT and writes `judged_at` in one UPDATE, no ORM
 objects; `nothing_changed` is the decision, pure, shared with `store.judge_and_store`.
@@ -37,8 +43,8 @@ JUDGED: Table = JudgedHost.__table__  # type: ignore[assignment]
 ALERTS: Table = Alert.__table__  # type: ignore[assignment]
 # the host columns the decision reads (a transient Host is built from them, no session)
 HOST_COLUMNS = ("id", "last_sweep_at", "inventory_changed_at", "error_total",
-                "peers_changed_at", "last_received_at", "last_report_at", "last_refused_at",
-                "last_heard_at")
+                "events_stored_at", "peers_changed_at", "last_received_at", "last_report_at",
+                "last_refused_at", "last_heard_at")
 
 
 def iso(at: datetime | None) -> str | None:
@@ -47,9 +53,9 @@ def iso(at: datetime | None) -> str | None:
 
 def nothing_changed(row: Host, verdict: str | None, stale: bool, facts: dict[str, Any],
                     now: datetime, stale_after_s: float) -> bool:
-    """A healthy, fresh host whose sweeps, inventory, judged error counters and fleet peer
-    stats are as they were when it was judged (`verdict`, `stale`, `facts`: the stored
-    judged host): judging it again would store the same verdicts."""
+    """A healthy, fresh host whose sweeps, inventory, judged error counters, stored events
+    and fleet peer stats are as they were when it was judged (`verdict`, `stale`, `facts`:
+    the stored judged host): judging it again would store the same verdicts."""
     if verdict != Verdict.HEALTHY or stale:
         return False
     heard = last_heard_at(row)
@@ -58,6 +64,7 @@ def nothing_changed(row: Host, verdict: str | None, stale: bool, facts: dict[str
     return (facts.get("last_sweep_at") == iso(row.last_sweep_at)
             and facts.get("inventory_changed_at") == iso(row.inventory_changed_at)
             and facts.get("error_total") == row.error_total
+            and facts.get("events_stored_at") == iso(row.events_stored_at)
             and not peers_changed_since(row, facts.get("peers") or {}))
 
 

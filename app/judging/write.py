@@ -56,6 +56,7 @@ def _host_row(health: HostHealth) -> dict[str, Any]:
         "verdict": j.verdict.value, "reason": j.reason, "stale": health.stale,
         "facts": {"fabric": list(j.fabric), "last_sweep_at": _iso(health.host.last_sweep_at),
                   "inventory_changed_at": _iso(health.host.inventory_changed_at),
+                  "events_stored_at": _iso(health.host.events_stored_at),
                   "error_total": health.host.error_total, "peers": health.peers,
                   "judged_report": health.judged_report},
         "gpus_total": len(j.gpus),

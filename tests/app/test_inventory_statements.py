@@ -5,8 +5,9 @@ judgement together: the host row (locked), the report row, the host row's new ti
 written, and no ORM object is built for the host.
 
 And the fast path hides nothing: each kind of change an inventory report can bring (a link
-down, an error counter rising, a GPU gone, Fabric Manager stopped, the probe's clock off)
-and the passing of time (a host that fell silent) still reaches the rules. Both backends.
+down, an error counter rising, a GPU gone, Fabric Manager stopped, the probe's clock off, an
+Xid/SXid event) and the passing of time (a host that fell silent, an event's window ending)
+still reaches the rules. Both backends.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
+from app.analysis.verdict import Verdict
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.models import Gpu, HostRuntime, JudgedHost, NvLink
+from app.queries.health import host_health
 from app.services.ingest import ingest
-from probes.report import ReportKind
+from probes.report import EventKind, EventSource, FabricEvent, ReportKind
 from probes.sim.faults import ErrorGrowth, FabricManagerDown, GpuLost, LinksDown
 from probes.sweep import build_report
 from tests.app.alerting.simhost import SimHost
@@ -179,3 +182,68 @@ def test_a_probe_restart_is_stored_despite_the_memo(host: SimHost, engine: Engin
     with host.sessions() as session:
         stored = session.scalar(select(HostRuntime.probe_started_at))
     assert stored is not None and stored.replace(tzinfo=None) == started.replace(tzinfo=None)
+
+
+def _inventory_with(host: SimHost, engine: Engine, code: int, gpu: int,
+                    link: int | None = None) -> list[str]:
+    """One inventory report 30 s on, its inventory unchanged, carrying an Xid `code` of
+    `gpu` (and `link`) logged at the report's time, ingested and judged: its statements,
+    as `_one_inventory`."""
+    host.advance(30)
+    event = FabricEvent(kind=EventKind.XID, code=code, at=host.now(), gpu=gpu, link=link,
+                        sources=[EventSource.KMSG],
+                        message=f"NVRM: Xid (PCI:0000:18:00): {code}, pid='<unknown>'")
+    report = build_report(host.fabric, ReportKind.INVENTORY, host.options, now=host.now)
+    report = report.model_copy(update={"events": [event]})
+    with statements(engine) as seen:
+        with host.sessions() as session:
+            ingest(session, report, host.settings, host.now())
+        host.evaluate()
+    return [" ".join(s.split()) for s in seen if not any(t in s for t in SAMPLE_TABLES)]
+
+
+def _gpu_verdict(host: SimHost, gpu: int) -> Verdict:
+    with host.sessions() as session:
+        health = host_health(session, host.settings, host.hostname)
+    return next(g.verdict for g in health.gpus if g.gpu == gpu)
+
+
+@pytest.mark.parametrize(("code", "link", "rule", "verdict"), [
+    (74, 3, "XidWarning", Verdict.HEALTHY),  # one NVLink error: an alert, the verdict kept
+    (79, None, "XidFault", Verdict.DOWN),  # off the bus: the GPU is down at once
+], ids=["xid74", "xid79"])
+def test_an_xid_on_an_unchanged_inventory_is_judged_at_that_report(
+        host: SimHost, engine: Engine, code: int, link: int | None, rule: str,
+        verdict: Verdict) -> None:
+    """A healthy host on the fast path; its next inventory report, unchanged but for an
+    Xid, is judged in full: the alert (and the GPU's verdict) come with that report, not
+    at the next sweep up to 10 min later (issue 20)."""
+    assert len(_one_inventory(host, engine)) <= MAX_STATEMENTS  # the fast path, before
+    assert len(_inventory_with(host, engine, code, gpu=0, link=link)
+               ) > MAX_STATEMENTS
+    assert _active(host, rule) == ["firing"]
+    assert _gpu_verdict(host, 0) is verdict
+
+
+def test_an_event_is_judged_once_and_the_fast_path_resumes(
+        host: SimHost, engine: Engine) -> None:
+    """An application's Xid (13: shown, never an alert) costs one full judgement, at the
+    report that carried it; the reports after it take the fast path again."""
+    assert len(_inventory_with(host, engine, 13, gpu=1)) > MAX_STATEMENTS
+    assert host.alerts() == []
+    for _ in range(2):
+        assert len(_one_inventory(host, engine)) <= MAX_STATEMENTS
+
+
+def test_an_xid_warning_resolves_at_the_first_report_after_its_window(
+        host: SimHost, engine: Engine) -> None:
+    """Time alone ends an event's window: the warning's alert keeps the host off the fast
+    path, so the first inventory report past the window resolves it."""
+    _inventory_with(host, engine, 74, gpu=0, link=3)
+    logged = host.now()
+    while (host.now() - logged).total_seconds() + 30 <= 600:  # Xid 74's window (catalog's)
+        host.step(30)  # a report still inside it
+        assert _active(host, "XidWarning") == ["firing"]
+    host.step(30)  # the first report past it
+    assert [a.state for a in host.alerts(rule="XidWarning")] == ["resolved"]
+    assert len(_one_inventory(host, engine)) <= MAX_STATEMENTS  # and the fast path is back

@@ -40,11 +40,13 @@ def _run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 def test_rules_file_is_valid() -> None:
     done = _run(_tool("promtool"), "check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
-    # 26 alerting rules (P2PBandwidthDegraded: sustained and intermittent; GPUPeerCopiesSlow;
-    # XidFault and XidWarning; GPUThrottled; PairCopiesFailing), 11 recording (the pair of
-    # each ordered pair, peerwatch:p2p_pair, and the three pair-labelled ones the pair rules
-    # page by: peerwatch:p2p_pair_test_*)
-    assert "SUCCESS: 37 rules found" in done.stdout
+    # 28 alerting rules (P2PBandwidthDegraded and PCIeBandwidthDegraded: sustained and
+    # intermittent; GPUPeerCopiesSlow; XidFault and XidWarning; GPUThrottled;
+    # PairCopiesFailing: with other peers and on a 2-GPU board), 15 recording (the pair of
+    # each ordered pair, peerwatch:p2p_pair, the three pair-labelled ones the pair rules
+    # page by: peerwatch:p2p_pair_test_*, and the four of a GPU's own copies the PCIe rules
+    # page by: peerwatch:gpu_copy_*)
+    assert "SUCCESS: 43 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:

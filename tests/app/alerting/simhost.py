@@ -8,6 +8,7 @@ real ingest service; rules are evaluated at the same fake `now`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -52,8 +53,16 @@ class SimHost:
     def advance(self, seconds: float) -> None:
         self.t += seconds
 
+    def build(self, kind: ReportKind, now: Callable[[], datetime] | None = None) -> Report:
+        """One report of the fabric, carrying the Xid/SXid events its faults logged since the
+        last (what the agent's report builder adds, `probes/passes.py`): a link going down
+        logs Xid 74 on it, a GPU falling off the bus Xid 79 (`probes/sim/simevents.py`)."""
+        report = build_report(self.fabric, kind, self.options, now=now or self.now)
+        events = self.fabric.drain_events(report.started_at)
+        return report.model_copy(update={"events": events}) if events else report
+
     def send(self, kind: ReportKind = ReportKind.INVENTORY) -> Report:
-        report = build_report(self.fabric, kind, self.options, now=self.now)
+        report = self.build(kind)
         with self.sessions() as session:
             ingest(session, report, self.settings, self.now())
         return report

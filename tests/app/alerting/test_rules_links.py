@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.sim.faults import ErrorGrowth, LinksDown
+from probes.sim.faults import ErrorGrowth, LinksDown, LinkXid
 from tests.app.alerting.simhost import SimHost
 
 LINK = ("gpu", "0"), ("host", "sim-a"), ("link", "17")
@@ -47,6 +47,8 @@ def test_link_down_goes_pending_then_firing_then_resolves(host: SimHost) -> None
 
 
 def test_a_flap_shorter_than_for_never_fires(host: SimHost) -> None:
+    """Not NVLinkDown (under its `for`), nor the Xid 74 the drop logged: that is the link's
+    fault, whose pages wait on its `for` and its flap count (one fault, one page)."""
     host.send()
     down = LinksDown(gpu=1, links=(4,))
     host.inject(down)
@@ -133,8 +135,25 @@ def test_a_flapping_link_is_degraded_and_pages_once_it_is_up(host: SimHost) -> N
     [alert] = host.alerts("firing")
     assert alert.labels["link"] == "4" and alert.labels["gpu"] == "1"
     assert "went down 2 times in the last 60 min" in alert.annotations["description"]
+    # each drop logged its Xid 74 (probes/sim/simevents.py): named here, not a page of its own
+    assert "The agent saw Xid 74 (NVLink error, 2x)" in alert.annotations["description"]
+    assert not {"XidWarning", "XidFault"} & {a.rule for a in host.alerts()}
     with host.sessions() as s:
         link = s.scalar(select(JudgedLink).where(JudgedLink.gpu == 1, JudgedLink.link == 4))
         assert link is not None and link.verdict == "degraded" and len(link.facts["downs"]) == 2
     host.step(3600)  # an hour later the downs have left the window
     assert host.firing() == set()
+
+
+def test_a_link_logging_xid_74_while_up_pages_the_xid(host: SimHost) -> None:
+    """The control: a marginal link logs Xid 74 while NVML shows it up (no drop to own the
+    event): XidWarning at the first, XidFault at the third within 10 min."""
+    host.send()
+    host.evaluate()
+    host.inject(LinkXid(gpu=0, link=3, every_s=120))
+    host.step(30)
+    assert host.active() == {"XidWarning": {(("gpu", "0"), ("host", "sim-a"), ("link", "3"),
+                                             ("xid", "xid74"))}}
+    for _ in range(8):  # 4 min: two more
+        host.step(30)
+    assert "XidFault" in host.active()
