@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 
 import httpx
 
+from probes.agent.clock_offset import OFFSET_HEADER, offset_sample
 from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
 from probes.report import Report, ReportKind, valid_hostname
 from probes.sim.simulated import SimulatedFabric
@@ -133,17 +134,24 @@ def server_ms(response: httpx.Response) -> float | None:
     return float(timing.split("dur=", 1)[1].split(",", 1)[0])
 
 
+# each simulated probe's clock offset as it measured it from its answers (clock_offset.py)
+OFFSETS: dict[str, float] = {}
+
+
 def probe_headers(host: str) -> dict[str, str]:
     """What the real agent sends with each attempt (`probes/agent/sender.py`): its host, so a
-    refusal counts for it, and this attempt's send time, so clock skew is one request's
-    transit."""
-    return {**HEADERS, HOST_HEADER: host, SENT_AT_HEADER: datetime.now(UTC).isoformat()}
+    refusal counts for it, this attempt's send time, and the clock offset its answers showed."""
+    headers = {**HEADERS, HOST_HEADER: host, SENT_AT_HEADER: datetime.now(UTC).isoformat()}
+    if host in OFFSETS:
+        headers[OFFSET_HEADER] = f"{OFFSETS[host]:.3f}"
+    return headers
 
 
 async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
                record: Record, host: str) -> httpx.Response | None:
     started = time.perf_counter()
     record.tried.setdefault(host, []).append(time.time())
+    sent = datetime.now(UTC)
     try:
         response = await client.post(f"{base}/api/v1/reports", content=body,
                                      headers=probe_headers(host))
@@ -152,6 +160,9 @@ async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
         return None
     record.samples.append(Sample(kind, response.status_code,
                                  (time.perf_counter() - started) * 1000, server_ms(response)))
+    offset = offset_sample(sent, datetime.now(UTC), response.headers.get("date"))
+    if offset is not None:
+        OFFSETS[host] = offset
     return response
 
 

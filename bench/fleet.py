@@ -141,7 +141,7 @@ def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, float
                records: list[Record], measured_from: float) -> None:
     """Judge lag (each replica's recent p99, the worse shown), the stale/skew alerts raised
     on probes that were not silent (`bench/_false_alarms.py`) from `measured_from` (epoch s)
-    on, and where the CPU went during the load (the last record's seconds)."""
+    on, and where the CPU went from the settle's start (`records[1:]`: settle, measured)."""
     judges = [httpx.get(f"{b}/readyz", timeout=60).json().get("judge") or {} for b in bases]
     lags = [j["lag_p99_s"] for j in judges if j.get("lag_p99_s") is not None]
     if lags:
@@ -163,9 +163,10 @@ def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, float
               f"{time.strftime('%H:%M:%S', time.localtime(alarm.active_from))}-"
               f"{time.strftime('%H:%M:%S', time.localtime(alarm.active_to))}: "
               f"{alarm.description}", flush=True)
-    seconds = records[-1].seconds
-    table.add("server processes' CPU during load", cpu[0] / seconds, "cores", fmt="{:.2f}")
-    table.add("judge processes' CPU during load", cpu[1] / seconds, "cores", fmt="{:.2f}")
+    seconds = sum(r.seconds for r in records[1:])  # read from the settle's start on
+    table.add("server processes' CPU during settle + load", cpu[0] / seconds, "cores",
+              fmt="{:.2f}")
+    table.add("  their judge and ingest processes'", cpu[1] / seconds, "cores", fmt="{:.2f}")
 
 
 def stored_alarms(url: str) -> list[Raised]:
@@ -239,8 +240,10 @@ def run(url: str, args: argparse.Namespace) -> Table:
                                   args.settle))
         cpu1 = servers_cpu_split()
         loaded = window.measured
-        table.add("judges caught up with the warm-up after", window.settle.seconds, "s",
-                  fmt="{:,.0f}")
+        caught_up = window.settle.seconds < args.settle - 1
+        table.add("judges caught up with the warm-up after" if caught_up else
+                  "judges still behind the warm-up at the settle cap", window.settle.seconds,
+                  "s", fmt="{:,.0f}")
         ingest_rows(table, warm, loaded, args)
         judge_rows(table, bases, url, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]),
                    [warm, window.settle, loaded], time.time() - loaded.seconds)

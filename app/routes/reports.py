@@ -34,7 +34,8 @@ from app.json_body import read_limited_body
 from app.posted_report import DatabaseLocked, store_posted
 from app.refusals import refusals_for
 from app.schemas import IngestResult
-from app.services.ingest import sent_at_of
+from app.services.ingest import probe_sent_at
+from probes.agent.clock_offset import OFFSET_HEADER
 from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
 from probes.report import utcnow
 
@@ -97,7 +98,8 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
-        sent_at = sent_at_of(request.headers.get(SENT_AT_HEADER))
+        sent_at = probe_sent_at(request.headers.get(OFFSET_HEADER),
+                                request.headers.get(SENT_AT_HEADER), arrived)
         pool = pool_for(request.app)
         if pool is None:  # in-process: a thread of this process
             result = await run_in_threadpool(store_body, request.app, gate, body, settings,

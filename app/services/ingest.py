@@ -9,7 +9,7 @@ no longer kept here: each judged (pair, test) carries its own (`app/judging/runn
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, func, insert, select
@@ -36,6 +36,7 @@ from app.services.report_checks import (
     report_digest_and_inventory,
     same_report,
 )
+from probes.agent.clock_offset import offset_of
 from probes.clocks import GpuClocks
 from probes.report import (
     GPU_TESTS,
@@ -62,6 +63,20 @@ def sent_at_of(header: str | None) -> datetime | None:
     except ValueError:
         return None
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def probe_sent_at(offset_header: str | None, sent_header: str | None, arrived: datetime
+                  ) -> datetime | None:
+    """The send time clock skew is read against: from the probe's own measured offset
+    (`X-Peerwatch-Clock-Offset`, `probes/agent/clock_offset.py`) when it sent one — as the
+    send time it implies, `arrived - offset`, so `clock_reading` reads exactly that offset,
+    whatever this request's transit — else its `X-Peerwatch-Sent-At`. A server slow to take
+    requests inflates arrival minus send time by its own delay; the probe's measurement
+    drops exchanges too slow to say anything."""
+    offset = offset_of(offset_header)
+    if offset is not None:
+        return arrived - timedelta(seconds=offset)
+    return sent_at_of(sent_header)
 
 
 def clock_reading(report: Report, arrived: datetime, sent_at: datetime | None) -> float | None:

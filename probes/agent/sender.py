@@ -30,6 +30,8 @@ from enum import StrEnum
 import httpx
 from pydantic import BaseModel
 
+from probes.agent.clock_offset import OFFSET_HEADER, offset_sample
+
 REPORTS_PATH = "/api/v1/reports"
 SNAPSHOTS_PATH = "/api/v1/snapshots"
 _MESSAGE_LIMIT = 500
@@ -100,12 +102,16 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def request_headers(report: BaseModel, wall: Callable[[], datetime]) -> dict[str, str]:
+def request_headers(report: BaseModel, wall: Callable[[], datetime],
+                    offset_s: float | None = None) -> dict[str, str]:
     """What the server reads before the body: whose report this is (so a refusal, answered
-    before the body is read, is counted for its host) and when this attempt was sent by the
+    before the body is read, is counted for its host), when this attempt was sent by the
     clock the report was stamped with (clock skew from one request's transit, never from
-    the time a report spent in the spool)."""
+    the time a report spent in the spool) and, once an answer has shown it, this clock's
+    offset from the server's as the probe measured it (`clock_offset.py`)."""
     headers = {SENT_AT_HEADER: wall().isoformat()}
+    if offset_s is not None:
+        headers[OFFSET_HEADER] = f"{offset_s:.3f}"
     identity = getattr(report, "host", None)
     hostname = getattr(identity, "hostname", None)
     if isinstance(hostname, str):
@@ -124,6 +130,7 @@ class Sender:
                    "User-Agent": "peerwatch-probe"}
         self.url = server_url.rstrip("/") + path
         self._wall = wall
+        self.offset_s: float | None = None  # the newest measured offset (clock_offset.py)
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
 
     def send(self, report: BaseModel) -> SendResult:
@@ -131,18 +138,26 @@ class Sender:
         body = report.model_dump_json().encode()
         try:
             try:
-                response = self._client.post(self.url, content=body,
-                                             headers=request_headers(report, self._wall))
+                response = self._post(report, body)
             except (httpx.RemoteProtocolError, httpx.ReadError):
                 # A kept-alive connection the server had just closed: one immediate retry on
                 # a fresh one is safe, since ingest is idempotent on report_id.
-                response = self._client.post(self.url, content=body,
-                                             headers=request_headers(report, self._wall))
+                response = self._post(report, body)
         except httpx.TransportError as exc:  # refused, reset, DNS, timeout ...
             return SendResult(Outcome.RETRY, None, f"{type(exc).__name__}: {exc}".strip(": "))
         outcome = classify(response.status_code)
         message = "" if outcome is Outcome.DELIVERED else server_message(response)
         return SendResult(outcome, response.status_code, message, _retry_after(response))
+
+    def _post(self, report: BaseModel, body: bytes) -> httpx.Response:
+        """One attempt; its answer's `Date` updates the measured clock offset."""
+        sent = self._wall()
+        response = self._client.post(self.url, content=body,
+                                     headers=request_headers(report, self._wall, self.offset_s))
+        sample = offset_sample(sent, self._wall(), response.headers.get("date"))
+        if sample is not None:
+            self.offset_s = sample
+        return response
 
     def close(self) -> None:
         self._client.close()
