@@ -12,17 +12,20 @@ import httpx
 import pytest
 from sqlalchemy import select, text
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.models import Alert, Host
-from app.queries.health import host_health
+from app.models import Host
 from app.refusals import RefusalBook
 from app.services.ingest import ingest
 from probes.agent.sender import HOST_HEADER
 from tests.app.factory import sweep
-from tests.app.test_refusals import HEADERS, LIMIT_S, _until, held  # noqa: F401 - a fixture
+from tests.app.test_refusals import (  # noqa: F401 - held: a fixture
+    HEADERS,
+    LIMIT_S,
+    _until,
+    assert_heard_then_stale,
+    held,
+)
 from tests.probes.live_server import live_server, server_settings
 
 
@@ -72,15 +75,7 @@ def test_a_probe_heard_within_the_limit_is_not_stale_however_old_its_stored_repo
         book = RefusalBook()
         book.heard("node-a", now - timedelta(seconds=5))  # its report is still being stored
         assert book.flush(sessions) == 1
-        service = AlertingService(sessions, settings, AlertingSettings())
-        service.evaluate_host("node-a", now)
-        with sessions() as session:
-            assert not host_health(session, settings, "node-a").stale
-            assert session.scalars(select(Alert.rule)).all() == []
-        service.evaluate_host("node-a", now + timedelta(seconds=settings.stale_after_s + 10))
-        with sessions() as session:  # heard no more: stale
-            assert host_health(session, settings, "node-a").stale
-            assert "ProbeStale" in session.scalars(select(Alert.rule)).all()
+        assert_heard_then_stale(sessions, settings, now)
     finally:
         engine.dispose()
 

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
@@ -127,17 +128,24 @@ def test_a_probe_refused_for_longer_than_the_stale_limit_is_not_stale(
             session.get(Host, 1).last_refused_at = now - timedelta(seconds=5)  # type: ignore[union-attr]
             session.get(Host, 1).refused_reports = 40  # type: ignore[union-attr]
             session.commit()
-        service = AlertingService(sessions, settings, AlertingSettings())
-        service.evaluate_host("node-a", now)
-        with sessions() as session:
-            assert not host_health(session, settings, "node-a").stale
-            assert session.scalars(select(Alert.rule)).all() == []
-        service.evaluate_host("node-a", now + timedelta(seconds=settings.stale_after_s + 10))
-        with sessions() as session:  # and once the refusals stop too, it is stale
-            assert host_health(session, settings, "node-a").stale
-            assert "ProbeStale" in session.scalars(select(Alert.rule)).all()
+        assert_heard_then_stale(sessions, settings, now)  # and once refusals stop, stale
     finally:
         engine.dispose()
+
+
+def assert_heard_then_stale(sessions: sessionmaker[Session], settings: Settings,
+                            now: datetime) -> None:
+    """node-a, heard a moment before `now` though its stored report is old: not stale and
+    no alert at `now`; stale, with ProbeStale, once the limit has passed with nothing heard."""
+    service = AlertingService(sessions, settings, AlertingSettings())
+    service.evaluate_host("node-a", now)
+    with sessions() as session:
+        assert not host_health(session, settings, "node-a").stale
+        assert session.scalars(select(Alert.rule)).all() == []
+    service.evaluate_host("node-a", now + timedelta(seconds=settings.stale_after_s + 10))
+    with sessions() as session:
+        assert host_health(session, settings, "node-a").stale
+        assert "ProbeStale" in session.scalars(select(Alert.rule)).all()
 
 
 def test_clock_skew_is_read_from_the_send_time_not_the_time_a_report_waited() -> None:
