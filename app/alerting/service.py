@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,6 +35,11 @@ from app.models import Alert, AlertEvent, Host, JudgedHost
 from app.services.fleet_peers import Refresh, refresh_due, refresh_fleet_peers
 
 log = logging.getLogger(__name__)
+
+
+def wall_clock() -> datetime:
+    """The server's clock, read when each host of a real round is judged."""
+    return datetime.now(UTC)
 
 
 class AlertingService:
@@ -69,12 +73,15 @@ class AlertingService:
         and any host whose newest report arrived after its judgement (a judge queue that died
         with its process, or fell behind: the stored state, not the queue, is the truth).
 
-        Each host is judged at `now` plus the time the round has run so far: a round over a
-        large fleet takes a while, and a judgement stamped with the round's start would claim
-        to predate reports it read (and be judged again by every scan).
+        Without `now` (the real round) each host is judged at the time it is judged: a round
+        over a large fleet takes a while, and a judgement stamped with the round's start
+        would claim to predate reports it read (and be judged again by every scan). A given
+        `now` (a replay, a test's clock) judges every host at that instant.
         """
-        now = now or datetime.now(UTC)
-        due_before = (now - timedelta(seconds=self.alerting.alert_eval_interval_s)
+        given = now
+        clock: Callable[[], datetime] = wall_clock if given is None else (lambda: given)
+        start = clock()
+        due_before = (start - timedelta(seconds=self.alerting.alert_eval_interval_s)
                       if only_due else None)
         with self.sessions() as session:
             hosts = set(session.scalars(select(Host.name)))
@@ -85,11 +92,9 @@ class AlertingService:
                     .where(JudgedHost.judged_at >= due_before, judged_after_newest_report())
                 hosts -= set(session.scalars(fresh))
         outcomes = []
-        started = time.monotonic()
         for host in sorted(hosts):
             try:  # each host at the time it is judged: a long round's hosts are not back-dated
-                at = now + timedelta(seconds=time.monotonic() - started)
-                outcomes.append(self.evaluate_host(host, at, due_before))
+                outcomes.append(self.evaluate_host(host, clock(), due_before))
             except Exception:  # one host's failure never stops the others
                 log.exception("evaluation failed for host %s", host)
         return outcomes
