@@ -8,9 +8,12 @@ length (the host's judged rows, their states, the new results) to trigger one ev
 of judgements: measured on the ingest bench's process, collections were ~45 % of a sweep
 judgement's CPU (190 ms vs 100 ms without). Two remedies, neither changing behaviour, only
 what the collector visits and when:
-- `settle()`, once the server has started: collect what start-up left behind and move
-  everything alive into the permanent generation (`gc.freeze()`), so later collections walk
-  only objects made since (the usual recipe for a long-running server process);
+- `settle()`, once a process has started (the server, each ingest worker, the judge
+  process): collect what start-up left behind and move everything alive into the
+  permanent generation (`gc.freeze()`), so later collections walk only objects made since
+  (the usual recipe for a long-running server process). Unsettled, the judge process spent
+  22 % of its time in the full collections below (py-spy, 1000-host fleet bench): each one
+  walked every imported module's objects;
 - `collector_paused()` around one ingest or judgement, whose objects die by reference count
   at its end: young collections in the middle of it would only promote them.
 """

@@ -37,6 +37,7 @@ from typing import Any
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app import heap
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.posted_report import store_posted
@@ -58,6 +59,7 @@ def _start_worker(settings: Settings, server_pid: int) -> None:
     _die_with(server_pid)
     _settings = settings
     _sessions = make_sessionmaker(make_engine(settings))
+    heap.settle()  # as the server does: full collections then skip the imported modules
 
 
 def _die_with(server_pid: int) -> None:

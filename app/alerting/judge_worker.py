@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, select
 
+from app import heap
 from app.alerting.judge_queue import JudgeQueue, shard_of
 from app.alerting.service import AlertingService
 from app.alerting.settings import AlertingSettings
@@ -189,6 +190,7 @@ class JudgeWorker:
         if self.wake is not None:
             self.wake.settimeout(1.0)
             threads.append(threading.Thread(target=self._read_wakes, daemon=True))
+        heap.settle()  # before judging: full collections then skip start-up's objects
         self.queue.start()
         for thread in threads:
             thread.start()

@@ -5,9 +5,12 @@ past MAX_PAUSE_S still collect cyclic garbage."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +68,43 @@ def test_overlapping_pauses_past_the_limit_collect(monkeypatch: pytest.MonkeyPat
         assert gone() is None
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+# Each runs in a fresh interpreter: this test process's heap may be settled already.
+JUDGE_PROCESS_SETTLES = """
+import gc, sys, threading, time
+from app.alerting.judge_worker import JudgeWorker
+from app.config import Settings
+from app.db import make_engine, upgrade_to_head
+settings = Settings(database_url=sys.argv[1])
+upgrade_to_head(make_engine(settings))
+worker = JudgeWorker(settings)
+runner = threading.Thread(target=worker.run)
+runner.start()
+deadline = time.monotonic() + 120
+while gc.get_freeze_count() == 0 and time.monotonic() < deadline:
+    time.sleep(0.05)
+worker.stopping.set()
+runner.join(120)
+print(gc.get_freeze_count())
+"""
+INGEST_WORKER_SETTLES = """
+import gc, os, sys
+from app.config import Settings
+from app.ingest_pool import _start_worker
+_start_worker(Settings(database_url=sys.argv[1]), os.getpid())
+print(gc.get_freeze_count())
+"""
+
+
+@pytest.mark.parametrize("script", [JUDGE_PROCESS_SETTLES, INGEST_WORKER_SETTLES],
+                         ids=["judge process", "ingest worker"])
+def test_each_serving_process_settles_its_heap_once_started(script: str,
+                                                           tmp_path: Path) -> None:
+    """The judge child and every ingest worker freeze what start-up left, as the server
+    does: unsettled, a 1000-host fleet's judge spent 22 % of its time in full collections
+    that walked every imported module's objects."""
+    url = f"sqlite:///{tmp_path / 'peerwatch.db'}"
+    done = subprocess.run([sys.executable, "-c", script, url], capture_output=True,
+                          text=True, timeout=300, check=True)
+    assert int(done.stdout.split()[-1]) > 10_000, done.stdout + done.stderr
