@@ -104,6 +104,8 @@ def largest_set(gpus: Sequence[int], apart: Iterable[Pair]) -> list[int]:
     index order. Exact while at most EXACT_LIMIT GPUs are in pair faults (a host has eight),
     greedy beyond: the GPU in the most faults leaves first."""
     pairs = apart_among(gpus, apart)
+    if not pairs:  # most hosts: no pair fault among these GPUs
+        return sorted(gpus)
     involved = sorted({g for p in pairs for g in p})
     free = [g for g in gpus if g not in involved]
     if len(involved) > EXACT_LIMIT:

@@ -6,9 +6,10 @@ rows (no judging, whatever the fleet's size). Both GPUs of a pair fault are offe
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from app.analysis.pair_faults import apart_among, largest_set, stored_faults
@@ -19,6 +20,8 @@ from app.queries.health import NOT_JUDGED
 from app.schemas_scheduler import GpuRdma, SchedulableHost, UnhealthyGpu
 from probes.report import RdmaInfo
 
+RDMA_MEMO = 65_536  # GPUs whose stored RDMA facts are judged once (8192 8-GPU hosts; ~0.8 kB each)
+
 
 class _Gpu(NamedTuple):
     gpu: int
@@ -26,17 +29,31 @@ class _Gpu(NamedTuple):
     reason: str
 
 
+@lru_cache(maxsize=RDMA_MEMO)
+def _readiness(index: int, stored: str) -> GpuRdma | None:
+    """GPU `index`'s readiness from its stored RDMA facts (the column's JSON text), or None
+    for a row of another schema version (no field rather than a 500). Answers share the
+    one object: nothing changes a response's models after they are made.
+
+    Memoised on the text: a GPU's facts change only with its inventory, while every
+    `/scheduler/hosts` call judged all of them again — at 1000 hosts decoding, validating
+    and judging 8000 GPUs' facts was 83 % of the answer's CPU (~340 of 410 ms)."""
+    try:
+        v = judge_rdma(index, RdmaInfo.model_validate_json(stored))
+    except ValueError:
+        return None
+    return GpuRdma(gpu=index, readiness=v.readiness.value, reason=v.reason)
+
+
 def _rdma_of(session: Session) -> dict[int, list[GpuRdma]]:
     """Host id -> each present GPU's RDMA readiness, judged from the stored inventory."""
     out: dict[int, list[GpuRdma]] = defaultdict(list)
-    for host_id, index, rdma in session.execute(
-            select(Gpu.host_id, Gpu.index, Gpu.rdma).where(Gpu.present.is_(True))
+    for host_id, index, stored in session.execute(
+            select(Gpu.host_id, Gpu.index, cast(Gpu.rdma, Text)).where(Gpu.present.is_(True))
             .order_by(Gpu.host_id, Gpu.index)):
-        try:
-            v = judge_rdma(index, RdmaInfo(**rdma))
-        except ValueError:
-            continue  # a row of another schema version: no field rather than a 500
-        out[host_id].append(GpuRdma(gpu=index, readiness=v.readiness.value, reason=v.reason))
+        found = _readiness(index, stored)
+        if found is not None:
+            out[host_id].append(found)
     return out
 
 

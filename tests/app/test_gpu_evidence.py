@@ -6,7 +6,7 @@ the host page's clocks and RDMA readiness; the scheduler's RDMA field; the demo'
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -190,3 +190,21 @@ def test_the_demo_has_a_power_capped_gpu_acs_and_no_peermem() -> None:
     assert AcsRedirect(bridge="0000:06:00.0", gpus=(0, 1)) in scenario.faults_at("mesh4-03", -7e4)
     assert PeermemMissing() in scenario.faults_at("mesh4-02", 0)
     assert "power-capped" in "\n".join(scenario.describe())
+
+
+def test_scheduler_rdma_follows_the_newest_inventory(client: TestClient) -> None:
+    """`/scheduler/hosts` judges each GPU's stored RDMA facts once per distinct facts (a
+    memo): the newest inventory's facts are what it answers from, never a remembered read."""
+    opts = SweepOptions(tests=(TestName.CE_WRITE,))
+    at = datetime.now(UTC) - timedelta(minutes=5)
+
+    def rdma_ready_left_out(faults: list[Any], when: datetime) -> bool:
+        fab = SimulatedFabric("hgx8", seed=4, hostname="hgx-c", faults=faults)
+        _post(client, build_report(fab, options=opts, now=lambda: when))
+        answer = client.get("/api/v1/scheduler/hosts",
+                            params={"min_healthy_gpus": 1, "rdma_ready": True}).json()
+        return "hgx-c" in answer["left_out"]
+
+    assert rdma_ready_left_out([PeermemMissing()], at)
+    assert not rdma_ready_left_out([], at + timedelta(minutes=1))  # nvidia_peermem loaded
+    assert rdma_ready_left_out([PeermemMissing()], at + timedelta(minutes=2))  # and gone
