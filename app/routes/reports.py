@@ -28,11 +28,11 @@ from starlette.concurrency import run_in_threadpool
 from app.alerting.judge_queue import judges_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
+from app.heard import heard_for
 from app.ingest_gate import IngestGate, Saturated, gate_for
 from app.ingest_pool import IngestPool, pool_for
 from app.json_body import read_limited_body
 from app.posted_report import DatabaseLocked, store_posted
-from app.refusals import refusals_for
 from app.schemas import IngestResult
 from app.services.ingest import probe_sent_at
 from probes.agent.clock_offset import OFFSET_HEADER
@@ -72,7 +72,7 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
                       settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
     arrived = utcnow()  # before any wait: what receipt and clock skew are measured from
-    heard = refusals_for(request.app)
+    heard = heard_for(request.app)
     host = request.headers.get(HOST_HEADER)
     heard.heard(host, arrived)  # heard now, however long the report takes to store
     try:
