@@ -38,7 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check app probes tests bench
 
 typecheck: $(STAMP)
-	$(BIN)/mypy app probes
+	$(BIN)/mypy app probes bench
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

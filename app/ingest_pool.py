@@ -103,12 +103,13 @@ def _ready() -> bool:
     return _sessions is not None
 
 
-def store_report(body: bytes, now: datetime, sent_at: datetime | None) -> IngestResult:
+def store_report(body: bytes, now: datetime, sent_at: datetime | None,
+                 canonical: bool = False) -> IngestResult:
     """In a worker: parse, check and store one report received at `now` (what the route's
     thread does in-process: `posted_report.store_posted`)."""
     assert _sessions is not None and _settings is not None, "not an ingest worker"
     try:
-        return store_posted(_sessions, body, _settings, now, sent_at)
+        return store_posted(_sessions, body, _settings, now, sent_at, canonical=canonical)
     except OperationalError as exc:  # its message, not the error: it must pickle
         raise RuntimeError(f"storing the report failed: {exc}") from None
 
@@ -140,15 +141,16 @@ class IngestPool:
                                for _ in range(self.workers)))
         self.ready = True
 
-    async def store(self, body: bytes, now: datetime, sent_at: datetime | None
-                    ) -> IngestResult:
+    async def store(self, body: bytes, now: datetime, sent_at: datetime | None,
+                    canonical: bool = False) -> IngestResult:
         """Store one report in a worker; `BrokenProcessPool` when a worker died meanwhile
         (the pool is made anew: the report may or may not be stored, and its retry is
         recognised by its report_id either way)."""
         loop = asyncio.get_running_loop()
         executor = self._executor
         try:
-            return await loop.run_in_executor(executor, store_report, body, now, sent_at)
+            return await loop.run_in_executor(executor, store_report, body, now, sent_at,
+                                              canonical)
         except BrokenProcessPool:
             if executor is self._executor:
                 log.warning("an ingest worker died; starting the pool anew")

@@ -28,13 +28,13 @@ from app.conditional_get import ConditionalGet
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
+from app.heard import HeardBook, heard_flush_job
 from app.ingest_pool import IngestPool, ingest_pool_job
 from app.leadership import Leadership
 from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
 from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
 from app.openapi import install_openapi
 from app.queries import NotFound
-from app.refusals import RefusalBook, refusal_flush_job
 from app.response_headers import ServerTiming
 
 API_PREFIX = "/api/v1"
@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
-    app.state.background_jobs = [refusal_flush_job]
+    app.state.background_jobs = [heard_flush_job]
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)
@@ -121,7 +121,7 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     app.add_middleware(ServerTiming)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     _install_judges(app, settings, judge_in_process)
-    app.state.refusals = RefusalBook()  # refused reports by host, written in batches
+    app.state.heard = HeardBook()  # arrivals and refusals by host, written in batches
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     # ETags on the read API: a polling dashboard is sent a bodiless 304 when nothing changed.
     app.add_middleware(ConditionalGet)

@@ -118,7 +118,7 @@ class Host(Base):
     # (set by the recompute, app/services/fleet_peers.py): a judgement made before it is stale.
     peers_changed_at: Mapped[datetime | None]
     # migration 0014: the server refused this host's reports (429/503): when it last did, and
-    # how many since it last stored one (flushed in batches by app/refusals.py).
+    # how many since it last stored one (flushed in batches by app/heard.py).
     last_refused_at: Mapped[datetime | None]
     refused_reports: Mapped[int] = mapped_column(default=0, server_default="0")
     # migration 0020: when the probe's newest request arrived, whatever became of it (stored,

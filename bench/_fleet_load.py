@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 import httpx
 
 from probes.agent.clock_offset import OFFSET_HEADER, offset_sample
-from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
-from probes.report import Report, ReportKind, valid_hostname
+from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER
+from probes.report import Report, ReportKind, valid_hostname, wire_fingerprint
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
@@ -40,7 +40,8 @@ MARK = datetime(2001, 1, 1, tzinfo=UTC)
 MARK_JSON = "2001-01-01T00:00:00Z"
 HOST_MARK = valid_hostname("peerwatch-bench-host-mark")  # survives the model's normalising
 TOKEN = "bench-token"
-HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
+           WIRE_HEADER: wire_fingerprint()}  # a current probe's: its bodies are known by bytes
 PROBE_TIMEOUT_S = 10.0  # the probe's own request timeout
 WARM_UP_TIMEOUT_S = 120.0
 INVENTORY_S, SWEEP_S = 30.0, 600.0  # the probe's real cadence

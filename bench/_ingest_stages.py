@@ -97,10 +97,12 @@ def staged(engine: Engine) -> Iterator[Stages]:
 
 def serve_once(app: Any, body: bytes) -> Any:
     """What the route does with `body` before its post-commit hook, without HTTP: parse,
-    check, ingest (one transaction), through the function the route's thread calls."""
+    check, ingest (one transaction), through the function the route's thread calls, for a
+    body a current probe wrote (its wire models are the server's: known by its bytes)."""
     from probes.report import utcnow
 
-    return route.store_posted(app.state.sessionmaker, body, app.state.settings, utcnow())
+    return route.store_posted(app.state.sessionmaker, body, app.state.settings, utcnow(),
+                              canonical=True)
 
 
 def hook_ms(app: Any, host: str) -> float:

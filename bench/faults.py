@@ -33,6 +33,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from bench._drill import (
     ROOT,
     TOKEN,
@@ -50,7 +52,6 @@ from bench._drill import (
 from bench._size import sized
 from probes.agent.sender import SendResult
 from probes.agent.spool import SendOnlySpool, Spool, open_spool
-from probes.report import Report
 
 RESULTS: list[bool] = []
 
@@ -77,7 +78,7 @@ def _stream(url: str, spool_dir: Path, count: int, fault_at_s: float,
     statuses: Counter[str] = Counter()
     send = box.sender.send
 
-    def counted(report: Report) -> SendResult:  # the real send, its answers tallied
+    def counted(report: BaseModel) -> SendResult:  # the real send, its answers tallied
         answer = send(report)
         statuses[str(answer.status or "no answer")] += 1
         return answer
@@ -247,4 +248,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench._cli import no_options
+
+    no_options(__doc__, __file__)
     sys.exit(main())

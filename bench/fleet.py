@@ -38,6 +38,7 @@ from app.config import Settings
 from app.db import make_engine
 from app.models import Alert, Host
 from app.services.retention import run_maintenance
+from bench._cli import parser
 from bench._cpu import servers_cpu_split
 from bench._false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
 from bench._fleet_history import ceiling, fill_history
@@ -51,7 +52,7 @@ SERVERS = 2
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__.split("\n")[0])
+    p = parser(__doc__, __file__)
     p.add_argument("--hosts", type=int, default=sized(20, 2),
                    help="simulated hgx8 hosts (default: 20)")
     p.add_argument("--compress", type=float, default=10.0,

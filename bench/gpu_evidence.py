@@ -111,4 +111,7 @@ def main(nvml: Any = None, sysfs: Sysfs | None = None, pause_s: float = 1.0) -> 
 
 
 if __name__ == "__main__":
+    from bench._cli import no_options
+
+    no_options(__doc__, __file__)
     sys.exit(main())

@@ -105,4 +105,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    from bench._cli import parser
+
+    options = parser(__doc__, __file__)
+    options.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the reading
+    options.parse_args()
     sys.exit(main())

@@ -150,4 +150,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    from bench._cli import parser
+
+    options = parser(__doc__, __file__)
+    options.add_argument("--child", metavar="WAY", help=argparse.SUPPRESS)  # one reading
+    options.parse_args()
     sys.exit(main())

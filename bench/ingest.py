@@ -57,7 +57,8 @@ from bench._refusals import refusal_latency
 from bench._size import sized
 from bench._timing import median_ms
 from bench._vs_floor import compare, print_comparison
-from probes.report import Report, ReportKind, utcnow
+from probes.agent.sender import WIRE_HEADER
+from probes.report import Report, ReportKind, utcnow, wire_fingerprint
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 
@@ -173,7 +174,8 @@ def shifted(report: Report, by: timedelta) -> Report:
 def post(client: TestClient, report: Report) -> None:
     r = client.post("/api/v1/reports", content=renewed(report).model_dump_json(),
                     headers={"Authorization": f"Bearer {TOKEN}",
-                             "Content-Type": "application/json"})
+                             "Content-Type": "application/json",
+                             WIRE_HEADER: wire_fingerprint()})  # as a current probe posts
     if r.status_code != 201:
         raise RuntimeError(f"ingest failed: {r.status_code} {r.text[:300]}")
 
@@ -320,4 +322,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench._cli import no_options
+
+    no_options(__doc__, __file__)
     sys.exit(main())

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.main import create_app
 from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost
+from bench._cli import parser
 from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
@@ -136,10 +136,10 @@ def bench_agent() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=sized(1000, 10),
-                        help="hosts (default: 1000)")
-    args = parser.parse_args(argv or [])
+    options = parser(__doc__, __file__)
+    options.add_argument("--hosts", type=int, default=sized(1000, 10),
+                         help="hosts (default: 1000)")
+    args = options.parse_args(argv or [])
     with sqlite_url() as url:
         bench_server("sqlite", url, args.hosts)
     with postgres_url() as pg:

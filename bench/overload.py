@@ -40,6 +40,7 @@ from pathlib import Path
 import httpx
 
 from bench import _sched, _side_probe
+from bench._cli import parser
 from bench._cpu import cpu_split
 from bench._fleet_load import (
     TOKEN,
@@ -61,8 +62,7 @@ TARGETS_MS = {"post_p99": 20.0, "refused_p99": 50.0, "healthz_p99": 50.0,
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.overload",
-                                description=__doc__.split("\n")[0])
+    p = parser(__doc__, __file__)
     p.add_argument("--before", type=Path, default=None,
                    help="a checkout of the code to compare with (default: none, after only)")
     p.add_argument("--hosts", type=int, default=sized(200, 3),

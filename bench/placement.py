@@ -117,4 +117,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench._cli import no_options
+
+    no_options(__doc__, __file__)
     raise SystemExit(main())

@@ -117,4 +117,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from bench._cli import parser
+
+    options = parser(__doc__, __file__)
+    options.add_argument("--load", nargs=3, metavar=("SRC", "DST", "SECONDS"),
+                         help="be the load process: copy GPU SRC -> DST for SECONDS")
+    options.parse_args()
     raise SystemExit(main())

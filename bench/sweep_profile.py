@@ -35,6 +35,7 @@ from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.judging import judge, store, write
 from app.main import create_app
+from bench._cli import parser
 from bench._floor import Floor
 from bench._ingest_stages import serve_once
 from bench._size import sized
@@ -110,7 +111,7 @@ def _callgrind(on: bool) -> None:
 
 
 def main() -> int:
-    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args = parser(__doc__, __file__)
     args.add_argument("--keep", metavar="NAME", help="keep the database NAME between runs")
     args.add_argument("--cprofile", metavar="FILE", help="also dump the profile to FILE")
     args.add_argument("--callgrind", action="store_true")

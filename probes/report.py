@@ -11,12 +11,17 @@ so a broken probe cannot poison the history.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import re
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
+import pydantic
+import pydantic_core
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -608,3 +613,17 @@ class Report(_Model):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+@functools.cache
+def wire_fingerprint() -> str:
+    """Which wire models wrote a report's JSON: a digest of `Report`'s serialization schema
+    (every field, its order, type and default, nested models included) and of the
+    pydantic that writes the bytes. A probe sends it with each report (`X-Peerwatch-Wire`);
+    a server with the same one knows the body is what it would write for the parsed report
+    itself, so it can know the report by its bytes' digest without serializing it again
+    (`app/posted_report.py`). What the schema does not show (an `exclude_if`) counts only
+    beside a change it does show. Computed once per process: the schema takes milliseconds."""
+    schema = json.dumps(Report.model_json_schema(mode="serialization"))
+    seed = f"pydantic {pydantic.VERSION} core {pydantic_core.__version__}\n{schema}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]

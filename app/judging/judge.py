@@ -154,7 +154,7 @@ def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
 def last_heard_at(row: Host) -> datetime | None:
     """When the server last heard from this host's probe, by the server's own clock: its
     newest stored report, or a request it refused because it was busy or had not stored
-    yet (app/refusals.py)."""
+    yet (app/heard.py)."""
     heard = [t for t in (row.last_received_at or row.last_report_at, row.last_refused_at,
                          row.last_heard_at) if t is not None]
     return max(heard) if heard else None

@@ -28,15 +28,15 @@ from starlette.concurrency import run_in_threadpool
 from app.alerting.judge_queue import judges_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
+from app.heard import heard_for
 from app.ingest_gate import IngestGate, Saturated, gate_for
 from app.ingest_pool import IngestPool, pool_for
 from app.json_body import read_limited_body
-from app.posted_report import DatabaseLocked, store_posted
-from app.refusals import refusals_for
+from app.posted_report import DatabaseLocked, is_canonical, store_posted
 from app.schemas import IngestResult
 from app.services.ingest import probe_sent_at
 from probes.agent.clock_offset import OFFSET_HEADER
-from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
+from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER
 from probes.report import utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
@@ -72,7 +72,7 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
                       settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
     arrived = utcnow()  # before any wait: what receipt and clock skew are measured from
-    heard = refusals_for(request.app)
+    heard = heard_for(request.app)
     host = request.headers.get(HOST_HEADER)
     heard.heard(host, arrived)  # heard now, however long the report takes to store
     try:
@@ -100,21 +100,22 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
         sent_at = probe_sent_at(request.headers.get(OFFSET_HEADER),
                                 request.headers.get(SENT_AT_HEADER), arrived)
+        canonical = is_canonical(request.headers.get(WIRE_HEADER))
         pool = pool_for(request.app)
         if pool is None:  # in-process: a thread of this process
             result = await run_in_threadpool(store_body, request.app, gate, body, settings,
-                                             arrived, sent_at)
+                                             arrived, sent_at, canonical)
         else:
-            result = await _store_in_pool(pool, gate, body, arrived, sent_at)
+            result = await _store_in_pool(pool, gate, body, arrived, sent_at, canonical)
         gate.stats.accepted += 1
     return result
 
 
 async def _store_in_pool(pool: IngestPool, gate: IngestGate, body: bytes, arrived: datetime,
-                         sent_at: datetime | None) -> IngestResult:
+                         sent_at: datetime | None, canonical: bool) -> IngestResult:
     """In an ingest worker process (`serve`): the event loop never waits for their GIL."""
     try:
-        return await pool.store(body, arrived, sent_at)
+        return await pool.store(body, arrived, sent_at, canonical)
     except DatabaseLocked:
         raise gate.locked() from None
     except BrokenProcessPool:
@@ -122,12 +123,13 @@ async def _store_in_pool(pool: IngestPool, gate: IngestGate, body: bytes, arrive
 
 
 def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
-               now: datetime, sent_at: datetime | None = None) -> IngestResult:
+               now: datetime, sent_at: datetime | None = None, canonical: bool = False
+               ) -> IngestResult:
     """Parse, validate and store one report received at `now`: a worker thread's part, off
     the event loop, as an ingest worker's (`posted_report.store_posted`; the session is
     opened there too, so a refused report never costs a thread-pool hop for it)."""
     try:
         return store_posted(app.state.sessionmaker, body, settings, now, sent_at,
-                            gate.writing)
+                            gate.writing, canonical)
     except DatabaseLocked:
         raise gate.locked() from None

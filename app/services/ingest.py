@@ -100,10 +100,11 @@ def clock_reading(report: Report, arrived: datetime, sent_at: datetime | None) -
 def ingest(session: Session, report: Report, settings: Settings, now: datetime,
            sent_at: datetime | None = None, body: bytes | None = None) -> IngestResult:
     """Store `report`, received at `now` (and sent at `sent_at` by the probe's clock, when it
-    said; posted as `body`, when it was), or recognise it as stored before, and commit.
+    said; `body`: its canonical JSON as posted, when the sender's wire models are this
+    server's), or recognise it as stored before, and commit.
 
-    The report's digest (`report_digest_and_inventory`) is stored with it; a later report
-    with the same report_id that is not the same report (`same_report`) raises
+    The report's digest (`report_digest_and_inventory`: of its canonical JSON) is stored with
+    it; a later report with the same report_id whose content differs (`same_report`) raises
     `ReportConflict` instead of passing as a duplicate.
     """
     with heap.collector_paused():  # its rows die with it (app/heap.py)
@@ -143,8 +144,9 @@ def _stored_result(session: Session, report: Report, digest: str) -> IngestResul
         return None
     pk, host, stored_digest = row
     if stored_digest and not same_report(stored_digest, digest, report):
-        raise ReportConflict(f"report_id {report_id} was stored before with a different body; "
-                             "a new report needs a new report_id")
+        raise ReportConflict(f"report_id {report_id} was stored before with a different body "
+                             "(other content, not only other bytes); a new report needs a new "
+                             "report_id")
     measurements = session.scalar(
         select(func.count()).select_from(Measurement).where(Measurement.report_id == pk))
     samples = session.scalar(

@@ -137,16 +137,14 @@ _INVENTORY_FROM, _INVENTORY_TO = b',"inventory":', b',"counters":'
 
 def report_digest_and_inventory(report: Report, body: bytes | None = None
                                 ) -> tuple[str, bytes]:
-    """The report's digest (what tells a retry from a reused report_id) and the inventory's
-    canonical JSON (what the inventory memo hashes).
+    """The report's digest (the SHA-256 of its canonical JSON: what tells a retry from a
+    reused report_id) and the inventory's canonical JSON (what the inventory memo hashes).
 
-    With `body`, the bytes the report was posted as: the digest is their SHA-256, and only
-    the inventory is serialized (serializing a sweep's results and counters again cost
-    ~3 ms of its CPU). A probe sends a report, and its retries, as the same bytes (its
-    model's JSON, from memory or its spool). Without (a report stored in process), the
-    SHA-256 of the report's canonical JSON (`canonical_digest`), from the same one
-    serialization as the inventory's JSON: serializing the inventory again cost nearly as
-    much."""
+    With `body`, the report's canonical JSON as posted (its sender has this server's wire
+    models, `posted_report.is_canonical`): the digest is its bytes', and only the inventory
+    is serialized (serializing a sweep's results and counters again cost ~3 ms of its CPU).
+    Without (a report stored in process, or posted by other wire models), the report is
+    serialized once for both: serializing the inventory again cost nearly as much."""
     if body is not None:
         return hashlib.sha256(body).hexdigest(), report.inventory.model_dump_json().encode()
     canonical = report.model_dump_json().encode()
@@ -156,15 +154,16 @@ def report_digest_and_inventory(report: Report, body: bytes | None = None
 
 
 def canonical_digest(report: Report) -> str:
-    """SHA-256 of the report's canonical JSON: the digest of a report stored without its
-    body, or by a release before bodies were hashed."""
+    """SHA-256 of the report's canonical JSON, serialized here."""
     return hashlib.sha256(report.model_dump_json().encode()).hexdigest()
 
 
 def same_report(stored_digest: str, digest: str, report: Report) -> bool:
     """Is the report stored under `stored_digest` this `report` (whose digest is `digest`)?
-    Either digest of it counts: a retry of a report stored by an older release, or in
-    process, was stored under its canonical one."""
+    Only when the two differ is the report serialized here to compare its canonical digest
+    too: a body that was taken for canonical JSON and was not (stored by a release that
+    hashed every posted body's bytes, or vouched for by a sender wrongly) is then still
+    known by its content."""
     return stored_digest == digest or stored_digest == canonical_digest(report)
 
 

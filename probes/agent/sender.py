@@ -31,6 +31,7 @@ import httpx
 from pydantic import BaseModel
 
 from probes.agent.clock_offset import OFFSET_HEADER, offset_sample
+from probes.report import Report, wire_fingerprint
 
 REPORTS_PATH = "/api/v1/reports"
 SNAPSHOTS_PATH = "/api/v1/snapshots"
@@ -40,6 +41,7 @@ _CONFIG_STATUS = frozenset({401, 403, 404, 405})
 RETRY_AFTER_JITTER = 0.5  # a Retry-After of T is honoured as a wait in [T, 1.5 T]
 HOST_HEADER = "X-Peerwatch-Host"  # the report's host, readable before the body
 SENT_AT_HEADER = "X-Peerwatch-Sent-At"  # this attempt's send time (ISO 8601, the probe's clock)
+WIRE_HEADER = "X-Peerwatch-Wire"  # the wire models that wrote a report's body (wire_fingerprint)
 
 
 class Outcome(StrEnum):
@@ -107,11 +109,15 @@ def request_headers(report: BaseModel, wall: Callable[[], datetime],
     """What the server reads before the body: whose report this is (so a refusal, answered
     before the body is read, is counted for its host), when this attempt was sent by the
     clock the report was stamped with (clock skew from one request's transit, never from
-    the time a report spent in the spool) and, once an answer has shown it, this clock's
-    offset from the server's as the probe measured it (`clock_offset.py`)."""
+    the time a report spent in the spool), once an answer has shown it, this clock's
+    offset from the server's as the probe measured it (`clock_offset.py`), and for a report,
+    which wire models wrote its body (`wire_fingerprint`: a server with the same ones knows
+    the report by its bytes; any other serializes it once to know it by its content)."""
     headers = {SENT_AT_HEADER: wall().isoformat()}
     if offset_s is not None:
         headers[OFFSET_HEADER] = f"{offset_s:.3f}"
+    if isinstance(report, Report):
+        headers[WIRE_HEADER] = wire_fingerprint()
     identity = getattr(report, "host", None)
     hostname = getattr(identity, "hostname", None)
     if isinstance(hostname, str):

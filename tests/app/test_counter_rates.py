@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -44,60 +45,66 @@ def _host_and_report(s: Session) -> tuple[Host, ReportRow]:
     return host, report
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_sql_rates_equal_the_pure_rates(settings: Settings, seed: int) -> None:
-    rng = random.Random(seed)
+Stored = tuple[Session, Host, ReportRow]
+SINCE = T0 + timedelta(seconds=130)  # the window both rate queries are asked for
+
+
+@pytest.fixture
+def stored(settings: Settings) -> Iterator[Stored]:
+    """A session on the test database with one host and one report, the parents every
+    sample row needs; the engine is disposed after the test."""
     engine = make_engine(settings)
-    sessions = make_sessionmaker(engine)
-    with sessions() as s:
-        host, report = _host_and_report(s)
-        expected = {}
-        since = T0 + timedelta(seconds=130)
-        for link in range(3):
-            times = [T0 + timedelta(seconds=30 * i + rng.randint(0, 5)) for i in range(20)]
-            replay = _readings(rng, 20)
-            crc = [None if link == 2 else v for v in _readings(rng, 20)]
-            for at, r, c in zip(times, replay, crc, strict=True):
-                s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0, link=link,
-                                 replay=r, recovery=r, crc_flit=c))
-            kept = [(t, r, c) for t, r, c in zip(times, replay, crc, strict=True) if t >= since]
-            expected[(0, link)] = {"replay": rate_per_s([(t, r) for t, r, _ in kept]),
-                                   "crc_flit": rate_per_s([(t, c) for t, _, c in kept])}
-        s.commit()
-        got = link_rates(s, host.id, since)
-    engine.dispose()
+    try:
+        with make_sessionmaker(engine)() as s:
+            yield (s, *_host_and_report(s))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sql_rates_equal_the_pure_rates(stored: Stored, seed: int) -> None:
+    s, host, report = stored
+    rng = random.Random(seed)
+    expected = {}
+    for link in range(3):
+        times = [T0 + timedelta(seconds=30 * i + rng.randint(0, 5)) for i in range(20)]
+        replay = _readings(rng, 20)
+        crc = [None if link == 2 else v for v in _readings(rng, 20)]
+        for at, r, c in zip(times, replay, crc, strict=True):
+            s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0, link=link,
+                             replay=r, recovery=r, crc_flit=c))
+        kept = [(t, r, c) for t, r, c in zip(times, replay, crc, strict=True) if t >= SINCE]
+        expected[(0, link)] = {"replay": rate_per_s([(t, r) for t, r, _ in kept]),
+                               "crc_flit": rate_per_s([(t, c) for t, _, c in kept])}
+    s.commit()
+    got = link_rates(s, host.id, SINCE)
     for key, rates in expected.items():
         for counter, value in rates.items():
             assert got[key][counter] == pytest.approx(value), (key, counter)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_sql_pcie_replay_rates_equal_the_pure_rates(settings: Settings, seed: int) -> None:
+def test_sql_pcie_replay_rates_equal_the_pure_rates(stored: Stored, seed: int) -> None:
     """Per GPU, with unknown readings among known ones, resets, and two readings at one
     time (a step that does not move forward is skipped)."""
+    s, host, report = stored
     rng = random.Random(seed)
-    engine = make_engine(settings)
-    sessions = make_sessionmaker(engine)
-    with sessions() as s:
-        host, report = _host_and_report(s)
-        expected = {}
-        since = T0 + timedelta(seconds=130)
-        for gpu in range(4):
-            times = sorted(T0 + timedelta(seconds=30 * (i // 2 if gpu == 1 else i)
-                                          + rng.randint(0, 5)) for i in range(20))
-            replay = [None if gpu == 3 or rng.random() < 0.2 else v
-                      for v in _readings(rng, 20)]
-            points = []
-            for at, r in zip(times, replay, strict=True):
-                s.add(GpuSample(report_id=report.id, host_id=host.id, at=at, gpu=gpu,
-                                pcie_replay=r))
-                s.flush()  # ids in time order, as a report's samples are stored
-                if at >= since:
-                    points.append((at, r))
-            expected[gpu] = rate_per_s(points)
-        s.commit()
-        got = pcie_replay_rates(s, host.id, since)
-    engine.dispose()
+    expected = {}
+    for gpu in range(4):
+        times = sorted(T0 + timedelta(seconds=30 * (i // 2 if gpu == 1 else i)
+                                      + rng.randint(0, 5)) for i in range(20))
+        replay = [None if gpu == 3 or rng.random() < 0.2 else v
+                  for v in _readings(rng, 20)]
+        points = []
+        for at, r in zip(times, replay, strict=True):
+            s.add(GpuSample(report_id=report.id, host_id=host.id, at=at, gpu=gpu,
+                            pcie_replay=r))
+            s.flush()  # ids in time order, as a report's samples are stored
+            if at >= SINCE:
+                points.append((at, r))
+        expected[gpu] = rate_per_s(points)
+    s.commit()
+    got = pcie_replay_rates(s, host.id, SINCE)
     assert any(v is not None for v in expected.values()) and expected[3] is None
     for gpu, value in expected.items():
         assert got.get(gpu) == pytest.approx(value), gpu

@@ -1,6 +1,6 @@
 """A probe is heard when its request arrives, before any wait: a report that takes longer
 than the staleness limit to be stored, or that its probe gave up on, leaves the probe heard,
-not silent (app/refusals.py, migration 0020)."""
+not silent (app/heard.py, migration 0020)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from sqlalchemy import select, text
 
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
+from app.heard import HeardBook
 from app.models import Host
-from app.refusals import RefusalBook
 from app.services.ingest import ingest
 from probes.agent.sender import HOST_HEADER
 from tests.app.factory import sweep
@@ -72,7 +72,7 @@ def test_a_probe_heard_within_the_limit_is_not_stale_however_old_its_stored_repo
         with sessions() as session:
             ingest(session, sweep(n=2, at=now - timedelta(hours=1)), settings,
                    now - timedelta(hours=1))
-        book = RefusalBook()
+        book = HeardBook()
         book.heard("node-a", now - timedelta(seconds=5))  # its report is still being stored
         assert book.flush(sessions) == 1
         assert_heard_then_stale(sessions, settings, now)
@@ -82,7 +82,7 @@ def test_a_probe_heard_within_the_limit_is_not_stale_however_old_its_stored_repo
 
 def test_a_stored_report_takes_back_its_arrival_but_not_a_refusal() -> None:
     at = datetime.now(UTC)
-    book = RefusalBook()
+    book = HeardBook()
     book.heard("node-a", at)
     book.stored("node-a", at)  # its receipt says the same: nothing left to write
     book.heard("node-b", at)
@@ -104,7 +104,7 @@ def test_a_flush_skips_a_host_an_ingest_holds_and_writes_it_next_time(
         with sessions() as session:
             for host in ("node-a", "node-b"):
                 ingest(session, sweep(n=2, host=host, at=now), settings, now)
-        book = RefusalBook()
+        book = HeardBook()
         for host in ("node-a", "node-b"):
             book.heard(host, now + timedelta(seconds=1))
         with engine.connect() as ingesting:  # an ingest of node-a holds its row
@@ -124,6 +124,6 @@ def test_a_flush_skips_a_host_an_ingest_holds_and_writes_it_next_time(
 
 @pytest.mark.parametrize("name", ["", "not a host!", None])
 def test_a_header_that_names_no_valid_host_notes_nothing(name: str | None) -> None:
-    book = RefusalBook()
+    book = HeardBook()
     book.heard(name, datetime.now(UTC))
     assert book._take() == {}

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 
+from app.posted_report import parse_report
 from app.services.report_checks import (
     canonical_digest,
     report_digest_and_inventory,
@@ -70,3 +71,17 @@ def test_a_retry_is_the_same_report_under_either_digest_and_another_is_not() -> 
     other_posted, _ = report_digest_and_inventory(other, other.model_dump_json().encode())
     assert not same_report(posted, other_posted, other)
     assert not same_report(in_process, other_posted, other)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_a_current_probes_body_is_the_servers_canonical_json(preset: str) -> None:
+    """What `X-Peerwatch-Wire` vouches for: a probe with the server's wire models writes, for
+    a report sent from memory or re-read from its spool, exactly the JSON the server would
+    write for the report it parses, so the bytes' digest is the canonical one."""
+    fabric = SimulatedFabric(preset, seed=5, hostname=f"wire-{preset}")
+    fabric.inject(GpuLost(gpu=1))
+    for kind in (ReportKind.SWEEP, ReportKind.INVENTORY):
+        body = build_report(fabric, kind=kind).model_dump_json().encode()
+        spooled = Report.model_validate_json(body).model_dump_json().encode()
+        assert spooled == body
+        assert parse_report(body).model_dump_json().encode() == body

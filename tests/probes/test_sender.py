@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from probes.agent.sender import Backoff, Outcome, Sender, classify
+from probes.agent.sender import WIRE_HEADER, Backoff, Outcome, Sender, classify
+from probes.report import wire_fingerprint
 from tests.probes.sample_reports import sample_report
 
 
@@ -45,6 +46,7 @@ def test_request_carries_bearer_token_and_the_report() -> None:
     assert seen[0].url.path == "/api/v1/reports"
     assert seen[0].headers["authorization"] == "Bearer tok"
     assert seen[0].content == report.model_dump_json().encode()
+    assert seen[0].headers[WIRE_HEADER] == wire_fingerprint()  # its bytes: canonical JSON
 
 
 def test_overloaded_server_is_retried_after_its_retry_after() -> None:

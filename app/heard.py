@@ -6,8 +6,8 @@ refused — unless the probe names its host in a header (`X-Peerwatch-Host`, sen
 `probes/agent/sender.py`). Every request's arrival is noted here in memory at once, before
 any wait (a dict update: arriving and refusing must stay cheap), and a refusal is counted;
 a report stored since its arrival takes its note back (`stored`: the stored report's
-receipt says the same). `RefusalBook.flush` writes what is left in one batched UPDATE every
-REFUSAL_FLUSH_S (a background job of the app, and once more at shutdown): `hosts.
+receipt says the same). `HeardBook.flush` writes what is left in one batched UPDATE every
+HEARD_FLUSH_S (a background job of the app, and once more at shutdown): `hosts.
 last_heard_at` (the newest arrival, migration 0020), `hosts.last_refused_at` and `hosts.
 refused_reports` (refused since the host's last stored report; ingest sets it back to 0).
 
@@ -41,7 +41,7 @@ from probes.report import valid_hostname
 
 log = logging.getLogger(__name__)
 
-REFUSAL_FLUSH_S = 2.0
+HEARD_FLUSH_S = 2.0
 MAX_HOSTS = 100_000
 
 
@@ -69,7 +69,7 @@ def _canonical(host: str | None) -> str | None:
         return None
 
 
-class RefusalBook:
+class HeardBook:
     """What was heard of each host name since the last flush, and not yet stored."""
 
     def __init__(self) -> None:
@@ -156,24 +156,24 @@ FLUSH = update(HOSTS).where(HOSTS.c.name == bindparam("host")).values(
                           bindparam("heard", type_=HOSTS.c.last_heard_at.type)))
 
 
-def refusals_for(app: Any) -> RefusalBook:
+def heard_for(app: Any) -> HeardBook:
     """The app's book (made by `app.main.create_app`)."""
-    book: RefusalBook = app.state.refusals
+    book: HeardBook = app.state.heard
     return book
 
 
-async def refusal_flush_job(app: Any) -> None:
-    """One of the app's background jobs: flush every REFUSAL_FLUSH_S, and at shutdown."""
-    book, sessions = refusals_for(app), app.state.sessionmaker
+async def heard_flush_job(app: Any) -> None:
+    """One of the app's background jobs: flush every HEARD_FLUSH_S, and at shutdown."""
+    book, sessions = heard_for(app), app.state.sessionmaker
     try:
         while True:
-            await asyncio.sleep(REFUSAL_FLUSH_S)
+            await asyncio.sleep(HEARD_FLUSH_S)
             await _flush_quietly(book, sessions)
     finally:
         await _flush_quietly(book, sessions)
 
 
-async def _flush_quietly(book: RefusalBook, sessions: sessionmaker[Session]) -> None:
+async def _flush_quietly(book: HeardBook, sessions: sessionmaker[Session]) -> None:
     try:
         await asyncio.to_thread(book.flush, sessions)
     except Exception:  # noqa: BLE001 - kept for the next flush; the server goes on
