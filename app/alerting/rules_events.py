@@ -9,22 +9,27 @@
 A fault explains the other alerts of its object: pair alerts of its GPU are not raised
 (`explains.explained_gpus`) and the page says which related alerts it stands for. A GPU fault on a
 GPU missing from the inventory (Xid 79: fallen off the bus) is GPUMissing's page, and an
-event on a link that is down, or that went down as often as it logged since just before
-the first event (the Xid 74 a link logs as it drops), is the link-state rules' page
-(NVLinkDown, NVLinkFlapping, with their own `for` and count): each names the event, and
-these rules leave them out, so one fault pages once. A link that logs Xid 74 while it stays
-up (a marginal link) has no such downs: its events are these rules' page. Labels are
-bounded: host, gpu, link or switch, and xid.
+event on a link that is down now (NVLinkDown, pending or firing), that NVLinkDown paged
+within the flap window (it came back after its `for`), or that is flapping
+(NVLinkFlapping) is the link-state rules': each names the event, and these rules leave
+them out, so one fault pages once. Anything else is these rules' own: a link that logs
+Xid 74 while it stays up (a marginal link), and a link that went down once, shorter than
+NVLinkDown's `for`, and came back (a single flap: no link-state rule fires, so the Xid it
+logged as it dropped warns, on the link, saying it came back; a second drop within the
+hour is NVLinkFlapping's). Labels are bounded: host, gpu, link or switch, and xid.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from sqlalchemy import or_, select
+
 from app.alerting.context import HostContext
 from app.alerting.rule import Finding, Rule, dashboard_path
 from app.analysis.verdict import Verdict
 from app.analysis.xid_judge import EventFinding
+from app.models import Alert
 
 
 def _labels(ctx: HostContext, f: EventFinding) -> dict[str, str]:
@@ -55,27 +60,49 @@ DOWN_BEFORE_EVENT_S = 120.0
 
 
 def _paged_elsewhere(ctx: HostContext, f: EventFinding) -> bool:
-    """A lost GPU is GPUMissing's page, a link down (or gone down with each event) the
-    link-state rules': each names the event."""
+    """A lost GPU is GPUMissing's page; a link down now or flapping the link-state rules'
+    (NVLinkDown, NVLinkFlapping): each names the event."""
     if f.entry.object == "gpu":
         return f.gpu in ctx.fabric.missing_gpus
-    if f.entry.object != "link":
-        return False
-    return (f.gpu, f.link) in links_down(ctx) or _downs_cover(ctx, f)
+    return f.entry.object == "link" and (f.gpu, f.link) in links_paged_by_state(ctx)
 
 
-def _downs_cover(ctx: HostContext, f: EventFinding) -> bool:
-    """The link went down at least once per event of the finding, since just before the
-    first: each event may be the line it logged as it dropped."""
-    if f.gpu is None or f.link is None:
-        return False
+def links_paged_by_state(ctx: HostContext) -> set[tuple[int, int]]:
+    """Links whose state is a link-state rule's page: down now, up and flapping, or paged by
+    NVLinkDown within the flap window (its page named the event; a warning after it
+    resolved would be a second alert for one drop)."""
+    now = {(j.gpu, j.link) for j in ctx.links if j.verdict is Verdict.DOWN or j.flapping}
+    return now | _paged_down(ctx)
+
+
+def _paged_down(ctx: HostContext) -> set[tuple[int, int]]:
+    """Links NVLinkDown fired for, firing still or resolved within the flap window: what
+    fired, whatever `for` the deployment set (the PromQL twin reads ALERTS)."""
+    since = ctx.now - timedelta(seconds=ctx.settings.link_flap_window_s)
+    rows = ctx.session.scalars(select(Alert.labels).where(
+        Alert.host == ctx.name, Alert.rule == "NVLinkDown", Alert.fired_at.is_not(None),
+        or_(Alert.resolved_at.is_(None), Alert.resolved_at >= since)))
+    return {(int(labels["gpu"]), int(labels["link"])) for labels in rows}
+
+
+def _downs_since(ctx: HostContext, f: EventFinding) -> int:
+    """How often the link went down since just before the finding's first event: each
+    drop may be what logged it."""
+    if f.entry.object != "link" or f.gpu is None or f.link is None:
+        return 0
     seen = ctx.health.link_facts.get((f.gpu, f.link), {}).get("downs", [])
     since = f.first_at - timedelta(seconds=DOWN_BEFORE_EVENT_S)
-    return sum(1 for at in seen if datetime.fromisoformat(at) >= since) >= f.count
+    return sum(1 for at in seen if datetime.fromisoformat(at) >= since)
 
 
-def links_down(ctx: HostContext) -> set[tuple[int, int]]:
-    return {(j.gpu, j.link) for j in ctx.links if j.verdict is Verdict.DOWN}
+def _came_back(ctx: HostContext, f: EventFinding) -> str:
+    """Words for a link event logged as the link dropped, the link up again."""
+    downs = _downs_since(ctx, f)
+    if not downs:
+        return ""
+    times = "once" if downs == 1 else f"{downs}x"
+    return (f" NVLink {f.link} went down {times} as the event was logged and is up again: "
+            "watch it (NVLinkFlapping pages if it keeps going down).")
 
 
 def link_events(ctx: HostContext) -> dict[tuple[int, int], str]:
@@ -88,7 +115,7 @@ def link_events(ctx: HostContext) -> dict[tuple[int, int], str]:
 
 
 def _finding(ctx: HostContext, f: EventFinding, explains: bool) -> Finding:
-    tail = f" It explains {_related(ctx, f)}." if explains else ""
+    tail = _came_back(ctx, f) + (f" It explains {_related(ctx, f)}." if explains else "")
     return Finding(labels=_labels(ctx, f),
                    summary=f"{f.entry.label} on {f.where} of {ctx.name}: {f.entry.name}",
                    description=f.reason() + "." + tail,

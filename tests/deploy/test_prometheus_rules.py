@@ -42,11 +42,12 @@ def test_rules_file_is_valid() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     # 28 alerting rules (P2PBandwidthDegraded and PCIeBandwidthDegraded: sustained and
     # intermittent; GPUPeerCopiesSlow; XidFault and XidWarning; GPUThrottled;
-    # PairCopiesFailing: with other peers and on a 2-GPU board), 15 recording (the pair of
+    # PairCopiesFailing: with other peers and on a 2-GPU board), 16 recording (the pair of
     # each ordered pair, peerwatch:p2p_pair, the three pair-labelled ones the pair rules
-    # page by: peerwatch:p2p_pair_test_*, and the four of a GPU's own copies the PCIe rules
-    # page by: peerwatch:gpu_copy_*)
-    assert "SUCCESS: 43 rules found" in done.stdout
+    # page by: peerwatch:p2p_pair_test_*, the four of a GPU's own copies the PCIe rules
+    # page by: peerwatch:gpu_copy_*, and the links the Xid rules leave to the link-state
+    # rules: peerwatch:nvlink_paged_by_state)
+    assert "SUCCESS: 44 rules found" in done.stdout
 
 
 def test_rule_unit_tests_pass() -> None:

@@ -3,10 +3,13 @@
 
 A `TwinHost` drives a `SimHost` (the server's real ingest, judgement and rules at a fake
 clock) and, at every step, records what Prometheus would scrape at that moment: the probe
-agent's exporter (`probes/metrics.py`, fed the same reports as the server) and the server's
-`/metrics` (`app/metrics.py`, read from the same database). `promtool_test` writes those
-scrapes as a promtool unit test over deploy/prometheus/peerwatch-rules.yml whose expected
-result is the set of alerts the server has firing at the end, by name and object; promtool
+agent's exporter (`probes/metrics.py`, fed the same reports as the server, each carrying the
+Xid/SXid events the faults logged since the last, as the agent's report builder adds them)
+and the server's `/metrics` (`app/metrics.py`, read from the same database, its event
+findings judged at the fake clock: the wall clock would find every simulated event older
+than the look-back). `promtool_test` writes those scrapes as a promtool unit test over
+deploy/prometheus/peerwatch-rules.yml whose expected result is the set of alerts the
+server has firing at the end, by name and object (an Xid page's switch and number too); promtool
 evaluates the rules over the history exactly as a Prometheus server would (rule groups
 every minute, `for`, ALERTS), and says what differs.
 
@@ -35,12 +38,13 @@ from probes.agent.agent_state import AgentState
 from probes.metrics import AgentCollector
 from probes.report import ReportKind, TestName
 from probes.sim.faults import Fault
-from probes.sweep import SweepOptions, build_report
+from probes.sweep import SweepOptions
 from tests.app.alerting.simhost import QUICK, SimHost
 
 RULES = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "peerwatch-rules.yml"
 STEP_S = 60  # one report (and one scrape of each target) a minute; sweeps every 10th
-OBJECT = ("alertname", "host", "gpu", "peer_gpu", "link")  # what an alert is about
+OBJECT = ("alertname", "host", "gpu", "peer_gpu", "link", "switch", "xid")  # what an alert
+# is about (an Xid page is one per object and event number)
 # The quick tests and the staged copy: a downtrained PCIe link slows those (issue 20: the
 # pair pages Prometheus raised before PCIeLinkDowntrained).
 TESTS = SweepOptions(tests=(*QUICK.tests, TestName.STAGED))
@@ -100,7 +104,7 @@ class TwinHost:
             self.sim.advance(STEP_S)
             self.steps += 1
             kind = ReportKind.SWEEP if self.steps % 10 == 0 else ReportKind.INVENTORY
-            report = build_report(self.sim.fabric, kind, self.sim.options, now=self.probe_now)
+            report = self.sim.build(kind, now=self.probe_now)  # with the faults' events
             with self.sessions() as session:
                 ingest(session, report, self.settings, self.sim.now(), sent_at=self.probe_now())
             self.agent.record(report)
@@ -115,7 +119,7 @@ class TwinHost:
     def _scrape(self) -> None:
         agent = AgentCollector(self.agent).host_families(self.agent.view())
         with self.sessions() as session:
-            snap = load_snapshot(session)
+            snap = load_snapshot(session, now=self.sim.now())
         server = PeerwatchCollector(lambda gpus: snap, AlertingSettings()).collect()
         self._keep(agent, "agent-sim:9400")
         self._keep(server, "server:8000")
