@@ -36,7 +36,7 @@ from app.alerting import engine as alert_engine
 from app.alerting.service import service_for
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
-from app.judging import judge, store, write
+from app.judging import judge, load, store, write
 from app.main import create_app
 from bench._floor import Floor
 from bench._ingest_stages import serve_once
@@ -59,6 +59,16 @@ STAGES: dict[tuple[Any, str], str] = {
     (route, "ingest"): "store (ingest transaction)",
     (store, "stored_rows"): "load: stored judged rows",
     (judge, "load_host"): "load: results, counters, peers",
+    (load, "load_tests"): "load: tests' states + new results",
+    (load, "link_rates"): "load: link rates",
+    (load, "pcie_replay_rates"): "load: PCIe replay rates",
+    (load, "rate_window_start"): "load: rate window start",
+    (load, "group_stats"): "load: fleet peer stats",
+    (load, "throttle_history"): "load: throttle history",
+    (load, "host_spans"): "load: job spans",
+    (load, "load_event_facts"): "load: events",
+    (load, "fabric_of"): "load: fabric",
+    (load, "fabric_manager_of"): "load: fabric manager",
     (judge, "judge_tests"): "judge_tests",
     (judge, "judge_loaded"): "judge (all, incl. judge_tests)",
     (judge, "checks_against"): "fleet peers (checks)",
