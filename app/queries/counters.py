@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, distinct, func, select, tuple_
+from sqlalchemy import and_, case, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.models import GpuSample, LinkSample
@@ -61,19 +61,19 @@ def _unmoved(session: Session, model: type[LinkSample] | type[GpuSample],
     time and never changed, the other partitions' keys). For such a counter every step
     grows by 0; a step counts when it moves forward in time, so there is one exactly when
     two readings differ in time, the first beginning at the earliest reading and the last
-    ending at the newest: growth 0 from min(at) to max(at), or none (a single time)."""
+    ending at the newest: growth 0 from min(at) to max(at), or none (all at one time)."""
     stats = [agg(getattr(model, c)) for c in counters for agg in (func.count, func.min, func.max)]
-    query = select(*partition, func.count(), func.count(distinct(model.at)), func.min(model.at),
-                   func.max(model.at), *stats).where(*where).group_by(*partition)
+    query = select(*partition, func.count(), func.min(model.at), func.max(model.at),
+                   *stats).where(*where).group_by(*partition)
     width = len(partition)
     unmoved, moved = [], []
     for row in session.execute(query):
-        key, (n, times, first, last), values = row[:width], row[width:width + 4], row[width + 4:]
+        key, (n, first, last), values = row[:width], row[width:width + 3], row[width + 3:]
         if any(values[i] != n or values[i + 1] != values[i + 2]
                for i in range(0, len(values), 3)):
             moved.append(tuple(key))
             continue
-        step = (0, first, last) if times >= 2 else (None, None, None)
+        step = (0, first, last) if first != last else (None, None, None)
         unmoved.append((*key, *(step * len(counters))))
     return unmoved, moved
 
