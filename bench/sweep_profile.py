@@ -2,12 +2,13 @@
 
 The sweep report of bench/ingest.py, served as the route does (parse + validate, the ingest
 transaction, then the post-commit hook: load the stored state, judge, write, alert rules) on
-PostgreSQL, after 7 days of that host's history (2 h at smoke size). Each stage's CPU is the
-serving thread's (`time.thread_time`) inside the function that does it, inclusive of what it
-calls; medians over the timed sweeps. `--cprofile` prints the hottest functions instead;
-`--callgrind` runs the timed sweeps with valgrind's instrumentation on (run the whole script
-under `valgrind --tool=callgrind --instr-atstart=no`), so the instruction count covers the
-sweeps alone. `--keep NAME` keeps the database (preloaded once) between runs.
+PostgreSQL (`--sqlite`: on SQLite, whose SQL runs in the serving thread's CPU), after 7 days
+of that host's history (2 h at smoke size). Each stage's CPU is the serving thread's
+(`time.thread_time`) inside the function that does it, inclusive of what it calls; medians
+over the timed sweeps. `--cprofile` prints the hottest functions instead; `--callgrind` runs
+the timed sweeps with valgrind's instrumentation on (run the whole script under
+`valgrind --tool=callgrind --instr-atstart=no`), so the instruction count covers the sweeps
+alone. `--keep NAME` keeps the database (preloaded once) between runs (SQLite: /tmp/NAME.db).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import os
 import pstats
 import statistics
 import subprocess
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -33,13 +36,21 @@ from app.alerting import engine as alert_engine
 from app.alerting.service import service_for
 from app.config import Settings
 from app.db import make_engine, upgrade_to_head
-from app.judging import judge, store, write
+from app.judging import judge, load, store, write
 from app.main import create_app
 from bench._cli import parser
 from bench._floor import Floor
 from bench._ingest_stages import serve_once
 from bench._size import sized
-from bench.ingest import PG_ADMIN_URL, TOKEN, bodies, full_report, postgres_url, preload_history
+from bench.ingest import (
+    PG_ADMIN_URL,
+    TOKEN,
+    bodies,
+    full_report,
+    postgres_url,
+    preload_history,
+    sqlite_url,
+)
 
 SWEEPS = sized(12, 2)
 # (module, function) -> stage; inclusive thread CPU of each call
@@ -49,6 +60,16 @@ STAGES: dict[tuple[Any, str], str] = {
     (route, "ingest"): "store (ingest transaction)",
     (store, "stored_rows"): "load: stored judged rows",
     (judge, "load_host"): "load: results, counters, peers",
+    (load, "load_tests"): "load: tests' states + new results",
+    (load, "link_rates"): "load: link rates",
+    (load, "pcie_replay_rates"): "load: PCIe replay rates",
+    (load, "rate_window_start"): "load: rate window start",
+    (load, "group_stats"): "load: fleet peer stats",
+    (load, "throttle_history"): "load: throttle history",
+    (load, "host_spans"): "load: job spans",
+    (load, "load_event_facts"): "load: events",
+    (load, "fabric_of"): "load: fabric",
+    (load, "fabric_manager_of"): "load: fabric manager",
     (judge, "judge_tests"): "judge_tests",
     (judge, "judge_loaded"): "judge (all, incl. judge_tests)",
     (judge, "checks_against"): "fleet peers (checks)",
@@ -88,9 +109,14 @@ def sweep(app: Any, body: bytes) -> None:
 
 
 @contextmanager
-def kept_database(name: str | None) -> Iterator[tuple[str | None, bool]]:
+def kept_database(name: str | None, sqlite: bool = False
+                  ) -> Iterator[tuple[str | None, bool]]:
     """(url, fresh): a throwaway database (None: PostgreSQL unreachable), or `name` kept
     between runs."""
+    if sqlite:
+        with _sqlite_database(name) as kept:
+            yield kept
+        return
     if name is None:
         with postgres_url() as url:  # says "postgresql: skipped" when unreachable
             yield url, True
@@ -105,6 +131,16 @@ def kept_database(name: str | None) -> Iterator[tuple[str | None, bool]]:
     yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False), fresh
 
 
+@contextmanager
+def _sqlite_database(name: str | None) -> Iterator[tuple[str | None, bool]]:
+    if name is None:
+        with sqlite_url() as url:
+            yield url, True
+        return
+    path = Path(tempfile.gettempdir()) / f"{name}.db"
+    yield f"sqlite:///{path}", not path.exists()
+
+
 def _callgrind(on: bool) -> None:
     subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
                    check=True, capture_output=True)
@@ -116,9 +152,10 @@ def main() -> int:
     args.add_argument("--cprofile", metavar="FILE", help="also dump the profile to FILE")
     args.add_argument("--callgrind", action="store_true")
     args.add_argument("--sweeps", type=int, default=SWEEPS)
+    args.add_argument("--sqlite", action="store_true", help="on SQLite, not PostgreSQL")
     opts = args.parse_args()
     report = full_report()
-    with kept_database(opts.keep) as (url, fresh):
+    with kept_database(opts.keep, opts.sqlite) as (url, fresh):
         if url is None:
             return 0
         settings = Settings(database_url=url, probe_tokens=[TOKEN], stale_after_s=1e9)
@@ -158,7 +195,7 @@ def _measure(app: Any, timed_bodies: list[bytes], warm: bytes, opts: argparse.Na
         pstats.Stats(prof).sort_stats("cumulative").print_stats(60)
         return 0
     per: dict[str, list[float]] = defaultdict(list)
-    with postgres_url() as floor_url:
+    with sqlite_url() if opts.sqlite else postgres_url() as floor_url:
         if floor_url is None:
             raise RuntimeError("PostgreSQL went away between two databases")
         floor = _floor(floor_url, warm)
@@ -176,7 +213,8 @@ def _measure(app: Any, timed_bodies: list[bytes], warm: bytes, opts: argparse.Na
                 per["floor"].append((time.thread_time() - t) * 1000)
         finally:
             floor.close()
-    print(f"server CPU per 8-GPU sweep on PostgreSQL, median of {len(timed_bodies)} (ms):")
+    backend = "SQLite" if opts.sqlite else "PostgreSQL"
+    print(f"server CPU per 8-GPU sweep on {backend}, median of {len(timed_bodies)} (ms):")
     for name, values in sorted(per.items(), key=lambda kv: -statistics.median(kv[1])):
         if name != "floor":
             print(f"  {name:<34} {statistics.median(values):7.2f}")

@@ -14,12 +14,12 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Table, delete, text, tuple_
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.analysis.health import TestJudgement
 from app.analysis.verdict import Verdict
 from app.queries.health import KEYS, TABLES, HostHealth, StoredRows
+from app.services.bulk import upsert_rows_sqlite
 
 Rows = dict[tuple, dict[str, Any]]
 
@@ -135,11 +135,8 @@ def _upsert_postgresql(session: Session, table: Table, keys: tuple[str, ...],
 def _upsert_sqlite(session: Session, table: Table, keys: tuple[str, ...],
                    rows: list[dict[str, Any]], columns: set[str]) -> None:
     """The one prepared INSERT ... ON CONFLICT DO UPDATE, run for every row (SQLite runs
-    it in process: no round trip per row)."""
-    stmt = sqlite_insert(table)
-    session.execute(stmt.on_conflict_do_update(
-        index_elements=[table.c.host_id, *(table.c[k] for k in keys)],
-        set_={c: stmt.excluded[c] for c in sorted(columns)}), rows)
+    it in process: no round trip per row), its values processed as the bulk inserts'."""
+    upsert_rows_sqlite(session, table, rows, ("host_id", *keys), sorted(columns))
 
 
 def _write(session: Session, kind: str, host_id: int, gone: list[tuple],

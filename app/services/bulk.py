@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 
 def _json_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    """orjson's compact text; a dict's int keys as text, as the stdlib writes them (a
+    judged row's facts)."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _processors(table: Table, columns: Sequence[str],
@@ -82,9 +84,7 @@ def insert_rows(session: Session, model: type[Base], rows: Sequence[dict[str, An
     table = cast(Table, model.__table__)
     connection = session.connection()
     dialect = connection.dialect
-    columns = list(rows[0])
-    values = _values(rows, columns, _processors(table, columns, dialect))
-    names = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
+    names, values = _driver_rows(dialect, table, rows)
     quoted_table = dialect.identifier_preparer.format_table(table)
     if dialect.name == "postgresql":
         raw = cast("psycopg.Connection[Any]", connection.connection.dbapi_connection)
@@ -93,5 +93,37 @@ def insert_rows(session: Session, model: type[Base], rows: Sequence[dict[str, An
                 for value in values:
                     copy.write_row(value)
         return
-    marks = ", ".join("?" if dialect.paramstyle == "qmark" else "%s" for _ in columns)
-    connection.exec_driver_sql(f"INSERT INTO {quoted_table} ({names}) VALUES ({marks})", values)
+    connection.exec_driver_sql(f"INSERT INTO {quoted_table} ({names}) VALUES "
+                               f"({_marks(dialect, len(rows[0]))})", values)
+
+
+def upsert_rows_sqlite(session: Session, table: Table, rows: Sequence[dict[str, Any]],
+                       conflict: Sequence[str], update: Sequence[str]) -> None:
+    """SQLite: INSERT `rows` (dicts with the same keys) into `table`, a row whose `conflict`
+    columns are stored already updating its `update` columns instead: one prepared
+    statement run by the driver's `executemany`, the values processed as `insert_rows`
+    does (SQLAlchemy's own executemany processes every parameter of every row: ~9,000 for
+    an 8-GPU host's judged tests)."""
+    if not rows:
+        return
+    connection = session.connection()
+    dialect = connection.dialect
+    quote = dialect.identifier_preparer.quote
+    names, values = _driver_rows(dialect, table, rows)
+    sets = ", ".join(f"{quote(c)} = excluded.{quote(c)}" for c in update)
+    connection.exec_driver_sql(
+        f"INSERT INTO {dialect.identifier_preparer.format_table(table)} ({names}) VALUES "
+        f"({_marks(dialect, len(rows[0]))}) ON CONFLICT "
+        f"({', '.join(quote(c) for c in conflict)}) DO UPDATE SET {sets}", values)
+
+
+def _driver_rows(dialect: Dialect, table: Table, rows: Sequence[dict[str, Any]]
+                 ) -> tuple[str, list[tuple[Any, ...]]]:
+    """(the rows' quoted column names, each row's values as the driver takes them)."""
+    columns = list(rows[0])
+    values = _values(rows, columns, _processors(table, columns, dialect))
+    return ", ".join(dialect.identifier_preparer.quote(c) for c in columns), values
+
+
+def _marks(dialect: Dialect, count: int) -> str:
+    return ", ".join("?" if dialect.paramstyle == "qmark" else "%s" for _ in range(count))

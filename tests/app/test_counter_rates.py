@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from app.analysis.rates import rate_per_s
@@ -18,6 +19,7 @@ from app.db import make_engine, make_sessionmaker
 from app.models import GpuSample, Host, LinkSample, ReportRow
 from app.queries.counters import link_rates, pcie_replay_rates
 from tests.app.factory import T0
+from tests.app.statement_log import statements
 
 
 def _readings(rng: random.Random, n: int) -> list[int]:
@@ -108,3 +110,46 @@ def test_sql_pcie_replay_rates_equal_the_pure_rates(stored: Stored, seed: int) -
     assert any(v is not None for v in expected.values()) and expected[3] is None
     for gpu, value in expected.items():
         assert got.get(gpu) == pytest.approx(value), gpu
+
+
+def test_counters_that_did_not_move_are_rated_without_window_functions(
+        settings: Settings) -> None:
+    """Links whose judged counters held still over the window (a healthy host: nearly
+    all of them) are rated from plain aggregates, the same rates as `rate_per_s`; only the
+    links whose counters moved, or were not read every time, go through the window
+    functions, and they are rated as ever."""
+    engine = make_engine(settings)
+    sessions = make_sessionmaker(engine)
+    steady = [T0 + timedelta(seconds=30 * i) for i in range(6)]
+    readings = {  # link -> (time, replay, crc_flit) of each reading
+        0: [(t, 5, 9) for t in steady],  # held still: rate 0
+        1: [(steady[0], 5, 9)],  # one reading: no rate
+        2: [(steady[1], 5, 9), (steady[1], 5, 9)],  # two at one time: no step forward
+        3: [(t, 5, 9 if i != 2 else None) for i, t in enumerate(steady)],  # one unread
+        4: [(t, 5 + i, 9) for i, t in enumerate(steady)],  # replay moved
+        5: [(t, 5 if i < 3 else 0, 9) for i, t in enumerate(steady)],  # a reset to 0
+    }
+    with sessions() as s:
+        host, report = _host_and_report(s)
+        for link, points in readings.items():
+            for at, replay, crc in points:
+                s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0,
+                                 link=link, replay=replay, recovery=replay, crc_flit=crc))
+                s.flush()  # ids in time order, as a report's samples are stored
+        s.commit()
+        with statements(engine) as seen:
+            got = link_rates(s, host.id, T0)
+        windowed = [q for q in seen if "lag(" in q.lower()]
+        s.execute(delete(LinkSample).where(LinkSample.link.in_((3, 4, 5))))
+        with statements(engine) as still:
+            held = link_rates(s, host.id, T0)  # nothing moved: no window function at all
+    engine.dispose()
+    for link, points in readings.items():
+        expected = {"replay": rate_per_s([(t, r) for t, r, _ in points]),
+                    "crc_flit": rate_per_s([(t, c) for t, _, c in points])}
+        for counter, value in expected.items():
+            assert got[(0, link)][counter] == pytest.approx(value), (link, counter)
+    assert got[(0, 0)]["replay"] == 0.0 and got[(0, 1)]["replay"] is None
+    assert len(windowed) == 1, seen  # links 3, 4 and 5 only
+    assert held == {key: got[key] for key in ((0, 0), (0, 1), (0, 2))}
+    assert not [q for q in still if "lag(" in q.lower()], still
