@@ -4,6 +4,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8000
+# make test's pytest workers (pytest-xdist). Much of the suite waits on real processes
+# (servers, Slurm, Chromium, Alertmanager), so more workers than the 2 cores here still pay;
+# tests that share an expensive fixture share a worker (tests/parallel.py). 0: serial.
+TEST_WORKERS ?= 3
 
 .PHONY: demo test lint typecheck unit bench install clean
 
@@ -41,7 +45,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy app probes bench
 
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 ## make bench: benchmarks that print ratios against a stated reference.
 bench: $(STAMP)

@@ -17,6 +17,8 @@ from typing import TypeVar
 
 import pytest
 
+from tests.parallel import assign_groups
+
 REQUIRE_SERVICES = os.environ.get("PEERWATCH_REQUIRE_SERVICES") == "1"
 # The longest a test waits for a server to start or a judgement to land. Tests wait on the
 # condition, so a quick machine never waits this out; a loaded one (two CPU burners beside
@@ -35,6 +37,14 @@ def eventually(condition: Callable[[], T], within_s: float = SETTLE_S,
         if value or time.monotonic() > deadline:
             return value or None
         time.sleep(poll_s)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup` (make test), tests sharing an expensive fixture share a
+    worker (tests/parallel.py)."""
+    if getattr(config.option, "loadgroup", False):
+        assign_groups(items)
 
 
 def require(available: bool, what: str) -> None:

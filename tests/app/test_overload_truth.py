@@ -49,6 +49,9 @@ ENV = {"PEERWATCH_PROBE_TOKENS": TOKEN, "PEERWATCH_INGEST_CONCURRENCY": "1",
        "PEERWATCH_ALERT_EVAL_INTERVAL_S": "1", "PEERWATCH_CLOCK_SKEW_WARN_S": "5",
        "PEERWATCH_ALERT_FOR_S": '{"ProbeClockSkew": 0}'}
 OPTIONS = SweepOptions(tests=(TestName.CE_WRITE, TestName.LATENCY))
+# Each backend's run saturates the machine for minutes: under make test's parallel workers
+# both run on one worker, one after the other (tests/parallel.py), never side by side.
+pytestmark = pytest.mark.xdist_group("overload_truth")
 
 
 class RecordingSender(Sender):

@@ -23,12 +23,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from bench._serve import free_port
 from tests.conftest import require
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo")
 MUNGE_KEY = Path("/etc/munge/munge.key")
 START_LIMIT_S = 180.0
+# Each test file's cluster is private, but slurmd registers this machine's own hostname in
+# each: under `make test`'s parallel workers the Slurm files run one after another, on one
+# worker (tests/parallel.py), so two clusters never claim the node at once.
+ONE_CLUSTER_AT_A_TIME = pytest.mark.xdist_group("slurm")
 
 
 @dataclass

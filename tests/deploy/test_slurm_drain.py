@@ -26,7 +26,9 @@ from probes.sim.faults import LinksDown
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
 from tests.conftest import eventually
-from tests.deploy.slurm_cluster import Cluster, slurm_cluster
+from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, slurm_cluster
+
+pytestmark = ONE_CLUSTER_AT_A_TIME
 
 ADMIN = "drain-admin-token"
 PROBE = "drain-probe-token"

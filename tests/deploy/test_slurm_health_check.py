@@ -11,8 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.deploy.slurm_cluster import Cluster, site_hook, slurm_cluster
+from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, drain_server, report
+
+pytestmark = ONE_CLUSTER_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERVAL_S = 5

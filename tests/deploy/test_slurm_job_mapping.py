@@ -18,7 +18,9 @@ import pytest
 
 from bench._serve import serve_process
 from probes.agent.job_mapping import boot_time, read_job_mapping
-from tests.deploy.slurm_cluster import Cluster, site_hook, slurm_cluster
+from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster
+
+pytestmark = ONE_CLUSTER_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM = ROOT / "deploy" / "slurm"

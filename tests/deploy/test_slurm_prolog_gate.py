@@ -13,8 +13,10 @@ import httpx
 import pytest
 
 from bench._serve import free_port
-from tests.deploy.slurm_cluster import Cluster, site_hook, slurm_cluster
+from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, PROBE, drain_server, report
+
+pytestmark = ONE_CLUSTER_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM = ROOT / "deploy" / "slurm"
