@@ -51,3 +51,7 @@ def assign_groups(items: list[pytest.Item]) -> None:
         group = group_of(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+# Tests that saturate the machine's CPU for minutes on purpose (overload, back-pressure):
+# one worker runs them one after the other, never two side by side.
+SATURATES = pytest.mark.xdist_group("saturates")

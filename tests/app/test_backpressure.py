@@ -28,12 +28,15 @@ from probes.agent.spool import Spool
 from probes.report import Report, TestName
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
+from tests.parallel import SATURATES
 
 PROBES = 12
 REPORTS_EACH = 2
 TOKEN = "tok"
 SATURATED = {"PEERWATCH_INGEST_CONCURRENCY": "1", "PEERWATCH_INGEST_QUEUE": "2",
              "PEERWATCH_INGEST_WAIT_S": "0.5", "PEERWATCH_INGEST_RETRY_AFTER_S": "1"}
+
+pytestmark = SATURATES  # a real server held past its capacity (tests/parallel.py)
 
 
 class RecordingSender(Sender):

@@ -35,6 +35,7 @@ from probes.agent.spool import Spool
 from probes.report import Report, TestName
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
+from tests.parallel import SATURATES
 
 TOKEN = "tok"
 PROBES = 12
@@ -50,8 +51,8 @@ ENV = {"PEERWATCH_PROBE_TOKENS": TOKEN, "PEERWATCH_INGEST_CONCURRENCY": "1",
        "PEERWATCH_ALERT_FOR_S": '{"ProbeClockSkew": 0}'}
 OPTIONS = SweepOptions(tests=(TestName.CE_WRITE, TestName.LATENCY))
 # Each backend's run saturates the machine for minutes: under make test's parallel workers
-# both run on one worker, one after the other (tests/parallel.py), never side by side.
-pytestmark = pytest.mark.xdist_group("overload_truth")
+# they and the other saturating tests run on one worker, one after the other.
+pytestmark = SATURATES
 
 
 class RecordingSender(Sender):
