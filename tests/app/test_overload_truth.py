@@ -41,7 +41,13 @@ TOKEN = "tok"
 PROBES = 12
 LOAD_S = 60.0  # new reports for a minute; the backlog keeps it saturated two more
 OVERLOAD = 3.0
-DRAIN_S = 300.0  # generous: a loaded machine drains slowly, a correct server always does
+# The backlog drains at whatever the server takes now, which other work on the machine (make
+# test's other workers, CPU burners) can cut well below the capacity measured at the start:
+# draining goes on while any spool shrinks, and fails only after STALL_S without progress
+# (a correct server always makes some) or after DRAIN_MAX_S in all.
+STALL_S = 120.0
+DRAIN_MAX_S = 1200.0
+JUDGED_S = 300.0  # generous: 12 hosts judged once the load is over
 CALM_S = 5.0  # once the load stops, each probe still reports this often (its cadence)
 STALE_S = 15.0  # a probe unheard of this long is stale: well inside the load's two minutes
 ENV = {"PEERWATCH_PROBE_TOKENS": TOKEN, "PEERWATCH_INGEST_CONCURRENCY": "1",
@@ -107,8 +113,13 @@ def _probe(base: str, spool_dir: Path, p: int, every_s: float, end: float,
             if replay_at is not None and replay_at <= time.monotonic():
                 outbox.replay()
             time.sleep(min(0.05, max(0.0, due - time.monotonic())))
-        deadline, due, arrived = time.monotonic() + DRAIN_S, time.monotonic() + CALM_S, False
-        while time.monotonic() < deadline:
+        deadline, due, arrived = time.monotonic() + DRAIN_MAX_S, time.monotonic() + CALM_S, False
+        spooled = len(outbox.spool)
+        drained.moved()  # the stall is counted from the drain's start
+        while time.monotonic() < deadline and not drained.stalled():
+            if len(outbox.spool) < spooled:
+                drained.moved()
+            spooled = len(outbox.spool)
             if not arrived and not len(outbox.spool):
                 arrived = drained.arrive()
             if drained.done() and not len(outbox.spool):
@@ -128,12 +139,23 @@ def _probe(base: str, spool_dir: Path, p: int, every_s: float, end: float,
 
 
 class Barrier:
-    """Every probe's spool has drained once (then each stops)."""
+    """Every probe's spool has drained once (then each stops); and whether any spool still
+    shrinks (`moved`, `stalled`)."""
 
     def __init__(self, parties: int) -> None:
         self._left = parties
         self._lock = threading.Lock()
         self._all = threading.Event()
+        self._moved_at = time.monotonic()
+
+    def moved(self) -> None:
+        with self._lock:
+            self._moved_at = time.monotonic()
+
+    def stalled(self) -> bool:
+        """No probe's spool shrank for STALL_S."""
+        with self._lock:
+            return time.monotonic() - self._moved_at > STALL_S
 
     def arrive(self) -> bool:
         with self._lock:
@@ -165,7 +187,7 @@ def _all_judged(base: str) -> list[dict[str, Any]] | None:
     return None
 
 
-@pytest.mark.timeout(900)  # ~1 min of load + ~2 min of backlog at capacity, on a loaded box
+@pytest.mark.timeout(2400)  # ~1 min of load + the backlog, however slowly a loaded box drains
 def test_three_times_its_capacity_for_minutes_and_nothing_false(
         db_url: str, tmp_path: Path) -> None:
     answers: list[SendResult] = []
@@ -184,7 +206,7 @@ def test_three_times_its_capacity_for_minutes_and_nothing_false(
             threads.append(threading.Thread(target=run, args=(p,)))
             threads[-1].start()
         for thread in threads:
-            thread.join(LOAD_S + DRAIN_S + 60)
+            thread.join(LOAD_S + DRAIN_MAX_S + 60)
         assert left == [0] * PROBES  # every probe's spool drained
         calm = [_build(p, 10_000) for p in range(PROBES)]  # the load is over: one report each
         with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
@@ -193,7 +215,7 @@ def test_three_times_its_capacity_for_minutes_and_nothing_false(
                               headers={"Content-Type": "application/json"})
                 assert r.status_code == 201, r.text
         handed += calm
-        hosts = _until(lambda: _all_judged(base), DRAIN_S, "every host judged after its newest")
+        hosts = _until(lambda: _all_judged(base), JUDGED_S, "every host judged after its newest")
         ready = httpx.get(f"{base}/readyz", timeout=60).json()
     codes = [a.status for a in answers]
     refused = codes.count(429) + codes.count(503)
