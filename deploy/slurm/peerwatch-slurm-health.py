@@ -3,8 +3,11 @@
 
 Asks the peerwatch server whether this node can take jobs (`/api/v1/scheduler/hosts`) and
 drains it with peerwatch's reason when it cannot — a GPU whose NVLinks are down, a degraded
-pair, a stale probe. A node that peerwatch drained earlier (reason starting "peerwatch:") is
-resumed once it is healthy again; a drain set by anyone else is never touched.
+pair, a stale probe. A node the server knows but has not judged yet (its first sweep not in,
+or a judge behind a burst of reports) is left as it is: no verdict is no evidence, and a
+server that falls behind must not drain a cluster. A node that peerwatch drained earlier
+(reason starting "peerwatch:") is resumed once it is healthy again; a drain set by anyone
+else is never touched.
 
 If the server cannot be reached the node is left alone: a monitoring outage must not drain a
 cluster. Standard library only, so it runs on any Slurm node.
@@ -28,6 +31,11 @@ import urllib.parse
 import urllib.request
 
 REASON_PREFIX = "peerwatch:"
+NO_VERDICT_PREFIX = "unknown:"  # `left_out` of a host with no stored verdict yet
+
+
+class NoVerdict(Exception):
+    """The server knows the node but holds no verdict for it yet: neither drain nor resume."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -63,6 +71,8 @@ def judge(answer: dict, node: str, min_healthy: int) -> str | None:
         return f"{len(host['healthy_gpus'])}/{host['gpus_total']} GPUs healthy: {bad}"
     left_out = answer.get("left_out", {})
     if node in left_out:
+        if str(left_out[node]).startswith(NO_VERDICT_PREFIX):
+            raise NoVerdict(left_out[node])
         return str(left_out[node])
     return "node unknown to peerwatch (is the probe running with this hostname?)"
 
@@ -93,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"peerwatch-slurm-health: server {args.server} unreachable ({exc}); node left alone",
               file=sys.stderr)
         return 0
-    command = act(args, judge(answer, args.node, args.min_healthy_gpus))
+    try:
+        reason = judge(answer, args.node, args.min_healthy_gpus)
+    except NoVerdict as exc:
+        print(f"peerwatch-slurm-health: {args.node}: {exc}; node left alone", file=sys.stderr)
+        return 0
+    command = act(args, reason)
     if command is None:
         return 0
     print("peerwatch-slurm-health: " + " ".join(command))

@@ -7,6 +7,8 @@ script on PATH that records what it is asked (there is no Slurm controller here)
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import socket
 import subprocess
@@ -27,7 +29,7 @@ from probes.report import TestName
 from probes.sim.faults import LinksDown
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
-from tests.conftest import SETTLE_S
+from tests.conftest import SETTLE_S, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH = ROOT / "deploy" / "slurm" / "peerwatch-slurm-health.py"
@@ -68,9 +70,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                        .model_dump_json(), headers={"Authorization": f"Bearer {TOKEN}",
                                                     "Content-Type": "application/json"})
         assert r.status_code == 201, r.text
+    # the server judges after answering: the hooks read verdicts, so wait for both
+    for host in ("node-ok", "node-cut"):
+        assert eventually(functools.partial(_judged, url, host)), f"{host} never judged"
     yield url
     srv.should_exit = True
     thread.join(timeout=10)
+
+
+def _judged(url: str, host: str) -> bool:
+    r = httpx.get(f"{url}/api/v1/hosts/{host}/health", timeout=60)
+    return r.status_code == 200 and r.json().get("judged_at") is not None
+
+
+def _health_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("peerwatch_slurm_health", HEALTH)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _run_health(tmp_path: Path, url: str, node: str, reason: str = "none") -> list[str]:
@@ -109,6 +127,17 @@ def test_drain_by_someone_else_is_not_undone(server: str, tmp_path: Path) -> Non
 def test_unknown_node_is_drained_naming_the_probe(server: str, tmp_path: Path) -> None:
     [call] = _run_health(tmp_path, server, "node-nobody-knows")
     assert "unknown to peerwatch" in call
+
+
+def test_node_not_judged_yet_is_neither_drained_nor_resumed() -> None:
+    """A server whose judge is behind says "unknown: not judged yet" (app/queries/
+    scheduler.py): the health check must not drain on that, nor resume one of its drains."""
+    health = _health_module()
+    answer = {"hosts": [], "left_out": {"node-new": "unknown: not judged yet",
+                                        "node-gone": "stale: no report for 2 h"}}
+    with pytest.raises(health.NoVerdict, match="not judged yet"):
+        health.judge(answer, "node-new", 0)
+    assert health.judge(answer, "node-gone", 0) == "stale: no report for 2 h"
 
 
 def test_unreachable_server_leaves_the_node_alone(tmp_path: Path) -> None:
