@@ -57,27 +57,29 @@ def pack(blocks: Sequence[Block], part: Sequence[float], judged: Sequence[tuple[
     return b"".join(out)
 
 
-Unpacked = tuple[list[Block], list[float], list[tuple[int, float]],
-                 list[tuple[int, float, int]], list[tuple[int, str]], Base | None]
+Unpacked = tuple[tuple[Block, ...], tuple[float, ...], tuple[tuple[int, float], ...],
+                 tuple[tuple[int, float, int], ...], tuple[tuple[int, str], ...], Base | None]
 
 
 def unpack(data: bytes) -> Unpacked:
-    """`pack`'s values back: (blocks, part, judged, contended, failures, base)."""
+    """`pack`'s values back, as tuples: (blocks, part, judged, contended, failures, base)."""
     version, nb, np_, nj, nc, ne, has_base = HEADER.unpack_from(data)
     if version != VERSION:
         raise ValueError(f"judged test state format {version} is not {VERSION}")
     body = _body(nb, np_, nj, nc, bool(has_base))
     v = body.unpack_from(data, HEADER.size)
     i = 3 * nb
-    blocks = list(zip(v[0:i:3], v[1:i:3], v[2:i:3], strict=True))
-    part = list(v[i:i + np_])
+    blocks = tuple(zip(v[0:i:3], v[1:i:3], v[2:i:3], strict=True))
+    part = v[i:i + np_]
     i += np_
-    judged = list(zip(v[i:i + 2 * nj:2], v[i + 1:i + 2 * nj:2], strict=True))
+    judged = tuple(zip(v[i:i + 2 * nj:2], v[i + 1:i + 2 * nj:2], strict=True))
     i += 2 * nj
-    contended = list(zip(v[i:i + 3 * nc:3], v[i + 1:i + 3 * nc:3], v[i + 2:i + 3 * nc:3],
-                         strict=True))
+    contended = tuple(zip(v[i:i + 3 * nc:3], v[i + 1:i + 3 * nc:3], v[i + 2:i + 3 * nc:3],
+                          strict=True)) if nc else ()
     i += 3 * nc
     base: Base | None = (v[i], v[i + 1], v[i + 2]) if has_base else None
+    if not ne:
+        return blocks, part, judged, contended, (), base
     failures = []
     at = HEADER.size + body.size
     for _ in range(ne):
@@ -85,7 +87,7 @@ def unpack(data: bytes) -> Unpacked:
         at += 12
         failures.append((when, bytes(data[at:at + length]).decode()))
         at += length
-    return blocks, part, judged, contended, failures, base
+    return blocks, part, judged, contended, tuple(failures), base
 
 
 def from_doc(doc: dict[str, Any]) -> bytes:
@@ -102,6 +104,6 @@ def from_doc(doc: dict[str, Any]) -> bytes:
 def to_doc(data: bytes) -> dict[str, Any]:
     """Bytes back as the JSON form (what migration 0019's downgrade stores)."""
     blocks, part, judged, contended, failures, base = unpack(data)
-    return {"b": [list(b) for b in blocks], "p": part, "j": [list(j) for j in judged],
+    return {"b": [list(b) for b in blocks], "p": list(part), "j": [list(j) for j in judged],
             "c": [list(c) for c in contended], "e": [list(e) for e in failures],
             "base": list(base) if base else None}

@@ -92,10 +92,10 @@ def rows_of(health: HostHealth) -> StoredRows:
     }
 
 
-def _changes(new: Rows, old: Rows, now: datetime, always: bool
+def _changes(new: Rows, old: Rows, now: datetime, always: bool, host_id: int
              ) -> tuple[list[tuple], list[dict[str, Any]], set[str], dict[tuple, datetime]]:
-    """(keys gone, rows new or changed, the columns changed in any of them, since of every
-    object) for one kind."""
+    """(keys gone, rows new or changed as they are written (with `host_id`), the columns
+    changed in any of them, since of every object) for one kind."""
     gone, put, columns, since = [k for k in old if k not in new], [], set(), {}
     for key, row in new.items():
         prev = old.get(key)
@@ -105,7 +105,7 @@ def _changes(new: Rows, old: Rows, now: datetime, always: bool
         if not changed and held and not always:
             continue
         columns |= changed | ({"since"} if prev is None or not held else set())
-        put.append({**row, "since": since[key], "judged_at": now})
+        put.append({**row, "since": since[key], "judged_at": now, "host_id": host_id})
     return gone, put, columns | {"judged_at"} if put else set(), since
 
 
@@ -151,18 +151,17 @@ def _write(session: Session, kind: str, host_id: int, gone: list[tuple],
                                             tuple_(*cols).in_(gone)))
     if not put:
         return
-    rows = [{**r, "host_id": host_id} for r in put]
     if session.get_bind().dialect.name == "postgresql":
-        _upsert_postgresql(session, table, keys, rows, columns)
+        _upsert_postgresql(session, table, keys, put, columns)
     else:
-        _upsert_sqlite(session, table, keys, rows, columns)
+        _upsert_sqlite(session, table, keys, put, columns)
 
 
 def store(session: Session, health: HostHealth, previous: StoredRows, now: datetime) -> None:
     """Write what changed since `previous`; fill `health.since` for every object."""
     for kind, rows in rows_of(health).items():
         gone, put, columns, since = _changes(rows, previous.get(kind, {}), now,
-                                             always=kind == "host")
+                                             always=kind == "host", host_id=health.host.id)
         _write(session, kind, health.host.id, gone, put, columns)
         health.since.update({(kind, *key): at for key, at in since.items()})
     health.generated_at = now

@@ -3,12 +3,14 @@ failures are down, and every verdict reads as a sentence."""
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 
 from app.analysis.expected import Expectation
 from app.analysis.health import (
     BaselineRef,
     Sample,
+    TestJudgement,
     Thresholds,
     judge_pair,
     judge_test,
@@ -107,3 +109,14 @@ def test_pair_takes_its_worst_test_and_flags_lost_p2p() -> None:
     pcie_only = PairInfo(src=0, dst=1, topology="SYS", pcie_path=PathLevel.SYS,
                          can_access_peer=False)
     assert p2p_problem(pcie_only) is None
+
+
+def test_a_fast_built_test_judgement_is_the_judgement_init_builds() -> None:
+    """`judge_test` builds its verdicts without the frozen dataclass's __init__: each must
+    compare, hash, print and replace as the one __init__ builds from the same fields."""
+    for samples in (_series(390e9, 200e9, 200e9), _series(None, error="lost"), []):
+        fast = judge_test(3, 5, TestName.CE_WRITE, samples, EXPECT, BASE, TH)
+        plain = TestJudgement(**{f.name: getattr(fast, f.name) for f in fields(TestJudgement)})
+        assert type(fast) is TestJudgement and vars(fast) == vars(plain)
+        assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
+        assert replace(fast, reason="x") == replace(plain, reason="x")
