@@ -92,9 +92,9 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
                          ) -> IngestResult:
     """Read the body and store it in an ingest slot; `Saturated` when none is free."""
     gate = gate_for(request.app)
-    gate.refuse_if_full()  # saturated: refused before the body is even received
-    body = await read_limited_body(request, settings.max_body_bytes, "report")
-    async with gate.slot():
+    with gate.receiving():  # saturated: refused before the body is even received
+        body = await read_limited_body(request, settings.max_body_bytes, "report")
+    async with gate.slot(admitted=True):
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")

@@ -143,6 +143,49 @@ def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
     assert (gate.stats.refused_full, gate.stats.refused_wait) == (7 - queue, queue)
 
 
+async def _arriving(gate: Any, body_in: asyncio.Event, release: asyncio.Event) -> int:
+    """A report at the door whose body arrives at `body_in`, then holding its slot until
+    `release`: 201, or the status it was refused with (at the door or for its slot)."""
+    from app.ingest_gate import Saturated
+
+    try:
+        with gate.receiving():
+            await body_in.wait()
+        async with gate.slot(admitted=True):
+            await release.wait()
+            return 201
+    except Saturated as refused:
+        return refused.status_code
+
+
+def test_reports_arriving_together_are_let_in_only_as_far_as_slots_and_queue(
+        tmp_path: Path) -> None:
+    """Eight reports at the door in the same instant, none of their bodies in yet (so no
+    slot is taken): two slots and one queue place let three in, the other five are refused
+    at the door with 429 before their bodies are received; the queued one waits its 0.2 s
+    for a slot the holders keep, and is answered 503."""
+    from app.ingest_gate import IngestGate
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=2, ingest_queue=1,
+                                ingest_wait_s=0.2), serialise_writers=False)
+
+    async def burst() -> tuple[list[int], int]:
+        body_in, release = asyncio.Event(), asyncio.Event()
+        tasks = [asyncio.create_task(_arriving(gate, body_in, release)) for _ in range(8)]
+        await asyncio.sleep(0)  # every one at the door, every body still arriving
+        at_door = gate.stats.receiving
+        body_in.set()
+        refused = await asyncio.gather(*tasks[2:])
+        release.set()
+        return [*await asyncio.gather(*tasks[:2]), *refused], at_door
+
+    codes, at_door = asyncio.run(burst())
+    assert at_door == 3
+    assert codes == [201, 201, 503] + [429] * 5
+    assert (gate.stats.refused_full, gate.stats.refused_wait, gate.stats.accepted) == (5, 1, 0)
+    assert gate.stats.receiving == gate.stats.waiting == gate.stats.active == 0
+
+
 def test_sqlite_locked_by_another_process_is_503_with_retry_after(tmp_path: Path) -> None:
     """Another writer (here a second connection, as another process would hold it) keeps
     the SQLite file locked past the busy timeout: 503 + Retry-After, never a 500."""
