@@ -122,25 +122,28 @@ def test_a_client_that_went_away_is_not_worked_for(
     assert stored(settings).report_ids == [kept.report_id]
 
 
-@pytest.mark.parametrize(("queue", "codes"), [(0, [429] * 7), (2, [503, 503] + [429] * 5)])
+@pytest.mark.parametrize(("slots", "queue", "codes"), [
+    (1, 0, [429] * 7), (1, 2, [503] + [429] * 6), (2, 2, [503, 503] + [429] * 4)])
 def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
-        tmp_path: Path, queue: int, codes: list[int]) -> None:
-    """Eight reports arrive in the same instant at one slot: one is taken, `queue` wait (and
-    time out, the slot being held), the rest are refused at once with 429."""
+        tmp_path: Path, slots: int, queue: int, codes: list[int]) -> None:
+    """Eight reports arrive in the same instant, before any report has let go of a slot (so
+    how long one is held is unknown): `slots` are taken, up to `queue` but at most one round
+    of the slots wait (and time out, the slots being held), the rest are refused at once."""
     from app.ingest_gate import IngestGate
 
-    gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=queue,
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=slots, ingest_queue=queue,
                                 ingest_wait_s=0.2), serialise_writers=False)
 
     async def burst() -> list[int]:
         release = asyncio.Event()
         tasks = [asyncio.create_task(_held_until(gate, release)) for _ in range(8)]
-        refused = await asyncio.gather(*tasks[1:])
+        refused = await asyncio.gather(*tasks[slots:])
         release.set()
-        return [await tasks[0], *sorted(refused, reverse=True)]
+        return [*await asyncio.gather(*tasks[:slots]), *sorted(refused, reverse=True)]
 
-    assert asyncio.run(burst()) == [201, *codes]
-    assert (gate.stats.refused_full, gate.stats.refused_wait) == (7 - queue, queue)
+    waited = codes.count(503)
+    assert asyncio.run(burst()) == [201] * slots + codes
+    assert (gate.stats.refused_full, gate.stats.refused_wait) == (8 - slots - waited, waited)
 
 
 async def _arriving(gate: Any, body_in: asyncio.Event, release: asyncio.Event) -> int:
