@@ -65,9 +65,11 @@ class Settings(BaseSettings):
         default=32, ge=0, description="Reports that may wait for a free ingest slot; one more "
         "is answered 429 at once.")
     ingest_wait_s: float = Field(
-        default=0.05, ge=0, description="Longest wait for an ingest slot before 503; 0: never "
-        "wait (429 whenever no slot is free). Short, so a saturated server refuses at once "
-        "and the probe spools, instead of holding a connection it may not serve.")
+        default=1.0, ge=0, description="Longest wait for an ingest slot before 503; 0: never "
+        "wait (429 whenever no slot is free). A newcomer is let in to wait only when it "
+        "expects a slot within half of this (by the recent time a slot is held), so a "
+        "saturated server still refuses at the door at once; one let in is stored rather "
+        "than refused when a sweep holds its slot a few ms longer than the estimate.")
     ingest_retry_after_s: int = Field(
         default=5, ge=1, description="Retry-After (seconds) sent with 429/503 when saturated.")
     judge_workers: int = Field(

@@ -2,13 +2,35 @@
 
 An ingest holds one of `ingest_concurrency` slots from parsing to its commit (judging is
 after, off the request path). Up to `ingest_queue` more reports wait for a slot, each at most
-`ingest_wait_s` (50 ms by default; 0: none waits); past that the process is saturated and
+`ingest_wait_s` (1 s by default; 0: none waits); past that the process is saturated and
 says so at once — 429 when the queue
 is full or a newcomer would wait past `ingest_wait_s` by the recent time a slot is held (no
 work done, not even reading the body: a refusal costs milliseconds, not the wait), 503 when
 a wait ran out all the same — both with `Retry-After`, which probes honour with
 jitter while they spool. A fleet that outruns the server thus gets fast refusals instead of
 requests piling up until every probe times out and re-sends.
+
+The door (`receiving`) decides before the body is read and counts a report it lets in from
+then on, while its body arrives: reports arriving in the same instant are let in only as far
+as the free slots and the queue go. Counted only once they asked for a slot, 200 sweeps
+posted at once all passed the door (no slot was taken yet), all 50 MB were received, and
+then 196 were refused: those refusals took 170-270 ms by the server's own clock.
+
+Why the wait is 1 s and not 50 ms (as it was): a newcomer is let in when it expects a slot
+within half the wait, and with 50 ms that is 25 ms, less than one sweep's hold of a slot
+(100+ ms on a busy 2-core machine) over the four slots. So at a real cadence a report that
+would have had a slot in 30 ms was refused (600 real-cadence hosts, 40 s, alternating:
+19 and 137 refused at 50 ms, 0 and 0 at 1 s, POST p99 152/254 -> 161/369 ms), and in a
+burst every report let in that waited a few ms past 50 ms was a 503: a refusal that took at
+least the wait plus its body (4.4 % of the refusals in issue 19's burst, so the refusal p99
+was theirs). With 1 s, a wait spans several holds and fewer overrun it, but not none: when
+the machine's other load changes mid-burst the recent hold lags behind, and in two burst
+runs 7 and 23 of ~1,100 refusals were 503s after the 1 s (the server-clock refusal p99 4.5
+and 1,170 ms: past 1 % of the refusals, the p99 is one of them). A refusal is still decided
+at the door, at once. Before any report has let go of its slot the hold is unknown,
+and only one round of the slots (`ingest_concurrency` more) may wait: the bench's 200 sweeps
+in one instant after a start let a full queue in (32), which outlasted the 1 s wait at load
+8 (30 answered 503 after 1.3 s).
 
 SQLite has one writer per database: its ingests also take `writer_lock`, so this process
 never races itself into "database is locked" (other processes still wait on the busy
@@ -47,6 +69,7 @@ class Saturated(HTTPException):
 @dataclass
 class GateStats:
     active: int = 0
+    receiving: int = 0  # let in at the door, body still arriving
     waiting: int = 0
     accepted: int = 0
     refused_full: int = 0  # 429: queue full
@@ -67,26 +90,39 @@ class IngestGate:
         self._writer_lock = threading.Lock() if serialise_writers else None
         self._hold_s: float | None = None  # recent time a report holds a slot (EWMA)
 
+    def _in_gate(self) -> int:
+        return self.stats.active + self.stats.receiving + self.stats.waiting
+
     @property
     def saturated(self) -> bool:
-        return self.stats.active >= self.concurrency and self.stats.waiting >= self.queue
+        return self._in_gate() >= self.concurrency + self.queue
 
-    def refuse_if_full(self) -> None:
-        """Before the body is read: 429 at once when no slot is free and the queue is full
-        (or would not free one in time), so a saturated process spends no time receiving a
-        report it would refuse anyway."""
-        if self._loop is asyncio.get_running_loop() and self._slots.locked() \
-                and self._no_room():
+    @contextlib.contextmanager
+    def receiving(self) -> Iterator[None]:
+        """Around reading the body, before `slot(admitted=True)`: 429 at once when there is
+        no room for one more report (`_no_room`), so a saturated process spends no time
+        receiving a report it would refuse anyway; else the report counts as in the gate
+        while its body arrives, and the next one at the door sees it."""
+        if self._no_room():
             raise self._full()
+        self.stats.receiving += 1
+        try:
+            yield
+        finally:
+            self.stats.receiving -= 1
 
     def _no_room(self) -> bool:
-        """The queue is full, or a newcomer would wait past `wait_s` for its slot (by the
-        recent time a report holds one): refusing now beats a 503 after the wait."""
-        if self.stats.waiting >= self.queue or self.wait_s <= 0:
-            return True
-        if self._hold_s is None:
+        """Every slot is (or is about to be) taken and the queue is full, or a newcomer would
+        wait past `wait_s` for its slot (by the recent time a report holds one): refusing now
+        beats a 503 after the wait. Reports still arriving count as ahead of it."""
+        ahead = self._in_gate() - self.concurrency  # before it in the queue
+        if ahead < 0:
             return False
-        expected = (self.stats.waiting + 1) * self._hold_s / self.concurrency
+        if ahead >= self.queue or self.wait_s <= 0:
+            return True
+        if self._hold_s is None:  # no slot let go yet: one round of the slots may wait
+            return ahead >= self.concurrency
+        expected = (ahead + 1) * self._hold_s / self.concurrency
         return expected > ADMIT_SHARE * self.wait_s
 
     def _full(self) -> Saturated:
@@ -101,14 +137,15 @@ class IngestGate:
             (1 - HOLD_WEIGHT) * self._hold_s + HOLD_WEIGHT * seconds
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold an ingest slot, or raise `Saturated` (429 at once, 503 after the wait)."""
+    async def slot(self, admitted: bool = False) -> AsyncIterator[None]:
+        """Hold an ingest slot, or raise `Saturated` (429 at once, 503 after the wait);
+        `admitted`: let in at the door already (`receiving`), so it may wait its turn."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new loop (tests' clients): its own semaphore
             self._loop, self._slots = loop, asyncio.Semaphore(self.concurrency)
         if not self._slots.locked():
             await self._slots.acquire()  # a free slot: taken at once, before anyone else runs
-        elif self._no_room():
+        elif not admitted and self._no_room():
             raise self._full()
         else:
             await self._wait_for_slot()

@@ -104,12 +104,13 @@ def _ready() -> bool:
 
 
 def store_report(body: bytes, now: datetime, sent_at: datetime | None,
-                 canonical: bool = False) -> IngestResult:
+                 canonical: bool = False, encoding: str | None = None) -> IngestResult:
     """In a worker: parse, check and store one report received at `now` (what the route's
     thread does in-process: `posted_report.store_posted`)."""
     assert _sessions is not None and _settings is not None, "not an ingest worker"
     try:
-        return store_posted(_sessions, body, _settings, now, sent_at, canonical=canonical)
+        return store_posted(_sessions, body, _settings, now, sent_at, canonical=canonical,
+                            encoding=encoding)
     except OperationalError as exc:  # its message, not the error: it must pickle
         raise RuntimeError(f"storing the report failed: {exc}") from None
 
@@ -142,7 +143,7 @@ class IngestPool:
         self.ready = True
 
     async def store(self, body: bytes, now: datetime, sent_at: datetime | None,
-                    canonical: bool = False) -> IngestResult:
+                    canonical: bool = False, encoding: str | None = None) -> IngestResult:
         """Store one report in a worker; `BrokenProcessPool` when a worker died meanwhile
         (the pool is made anew: the report may or may not be stored, and its retry is
         recognised by its report_id either way)."""
@@ -150,7 +151,7 @@ class IngestPool:
         executor = self._executor
         try:
             return await loop.run_in_executor(executor, store_report, body, now, sent_at,
-                                              canonical)
+                                              canonical, encoding)
         except BrokenProcessPool:
             if executor is self._executor:
                 log.warning("an ingest worker died; starting the pool anew")

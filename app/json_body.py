@@ -23,6 +23,7 @@ validation). The ingest routes bound theirs by PEERWATCH_MAX_BODY_BYTES.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
@@ -144,6 +145,53 @@ def _too_large(what: str, size: int, limit: int, setting: str) -> HTTPException:
         status.HTTP_413_CONTENT_TOO_LARGE,
         detail=f"{what} body of {size} bytes exceeds the limit of {limit} bytes ({setting})",
     )
+
+
+# Content codings a request body may come in (`Content-Encoding`), beside none: what the
+# reports route says in its answers' `Accept-Encoding` (RFC 7694), so a probe compresses
+# only for a server that reads it.
+REQUEST_ENCODINGS = ("gzip",)
+ACCEPT_ENCODING = ", ".join(REQUEST_ENCODINGS)
+
+
+def plain_encoding(encoding: str | None) -> bool:
+    return encoding is None or encoding.strip().lower() in ("", "identity")
+
+
+def check_encoding(encoding: str | None) -> None:
+    """415 naming what is read, before the body is: a coding this server cannot undo."""
+    if encoding is not None and not plain_encoding(encoding) \
+            and encoding.strip().lower() not in REQUEST_ENCODINGS:
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            detail=f"Content-Encoding {encoding[:40]!r} is not read here; send the body "
+                   f"plain or as {ACCEPT_ENCODING}", headers={"Accept-Encoding": ACCEPT_ENCODING})
+
+
+def inflate(body: bytes, encoding: str | None, limit: int, what: str,
+            setting: str = "PEERWATCH_MAX_BODY_BYTES") -> bytes:
+    """The body as sent before its `Content-Encoding` (gzip, `check_encoding`): 413 as soon
+    as it inflates past `limit` bytes (a small body can hold a huge one), 400 when it is
+    not whole gzip."""
+    if plain_encoding(encoding):
+        return body
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip's header and trailer
+    try:
+        plain = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise _not_gzip(what, str(exc)) from None
+    if len(plain) > limit:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE,
+                            detail=f"{what} body inflates past the limit of {limit} bytes "
+                                   f"({setting})")
+    if not inflater.eof or inflater.unused_data:
+        raise _not_gzip(what, "it ends early" if not inflater.eof else "bytes follow its end")
+    return plain
+
+
+def _not_gzip(what: str, reason: str) -> HTTPException:
+    return HTTPException(status.HTTP_400_BAD_REQUEST,
+                         detail=f"{what} body is not whole gzip ({reason})")
 
 
 def _is_json(request: Request) -> bool:

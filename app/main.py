@@ -30,12 +30,13 @@ from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
 from app.heard import HeardBook, heard_flush_job
 from app.ingest_pool import IngestPool, ingest_pool_job
+from app.json_body import ACCEPT_ENCODING
 from app.leadership import Leadership
-from app.metrics_ingest import IngestMetricsMiddleware, IngestStats
+from app.metrics_ingest import INGEST_PATH, IngestMetricsMiddleware, IngestStats
 from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
 from app.openapi import install_openapi
 from app.queries import NotFound
-from app.response_headers import ServerTiming
+from app.response_headers import RequestEncodings, ServerTiming
 
 API_PREFIX = "/api/v1"
 
@@ -119,6 +120,9 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
     app.add_middleware(ServerTiming)
+    # which bodies the reports route reads compressed (app/json_body.py), said on every answer
+    app.add_middleware(RequestEncodings, paths=frozenset({INGEST_PATH}),
+                       accept=ACCEPT_ENCODING)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     _install_judges(app, settings, judge_in_process)
     app.state.heard = HeardBook()  # arrivals and refusals by host, written in batches

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.errors import body_errors
+from app.json_body import inflate
 from app.schemas import IngestResult
 from app.services.ingest import ingest
 from app.services.report_checks import check_report
@@ -50,11 +51,13 @@ def parse_report(body: bytes) -> Report:
 def store_posted(sessions: Callable[[], Session], body: bytes, settings: Settings,
                  now: datetime, sent_at: datetime | None = None,
                  writing: Callable[[], AbstractContextManager[None]] = nullcontext,
-                 canonical: bool = False) -> IngestResult:
+                 canonical: bool = False, encoding: str | None = None) -> IngestResult:
     """Parse, check and store the report `body` received at `now` (sent at `sent_at` by the
     probe's clock, when it said); `writing`: held around the transaction (the gate's one
     writer at a time on SQLite); `canonical`: `body` was written by this server's wire
-    models (`is_canonical`), so its bytes' digest is the report's."""
+    models (`is_canonical`), so its bytes' digest is the report's; `encoding`: its
+    `Content-Encoding` (gzip: inflated here, off the event loop, bounded by the body limit)."""
+    body = inflate(body, encoding, settings.max_body_bytes, "report")
     report = parse_report(body)
     problems = check_report(report, now)
     if problems:

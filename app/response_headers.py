@@ -1,5 +1,6 @@
 """Pure ASGI middleware that adds headers to every HTTP response as it starts: no buffering,
-nothing on the body. `ServerTiming` and `SecurityHeaders` are the two the app installs."""
+nothing on the body. `ServerTiming`, `SecurityHeaders` and `RequestEncodings` are the ones
+the app installs."""
 
 from __future__ import annotations
 
@@ -19,14 +20,14 @@ class ResponseHeaders:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    def for_request(self) -> HeaderSource:
+    def for_request(self, scope: Scope) -> HeaderSource:
         raise NotImplementedError
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        source = self.for_request()
+        source = self.for_request(scope)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -44,7 +45,7 @@ class ServerTiming(ResponseHeaders):
     and the client do not. Load tests (bench/fleet.py) read the server's own cost from it;
     browsers show it in their developer tools."""
 
-    def for_request(self) -> HeaderSource:
+    def for_request(self, scope: Scope) -> HeaderSource:
         started = time.perf_counter()
         return lambda _response: {
             "server-timing": f"app;dur={(time.perf_counter() - started) * 1000:.1f}"}
@@ -77,5 +78,25 @@ class SecurityHeaders(ResponseHeaders):
     """nosniff and frame protection on every response, and `HTML_CSP` on every HTML one
     (each set unless the route set its own)."""
 
-    def for_request(self) -> HeaderSource:
+    def for_request(self, scope: Scope) -> HeaderSource:
         return _security_headers
+
+
+def _no_headers(_response: MutableHeaders) -> dict[str, str]:
+    return {}
+
+
+class RequestEncodings(ResponseHeaders):
+    """`Accept-Encoding` (RFC 7694) on every answer of the given paths, refusals and errors
+    too: the content codings their request bodies may come in. A probe compresses its
+    reports only once a server's answer said so (`probes/agent/sender.py`), and goes back to
+    plain bodies when one no longer does (a server rolled back to a version without it)."""
+
+    def __init__(self, app: ASGIApp, paths: frozenset[str], accept: str) -> None:
+        super().__init__(app)
+        self.paths, self.header = paths, {"Accept-Encoding": accept}
+
+    def for_request(self, scope: Scope) -> HeaderSource:
+        if scope.get("path", "").rstrip("/") in self.paths:
+            return lambda _response: self.header
+        return _no_headers

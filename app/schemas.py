@@ -578,6 +578,7 @@ class IngestLoad(BaseModel):
     """This process's ingest gate: slots in use, reports waiting, and what it refused."""
 
     active: int = Field(examples=[2])
+    receiving: int = Field(examples=[0], description="let in, their bodies still arriving")
     waiting: int = Field(examples=[0])
     concurrency: int = Field(examples=[4])
     queue: int = Field(examples=[32])

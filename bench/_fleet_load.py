@@ -22,6 +22,7 @@ Three phases:
 from __future__ import annotations
 
 import asyncio
+import gzip
 import random
 import time
 import uuid
@@ -31,7 +32,7 @@ from datetime import UTC, datetime
 import httpx
 
 from probes.agent.clock_offset import OFFSET_HEADER, offset_sample
-from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER
+from probes.agent.sender import GZIP_LEVEL, HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER, reads_gzip
 from probes.report import Report, ReportKind, valid_hostname, wire_fingerprint
 from probes.sim.simulated import SimulatedFabric
 from probes.sweep import SweepOptions, build_report
@@ -137,6 +138,8 @@ def server_ms(response: httpx.Response) -> float | None:
 
 # each simulated probe's clock offset as it measured it from its answers (clock_offset.py)
 OFFSETS: dict[str, float] = {}
+# the servers whose newest answer said they read gzip bodies, as each agent's Sender learns
+GZIP_BASES: set[str] = set()
 
 
 def probe_headers(host: str) -> dict[str, str]:
@@ -148,14 +151,31 @@ def probe_headers(host: str) -> dict[str, str]:
     return headers
 
 
+def as_sent(base: str, body: str, headers: dict[str, str]) -> bytes:
+    """The body as the agent sends it to `base`: gzip-compressed once that server said it
+    reads gzip (`Sender._post_once`), else plain; `headers` gain its Content-Encoding."""
+    if base not in GZIP_BASES:
+        return body.encode()
+    headers["Content-Encoding"] = "gzip"
+    return gzip.compress(body.encode(), GZIP_LEVEL, mtime=0)
+
+
+def learn_gzip(base: str, response: httpx.Response) -> None:
+    if reads_gzip(response):
+        GZIP_BASES.add(base)
+    else:
+        GZIP_BASES.discard(base)
+
+
 async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
                record: Record, host: str) -> httpx.Response | None:
     started = time.perf_counter()
     record.tried.setdefault(host, []).append(time.time())
     sent = datetime.now(UTC)
+    headers = probe_headers(host)
     try:
-        response = await client.post(f"{base}/api/v1/reports", content=body,
-                                     headers=probe_headers(host))
+        response = await client.post(f"{base}/api/v1/reports",
+                                     content=as_sent(base, body, headers), headers=headers)
     except httpx.HTTPError:
         record.samples.append(Sample(kind, 0, (time.perf_counter() - started) * 1000, None))
         return None
@@ -164,6 +184,7 @@ async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
     offset = offset_sample(sent, datetime.now(UTC), response.headers.get("date"))
     if offset is not None:
         OFFSETS[host] = offset
+    learn_gzip(base, response)
     return response
 
 

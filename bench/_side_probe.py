@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from bench._fleet_load import HEADERS, templates
+from bench._fleet_load import HEADERS, as_sent, learn_gzip, templates
 
 HEALTHZ_EVERY_S, POST_EVERY_S = 0.1, 0.25
 HOST = "side-probe-0"
@@ -47,11 +47,13 @@ async def _healthz(http: httpx.AsyncClient, base: str, end: float, out: list[flo
 async def _posts(http: httpx.AsyncClient, base: str, end: float, out: dict) -> None:
     sweep = templates()["sweep"]
     while time.monotonic() < end:
-        body = sweep.body(HOST, datetime.now(UTC))
+        headers, plain = {**HEADERS, "X-Peerwatch-Host": HOST}, sweep.body(HOST, datetime.now(UTC))
         started = time.perf_counter()
+        body = as_sent(base, plain, headers)  # as a probe sends it (compressing counts)
         try:
-            status = (await http.post(f"{base}/api/v1/reports", content=body,
-                                      headers={**HEADERS, "X-Peerwatch-Host": HOST})).status_code
+            response = await http.post(f"{base}/api/v1/reports", content=body, headers=headers)
+            status = response.status_code
+            learn_gzip(base, response)
         except httpx.HTTPError:
             status = 0
         ms = (time.perf_counter() - started) * 1000

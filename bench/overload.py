@@ -121,6 +121,19 @@ async def _burst_with_health(base: str, args: argparse.Namespace,
     return record, window.measured
 
 
+def _per_kind(cadence: Record) -> dict[str, float | None]:
+    """The accepted POSTs' latency p50/p99 per report kind, at the client and by the server's
+    own clock (`Server-Timing`)."""
+    out: dict[str, float | None] = {}
+    for kind in ("inventory", "sweep"):
+        client_ms = [s.latency_ms for s in cadence.accepted(kind)]
+        own_ms = [s.server_ms for s in cadence.accepted(kind) if s.server_ms is not None]
+        out |= {f"post_{kind}_p50": pct(client_ms, 0.5), f"post_{kind}_p99": pct(client_ms, 0.99),
+                f"post_{kind}_server_p99": pct(own_ms, 0.99),
+                f"post_{kind}_n": float(len(client_ms))}
+    return out
+
+
 def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | None:
     """The figures of one tree; None without PostgreSQL (postgres_url says "skipped")."""
     tpl = templates()
@@ -149,6 +162,8 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
         "post_p50": pct(accepted, 0.5), "post_p99": pct(accepted, 0.99),
         # the server's own time (`Server-Timing`), without the client's event loop lag
         "post_server_p99": pct(accepted_server, 0.99),
+        # per kind: sweeps are ~5 % of the posts at the real cadence, so the p99 may be theirs
+        **_per_kind(cadence),
         "cadence_posts": float(len(cadence.samples)),
         "cadence_refused": float(cadence.count(429, 503)),
         "cadence_timeouts": float(cadence.count(0)),

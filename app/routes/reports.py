@@ -31,7 +31,7 @@ from app.deps import ProbeTokenDep, SettingsDep
 from app.heard import heard_for
 from app.ingest_gate import IngestGate, Saturated, gate_for
 from app.ingest_pool import IngestPool, pool_for
-from app.json_body import read_limited_body
+from app.json_body import check_encoding, read_limited_body
 from app.posted_report import DatabaseLocked, is_canonical, store_posted
 from app.schemas import IngestResult
 from app.services.ingest import probe_sent_at
@@ -57,7 +57,10 @@ REPORT_SCHEMA_REF = "#/components/schemas/Report"
         401: {"description": "No bearer token."},
         409: {"description": "This report_id was stored before with a different body."},
         403: {"description": "The bearer token is not a probe token."},
-        413: {"description": "Body larger than PEERWATCH_MAX_BODY_BYTES."},
+        413: {"description": "Body larger than PEERWATCH_MAX_BODY_BYTES (gzip: once "
+                             "inflated)."},
+        415: {"description": "A Content-Encoding other than gzip (the answer's "
+                             "`Accept-Encoding` names what is read)."},
         429: {"description": "Ingest saturated (PEERWATCH_INGEST_QUEUE full): nothing was "
                              "done; retry after the `Retry-After` seconds."},
         503: {"description": "No ingest slot within PEERWATCH_INGEST_WAIT_S, or the "
@@ -92,9 +95,11 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
                          ) -> IngestResult:
     """Read the body and store it in an ingest slot; `Saturated` when none is free."""
     gate = gate_for(request.app)
-    gate.refuse_if_full()  # saturated: refused before the body is even received
-    body = await read_limited_body(request, settings.max_body_bytes, "report")
-    async with gate.slot():
+    encoding = request.headers.get("content-encoding")
+    check_encoding(encoding)  # 415 for a coding not read here, before the body is received
+    with gate.receiving():  # saturated: refused before the body is even received
+        body = await read_limited_body(request, settings.max_body_bytes, "report")
+    async with gate.slot(admitted=True):
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
@@ -104,18 +109,20 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
         pool = pool_for(request.app)
         if pool is None:  # in-process: a thread of this process
             result = await run_in_threadpool(store_body, request.app, gate, body, settings,
-                                             arrived, sent_at, canonical)
+                                             arrived, sent_at, canonical, encoding)
         else:
-            result = await _store_in_pool(pool, gate, body, arrived, sent_at, canonical)
+            result = await _store_in_pool(pool, gate, body, arrived, sent_at, canonical,
+                                          encoding)
         gate.stats.accepted += 1
     return result
 
 
 async def _store_in_pool(pool: IngestPool, gate: IngestGate, body: bytes, arrived: datetime,
-                         sent_at: datetime | None, canonical: bool) -> IngestResult:
+                         sent_at: datetime | None, canonical: bool, encoding: str | None
+                         ) -> IngestResult:
     """In an ingest worker process (`serve`): the event loop never waits for their GIL."""
     try:
-        return await pool.store(body, arrived, sent_at, canonical)
+        return await pool.store(body, arrived, sent_at, canonical, encoding)
     except DatabaseLocked:
         raise gate.locked() from None
     except BrokenProcessPool:
@@ -123,13 +130,13 @@ async def _store_in_pool(pool: IngestPool, gate: IngestGate, body: bytes, arrive
 
 
 def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
-               now: datetime, sent_at: datetime | None = None, canonical: bool = False
-               ) -> IngestResult:
+               now: datetime, sent_at: datetime | None = None, canonical: bool = False,
+               encoding: str | None = None) -> IngestResult:
     """Parse, validate and store one report received at `now`: a worker thread's part, off
     the event loop, as an ingest worker's (`posted_report.store_posted`; the session is
     opened there too, so a refused report never costs a thread-pool hop for it)."""
     try:
         return store_posted(app.state.sessionmaker, body, settings, now, sent_at,
-                            gate.writing, canonical)
+                            gate.writing, canonical, encoding)
     except DatabaseLocked:
         raise gate.locked() from None

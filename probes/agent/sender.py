@@ -13,13 +13,24 @@
                                                 aside (kept on disk, counted), never retried
 
 The classification is the whole point of this module: "retry forever" is right for an
-absent server and wrong for a bad token or a bad report. Job snapshots
+absent server and wrong for a bad token or a bad report.
+
+Bodies go gzip-compressed (level 1: ~0.8 ms for an 8-GPU sweep's 250 kB, 10x smaller; an
+inventory report 18x) once the server's answers say it reads them (`Accept-Encoding: gzip`
+on an answer, RFC 7694; every answer of a current server's reports route carries it). A
+server that refuses at the door answers only once the whole body has reached it (HTTP/1.1:
+the client sends the body before it reads), so the body's size is in every refusal's time
+and in the server's event loop's share of receiving it. An answer without that header turns
+compression off again, and a 4xx to a compressed body that does not carry it (a server
+rolled back to a version that cannot read gzip: its 422) is sent again plain at once, so
+no report is set aside for having been compressed. Job snapshots
 (`probes/agent/snapshot_outbox.py`) go through the same Sender to `SNAPSHOTS_PATH`.
 """
 
 from __future__ import annotations
 
 import email.utils
+import gzip
 import json
 import random
 from collections.abc import Callable
@@ -42,6 +53,13 @@ RETRY_AFTER_JITTER = 0.5  # a Retry-After of T is honoured as a wait in [T, 1.5 
 HOST_HEADER = "X-Peerwatch-Host"  # the report's host, readable before the body
 SENT_AT_HEADER = "X-Peerwatch-Sent-At"  # this attempt's send time (ISO 8601, the probe's clock)
 WIRE_HEADER = "X-Peerwatch-Wire"  # the wire models that wrote a report's body (wire_fingerprint)
+GZIP_LEVEL = 1  # zlib's fastest: 9.9x on a sweep's JSON where level 6 gives 11.6x at 3x the CPU
+
+
+def reads_gzip(response: httpx.Response) -> bool:
+    """Does this answer say its server reads gzip request bodies (RFC 7694)?"""
+    accepted = response.headers.get("accept-encoding", "")
+    return "gzip" in (part.split(";")[0].strip().lower() for part in accepted.split(","))
 
 
 class Outcome(StrEnum):
@@ -137,6 +155,7 @@ class Sender:
         self.url = server_url.rstrip("/") + path
         self._wall = wall
         self.offset_s: float | None = None  # the newest measured offset (clock_offset.py)
+        self.gzip = False  # the newest answer said the server reads gzip bodies
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
 
     def send(self, report: BaseModel) -> SendResult:
@@ -156,13 +175,27 @@ class Sender:
         return SendResult(outcome, response.status_code, message, _retry_after(response))
 
     def _post(self, report: BaseModel, body: bytes) -> httpx.Response:
-        """One attempt; its answer's `Date` updates the measured clock offset."""
+        """One attempt (compressed when the server said it reads gzip, and sent again plain
+        when a compressed one was refused by a server that no longer says so); its answer's
+        `Date` updates the measured clock offset."""
+        compressed = self.gzip
+        response = self._post_once(report, body, compressed)
+        if compressed and not self.gzip and 400 <= response.status_code < 500 \
+                and response.status_code not in _RETRY_STATUS:
+            response = self._post_once(report, body, compressed=False)
+        return response
+
+    def _post_once(self, report: BaseModel, body: bytes, compressed: bool) -> httpx.Response:
+        headers = request_headers(report, self._wall, self.offset_s)
+        if compressed:
+            body = gzip.compress(body, GZIP_LEVEL, mtime=0)
+            headers["Content-Encoding"] = "gzip"
         sent = self._wall()
-        response = self._client.post(self.url, content=body,
-                                     headers=request_headers(report, self._wall, self.offset_s))
+        response = self._client.post(self.url, content=body, headers=headers)
         sample = offset_sample(sent, self._wall(), response.headers.get("date"))
         if sample is not None:
             self.offset_s = sample
+        self.gzip = reads_gzip(response)
         return response
 
     def close(self) -> None:

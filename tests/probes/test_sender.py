@@ -8,6 +8,7 @@ hand-written fake server on httpx's MockTransport.
 from __future__ import annotations
 
 import email.utils
+import gzip
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -120,3 +121,51 @@ def test_bad_token_waits_the_longest_step_at_once() -> None:
     backoff = Backoff(5, 300, random.Random(7))
     assert backoff.give_up_for_now() == 300
     assert backoff.failure() <= 300  # and stays capped
+
+
+def _reads_gzip(status: int = 201, json: object = None) -> httpx.Response:
+    return httpx.Response(status, headers={"Accept-Encoding": "gzip"}, json=json)
+
+
+def test_bodies_go_compressed_once_the_server_said_it_reads_gzip() -> None:
+    """The first report goes plain (nothing said yet); its answer says gzip, so the next
+    ones go gzip-compressed, and inflate to the very bytes a plain send would carry."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return _reads_gzip(json={"duplicate": False})
+
+    sender, report = _sender(handler), sample_report()
+    assert sender.send(report).outcome is Outcome.DELIVERED
+    assert sender.send(report).outcome is Outcome.DELIVERED
+    assert "content-encoding" not in seen[0].headers
+    assert seen[0].content == report.model_dump_json().encode()
+    assert seen[1].headers["content-encoding"] == "gzip"
+    assert gzip.decompress(seen[1].content) == seen[0].content
+    assert len(seen[1].content) < len(seen[0].content)
+
+
+def test_a_server_rolled_back_gets_the_report_plain_at_once() -> None:
+    """Compressing (an earlier answer said gzip), the probe meets a server that no longer
+    reads it: its 422 does not say gzip, so the same report is sent again plain at once and
+    delivered, never set aside as rejected; a 429 that does not say it is not sent again at
+    once (it is a refusal to retry later), and the next send goes plain."""
+    seen: list[httpx.Request] = []
+    answers = [_reads_gzip(), httpx.Response(422, json={"detail": "body is not valid JSON"}),
+               httpx.Response(201, json={}), httpx.Response(429, headers={"Retry-After": "1"}),
+               httpx.Response(201, json={})]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return answers[len(seen) - 1]
+
+    sender, report = _sender(handler), sample_report()
+    assert sender.send(report).outcome is Outcome.DELIVERED  # plain; the answer says gzip
+    assert sender.send(report).outcome is Outcome.DELIVERED  # gzip -> 422, then plain -> 201
+    assert [r.headers.get("content-encoding") for r in seen] == [None, "gzip", None]
+    assert seen[2].content == report.model_dump_json().encode()
+    sender.gzip = True
+    assert sender.send(report).outcome is Outcome.RETRY  # gzip -> 429: later, not at once
+    assert sender.send(report).outcome is Outcome.DELIVERED
+    assert [r.headers.get("content-encoding") for r in seen[3:]] == ["gzip", None]
