@@ -3,7 +3,8 @@
 On a database of its own with the bench's history (bench/ingest.py's preload), each sweep
 goes through what the route and its post-commit hook do (bench/_vs_floor.py); around every
 statement the backend's CPU is read from /proc/<pid>/schedstat (nanoseconds, not /proc's
-10 ms ticks). Printed: the backend's CPU per sweep in all, then per
+10 ms ticks), and between them: the
+COPYs and the COMMITs. Printed: the backend's CPU per sweep in all, then per
 statement (its first words), most first, and the server thread's CPU. With `--floor` the
 floor prototype's sweeps alternate with the project's, as bench/_vs_floor.compare does.
 """
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from app import heap
 from app.config import Settings
@@ -48,38 +49,54 @@ def statement_name(sql: str) -> str:
     return head.group(0) if head else words[:60]
 
 
+BETWEEN = "between statements (COPY; BEGIN)"
+
+
 def per_statement(app: Any, sweeps: list[bytes]) -> tuple[dict[str, list[int]], list[int],
                                                           list[float]]:
     """(backend ns per statement name, over all sweeps; backend ns per sweep; server ms per
-    sweep), serving `sweeps` one by one."""
+    sweep), serving `sweeps` one by one. What the backend spends between statements counts
+    as COMMIT after a commit, else as BETWEEN (the bulk COPYs run on the raw connection)."""
     engine = app.state.engine
     with engine.connect() as conn:
         pid = conn.connection.dbapi_connection.info.backend_pid
     cpu = schedstat_ns(pid)
     by: dict[str, list[int]] = defaultdict(list)
-    started: list[int] = []
+    label, since = [BETWEEN], [0]  # what the backend's CPU since `since` counts as
+
+    def mark(next_label: str) -> None:
+        now = cpu()
+        by[label[0]].append(now - since[0])
+        label[0], since[0] = next_label, now
 
     def before(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        started.append(cpu())
+        mark(statement_name(sql))
 
-    def after(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        by[statement_name(sql)].append(cpu() - started.pop())
+    def after(*_: Any) -> None:
+        mark(BETWEEN)
+
+    def commit(*_: Any) -> None:
+        mark("COMMIT")
 
     handle = project_handler(app)
     for body in sweeps[:3]:  # warm: seeded state, connections, caches
         handle(body)
-    event.listen(engine, "before_cursor_execute", before)
-    event.listen(engine, "after_cursor_execute", after)
+    listeners = {"before_cursor_execute": before, "after_cursor_execute": after,
+                 "commit": commit}
     per_sweep, server = [], []
+    for name, fn in listeners.items():
+        event.listen(engine, name, fn)
     try:
         for body in sweeps[3:]:
             start, t = cpu(), time.thread_time()
+            label[0], since[0] = BETWEEN, start
             handle(body)
+            mark(BETWEEN)
             server.append((time.thread_time() - t) * 1000)
             per_sweep.append(cpu() - start)
     finally:
-        event.remove(engine, "before_cursor_execute", before)
-        event.remove(engine, "after_cursor_execute", after)
+        for name, fn in listeners.items():
+            event.remove(engine, name, fn)
     return by, per_sweep, server
 
 
@@ -98,16 +115,21 @@ def main() -> int:
         heap.settle(again=True)
         try:
             by, per_sweep, server = per_statement(app, bodies(report, args.sweeps + 3))
+            time.sleep(1.0)  # statistics reach pg_stat_user_tables within a second
+            with app.state.engine.connect() as conn:
+                updates = conn.execute(text(
+                    "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                    "WHERE relname LIKE 'judged%' AND n_tup_upd > 0 ORDER BY relname")).all()
         finally:
             app.state.engine.dispose()
         n = len(per_sweep)
         print(f"backend CPU per sweep: mean {statistics.fmean(per_sweep) / 1e6:.1f} ms, "
               f"median {statistics.median(per_sweep) / 1e6:.1f} ms; server thread CPU "
               f"median {statistics.median(server):.1f} ms ({n} sweeps)")
-        counted = sum(sum(v) for v in by.values()) / n / 1e6
-        print(f"  in statements: {counted:.1f} ms per sweep (the rest: commits, parse)")
         for name, ns in sorted(by.items(), key=lambda kv: -sum(kv[1])):
             print(f"  {sum(ns) / n / 1e6:6.2f} ms  x{len(ns) / n:4.1f}  {name}")
+        print("row updates in place (HOT) since the database was made: " + ", ".join(
+            f"{table} {hot:,} of {total:,}" for table, total, hot in updates))
         if args.floor:
             with postgres_url() as floor_url:
                 assert floor_url is not None
