@@ -125,7 +125,10 @@ def main() -> int:
         try:
             by, per_sweep, server = per_statement(app, bodies(report, args.sweeps + 3))
             time.sleep(1.0)  # statistics reach pg_stat_user_tables within a second
-            with app.state.engine.connect() as conn:
+            with app.state.engine.connect() as conn:  # the pool's one connection
+                prepared = conn.execute(text(
+                    "SELECT count(*), coalesce(sum(generic_plans), 0), "
+                    "coalesce(sum(custom_plans), 0) FROM pg_prepared_statements")).one()
                 updates = conn.execute(text(
                     "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
                     "WHERE relname LIKE 'judged%' AND n_tup_upd > 0 ORDER BY relname")).all()
@@ -137,6 +140,8 @@ def main() -> int:
               f"median {statistics.median(server):.1f} ms ({n} sweeps)")
         for name, ns in sorted(by.items(), key=lambda kv: -sum(kv[1])):
             print(f"  {sum(ns) / n / 1e6:6.2f} ms  x{len(ns) / n:4.1f}  {name}")
+        print(f"prepared on the connection (psycopg's prepare_threshold): {prepared[0]} "
+              f"statements, {prepared[1]} generic plans run, {prepared[2]} custom")
         print("row updates in place (HOT) since the database was made: " + ", ".join(
             f"{table} {hot:,} of {total:,}" for table, total, hot in updates))
         if args.floor:
