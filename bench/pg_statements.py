@@ -30,7 +30,7 @@ from app.main import create_app
 from app.services import ingest
 from bench._floor import Floor
 from bench._vs_floor import compare, print_comparison, project_handler
-from bench.ingest import bodies, full_report, postgres_url
+from bench.ingest import bodies, full_report, inventory_report, postgres_url
 from bench.sweep_profile import kept_database, prepared_app
 
 
@@ -113,7 +113,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=int, default=15)
     parser.add_argument("--keep", metavar="NAME", help="keep the database NAME between runs")
-    parser.add_argument("--floor", action="store_true", help="also bench/_vs_floor.compare")
+    parser.add_argument("--floor", action="store_true",
+                        help="also bench/_vs_floor.compare (sweeps, inventory reports)")
     args = parser.parse_args()
     report = full_report()
     with kept_database(args.keep) as (url, fresh):
@@ -153,7 +154,10 @@ def main() -> int:
                 floor = Floor(floor_url, report.host.hostname)
                 app = create_app(settings)
                 try:
-                    figures = compare(app, floor, {"sweep": lambda k: bodies(report, k)})
+                    inventory = inventory_report(report)
+                    figures = compare(app, floor, {
+                        "sweep": lambda k: bodies(report, k),
+                        "inventory": lambda k: bodies(inventory, k)})
                 finally:
                     app.state.engine.dispose()
                     floor.close()
