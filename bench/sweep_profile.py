@@ -51,6 +51,7 @@ from bench.ingest import (
     preload_history,
     sqlite_url,
 )
+from probes.report import Report
 
 SWEEPS = sized(12, 2)
 # (module, function) -> stage; inclusive thread CPU of each call
@@ -108,6 +109,20 @@ def sweep(app: Any, body: bytes) -> None:
     service_for(app).after_ingest(result.host)
 
 
+def prepared_app(url: str, fresh: bool, report: Report) -> Any:
+    """The app on `url`, migrated; on a fresh database, its first sweep of `report`'s host
+    stored and judged, then bench/ingest.py's history preloaded."""
+    settings = Settings(database_url=url, probe_tokens=[TOKEN], stale_after_s=1e9)
+    engine = make_engine(settings)
+    upgrade_to_head(engine)
+    engine.dispose()
+    app = create_app(settings)
+    if fresh:
+        sweep(app, bodies(report, 1)[0])
+        preload_history(settings, report)
+    return app
+
+
 @contextmanager
 def kept_database(name: str | None, sqlite: bool = False
                   ) -> Iterator[tuple[str | None, bool]]:
@@ -158,15 +173,8 @@ def main() -> int:
     with kept_database(opts.keep, opts.sqlite) as (url, fresh):
         if url is None:
             return 0
-        settings = Settings(database_url=url, probe_tokens=[TOKEN], stale_after_s=1e9)
-        engine = make_engine(settings)
-        upgrade_to_head(engine)
-        engine.dispose()
-        app = create_app(settings)
+        app = prepared_app(url, fresh, report)
         try:
-            if fresh:
-                sweep(app, bodies(report, 1)[0])
-                preload_history(settings, report)
             for body in bodies(report, 3):  # warm: seeded state, connections, caches
                 sweep(app, body)
             warm, *timed_bodies = bodies(report, opts.sweeps + 1)  # the floor's warm-up first

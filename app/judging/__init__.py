@@ -8,7 +8,7 @@ Shaped read -> judge -> write, each part small:
 - the rules are pure functions over plain values (`app/analysis/`; here `running.py`, which
   carries each judged (pair, test)'s state on from its new samples alone, `pair_tests.py`,
   and `judge.judge_loaded`, which judges everything `load.py` read without SQL);
-- `write.py` stores only the rows and columns that changed, one statement per table;
+- `write.py` stores only the rows and columns that changed, a statement or two per table;
 - `transaction.py` is the unit the alerting engine runs: the host's lock, judge, store, and
   the session the rules are evaluated in before the one commit.
 """
