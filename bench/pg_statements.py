@@ -11,7 +11,6 @@ floor prototype's sweeps alternate with the project's, as bench/_vs_floor.compar
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
@@ -28,6 +27,7 @@ from app.config import Settings
 from app.db import make_engine, upgrade_to_head
 from app.main import create_app
 from app.services import ingest
+from bench._cli import parser as cli_parser
 from bench._floor import Floor
 from bench._vs_floor import compare, print_comparison, project_handler
 from bench.ingest import bodies, full_report, inventory_report, postgres_url
@@ -110,7 +110,7 @@ def per_statement(app: Any, sweeps: list[bytes]) -> tuple[dict[str, list[int]], 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli_parser(__doc__, __file__)
     parser.add_argument("--sweeps", type=int, default=15)
     parser.add_argument("--keep", metavar="NAME", help="keep the database NAME between runs")
     parser.add_argument("--floor", action="store_true",
