@@ -127,8 +127,9 @@ def test_a_client_that_went_away_is_not_worked_for(
 def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
         tmp_path: Path, slots: int, queue: int, codes: list[int]) -> None:
     """Eight reports arrive in the same instant, before any report has let go of a slot (so
-    how long one is held is unknown): `slots` are taken, up to `queue` but at most one round
-    of the slots wait (and time out, the slots being held), the rest are refused at once."""
+    how long one is held is unknown: PRIOR_HOLD_S, 0.1 s): `slots` are taken, up to `queue`
+    wait as far as the prior says a slot comes within half the 0.2 s wait (and time out, the
+    slots being held), the rest are refused at once."""
     from app.ingest_gate import IngestGate
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=slots, ingest_queue=queue,

@@ -6,7 +6,9 @@ locked" (the probes spooled and retried, nothing was lost); 16 writers at once h
 all be stored on the first try. What is tested is SQLite's locking, not the machine's speed:
 each report may wait for an ingest slot as long as SETTLE_S (on a loaded machine 16 writers
 can queue longer than the default 2 s, which is answered 503 by design, and retried by a
-real probe).
+real probe). One report goes first, alone: until a report has let go of its slot the
+ingest gate does not know how long one is held and assumes a short hold (PRIOR_HOLD_S in
+app/ingest_gate.py), so a cold server may refuse part of a first-instant burst with 429.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def test_concurrent_ingest_on_sqlite_stores_every_report(tmp_path: Path) -> None
                                     "Content-Type": "application/json"})
             return r.status_code
 
+        codes = [post(reports[0])]  # the gate learns how long a slot is held
         with ThreadPoolExecutor(max_workers=16) as pool:
-            codes = list(pool.map(post, reports))
+            codes += list(pool.map(post, reports[1:]))
     assert codes == [201] * len(reports)
     assert len(stored(settings).report_ids) == len(reports)

@@ -8,6 +8,7 @@ the chosen report ids and forwards everything else untouched.
 
 from __future__ import annotations
 
+import gzip
 import logging
 import random
 import uuid
@@ -36,7 +37,10 @@ class FailChosen(httpx.BaseTransport):
         self.seen: list[uuid.UUID] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        report_id = uuid.UUID(Report.model_validate_json(request.read()).report_id.hex)
+        body = request.read()
+        if request.headers.get("Content-Encoding") == "gzip":  # once the server said it reads it
+            body = gzip.decompress(body)
+        report_id = uuid.UUID(Report.model_validate_json(body).report_id.hex)
         self.seen.append(report_id)
         if report_id in self.poison:
             return httpx.Response(500, json={"detail": "poisoned on purpose"})
