@@ -135,6 +135,11 @@ def _json_value(value: Any) -> Any:
     raise TypeError(f"cannot send {type(value).__name__} in a judged row")
 
 
+def _rows_json(rows: list[dict[str, Any]]) -> str:
+    """`rows` as the one JSON parameter `json_populate_recordset` reads."""
+    return orjson.dumps(rows, default=_json_value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 def _upsert_postgresql(session: Session, table: Table, keys: tuple[str, ...],
                        rows: list[dict[str, Any]], columns: set[str]) -> None:
     """One INSERT ... SELECT FROM json_populate_recordset(...) ON CONFLICT DO UPDATE: all
@@ -147,8 +152,7 @@ def _upsert_postgresql(session: Session, table: Table, keys: tuple[str, ...],
         f"INSERT INTO {table.name} ({names}) SELECT {names} FROM json_populate_recordset("
         f"NULL::{table.name}, CAST(:rows AS json)) "
         f"ON CONFLICT ({conflict}) DO UPDATE SET {sets}"),
-        {"rows": orjson.dumps(rows, default=_json_value,
-                              option=orjson.OPT_NON_STR_KEYS).decode()})
+        {"rows": _rows_json(rows)})
 
 
 def _upsert_sqlite(session: Session, table: Table, keys: tuple[str, ...],
@@ -172,9 +176,7 @@ def _update_postgresql(session: Session, table: Table, keys: tuple[str, ...],
     result = session.execute(text(
         f"UPDATE {table.name} AS t SET {sets} FROM json_populate_recordset("
         f"NULL::{table.name}, CAST(:rows AS json)) AS v WHERE t.host_id = :host_id{on}"),
-        {"rows": orjson.dumps(sent, default=_json_value,
-                              option=orjson.OPT_NON_STR_KEYS).decode(),
-         "host_id": rows[0]["host_id"]})
+        {"rows": _rows_json(sent), "host_id": rows[0]["host_id"]})
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
