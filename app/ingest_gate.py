@@ -80,6 +80,29 @@ class GateStats:
     refused_wait: int = 0  # 503: waited ingest_wait_s
     refused_locked: int = 0  # 503: the database was locked
     client_gone: int = 0  # dropped before the expensive part
+    expanding: int = 0  # answered, stored whole, still being expanded into rows (`serve`)
+    recovered: int = 0  # expanded by the recovery job (app/services/received.py)
+    expand_failed: int = 0
+
+
+class HeldSlot:
+    """One report's ingest slot. `keep()` hands it on past the `slot()` block: a report
+    answered before it is expanded into rows holds its slot until the expansion is done
+    (`release()`), so a burst cannot queue more expansions than there are slots."""
+
+    def __init__(self, gate: IngestGate, slots: asyncio.Semaphore, taken: float) -> None:
+        self._gate, self._slots, self._taken = gate, slots, taken
+        self.kept = False
+        self._released = False
+
+    def keep(self) -> HeldSlot:
+        self.kept = True
+        return self
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._gate._let_go(self._slots, self._taken)
 
 
 class IngestGate:
@@ -140,9 +163,10 @@ class IngestGate:
             (1 - HOLD_WEIGHT) * self._hold_s + HOLD_WEIGHT * seconds
 
     @contextlib.asynccontextmanager
-    async def slot(self, admitted: bool = False) -> AsyncIterator[None]:
+    async def slot(self, admitted: bool = False) -> AsyncIterator[HeldSlot]:
         """Hold an ingest slot, or raise `Saturated` (429 at once, 503 after the wait);
-        `admitted`: let in at the door already (`receiving`), so it may wait its turn."""
+        `admitted`: let in at the door already (`receiving`), so it may wait its turn. The
+        slot is let go on leaving, unless `HeldSlot.keep` handed it on to whoever will."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new loop (tests' clients): its own semaphore
             self._loop, self._slots = loop, asyncio.Semaphore(self.concurrency)
@@ -153,13 +177,17 @@ class IngestGate:
         else:
             await self._wait_for_slot()
         self.stats.active += 1
-        taken = time.monotonic()
+        held = HeldSlot(self, self._slots, time.monotonic())
         try:
-            yield
+            yield held
         finally:
-            self.stats.active -= 1
-            self._held_for(time.monotonic() - taken)
-            self._slots.release()
+            if not held.kept:
+                held.release()
+
+    def _let_go(self, slots: asyncio.Semaphore, taken: float) -> None:
+        self.stats.active -= 1
+        self._held_for(time.monotonic() - taken)
+        slots.release()
 
     async def _wait_for_slot(self) -> None:
         self.stats.waiting += 1

@@ -29,6 +29,7 @@ from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.errors import install_error_handlers
 from app.heard import HeardBook, heard_flush_job
+from app.ingest_expand import recovery_job
 from app.ingest_pool import IngestPool, ingest_pool_job
 from app.json_body import ACCEPT_ENCODING
 from app.leadership import Leadership
@@ -79,7 +80,7 @@ def _install_judges(app: FastAPI, settings: Settings, in_process: bool) -> None:
         judges = JudgeShards(settings, on_lag=observe)
         app.state.background_jobs.append(judge_process_job)
         app.state.ingest_pool = IngestPool(settings)  # reports parsed and stored apart too
-        app.state.background_jobs.append(ingest_pool_job)
+        app.state.background_jobs += [ingest_pool_job, recovery_job]
     registry.register(JudgeQueueCollector(judges.load))
     app.state.judge_queue = judges
 

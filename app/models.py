@@ -597,3 +597,6 @@ __all__ += ["FabricEventRow"]
 from app.models_jobs import GpuJobSpan  # noqa: E402 (migration 0018)
 
 __all__ += ["GpuJobSpan"]
+from app.models_received import ReceivedReport  # noqa: E402 (migration 0023)
+
+__all__ += ["ReceivedReport"]

@@ -1,6 +1,8 @@
-"""One posted report's body parsed, checked and stored: the one function the ingest route's
-worker thread (an in-process app, `app/routes/reports.py`) and an ingest worker process
-(`serve`, `app/ingest_pool.py`) both run, so the two can never store a report differently.
+"""One posted report's body parsed, checked and stored: the one check the ingest route's
+worker thread (an in-process app, `app/routes/reports.py`: `store_posted`, answered once
+stored) and an ingest worker process (`serve`, `app/ingest_pool.py`: `receive_posted`,
+answered once stored whole, then `expand_pending`) both run, so the two can never check a
+report differently, and the same `ingest` stores its rows either way.
 
 The errors it raises are answered the same either way: 400/422 (`HTTPException`) for the
 body, `ReportConflict` (409) for a reused report_id, `DatabaseLocked` (503) for SQLite's
@@ -17,8 +19,10 @@ serialized once to take it (~3 ms of an 8-GPU sweep).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.exc import OperationalError
@@ -28,8 +32,9 @@ from app.config import Settings
 from app.errors import body_errors
 from app.json_body import inflate
 from app.schemas import IngestResult
-from app.services.ingest import ingest
-from app.services.report_checks import check_report
+from app.services.ingest import expand_received, ingest
+from app.services.received import Receipt, answer_for, count_failed, receive, stored_body
+from app.services.report_checks import canonical_digest, check_report
 from app.wire_body import parse_wire
 from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, wire_fingerprint
 
@@ -48,6 +53,85 @@ def parse_report(body: bytes) -> Report:
     return parse_wire(body, Report, SUPPORTED_SCHEMA_VERSIONS, "report")
 
 
+def _checked(body: bytes, settings: Settings, now: datetime, encoding: str | None
+             ) -> tuple[bytes, Report]:
+    """The inflated body and its report, checked: what both ways of storing it start from."""
+    body = inflate(body, encoding, settings.max_body_bytes, "report")
+    report = parse_report(body)
+    problems = check_report(report, now)
+    if problems:
+        raise body_errors(problems)
+    return body, report
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A report stored whole and answered, kept by the worker that will expand it."""
+
+    receipt: Receipt
+    report: Report
+    body: bytes | None  # its canonical JSON (its digest is its bytes'), when it is that
+
+
+def receive_posted(sessions: Callable[[], Session], body: bytes, settings: Settings,
+                   now: datetime, sent_at: datetime | None = None, canonical: bool = False,
+                   encoding: str | None = None) -> tuple[IngestResult, Pending | None]:
+    """Check the report `body` as `store_posted` does, then store it whole
+    (`app/services/received.py`): the POST's answer, and what `expand_pending` needs to
+    expand it (None for a duplicate: there is nothing to expand)."""
+    raw = body
+    body, report = _checked(body, settings, now, encoding)
+    digest = hashlib.sha256(body).hexdigest() if canonical else canonical_digest(report)
+    with _locked(), sessions() as session:
+        receipt = receive(session, report, digest, raw, encoding, canonical, now, sent_at)
+    if isinstance(receipt, IngestResult):
+        return receipt, None
+    return answer_for(report, duplicate=False), Pending(receipt, report,
+                                                        body if canonical else None)
+
+
+def expand_pending(sessions: Callable[[], Session], settings: Settings, pending: Pending
+                   ) -> IngestResult | None:
+    """Expand a report this process received into its rows (None: another expansion did)."""
+    receipt = pending.receipt
+    with _locked(), sessions() as session:
+        return expand_received(session, pending.report, settings, receipt.received_id,
+                               receipt.received_at, receipt.sent_at, pending.body)
+
+
+def expand_stored(sessions: Callable[[], Session], settings: Settings, received_id: int
+                  ) -> str | None:
+    """Expand a received row from its stored body (the recovery job: the worker that
+    received it is gone); the report's host, or None when it was expanded meanwhile. A
+    failure counts one more attempt on the row and is raised."""
+    with sessions() as session:
+        stored = stored_body(session, received_id)
+    if stored is None:
+        return None
+    try:
+        body, report = _checked(stored.body, settings, stored.received_at, stored.encoding)
+        with _locked(), sessions() as session:
+            done = expand_received(session, report, settings, received_id,
+                                   stored.received_at, stored.sent_at,
+                                   body if stored.canonical else None)
+    except Exception:
+        with sessions() as session:
+            count_failed(session, received_id)
+        raise
+    return None if done is None else done.host
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    """SQLite's "database is locked" past the busy timeout as `DatabaseLocked` (503)."""
+    try:
+        yield
+    except OperationalError as exc:
+        if "database is locked" in str(exc):
+            raise DatabaseLocked() from exc
+        raise
+
+
 def store_posted(sessions: Callable[[], Session], body: bytes, settings: Settings,
                  now: datetime, sent_at: datetime | None = None,
                  writing: Callable[[], AbstractContextManager[None]] = nullcontext,
@@ -57,16 +141,6 @@ def store_posted(sessions: Callable[[], Session], body: bytes, settings: Setting
     writer at a time on SQLite); `canonical`: `body` was written by this server's wire
     models (`is_canonical`), so its bytes' digest is the report's; `encoding`: its
     `Content-Encoding` (gzip: inflated here, off the event loop, bounded by the body limit)."""
-    body = inflate(body, encoding, settings.max_body_bytes, "report")
-    report = parse_report(body)
-    problems = check_report(report, now)
-    if problems:
-        raise body_errors(problems)
-    try:
-        with writing(), sessions() as session:
-            return ingest(session, report, settings, now, sent_at,
-                          body if canonical else None)
-    except OperationalError as exc:
-        if "database is locked" in str(exc):
-            raise DatabaseLocked() from exc
-        raise
+    body, report = _checked(body, settings, now, encoding)
+    with _locked(), writing(), sessions() as session:
+        return ingest(session, report, settings, now, sent_at, body if canonical else None)

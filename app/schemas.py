@@ -587,6 +587,12 @@ class IngestLoad(BaseModel):
     refused_wait: int = Field(examples=[0], description="503: no slot within the wait")
     refused_locked: int = Field(examples=[0], description="503: the database was locked")
     client_gone: int = Field(examples=[0], description="dropped: the client had gone")
+    expanding: int = Field(default=0, examples=[1], description="answered and stored whole, "
+                           "still being expanded into rows (`serve`)")
+    recovered: int = Field(default=0, examples=[0], description="stored whole and expanded "
+                           "later by the recovery job (a worker or server stopped first)")
+    expand_failed: int = Field(default=0, examples=[0], description="expansions that failed; "
+                               "the report stays stored whole and is tried again")
 
 
 class JudgeLoad(BaseModel):

@@ -33,7 +33,7 @@ WRAPPED: dict[tuple[Any, str], str] = {
     (wire_body, "load_json"): "parse JSON",
     (wire_body, "validate_wire"): "validate (wire model)",
     (route, "check_report"): "validate (coherence)",
-    (ingest_service, "_stored_result"): "duplicate check",
+    (ingest_service, "stored_result"): "duplicate check",
     (ingest_service, "store_inventory"): "inventory upsert",
     (ingest_service, "_measurement_rows"): "build rows",
     (ingest_service, "_sample_rows"): "build rows",

@@ -13,7 +13,9 @@ so the event loop never waits for their GIL — while the report holds an ingest
 a saturated process answers 429/503 with Retry-After at once, and a client that went away
 while its report waited for a slot costs nothing more. The report is judged after the answer,
 off the request path: its host goes to the judges (`app/alerting/judge_queue.py`; under
-`serve` a process of their own, `app/alerting/judge_process.py`).
+`serve` a process of their own, `app/alerting/judge_process.py`). Under `serve` the answer
+comes even earlier: once the worker has checked the report and stored it whole, before its
+rows are written (`app/ingest_expand.py`); the 201's counts are the rows it will store.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from app.alerting.judge_queue import judges_for
 from app.config import Settings
 from app.deps import ProbeTokenDep, SettingsDep
 from app.heard import heard_for
+from app.ingest_expand import expansions_for
 from app.ingest_gate import IngestGate, Saturated, gate_for
-from app.ingest_pool import IngestPool, pool_for
+from app.ingest_pool import IngestPool, Ticket, pool_for
 from app.json_body import check_encoding, read_limited_body
 from app.posted_report import DatabaseLocked, is_canonical, store_posted
 from app.schemas import IngestResult
@@ -79,27 +82,29 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     host = request.headers.get(HOST_HEADER)
     heard.heard(host, arrived)  # heard now, however long the report takes to store
     try:
-        result = await _store_in_turn(request, settings, arrived)
+        result, later = await _store_in_turn(request, settings, arrived)
     except Saturated:  # the probe was heard from: its host is busy, not silent
         heard.note(host, arrived)
         raise
     heard.stored(result.host, arrived)
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
-    else:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
+    elif not later:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
         judges_for(request.app).submit(result.host, arrived.timestamp())
     return result
 
 
 async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
-                         ) -> IngestResult:
-    """Read the body and store it in an ingest slot; `Saturated` when none is free."""
+                         ) -> tuple[IngestResult, bool]:
+    """Read the body and store it in an ingest slot; `Saturated` when none is free. True
+    beside the answer when the report was stored whole and is expanded (and judged) after
+    it (`serve`: `app/ingest_expand.py`, the slot held until then)."""
     gate = gate_for(request.app)
     encoding = request.headers.get("content-encoding")
     check_encoding(encoding)  # 415 for a coding not read here, before the body is received
     with gate.receiving():  # saturated: refused before the body is even received
         body = await read_limited_body(request, settings.max_body_bytes, "report")
-    async with gate.slot(admitted=True):
+    async with gate.slot(admitted=True) as held:
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
@@ -107,22 +112,25 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
                                 request.headers.get(SENT_AT_HEADER), arrived)
         canonical = is_canonical(request.headers.get(WIRE_HEADER))
         pool = pool_for(request.app)
-        if pool is None:  # in-process: a thread of this process
+        if pool is None:  # in-process: a thread of this process, answered once stored
             result = await run_in_threadpool(store_body, request.app, gate, body, settings,
                                              arrived, sent_at, canonical, encoding)
-        else:
-            result = await _store_in_pool(pool, gate, body, arrived, sent_at, canonical,
-                                          encoding)
+            gate.stats.accepted += 1
+            return result, False
+        result, ticket = await _receive_in_pool(pool, gate, request.headers.get(HOST_HEADER),
+                                                body, arrived, sent_at, canonical, encoding)
         gate.stats.accepted += 1
-    return result
+        if ticket is not None:
+            expansions_for(request.app).start(pool, ticket, held.keep(), arrived)
+    return result, ticket is not None
 
 
-async def _store_in_pool(pool: IngestPool, gate: IngestGate, body: bytes, arrived: datetime,
-                         sent_at: datetime | None, canonical: bool, encoding: str | None
-                         ) -> IngestResult:
+async def _receive_in_pool(pool: IngestPool, gate: IngestGate, host: str | None, body: bytes,
+                           arrived: datetime, sent_at: datetime | None, canonical: bool,
+                           encoding: str | None) -> tuple[IngestResult, Ticket | None]:
     """In an ingest worker process (`serve`): the event loop never waits for their GIL."""
     try:
-        return await pool.store(body, arrived, sent_at, canonical, encoding)
+        return await pool.receive(host, body, arrived, sent_at, canonical, encoding)
     except DatabaseLocked:
         raise gate.locked() from None
     except BrokenProcessPool:

@@ -31,6 +31,7 @@ from app.services.inventory import (
     remember_committed,
     store_inventory,
 )
+from app.services.received import claim
 from app.services.report_checks import (
     ReportConflict,
     report_digest_and_inventory,
@@ -108,17 +109,33 @@ def ingest(session: Session, report: Report, settings: Settings, now: datetime,
     `ReportConflict` instead of passing as a duplicate.
     """
     with heap.collector_paused():  # its rows die with it (app/heap.py)
-        return _ingest(session, report, settings, now, sent_at, body)
+        result = _ingest(session, report, settings, now, sent_at, body, None)
+    assert result is not None, "only an expansion can find its report taken"
+    return result
+
+
+def expand_received(session: Session, report: Report, settings: Settings,
+                    received_id: int, now: datetime, sent_at: datetime | None = None,
+                    body: bytes | None = None) -> IngestResult | None:
+    """`ingest` for a report stored whole before (`app/services/received.py`): its received
+    row is deleted in the same transaction. None when another expansion (the recovery job,
+    another replica's) took it first: it is stored, once."""
+    with heap.collector_paused():
+        return _ingest(session, report, settings, now, sent_at, body, received_id)
 
 
 def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
-            sent_at: datetime | None, body: bytes | None) -> IngestResult:
+            sent_at: datetime | None, body: bytes | None, received_id: int | None
+            ) -> IngestResult | None:
     digest, inventory_json = report_digest_and_inventory(report, body)
     for attempt in range(ATTEMPTS):
         try:
+            if received_id is not None and not claim(session, received_id):
+                session.rollback()
+                return None  # expanded by another: nothing of it is this one's to store
             # a first attempt goes straight to the insert, whose unique report_id finds a
             # duplicate; only a retry (after that or another conflict) looks it up
-            result = _stored_result(session, report, digest) if attempt else None
+            result = stored_result(session, report, digest) if attempt else None
             if result is None:
                 result = _store(session, report, settings, now, digest, inventory_json,
                                 sent_at)
@@ -133,7 +150,8 @@ def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
     raise AssertionError("unreachable")
 
 
-def _stored_result(session: Session, report: Report, digest: str) -> IngestResult | None:
+def stored_result(session: Session, report: Report, digest: str) -> IngestResult | None:
+    """The duplicate's answer when `report`'s report_id is stored (None when it is not)."""
     report_id = report.report_id
     row = session.execute(
         select(ReportRow.id, Host.name, ReportRow.digest)

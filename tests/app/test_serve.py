@@ -18,6 +18,7 @@ from app.db import make_engine
 from app.server import SchemaBehind, prepare_database
 from bench._serve import wait_for_healthz
 from tests.app.factory import sweep
+from tests.conftest import eventually
 
 
 def _free_port() -> int:
@@ -41,8 +42,12 @@ def test_serve_creates_the_database_and_answers(tmp_path: Path) -> None:
                        headers={"Authorization": "Bearer tok",
                                 "Content-Type": "application/json"}, timeout=10)
         assert r.status_code == 201, r.text
-        hosts = httpx.get(f"{base}/api/v1/hosts", timeout=10).json()["hosts"]
-        assert [h["host"] for h in hosts] == ["node-a"]
+        # answered once stored whole; its rows (the host among them) are written after
+        def listed() -> list[str]:
+            return [h["host"] for h in httpx.get(f"{base}/api/v1/hosts",
+                                                 timeout=10).json()["hosts"]]
+
+        assert eventually(lambda: listed() == ["node-a"]), listed()
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=15)

@@ -1,0 +1,124 @@
+"""After the answer: reports stored whole are expanded into rows, then judged (`serve`).
+
+The ingest route answers a report once an ingest worker has checked it and stored it whole
+(`app/services/received.py`); `Expansions.start` then has the same worker expand it
+(`IngestPool.expand`) while the report keeps its ingest slot, and wakes the judge for its
+host once its rows are committed, so a judgement never reads a host without the report it
+was woken for. A burst therefore queues no more expansions than there are slots: the gate
+refuses as before, from the time a slot is held (receipt and expansion).
+
+`recovery_job` expands what was left received: a worker that died, a server stopped between
+an answer and its expansion, an expansion that failed. Every RECOVER_EVERY_S it takes the
+rows received more than RECOVER_AFTER_S ago (any replica's: the expansion's claim on the row
+makes sure one of them stores it, once), each in an ingest slot of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from app.alerting.judge_queue import judges_for
+from app.ingest_gate import HeldSlot, Saturated, gate_for
+from app.ingest_pool import IngestPool, Ticket
+from app.services.received import unexpanded
+from probes.report import utcnow
+
+log = logging.getLogger(__name__)
+
+RECOVER_EVERY_S = 10.0
+RECOVER_AFTER_S = 30.0  # far past a normal expansion (milliseconds to a second or two)
+DRAIN_S = 30.0  # at shutdown: the expansions under way may finish, the rest are recovered
+
+
+class Expansions:
+    """The expansions under way in this app (the tasks, so they are neither collected nor
+    left behind at shutdown)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, pool: IngestPool, ticket: Ticket, held: HeldSlot, arrived: datetime
+              ) -> None:
+        """Expand the received report `ticket` in the background; `held`: its slot, let go
+        once it is expanded (or failed: the recovery job tries it again)."""
+        gate_for(self.app).stats.expanding += 1
+        task = asyncio.create_task(self._expand(pool, ticket, held, arrived))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _expand(self, pool: IngestPool, ticket: Ticket, held: HeldSlot,
+                      arrived: datetime) -> None:
+        stats = gate_for(self.app).stats
+        try:
+            host = await pool.expand(ticket)
+        except Exception:  # noqa: BLE001 - it stays stored whole; the recovery job retries
+            stats.expand_failed += 1
+            log.exception("expanding a received report failed; the recovery job retries it")
+            return
+        finally:
+            stats.expanding -= 1
+            held.release()
+        if host is not None:
+            judges_for(self.app).submit(host, arrived.timestamp())
+
+    async def drain(self, timeout_s: float = DRAIN_S) -> None:
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout_s)
+
+
+def expansions_for(app: Any) -> Expansions:
+    found: Expansions | None = getattr(app.state, "expansions", None)
+    if found is None:
+        found = app.state.expansions = Expansions(app)
+    return found
+
+
+async def recover_once(app: Any, pool: IngestPool) -> int:
+    """Expand the reports left received since before RECOVER_AFTER_S ago; how many."""
+    cutoff = utcnow() - timedelta(seconds=RECOVER_AFTER_S)
+    ids = await run_in_threadpool(_unexpanded, app.state.sessionmaker, cutoff)
+    gate, recovered = gate_for(app), 0
+    for received_id in ids:
+        try:
+            async with gate.slot(admitted=True):
+                host = await pool.expand_stored(received_id)
+        except Saturated:
+            break  # busy: the next round
+        except Exception:  # noqa: BLE001 - counted on the row; tried again next round
+            gate.stats.expand_failed += 1
+            log.exception("recovering received report %d failed", received_id)
+            continue
+        if host is not None:
+            recovered += 1
+            gate.stats.recovered += 1
+            judges_for(app).submit(host)
+    return recovered
+
+
+def _unexpanded(sessions: Any, cutoff: datetime) -> list[int]:
+    with sessions() as session:
+        return unexpanded(session, cutoff)
+
+
+async def recovery_job(app: Any) -> None:
+    """One of `serve`'s background jobs: `recover_once` every RECOVER_EVERY_S, once the
+    ingest workers are up."""
+    while True:
+        await asyncio.sleep(RECOVER_EVERY_S)
+        pool: IngestPool = app.state.ingest_pool
+        if not pool.ready:
+            continue
+        try:
+            count = await recover_once(app, pool)
+        except Exception:  # noqa: BLE001 - the server must keep serving
+            log.exception("recovering received reports failed; retrying")
+            continue
+        if count:
+            log.warning("expanded %d report(s) left received (stored whole, answered, "
+                        "not expanded: a worker or server stopped first)", count)

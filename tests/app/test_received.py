@@ -1,0 +1,131 @@
+"""Reports stored whole, answered, then expanded (app/services/received.py, what `serve`'s
+ingest workers run), on SQLite and PostgreSQL: a report is in exactly one of the two
+tables, a retry is a duplicate wherever its first copy is, the recovery job's expansion from
+the stored body stores what the worker's would have, and two expansions store it once."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+from app.models import Measurement, ReceivedReport, ReportRow
+from app.posted_report import expand_pending, expand_stored, receive_posted, store_posted
+from app.services.received import MAX_ATTEMPTS, unexpanded
+from app.services.report_checks import ReportConflict
+from probes.report import Report
+from tests.app.factory import sweep
+
+
+@pytest.fixture
+def sessions(settings: Settings) -> sessionmaker[Session]:
+    return make_sessionmaker(make_engine(settings))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _report(host: str = "node-a") -> Report:
+    return sweep(host, n=3, at=_now() - timedelta(minutes=1))
+
+
+def _body(report: Report) -> bytes:
+    return report.model_dump_json().encode()
+
+
+def _unexpanded(sessions: sessionmaker[Session], cutoff: datetime) -> list[int]:
+    with sessions() as s:
+        return unexpanded(s, cutoff)
+
+
+def _counts(sessions: sessionmaker[Session]) -> tuple[int, int, int]:
+    with sessions() as s:
+        return (s.scalar(select(func.count()).select_from(ReceivedReport)) or 0,
+                s.scalar(select(func.count()).select_from(ReportRow)) or 0,
+                s.scalar(select(func.count()).select_from(Measurement)) or 0)
+
+
+def test_a_report_is_received_whole_then_expanded_into_its_rows(
+        sessions: sessionmaker[Session], settings: Settings) -> None:
+    report = _report()
+    answer, pending = receive_posted(sessions, _body(report), settings, _now(), canonical=True)
+    assert pending is not None and not answer.duplicate
+    assert (answer.host, answer.measurements) == ("node-a", 6)
+    assert _counts(sessions) == (1, 0, 0)  # answered: stored whole, no rows yet
+
+    stored = expand_pending(sessions, settings, pending)
+    assert stored is not None and stored.measurements == answer.measurements
+    assert _counts(sessions) == (0, 1, 6)
+    assert expand_pending(sessions, settings, pending) is None  # taken: stored once
+
+
+def test_a_retry_is_a_duplicate_while_waiting_and_once_expanded(
+        sessions: sessionmaker[Session], settings: Settings) -> None:
+    report = _report()
+    _, pending = receive_posted(sessions, _body(report), settings, _now(), canonical=True)
+    assert pending is not None
+    waiting, none = receive_posted(sessions, _body(report), settings, _now(), canonical=True)
+    assert waiting.duplicate and none is None
+    other = report.model_copy(update={"host": report.host.model_copy(
+        update={"hostname": "node-b"})})
+    with pytest.raises(ReportConflict):
+        receive_posted(sessions, _body(other), settings, _now(), canonical=True)
+
+    expand_pending(sessions, settings, pending)
+    again, none = receive_posted(sessions, _body(report), settings, _now(), canonical=True)
+    assert again.duplicate and none is None and again.measurements == 6
+    with pytest.raises(ReportConflict):
+        receive_posted(sessions, _body(other), settings, _now(), canonical=True)
+    assert _counts(sessions) == (0, 1, 6)
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+def test_the_recovery_expands_from_the_stored_body_what_the_worker_would_have(
+        sessions: sessionmaker[Session], settings: Settings, tmp_path: object,
+        encoding: str | None) -> None:
+    report = _report()
+    posted = gzip.compress(_body(report)) if encoding else _body(report)
+    received = _now()
+    _, pending = receive_posted(sessions, posted, settings, received, canonical=True,
+                                encoding=encoding)
+    assert pending is not None  # ... and the worker that kept it is gone
+    assert _unexpanded(sessions, received) == []  # not yet older than the cutoff
+    later = received + timedelta(seconds=1)
+    assert _unexpanded(sessions, later) == [pending.receipt.received_id]
+
+    assert expand_stored(sessions, settings, pending.receipt.received_id) == "node-a"
+    assert expand_stored(sessions, settings, pending.receipt.received_id) is None
+    assert expand_pending(sessions, settings, pending) is None
+    assert _counts(sessions) == (0, 1, 6)
+    with sessions() as s:  # received when it arrived, not when it was recovered
+        stored_at = s.scalar(select(ReportRow.received_at))
+    assert stored_at is not None and abs((stored_at - received).total_seconds()) < 1e-3
+
+
+def test_a_body_that_no_longer_expands_is_tried_a_bounded_number_of_times(
+        sessions: sessionmaker[Session], settings: Settings) -> None:
+    _, pending = receive_posted(sessions, _body(_report()), settings, _now(), canonical=True)
+    assert pending is not None
+    received_id = pending.receipt.received_id
+    with sessions() as s:
+        s.execute(update(ReceivedReport).values(body=b"{not json"))
+        s.commit()
+    later = _now() + timedelta(seconds=1)
+    for attempt in range(MAX_ATTEMPTS):
+        assert _unexpanded(sessions, later) == [received_id], attempt
+        with pytest.raises(Exception, match="JSON|json"):
+            expand_stored(sessions, settings, received_id)
+    assert _unexpanded(sessions, later) == []  # left for an operator, still stored whole
+    assert _counts(sessions) == (1, 0, 0)
+
+
+def test_a_report_stored_in_process_is_never_received(
+        sessions: sessionmaker[Session], settings: Settings) -> None:
+    store_posted(sessions, _body(_report()), settings, _now(), canonical=True)
+    assert _counts(sessions) == (0, 1, 6)
