@@ -85,6 +85,10 @@ class Settings(BaseSettings):
         "judge processes (app/priority.py), so its event loop, which only answers, gets a "
         "core first on a busy machine and refusals and /healthz stay fast; the workers still "
         "get every core nobody else wants. 0: the server's own priority.")
+    judge_nice: int | None = Field(
+        default=None, ge=0, le=19, description="Niceness `serve` adds to its judge processes; "
+        "unset: `worker_nice`. Judging is the work that may wait: nicer than the ingest "
+        "workers, a report's check and store get a core before a judgement does.")
     judge_scan_s: float = Field(
         default=2.0, gt=0, description="How often the judge process asks the database for "
         "hosts whose newest report (older than this) is newer than their judgement: the safety "

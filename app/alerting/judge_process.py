@@ -59,8 +59,10 @@ class JudgeProcess:
                    "--database-url", self.settings.database_url]
         if self.shard[1] > 1:
             command += ["--shard", f"{self.shard[0]}/{self.shard[1]}"]
-        if self.settings.worker_nice:  # below the server's event loop (app/priority.py)
-            command += ["--nice", str(self.settings.worker_nice)]
+        nice = self.settings.judge_nice
+        nice = self.settings.worker_nice if nice is None else nice
+        if nice:  # below the server's event loop (app/priority.py) and, at will, its ingest
+            command += ["--nice", str(nice)]
         # a process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
         # reaches the server, which stops its judge in order (SIGTERM, then waits), rather
         # than both at once, with the server restarting a judge that had stopped on its own
