@@ -33,6 +33,11 @@ instant after a start outlasted the 1 s wait at load 8 (30 answered 503 after 1.
 letting only one round of the slots wait refused two dozen of the demo's first reports
 (its 30 probes start together: "server unavailable" warnings on a quiet machine).
 
+Under `serve` a report lets go of its slot once it is checked and stored whole, and is
+expanded into rows after the answer (`app/ingest_expand.py`): the door then also refuses
+while `expand_backlog` reports (slots + queue) are answered and not yet expanded, so a burst
+of fast answers cannot pile up expansions without bound.
+
 SQLite has one writer per database: its ingests also take `writer_lock`, so this process
 never races itself into "database is locked" (other processes still wait on the busy
 timeout, and a lock error that does come through is answered 503 with Retry-After).
@@ -80,29 +85,9 @@ class GateStats:
     refused_wait: int = 0  # 503: waited ingest_wait_s
     refused_locked: int = 0  # 503: the database was locked
     client_gone: int = 0  # dropped before the expensive part
-    expanding: int = 0  # answered, stored whole, still being expanded into rows (`serve`)
-    recovered: int = 0  # expanded by the recovery job (app/services/received.py)
+    expanding: int = 0  # answered, stored whole, waiting for or in their expansion (`serve`)
+    recovered: int = 0  # expanded by the recovery job (app/ingest_expand.py)
     expand_failed: int = 0
-
-
-class HeldSlot:
-    """One report's ingest slot. `keep()` hands it on past the `slot()` block: a report
-    answered before it is expanded into rows holds its slot until the expansion is done
-    (`release()`), so a burst cannot queue more expansions than there are slots."""
-
-    def __init__(self, gate: IngestGate, slots: asyncio.Semaphore, taken: float) -> None:
-        self._gate, self._slots, self._taken = gate, slots, taken
-        self.kept = False
-        self._released = False
-
-    def keep(self) -> HeldSlot:
-        self.kept = True
-        return self
-
-    def release(self) -> None:
-        if not self._released:
-            self._released = True
-            self._gate._let_go(self._slots, self._taken)
 
 
 class IngestGate:
@@ -116,13 +101,16 @@ class IngestGate:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writer_lock = threading.Lock() if serialise_writers else None
         self._hold_s: float | None = None  # recent time a report holds a slot (EWMA)
+        # answered reports waiting for or in their expansion, at most (`serve`)
+        self.expand_backlog = settings.ingest_concurrency + settings.ingest_queue
 
     def _in_gate(self) -> int:
         return self.stats.active + self.stats.receiving + self.stats.waiting
 
     @property
     def saturated(self) -> bool:
-        return self._in_gate() >= self.concurrency + self.queue
+        return (self._in_gate() >= self.concurrency + self.queue
+                or self.stats.expanding >= self.expand_backlog)
 
     @contextlib.contextmanager
     def receiving(self) -> Iterator[None]:
@@ -141,7 +129,11 @@ class IngestGate:
     def _no_room(self) -> bool:
         """Every slot is (or is about to be) taken and the queue is full, or a newcomer would
         wait past `wait_s` for its slot (by the recent time a report holds one): refusing now
-        beats a 503 after the wait. Reports still arriving count as ahead of it."""
+        beats a 503 after the wait. Reports still arriving count as ahead of it. Under
+        `serve`, also when the reports answered and not yet expanded fill `expand_backlog`:
+        a slot is let go at the answer, and what bounds the work then is the expansions."""
+        if self.stats.expanding >= self.expand_backlog:
+            return True
         ahead = self._in_gate() - self.concurrency  # before it in the queue
         if ahead < 0:
             return False
@@ -163,10 +155,9 @@ class IngestGate:
             (1 - HOLD_WEIGHT) * self._hold_s + HOLD_WEIGHT * seconds
 
     @contextlib.asynccontextmanager
-    async def slot(self, admitted: bool = False) -> AsyncIterator[HeldSlot]:
+    async def slot(self, admitted: bool = False) -> AsyncIterator[None]:
         """Hold an ingest slot, or raise `Saturated` (429 at once, 503 after the wait);
-        `admitted`: let in at the door already (`receiving`), so it may wait its turn. The
-        slot is let go on leaving, unless `HeldSlot.keep` handed it on to whoever will."""
+        `admitted`: let in at the door already (`receiving`), so it may wait its turn."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new loop (tests' clients): its own semaphore
             self._loop, self._slots = loop, asyncio.Semaphore(self.concurrency)
@@ -177,17 +168,13 @@ class IngestGate:
         else:
             await self._wait_for_slot()
         self.stats.active += 1
-        held = HeldSlot(self, self._slots, time.monotonic())
+        taken = time.monotonic()
         try:
-            yield held
+            yield
         finally:
-            if not held.kept:
-                held.release()
-
-    def _let_go(self, slots: asyncio.Semaphore, taken: float) -> None:
-        self.stats.active -= 1
-        self._held_for(time.monotonic() - taken)
-        slots.release()
+            self.stats.active -= 1
+            self._held_for(time.monotonic() - taken)
+            self._slots.release()
 
     async def _wait_for_slot(self) -> None:
         self.stats.waiting += 1

@@ -98,13 +98,13 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
                          ) -> tuple[IngestResult, bool]:
     """Read the body and store it in an ingest slot; `Saturated` when none is free. True
     beside the answer when the report was stored whole and is expanded (and judged) after
-    it (`serve`: `app/ingest_expand.py`, the slot held until then)."""
+    it (`serve`: `app/ingest_expand.py`)."""
     gate = gate_for(request.app)
     encoding = request.headers.get("content-encoding")
     check_encoding(encoding)  # 415 for a coding not read here, before the body is received
     with gate.receiving():  # saturated: refused before the body is even received
         body = await read_limited_body(request, settings.max_body_bytes, "report")
-    async with gate.slot(admitted=True) as held:
+    async with gate.slot(admitted=True):
         if await request.is_disconnected():  # it gave up waiting: do no work for it
             gate.stats.client_gone += 1
             raise HTTPException(CLIENT_CLOSED_REQUEST, detail="client went away")
@@ -120,8 +120,8 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
         result, ticket = await _receive_in_pool(pool, gate, request.headers.get(HOST_HEADER),
                                                 body, arrived, sent_at, canonical, encoding)
         gate.stats.accepted += 1
-        if ticket is not None:
-            expansions_for(request.app).start(pool, ticket, held.keep(), arrived)
+    if ticket is not None:  # the slot is let go: the expansions have their own bound
+        expansions_for(request.app).start(pool, ticket, arrived)
     return result, ticket is not None
 
 

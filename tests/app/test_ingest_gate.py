@@ -318,3 +318,22 @@ def test_the_demo_keeps_a_longer_wait_than_a_server(tmp_path: Path) -> None:
 
     demo = demo_settings(DemoOptions(data_dir=tmp_path), "t")
     assert demo.ingest_wait_s > Settings.model_fields["ingest_wait_s"].default
+
+
+def test_answered_reports_waiting_for_their_expansion_fill_the_door_too(
+        tmp_path: Path) -> None:
+    """Under `serve` a report lets go of its slot at the answer and is expanded after: with
+    slots + queue reports answered and not yet expanded, the next is refused at the door
+    (429, nothing read) although every slot is free, and let in again once one is done."""
+    from app.ingest_gate import IngestGate, Saturated
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=2, ingest_queue=3),
+                      serialise_writers=False)
+    assert gate.expand_backlog == 5
+    gate.stats.expanding = 5
+    with pytest.raises(Saturated) as refused, gate.receiving():
+        pass
+    assert refused.value.status_code == 429 and gate.saturated
+    gate.stats.expanding = 4
+    with gate.receiving():
+        assert not gate.saturated
