@@ -1,0 +1,173 @@
+"""CPU per report the way a fleet's reports go: through a real `peerwatch serve`.
+
+bench/ingest.py times one report in process (the route, the transaction and the judgement
+in one Python process); `serve` runs the same work spread over its ingest workers (check,
+store whole, expand) and its judge process, with a hop between each. This bench posts
+reports one at a time to a `serve` on a fresh PostgreSQL database (`--hosts` simulated hgx8
+hosts, bodies gzip-compressed as the probe sends them once told) and, once every report is
+expanded and judged, reads the CPU used: the server process, its descendants (ingest
+workers, judge) and the PostgreSQL backends of its database, per sweep and per inventory,
+less what the idle server uses meanwhile (its scans and figures, measured first).
+`--before DIR` runs a checkout of another commit first (`git archive <commit> | tar -x -C
+DIR`), so the two compare in one run: on a shared machine read the ratio. Issue 19's
+targets, for reference: sweep <= 60 ms server CPU and <= 90 ms with PostgreSQL's,
+inventory <= 12 ms. Under PEERWATCH_BENCH_SIZE=smoke: 2 hosts and 2 reports of each kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from sqlalchemy import create_engine, text
+
+from bench._cli import parser
+from bench._cpu import cpu_s, cpu_split
+from bench._fleet_load import GZIP_BASES, as_sent, host_name, probe_headers, templates
+from bench._size import sized
+from bench.ingest import postgres_url
+from bench.overload import serve_tree
+
+HERE = Path(__file__).resolve().parent.parent
+IDLE_WITHIN_S = 300.0
+IDLE_SAMPLE_S = sized(10.0, 1.0)
+TARGETS_MS = {"sweep": (60.0, 90.0), "inventory": (12.0, None)}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = parser(__doc__, __file__)
+    p.add_argument("--before", type=Path, default=None,
+                   help="a checkout of the code to compare with (default: none)")
+    p.add_argument("--hosts", type=int, default=sized(10, 2), help="hosts (default: 10)")
+    p.add_argument("--reports", type=int, default=sized(30, 2),
+                   help="reports of each kind measured (default: 30)")
+    return p.parse_args(argv)
+
+
+def _backends_cpu_s(url: str) -> float:
+    """CPU seconds of the PostgreSQL backends connected to this database now."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            pids = list(conn.scalars(text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()")))
+    finally:
+        engine.dispose()
+    total = 0.0
+    for pid in pids:
+        try:
+            total += cpu_s(pid)
+        except OSError:
+            continue  # gone meanwhile
+    return total
+
+
+def _idle(base: str) -> None:
+    """Wait until every report is expanded and judged (nothing queued or in flight)."""
+    deadline = time.monotonic() + IDLE_WITHIN_S
+    quiet = 0
+    while time.monotonic() < deadline:
+        ready = httpx.get(f"{base}/readyz", timeout=30).json()
+        judge, ingest = ready.get("judge") or {}, ready.get("ingest") or {}
+        busy = (judge.get("depth", 0) + judge.get("in_flight", 0)
+                + ingest.get("expanding", 0) + ingest.get("active", 0))
+        quiet = quiet + 1 if busy == 0 else 0
+        if quiet >= 3:  # three polls in a row: a wake in flight would have shown
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"serve at {base} still busy after {IDLE_WITHIN_S:g} s: {ready}")
+
+
+def _post(http: httpx.Client, base: str, body: str, host: str) -> None:
+    headers = probe_headers(host)
+    response = http.post(f"{base}/api/v1/reports", content=as_sent(base, body, headers),
+                         headers=headers)
+    if response.status_code != 201:
+        raise RuntimeError(f"POST answered {response.status_code}: {response.text[:300]}")
+    if "gzip" in response.headers.get("accept-encoding", ""):
+        GZIP_BASES.add(base)
+
+
+def _per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: int,
+                   http: httpx.Client) -> tuple[float, float]:
+    """(server + descendants, PostgreSQL backends) CPU ms per report of `kind`."""
+    tpl = templates()[kind]
+    idle_server, idle_db = _idle_rate(base, pid, url)
+    server0, db0, t0 = sum(cpu_split(pid)), _backends_cpu_s(url), time.monotonic()
+    for i in range(count):
+        host = host_name(i % hosts)
+        _post(http, base, tpl.body(host, datetime.now(UTC)), host)
+    _idle(base)
+    server1, db1, seconds = sum(cpu_split(pid)), _backends_cpu_s(url), time.monotonic() - t0
+    return (1000 * (server1 - server0 - idle_server * seconds) / count,
+            1000 * (db1 - db0 - idle_db * seconds) / count)
+
+
+def _idle_rate(base: str, pid: int, url: str, seconds: float = IDLE_SAMPLE_S
+               ) -> tuple[float, float]:
+    """CPU seconds per second the idle server (its scans, figures, the readiness polls of
+    `_idle`) and its backends use: taken off the reports' figures."""
+    server0, db0, t0 = sum(cpu_split(pid)), _backends_cpu_s(url), time.monotonic()
+    deadline = t0 + seconds
+    while time.monotonic() < deadline:
+        httpx.get(f"{base}/readyz", timeout=30)
+        time.sleep(0.2)
+    elapsed = time.monotonic() - t0
+    return ((sum(cpu_split(pid)) - server0) / elapsed,
+            (_backends_cpu_s(url) - db0) / elapsed)
+
+
+def run_one(tree: Path, args: argparse.Namespace) -> dict[str, tuple[float, float]] | None:
+    GZIP_BASES.clear()
+    tpl = templates()
+    with postgres_url() as url, tempfile.TemporaryDirectory() as tmp:
+        if url is None:
+            return None
+        with serve_tree(tree, url, Path(tmp)) as (base, pid), httpx.Client(timeout=60) as http:
+            for i in range(args.hosts):  # each host known, with its state, before measuring
+                for kind in ("sweep", "inventory"):
+                    _post(http, base, tpl[kind].body(host_name(i), datetime.now(UTC)),
+                          host_name(i))
+            _idle(base)
+            return {kind: _per_report_ms(base, pid, url, kind, args.reports, args.hosts, http)
+                    for kind in ("sweep", "inventory")}
+
+
+def report(before: dict[str, tuple[float, float]] | None,
+           after: dict[str, tuple[float, float]]) -> None:
+    print(f"{'CPU ms per report':34} {'before':>9} {'after':>9} {'after/before':>13} "
+          f"{'target':>8}")
+    for kind, (server, db) in after.items():
+        was = before.get(kind) if before else None
+        server_target, total_target = TARGETS_MS[kind]
+        for label, value, old, target in (
+                ("server (with workers, judge)", server, was[0] if was else None,
+                 server_target),
+                ("with PostgreSQL's backends", server + db, sum(was) if was else None,
+                 total_target)):
+            ratio = f"{value / old:.2f}" if old else "-"
+            print(f"{kind + ' ' + label:34} {old if old is not None else float('nan'):9.1f} "
+                  f"{value:9.1f} {ratio:>13} {'' if target is None else f'<= {target:g}':>8}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    print(f"# {args.reports} reports of each kind, one at a time, over {args.hosts} hosts, "
+          f"through `serve` on PostgreSQL; load {os.getloadavg()[0]:.1f}")
+    before = run_one(args.before.resolve(), args) if args.before else None
+    after = run_one(HERE, args)
+    if after is None:
+        return 0  # no PostgreSQL here: said so ("postgresql: skipped"); CI has it
+    report(before, after)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
