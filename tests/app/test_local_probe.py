@@ -89,7 +89,13 @@ def test_serve_and_probe_once_work_as_a_pair(tmp_path: Path, capsys) -> None:
         status = main(["probe", "--once", "--fabric", "simulated:h200x2", "--server", url,
                        "--token", TOKEN, "--spool-dir", str(tmp_path / "spool")])
         out = capsys.readouterr().out
-        hosts = httpx.get(f"{url}/api/v1/hosts", timeout=5).json()["hosts"]
+        # answered once stored whole; the host's rows are written just after (serve)
+        def swept() -> list[dict]:
+            return [h for h in httpx.get(f"{url}/api/v1/hosts", timeout=5).json()["hosts"]
+                    if h["last_sweep_at"]]
+
+        _wait_for(lambda: bool(swept()))
+        hosts = swept()
     finally:
         server.send_signal(signal.SIGTERM)
         _, err = server.communicate(timeout=30)
