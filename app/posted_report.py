@@ -28,6 +28,7 @@ from datetime import datetime
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from app import heap
 from app.config import Settings
 from app.errors import body_errors
 from app.json_body import inflate
@@ -80,10 +81,14 @@ def receive_posted(sessions: Callable[[], Session], body: bytes, settings: Setti
     (`app/services/received.py`): the POST's answer, and what `expand_pending` needs to
     expand it (None for a duplicate: there is nothing to expand)."""
     raw = body
-    body, report = _checked(body, settings, now, encoding)
-    digest = hashlib.sha256(body).hexdigest() if canonical else canonical_digest(report)
-    with _locked(), sessions() as session:
-        receipt = receive(session, report, digest, raw, encoding, canonical, now, sent_at)
+    # the report's objects live on until its expansion: collections in the middle of its
+    # parse would only promote them, to be walked again by every later full collection
+    with heap.collector_paused():
+        body, report = _checked(body, settings, now, encoding)
+        digest = hashlib.sha256(body).hexdigest() if canonical else canonical_digest(report)
+        with _locked(), sessions() as session:
+            receipt = receive(session, report, digest, raw, encoding, canonical, now,
+                              sent_at)
     if isinstance(receipt, IngestResult):
         return receipt, None
     return answer_for(report, duplicate=False), Pending(receipt, report,
