@@ -171,10 +171,13 @@ class Running(NamedTuple):
         """The kept samples measured at or after `since`, oldest first. Each of the three
         tuples is oldest first already: with only judged samples kept (the usual sweep)
         there is nothing to merge."""
-        if not self.contended and not self.failures:  # compared in µs: no `at` is built
-            bound = _us(since)
-            return [s for s in self.judged if (s.__dict__.get("_us") or _us(s.at)) >= bound]
-        kept = [s for s in (*self.judged, *self.contended, *self.failures) if s.at >= since]
+        judged = self.judged
+        if not self.contended and not self.failures:  # oldest first: those from the first
+            bound, first = _us(since), 0  # at or after `since` on; in µs, no `at` is built
+            while first < len(judged) and _us_of(judged[first]) < bound:
+                first += 1
+            return list(judged[first:])
+        kept = [s for s in (*judged, *self.contended, *self.failures) if s.at >= since]
         return sorted(kept, key=lambda s: s.at)
 
     @property
