@@ -30,7 +30,7 @@ from app.analysis.xid_judge import EventFact
 from app.config import Settings
 from app.judging.events import load_event_facts
 from app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
-from app.judging.running import Running, sample
+from app.judging.running import Running, _us_of, sample
 from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
@@ -206,8 +206,8 @@ def fabric_of(session: Session, row: Host) -> tuple[HostFabric, Expectations]:
 
 def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
     """A result older than what the key's state already holds: seed it from history."""
-    newest = state.newest_at
-    return bool(new) and newest is not None and new[0].at <= newest  # type: ignore[index]
+    newest = state.newest_us  # in µs: the stored samples' times are not built for this
+    return bool(new) and newest is not None and _us_of(new[0]) <= newest  # type: ignore[index]
 
 
 @dataclass

@@ -181,10 +181,14 @@ class Running(NamedTuple):
         return sorted(kept, key=lambda s: s.at)
 
     @property
-    def newest_at(self) -> datetime | None:
-        """The newest kept sample's time: the last of each tuple (each is oldest first)."""
-        return max((kept[-1].at for kept in (self.judged, self.contended, self.failures)
-                    if kept), default=None)
+    def newest_us(self) -> int | None:
+        """The newest kept sample's time in µs since the epoch: the last of each tuple (each
+        is oldest first), no `at` built (`_Kept`)."""
+        judged, contended, failures = self.judged, self.contended, self.failures
+        if not contended and not failures:
+            return _us_of(judged[-1]) if judged else None
+        return max((_us_of(kept[-1]) for kept in (judged, contended, failures) if kept),
+                   default=None)
 
     def pack(self, base: tuple[float, float, int] | None) -> bytes:
         """The state as stored (`packed.py`), with its baseline summed up for readers
