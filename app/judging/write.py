@@ -37,7 +37,7 @@ def _iso(at: datetime | None) -> str | None:
 def _test_row(t: TestJudgement, state: bytes | None) -> dict[str, Any]:
     latest = t.latest
     return {
-        "src": t.src, "dst": t.dst, "test": t.test.value, "verdict": t.verdict.value,
+        "src": t.src, "dst": t.dst, "test": t.test._value_, "verdict": t.verdict._value_,
         "reason": t.reason, "facts": {}, "value": t.value, "value_at": t.value_at,
         "ratio_expected": t.ratio_expected,
         "ratio_baseline": t.ratio_baseline, "low_since": t.low_since, "expected": t.expected,
@@ -78,7 +78,7 @@ def rows_of(health: HostHealth) -> StoredRows:
     j = health.judgement
 
     def plain(verdict: Verdict, reason: str, **key: Any) -> dict[str, Any]:
-        return {**key, "verdict": verdict.value, "reason": reason, "facts": {}}
+        return {**key, "verdict": verdict._value_, "reason": reason, "facts": {}}
 
     return {
         "host": {(): _host_row(health)},
@@ -92,7 +92,7 @@ def rows_of(health: HostHealth) -> StoredRows:
         "pair": {(p.src, p.dst): {**plain(p.verdict, p.reason, src=p.src, dst=p.dst),
                                   "facts": health.pair_facts.get((p.src, p.dst), {})}
                  for p in j.pairs},
-        "test": {(t.src, t.dst, t.test.value):
+        "test": {(t.src, t.dst, t.test._value_):
                  _test_row(t, health.test_states.get((t.src, t.dst, t.test)))
                  for t in health.tests.values()},
     }
