@@ -107,11 +107,6 @@ class _Kept(Sample):
         return "Sample" + Sample.__repr__(self).removeprefix(type(self).__qualname__)
 
 
-def _stored(us: int, value: float) -> Sample:
-    """A stored judged sample back: `_sample(us, value)` without its calls, its `at` lazy."""
-    s = _new(_Kept)
-    s.__dict__.update(value=value, contended=False, error=None, foreign_bytes=0, _us=us)
-    return s
 
 
 def _us_of(s: Sample) -> int:
@@ -222,8 +217,15 @@ class Running(NamedTuple):
         """A stored state back; its samples built as `sample` builds them, inline (~2,500
         judged samples come back every 8-GPU sweep)."""
         blocks, part, judged, contended, failures, _ = packed.unpack(data)
+        kept = []
+        for us, value in judged:  # a `_Kept` of (us, value), its `at` lazy; not contended,
+            s = _new(_Kept)  # no error, no foreign bytes: the dataclass's defaults, as class
+            d = s.__dict__  # attributes
+            d["value"] = value
+            d["_us"] = us
+            kept.append(s)
         return cls(
-            blocks, part, tuple([_stored(us, v) for us, v in judged]),
+            blocks, part, tuple(kept),
             tuple([_sample(at, v, True, None, fb) for at, v, fb in contended]) if contended
             else (),
             tuple([_sample(at, None, False, e) for at, e in failures]) if failures else ())
