@@ -45,13 +45,31 @@ def json_loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
+# An execution option: PostgreSQL sends the statement's rows in binary, not text. A
+# judgement reads ~2,000 times, floats and packed states of its host's judged rows and new
+# results: the backend formats none of them as text (a state's bytea went as hex, twice
+# its size) and psycopg parses none. The same Python values either way (psycopg's loaders
+# of each format; JSON through the engine's `json_deserializer` in both).
+BINARY_RESULTS = "peerwatch_binary_results"
+
+
 def make_engine(settings: Settings) -> Engine:
     url = normalize_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, settings.sqlite_busy_timeout_ms)
-    return create_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True,
-                         hide_parameters=True, json_deserializer=json_loads,
-                         connect_args={"options": _utc_session(url)})
+    from psycopg.pq import Format
+
+    engine = create_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True,
+                           hide_parameters=True, json_deserializer=json_loads,
+                           connect_args={"options": _utc_session(url)})
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _binary_results(_conn: Connection, cursor: Any, _statement: str, _parameters: Any,
+                        context: Any, _executemany: bool) -> None:
+        if context is not None and context.execution_options.get(BINARY_RESULTS):
+            cursor.format = Format.BINARY
+
+    return engine
 
 
 def _utc_session(url: URL) -> str:

@@ -70,7 +70,10 @@ class HostContext:
 
     @cached_property
     def events(self) -> list[EventFinding]:
-        """The host's recent Xid/SXid events, judged with the catalog (rules_events.py)."""
+        """The host's recent Xid/SXid events, judged with the catalog (rules_events.py): as
+        the judgement just stored judged them at this `now` in this transaction, else read."""
+        if self.health.events is not None and self.health.generated_at == self.now:
+            return self.health.events
         return judge_events(load_event_facts(self.session, self.host.id, self.now), self.now)
 
     @cached_property

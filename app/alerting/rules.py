@@ -206,7 +206,7 @@ def pcie_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     explained = {int(f.labels["gpu"]) for f in pcie_link_downtrained(ctx)}
     slow: dict[int, list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
-                                      key=lambda kv: (kv[0][0], kv[0][2].value)):
+                                      key=lambda kv: (kv[0][0], kv[0][2])):
         if (src != dst or test not in GPU_TESTS or j.verdict is not Verdict.DEGRADED
                 or j.low_since is None or src in explained):
             continue

@@ -68,7 +68,7 @@ def _slow_directions(ctx: HostContext) -> dict[Direction, list[TestJudgement]]:
     left_out = attributed_pairs(ctx) | held_pairs(ctx)
     slow: dict[Direction, list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
-                                      key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value)):
+                                      key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED or src == dst:
             continue  # src == dst: a per-GPU test, PCIeBandwidthDegraded's
         if j.low_since is None:

@@ -123,8 +123,8 @@ def worst(verdicts: Iterable[Verdict]) -> Verdict:
 def pair_label(src: int, dst: int, test: TestName) -> str:
     """ "GPU3->GPU5 ce_write"; a per-GPU test, stored as src == dst, is "GPU3 h2d"."""
     if src == dst:
-        return f"GPU{src} {test.value}"
-    return f"GPU{src}->GPU{dst} {test.value}"
+        return f"GPU{src} {test._value_}"  # `value` is a Python property: ~5x the time
+    return f"GPU{src}->GPU{dst} {test._value_}"
 
 
 def _ratios(test: TestName, value: float, expect: Expectation | None,
@@ -291,7 +291,7 @@ def p2p_problem(pair: PairInfo | None) -> str | None:
 def judge_pair(src: int, dst: int, tests: Sequence[TestJudgement],
                pair: PairInfo | None) -> PairJudgement:
     """The pair's verdict: its worst judged test, or P2P lost on an NVLink pair."""
-    ordered = tuple(sorted(tests, key=lambda t: t.test.value))
+    ordered = tuple(sorted(tests, key=lambda t: t.test))  # a StrEnum: by its value
     judged = [t for t in ordered if t.verdict is not Verdict.UNKNOWN]
     problem = p2p_problem(pair)
     if problem is not None:

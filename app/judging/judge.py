@@ -289,4 +289,5 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
         health.gpu_facts[gpu] = {**health.gpu_facts.get(gpu, {}), "throttle": held}
     health.peers = {**peers.facts(), **loaded.peer_basis}
     health.test_states, health.judged_report = states, judged_report
+    health.events = events
     return health

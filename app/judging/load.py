@@ -30,7 +30,7 @@ from app.analysis.xid_judge import EventFact
 from app.config import Settings
 from app.judging.events import load_event_facts
 from app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
-from app.judging.running import Running, sample
+from app.judging.running import Running, _us_of, sample
 from app.models import Host, Measurement, ReportRow
 from app.queries.common import PairKey, pair_samples
 from app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
@@ -42,6 +42,7 @@ from app.queries.throttle import throttle_history
 from app.services.fleet_peers import host_driver, host_models, pair_groups
 from probes.report import FabricManagerInfo, TestName
 
+TEST_OF = {t.value: t for t in TestName}  # a stored test name's member: TestName(name) is ~20x
 BATCH = 100  # keys per statement: well under SQLite's compound-select and variable limits
 MARGIN = timedelta(days=1)  # a result measured before its report started (a skewed probe)
 
@@ -85,7 +86,7 @@ def new_results(session: Session, host_id: int, after_report: int
     for src, dst, name, at, value, contended, error, foreign in session.execute(
             query.order_by(Measurement.measured_at, Measurement.id)):
         assert src is not None and dst is not None  # the query asked for pair tests only
-        out[(src, dst, TestName(name))].append(sample(at, value, contended, error, foreign))
+        out[(src, dst, TEST_OF[name])].append(sample(at, value, contended, error, foreign))
     return out, max(ids)
 
 
@@ -164,7 +165,7 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
     out = TestInputs(judged_report=judged_report)
     stored_keys = set()
     for r in stored.values():
-        key = (r["src"], r["dst"], TestName(r["test"]))
+        key = (r["src"], r["dst"], TEST_OF[r["test"]])
         stored_keys.add(key)
         if r["low_since"] is not None:
             out.low_before[key] = r["low_since"]
@@ -206,8 +207,8 @@ def fabric_of(session: Session, row: Host) -> tuple[HostFabric, Expectations]:
 
 def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
     """A result older than what the key's state already holds: seed it from history."""
-    newest = state.newest_at
-    return bool(new) and newest is not None and new[0].at <= newest  # type: ignore[index]
+    newest = state.newest_us  # in µs: the stored samples' times are not built for this
+    return bool(new) and newest is not None and _us_of(new[0]) <= newest  # type: ignore[index]
 
 
 @dataclass

@@ -75,12 +75,38 @@ def _sample(us: int, value: float | None, contended: bool = False, error: str | 
     return sample(_at(us), value, contended, error, foreign_bytes, us)
 
 
-def _stored(us: int, value: float) -> Sample:
-    """A stored judged sample back: `_sample(us, value)` without its calls."""
-    s = _new(Sample)
-    s.__dict__.update(at=EPOCH + timedelta(0, 0, us), value=value, contended=False,
-                      error=None, foreign_bytes=0, _us=us)
-    return s
+class _Kept(Sample):
+    """A judged sample back from a stored state, its time built from its µs on first use:
+    a sweep reads ~2,500 of them (an 8-GPU host's 416 keys x the k-of-n window) and, for a
+    healthy key, looks at the time of none but the newest (the window's bound is compared in
+    µs, `Running.samples`), where building each datetime was ~40 % of unpacking a state.
+    Compared, hashed and printed as a `Sample` of the same fields (either side of `==`)."""
+
+    @property
+    def at(self) -> datetime:
+        d = self.__dict__
+        at = d.get("_at")
+        if at is None:
+            at = d["_at"] = EPOCH + timedelta(0, 0, d["_us"])
+        return at
+
+    @at.setter
+    def at(self, at: datetime) -> None:  # what the dataclass's __init__ sets (`replace`)
+        self.__dict__["_at"] = at
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sample):
+            return NotImplemented
+        return (self.at, self.value, self.contended, self.error, self.foreign_bytes) == (
+            other.at, other.value, other.contended, other.error, other.foreign_bytes)
+
+    def __hash__(self) -> int:  # as the dataclass's: the hash of its fields
+        return hash((self.at, self.value, self.contended, self.error, self.foreign_bytes))
+
+    def __repr__(self) -> str:
+        return "Sample" + Sample.__repr__(self).removeprefix(type(self).__qualname__)
+
+
 
 
 def _us_of(s: Sample) -> int:
@@ -103,14 +129,36 @@ def _v(sample: Sample) -> float:
     return sample.value
 
 
-def _middle(values: list[float]) -> float:
-    """The median of `values` (as statistics.median: the mean of the two middle values of an
-    even count, the middle one itself of an odd count, `(x + x) / 2 == x`), sorted in place."""
+def _middle(blocks: list[float], values: list[float]) -> float:
+    """The median of `blocks`, each counted BLOCK times, and `values`, each once (as
+    statistics.median of them all: the mean of the two middle values of an even count, the
+    middle one itself of an odd count, `(x + x) / 2 == x`); both sorted in place. The two
+    sorted lists are walked together up to the middle (~15 steps: a block moves it BLOCK
+    places), not the ~220 values sorted with each block repeated: 10.3 -> 3.7 us a
+    baseline of 9 blocks and 11 values, ~416 of them a sweep."""
+    blocks.sort()
     values.sort()
-    n = len(values)
+    n_blocks, n_values = len(blocks), len(values)
+    n = BLOCK * n_blocks + n_values
     if not n:
         raise ValueError("no values")
-    return (values[(n - 1) // 2] + values[n // 2]) / 2
+    low, high = (n - 1) // 2, n // 2  # the middle places, 0-based
+    i = j = seen = 0  # blocks and values taken, the places they fill
+    first: float | None = None  # the value at `low`
+    while True:
+        if j < n_values and (i >= n_blocks or values[j] < blocks[i]):
+            value = values[j]
+            j += 1
+            seen += 1
+        else:
+            value = blocks[i]
+            i += 1
+            seen += BLOCK
+        if first is None and seen > low:
+            first = value
+        if seen > high:
+            assert first is not None
+            return (first + value) / 2
 
 
 class Running(NamedTuple):
@@ -125,31 +173,37 @@ class Running(NamedTuple):
     def baseline(self, min_samples: int) -> tuple[float, float, int] | None:
         """(centre, spread, n): the median of the kept healthy values and its scaled MAD,
         or None with fewer than `min_samples` of them. A block counts as BLOCK values at its
-        median (its MAD for the spread): repeated in the list, so one C sort of ~250 floats
-        finds both middles, where a walk over (value, weight) pairs cost twice as much
-        (~416 keys a sweep)."""
+        median (its MAD for the spread), `_middle`."""
         blocks, part = self.blocks, self.part
         n = BLOCK * len(blocks) + len(part)
         if n < max(1, min_samples):
             return None
-        centre = _middle([m for m, _, _ in blocks] * BLOCK + list(part))
-        mad = _middle([d for _, d, _ in blocks] * BLOCK + [abs(v - centre) for v in part])
+        centre = _middle([m for m, _, _ in blocks], list(part))
+        mad = _middle([d for _, d, _ in blocks], [abs(v - centre) for v in part])
         return centre, MAD_TO_SIGMA * mad, n
 
     def samples(self, since: datetime) -> list[Sample]:
         """The kept samples measured at or after `since`, oldest first. Each of the three
         tuples is oldest first already: with only judged samples kept (the usual sweep)
         there is nothing to merge."""
-        if not self.contended and not self.failures:
-            return [s for s in self.judged if s.at >= since]
-        kept = [s for s in (*self.judged, *self.contended, *self.failures) if s.at >= since]
+        judged = self.judged
+        if not self.contended and not self.failures:  # oldest first: those from the first
+            bound, first = _us(since), 0  # at or after `since` on; in µs, no `at` is built
+            while first < len(judged) and _us_of(judged[first]) < bound:
+                first += 1
+            return list(judged[first:])
+        kept = [s for s in (*judged, *self.contended, *self.failures) if s.at >= since]
         return sorted(kept, key=lambda s: s.at)
 
     @property
-    def newest_at(self) -> datetime | None:
-        """The newest kept sample's time: the last of each tuple (each is oldest first)."""
-        return max((kept[-1].at for kept in (self.judged, self.contended, self.failures)
-                    if kept), default=None)
+    def newest_us(self) -> int | None:
+        """The newest kept sample's time in µs since the epoch: the last of each tuple (each
+        is oldest first), no `at` built (`_Kept`)."""
+        judged, contended, failures = self.judged, self.contended, self.failures
+        if not contended and not failures:
+            return _us_of(judged[-1]) if judged else None
+        return max((_us_of(kept[-1]) for kept in (judged, contended, failures) if kept),
+                   default=None)
 
     def pack(self, base: tuple[float, float, int] | None) -> bytes:
         """The state as stored (`packed.py`), with its baseline summed up for readers
@@ -163,8 +217,15 @@ class Running(NamedTuple):
         """A stored state back; its samples built as `sample` builds them, inline (~2,500
         judged samples come back every 8-GPU sweep)."""
         blocks, part, judged, contended, failures, _ = packed.unpack(data)
+        kept = []
+        for us, value in judged:  # a `_Kept` of (us, value), its `at` lazy; not contended,
+            s = _new(_Kept)  # no error, no foreign bytes: the dataclass's defaults, as class
+            d = s.__dict__  # attributes
+            d["value"] = value
+            d["_us"] = us
+            kept.append(s)
         return cls(
-            blocks, part, tuple([_stored(us, v) for us, v in judged]),
+            blocks, part, tuple(kept),
             tuple([_sample(at, v, True, None, fb) for at, v, fb in contended]) if contended
             else (),
             tuple([_sample(at, None, False, e) for at, e in failures]) if failures else ())

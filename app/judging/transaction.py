@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import heap
 from app.config import Settings
+from app.db import BINARY_RESULTS
 from app.judging.store import judge_and_store
 from app.judging.unchanged import still_judged
 from app.models import Host, JudgedHost
@@ -87,15 +88,26 @@ def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings:
     (`unchanged.still_judged`: one SELECT, one UPDATE; `Judging.unchanged`); None: judge;
     `reseed`: judge the (pair, test) verdicts from history (an operator's re-judgement).
     """
-    with heap.collector_paused(), sessions() as session, host_lock(session, host):
-        if due_before is not None and _judged_since(session, host, due_before):
-            yield Judging(session, None, current=True)
-        elif skip_within_skew_s is not None and not reseed and still_judged(
-                session, host, now, settings.stale_after_s, skip_within_skew_s):
-            yield Judging(session, None, unchanged=True)
-        else:
-            row = session.scalar(select(Host).where(Host.name == host))
-            out = Judging(session, row)
-            if row is not None:
-                out.health = judge_and_store(session, settings, row, now, reseed=reseed)
-            yield out
+    with heap.collector_paused(), sessions() as session:
+        # its reads come back in binary on PostgreSQL (app/db.py): set before the first
+        # statement, it holds for the transaction's connection
+        session.connection(execution_options={BINARY_RESULTS: True})
+        with host_lock(session, host):
+            yield from _judged(session, host, now, settings, due_before, skip_within_skew_s,
+                               reseed)
+
+
+def _judged(session: Session, host: str, now: datetime, settings: Settings,
+            due_before: datetime | None, skip_within_skew_s: float | None, reseed: bool
+            ) -> Iterator[Judging]:
+    if due_before is not None and _judged_since(session, host, due_before):
+        yield Judging(session, None, current=True)
+    elif skip_within_skew_s is not None and not reseed and still_judged(
+            session, host, now, settings.stale_after_s, skip_within_skew_s):
+        yield Judging(session, None, unchanged=True)
+    else:
+        row = session.scalar(select(Host).where(Host.name == host))
+        out = Judging(session, row)
+        if row is not None:
+            out.health = judge_and_store(session, settings, row, now, reseed=reseed)
+        yield out

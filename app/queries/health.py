@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from app.analysis.fabric_health import GpuJudgement, HostJudgement, LinkJudgement
 from app.analysis.health import PairJudgement, Sample, TestJudgement
 from app.analysis.verdict import Verdict
+from app.analysis.xid_judge import EventFinding
 from app.config import Settings
 from app.models import Host, JudgedGpu, JudgedHost, JudgedLink, JudgedPair, JudgedTest
 from app.queries.common import PairKey, get_host
@@ -59,6 +60,9 @@ class HostHealth:
     # running state, and the newest report judged
     test_states: dict[PairKey, bytes] = field(default_factory=dict)  # packed.py
     judged_report: int | None = None
+    # the host's recent Xid/SXid events as the judgement just judged them (the alert rules
+    # evaluated in its transaction go on from them); None: read from storage, not judged
+    events: list[EventFinding] | None = None
 
     @property
     def gpus(self) -> tuple[GpuJudgement, ...]:

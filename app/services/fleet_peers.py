@@ -156,8 +156,7 @@ def checks_against(groups: Mapping[tuple[int, int], GroupKey],
                    ) -> list[PeerCheck]:
     """Every healthy judged (pair, test) of a host that has a stored group distribution."""
     out = []
-    for (s, d, test), j in sorted(tests.items(), key=lambda kv: (kv[0][0], kv[0][1],
-                                                                 kv[0][2].value)):
+    for (s, d, test), j in sorted(tests.items(), key=lambda kv: kv[0]):
         group = groups.get((s, d))
         dist = stats.get((group, test)) if group else None
         if group is None or dist is None or j.value is None or j.verdict is not Verdict.HEALTHY:

@@ -4,11 +4,16 @@ clock: thresholds before a link fault, one page per fault, the related alerts ex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.alerting.context import load_context
+from app.analysis.xid_judge import judge_events
 from app.config import Settings
+from app.judging.events import load_event_facts
+from app.judging.transaction import judging
 from app.queries.health import host_health
 from app.services.ingest import ingest
 from probes.agent.events import EventCollector, with_events
@@ -97,3 +102,22 @@ def test_a_non_fatal_sxid_is_a_warning_on_its_switch(ev: EventHost) -> None:
     ev.step(30)
     assert ev.active() == {"XidWarning": {(("host", "sim-a"), ("switch", "nvswitch0"),
                                            ("xid", "sxid12028"))}}
+
+
+def test_the_rules_go_on_from_the_events_their_judgement_judged(ev: EventHost) -> None:
+    """The rules evaluated in a judgement's transaction take its judged Xid/SXid events
+    (HostHealth.events) rather than reading them again: the same findings."""
+    ev.step(30)
+    ev.inject(LinkXid(gpu=0, link=2, every_s=120))
+    ev.step(30)
+    now = ev.now()
+    with judging(ev.sessions, ev.hostname, now, ev.settings) as judged:
+        assert judged.row is not None and judged.health is not None
+        ctx = load_context(judged.session, judged.row, now, ev.settings, ev.alerting,
+                           judged.health)
+        assert judged.health.events and ctx.events is judged.health.events
+        assert ctx.events == judge_events(load_event_facts(judged.session, judged.row.id, now),
+                                          now)
+        later = load_context(judged.session, judged.row, now + timedelta(seconds=1),
+                             ev.settings, ev.alerting, judged.health)
+        assert later.events is not judged.health.events  # another `now`: judged again

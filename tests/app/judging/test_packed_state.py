@@ -52,6 +52,30 @@ def test_a_fast_built_sample_is_the_same_sample() -> None:
     assert stored == Sample(AT, 1.0) and _us_of(stored) == _us(AT)
 
 
+def test_a_stored_judged_sample_is_the_same_sample() -> None:
+    """A judged sample back from a packed state builds its `at` on first use: it compares
+    (on either side), hashes, prints and copies as the dataclass's own."""
+    plain = Sample(AT, 396.0e9)
+    stored = Running.unpack(Running(judged=(plain,)).pack(None)).judged[0]
+    assert stored == plain and plain == stored and hash(stored) == hash(plain)
+    assert stored != Sample(AT, 1.0) and Sample(AT + timedelta(microseconds=1), 396e9) != stored
+    assert repr(stored) == repr(plain) and stored.at == AT and stored.at.tzinfo is UTC
+    assert replace(stored, value=1.0) == replace(plain, value=1.0)
+    assert len({stored, plain}) == 1
+
+
+def test_the_window_of_stored_samples_is_bounded_in_time() -> None:
+    """`Running.samples` compares stored samples in µs, new ones by their time: the same
+    samples as comparing every `at`, a bound one µs apart included."""
+    times = [AT + timedelta(minutes=10 * i) for i in range(4)]
+    stored = Running.unpack(Running(judged=tuple(Sample(t, 1.0 + i) for i, t in
+                                                 enumerate(times[:3]))).pack(None))
+    state = stored._replace(judged=(*stored.judged, Sample(times[3], 4.0)))
+    for since in (*times, times[1] - timedelta(microseconds=1),
+                  times[1] + timedelta(microseconds=1), times[3] + timedelta(seconds=1)):
+        assert state.samples(since) == [s for s in state.judged if s.at >= since]
+
+
 def test_json_and_packed_forms_convert_both_ways() -> None:
     doc = {"b": [[1.5, 0.25, 1_764_489_600]], "p": [2.0, 3.0], "j": [[1_764_489_600_000_001, 2.0]],
            "c": [[1_764_489_600_000_002, 1.0, 5]], "e": [[1_764_489_600_000_003, "lost"]],
