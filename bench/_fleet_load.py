@@ -46,6 +46,7 @@ HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json
 PROBE_TIMEOUT_S = 10.0  # the probe's own request timeout
 WARM_UP_TIMEOUT_S = 120.0
 INVENTORY_S, SWEEP_S = 30.0, 600.0  # the probe's real cadence
+DRAIN_S = 600.0  # generous: a loaded machine's judges catch up with a burst's backlog
 
 
 def rows_of(report: Report) -> int:
@@ -271,14 +272,29 @@ async def _poll_healthz(http: httpx.AsyncClient, bases: list[str], window: Windo
 
 
 async def judges_drained(http: httpx.AsyncClient, bases: list[str]) -> bool:
-    """No host waiting for or in its judgement in any replica (`/readyz`'s judge figures)."""
+    """No report answered and waiting for its expansion into rows, no host waiting for or in
+    its judgement, in any replica (`/readyz`'s ingest and judge figures)."""
     for base in bases:
         try:
-            judge = (await http.get(f"{base}/readyz")).json().get("judge") or {}
+            ready = (await http.get(f"{base}/readyz")).json()
         except (httpx.HTTPError, ValueError):
             return False
-        if judge.get("depth", 1) or judge.get("in_flight", 1):
+        judge, ingest = ready.get("judge") or {}, ready.get("ingest") or {}
+        if judge.get("depth", 1) or judge.get("in_flight", 1) or ingest.get("expanding", 0):
             return False
+    return True
+
+
+async def drained(bases: list[str], most_s: float = DRAIN_S) -> bool:
+    """Wait until `judges_drained` (True), or `most_s` passed (False): what a bench does
+    before it writes to the servers' tables itself (the history fill's ATTACH PARTITION
+    deadlocked with expansions still storing the burst's reports)."""
+    deadline = time.monotonic() + most_s
+    async with client(1) as http:
+        while not await judges_drained(http, bases):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.5)
     return True
 
 

@@ -42,7 +42,16 @@ from bench._cli import parser
 from bench._cpu import servers_cpu_split
 from bench._false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
 from bench._fleet_history import ceiling, fill_history
-from bench._fleet_load import TOKEN, Record, burst, host_name, load, templates, warm_up
+from bench._fleet_load import (
+    TOKEN,
+    Record,
+    burst,
+    drained,
+    host_name,
+    load,
+    templates,
+    warm_up,
+)
 from bench._fleet_reads import Timed, fleet_page, median, read_figures
 from bench._replicas import serve_processes
 from bench._size import sized
@@ -253,6 +262,8 @@ def run(url: str, args: argparse.Namespace) -> Table:
         print(f"  burst: {args.burst:.0f} s of back-to-back sweeps, then the raw ceiling",
               flush=True)
         bursted = asyncio.run(burst(bases, args.hosts, tpl, 4, args.burst))
+        if not asyncio.run(drained(bases)):  # nothing of the burst's still being stored
+            print("  (the servers were still expanding or judging the burst)", flush=True)
         ids = host_ids(url)
         raw = ceiling(url, ids[0], tpl["sweep"].report, SERVERS, args.burst)
         throughput_rows(table, bursted, tpl["sweep"].rows, raw)
