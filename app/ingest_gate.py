@@ -146,8 +146,9 @@ class IngestGate:
     def _full(self) -> Saturated:
         self.stats.refused_full += 1
         return Saturated(status.HTTP_429_TOO_MANY_REQUESTS, self.retry_after_s,
-                         f"ingest saturated: {self.stats.active} reports in progress and "
-                         f"{self.stats.waiting} waiting; retry later")
+                         f"ingest saturated: {self.stats.active} reports in progress, "
+                         f"{self.stats.waiting} waiting and {self.stats.expanding} answered "
+                         "and waiting for their rows; retry later")
 
     def _held_for(self, seconds: float) -> None:
         """A slot was held this long: the running estimate the queue's wait is judged by."""

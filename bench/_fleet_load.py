@@ -203,8 +203,12 @@ async def warm_up(bases: list[str], hosts: int, tpl: dict[str, Template]) -> Rec
         while not queue.empty():
             name = host_name(queue.get_nowait())
             for kind in ("sweep", "inventory"):
-                answer = await post(http, base, kind, tpl[kind].body(name, datetime.now(UTC)),
-                                    record, name)
+                body = tpl[kind].body(name, datetime.now(UTC))
+                answer = await post(http, base, kind, body, record, name)
+                # refused (the server's expansions are behind): wait as a probe does
+                while answer is not None and answer.status_code in (429, 503):
+                    await asyncio.sleep(_retry_after(answer))
+                    answer = await post(http, base, kind, body, record, name)
                 if answer is None or answer.status_code not in (200, 201):
                     raise RuntimeError(f"warm-up post failed: {answer and answer.text[:300]}")
 
