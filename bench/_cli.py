@@ -9,8 +9,11 @@ to `parser`, so each is named as it is run and shows its docstring as its help.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def parser(doc: str | None, file: str) -> argparse.ArgumentParser:
@@ -26,3 +29,15 @@ def no_options(doc: str | None, file: str, argv: Sequence[str] | None = None) ->
     """A bench that takes no arguments (`argv`: the command line's, by default): `--help`
     is answered, anything else refused."""
     parser(doc, file).parse_args(argv)
+
+
+def before_and_after(args: argparse.Namespace, here: Path,
+                     run_one: Callable[[Path, argparse.Namespace], T | None],
+                     report: Callable[[T | None, T], Any]) -> int:
+    """A bench comparing two trees in one run: `args.before` (a checkout, or None) first,
+    then `here`; `run_one` answers None where a part it needs is missing (it said so)."""
+    before = run_one(args.before.resolve(), args) if args.before else None
+    after = run_one(here, args)
+    if after is not None:  # else: "postgresql: skipped" was said; CI has it
+        report(before, after)
+    return 0

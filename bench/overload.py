@@ -40,7 +40,7 @@ from pathlib import Path
 import httpx
 
 from bench import _sched, _side_probe
-from bench._cli import parser
+from bench._cli import before_and_after, parser
 from bench._cpu import cpu_split
 from bench._fleet_load import (
     TOKEN,
@@ -220,12 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {args.hosts} hosts at real cadence for {args.cadence_s:g} s, then "
           f"{args.posters} posting sweeps back to back for {args.burst_s:g} s; load "
           f"{os.getloadavg()[0]:.1f}; latencies in ms at the client")
-    before = run_one(args.before.resolve(), args) if args.before else None
-    after = run_one(HERE, args)
-    if after is None:
-        return 0  # no PostgreSQL here: said so ("postgresql: skipped"); CI has it
-    report(before, after)
-    return 0
+    return before_and_after(args, HERE, run_one, report)
 
 
 if __name__ == "__main__":

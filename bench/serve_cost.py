@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import create_engine, text
 
-from bench._cli import parser
+from bench._cli import before_and_after, parser
 from bench._cpu import cpu_s, cpu_split
 from bench._fleet_load import GZIP_BASES, as_sent, host_name, probe_headers, templates
 from bench._size import sized
@@ -161,12 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     print(f"# {args.reports} reports of each kind, one at a time, over {args.hosts} hosts, "
           f"through `serve` on PostgreSQL; load {os.getloadavg()[0]:.1f}")
-    before = run_one(args.before.resolve(), args) if args.before else None
-    after = run_one(HERE, args)
-    if after is None:
-        return 0  # no PostgreSQL here: said so ("postgresql: skipped"); CI has it
-    report(before, after)
-    return 0
+    return before_and_after(args, HERE, run_one, report)
 
 
 if __name__ == "__main__":
