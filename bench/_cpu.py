@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sqlalchemy import create_engine, text
+
 
 def _stat(pid: int | str) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -68,3 +70,22 @@ def servers_cpu_split() -> tuple[float, float]:
     """Over every server this process started: (their own CPU seconds, their descendants')."""
     servers = child_pids(os.getpid())
     return _total(servers), _total([c for s in servers for c in descendant_pids(s)])
+
+
+def backends_cpu_s(url: str) -> float:
+    """CPU seconds of the PostgreSQL backends connected to this database now."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            pids = list(conn.scalars(text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()")))
+    finally:
+        engine.dispose()
+    total = 0.0
+    for pid in pids:
+        try:
+            total += cpu_s(pid)
+        except OSError:
+            continue  # gone meanwhile
+    return total

@@ -1,5 +1,6 @@
 """`peerwatch serve` in a subprocess on a free loopback port: a real server with its own
-interpreter (no GIL shared with the client), for the overload test and the refusal bench."""
+interpreter (no GIL shared with the client), for the overload test and the refusal bench,
+and `serve_tree` for the benches that compare two checkouts in one run."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+from bench._fleet_load import TOKEN
 
 
 def free_port() -> int:
@@ -56,14 +59,19 @@ def wait_for_healthz(base: str, timeout_s: float = STARTUP_S) -> None:
     raise RuntimeError(f"server did not come up in {timeout_s:g} s")
 
 
+def serve_command(port: int, database_url: str) -> list[str]:
+    """The command line of a bench's `peerwatch serve`: no local probe, warnings only."""
+    return [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
+            database_url, "--no-local-probe", "--log-level", "warning"]
+
+
 @contextmanager
 def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Iterator[str]:
     """The server's base URL once /healthz answers; stopped with SIGINT on exit, and a
     traceback in its output is an error."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
-         database_url, "--no-local-probe", "--log-level", "warning"],
+        serve_command(port, database_url),
         env={**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -75,3 +83,19 @@ def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Ite
         out, _ = proc.communicate(timeout=30)
     if b"Traceback" in out:
         raise RuntimeError(f"the server failed:\n{out.decode()[-3000:]}")
+
+
+@contextmanager
+def serve_tree(tree: Path, database_url: str, data_dir: Path) -> Iterator[tuple[str, int]]:
+    """`peerwatch serve` run from `tree` (its `app/` is imported first): (url, pid)."""
+    port = free_port()
+    env = {**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), "PEERWATCH_PROBE_TOKENS": TOKEN,
+           "PYTHONPATH": str(tree)}
+    proc = subprocess.Popen(serve_command(port, database_url), cwd=tree, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_healthz(base, timeout_s=120)
+        yield base, proc.pid
+    finally:
+        interrupt(proc)

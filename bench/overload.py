@@ -29,12 +29,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -43,7 +40,6 @@ from bench import _sched, _side_probe
 from bench._cli import before_and_after, parser
 from bench._cpu import cpu_split
 from bench._fleet_load import (
-    TOKEN,
     Record,
     Window,
     _poll_healthz,
@@ -52,7 +48,7 @@ from bench._fleet_load import (
     load,
     templates,
 )
-from bench._serve import free_port, interrupt, wait_for_healthz
+from bench._serve import serve_tree
 from bench._size import sized
 from bench.ingest import postgres_url
 
@@ -77,24 +73,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--burst-s", type=float, default=sized(30.0, 2.0),
                    help="seconds of back-to-back sweeps (default: 30)")
     return p.parse_args(argv)
-
-
-@contextmanager
-def serve_tree(tree: Path, database_url: str, data_dir: Path) -> Iterator[tuple[str, int]]:
-    """`peerwatch serve` run from `tree` (its `app/` is imported first): (url, pid)."""
-    port = free_port()
-    env = {**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), "PEERWATCH_PROBE_TOKENS": TOKEN,
-           "PYTHONPATH": str(tree)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
-         database_url, "--no-local-probe", "--log-level", "warning"],
-        cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_healthz(base, timeout_s=120)
-        yield base, proc.pid
-    finally:
-        interrupt(proc)
 
 
 def pct(values: list[float], q: float) -> float | None:

@@ -25,14 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from sqlalchemy import create_engine, text
 
 from bench._cli import before_and_after, parser
-from bench._cpu import cpu_s, cpu_split
+from bench._cpu import backends_cpu_s, cpu_split
 from bench._fleet_load import GZIP_BASES, as_sent, host_name, probe_headers, templates
+from bench._serve import serve_tree
 from bench._size import sized
 from bench.ingest import postgres_url
-from bench.overload import serve_tree
 
 HERE = Path(__file__).resolve().parent.parent
 IDLE_WITHIN_S = 300.0
@@ -48,25 +47,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--reports", type=int, default=sized(30, 2),
                    help="reports of each kind measured (default: 30)")
     return p.parse_args(argv)
-
-
-def _backends_cpu_s(url: str) -> float:
-    """CPU seconds of the PostgreSQL backends connected to this database now."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            pids = list(conn.scalars(text(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid()")))
-    finally:
-        engine.dispose()
-    total = 0.0
-    for pid in pids:
-        try:
-            total += cpu_s(pid)
-        except OSError:
-            continue  # gone meanwhile
-    return total
 
 
 def _idle(base: str) -> None:
@@ -100,12 +80,12 @@ def _per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: 
     """(server + descendants, PostgreSQL backends) CPU ms per report of `kind`."""
     tpl = templates()[kind]
     idle_server, idle_db = _idle_rate(base, pid, url)
-    server0, db0, t0 = sum(cpu_split(pid)), _backends_cpu_s(url), time.monotonic()
+    server0, db0, t0 = sum(cpu_split(pid)), backends_cpu_s(url), time.monotonic()
     for i in range(count):
         host = host_name(i % hosts)
         _post(http, base, tpl.body(host, datetime.now(UTC)), host)
     _idle(base)
-    server1, db1, seconds = sum(cpu_split(pid)), _backends_cpu_s(url), time.monotonic() - t0
+    server1, db1, seconds = sum(cpu_split(pid)), backends_cpu_s(url), time.monotonic() - t0
     return (1000 * (server1 - server0 - idle_server * seconds) / count,
             1000 * (db1 - db0 - idle_db * seconds) / count)
 
@@ -114,14 +94,14 @@ def _idle_rate(base: str, pid: int, url: str, seconds: float = IDLE_SAMPLE_S
                ) -> tuple[float, float]:
     """CPU seconds per second the idle server (its scans, figures, the readiness polls of
     `_idle`) and its backends use: taken off the reports' figures."""
-    server0, db0, t0 = sum(cpu_split(pid)), _backends_cpu_s(url), time.monotonic()
+    server0, db0, t0 = sum(cpu_split(pid)), backends_cpu_s(url), time.monotonic()
     deadline = t0 + seconds
     while time.monotonic() < deadline:
         httpx.get(f"{base}/readyz", timeout=30)
         time.sleep(0.2)
     elapsed = time.monotonic() - t0
     return ((sum(cpu_split(pid)) - server0) / elapsed,
-            (_backends_cpu_s(url) - db0) / elapsed)
+            (backends_cpu_s(url) - db0) / elapsed)
 
 
 def run_one(tree: Path, args: argparse.Namespace) -> dict[str, tuple[float, float]] | None:
