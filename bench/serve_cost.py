@@ -49,7 +49,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _idle(base: str) -> None:
+def wait_idle(base: str) -> None:
     """Wait until every report is expanded and judged (nothing queued or in flight)."""
     deadline = time.monotonic() + IDLE_WITHIN_S
     quiet = 0
@@ -75,7 +75,7 @@ def _post(http: httpx.Client, base: str, body: str, host: str) -> None:
         GZIP_BASES.add(base)
 
 
-def _per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: int,
+def per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: int,
                    http: httpx.Client) -> tuple[float, float]:
     """(server + descendants, PostgreSQL backends) CPU ms per report of `kind`."""
     tpl = templates()[kind]
@@ -84,7 +84,7 @@ def _per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: 
     for i in range(count):
         host = host_name(i % hosts)
         _post(http, base, tpl.body(host, datetime.now(UTC)), host)
-    _idle(base)
+    wait_idle(base)
     server1, db1, seconds = sum(cpu_split(pid)), backends_cpu_s(url), time.monotonic() - t0
     return (1000 * (server1 - server0 - idle_server * seconds) / count,
             1000 * (db1 - db0 - idle_db * seconds) / count)
@@ -115,8 +115,8 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, tuple[float, floa
                 for kind in ("sweep", "inventory"):
                     _post(http, base, tpl[kind].body(host_name(i), datetime.now(UTC)),
                           host_name(i))
-            _idle(base)
-            return {kind: _per_report_ms(base, pid, url, kind, args.reports, args.hosts, http)
+            wait_idle(base)
+            return {kind: per_report_ms(base, pid, url, kind, args.reports, args.hosts, http)
                     for kind in ("sweep", "inventory")}
 
 

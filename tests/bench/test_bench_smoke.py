@@ -33,7 +33,8 @@ GPU_ONLY = {"gpu_events", "gpu_evidence", "gpu_fabric_check", "gpu_pcie", "gpu_s
 MISSING_PART = re.compile(r"postgresql: skipped|skipped: no Chromium|skipped, \S+ unreachable")
 LIMIT_S = 600
 # lines a bench must print with a figure, where its parts are here (not "skipped")
-PRINTS = {"overload": re.compile(r"^post_server_p99 +\S+ +[\d.]+ ", re.MULTILINE)}
+PRINTS = {"overload": re.compile(r"^post_server_p99 +\S+ +[\d.]+ .*^burst_vs_cpu_allows +\S+ +"
+                                r"[\d.]+ ", re.MULTILINE | re.DOTALL)}
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
