@@ -9,10 +9,13 @@ core. In worker processes the event loop holds its own GIL: it only receives bod
 refusals from the headers and the gate, and sends a body over a pipe.
 
 `IngestPool` keeps `ingest_concurrency` worker processes (forked from a fork server that
-imported this module once, never from the threaded server), each with its own engine and
-`worker_nice` steps below the server's CPU priority (`app/priority.py`),
-started with the app; until they are all up (seconds), reports are stored in the server's
-thread pool as in-process, so a server answers at once after a start. `IngestPool.receive`
+imported this module once, never from the threaded server), each with its own engine,
+`receive_nice` steps below the server's CPU priority while it checks and stores a report
+whole (the POST waits for that) and `worker_nice` steps below in its expansion thread
+(`app/priority.py`: the answer's work gets a core before the rows', the judge's and the
+other workers' expansions), started with the app; until they are all up (seconds), reports
+are stored in the server's thread pool as in-process, so a server answers at once after a
+start. `IngestPool.receive`
 runs `receive_report` in one: the report is checked as in-process (`app/posted_report.py`)
 and stored whole (`app/services/received.py`), and the POST is answered; the route then
 has `IngestPool.expand` expand it into its rows in the same worker, and only after that
@@ -34,7 +37,7 @@ import signal
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from typing import Any, TypeVar
@@ -54,17 +57,32 @@ T = TypeVar("T")
 
 _sessions: sessionmaker[Session] | None = None  # the worker process's own
 _settings: Settings | None = None
+_expander: ThreadPoolExecutor | None = None  # the worker's expansion thread
+
+
+def receive_and_expand_nice(settings: Settings) -> tuple[int, int]:
+    """(steps below the server a worker checks and stores a report whole at, steps its
+    expansion runs at): the POST waits for the first, nothing waits for the second."""
+    receive = settings.worker_nice if settings.receive_nice is None else settings.receive_nice
+    return receive, max(receive, settings.worker_nice)
 
 
 def _start_worker(settings: Settings, server_pid: int) -> None:
-    global _sessions, _settings
+    global _sessions, _settings, _expander
     # Ctrl-C reaches every process of the terminal's group: the server stops its workers
     # (the pool's shutdown), so a worker must not die mid-report with a KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    lower_priority(settings.worker_nice)  # before the watch thread: it inherits it
+    receive, expand = receive_and_expand_nice(settings)
+    lower_priority(receive)  # before the watch thread: it inherits it
     _die_with(server_pid)
     _settings = settings
     _sessions = make_sessionmaker(make_engine(settings))
+    # expansions run in a thread of their own, `expand - receive` steps nicer still (Linux
+    # keeps niceness per thread, and a thread cannot take it back): started now, so every
+    # thread of a started worker already runs at its niceness
+    _expander = ThreadPoolExecutor(1, thread_name_prefix="ingest-expand",
+                                   initializer=lower_priority, initargs=(expand - receive,))
+    _expander.submit(_ready).result()
     heap.settle()  # as the server does: full collections then skip the imported modules
 
 
@@ -147,8 +165,15 @@ def expand_report(received_id: int) -> str | None:
     """In a worker: expand a received report into its rows; its host (to judge), or None
     when another expansion stored it. A report this worker did not receive (it was started
     anew since) is read back from its stored body."""
-    assert _sessions is not None and _settings is not None, "not an ingest worker"
+    assert _expander is not None, "not an ingest worker"
     pending = _pending.pop(received_id, None)
+    return _expander.submit(_expand, received_id, pending).result()
+
+
+def _expand(received_id: int, pending: Pending | None) -> str | None:
+    """In the worker's expansion thread (`receive_and_expand_nice`): the worker's one call
+    waits for it, so only one thread of the worker runs at a time."""
+    assert _sessions is not None and _settings is not None, "not an ingest worker"
     if pending is None:
         return expand_stored(_sessions, _settings, received_id)
     done = expand_pending(_sessions, _settings, pending)

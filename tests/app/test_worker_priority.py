@@ -1,6 +1,8 @@
-"""`serve` runs its ingest workers and judge children `PEERWATCH_WORKER_NICE` steps below its
-own CPU priority, every thread of them, and its event loop thread alone with the kernel's
-shortest turns on a core, so the loop gets a core first when it wakes (app/priority.py).
+"""`serve` runs its judge children and its ingest workers' expansion threads
+`PEERWATCH_WORKER_NICE` steps below its own CPU priority, the ingest workers' other threads
+(a report's check and store whole, which its POST waits for) `PEERWATCH_RECEIVE_NICE` steps,
+and its event loop thread alone with the kernel's shortest turns on a core, so the loop gets
+a core first when it wakes (app/priority.py).
 
 A real `peerwatch serve` on each backend: the judge is its child, the ingest workers the
 children of its fork server; each of their threads (read from /proc) is exactly that many
@@ -23,17 +25,31 @@ from tests.app.test_judge_process import _cmdline, serve
 from tests.conftest import SETTLE_S, eventually
 
 STEPS = 7
+RECEIVE_STEPS = 3  # PEERWATCH_RECEIVE_NICE: a worker's checks and stores whole, apart
 
 
-def _thread_nices(pid: int) -> set[int]:
-    """The niceness of every thread of `pid` (Linux keeps it per thread)."""
-    found = set()
+def _nices_by_thread(pid: int) -> dict[int, int]:
+    """Thread id -> the niceness of that thread of `pid` (Linux keeps it per thread)."""
+    found = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            found.add(int((task / "stat").read_text().rsplit(")", 1)[1].split()[16]))
+            found[int(task.name)] = int((task / "stat").read_text().rsplit(")", 1)[1]
+                                        .split()[16])
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
     return found
+
+
+def _thread_nices(pid: int) -> set[int]:
+    """The niceness of every thread of `pid`."""
+    return set(_nices_by_thread(pid).values())
+
+
+def _worker_nices(pid: int) -> tuple[int | None, set[int]]:
+    """(an ingest worker's main thread's niceness: where it checks and stores a report whole,
+    its other threads': its expansion thread and its watch on the server)."""
+    nices = _nices_by_thread(pid)
+    return nices.pop(pid, None), set(nices.values())
 
 
 def _slices_ns(pid: int) -> dict[int, int]:
@@ -73,17 +89,24 @@ def test_serve_runs_its_workers_nicer_than_its_event_loop(db_url: str, tmp_path:
                                                           ) -> None:
     own = os.nice(0)
     proc, base = serve(db_url, tmp_path, PEERWATCH_WORKER_NICE=str(STEPS),
+                       PEERWATCH_RECEIVE_NICE=str(RECEIVE_STEPS),
                        PEERWATCH_INGEST_CONCURRENCY="2")
     try:
         wait_for_healthz(base, timeout_s=SETTLE_S)
         found = eventually(lambda: _workers(proc.pid, 1 if "sqlite" in db_url else 2))
         assert found is not None, "serve did not start its judge and ingest workers"
         judge, workers = found
-        expected = min(19, own + STEPS)
+        expected, receiving = min(19, own + STEPS), min(19, own + RECEIVE_STEPS)
         assert _thread_nices(proc.pid) == {own}  # the event loop keeps the server's priority
-        for pid in (judge, *workers):  # each lowers its own once started (imports first)
-            eventually(lambda pid=pid: _thread_nices(pid) == {expected})
-            assert _thread_nices(pid) == {expected}, (_cmdline(pid), _thread_nices(pid))
+        # each lowers its own once started (imports first)
+        eventually(lambda: _thread_nices(judge) == {expected})
+        assert _thread_nices(judge) == {expected}, (_cmdline(judge), _thread_nices(judge))
+        # a worker receives at RECEIVE_STEPS (its main thread, and the watch thread it
+        # starts), its expansion thread runs at STEPS
+        for pid in workers:
+            eventually(lambda pid=pid: _worker_nices(pid) == (receiving, {receiving, expected}))
+            assert _worker_nices(pid) == (receiving, {receiving, expected}), \
+                _nices_by_thread(pid)
         if _kernel_takes_short_turns():
             short = int(LOOP_SLICE_S * 1e9)
             loop = _slices_ns(proc.pid)
