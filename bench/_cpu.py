@@ -66,6 +66,25 @@ def cpu_split(pid: int) -> tuple[float, float]:
     return cpu_s(pid), _total(descendant_pids(pid))
 
 
+def cmdline(pid: int) -> str:
+    """A process's command line, its arguments spaced ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def serve_parts_s(pid: int) -> dict[str, float]:
+    """CPU seconds of a `serve` process's parts: the server process itself (HTTP, the gate),
+    its judge children, and the rest of its descendants (the fork server and the ingest
+    workers it forked)."""
+    judges = [c for c in child_pids(pid) if " judge " in cmdline(c)]
+    below_judges = {d for j in judges for d in [j, *descendant_pids(j)]}
+    ingest = [d for d in descendant_pids(pid) if d not in below_judges]
+    return {"server": cpu_s(pid), "judge": _total(sorted(below_judges)),
+            "ingest": _total(ingest)}
+
+
 def servers_cpu_split() -> tuple[float, float]:
     """Over every server this process started: (their own CPU seconds, their descendants')."""
     servers = child_pids(os.getpid())

@@ -205,9 +205,8 @@ def _sweep_alone_ms(base: str, pid: int, url: str, args: argparse.Namespace) -> 
     server, ingest workers, judge and PostgreSQL's backends (bench/serve_cost.py)."""
     wait_idle(base)
     with httpx.Client(timeout=60) as http:
-        server_ms, db_ms = per_report_ms(base, pid, url, "sweep", args.alone, args.posters,
-                                         http)
-    return server_ms + db_ms
+        return sum(per_report_ms(base, pid, url, "sweep", args.alone, args.posters,
+                                 http).values())
 
 
 def cpu_allows(accepted_per_s: float, alone_ms: float, idle: float | None,

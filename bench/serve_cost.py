@@ -7,7 +7,8 @@ reports one at a time to a `serve` on a fresh PostgreSQL database (`--hosts` sim
 hosts, bodies gzip-compressed as the probe sends them once told) and, once every report is
 expanded and judged, reads the CPU used: the server process, its descendants (ingest
 workers, judge) and the PostgreSQL backends of its database, per sweep and per inventory,
-less what the idle server uses meanwhile (its scans and figures, measured first).
+less what the idle server uses meanwhile (its scans and figures, measured first), and where it
+ran: the server process, its ingest workers, its judge, PostgreSQL.
 `--before DIR` runs a checkout of another commit first (`git archive <commit> | tar -x -C
 DIR`), so the two compare in one run: on a shared machine read the ratio. Issue 19's
 targets, for reference: sweep <= 60 ms server CPU and <= 90 ms with PostgreSQL's,
@@ -27,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from bench._cli import before_and_after, parser
-from bench._cpu import backends_cpu_s, cpu_split
+from bench._cpu import backends_cpu_s, serve_parts_s
 from bench._fleet_load import GZIP_BASES, as_sent, host_name, probe_headers, templates
 from bench._serve import serve_tree
 from bench._size import sized
@@ -75,36 +76,43 @@ def _post(http: httpx.Client, base: str, body: str, host: str) -> None:
         GZIP_BASES.add(base)
 
 
+Parts = dict[str, float]  # server, ingest, judge, postgresql -> CPU ms per report
+
+
+def _parts_s(pid: int, url: str) -> Parts:
+    """CPU seconds so far of a serve's parts (bench/_cpu.py) and its database's backends."""
+    return {**serve_parts_s(pid), "postgresql": backends_cpu_s(url)}
+
+
 def per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: int,
-                   http: httpx.Client) -> tuple[float, float]:
-    """(server + descendants, PostgreSQL backends) CPU ms per report of `kind`."""
+                  http: httpx.Client) -> Parts:
+    """CPU ms per report of `kind`, by where it ran: the server process, its ingest workers,
+    its judge and PostgreSQL's backends, less what each uses idle meanwhile."""
     tpl = templates()[kind]
-    idle_server, idle_db = _idle_rate(base, pid, url)
-    server0, db0, t0 = sum(cpu_split(pid)), backends_cpu_s(url), time.monotonic()
+    idle = _idle_rate(base, pid, url)
+    start, t0 = _parts_s(pid, url), time.monotonic()
     for i in range(count):
         host = host_name(i % hosts)
         _post(http, base, tpl.body(host, datetime.now(UTC)), host)
     wait_idle(base)
-    server1, db1, seconds = sum(cpu_split(pid)), backends_cpu_s(url), time.monotonic() - t0
-    return (1000 * (server1 - server0 - idle_server * seconds) / count,
-            1000 * (db1 - db0 - idle_db * seconds) / count)
+    end, seconds = _parts_s(pid, url), time.monotonic() - t0
+    return {part: 1000 * (end[part] - start[part] - idle[part] * seconds) / count
+            for part in start}
 
 
-def _idle_rate(base: str, pid: int, url: str, seconds: float = IDLE_SAMPLE_S
-               ) -> tuple[float, float]:
-    """CPU seconds per second the idle server (its scans, figures, the readiness polls of
-    `_idle`) and its backends use: taken off the reports' figures."""
-    server0, db0, t0 = sum(cpu_split(pid)), backends_cpu_s(url), time.monotonic()
+def _idle_rate(base: str, pid: int, url: str, seconds: float = IDLE_SAMPLE_S) -> Parts:
+    """CPU seconds per second each part of the idle server (its scans, figures, the
+    readiness polls of `wait_idle`) and its backends use: taken off the reports' figures."""
+    start, t0 = _parts_s(pid, url), time.monotonic()
     deadline = t0 + seconds
     while time.monotonic() < deadline:
         httpx.get(f"{base}/readyz", timeout=30)
         time.sleep(0.2)
-    elapsed = time.monotonic() - t0
-    return ((sum(cpu_split(pid)) - server0) / elapsed,
-            (backends_cpu_s(url) - db0) / elapsed)
+    end, elapsed = _parts_s(pid, url), time.monotonic() - t0
+    return {part: (end[part] - start[part]) / elapsed for part in start}
 
 
-def run_one(tree: Path, args: argparse.Namespace) -> dict[str, tuple[float, float]] | None:
+def run_one(tree: Path, args: argparse.Namespace) -> dict[str, Parts] | None:
     GZIP_BASES.clear()
     tpl = templates()
     with postgres_url() as url, tempfile.TemporaryDirectory() as tmp:
@@ -120,21 +128,26 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, tuple[float, floa
                     for kind in ("sweep", "inventory")}
 
 
-def report(before: dict[str, tuple[float, float]] | None,
-           after: dict[str, tuple[float, float]]) -> None:
+def report(before: dict[str, Parts] | None, after: dict[str, Parts]) -> None:
     print(f"{'CPU ms per report':34} {'before':>9} {'after':>9} {'after/before':>13} "
           f"{'target':>8}")
-    for kind, (server, db) in after.items():
+    for kind, parts in after.items():
         was = before.get(kind) if before else None
         server_target, total_target = TARGETS_MS[kind]
-        for label, value, old, target in (
-                ("server (with workers, judge)", server, was[0] if was else None,
+        rows = [("server (with workers, judge)", _server(parts), _server(was) if was else None,
                  server_target),
-                ("with PostgreSQL's backends", server + db, sum(was) if was else None,
-                 total_target)):
+                ("with PostgreSQL's backends", sum(parts.values()),
+                 sum(was.values()) if was else None, total_target)]
+        rows += [(f"  of which {part}", value, was.get(part) if was else None, None)
+                 for part, value in parts.items()]
+        for label, value, old, target in rows:
             ratio = f"{value / old:.2f}" if old else "-"
             print(f"{kind + ' ' + label:34} {old if old is not None else float('nan'):9.1f} "
                   f"{value:9.1f} {ratio:>13} {'' if target is None else f'<= {target:g}':>8}")
+
+
+def _server(parts: Parts) -> float:
+    return sum(v for part, v in parts.items() if part != "postgresql")
 
 
 def main(argv: list[str] | None = None) -> int:

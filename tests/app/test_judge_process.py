@@ -23,22 +23,15 @@ import httpx
 
 from app.alerting.judge_worker import JudgeWorker, behind_hosts
 from app.config import Settings
-from bench._cpu import child_pids
+from bench._cpu import child_pids, cmdline
 from bench._serve import free_port, interrupt, wait_for_healthz
 from tests.app.conftest import PROBE_TOKEN, probe_headers
 from tests.app.factory import sweep
 from tests.conftest import SETTLE_S, eventually
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
 def _judge_pid(server: int) -> int | None:
-    found = [p for p in child_pids(server) if " judge " in _cmdline(p)]
+    found = [p for p in child_pids(server) if " judge " in cmdline(p)]
     return found[0] if len(found) == 1 else None
 
 

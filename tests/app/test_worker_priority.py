@@ -19,9 +19,9 @@ from pathlib import Path
 
 from app.cli.commands.serve import LOOP_SLICE_S
 from app.config import Settings
-from bench._cpu import child_pids
+from bench._cpu import child_pids, cmdline
 from bench._serve import interrupt, wait_for_healthz
-from tests.app.test_judge_process import _cmdline, serve
+from tests.app.test_judge_process import serve
 from tests.conftest import SETTLE_S, eventually
 
 STEPS = 7
@@ -77,8 +77,8 @@ def _kernel_takes_short_turns() -> bool:
 def _workers(server: int, wanted: int) -> tuple[int, list[int]] | None:
     """(the judge's pid, the ingest workers' pids) once all `wanted` workers are up."""
     children = child_pids(server)
-    judges = [p for p in children if " judge " in _cmdline(p)]
-    forkservers = [p for p in children if "forkserver" in _cmdline(p)]
+    judges = [p for p in children if " judge " in cmdline(p)]
+    forkservers = [p for p in children if "forkserver" in cmdline(p)]
     workers = [w for f in forkservers for w in child_pids(f)]
     if len(judges) != 1 or len(workers) != wanted:
         return None
@@ -100,7 +100,7 @@ def test_serve_runs_its_workers_nicer_than_its_event_loop(db_url: str, tmp_path:
         assert _thread_nices(proc.pid) == {own}  # the event loop keeps the server's priority
         # each lowers its own once started (imports first)
         eventually(lambda: _thread_nices(judge) == {expected})
-        assert _thread_nices(judge) == {expected}, (_cmdline(judge), _thread_nices(judge))
+        assert _thread_nices(judge) == {expected}, (cmdline(judge), _thread_nices(judge))
         # a worker receives at RECEIVE_STEPS (its main thread, and the watch thread it
         # starts), its expansion thread runs at STEPS
         for pid in workers:
@@ -113,7 +113,7 @@ def test_serve_runs_its_workers_nicer_than_its_event_loop(db_url: str, tmp_path:
             assert loop[proc.pid] == short, loop  # the event loop's thread
             assert all(ns != short for tid, ns in loop.items() if tid != proc.pid), loop
             for pid in (judge, *workers):
-                assert short not in _slices_ns(pid).values(), _cmdline(pid)
+                assert short not in _slices_ns(pid).values(), cmdline(pid)
     finally:
         interrupt(proc)
 
