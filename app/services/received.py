@@ -86,9 +86,25 @@ def receive(session: Session, report: Report, digest: str, body: bytes,
         "report_id": report.report_id, "host": host, "digest": digest, "received_at": now,
         "sent_at": sent_at, "canonical": canonical, "encoding": encoding, "body": body,
         "attempts": 0}).scalar()
-    if received_id is not None:
+    if received_id is not None and not (
+            dialect == "postgresql" and autocommit.execute(_EXPANDED_MEANWHILE, {
+                "received_id": received_id, "report_id": report.report_id}).first()):
         return Receipt(received_id, host, digest, now, sent_at)
     return _stored_before(session, report, digest)
+
+
+# PostgreSQL: the INSERT's NOT EXISTS reads `reports` as of the statement's start. A copy
+# received by another replica, expanded meanwhile, deletes its received row and stores the
+# report in one commit; an INSERT begun before that commit waits on the row being deleted,
+# then finds it gone and inserts: a second 201 for one report. Read in a snapshot of its own
+# (the next statement, after that commit), the report is there: the row goes, and the answer
+# is "duplicate". (SQLite has one writer: its INSERT runs wholly before or after the commit.)
+_EXPANDED_MEANWHILE = (
+    delete(_RECEIVED)
+    .where(_RECEIVED.c.id == bindparam("received_id"),
+           exists().where(_REPORTS.c.report_id == bindparam(
+               "report_id", type_=_RECEIVED.c.report_id.type)))
+    .returning(_RECEIVED.c.id))
 
 
 def _stored_before(session: Session, report: Report, digest: str) -> IngestResult:

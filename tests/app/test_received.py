@@ -6,10 +6,12 @@ the stored body stores what the worker's would have, and two expansions store it
 from __future__ import annotations
 
 import gzip
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import event, func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -20,6 +22,7 @@ from app.services.received import MAX_ATTEMPTS, unexpanded
 from app.services.report_checks import ReportConflict
 from probes.report import Report
 from tests.app.factory import sweep
+from tests.conftest import SETTLE_S, eventually
 
 
 @pytest.fixture
@@ -129,3 +132,49 @@ def test_a_report_stored_in_process_is_never_received(
         sessions: sessionmaker[Session], settings: Settings) -> None:
     store_posted(sessions, _body(_report()), settings, _now(), canonical=True)
     assert _counts(sessions) == (0, 1, 6)
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)  # SQLite: one writer
+def test_a_copy_received_while_the_first_commits_its_rows_is_answered_a_duplicate(
+        sessions: sessionmaker[Session], settings: Settings) -> None:
+    """Two replicas given one report: the first's expansion deletes its received row and
+    stores the report's rows; the second's INSERT, begun before that commit, waits on the
+    row being deleted and then finds it gone. It must answer "duplicate" (and keep no row),
+    not a second 201 with a second received row whose expansion would find the report
+    stored (seen on a loaded machine: 10 of 16 answers 201 for 8 reports posted to two
+    replicas)."""
+    report = _report()
+    _, pending = receive_posted(sessions, _body(report), settings, _now(), canonical=True)
+    assert pending is not None
+    rows_written, go_on = threading.Event(), threading.Event()
+
+    def paused_before_commit() -> Session:
+        session = sessions()
+        event.listen(session, "before_commit",
+                     lambda _s: (rows_written.set(), go_on.wait(SETTLE_S)))
+        return session
+
+    first = threading.Thread(target=expand_pending,
+                             args=(paused_before_commit, settings, pending))
+    first.start()
+    try:
+        assert rows_written.wait(SETTLE_S), "the first expansion never reached its commit"
+        with ThreadPoolExecutor(1) as pool:
+            second = pool.submit(receive_posted, sessions, _body(report), settings, _now(),
+                                 None, True)
+            assert eventually(lambda: _waiting_on_a_lock(sessions)), \
+                "the second copy's INSERT did not wait on the row being deleted"
+            go_on.set()
+            answer, pending_again = second.result(timeout=SETTLE_S)
+    finally:
+        go_on.set()
+        first.join(SETTLE_S)
+    assert answer.duplicate and pending_again is None
+    assert _counts(sessions) == (0, 1, 6)
+
+
+def _waiting_on_a_lock(sessions: sessionmaker[Session]) -> bool:
+    with sessions() as s:
+        return bool(s.scalar(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'")))
