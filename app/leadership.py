@@ -76,7 +76,16 @@ class Leadership:
                 self._conn = None
 
     def release(self) -> None:
+        """Hand the lock over now: unlocked on its connection, so the next replica to ask
+        takes it at once (a closed connection's lock lasts until its backend has exited,
+        which on a loaded machine is not at once), then the connection is closed."""
         with self._guard:
+            if self._conn is not None:
+                try:
+                    self._conn.execute(text("SELECT pg_advisory_unlock(:ns, :key)"),
+                                       {"ns": LOCK_NAMESPACE, "key": self.key})
+                except Exception:  # gone already: closing it is all there is to do
+                    log.debug("unlocking the leadership lock failed", exc_info=True)
             self._drop()
 
 
