@@ -24,11 +24,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, func, select, text, union_all
 
 from app.config import Settings
 from app.db import make_engine
-from app.models import ReportRow
+from app.models import ReceivedReport, ReportRow
 from probes.agent.outbox import Outbox
 from probes.agent.sender import Backoff, Sender
 from probes.agent.spool import AnySpool
@@ -105,11 +105,15 @@ class Stored:
 
 
 def stored(database_url: str) -> Stored:
+    """The reports the database holds whole: expanded into rows (`reports`) or answered and
+    not yet expanded (`received_reports`, `serve`): a report is in one or the other, so a
+    report_id in both, or twice in either, is a doubled report."""
+    ids = union_all(select(ReportRow.report_id), select(ReceivedReport.report_id)).subquery()
     engine = make_engine(Settings(database_url=database_url))
     try:
         with engine.connect() as conn:
-            rows = conn.scalar(select(func.count()).select_from(ReportRow)) or 0
-            distinct = conn.scalar(select(func.count(func.distinct(ReportRow.report_id)))) or 0
+            rows = conn.scalar(select(func.count()).select_from(ids)) or 0
+            distinct = conn.scalar(select(func.count(func.distinct(ids.c.report_id)))) or 0
         return Stored(distinct, rows)
     finally:
         engine.dispose()

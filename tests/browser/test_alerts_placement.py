@@ -29,7 +29,7 @@ def test_alerts_page_lists_the_active_alerts_and_links_to_the_pair(page, fleet: 
     row = page.locator(f'tbody tr[data-key="{degraded[0]["id"]}"]')
     group = row.locator("xpath=ancestor::tbody")
     group.locator("button.unfold").click()  # the pair's alerts unfold under its line
-    assert row.is_visible()
+    row.wait_for(state="visible")  # the unfold draws on a later frame: waited, not sampled
     assert degraded[0]["annotations"]["summary"] in row.inner_text()
     assert degraded[0]["state"] in row.locator(".badge").inner_text()
     screenshot(page, "alerts")
