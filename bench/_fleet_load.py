@@ -303,10 +303,11 @@ async def drained(bases: list[str], most_s: float = DRAIN_S) -> bool:
 
 
 async def _settle(http: httpx.AsyncClient, bases: list[str], window: Window, most_s: float,
-                  duration_s: float) -> None:
-    """Let the fleet run at its cadence until the judges have caught up with the warm-up's
-    first sweeps (or `most_s` passed), then measure for `duration_s`."""
+                  duration_s: float, least_s: float = 0.0) -> None:
+    """Let the fleet run at its cadence for `least_s`, then until the judges have caught up
+    with the warm-up's first reports (or `most_s` passed), then measure for `duration_s`."""
     started = time.monotonic()
+    await asyncio.sleep(least_s)
     while time.monotonic() - started < most_s and not await judges_drained(http, bases):
         await asyncio.sleep(1.0)
     window.measure_from = time.monotonic()
@@ -315,13 +316,15 @@ async def _settle(http: httpx.AsyncClient, bases: list[str], window: Window, mos
 
 
 async def load(bases: list[str], hosts: int, tpl: dict[str, Template], compress: float,
-               duration_s: float, settle_most_s: float = 0.0) -> Window:
-    """Every host at its cadence: first until the judges caught up (at most `settle_most_s`,
-    unmeasured), then for `duration_s` (measured: `Window.measured`)."""
+               duration_s: float, settle_most_s: float = 0.0, settle_least_s: float = 0.0
+               ) -> Window:
+    """Every host at its cadence: first for `settle_least_s`, then until the judges caught up
+    (at most `settle_most_s` in all, unmeasured: `Window.settle`), then for `duration_s`
+    (measured: `Window.measured`)."""
     start = time.monotonic()
     window = Window(measure_from=start + settle_most_s, end=start + settle_most_s + duration_s)
     async with client(hosts) as http, client(4) as health:
-        settling = (_settle(health, bases, window, settle_most_s, duration_s)
+        settling = (_settle(health, bases, window, settle_most_s, duration_s, settle_least_s)
                     if settle_most_s > 0 else asyncio.sleep(0))
         await asyncio.gather(
             settling, _poll_healthz(health, bases, window),
