@@ -85,11 +85,11 @@ class Settings(BaseSettings):
         "judge processes (app/priority.py), so its event loop, which only answers, gets a "
         "core first on a busy machine and refusals and /healthz stay fast; the workers still "
         "get every core nobody else wants. 0: the server's own priority.")
-    receive_nice: int | None = Field(
-        default=None, ge=0, le=19, description="Niceness `serve` adds to its ingest workers "
+    receive_nice: int = Field(
+        default=0, ge=0, le=19, description="Niceness `serve` adds to its ingest workers "
         "while they check a report and store it whole, the part its POST waits for; the "
-        "report's expansion into rows runs at `worker_nice` (or this, if nicer). Unset: "
-        "`worker_nice`.")
+        "report's expansion into rows runs at `worker_nice` (or this, if nicer). 0: the "
+        "server's own priority (its event loop still wakes first: its turns are short).")
     judge_nice: int | None = Field(
         default=None, ge=0, le=19, description="Niceness `serve` adds to its judge processes; "
         "unset: `worker_nice`. Judging is the work that may wait: nicer than the ingest "

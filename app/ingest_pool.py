@@ -63,8 +63,7 @@ _expander: ThreadPoolExecutor | None = None  # the worker's expansion thread
 def receive_and_expand_nice(settings: Settings) -> tuple[int, int]:
     """(steps below the server a worker checks and stores a report whole at, steps its
     expansion runs at): the POST waits for the first, nothing waits for the second."""
-    receive = settings.worker_nice if settings.receive_nice is None else settings.receive_nice
-    return receive, max(receive, settings.worker_nice)
+    return settings.receive_nice, max(settings.receive_nice, settings.worker_nice)
 
 
 def _start_worker(settings: Settings, server_pid: int) -> None:

@@ -129,3 +129,4 @@ def test_lower_priority_steps_down_from_where_the_process_is() -> None:
     start, after_none, after_three = (int(x) for x in done.stdout.split())
     assert after_none == start and after_three == min(19, start + 3)
     assert Settings.model_fields["worker_nice"].default == 10  # as docs/server.md says
+    assert Settings.model_fields["receive_nice"].default == 0
