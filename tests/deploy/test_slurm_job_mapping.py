@@ -12,12 +12,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from bench._serve import serve_process
 from probes.agent.job_mapping import boot_time, read_job_mapping
+from tests.conftest import eventually
 from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster
 
 pytestmark = ONE_CLUSTER_AT_A_TIME
@@ -99,14 +101,23 @@ def test_the_agent_reports_the_job_slurm_mapped_and_its_page_lists_it(
                  "--kubelet-socket", ""], capture_output=True, text=True, timeout=300,
                 env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
             assert probe.returncode == 0, probe.stderr
-            page = httpx.get(f"{url}/api/v1/jobs/{job}", timeout=30).json()
+            # serve answers once the report is stored whole, its rows (the job's GPUs) after
+            page = eventually(lambda: _held(url, job))
         finally:
             holder.terminate()
             holder.wait(timeout=120)
+    assert page is not None, f"job {job}'s page never listed a GPU"
     node = cluster.node.lower()
     assert [(h["host"], h["gpu"], h["source"]) for h in page["held"]] == [
         (node, 0, "mapping_dir"), (node, 1, "mapping_dir")]
     cluster.wait_for("the job unmapped", lambda: mapping(cluster) == {})
+
+
+def _held(url: str, job: str) -> dict[str, Any] | None:
+    """The job's page once it lists the GPUs the job held (None before)."""
+    answer = httpx.get(f"{url}/api/v1/jobs/{job}", timeout=30)
+    page = answer.json() if answer.status_code == 200 else None
+    return page if page and page.get("held") else None
 
 
 def _run(tmp_path: Path, action: str, job: str, **env: str) -> str:
