@@ -15,13 +15,12 @@ whole (the POST waits for that) and `worker_nice` steps below in its expansion t
 (`app/priority.py`: the answer's work gets a core before the rows', the judge's and the
 other workers' expansions), started with the app; until they are all up (seconds), reports
 are stored in the server's thread pool as in-process, so a server answers at once after a
-start. `IngestPool.receive`
-runs `receive_report` in one: the report is checked as in-process (`app/posted_report.py`)
-and stored whole (`app/services/received.py`), and the POST is answered; the route then
-has `IngestPool.expand` expand it into its rows in the same worker, and only after that
-wakes the judge. The errors a worker raises (422, 400, 409 `ReportConflict`, 503 for a
-locked SQLite) come back pickled and are answered as in-process. SQLite: one worker (one
-writer per database).
+start. `IngestPool.receive` runs `receive_report` in one: the report is checked as
+in-process (`app/posted_report.py`) and stored whole (`app/services/received.py`), and the
+POST is answered; the route then has `IngestPool.expand` expand it into its rows in the
+same worker, and only after that wakes the judge. The errors a worker raises (422, 400,
+409 `ReportConflict`, 503 for a locked SQLite) come back pickled and are answered as
+in-process. SQLite: one worker (one writer per database).
 In-process apps (tests, embedding: `create_app`'s default) keep the thread pool.
 """
 
