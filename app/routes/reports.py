@@ -35,7 +35,7 @@ from app.ingest_expand import expansions_for
 from app.ingest_gate import IngestGate, Saturated, gate_for
 from app.ingest_pool import IngestPool, Ticket, pool_for
 from app.json_body import check_encoding, read_limited_body
-from app.posted_report import DatabaseLocked, is_canonical, store_posted
+from app.posted_report import DatabaseLocked, is_canonical, receive_and_expand, store_posted
 from app.schemas import IngestResult
 from app.services.ingest import probe_sent_at
 from probes.agent.clock_offset import OFFSET_HEADER
@@ -143,8 +143,11 @@ def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
     """Parse, validate and store one report received at `now`: a worker thread's part, off
     the event loop, as an ingest worker's (`posted_report.store_posted`; the session is
     opened there too, so a refused report never costs a thread-pool hop for it)."""
+    # under `serve` (its workers still starting) received whole first, as the workers do,
+    # so a copy another replica receives meanwhile is a duplicate (`receive_and_expand`)
+    store = receive_and_expand if getattr(app.state, "ingest_pool", None) else store_posted
     try:
-        return store_posted(app.state.sessionmaker, body, settings, now, sent_at,
-                            gate.writing, canonical, encoding)
+        return store(app.state.sessionmaker, body, settings, now, sent_at, gate.writing,
+                     canonical, encoding)
     except DatabaseLocked:
         raise gate.locked() from None

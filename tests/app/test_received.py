@@ -17,7 +17,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from app.models import Measurement, ReceivedReport, ReportRow
-from app.posted_report import expand_pending, expand_stored, receive_posted, store_posted
+from app.posted_report import (
+    expand_pending,
+    expand_stored,
+    receive_and_expand,
+    receive_posted,
+    store_posted,
+)
 from app.services.received import MAX_ATTEMPTS, unexpanded
 from app.services.report_checks import ReportConflict
 from probes.report import Report
@@ -178,3 +184,22 @@ def _waiting_on_a_lock(sessions: sessionmaker[Session]) -> bool:
         return bool(s.scalar(text(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND wait_event_type = 'Lock'")))
+
+
+def test_serves_fallback_meets_a_copy_another_replica_received(
+        sessions: sessionmaker[Session], settings: Settings) -> None:
+    """A replica whose ingest workers are still starting stores in its own threads
+    (`receive_and_expand`): a report another replica received and has not expanded yet is
+    a duplicate there, not a second 201 (stored straight into its rows it was answered new
+    by both), and the first replica's expansion still stores it once."""
+    report = _report()
+    _, pending = receive_posted(sessions, _body(report), settings, _now(), canonical=True)
+    assert pending is not None  # replica B: received, its expansion to come
+    answer = receive_and_expand(sessions, _body(report), settings, _now(), canonical=True)
+    assert answer.duplicate
+    assert expand_pending(sessions, settings, pending) is not None
+    assert _counts(sessions) == (0, 1, 6)
+    other = _report("node-b")  # and a report nobody has: received, expanded, its rows
+    stored = receive_and_expand(sessions, _body(other), settings, _now(), canonical=True)
+    assert not stored.duplicate and stored.measurements == 6
+    assert _counts(sessions) == (0, 2, 12)
