@@ -20,24 +20,25 @@ from fastapi import APIRouter, FastAPI, Request, status
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
-from app import heap, routes
-from app.alerting.judge_queue import JudgeQueue, Judges, judge_queue_job
-from app.alerting.judge_shards import JudgeShards, judge_process_job
-from app.alerting.service import alerting_loop, close_alerting, service_for
-from app.conditional_get import ConditionalGet
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.errors import install_error_handlers
-from app.heard import HeardBook, heard_flush_job
-from app.ingest_expand import recovery_job
-from app.ingest_pool import IngestPool, ingest_pool_job
-from app.json_body import ACCEPT_ENCODING
-from app.leadership import Leadership
-from app.metrics_ingest import INGEST_PATH, IngestMetricsMiddleware, IngestStats
-from app.metrics_judge import JudgeQueueCollector, judge_lag_histogram
-from app.openapi import install_openapi
-from app.queries import NotFound
-from app.response_headers import RequestEncodings, ServerTiming
+from peerwatch.app import routes
+from peerwatch.app.alerting.service import alerting_loop, close_alerting, service_for
+from peerwatch.app.api.conditional_get import ConditionalGet
+from peerwatch.app.api.errors import install_error_handlers
+from peerwatch.app.api.json_body import ACCEPT_ENCODING
+from peerwatch.app.api.openapi import install_openapi
+from peerwatch.app.api.response_headers import RequestEncodings, ServerTiming
+from peerwatch.app.exposition.ingest import INGEST_PATH, IngestMetricsMiddleware, IngestStats
+from peerwatch.app.exposition.judge import JudgeQueueCollector, judge_lag_histogram
+from peerwatch.app.ingest.expand import recovery_job
+from peerwatch.app.ingest.heard import HeardBook, heard_flush_job
+from peerwatch.app.ingest.pool import IngestPool, ingest_pool_job
+from peerwatch.app.judging.queue import JudgeQueue, Judges, judge_queue_job
+from peerwatch.app.judging.shards import JudgeShards, judge_process_job
+from peerwatch.app.queries import NotFound
+from peerwatch.app.runtime import heap
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.leadership import Leadership
+from peerwatch.app.store.db import make_engine, make_sessionmaker
 
 API_PREFIX = "/api/v1"
 
@@ -87,15 +88,15 @@ def _install_judges(app: FastAPI, settings: Settings, in_process: bool) -> None:
 
 def create_app(settings: Settings | None = None, judge_in_process: bool = True) -> FastAPI:
     """`judge_in_process=False` (what `serve` runs): judging in a child process
-    (`app/alerting/judge_process.py`) and reports parsed and stored in worker processes
-    (`app/ingest_pool.py`); the default does both in threads of this one (tests, embedding)."""
+    (`app/judging/process.py`) and reports parsed and stored in worker processes
+    (`app/ingest/pool.py`); the default does both in threads of this one (tests, embedding)."""
     settings = settings or Settings()
     engine = make_engine(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(job(app)) for job in app.state.background_jobs]
-        heap.settle()  # started: the collector leaves start-up's objects be (app/heap.py)
+        heap.settle()  # started: the collector leaves start-up's objects be (app/runtime/heap.py)
         try:
             yield
         finally:
@@ -111,7 +112,7 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
-    # Whether this replica runs the once-only periodic jobs (app/leadership.py).
+    # Whether this replica runs the once-only periodic jobs (app/runtime/leadership.py).
     app.state.leadership = Leadership(engine)
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
@@ -121,7 +122,7 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
     app.add_middleware(ServerTiming)
-    # which bodies the reports route reads compressed (app/json_body.py), said on every answer
+    # which bodies the reports route reads compressed (app/api/json_body.py), said on every answer
     app.add_middleware(RequestEncodings, paths=frozenset({INGEST_PATH}),
                        accept=ACCEPT_ENCODING)
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics

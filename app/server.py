@@ -16,10 +16,10 @@ import sys
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from app.config import Settings
-from app.db import current_revision, head_revision, make_engine, upgrade_to_head
-from app.main import create_app
-from app.services.retention import run_maintenance
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import current_revision, head_revision, make_engine, upgrade_to_head
+from peerwatch.app.store.retention import run_maintenance
 
 log = logging.getLogger("peerwatch.serve")
 
@@ -69,7 +69,7 @@ SWITCH_INTERVAL_S = 0.001
 
 def build_server_app(settings: Settings) -> FastAPI:
     """The app `serve` runs: schema checked, maintenance scheduled, the judge process
-    started with it (`app/alerting/judge_process.py`)."""
+    started with it (`app/judging/process.py`)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     prepare_database(settings)
     app = create_app(settings, judge_in_process=False)  # judging in its own process

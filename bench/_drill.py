@@ -26,15 +26,16 @@ from pathlib import Path
 import httpx
 from sqlalchemy import create_engine, func, select, text, union_all
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import ReceivedReport, ReportRow
-from probes.agent.outbox import Outbox
-from probes.agent.sender import Backoff, Sender
-from probes.agent.spool import AnySpool
-from probes.report import Report, utcnow
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.history import ReportRow
+from peerwatch.app.store.tables.received import ReceivedReport
+from peerwatch.probes.agent.outbox import Outbox
+from peerwatch.probes.agent.sender import Backoff, Sender
+from peerwatch.probes.agent.spool import AnySpool
+from peerwatch.probes.report import Report, utcnow
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 TOKEN = "drill-token"
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,7 @@ class Server:
         env = {**os.environ, "PEERWATCH_DATABASE_URL": self.database_url,
                "PEERWATCH_PROBE_TOKENS": TOKEN}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port),
+            [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(self.port),
              "--no-local-probe", "--log-level", "error"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + wait_s

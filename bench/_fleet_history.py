@@ -30,9 +30,9 @@ from typing import Any
 import psycopg
 from sqlalchemy import create_engine
 
-from app.services import partitions
-from app.services.ingest import stored_pair
-from probes.report import Report
+from peerwatch.app.ingest.rows import stored_pair
+from peerwatch.app.store import partitions
+from peerwatch.probes.report import Report
 
 CHUNK_BYTES = 4 << 20
 MEASUREMENT_COLUMNS = ("report_id, host_id, test, src, dst, gpus, value, unit, samples, "

@@ -31,11 +31,17 @@ from datetime import UTC, datetime
 
 import httpx
 
-from probes.agent.clock_offset import OFFSET_HEADER, offset_sample
-from probes.agent.sender import GZIP_LEVEL, HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER, reads_gzip
-from probes.report import Report, ReportKind, valid_hostname, wire_fingerprint
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.agent.clock_offset import OFFSET_HEADER, offset_sample
+from peerwatch.probes.agent.sender import (
+    GZIP_LEVEL,
+    HOST_HEADER,
+    SENT_AT_HEADER,
+    WIRE_HEADER,
+    reads_gzip,
+)
+from peerwatch.probes.report import Report, ReportKind, valid_hostname, wire_fingerprint
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 MARK = datetime(2001, 1, 1, tzinfo=UTC)
 MARK_JSON = "2001-01-01T00:00:00Z"
@@ -79,7 +85,7 @@ def _check_marks(kind: str, text: str, report: Report) -> None:
     """Each mark stands where `body` expects it, or the bench would post one host's (or one
     time's) reports under the name of all of them."""
     where = f'"host":{{"hostname":"{HOST_MARK}"'
-    if report.host.hostname != HOST_MARK or text.count(HOST_MARK) != 1 \
+    if report.host.hostname != HOST_MARK or text.count(HOST_MARK) != 1\
             or text.count(where) != 1:
         raise MarkMissing(f"{kind} template: host mark {HOST_MARK!r} is not the report's "
                           f"host name exactly once (host is {report.host.hostname!r})")

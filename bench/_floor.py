@@ -25,7 +25,7 @@ import orjson
 import psycopg
 from sqlalchemy.engine import make_url
 
-from probes.report import GPU_TESTS, LinkCounters
+from peerwatch.probes.report import GPU_TESTS, LinkCounters
 
 WINDOW, K_OF_N, LOW_BELOW, ALPHA = 6, 3, 0.8, 0.1
 PER_GPU = {t.value for t in GPU_TESTS}

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from probes.errors import FabricUnavailable
+from peerwatch.probes.errors import FabricUnavailable
 
 if TYPE_CHECKING:
-    from probes.nvidia.real import RealFabric
+    from peerwatch.probes.nvidia.real import RealFabric
 
 
 def real_fabric_or_skip() -> RealFabric | None:
     """The real fabric, CuPy started; None (after saying why) where there is no GPU."""
     try:
-        from probes.nvidia.real import RealFabric
+        from peerwatch.probes.nvidia.real import RealFabric
 
         fabric = RealFabric()
         fabric.transfers()

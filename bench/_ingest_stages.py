@@ -22,9 +22,9 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
-from app import posted_report as route
-from app import wire_body
-from app.services import ingest as ingest_service
+from peerwatch.app.api import wire_body
+from peerwatch.app.ingest import posted as route
+from peerwatch.app.ingest import rows as ingest_service
 
 # module attribute -> stage name; a name missing from a module is simply not timed
 WRAPPED: dict[tuple[Any, str], str] = {
@@ -99,7 +99,7 @@ def serve_once(app: Any, body: bytes) -> Any:
     """What the route does with `body` before its post-commit hook, without HTTP: parse,
     check, ingest (one transaction), through the function the route's thread calls, for a
     body a current probe wrote (its wire models are the server's: known by its bytes)."""
-    from probes.report import utcnow
+    from peerwatch.probes.report import utcnow
 
     return route.store_posted(app.state.sessionmaker, body, app.state.settings, utcnow(),
                               canonical=True)
@@ -107,7 +107,7 @@ def serve_once(app: Any, body: bytes) -> Any:
 
 def hook_ms(app: Any, host: str) -> float:
     """The post-commit hook the route calls (judging and alert rules), timed on its own."""
-    from app.alerting.service import service_for
+    from peerwatch.app.alerting.service import service_for
 
     t = time.perf_counter()
     service_for(app).after_ingest(host)

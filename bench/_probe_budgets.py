@@ -18,9 +18,9 @@ import time
 
 from bench._gpu import real_fabric_or_skip
 from bench.probe_accuracy import MEASURED, MiB, nccl_reference, shown, targets
-from probes.budgets import DEFAULT_BUDGETS
-from probes.fabric import TestSpec
-from probes.report import TestName
+from peerwatch.probes.budgets import DEFAULT_BUDGETS
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import TestName
 
 T = TestName
 CANDIDATES: dict[TestName, list[tuple[int, int, int, int]]] = {
@@ -94,7 +94,7 @@ def counter_costs(fabric) -> None:
 
 def nccl_variant() -> int:
     """In a fresh process (NCCL reads its environment once): NCCL's held memory and busbw."""
-    from probes.nvidia.transfers import Transfers
+    from peerwatch.probes.nvidia.transfers import Transfers
 
     tr = Transfers()
     env = {k: v for k, v in os.environ.items() if k.startswith("NCCL_") and k != "NCCL_NVLS_ENABLE"}

@@ -19,8 +19,8 @@ import orjson
 import psycopg
 from sqlalchemy.engine import make_url
 
-from app.services import ingest as ingest_service
-from probes.report import Report
+from peerwatch.app.ingest import rows as ingest_service
+from peerwatch.probes.report import Report
 
 TABLES = ("measurements", "link_samples", "gpu_samples")
 

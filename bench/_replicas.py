@@ -59,7 +59,7 @@ def serve_processes(n: int, env: dict[str, str], log_level: str = "warning",
             log = logs / f"serve-{i}.log"
             with log.open("wb") as out:
                 procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+                    [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port),
                      "--no-local-probe", "--log-level", log_level],
                     env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT))
             bases.append(f"http://127.0.0.1:{port}")

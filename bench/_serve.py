@@ -61,7 +61,8 @@ def wait_for_healthz(base: str, timeout_s: float = STARTUP_S) -> None:
 
 def serve_command(port: int, database_url: str) -> list[str]:
     """The command line of a bench's `peerwatch serve`: no local probe, warnings only."""
-    return [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
+    return [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port),
+            "--database-url",
             database_url, "--no-local-probe", "--log-level", "warning"]
 
 

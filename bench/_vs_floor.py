@@ -21,10 +21,10 @@ from typing import Any
 
 from sqlalchemy import event
 
-from app import heap
 from bench._floor import Floor
 from bench._ingest_stages import backend_cpu_s, proc_cpu_s, serve_once
 from bench._size import sized
+from peerwatch.app.runtime import heap
 
 REPEAT = sized(9, 2)
 # ms of server CPU, ms with PostgreSQL's, the most times the floor (with PostgreSQL's)
@@ -59,7 +59,7 @@ def project_handler(app: Any) -> Callable[[bytes], None]:
     """What the server does for one report: the route's work and its post-commit hook.
     The hook never raises (it logs); a judgement that failed would make the figure that of
     a broken path, so it stops the bench instead."""
-    from app.alerting.service import service_for
+    from peerwatch.app.alerting.service import service_for
 
     def handle(body: bytes) -> None:
         result = serve_once(app, body)
@@ -91,7 +91,7 @@ def compare(app: Any, floor: Floor, kinds: dict[str, Callable[[int], list[bytes]
             ) -> dict[str, tuple[Cost, Cost]]:
     """(project, floor) cost per report kind; each kind's bodies alternate between the two,
     report by report, so both see the same machine."""
-    heap.settle(again=True)  # as the server does once started (app/heap.py)
+    heap.settle(again=True)  # as the server does once started (app/runtime/heap.py)
     project, counts = counting(app.state.engine, project_handler(app))
     project_db = backend_cpu_s(app.state.engine)
     floor_db = proc_cpu_s(floor.backend_pid())

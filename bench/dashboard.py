@@ -35,13 +35,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker, upgrade_to_head
-from app.demo.server import ServerThread
-from app.main import create_app
-from app.services.ingest import ingest
 from bench._page_profile import (
     PageCost,
     PollCost,
@@ -52,10 +45,17 @@ from bench._page_profile import (
     server_cpu_now,
 )
 from bench._size import sized
-from probes.report import Report, TestName
-from probes.sim.faults import BandwidthFactor, LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.demo.server import ServerThread
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.probes.report import Report, TestName
+from peerwatch.probes.sim.faults import BandwidthFactor, LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -27,15 +27,16 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from app.analysis.domains import domain_key
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.models import Gpu, Host, JudgedGpu, JudgedHost
-from app.queries.domains import clique_fits, domain_detail, domain_summaries
-from app.queries.scheduler import schedulable
 from bench._size import sized, status_for_budget
 from bench._timing import median_ms
-from probes.sim.presets import rack_cluster_uuid
+from peerwatch.app.analysis.domains import domain_key
+from peerwatch.app.queries.domains import clique_fits, domain_detail, domain_summaries
+from peerwatch.app.queries.scheduler import schedulable
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost
+from peerwatch.probes.sim.presets import rack_cluster_uuid
 
 BUDGET_S = 0.100
 RUNS = sized(5, 1)

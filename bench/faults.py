@@ -50,8 +50,8 @@ from bench._drill import (
     tmpfs,
 )
 from bench._size import sized
-from probes.agent.sender import SendResult
-from probes.agent.spool import SendOnlySpool, Spool, open_spool
+from peerwatch.probes.agent.sender import SendResult
+from peerwatch.probes.agent.spool import SendOnlySpool, Spool, open_spool
 
 RESULTS: list[bool] = []
 
@@ -138,7 +138,8 @@ def server_down_under_agent(down_s: float = 15.0) -> None:
         env = {**os.environ, "PEERWATCH_PROBE_BACKOFF_INITIAL_S": "0.5",
                "PEERWATCH_PROBE_BACKOFF_MAX_S": "3"}
         agent = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "probe", "--server", server.url, "--token", TOKEN,
+            [sys.executable, "-m", "peerwatch.app.cli", "probe", "--server", server.url, "--token",
+             TOKEN,
              "--fabric", "simulated:h200x2", "--hostname", "drill-agent", "--spool-dir", spool,
              "--inventory-interval", "1", "--sweep-interval", "4", "--sweep-jitter", "0",
              "--log-level", "DEBUG"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,

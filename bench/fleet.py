@@ -34,10 +34,6 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, select, text
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import Alert, Host
-from app.services.retention import run_maintenance
 from bench._cli import parser
 from bench._cpu import servers_cpu_split
 from bench._false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
@@ -56,6 +52,11 @@ from bench._fleet_reads import Timed, fleet_page, median, read_figures
 from bench._replicas import serve_processes
 from bench._size import sized
 from bench.ingest import postgres_url
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.retention import run_maintenance
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.inventory import Host
 
 SERVERS = 2
 

@@ -25,23 +25,24 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker, upgrade_to_head
-from app.judging.judge import Prior, judge_host_now
-from app.judging.store import judge_and_store
-from app.models import Gpu, Host, JudgedTest, Pair
-from app.queries.fabric import load_fabric
-from app.queries.health import stored_rows, tests_from_rows
-from app.services.fleet_peers import host_peer_checks
-from app.services.ingest import ingest
 from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
-from probes.report import ReportKind, utcnow
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.judge import Prior, judge_host_now
+from peerwatch.app.judging.store import judge_and_store
+from peerwatch.app.queries.fabric import load_fabric
+from peerwatch.app.queries.health import stored_rows, tests_from_rows
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.services.fleet_peers import host_peer_checks
+from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.tables.inventory import Gpu, Host, Pair
+from peerwatch.app.store.tables.judged import JudgedTest
+from peerwatch.probes.report import ReportKind, utcnow
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 HOSTS = sized(1000, 4)
 REF = "bench-peers-0000"

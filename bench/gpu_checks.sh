@@ -16,7 +16,7 @@ RESULTS=${OUT:-/tmp/peerwatch-gpu}; mkdir -p "$RESULTS"
 nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader >"$RESULTS/machine.log" 2>&1
 timeout 120 python3 bench/gpu_fabric_check.py >"$RESULTS/fabric.log" 2>&1
 echo "exit $?" >>"$RESULTS/fabric.log"
-timeout 120 python3 -m app.cli bench --fabric nvml --gpus 0 >"$RESULTS/one-gpu.log" 2>&1
+timeout 120 python3 -m peerwatch.app.cli bench --fabric nvml --gpus 0 >"$RESULTS/one-gpu.log" 2>&1
 echo "exit $?" >>"$RESULTS/one-gpu.log"
 timeout 200 python3 bench/gpu_pcie.py >"$RESULTS/pcie.log" 2>&1
 echo "exit $?" >>"$RESULTS/pcie.log"

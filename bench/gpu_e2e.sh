@@ -14,11 +14,11 @@ DB=/tmp/pw-e2e/peerwatch.db; rm -rf /tmp/pw-e2e; mkdir -p /tmp/pw-e2e
 export PEERWATCH_DATABASE_URL="sqlite:///$DB" PEERWATCH_PROBE_TOKENS=e2e-token
 export PEERWATCH_ADMIN_TOKEN=e2e-admin
 API=http://127.0.0.1:8000
-pw() { python3 -m app.cli "$@"; }
+pw() { python3 -m peerwatch.app.cli "$@"; }
 get() { python3 -c "import sys,urllib.request as u; sys.stdout.write(u.urlopen(sys.argv[1], timeout=30).read().decode())" "$1"; }
 FABRIC=${FABRIC:-auto}   # FABRIC=simulated:h200x2 tries this script without GPUs
 
-python3 -m app.cli serve --no-local-probe --port 8000 --log-level warning >"$OUT/serve.log" 2>&1 &
+python3 -m peerwatch.app.cli serve --no-local-probe --port 8000 --log-level warning >"$OUT/serve.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 60); do get "$API/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
 probe() { pw probe --server "$API" --token e2e-token --fabric "$FABRIC" --spool-dir /tmp/pw-e2e/spool "$@"; }
@@ -43,7 +43,7 @@ get "$API/metrics" >"$OUT/metrics.txt"
 kill $SERVE; wait $SERVE 2>/dev/null
 python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))" "$DB" "$RESULTS/h200x2.db"
 # `serve` on a GPU host also probes the host itself.
-rm -f "$DB"*; PEERWATCH_PROBE_SWEEP_JITTER_S=5 python3 -m app.cli serve --port 8000 --log-level warning >"$OUT/serve-local.log" 2>&1 &
+rm -f "$DB"*; PEERWATCH_PROBE_SWEEP_JITTER_S=5 python3 -m peerwatch.app.cli serve --port 8000 --log-level warning >"$OUT/serve-local.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 90); do  # two ce_write pairs, or (one GPU) its per-GPU tests
   n=$(get "$API/api/v1/hosts/$H/matrix?test=ce_write" 2>/dev/null | grep -o '"value":[0-9.e+]*' | wc -l)

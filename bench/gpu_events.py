@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from probes.errors import FabricUnavailable  # noqa: E402
-from probes.nvidia.kernel_log import KernelLog  # noqa: E402
-from probes.nvidia.nvml import Nvml  # noqa: E402
-from probes.nvidia.nvml_events import NvmlEvents  # noqa: E402
+from peerwatch.probes.errors import FabricUnavailable  # noqa: E402
+from peerwatch.probes.nvidia.kernel_log import KernelLog  # noqa: E402
+from peerwatch.probes.nvidia.nvml import Nvml  # noqa: E402
+from peerwatch.probes.nvidia.nvml_events import NvmlEvents  # noqa: E402
 
 
 def nvml_check() -> dict:

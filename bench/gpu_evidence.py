@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from probes.clocks import decode, throttle_kinds  # noqa: E402
-from probes.errors import FabricUnavailable  # noqa: E402
-from probes.nvidia.rdma import RdmaReader, acs_names  # noqa: E402
-from probes.nvidia.sysfs import Sysfs  # noqa: E402
+from peerwatch.probes.clocks import decode, throttle_kinds  # noqa: E402
+from peerwatch.probes.errors import FabricUnavailable  # noqa: E402
+from peerwatch.probes.nvidia.rdma import RdmaReader, acs_names  # noqa: E402
+from peerwatch.probes.nvidia.sysfs import Sysfs  # noqa: E402
 
 
 def clocks_lines(nvml: Any, gpu: int, pause_s: float = 1.0) -> list[str]:
@@ -76,7 +76,7 @@ def rdma_lines(nvml: Any, sysfs: Sysfs, gpu: int) -> list[str]:
                  f"{sysfs.peermem_loaded()!r}, registered with ib_core "
                  f"{reader.peermem_registered()!r}; dma-buf {reader.dmabuf()!r}")
     try:
-        from app.analysis.rdma import judge_rdma
+        from peerwatch.app.analysis.rdma import judge_rdma
     except ImportError as exc:  # the server's modules are not installed here
         lines.append(f"  verdict: not judged ({exc})")
         return lines
@@ -87,7 +87,7 @@ def rdma_lines(nvml: Any, sysfs: Sysfs, gpu: int) -> list[str]:
 
 
 def main(nvml: Any = None, sysfs: Sysfs | None = None, pause_s: float = 1.0) -> int:
-    from probes.nvidia.nvml import Nvml
+    from peerwatch.probes.nvidia.nvml import Nvml
 
     sysfs = sysfs or Sysfs()
     try:

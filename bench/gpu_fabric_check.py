@@ -28,8 +28,8 @@ if str(ROOT) not in sys.path:
 
 def read_fabric(nvml: Any = None, runtime: Any = None) -> dict[str, Any]:
     """The child's work: the probe's readings as JSON-able values."""
-    from probes.nvidia.host_runtime import HostRuntime
-    from probes.nvidia.nvml import Nvml
+    from peerwatch.probes.nvidia.host_runtime import HostRuntime
+    from peerwatch.probes.nvidia.nvml import Nvml
 
     nvml = nvml or Nvml()
     runtime = runtime or HostRuntime()
@@ -59,8 +59,8 @@ def describe(data: dict[str, Any]) -> list[str]:
 
 def verdict(data: dict[str, Any]) -> list[str]:
     try:
-        from app.analysis.fabric_state import judge_host_fabric
-        from probes.report import FabricManagerInfo, GpuInfo, NvLinkPort
+        from peerwatch.app.analysis.fabric_state import judge_host_fabric
+        from peerwatch.probes.report import FabricManagerInfo, GpuInfo, NvLinkPort
     except ImportError as exc:
         return [f"verdict: not computed here ({exc}); install the server's requirements"]
     gpus = {int(g): GpuInfo.model_validate(v) for g, v in data["gpus"].items()}
@@ -73,7 +73,7 @@ def verdict(data: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     if sys.argv[1:] == ["--child"]:
-        from probes.errors import FabricUnavailable
+        from peerwatch.probes.errors import FabricUnavailable
         try:
             print(json.dumps(read_fabric()))
         except FabricUnavailable as exc:  # no GPU here: a skip, as every GPU bench says

@@ -63,8 +63,8 @@ class Row:
 
 def probe_figure(fabric: Any, gpu: int, test: str) -> tuple[float, float, bool]:
     """(GB/s, GPU ms, verified): the median of REPEATS runs after one warm-up run."""
-    from probes.budgets import DEFAULT_BUDGETS
-    from probes.report import TestName
+    from peerwatch.probes.budgets import DEFAULT_BUDGETS
+    from peerwatch.probes.report import TestName
 
     name = TestName(test)
     spec = DEFAULT_BUDGETS[name].spec(name, gpu)
@@ -108,7 +108,7 @@ def reference(cp: Any, device: int, test: str, cpus: frozenset[int]) -> float:
 def cpu_pin(cpus: frozenset[int]) -> Any:
     """The probe's own NUMA placement (probes/nvidia/gpu_copies.py), or none without it."""
     try:
-        from probes.nvidia.gpu_copies import on_cpus
+        from peerwatch.probes.nvidia.gpu_copies import on_cpus
     except ImportError:
         return contextlib.nullcontext()
     return on_cpus(cpus)
@@ -188,7 +188,7 @@ def main() -> int:
     try:
         try:
             from bench._gpu import real_fabric_or_skip
-            from probes.nvidia.real import RealFabric  # noqa: F401 - needs pydantic, NVML
+            from peerwatch.probes.nvidia.real import RealFabric  # noqa: F401 - needs pydantic, NVML
         except ImportError as exc:
             print(f"the probe cannot be imported here ({exc}): carry its wheels "
                   "(WHL=dir, see bench/_gpu_env.sh); measuring the reference alone")

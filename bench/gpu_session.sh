@@ -20,7 +20,7 @@ timeout 120 python3 -m bench.probe_accuracy >"$OUT/accuracy.log" 2>&1
 echo "accuracy exit $?" >>"$OUT/accuracy.log"
 timeout 120 python3 -m bench.probe_contention >"$OUT/contention.log" 2>&1
 echo "contention exit $?" >>"$OUT/contention.log"
-timeout 120 python3 -m app.cli bench --fabric nvml >"$OUT/cli.log" 2>&1
+timeout 120 python3 -m peerwatch.app.cli bench --fabric nvml >"$OUT/cli.log" 2>&1
 echo "cli exit $?" >>"$OUT/cli.log"
 echo "== machine";    cat "$OUT/machine.log"
 echo "== pytest";     tail -n 25 "$OUT/pytest.log"

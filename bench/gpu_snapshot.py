@@ -4,7 +4,8 @@
 
 Each way of reading runs in its own child process, five times, and the median is printed;
 an NVML call that kills its process shows up as a line, never as a crash of this script.
-  cli      `python -m app.cli snapshot --json --fabric nvml`, the whole command as a prolog
+  cli      `python -m peerwatch.app.cli snapshot --json --fabric nvml`, the whole command as a
+           prolog
            runs it: interpreter start, imports, NVML start, the reading (wall time), and
            the reading alone as the snapshot's own `took_s`
   quick    take_snapshot on a quick fabric, GPUs read in parallel (what the CLI does)
@@ -36,10 +37,10 @@ BUDGET_S = 1.0
 
 def _child(mode: str) -> dict[str, Any]:
     """One way of reading, RUNS times in this process: {"times": [...], "gpus": n, ...}."""
-    from probes.inventory import collect_counters, collect_inventory
-    from probes.nvidia.real import RealFabric
-    from probes.report import ProbeError
-    from probes.snapshot_read import take_snapshot
+    from peerwatch.probes.inventory import collect_counters, collect_inventory
+    from peerwatch.probes.nvidia.real import RealFabric
+    from peerwatch.probes.report import ProbeError
+    from peerwatch.probes.snapshot_read import take_snapshot
 
     if mode == "probe":
         fabric = RealFabric()
@@ -82,7 +83,7 @@ def measure(mode: str) -> dict[str, Any]:
 
 def measure_cli() -> dict[str, Any]:
     walls, took = [], []
-    argv = [sys.executable, "-m", "app.cli", "snapshot", "--json", "--fabric", "nvml"]
+    argv = [sys.executable, "-m", "peerwatch.app.cli", "snapshot", "--json", "--fabric", "nvml"]
     for _ in range(RUNS):
         start = time.perf_counter()
         done, why = _run_child(argv)
@@ -98,8 +99,8 @@ def measure_cli() -> dict[str, Any]:
 def gpu_here() -> str | None:
     """None when NVML sees a GPU here, else why not."""
     try:
-        from probes.errors import FabricUnavailable
-        from probes.nvidia.nvml import Nvml
+        from peerwatch.probes.errors import FabricUnavailable
+        from peerwatch.probes.nvidia.nvml import Nvml
     except ImportError as exc:
         return f"the probe cannot load here ({exc}); carry its wheels (WHL=.whl)"
     try:
@@ -120,7 +121,7 @@ def table(rows: dict[str, dict[str, Any]]) -> list[str]:
         t = row["times"]
         med = statistics.median(t)
         ratio = f"{med / ref:.2f}" if ref else "-"
-        note = f"wall {statistics.median(row['walls']):.3f} s with start-up" if "walls" in row \
+        note = f"wall {statistics.median(row['walls']):.3f} s with start-up" if "walls" in row\
             else f"first {row['first_s']:.3f} s (CuPy start)" if "first_s" in row else ""
         out.append(f"{name:<8} {med:>8.3f}s {min(t):>8.3f}s {max(t):>8.3f}s "
                    f"{row['gpus']:>5} {row['ports']:>6} {ratio:>14}  {note}")

@@ -43,13 +43,6 @@ from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.main import create_app
-from app.models import Host, Measurement, ReportRow
-from app.services import ingest as ingest_service
-from app.services.bulk import insert_rows
-from app.services.retention import run_maintenance
 from bench._floor import Floor
 from bench._ingest_stages import Profile, combined, profile
 from bench._raw_ceiling import RawInserter
@@ -57,10 +50,18 @@ from bench._refusals import refusal_latency
 from bench._size import sized
 from bench._timing import median_ms
 from bench._vs_floor import compare, print_comparison
-from probes.agent.sender import WIRE_HEADER
-from probes.report import Report, ReportKind, utcnow, wire_fingerprint
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.ingest import rows as ingest_service
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.bulk import insert_rows
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.app.store.retention import run_maintenance
+from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.agent.sender import WIRE_HEADER
+from peerwatch.probes.report import Report, ReportKind, utcnow, wire_fingerprint
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 SWEEP_INTERVAL = timedelta(minutes=10)

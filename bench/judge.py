@@ -19,20 +19,20 @@ import time
 import uuid
 from datetime import timedelta
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker, upgrade_to_head
-from app.judging.judge import judge_host_now
-from app.models import Host
-from app.queries.health import host_health
-from app.services.ingest import ingest
 from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
-from probes.report import ReportKind, utcnow
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.judge import judge_host_now
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import ReportKind, utcnow
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 HOST = "bench-judge-hgx8"
 STEPS = sized(360, 24)  # 3 h of 30 s steps (12 min at smoke size)

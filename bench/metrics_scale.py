@@ -26,20 +26,22 @@ from fastapi.testclient import TestClient
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.main import create_app
-from app.models import Alert, Gpu, Host, JudgedGpu, JudgedHost
 from bench._cli import parser
 from bench._size import sized
 from bench._timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
-from probes.agent.agent_state import AgentState
-from probes.agent.metrics_server import AgentExposition, MetricsServer
-from probes.agent.spool import Spool
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost
+from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.agent.metrics_server import AgentExposition, MetricsServer
+from peerwatch.probes.agent.spool import Spool
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 GPUS = 8
 ALERTS = 50

@@ -22,16 +22,16 @@ from typing import Any
 
 from sqlalchemy import event, text
 
-from app import heap
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.main import create_app
-from app.services import ingest
 from bench._cli import parser as cli_parser
 from bench._floor import Floor
 from bench._vs_floor import compare, print_comparison, project_handler
 from bench.ingest import bodies, full_report, inventory_report, postgres_url
 from bench.sweep_profile import kept_database, prepared_app
+from peerwatch.app.ingest import rows as ingest
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime import heap
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
 
 
 def schedstat_ns(pid: int) -> Callable[[], int]:

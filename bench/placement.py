@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.analysis.placement import FabricView, GpuState, LinkKind, place
 from bench._size import sized, status_for_budget
+from peerwatch.app.analysis.placement import FabricView, GpuState, LinkKind, place
 
 BUDGET_S = 0.100
 RUNS = sized(5, 1)
@@ -61,14 +61,14 @@ def endpoint_cpu_s() -> float:
     """CPU time of one `GET /api/v1/scheduler/placement` on SQLite (hgx8, GPU5 cut)."""
     from fastapi.testclient import TestClient
 
-    from app.alerting.judge_queue import judge_queue_for
-    from app.config import Settings
-    from app.db import make_engine, upgrade_to_head
-    from app.main import create_app
-    from probes.report import TestName
-    from probes.sim.faults import LinksDown
-    from probes.sim.simulated import SimulatedFabric
-    from probes.sweep import SweepOptions, build_report
+    from peerwatch.app.judging.queue import judge_queue_for
+    from peerwatch.app.main import create_app
+    from peerwatch.app.runtime.config import Settings
+    from peerwatch.app.store.db import make_engine, upgrade_to_head
+    from peerwatch.probes.report import TestName
+    from peerwatch.probes.sim.faults import LinksDown
+    from peerwatch.probes.sim.simulated import SimulatedFabric
+    from peerwatch.probes.sweep import SweepOptions, build_report
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'bench.db'}",

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench._gpu import real_fabric_or_skip
-from probes.budgets import DEFAULT_BUDGETS, Budget
-from probes.errors import PeerwatchProbeError
-from probes.fabric import Measurement, TestSpec
-from probes.report import PAIR_TESTS, TestName
+from peerwatch.probes.budgets import DEFAULT_BUDGETS, Budget
+from peerwatch.probes.errors import PeerwatchProbeError
+from peerwatch.probes.fabric import Measurement, TestSpec
+from peerwatch.probes.report import PAIR_TESTS, TestName
 
 MEASURED = Path(__file__).resolve().parents[1] / "tests/fixtures/h200x2/measured.json"
 MiB = 1 << 20
@@ -141,13 +141,13 @@ def report(rows: list[tuple], budgets: Mapping[TestName, Budget], measured: dict
 
 def whole_sweep(fabric) -> str:
     """The same tests through the sweep engine: counters read around each test, inventory."""
-    from probes.sweep import SweepOptions, run_sweep
+    from peerwatch.probes.sweep import SweepOptions, run_sweep
 
     outcome = run_sweep(fabric, SweepOptions(force=True))
     cost = outcome.cost
     contended = sum(r.contended for r in outcome.results)
     failed = [f"{r.test}:{r.error}" for r in outcome.results if r.error]
-    return (f"through probes.sweep: {len(outcome.results)} results, GPU time "
+    return (f"through peerwatch.probes.sweep: {len(outcome.results)} results, GPU time "
             f"{cost.gpu_time_s * 1e3:.1f} ms, wall time {cost.wall_time_s:.2f} s (counters and "
             f"inventory included), peak {cost.device_memory_bytes_max / MiB:.0f} MiB, "
             f"{contended} contended, failed: {failed or 'none'}")

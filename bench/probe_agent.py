@@ -22,18 +22,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker, upgrade_to_head
-from app.demo.backfill import Backfill, BackfillPlan
-from app.demo.fleet import plan_fleet
-from app.demo.scenario import default_scenario
 from bench._size import sized
 from bench._timing import median_ms
-from probes.agent.spool import Spool
-from probes.config import ProbeSettings
-from probes.passes import report_builder
-from probes.report import ReportKind, utcnow
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.app.demo.backfill import Backfill, BackfillPlan
+from peerwatch.app.demo.fleet import plan_fleet
+from peerwatch.app.demo.scenario import default_scenario
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.probes.agent.spool import Spool
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.passes import report_builder
+from peerwatch.probes.report import ReportKind, utcnow
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 PRESETS = ("h200x2", "hgx8", "mesh4", "pcie4")
 INVENTORY_S, SWEEP_S = 30.0, 600.0

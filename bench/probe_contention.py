@@ -16,8 +16,8 @@ import time
 from dataclasses import replace
 
 from bench._gpu import real_fabric_or_skip
-from probes.fabric import TestSpec
-from probes.report import TestName
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import TestName
 
 MiB = 1 << 20
 LOAD = TestSpec(TestName.CE_WRITE, bytes_per_copy=256 * MiB, copies=32, samples=1, warmup=0)
@@ -25,7 +25,7 @@ LOAD = TestSpec(TestName.CE_WRITE, bytes_per_copy=256 * MiB, copies=32, samples=
 
 def load(src: int, dst: int, seconds: float) -> int:
     """Copy src -> dst back to back until `seconds` pass; print 'ready' once copying."""
-    from probes.nvidia.real import RealFabric
+    from peerwatch.probes.nvidia.real import RealFabric
 
     fabric = RealFabric()
     deadline = time.monotonic() + seconds
@@ -63,7 +63,7 @@ def probe(fabric, label: str) -> bool:
     process makes both GPUs busy, which the sweep would otherwise skip. True when a result
     was labelled contended."""
     try:
-        from probes.sweep import SweepOptions, run_sweep
+        from peerwatch.probes.sweep import SweepOptions, run_sweep
     except ImportError:
         return _manual(fabric, label)
     options = SweepOptions(tests=(TestName.CE_WRITE, TestName.SM_READ), gpus=(0, 1), force=True)
@@ -86,7 +86,7 @@ def _manual(fabric, label: str) -> bool:
     foreign = max(0, after - before - m.wire_bytes[0])
     contended = foreign > max(1 << 20, 0.05 * m.wire_bytes[0])
     print(f"{label:10} ce_write 0->1 {m.value / 1e9:7.1f} GB/s contended={contended} "
-          f"foreign={foreign / MiB:9.1f} MiB (manual: no probes.sweep here)")
+          f"foreign={foreign / MiB:9.1f} MiB (manual: no peerwatch.probes.sweep here)")
     return contended
 
 

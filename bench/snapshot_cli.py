@@ -1,6 +1,6 @@
 """What a Slurm prolog pays for `peerwatch snapshot`: the whole command, in a fresh process.
 
-Runs `python -m app.cli snapshot --fabric simulated:hgx8 --json` five times and prints the
+Runs `python -m peerwatch.app.cli snapshot --fabric simulated:hgx8 --json` five times and prints the
 median wall time and the snapshot's own reading time (`took_s`), against the reference: the
 same command when the CLI first builds every command's parser, as it did before it imported
 only the command being run (FastAPI, SQLAlchemy and the server's modules loaded for nothing).
@@ -21,7 +21,7 @@ from bench._size import sized
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = sized(5, 1)
 ARGS = ["snapshot", "--fabric", "simulated:hgx8", "--json"]
-EVERY_COMMAND = ("import sys; from app.cli import build_parser, main; build_parser(); "
+EVERY_COMMAND = ("import sys; from peerwatch.app.cli import build_parser, main; build_parser(); "
                  f"sys.exit(main({ARGS!r}))")
 
 
@@ -34,7 +34,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
 
 
 def main() -> int:
-    ways = {"only the snapshot command": [sys.executable, "-m", "app.cli", *ARGS],
+    ways = {"only the snapshot command": [sys.executable, "-m", "peerwatch.app.cli", *ARGS],
             "every command (reference)": [sys.executable, "-c", EVERY_COMMAND]}
     walls: dict[str, list[float]] = {name: [] for name in ways}
     reads: list[float] = []

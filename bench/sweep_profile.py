@@ -31,13 +31,6 @@ import orjson
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from app import posted_report as route
-from app.alerting import engine as alert_engine
-from app.alerting.service import service_for
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.judging import judge, load, store, write
-from app.main import create_app
 from bench._cli import parser
 from bench._floor import Floor
 from bench._ingest_stages import serve_once
@@ -51,7 +44,14 @@ from bench.ingest import (
     preload_history,
     sqlite_url,
 )
-from probes.report import Report
+from peerwatch.app.alerting import engine as alert_engine
+from peerwatch.app.alerting.service import service_for
+from peerwatch.app.ingest import posted as route
+from peerwatch.app.judging import judge, load, store, write
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.probes.report import Report
 
 SWEEPS = sized(12, 2)
 # (module, function) -> stage; inclusive thread CPU of each call

@@ -338,7 +338,7 @@ export function mount(root, route) {
   /**
    * Every refresh asks for what changes with each report (the host, its health, topology,
    * matrix, series, active alerts; unchanged answers come back as bodiless 304s, see
-   * app/conditional_get.py); what changes slowly (resolved alerts, maintenance windows, job
+   * app/api/conditional_get.py); what changes slowly (resolved alerts, maintenance windows, job
    * snapshots) only every SLOW_EVERY-th refresh.
    */
   async function loadAll({ first = false } = {}) {

@@ -1,7 +1,7 @@
 """Alembic environment: runs peerwatch's migrations on SQLite or PostgreSQL.
 
-The URL comes from `app.config.Settings` (PEERWATCH_DATABASE_URL), or, when the migrations
-run programmatically (`app.db.upgrade_to_head`), from the engine or connection the caller put
+The URL comes from `app.runtime.config.Settings` (PEERWATCH_DATABASE_URL), or, when the migrations
+run programmatically (`app.store.db.upgrade_to_head`), from the engine or connection the caller put
 in `config.attributes`. `render_as_batch` lets later migrations alter SQLite tables (which
 cannot ALTER most things) by copy-and-move.
 """
@@ -14,16 +14,17 @@ from typing import Any
 from alembic import context
 from sqlalchemy import Connection
 
-from app.config import Settings
-from app.db import make_engine, normalize_url
-from app.models import Base, UtcDateTime
-from app.services.partitions import include_name
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.base import UtcDateTime
+from peerwatch.app.store.tables import metadata
+from peerwatch.app.store.db import make_engine, normalize_url
+from peerwatch.app.store.partitions import include_name
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging"):
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:

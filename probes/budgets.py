@@ -33,8 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from probes.fabric import TestSpec
-from probes.report import TestName
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import TestName
 
 MiB = 1 << 20
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from probes.report import GPU_TESTS, PAIR_TESTS, TestName, valid_hostname
+from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, TestName, valid_hostname
 
 ENV_PREFIX = "PEERWATCH_PROBE_"
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from probes.fabric import TestSpec
-from probes.report import GPU_TESTS, LinkCounters, NvLinkPort, TestName
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import GPU_TESTS, LinkCounters, NvLinkPort, TestName
 
 # (gpu, "tx" | "rx", peer): one direction of one GPU's ports that a test's data used.
 Direction = tuple[int, str, int | None]

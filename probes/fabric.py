@@ -18,7 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from probes.report import (
+from peerwatch.probes.report import (
     GpuActivity,
     GpuInfo,
     HostIdentity,

@@ -18,9 +18,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from probes.errors import BadProbeRequest, FabricUnavailable
-from probes.fabric import Fabric
-from probes.sim.presets import PRESET_NAMES
+from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable
+from peerwatch.probes.fabric import Fabric
+from peerwatch.probes.sim.presets import PRESET_NAMES
 
 FALLBACK_PRESET = "h200x2"
 SIMULATED = "simulated:"
@@ -36,7 +36,7 @@ def open_real(quick: bool = False) -> Fabric:
     """The NVML + CuPy backend (NVML only when `quick`); FabricUnavailable when this machine
     cannot run it."""
     try:
-        from probes.nvidia.real import RealFabric
+        from peerwatch.probes.nvidia.real import RealFabric
 
         fabric: Fabric = RealFabric(quick=quick)
     except ImportError as exc:  # probes.nvidia.real itself, or pynvml inside it
@@ -70,7 +70,7 @@ def open_fabric(
 ) -> Fabric:
     """The fabric `spec` names; BadProbeRequest for a name that is none of `fabric_choices()`."""
     if spec.startswith(SIMULATED):
-        from probes.sim.simulated import SimulatedFabric
+        from peerwatch.probes.sim.simulated import SimulatedFabric
 
         return SimulatedFabric(spec.removeprefix(SIMULATED), seed=seed, hostname=hostname,
                                clock=clock)

@@ -14,10 +14,10 @@ from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
-from probes.clocks import GpuClocks
-from probes.errors import NotSupported, PeerwatchProbeError
-from probes.fabric import Fabric
-from probes.report import (
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.errors import NotSupported, PeerwatchProbeError
+from peerwatch.probes.fabric import Fabric
+from peerwatch.probes.report import (
     CounterSample,
     GpuActivity,
     GpuInfo,

@@ -21,9 +21,14 @@ from typing import Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from probes.agent.agent_state import AgentState, AgentView, newest_counters, newest_pcie_replays
-from probes.metrics_clocks import clock_families
-from probes.report import P2PCap, P2PStatus, PairInfo, Report, TestName
+from peerwatch.probes.agent.agent_state import (
+    AgentState,
+    AgentView,
+    newest_counters,
+    newest_pcie_replays,
+)
+from peerwatch.probes.metrics_clocks import clock_families
+from peerwatch.probes.report import P2PCap, P2PStatus, PairInfo, Report, TestName
 
 # Lifetime NVLink counters: LinkCounters field -> metric name stem (without `_total`).
 LINK_COUNTERS: dict[str, str] = {

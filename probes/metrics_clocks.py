@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from probes.clocks import REASON_BITS, GpuClocks
-from probes.report import Report
+from peerwatch.probes.clocks import REASON_BITS, GpuClocks
+from peerwatch.probes.report import Report
 
 GPU = ["host", "gpu"]
 # (GpuClocks field, metric stem, help, scale to base units)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from probes.agent.events import EventCollector, with_events
-from probes.agent.job_mapping import with_jobs
-from probes.config import ProbeSettings
-from probes.fabric import Fabric
-from probes.report import Report, ReportKind, utcnow
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.agent.events import EventCollector, with_events
+from peerwatch.probes.agent.job_mapping import with_jobs
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.fabric import Fabric
+from peerwatch.probes.report import Report, ReportKind, utcnow
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 
 def sweep_options(settings: ProbeSettings, watchdog: bool = True) -> SweepOptions:

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
-from probes.clocks import GpuClocks
+from peerwatch.probes.clocks import GpuClocks
 
 # 2: per-GPU tests (h2d, d2h, local), a result naming one GPU as `src` with `dst` None.
 # 3: `events`, the Xid/SXid events the agent saw since its previous report (FabricEvent).
@@ -103,7 +103,7 @@ class _CleanText:
     """`clean_text` for text built in Python (a probe's own models, a dict from any JSON
     parser). Text validated from JSON bytes skips it: pydantic's parser refuses a lone
     surrogate itself, and a `\\u0000` is refused before validation by whoever reads JSON
-    from outside (the server: `app/json_body.py`, `app/wire_body.py`). Measured: the call
+    from outside (the server: `app/api/json_body.py`, `app/api/wire_body.py`). Measured: the call
     per string was ~1 ms of an inventory report's ~4 ms validation (1,158 strings, most of
     them NVLink capability names). The JSON Schema is the plain string's, as before."""
 
@@ -622,7 +622,7 @@ def wire_fingerprint() -> str:
     pydantic that writes the bytes. A probe sends it with each report (`X-Peerwatch-Wire`);
     a server with the same one knows the body is what it would write for the parsed report
     itself, so it can know the report by its bytes' digest without serializing it again
-    (`app/posted_report.py`). What the schema does not show (an `exclude_if`) counts only
+    (`app/ingest/posted.py`). What the schema does not show (an `exclude_if`) counts only
     beside a change it does show. Computed once per process: the schema takes milliseconds."""
     schema = json.dumps(Report.model_json_schema(mode="serialization"))
     seed = f"pydantic {pydantic.VERSION} core {pydantic_core.__version__}\n{schema}"

@@ -22,7 +22,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from probes.report import (
+from peerwatch.probes.report import (
     MAX_ERRORS,
     CounterSample,
     HostIdentity,

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
-from probes.report import GpuInfo, LinkCounters, LinkState, NvLinkPort, SwitchFabricInfo
-from probes.snapshot import Snapshot
+from peerwatch.probes.report import GpuInfo, LinkCounters, LinkState, NvLinkPort, SwitchFabricInfo
+from peerwatch.probes.snapshot import Snapshot
 
 # NVLink error counters: uncorrected (a failing link retrains or replays) and corrected.
 UNCORRECTED = ("replay", "recovery", "crc_flit")

@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
-from probes.fabric import Fabric
-from probes.inventory import gpu_indices, read_host, read_item
-from probes.report import (
+from peerwatch.probes.fabric import Fabric
+from peerwatch.probes.inventory import gpu_indices, read_host, read_item
+from peerwatch.probes.report import (
     CounterSample,
     GpuInfo,
     Inventory,
@@ -31,7 +31,7 @@ from probes.report import (
     ProbeError,
     utcnow,
 )
-from probes.snapshot import Phase, Snapshot
+from peerwatch.probes.snapshot import Phase, Snapshot
 
 
 @dataclass

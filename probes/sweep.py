@@ -28,13 +28,18 @@ from functools import partial
 
 from pydantic import ValidationError
 
-from probes.agent.watchdog import Watchdog
-from probes.budgets import DEFAULT_BUDGETS, Budget
-from probes.contention import ContentionRule, foreign_bytes, probe_bytes
-from probes.errors import BadProbeRequest, NotSupported, PeerwatchProbeError, TransferTimeout
-from probes.fabric import Fabric, TestSpec
-from probes.inventory import collect_counters, collect_inventory, read_host, read_item
-from probes.report import (
+from peerwatch.probes.agent.watchdog import Watchdog
+from peerwatch.probes.budgets import DEFAULT_BUDGETS, Budget
+from peerwatch.probes.contention import ContentionRule, foreign_bytes, probe_bytes
+from peerwatch.probes.errors import (
+    BadProbeRequest,
+    NotSupported,
+    PeerwatchProbeError,
+    TransferTimeout,
+)
+from peerwatch.probes.fabric import Fabric, TestSpec
+from peerwatch.probes.inventory import collect_counters, collect_inventory, read_host, read_item
+from peerwatch.probes.report import (
     GPU_TESTS,
     GpuActivity,
     Inventory,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from probes.report import LinkState, NvLinkPort, PathLevel, RemoteType
+from peerwatch.probes.report import LinkState, NvLinkPort, PathLevel, RemoteType
 
 # nvmlNvlinkVersion_t: the enum NVML returns, not the version number (6 means NVLink 4.0).
 NVLINK_VERSIONS: dict[int, str] = {

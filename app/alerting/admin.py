@@ -9,9 +9,9 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from app.alerting.schemas import AckRequest, SilenceRequest
-from app.models import Alert, AlertEvent, Silence
-from app.queries.common import NotFound
+from peerwatch.app.queries.common import NotFound
+from peerwatch.app.schemas.alerts import AckRequest, SilenceRequest
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent, Silence
 
 
 class AlertNotActive(Exception):

@@ -16,15 +16,16 @@ from functools import cached_property
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.alerting.settings import AlertingSettings
-from app.analysis.fabric_health import LinkJudgement
-from app.analysis.health import Thresholds
-from app.analysis.xid_judge import EventFinding, judge_events
-from app.config import Settings
-from app.judging.events import load_event_facts
-from app.models import Host, Measurement, NvLink, ReportRow
-from app.queries.fabric import HostFabric
-from app.queries.health import HostHealth
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.analysis.fabric_health import LinkJudgement
+from peerwatch.app.analysis.health import Thresholds
+from peerwatch.app.analysis.xid_judge import EventFinding, judge_events
+from peerwatch.app.judging.events import load_event_facts
+from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.app.store.tables.inventory import Host, NvLink
 
 
 @dataclass(frozen=True)

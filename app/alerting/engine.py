@@ -18,14 +18,14 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.context import HostContext, load_context
-from app.alerting.rule import Finding, Rule
-from app.alerting.settings import AlertingSettings
-from app.analysis.fingerprint import fingerprint
-from app.config import Settings
-from app.judging.transaction import judging
-from app.judging.unchanged import ACTIVE_STATES
-from app.models import Alert, AlertEvent
+from peerwatch.app.alerting.context import HostContext, load_context
+from peerwatch.app.alerting.rule import Finding, Rule
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.analysis.fingerprint import fingerprint
+from peerwatch.app.judging.transaction import judging
+from peerwatch.app.judging.unchanged import ACTIVE_STATES
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent
 
 ACTIVE = ACTIVE_STATES
 

@@ -7,12 +7,12 @@ out, so that one fault pages once, from the object at fault. Their PromQL twins 
 
 from __future__ import annotations
 
-from app.alerting.context import HostContext
-from app.alerting.rules_events import event_explained
-from app.analysis.fleet_peers import pcie_downtrained
-from app.analysis.pattern_wait import held
-from app.analysis.verdict import Verdict
-from probes.report import LinkState
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.rules_events import event_explained
+from peerwatch.app.analysis.fleet_peers import pcie_downtrained
+from peerwatch.app.analysis.pattern_wait import held
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import LinkState
 
 
 def explained_gpus(ctx: HostContext) -> dict[int, str]:

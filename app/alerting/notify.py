@@ -20,11 +20,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.alertmanager import AlertmanagerClient, AlertmanagerUnavailable, OutgoingAlert
-from app.alerting.settings import AlertingSettings
-from app.alerting.silences import active_silences, silenced_by
-from app.models import Alert
-from app.queries.page_holds import page_holds
+from peerwatch.app.alerting.alertmanager import (
+    AlertmanagerClient,
+    AlertmanagerUnavailable,
+    OutgoingAlert,
+)
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.alerting.silences import active_silences, silenced_by
+from peerwatch.app.queries.page_holds import page_holds
+from peerwatch.app.store.tables.alerts import Alert
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.alerting.context import HostContext
+    from peerwatch.app.alerting.context import HostContext
 
 
 @dataclass(frozen=True)

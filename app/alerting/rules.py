@@ -1,38 +1,38 @@
 """The server's alert rules. Each reads the server's own judgement of one host (`ctx.health`,
 from `app.queries.host_health`) and never re-derives it; the PromQL twins of these rules are
 in deploy/prometheus/peerwatch-rules.yml. Thresholds are settings (docs/alerts.md):
-ratios, sustain time and error rates from `app.config.Settings`, the rest from
+ratios, sustain time and error rates from `app.runtime.config.Settings`, the rest from
 `AlertingSettings`; `for` durations from PEERWATCH_ALERT_FOR_S.
 """
 
 from __future__ import annotations
 
-from app.alerting.context import HostContext
-from app.alerting.explains import (
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.explains import (
     explained_gpus,
     host_below,
     pcie_short_gpus,
     throttled_gpus,
 )
-from app.alerting.rule import Finding, Rule, dashboard_path
-from app.alerting.rules_events import (
+from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.alerting.rules_events import (
     EVENT_RULES,
     event_explained,
     event_faulted_links,
     link_events,
 )
-from app.alerting.rules_fabric import FABRIC_RULES, per_gpu
-from app.alerting.rules_gpu import GPU_RULES
-from app.alerting.rules_pair_faults import PAIR_FAULT_RULES
-from app.alerting.rules_slow_pairs import p2p_bandwidth_degraded, p2p_below_fleet_peers
-from app.analysis.clock import describe_skew, skew_way
-from app.analysis.fabric_expect import design_links_for
-from app.analysis.fabric_health import PEER_SLOW
-from app.analysis.health import TestJudgement, p2p_problem
-from app.analysis.text import fmt_duration
-from app.analysis.verdict import Verdict
-from app.judging.judge import last_heard_at
-from probes.report import GPU_TESTS, PCIE_TESTS, LinkState
+from peerwatch.app.alerting.rules_fabric import FABRIC_RULES, per_gpu
+from peerwatch.app.alerting.rules_gpu import GPU_RULES
+from peerwatch.app.alerting.rules_pair_faults import PAIR_FAULT_RULES
+from peerwatch.app.alerting.rules_slow_pairs import p2p_bandwidth_degraded, p2p_below_fleet_peers
+from peerwatch.app.analysis.clock import describe_skew, skew_way
+from peerwatch.app.analysis.fabric_expect import design_links_for
+from peerwatch.app.analysis.fabric_health import PEER_SLOW
+from peerwatch.app.analysis.health import TestJudgement, p2p_problem
+from peerwatch.app.analysis.text import fmt_duration
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.judging.judge import last_heard_at
+from peerwatch.probes.report import GPU_TESTS, PCIE_TESTS, LinkState
 
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:

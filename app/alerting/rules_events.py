@@ -25,11 +25,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select
 
-from app.alerting.context import HostContext
-from app.alerting.rule import Finding, Rule, dashboard_path
-from app.analysis.verdict import Verdict
-from app.analysis.xid_judge import EventFinding
-from app.models import Alert
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.analysis.xid_judge import EventFinding
+from peerwatch.app.store.tables.alerts import Alert
 
 
 def _labels(ctx: HostContext, f: EventFinding) -> dict[str, str]:

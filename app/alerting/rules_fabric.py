@@ -18,8 +18,8 @@ PromQL twins read the kinds of contradiction stored with each verdict, which the
 
 from __future__ import annotations
 
-from app.alerting.context import HostContext
-from app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 
 REGISTRATION = ("registration", "status", "health")
 

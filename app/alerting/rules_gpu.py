@@ -11,9 +11,9 @@ them (`peerwatch_gpu_throttle{kind}`).
 
 from __future__ import annotations
 
-from app.alerting.context import HostContext
-from app.alerting.rule import Finding, Rule, dashboard_path
-from probes.clocks import KIND_WORDS
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.probes.clocks import KIND_WORDS
 
 
 def gpu_throttled(ctx: HostContext) -> list[Finding]:

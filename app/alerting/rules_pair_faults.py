@@ -13,9 +13,9 @@ its PromQL twin reads what the server's /metrics exports of it (`peerwatch_pair_
 
 from __future__ import annotations
 
-from app.alerting.context import HostContext
-from app.alerting.rule import Finding, Rule, dashboard_path
-from app.analysis.pair_faults import COPIES_FAIL, stored_faults
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.analysis.pair_faults import COPIES_FAIL, stored_faults
 
 
 def pair_copies_failing(ctx: HostContext) -> list[Finding]:

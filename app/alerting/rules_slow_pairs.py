@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from app.alerting.context import HostContext
-from app.alerting.explains import (
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.explains import (
     attributed_pairs,
     explained_gpus,
     held_pairs,
@@ -28,10 +28,10 @@ from app.alerting.explains import (
     nvlink_joins,
     pcie_short_gpus,
 )
-from app.alerting.rule import Finding, dashboard_path
-from app.analysis.health import TestJudgement, Thresholds
-from app.analysis.verdict import Verdict
-from probes.report import BANDWIDTH_TESTS, TestName
+from peerwatch.app.alerting.rule import Finding, dashboard_path
+from peerwatch.app.analysis.health import TestJudgement, Thresholds
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import BANDWIDTH_TESTS, TestName
 
 Direction = tuple[int, int]  # (src, dst): data flows src -> dst
 T = TypeVar("T")

@@ -3,7 +3,7 @@ after recomputing the fleet's peer distributions that judging reads).
 
 The periodic round is what lets time-based rules fire (a probe that went silent sends no
 report to trigger anything) and what retries Alertmanager deliveries. It runs only in the
-leading replica (`app/leadership.py`); the evaluation after an ingest runs in whichever
+leading replica (`app/runtime/leadership.py`); the evaluation after an ingest runs in whichever
 replica took the report, made safe by the per-host lock in `app/judging/transaction.py`.
 Delivery, from either path, holds a database lock, so two replicas never send the same alert
 twice.
@@ -22,17 +22,19 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.alertmanager import AlertmanagerClient
-from app.alerting.engine import ACTIVE, Outcome, evaluate_host
-from app.alerting.notify import Delivery, deliver
-from app.alerting.rule import Rule
-from app.alerting.rules import RULES
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.judging.transaction import judged_after_newest_report
-from app.leadership import DELIVERY_LOCK, exclusive
-from app.models import Alert, AlertEvent, Host, JudgedHost
-from app.services.fleet_peers import Refresh, refresh_due, refresh_fleet_peers
+from peerwatch.app.alerting.alertmanager import AlertmanagerClient
+from peerwatch.app.alerting.engine import ACTIVE, Outcome, evaluate_host
+from peerwatch.app.alerting.notify import Delivery, deliver
+from peerwatch.app.alerting.rule import Rule
+from peerwatch.app.alerting.rules import RULES
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.judging.transaction import judged_after_newest_report
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.leadership import DELIVERY_LOCK, exclusive
+from peerwatch.app.services.fleet_peers import Refresh, refresh_due, refresh_fleet_peers
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedHost
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,7 @@ class AlertingService:
             hosts |= {h for h in session.scalars(
                 select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
             if due_before is not None:
-                fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id) \
+                fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id)\
                     .where(JudgedHost.judged_at >= due_before, judged_after_newest_report())
                 hosts -= set(session.scalars(fresh))
         outcomes = []

@@ -1,6 +1,7 @@
 """Settings of alerting and `/metrics`, read from `PEERWATCH_*` like the server's own.
 
-Kept apart from `app/config.py` (the server's) so that this package's knobs live with it; the
+Kept apart from `app/runtime/config.py` (the server's) so that this package's knobs live with
+it; the
 judgement thresholds the server already has (degraded ratios, sustain time, error rates) are
 read from there, never duplicated here.
 """

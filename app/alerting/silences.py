@@ -23,7 +23,7 @@ import re2
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Silence
+from peerwatch.app.store.tables.alerts import Silence
 
 # RE2 refuses a pattern whose compiled program would need more than this (e.g. nested
 # counted repetitions), so compiling is bounded too.
@@ -45,7 +45,7 @@ def compiled(pattern: str, ignore_case: bool = False) -> Any:
         return re2.compile(pattern, _options(ignore_case=ignore_case))
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise ValueError(f"value {pattern[:200]!r} is not a valid regex (RE2 syntax): {reason}") \
+        raise ValueError(f"value {pattern[:200]!r} is not a valid regex (RE2 syntax): {reason}")\
             from None
 
 

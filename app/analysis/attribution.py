@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from app.analysis.fabric_state import GpuFabricVerdict
-from app.analysis.health import PairJudgement
-from app.analysis.verdict import Verdict
+from peerwatch.app.analysis.fabric_state import GpuFabricVerdict
+from peerwatch.app.analysis.health import PairJudgement
+from peerwatch.app.analysis.verdict import Verdict
 
 BAD = (Verdict.DEGRADED, Verdict.DOWN)
 UNTRUSTED_KINDS = ("registration", "status", "health", "links")

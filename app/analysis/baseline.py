@@ -13,8 +13,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from app.analysis.expected import ratio
-from probes.report import TestName
+from peerwatch.app.analysis.expected import ratio
+from peerwatch.probes.report import TestName
 
 # Scales MAD to a standard-deviation estimate for normally distributed noise.
 MAD_TO_SIGMA = 1.4826

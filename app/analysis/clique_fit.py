@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.analysis.domains import DomainRollup
-from app.analysis.pair_faults import apart_among, largest_set
+from peerwatch.app.analysis.domains import DomainRollup
+from peerwatch.app.analysis.pair_faults import apart_among, largest_set
 
 
 @dataclass(frozen=True)

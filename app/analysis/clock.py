@@ -12,7 +12,7 @@ direction in words and shows the same signed number.
 
 from __future__ import annotations
 
-from app.analysis.text import fmt_duration
+from peerwatch.app.analysis.text import fmt_duration
 
 SKEW_DOC = ("Server receive time minus the probe's own time of the newest report, in seconds "
             "(one sign everywhere): positive when the probe's clock is behind the server's, "

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from app.analysis.text import fmt_duration
+from peerwatch.app.analysis.text import fmt_duration
 
 
 @dataclass(frozen=True)

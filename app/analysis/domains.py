@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from app.analysis.verdict import Verdict
+from peerwatch.app.analysis.verdict import Verdict
 
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 SHOWN = 3  # problems named one by one in a reason before "+n more"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.report import GpuInfo, PairInfo, PathLevel, TestName, Unit, unit_of
+from peerwatch.probes.report import GpuInfo, PairInfo, PathLevel, TestName, Unit, unit_of
 
 # Fraction of the raw per-direction link rate a healthy pair reaches, per test.
 NVLINK_EFFICIENCY: dict[TestName, float] = {

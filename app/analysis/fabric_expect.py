@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from probes.report import GpuInfo, LinkState, NvLinkPort, RemoteType
+from peerwatch.probes.report import GpuInfo, LinkState, NvLinkPort, RemoteType
 
 # NVLinks wired by design, by a substring of NVML's GPU name (datasheet NVLink bandwidth /
 # 50 GB/s per link): H100 NVL 600 GB/s = 12 links; H800 SXM and A800 SXM 400 GB/s = 8.

@@ -28,12 +28,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from app.analysis.attribution import PatternFault, explained_elsewhere, own_fault
-from app.analysis.fabric_state import GpuFabricVerdict, HostFabricVerdict, judge_gpu_fabric
-from app.analysis.health import Judgement, PairJudgement, TestJudgement, Thresholds
-from app.analysis.text import fmt_rate
-from app.analysis.verdict import Verdict
-from probes.report import GpuInfo, LinkState, NvLinkPort
+from peerwatch.app.analysis.attribution import PatternFault, explained_elsewhere, own_fault
+from peerwatch.app.analysis.fabric_state import (
+    GpuFabricVerdict,
+    HostFabricVerdict,
+    judge_gpu_fabric,
+)
+from peerwatch.app.analysis.health import Judgement, PairJudgement, TestJudgement, Thresholds
+from peerwatch.app.analysis.text import fmt_rate
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import GpuInfo, LinkState, NvLinkPort
 
 ERROR_COUNTERS = ("replay", "recovery")
 PEER_SLOW = "peer_slow"  # the GPU's copies run slow with every peer: GPUPeerCopiesSlow's
@@ -174,7 +178,7 @@ def _healthy_text(gpu: int, facts: GpuFacts, pairs: Sequence[PairJudgement],
         links_text = f"no NVLink in use ({fabric.expectation.basis})"
     judged = sum(1 for p in pairs if p.verdict is not Verdict.UNKNOWN)
     others = [p for p in pairs if explained_elsewhere(p, gpu)]
-    text = f"GPU{gpu}: {links_text}, {judged - len(bad) - len(others)} of {judged} measured " \
+    text = f"GPU{gpu}: {links_text}, {judged - len(bad) - len(others)} of {judged} measured "\
            "pairs healthy"
     if bad:
         text += f" (not: {', '.join(f'GPU{p.src}->GPU{p.dst}' for p in bad[:4])})"

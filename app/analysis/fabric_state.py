@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from app.analysis.fabric_expect import FabricExpectation, expect_gpu
-from app.analysis.health import PairJudgement
-from app.analysis.verdict import SEVERITY, Verdict
-from probes.report import FabricManagerInfo, GpuInfo, LinkState, NvLinkPort, TestName
+from peerwatch.app.analysis.fabric_expect import FabricExpectation, expect_gpu
+from peerwatch.app.analysis.health import PairJudgement
+from peerwatch.app.analysis.verdict import SEVERITY, Verdict
+from peerwatch.probes.report import FabricManagerInfo, GpuInfo, LinkState, NvLinkPort, TestName
 
 NOT_COMPLETED = {"not_started": Verdict.DOWN, "in_progress": Verdict.DEGRADED}
 P2P_TESTS = frozenset(TestName) - {TestName.STAGED, TestName.ALLREDUCE}

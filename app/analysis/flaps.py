@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from app.analysis.fabric_health import LinkJudgement
-from app.analysis.text import fmt_duration
-from app.analysis.verdict import Verdict
+from peerwatch.app.analysis.fabric_health import LinkJudgement
+from peerwatch.app.analysis.text import fmt_duration
+from peerwatch.app.analysis.verdict import Verdict
 
 
 def downs_now(seen: Sequence[datetime], was_down: bool, is_down: bool, now: datetime,

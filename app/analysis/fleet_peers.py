@@ -26,12 +26,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from app.analysis.expected import ratio
-from app.analysis.fabric_health import GpuJudgement
-from app.analysis.health import PairJudgement
-from app.analysis.text import fmt_value
-from app.analysis.verdict import Verdict
-from probes.report import PcieLink, TestName, Unit, unit_of
+from peerwatch.app.analysis.expected import ratio
+from peerwatch.app.analysis.fabric_health import GpuJudgement
+from peerwatch.app.analysis.health import PairJudgement
+from peerwatch.app.analysis.text import fmt_value
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import PcieLink, TestName, Unit, unit_of
 
 
 @dataclass(frozen=True, order=True)

@@ -28,10 +28,10 @@ from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from app.analysis.expected import Expectation, ratio
-from app.analysis.text import fmt_duration, fmt_value, fmt_window
-from app.analysis.verdict import SEVERITY, Verdict
-from probes.report import P2PCap, P2PStatus, PairInfo, TestName, Unit, unit_of
+from peerwatch.app.analysis.expected import Expectation, ratio
+from peerwatch.app.analysis.text import fmt_duration, fmt_value, fmt_window
+from peerwatch.app.analysis.verdict import SEVERITY, Verdict
+from peerwatch.probes.report import P2PCap, P2PStatus, PairInfo, TestName, Unit, unit_of
 
 
 @dataclass(frozen=True)

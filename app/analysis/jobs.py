@@ -2,7 +2,7 @@
 
 "GPU2->GPU5 ce_write 310 GB/s, 62% of expected, for 25 min; low since 02:10 UTC, during
 job 4711", "GPU3: 2 NVLinks down; held by job 81252": the operator's first question after a
-fault is which job it hit. Only jobs whose span (`app/models_jobs.py`) overlaps the time are
+fault is which job it hit. Only jobs whose span (`app/store/tables/jobs.py`) overlaps the time are
 named; with no spans nothing is said.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from app.analysis.health import PairJudgement, TestJudgement
-from app.analysis.verdict import Verdict
+from peerwatch.app.analysis.health import PairJudgement, TestJudgement
+from peerwatch.app.analysis.verdict import Verdict
 
 MAX_NAMED = 3  # "during jobs 1, 2, 3 and 4 more"
 K = TypeVar("K", bound=Hashable)
@@ -118,7 +118,7 @@ def with_fault_jobs(pairs: Sequence[PairJudgement], spans: Sequence[JobSpan],
         if not text or p.verdict not in (Verdict.DEGRADED, Verdict.DOWN):
             out.append(p)
             continue
-        reason = p.reason if text in p.reason else f"{p.reason}; bad since {start:%H:%M} " \
+        reason = p.reason if text in p.reason else f"{p.reason}; bad since {start:%H:%M} "\
                                                    f"UTC, {text}"
         cause = p.cause if p.cause is None or text in p.cause else f"{p.cause}, {text}"
         out.append(replace(p, reason=reason, cause=cause))

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.analysis.attribution import own_fault
-from app.analysis.health import PairJudgement
-from app.analysis.verdict import Verdict
+from peerwatch.app.analysis.attribution import own_fault
+from peerwatch.app.analysis.health import PairJudgement
+from peerwatch.app.analysis.verdict import Verdict
 
 Pair = tuple[int, int]
 COPIES_FAIL, SLOW, P2P_LOST = "copies_fail", "slow", "p2p_lost"

@@ -29,9 +29,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.analysis.attribution import BAD
-from app.analysis.health import PairJudgement, TestJudgement
-from app.analysis.verdict import Verdict
+from peerwatch.app.analysis.attribution import BAD
+from peerwatch.app.analysis.health import PairJudgement, TestJudgement
+from peerwatch.app.analysis.verdict import Verdict
 
 PairFacts = Mapping[tuple[int, int], Mapping[str, Any]]
 HOLD_KEYS = ("bad_from", "waits_since", "waits_for", "waits_on")

@@ -48,11 +48,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.analysis import placement_search as search
-from app.analysis.pair_faults import apart_among, compatible, largest_set
-from app.analysis.placement_explain import answer, kept_apart, left_out
-from app.analysis.placement_problem import Problem, tie_key
-from app.analysis.placement_types import (
+from peerwatch.app.analysis import placement_search as search
+from peerwatch.app.analysis.pair_faults import apart_among, compatible, largest_set
+from peerwatch.app.analysis.placement_explain import answer, kept_apart, left_out
+from peerwatch.app.analysis.placement_problem import Problem, tie_key
+from peerwatch.app.analysis.placement_types import (
     MODELS,
     CandidateSet,
     Exclusion,
@@ -160,7 +160,7 @@ def _scored_sets(
 ) -> tuple[list[search.Scored], Callable[[tuple[int, ...]], search.Scored]]:
     n = len(prob.gpus)
     if k == 1:
-        return [search.Scored((p,), 0.0, None) for p in range(n)], \
+        return [search.Scored((p,), 0.0, None) for p in range(n)],\
             lambda m: search.Scored(m, 0.0, None)
     if pat is Pattern.RING:
         sym = prob.ring_matrix()

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from app.analysis.expected import expected
-from app.analysis.placement_types import FabricView, GpuState, LinkKind, Pair, PairVerdict
-from probes.report import Inventory, LinkState, PairInfo, TestName
+from peerwatch.app.analysis.expected import expected
+from peerwatch.app.analysis.placement_types import FabricView, GpuState, LinkKind, Pair, PairVerdict
+from peerwatch.probes.report import Inventory, LinkState, PairInfo, TestName
 
 MATRIX_TESTS: dict[TestName, float] = {TestName.CE_WRITE: 1.0, TestName.CE_BIDIR: 0.5}
 

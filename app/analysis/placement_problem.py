@@ -9,8 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.analysis import placement_search as search
-from app.analysis.placement_types import FabricView, GpuState, LinkKind, Pair, Pattern, ring_ratio
+from peerwatch.app.analysis import placement_search as search
+from peerwatch.app.analysis.placement_types import (
+    FabricView,
+    GpuState,
+    LinkKind,
+    Pair,
+    Pattern,
+    ring_ratio,
+)
 
 
 @dataclass

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from app.analysis.expected import NVLINK_EFFICIENCY, PCIE_EFFICIENCY
-from probes.report import TestName
+from peerwatch.app.analysis.expected import NVLINK_EFFICIENCY, PCIE_EFFICIENCY
+from peerwatch.probes.report import TestName
 
 Pair = tuple[int, int]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from probes.report import PathLevel, RdmaInfo
+from peerwatch.probes.report import PathLevel, RdmaInfo
 
 GOOD_PATHS = (PathLevel.INTERNAL, PathLevel.PIX, PathLevel.PXB)
 

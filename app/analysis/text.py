@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.report import Unit
+from peerwatch.probes.report import Unit
 
 
 def fmt_value(value: float, unit: Unit | str) -> str:

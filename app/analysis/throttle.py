@@ -24,10 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.analysis.fabric_health import GpuJudgement
-from app.analysis.health import Judgement, PairJudgement, TestJudgement
-from app.analysis.verdict import Verdict
-from probes.clocks import KIND_WORDS, GpuClocks, throttle_kinds
+from peerwatch.app.analysis.fabric_health import GpuJudgement
+from peerwatch.app.analysis.health import Judgement, PairJudgement, TestJudgement
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.clocks import KIND_WORDS, GpuClocks, throttle_kinds
 
 ACTIONS = {
     "power": "check the enforced power limit (nvidia-smi -q -d POWER) against the board's "

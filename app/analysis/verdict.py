@@ -1,7 +1,7 @@
 """The verdict every judged object carries, and how bad each one is.
 
 It lives in `analysis/` because judging is pure: the analysis modules need the type, and the
-API schemas (`app/schemas.py`) only show it. `SEVERITY` orders verdicts worst last, so the
+API schemas (`app/schemas/`) only show it. `SEVERITY` orders verdicts worst last, so the
 worst of several is `max(..., key=SEVERITY.get)`.
 """
 

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from app.analysis.attribution import BAD, PatternFault
-from app.analysis.health import PairJudgement
-from app.analysis.xid_judge import EventFinding
+from peerwatch.app.analysis.attribution import BAD, PatternFault
+from peerwatch.app.analysis.health import PairJudgement
+from peerwatch.app.analysis.xid_judge import EventFinding
 
 LEAD_S = 600.0  # an Xid up to a sweep interval before the first bad measurement explains it
 Pair = tuple[int, int]
@@ -130,7 +130,7 @@ def explain_by_events(pairs: Sequence[PairJudgement], findings: Iterable[EventFi
     by_gpu = gpu_findings(findings)
     out, explained = [], []
     for p in pairs:
-        if p.verdict not in BAD or p.explained_by is not None or p.cause is not None \
+        if p.verdict not in BAD or p.explained_by is not None or p.cause is not None\
                 or not (by_gpu.keys() & {p.src, p.dst}):
             out.append(p)
             continue

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from app.analysis.text import fmt_duration
-from app.analysis.xid_catalog import CatalogEntry, lookup
+from peerwatch.app.analysis.text import fmt_duration
+from peerwatch.app.analysis.xid_catalog import CatalogEntry, lookup
 
 HOLD_S = 3600.0  # a critical event keeps its object faulty this long after the last one
 LOOKBACK_S = 6 * 3600.0  # events older than this are history only: never judged

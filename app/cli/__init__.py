@@ -22,10 +22,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from app.cli import commands
-from app.cli.errors import SERVER_EXTRA_HINT, explain, missing_server_module
-from app.logs import configure_logging
-from probes.errors import BadProbeRequest
+from peerwatch.app.cli import commands
+from peerwatch.app.cli.errors import SERVER_EXTRA_HINT, explain, missing_server_module
+from peerwatch.app.runtime.logs import configure_logging
+from peerwatch.probes.errors import BadProbeRequest
 
 USAGE_ERROR = 2
 USER_ERROR = 1

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.analysis.expected import Expectation, expected, expected_gpu, ratio
-from probes.report import GPU_TESTS, GpuInfo, Inventory, LinkState, PairInfo, TransferResult
+from peerwatch.app.analysis.expected import Expectation, expected, expected_gpu, ratio
+from peerwatch.probes.report import (
+    GPU_TESTS,
+    GpuInfo,
+    Inventory,
+    LinkState,
+    PairInfo,
+    TransferResult,
+)
 
 
 @dataclass(frozen=True)

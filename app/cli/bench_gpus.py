@@ -11,8 +11,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from app.cli.bench_expect import Expectations, Judged
-from probes.report import GPU_TESTS, Report, TestName
+from peerwatch.app.cli.bench_expect import Expectations, Judged
+from peerwatch.probes.report import GPU_TESTS, Report, TestName
 
 ABOUT_GPU = ("h2d / d2h: copy engine, pinned host memory on the GPU's NUMA node <-> the GPU; "
              "local: copy within the GPU's memory (read + write counted once)")

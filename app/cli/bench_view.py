@@ -11,9 +11,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from app.cli.bench_expect import Expectations, Judged
-from app.cli.bench_gpus import render_gpu_tests
-from probes.report import (
+from peerwatch.app.cli.bench_expect import Expectations, Judged
+from peerwatch.app.cli.bench_gpus import render_gpu_tests
+from peerwatch.probes.report import (
     GPU_TESTS,
     TEST_ABOUT,
     GpuInfo,

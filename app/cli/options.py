@@ -21,7 +21,7 @@ def port_number(text: str) -> int:
 def host_name(text: str) -> str:
     """A host name by the rule every host name follows (`probes.report.HOSTNAME_RULE`),
     in its canonical lowercase spelling: `maintenance a/b` fails here as a usage error."""
-    from probes.report import valid_hostname
+    from peerwatch.probes.report import valid_hostname
 
     try:
         return valid_hostname(text)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes.report import LinkState
-from probes.snapshot import SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
+from peerwatch.probes.report import LinkState
+from peerwatch.probes.snapshot import SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
 
 COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 

@@ -21,17 +21,17 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.demo.faults import apply_faults
-from app.demo.fleet import DemoHost
-from app.demo.gpu_jobs import map_host
-from app.demo.scenario import Scenario
-from app.services.ingest import ingest
-from app.services.report_checks import check_report
-from probes.config import ProbeSettings
-from probes.passes import report_builder
-from probes.report import Report, ReportKind, utcnow
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.app.demo.faults import apply_faults
+from peerwatch.app.demo.fleet import DemoHost
+from peerwatch.app.demo.gpu_jobs import map_host
+from peerwatch.app.demo.scenario import Scenario
+from peerwatch.app.ingest.checks import check_report
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.passes import report_builder
+from peerwatch.probes.report import Report, ReportKind, utcnow
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Set
 
-from probes.sim.faults import Fault
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sim.faults import Fault
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 
 def apply_faults(fabric: SimulatedFabric, wanted: Set[Fault]) -> tuple[list[Fault], list[Fault]]:

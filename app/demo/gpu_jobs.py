@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.demo.fleet import DemoHost, find_host
-from app.demo.jobs import DEMO_JOBS, LIVE_JOBS
+from peerwatch.app.demo.fleet import DemoHost, find_host
+from peerwatch.app.demo.jobs import DEMO_JOBS, LIVE_JOBS
 
 
 def jobs_at(fleet: list[DemoHost], host: DemoHost, t: float) -> dict[int, list[str]]:

@@ -16,14 +16,14 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.demo.faults import apply_faults
-from app.demo.fleet import DemoHost, find_host
-from app.demo.scenario import HOUR, Scenario
-from app.services.snapshots import check_snapshot, store_snapshot
-from probes.report import utcnow
-from probes.sim.simulated import SimulatedFabric
-from probes.snapshot import Phase, Snapshot
-from probes.snapshot_read import take_snapshot
+from peerwatch.app.demo.faults import apply_faults
+from peerwatch.app.demo.fleet import DemoHost, find_host
+from peerwatch.app.demo.scenario import HOUR, Scenario
+from peerwatch.app.services.snapshots import check_snapshot, store_snapshot
+from peerwatch.probes.report import utcnow
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.snapshot import Phase, Snapshot
+from peerwatch.probes.snapshot_read import take_snapshot
 
 log = logging.getLogger(__name__)
 STEP_S = 60.0  # how finely the scenario's faults are followed through a job

@@ -1,6 +1,7 @@
 """The live demo fleet: one real probe worker per simulated host, and a fault director.
 
-Each host runs the production worker (`probes.agent.runner.open_runtime`: worker, outbox, spool,
+Each host runs the production worker (`probes.agent.runner.open_runtime`: worker, outbox,
+                                      spool,
 HTTP sender) in its own thread against the demo's server over real HTTP, on accelerated
 intervals. A director thread applies the scenario every second: faults that start, change
 or end, and hosts that fall silent (their worker is stopped, as if the node had died).
@@ -17,16 +18,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from app.demo.faults import apply_faults
-from app.demo.fleet import DemoHost
-from app.demo.gpu_jobs import map_host
-from app.demo.scenario import Scenario
-from probes.agent.outbox import Delivery
-from probes.agent.runner import ProbeRuntime, open_runtime
-from probes.agent.worker import thread_usage
-from probes.config import ProbeSettings
-from probes.report import utcnow
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.app.demo.faults import apply_faults
+from peerwatch.app.demo.fleet import DemoHost
+from peerwatch.app.demo.gpu_jobs import map_host
+from peerwatch.app.demo.scenario import Scenario
+from peerwatch.probes.agent.outbox import Delivery
+from peerwatch.probes.agent.runner import ProbeRuntime, open_runtime
+from peerwatch.probes.agent.worker import thread_usage
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.report import utcnow
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 log = logging.getLogger(__name__)
 DIRECTOR_TICK_S = 1.0

@@ -23,20 +23,20 @@ from typing import Any, TextIO
 import psutil
 from sqlalchemy import func, select
 
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.demo.backfill import Backfill, BackfillPlan
-from app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS, plan_fleet, plan_racks
-from app.demo.jobs import store_demo_jobs
-from app.demo.live import LiveFleet, LiveIntervals
-from app.demo.scenario import Scenario, default_scenario
-from app.demo.server import ServerThread
-from app.models import ReportRow
-from app.schemas_maintenance import MaintenanceRequest
-from app.server import build_server_app
-from app.services.maintenance import declare_window
-from app.signals import stop_on_signals
-from probes.report import utcnow
+from peerwatch.app.demo.backfill import Backfill, BackfillPlan
+from peerwatch.app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS, plan_fleet, plan_racks
+from peerwatch.app.demo.jobs import store_demo_jobs
+from peerwatch.app.demo.live import LiveFleet, LiveIntervals
+from peerwatch.app.demo.scenario import Scenario, default_scenario
+from peerwatch.app.demo.server import ServerThread
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.signals import stop_on_signals
+from peerwatch.app.schemas.maintenance import MaintenanceRequest
+from peerwatch.app.server import build_server_app
+from peerwatch.app.services.maintenance import declare_window
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.app.store.tables.history import ReportRow
+from peerwatch.probes.report import utcnow
 
 log = logging.getLogger(__name__)
 FIRST_REPORTS_WAIT_S = 10.0  # history waits (at most this) for every host's first report

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.drain.facts import AlertFact, Breaker, Decision, GpuFact, Mark, NodeFacts
+from peerwatch.app.drain.facts import AlertFact, Breaker, Decision, GpuFact, Mark, NodeFacts
 
 
 class ServerUnavailable(RuntimeError):

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from app.drain.client import DrainClient
-from app.drain.engine import Fleet, changes, decide
-from app.drain.facts import Decision, Do, Mark, NodeFacts, SchedNode
-from app.drain.policy import Policy
+from peerwatch.app.drain.client import DrainClient
+from peerwatch.app.drain.engine import Fleet, changes, decide
+from peerwatch.app.drain.facts import Decision, Do, Mark, NodeFacts, SchedNode
+from peerwatch.app.drain.policy import Policy
 
 
 class Backend(Protocol):

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from app.drain.facts import Breaker, Decision, Do, Mark, NodeFacts, SchedNode
-from app.drain.policy import Policy, faults
+from peerwatch.app.drain.facts import Breaker, Decision, Do, Mark, NodeFacts, SchedNode
+from peerwatch.app.drain.policy import Policy, faults
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from app.drain.facts import NodeFacts, SchedNode
-from app.drain.policy import one_line
+from peerwatch.app.drain.facts import NodeFacts, SchedNode
+from peerwatch.app.drain.policy import one_line
 
 CONDITION = "PeerwatchFabricReady"
 ANNOTATION = "peerwatch.io/taken-out"

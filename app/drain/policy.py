@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from app.drain.facts import NodeFacts
+from peerwatch.app.drain.facts import NodeFacts
 
 MODES = ("observe", "act")
 CONDITIONS = ("host_down", "gpu_down", "gpu_missing", "fabric_not_ready", "probe_stale",

@@ -7,8 +7,8 @@ runs only with --dry-run or `mode: observe` (which records what would have been 
 
 from __future__ import annotations
 
-from app.drain.client import DrainClient
-from app.drain.facts import SchedNode
+from peerwatch.app.drain.client import DrainClient
+from peerwatch.app.drain.facts import SchedNode
 
 
 class NoScheduler(RuntimeError):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import subprocess
 
-from app.drain.facts import SchedNode
-from app.drain.policy import one_line
+from peerwatch.app.drain.facts import SchedNode
+from peerwatch.app.drain.policy import one_line
 
 PREFIX = "peerwatch:"
 OUT_FLAGS = ("DRAIN", "DRAINED", "DRAINING")

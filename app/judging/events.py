@@ -15,10 +15,10 @@ from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
-from app.analysis.fabric_health import GpuJudgement, LinkJudgement
-from app.analysis.verdict import SEVERITY, Verdict
-from app.analysis.xid_judge import LOOKBACK_S, EventFact, EventFinding
-from app.queries.events import event_facts
+from peerwatch.app.analysis.fabric_health import GpuJudgement, LinkJudgement
+from peerwatch.app.analysis.verdict import SEVERITY, Verdict
+from peerwatch.app.analysis.xid_judge import LOOKBACK_S, EventFact, EventFinding
+from peerwatch.app.queries.events import event_facts
 
 J = TypeVar("J", LinkJudgement, GpuJudgement)
 

@@ -27,10 +27,10 @@ from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
-from app.analysis.expected import Expectation
-from app.models import Host
-from app.queries.common import PairKey
-from app.queries.fabric import HostFabric, load_fabric
+from peerwatch.app.analysis.expected import Expectation
+from peerwatch.app.queries.common import PairKey
+from peerwatch.app.queries.fabric import HostFabric, load_fabric
+from peerwatch.app.store.tables.inventory import Host
 
 CACHE_KEY = "peerwatch.expectations"
 HOSTS_KEPT = 10_000  # one inventory's figures per host; a fleet this size is ~40 MB

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analysis.attribution import (
+from peerwatch.app.analysis.attribution import (
     BAD,
     Attribution,
     PatternFault,
@@ -27,8 +27,8 @@ from app.analysis.attribution import (
     trust,
     untrusted_causes,
 )
-from app.analysis.fabric_expect import unused_by_design
-from app.analysis.fabric_health import (
+from peerwatch.app.analysis.fabric_expect import unused_by_design
+from peerwatch.app.analysis.fabric_health import (
     GpuFacts,
     GpuJudgement,
     LinkJudgement,
@@ -36,38 +36,33 @@ from app.analysis.fabric_health import (
     judge_host,
     judge_link,
 )
-from app.analysis.fabric_state import judge_host_fabric
-from app.analysis.flaps import downs_now, flapping, state_changes
-from app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
-from app.analysis.health import (
-    PairJudgement,
-    TestJudgement,
-    judge_pair,
-    pair_label,
-)
-from app.analysis.jobs import with_fault_jobs, with_holders, with_job_notes
-from app.analysis.pair_faults import fault_facts
-from app.analysis.pattern_wait import bad_from, hold_facts, without_held
-from app.analysis.text import fmt_duration
-from app.analysis.throttle import (
+from peerwatch.app.analysis.fabric_state import judge_host_fabric
+from peerwatch.app.analysis.flaps import downs_now, flapping, state_changes
+from peerwatch.app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
+from peerwatch.app.analysis.health import PairJudgement, TestJudgement, judge_pair, pair_label
+from peerwatch.app.analysis.jobs import with_fault_jobs, with_holders, with_job_notes
+from peerwatch.app.analysis.pair_faults import fault_facts
+from peerwatch.app.analysis.pattern_wait import bad_from, hold_facts, without_held
+from peerwatch.app.analysis.text import fmt_duration
+from peerwatch.app.analysis.throttle import (
     explain_pairs,
     explain_tests,
     throttled_facts,
     with_throttle_verdicts,
 )
-from app.analysis.throttle import explaining as throttle_explains
-from app.analysis.verdict import Verdict
-from app.analysis.xid_attribution import EventAttribution, explain_by_events
-from app.analysis.xid_judge import EventFinding, judge_events
-from app.config import Settings
-from app.judging.events import apply_to_gpus, apply_to_links
-from app.judging.load import Loaded, load_host
-from app.judging.pair_tests import judge_tests, rules_of
-from app.models import Host
-from app.queries.common import PairKey
-from app.queries.fabric import HostFabric
-from app.queries.health import HostHealth
-from app.services.fleet_peers import checks_against
+from peerwatch.app.analysis.throttle import explaining as throttle_explains
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.analysis.xid_attribution import EventAttribution, explain_by_events
+from peerwatch.app.analysis.xid_judge import EventFinding, judge_events
+from peerwatch.app.judging.events import apply_to_gpus, apply_to_links
+from peerwatch.app.judging.load import Loaded, load_host
+from peerwatch.app.judging.pair_tests import judge_tests, rules_of
+from peerwatch.app.queries.common import PairKey
+from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.services.fleet_peers import checks_against
+from peerwatch.app.store.tables.inventory import Host
 
 
 def _judge_pairs(fabric: HostFabric,
@@ -154,7 +149,7 @@ def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
 def last_heard_at(row: Host) -> datetime | None:
     """When the server last heard from this host's probe, by the server's own clock: its
     newest stored report, or a request it refused because it was busy or had not stored
-    yet (app/heard.py)."""
+    yet (app/ingest/heard.py)."""
     heard = [t for t in (row.last_received_at or row.last_report_at, row.last_refused_at,
                          row.last_heard_at) if t is not None]
     return max(heard) if heard else None

@@ -22,25 +22,26 @@ from typing import Any
 from sqlalchemy import func, literal_column, select, union_all
 from sqlalchemy.orm import Session
 
-from app.analysis.fleet_peers import GroupKey
-from app.analysis.health import Sample
-from app.analysis.jobs import JobSpan
-from app.analysis.throttle import SweepThrottle
-from app.analysis.xid_judge import EventFact
-from app.config import Settings
-from app.judging.events import load_event_facts
-from app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
-from app.judging.running import Running, _us_of, sample
-from app.models import Host, Measurement, ReportRow
-from app.queries.common import PairKey, pair_samples
-from app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
-from app.queries.fabric import HostFabric, load_fabric
-from app.queries.fleet_peers import Stats, group_stats
-from app.queries.jobs import host_spans
-from app.queries.page_holds import fabric_manager_of
-from app.queries.throttle import throttle_history
-from app.services.fleet_peers import host_driver, host_models, pair_groups
-from probes.report import FabricManagerInfo, TestName
+from peerwatch.app.analysis.fleet_peers import GroupKey
+from peerwatch.app.analysis.health import Sample
+from peerwatch.app.analysis.jobs import JobSpan
+from peerwatch.app.analysis.throttle import SweepThrottle
+from peerwatch.app.analysis.xid_judge import EventFact
+from peerwatch.app.judging.events import load_event_facts
+from peerwatch.app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
+from peerwatch.app.judging.running import Running, _us_of, sample
+from peerwatch.app.queries.common import PairKey, pair_samples
+from peerwatch.app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
+from peerwatch.app.queries.fabric import HostFabric, load_fabric
+from peerwatch.app.queries.fleet_peers import Stats, group_stats
+from peerwatch.app.queries.jobs import host_spans
+from peerwatch.app.queries.page_holds import fabric_manager_of
+from peerwatch.app.queries.throttle import throttle_history
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.services.fleet_peers import host_driver, host_models, pair_groups
+from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import FabricManagerInfo, TestName
 
 TEST_OF = {t.value: t for t in TestName}  # a stored test name's member: TestName(name) is ~20x
 BATCH = 100  # keys per statement: well under SQLite's compound-select and variable limits

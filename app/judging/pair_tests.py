@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from app.analysis.expected import ratio
-from app.analysis.health import BaselineRef, TestJudgement, Thresholds, judge_test
-from app.config import Settings
-from app.judging.expectations import Expectations, KeyExpectation
-from app.judging.load import TestInputs
-from app.judging.running import Running, advance, from_history
-from app.queries.common import PairKey
-from app.queries.fabric import HostFabric
-from probes.report import GPU_TESTS, TestName
+from peerwatch.app.analysis.expected import ratio
+from peerwatch.app.analysis.health import BaselineRef, TestJudgement, Thresholds, judge_test
+from peerwatch.app.judging.expectations import Expectations, KeyExpectation
+from peerwatch.app.judging.load import TestInputs
+from peerwatch.app.judging.running import Running, advance, from_history
+from peerwatch.app.queries.common import PairKey
+from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import GPU_TESTS, TestName
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from app.analysis.baseline import MAD_TO_SIGMA
-from app.analysis.health import Sample
-from app.judging import packed
+from peerwatch.app.analysis.baseline import MAD_TO_SIGMA
+from peerwatch.app.analysis.health import Sample
+from peerwatch.app.store import packed
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTENDED_KEPT = 64  # "only contended samples recently (n)": n up to this

@@ -15,14 +15,15 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.judging.judge import Prior, judge_host_now
-from app.judging.unchanged import iso, nothing_changed
-from app.judging.write import store
-from app.models import Host, JudgedHost
-from app.queries.health import HostHealth, StoredRows, stored_rows, tests_from_rows
-from probes.report import TestName
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.judging.judge import Prior, judge_host_now
+from peerwatch.app.judging.unchanged import iso, nothing_changed
+from peerwatch.app.judging.write import store
+from peerwatch.app.queries.health import HostHealth, StoredRows, stored_rows, tests_from_rows
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedHost
+from peerwatch.probes.report import TestName
 
 
 def judge_and_store(session: Session, settings: Settings, row: Host, now: datetime,

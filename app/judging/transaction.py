@@ -20,13 +20,14 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app import heap
-from app.config import Settings
-from app.db import BINARY_RESULTS
-from app.judging.store import judge_and_store
-from app.judging.unchanged import still_judged
-from app.models import Host, JudgedHost
-from app.queries.health import HostHealth
+from peerwatch.app.judging.store import judge_and_store
+from peerwatch.app.judging.unchanged import still_judged
+from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.runtime import heap
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import BINARY_RESULTS
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedHost
 
 LOCK_NAMESPACE = 0x5057  # "PW": first key of peerwatch's advisory locks
 _SQLITE_LOCK = threading.RLock()
@@ -89,7 +90,7 @@ def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings:
     `reseed`: judge the (pair, test) verdicts from history (an operator's re-judgement).
     """
     with heap.collector_paused(), sessions() as session:
-        # its reads come back in binary on PostgreSQL (app/db.py): set before the first
+        # its reads come back in binary on PostgreSQL (app/store/db.py): set before the first
         # statement, it holds for the transaction's connection
         session.connection(execution_options={BINARY_RESULTS: True})
         with host_lock(session, host):

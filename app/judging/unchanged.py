@@ -31,10 +31,12 @@ from typing import Any
 from sqlalchemy import Select, Table, bindparam, exists, select, update
 from sqlalchemy.orm import Session
 
-from app.analysis.verdict import Verdict
-from app.judging.judge import last_heard_at
-from app.models import Alert, Host, JudgedHost
-from app.services.fleet_peers import peers_changed_since
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.judging.judge import last_heard_at
+from peerwatch.app.services.fleet_peers import peers_changed_since
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedHost
 
 ACTIVE_STATES = ("pending", "firing")
 # core tables, not ORM entities: no identity map, no ORM compile step on the hot path

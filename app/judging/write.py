@@ -21,10 +21,10 @@ from sqlalchemy import LargeBinary, Table, delete, text, tuple_
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from app.analysis.health import TestJudgement
-from app.analysis.verdict import Verdict
-from app.queries.health import KEYS, TABLES, HostHealth, StoredRows
-from app.services.bulk import upsert_rows_sqlite
+from peerwatch.app.analysis.health import TestJudgement
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.health import KEYS, TABLES, HostHealth, StoredRows
+from peerwatch.app.store.bulk import upsert_rows_sqlite
 
 Rows = dict[tuple, dict[str, Any]]
 _POSTGRESQL = postgresql.dialect()

@@ -11,10 +11,10 @@ The functions to reach for:
 - `host_summaries(session, settings)`: one `HostSummary` per host (the hosts list).
 """
 
-from app.queries.common import NotFound, get_host
-from app.queries.health import HostHealth, gpu_health, healthy_gpus, host_health
-from app.queries.hosts import host_summaries
-from app.queries.matrix import latest_matrix
+from peerwatch.app.queries.common import NotFound, get_host
+from peerwatch.app.queries.health import HostHealth, gpu_health, healthy_gpus, host_health
+from peerwatch.app.queries.hosts import host_summaries
+from peerwatch.app.queries.matrix import latest_matrix
 
 __all__ = [
     "HostHealth", "NotFound", "get_host", "gpu_health", "healthy_gpus", "host_health",

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
-from app.models import Alert, AlertEvent, Silence
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent, Silence
 
 STATE_ORDER = case((Alert.state == "firing", 0), (Alert.state == "pending", 1), else_=2)
 ACTIVE_STATES = ("pending", "firing")

@@ -1,6 +1,6 @@
 """What a host reads while the server refuses its reports: busy, not silent.
 
-A probe whose reports were refused (429/503, counted by `app/heard.py`) after its newest
+A probe whose reports were refused (429/503, counted by `app/ingest/heard.py`) after its newest
 stored one kept trying: its host is not stale, and its verdicts are as of the last judgement.
 `busy_note` says so in words — "not judged since 10:20 UTC: server busy, 12 reports refused"
 — for the API's host rows and health answers (and `/metrics` has the two figures).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from app.models import Host
+from peerwatch.app.store.tables.inventory import Host
 
 
 def refused_after(last_refused_at: datetime | None, last_received_at: datetime | None,

@@ -9,10 +9,12 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.health import Sample
-from app.judging import packed
-from app.models import Host, JudgedTest, Measurement
-from probes.report import TestName
+from peerwatch.app.analysis.health import Sample
+from peerwatch.app.store import packed
+from peerwatch.app.store.tables.history import Measurement
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedTest
+from peerwatch.probes.report import TestName
 
 PairKey = tuple[int, int, TestName]
 
@@ -70,7 +72,7 @@ class StoredBaseline:
 
 def judged_baseline(session: Session, host_id: int, key: PairKey) -> StoredBaseline | None:
     """The running baseline a (pair, test) was last judged against: (centre, spread, n) in
-    its judged row's packed state (its base, app/judging/packed.py)."""
+    its judged row's packed state (its base, app/store/packed.py)."""
     src, dst, test = key
     found = session.execute(select(JudgedTest.state, JudgedTest.judged_at).where(
         JudgedTest.host_id == host_id, JudgedTest.src == src, JudgedTest.dst == dst,

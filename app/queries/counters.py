@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.models import GpuSample, LinkSample
+from peerwatch.app.store.tables.history import GpuSample, LinkSample
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 JUDGED = ("replay", "recovery", "crc_flit")  # what `app.analysis.fabric_health` judges

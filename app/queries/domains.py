@@ -18,14 +18,13 @@ from typing import Any
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from app.analysis.clique_fit import CliqueFit, CliqueMiss, fit_cliques
-from app.analysis.domains import DomainRollup, MemberGpu, Tray, domain_key, roll_up
-from app.analysis.verdict import Verdict
-from app.models import Gpu, Host, JudgedGpu, JudgedHost
-from app.queries.common import NotFound
-from app.queries.health import NOT_JUDGED
-from app.queries.scheduler import apart_of
-from app.schemas_domains import (
+from peerwatch.app.analysis.clique_fit import CliqueFit, CliqueMiss, fit_cliques
+from peerwatch.app.analysis.domains import DomainRollup, MemberGpu, Tray, domain_key, roll_up
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.common import NotFound
+from peerwatch.app.queries.health import NOT_JUDGED
+from peerwatch.app.queries.scheduler import apart_of
+from peerwatch.app.schemas.domains import (
     CliqueFitOut,
     CliqueMissOut,
     CliqueOut,
@@ -35,6 +34,8 @@ from app.schemas_domains import (
     TrayOut,
     TrayPickOut,
 )
+from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost
 
 
 def _member(host: str, gpu: int, fabric: dict[str, Any], verdict: str | None,

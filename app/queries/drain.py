@@ -10,19 +10,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import (
-    Alert,
-    DrainAction,
-    DrainBreaker,
-    DrainMark,
-    Gpu,
-    Host,
-    HostRuntime,
-    JudgedGpu,
-    JudgedHost,
-)
-from app.queries.page_holds import _on_server_clock, windows_of
-from app.schemas_drain import (
+from peerwatch.app.queries.page_holds import _on_server_clock, windows_of
+from peerwatch.app.schemas.drain import (
     ActionOut,
     AlertFactOut,
     BreakerOut,
@@ -30,6 +19,10 @@ from app.schemas_drain import (
     GpuFactOut,
     MarkOut,
 )
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.drain import DrainAction, DrainBreaker, DrainMark
+from peerwatch.app.store.tables.inventory import Gpu, Host, HostRuntime
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost
 
 
 def _gpus(session: Session) -> dict[int, list[GpuFactOut]]:

@@ -8,10 +8,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.xid_catalog import CATALOG_VERSION, lookup
-from app.analysis.xid_judge import EventFact
-from app.models import FabricEventRow
-from app.queries.common import get_host
+from peerwatch.app.analysis.xid_catalog import CATALOG_VERSION, lookup
+from peerwatch.app.analysis.xid_judge import EventFact
+from peerwatch.app.queries.common import get_host
+from peerwatch.app.store.tables.events import FabricEventRow
 
 MAX_LISTED = 500  # events one host page lists (newest first)
 

@@ -16,15 +16,15 @@ from typing import Any, TypeVar, cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.expected import (
+from peerwatch.app.analysis.expected import (
     Expectation,
     at_slot_maximum,
     expected,
     expected_gpu,
     trained_below,
 )
-from app.models import Gpu, Host, NvLink, Pair
-from probes.report import (
+from peerwatch.app.store.tables.inventory import Gpu, Host, NvLink, Pair
+from peerwatch.probes.report import (
     GPU_TESTS,
     GpuInfo,
     LinkState,

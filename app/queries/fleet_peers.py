@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
-from app.analysis.fleet_peers import (
+from peerwatch.app.analysis.fleet_peers import (
     Distribution,
     GroupKey,
     SiblingGap,
@@ -27,11 +27,13 @@ from app.analysis.fleet_peers import (
     pcie_downtrained,
     sibling_gaps,
 )
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.models import FleetPeerStat, Gpu, Host, JudgedGpu, JudgedPair, JudgedTest, Pair
-from app.schemas_fleet import FleetPeersResponse, PeerBelow, PeerGroup, SiblingComparison
-from probes.report import PcieLink, TestName, unit_of
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.fleet import FleetPeersResponse, PeerBelow, PeerGroup, SiblingComparison
+from peerwatch.app.store.tables.fleet import FleetPeerStat
+from peerwatch.app.store.tables.inventory import Gpu, Host, Pair
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedPair, JudgedTest
+from peerwatch.probes.report import PcieLink, TestName, unit_of
 
 UNKNOWN_DRIVER = "unknown"
 Members = dict[tuple[GroupKey, TestName], list[tuple[int, float]]]

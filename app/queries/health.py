@@ -18,15 +18,22 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.fabric_health import GpuJudgement, HostJudgement, LinkJudgement
-from app.analysis.health import PairJudgement, Sample, TestJudgement
-from app.analysis.verdict import Verdict
-from app.analysis.xid_judge import EventFinding
-from app.config import Settings
-from app.models import Host, JudgedGpu, JudgedHost, JudgedLink, JudgedPair, JudgedTest
-from app.queries.common import PairKey, get_host
-from app.queries.fabric import HostFabric, load_fabric
-from probes.report import TestName
+from peerwatch.app.analysis.fabric_health import GpuJudgement, HostJudgement, LinkJudgement
+from peerwatch.app.analysis.health import PairJudgement, Sample, TestJudgement
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.analysis.xid_judge import EventFinding
+from peerwatch.app.queries.common import PairKey, get_host
+from peerwatch.app.queries.fabric import HostFabric, load_fabric
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import (
+    JudgedGpu,
+    JudgedHost,
+    JudgedLink,
+    JudgedPair,
+    JudgedTest,
+)
+from peerwatch.probes.report import TestName
 
 # Each kind of judged object: its table and the columns that name one object on a host.
 TABLES: dict[str, Any] = {"host": JudgedHost, "gpu": JudgedGpu, "link": JudgedLink,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from app.analysis.health import TestJudgement
-from app.queries.busy import busy_fields
-from app.queries.health import HostHealth
-from app.schemas import (
+from peerwatch.app.analysis.health import TestJudgement
+from peerwatch.app.queries.busy import busy_fields
+from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.schemas.health import (
     GpuHealth,
     GpuTestHealth,
     HealthResponse,

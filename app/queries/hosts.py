@@ -7,37 +7,36 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.analysis.rdma import judge_rdma
-from app.analysis.verdict import Verdict
-from app.models import (
-    Alert,
-    GpuSample,
-    Host,
-    JudgedGpu,
-    JudgedHost,
-    JudgedLink,
-    JudgedPair,
-    JudgedTest,
-    ReportRow,
-)
-from app.queries.busy import busy_fields
-from app.queries.common import get_host
-from app.queries.fabric import load_fabric
-from app.queries.health import NOT_JUDGED
-from app.schemas import (
+from peerwatch.app.analysis.rdma import judge_rdma
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.busy import busy_fields
+from peerwatch.app.queries.common import get_host
+from peerwatch.app.queries.fabric import load_fabric
+from peerwatch.app.queries.health import NOT_JUDGED
+from peerwatch.app.schemas.common import PairRef
+from peerwatch.app.schemas.gpu_evidence import GpuClocksOut, RdmaReadinessOut
+from peerwatch.app.schemas.hosts import (
     GpuActivityOut,
     GpuOut,
     HostDetail,
     HostSummary,
     NvLinkOut,
     PairOut,
-    PairRef,
     ProbeErrorOut,
     ReportOut,
 )
-from app.schemas_gpu_evidence import GpuClocksOut, RdmaReadinessOut
-from probes.clocks import GpuClocks
-from probes.report import LinkState, TestName
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.history import GpuSample, ReportRow
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import (
+    JudgedGpu,
+    JudgedHost,
+    JudgedLink,
+    JudgedPair,
+    JudgedTest,
+)
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.report import LinkState, TestName
 
 FIRING = "firing"
 

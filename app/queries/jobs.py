@@ -11,20 +11,20 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from app.analysis.jobs import JobSpan
-from app.analysis.verdict import Verdict
-from app.models import (
-    Alert,
-    GpuJobSpan,
-    Host,
+from peerwatch.app.analysis.jobs import JobSpan
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.common import NotFound
+from peerwatch.app.schemas.jobs import JobAlertOut, JobOut, JobSpanOut, JobVerdictOut
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.jobs import GpuJobSpan
+from peerwatch.app.store.tables.judged import (
     JudgedGpu,
     JudgedHost,
     JudgedLink,
     JudgedPair,
     JudgedTest,
 )
-from app.queries.common import NotFound
-from app.schemas_jobs import JobAlertOut, JobOut, JobSpanOut, JobVerdictOut
 
 MAX_LISTED = 500  # alerts or verdicts on one job's page
 

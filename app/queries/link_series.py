@@ -14,12 +14,18 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.rates import increases
-from app.models import GpuSample, LinkSample
-from app.queries.common import NotFound, get_host
-from app.queries.fabric import load_fabric
-from app.queries.window import time_window
-from app.schemas import LinkRatePoint, LinkSeries, LinkSeriesResponse, PcieRatePoint, PcieSeries
+from peerwatch.app.analysis.rates import increases
+from peerwatch.app.queries.common import NotFound, get_host
+from peerwatch.app.queries.fabric import load_fabric
+from peerwatch.app.queries.window import time_window
+from peerwatch.app.schemas.series import (
+    LinkRatePoint,
+    LinkSeries,
+    LinkSeriesResponse,
+    PcieRatePoint,
+    PcieSeries,
+)
+from peerwatch.app.store.tables.history import GpuSample, LinkSample
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 FIELDS = ("tx_bps", "rx_bps", "replay_per_s", "recovery_per_s", "crc_flit_per_s",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.queries.common import NotFound, PairKey
-from app.queries.health import HostHealth, host_health
-from app.queries.health_view import explained_fields
-from app.schemas import MatrixCell, MatrixResponse
-from probes.report import GPU_TESTS, TestName, unit_of
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.common import NotFound, PairKey
+from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.queries.health_view import explained_fields
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.matrix import MatrixCell, MatrixResponse
+from peerwatch.probes.report import GPU_TESTS, TestName, unit_of
 
 
 def _shown(health: HostHealth, key: PairKey) -> tuple[Verdict, str]:

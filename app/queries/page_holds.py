@@ -12,9 +12,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.debounce import Hold, Window, page_hold
-from app.models import Host, HostRuntime, MaintenanceWindow
-from probes.report import FabricManagerInfo
+from peerwatch.app.analysis.debounce import Hold, Window, page_hold
+from peerwatch.app.store.tables.alerts import MaintenanceWindow
+from peerwatch.app.store.tables.inventory import Host, HostRuntime
+from peerwatch.probes.report import FabricManagerInfo
 
 
 def windows_of(session: Session, hosts: Iterable[str] | None, now: datetime

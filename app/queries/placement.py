@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from app.analysis.health import Sample
-from app.analysis.pair_faults import stored_faults
-from app.analysis.placement import FabricView, GpuState, PairVerdict
-from app.analysis.placement_inputs import measured_matrix, view_from_inventory
-from app.analysis.verdict import Verdict
-from app.queries.common import PairKey
-from app.queries.health import HostHealth
-from probes.report import Inventory
+from peerwatch.app.analysis.health import Sample
+from peerwatch.app.analysis.pair_faults import stored_faults
+from peerwatch.app.analysis.placement import FabricView, GpuState, PairVerdict
+from peerwatch.app.analysis.placement_inputs import measured_matrix, view_from_inventory
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.common import PairKey
+from peerwatch.app.queries.health import HostHealth
+from peerwatch.probes.report import Inventory
 
 
 def _evidence(health: HostHealth) -> dict[PairKey, list[Sample]]:

@@ -12,13 +12,14 @@ from typing import Any, NamedTuple
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
-from app.analysis.pair_faults import apart_among, largest_set, stored_faults
-from app.analysis.rdma import judge_rdma
-from app.analysis.verdict import Verdict
-from app.models import Gpu, Host, JudgedGpu, JudgedHost, JudgedPair
-from app.queries.health import NOT_JUDGED
-from app.schemas_scheduler import GpuRdma, SchedulableHost, UnhealthyGpu
-from probes.report import RdmaInfo
+from peerwatch.app.analysis.pair_faults import apart_among, largest_set, stored_faults
+from peerwatch.app.analysis.rdma import judge_rdma
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.health import NOT_JUDGED
+from peerwatch.app.schemas.scheduler import GpuRdma, SchedulableHost, UnhealthyGpu
+from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost, JudgedPair
+from peerwatch.probes.report import RdmaInfo
 
 RDMA_MEMO = 65_536  # GPUs whose stored RDMA facts are judged once (8192 8-GPU hosts; ~0.8 kB each)
 

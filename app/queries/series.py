@@ -16,15 +16,21 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.models import Measurement, MeasurementRollup
-from app.queries.common import NotFound, get_host, judged_baseline
-from app.queries.fabric import load_fabric
-from app.queries.jobs import pair_jobs
-from app.queries.window import time_window
-from app.schemas import BaselineOut, ExpectedOut, SeriesBucket, SeriesPoint, SeriesResponse
-from app.sql import epoch_seconds
-from probes.report import TestName, unit_of
+from peerwatch.app.queries.common import NotFound, get_host, judged_baseline
+from peerwatch.app.queries.fabric import load_fabric
+from peerwatch.app.queries.jobs import pair_jobs
+from peerwatch.app.queries.window import time_window
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.series import (
+    BaselineOut,
+    ExpectedOut,
+    SeriesBucket,
+    SeriesPoint,
+    SeriesResponse,
+)
+from peerwatch.app.store.sql import epoch_seconds
+from peerwatch.app.store.tables.history import Measurement, MeasurementRollup
+from peerwatch.probes.report import TestName, unit_of
 
 TARGET_BUCKETS = 300
 NICE_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)

@@ -13,12 +13,13 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Host, JobSnapshot
-from app.queries.common import NotFound
-from app.schemas_snapshots import DiffLine, JobDiff, SnapshotList, SnapshotSummary
-from probes.report import LinkState
-from probes.snapshot import Phase, Snapshot
-from probes.snapshot_diff import diff_snapshots
+from peerwatch.app.queries.common import NotFound
+from peerwatch.app.schemas.snapshots import DiffLine, JobDiff, SnapshotList, SnapshotSummary
+from peerwatch.app.store.tables.fleet import JobSnapshot
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import LinkState
+from peerwatch.probes.snapshot import Phase, Snapshot
+from peerwatch.probes.snapshot_diff import diff_snapshots
 
 LIST_LIMIT = 500
 

@@ -10,9 +10,9 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.analysis.throttle import SweepThrottle, clocks_detail
-from app.models import GpuSample, ReportRow
-from probes.clocks import GpuClocks
+from peerwatch.app.analysis.throttle import SweepThrottle, clocks_detail
+from peerwatch.app.store.tables.history import GpuSample, ReportRow
+from peerwatch.probes.clocks import GpuClocks
 
 MARGIN = timedelta(days=1)  # a sample taken before its report started (a skewed probe)
 

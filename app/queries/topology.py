@@ -15,19 +15,19 @@ from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
-from app.analysis.fabric_health import LinkJudgement
-from app.analysis.health import TestJudgement, worst
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.queries.health import HostHealth, host_health
-from app.schemas import (
+from peerwatch.app.analysis.fabric_health import LinkJudgement
+from peerwatch.app.analysis.health import TestJudgement, worst
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.topology import (
     EdgeKind,
     NodeKind,
     TopologyEdge,
     TopologyNode,
     TopologyResponse,
 )
-from probes.report import LinkState, NvLinkPort, RemoteType, TestName
+from peerwatch.probes.report import LinkState, NvLinkPort, RemoteType, TestName
 
 EDGE_TESTS = (TestName.CE_WRITE, TestName.CE_READ, TestName.SM_WRITE, TestName.SM_READ,
               TestName.STAGED)

@@ -15,8 +15,15 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from sqlalchemy.orm import Session
 
-from app.alerting import admin as alert_admin
-from app.alerting.schemas import (
+from peerwatch.app.alerting import admin as alert_admin
+from peerwatch.app.alerting.service import service_for
+from peerwatch.app.alerting.silences import active_silences, silenced_by
+from peerwatch.app.analysis.debounce import Hold
+from peerwatch.app.api.deps import AdminTokenDep, HostQuery, RowId, SessionDep
+from peerwatch.app.api.json_body import StrictJsonRoute
+from peerwatch.app.queries.alerts import alert_history, find_alerts
+from peerwatch.app.queries.page_holds import page_holds
+from peerwatch.app.schemas.alerts import (
     Acknowledgement,
     AckRequest,
     AlertDetail,
@@ -25,14 +32,7 @@ from app.alerting.schemas import (
     AlertsResponse,
     AlertState,
 )
-from app.alerting.service import service_for
-from app.alerting.silences import active_silences, silenced_by
-from app.analysis.debounce import Hold
-from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
-from app.json_body import StrictJsonRoute
-from app.models import Alert, Silence
-from app.queries.alerts import alert_history, find_alerts
-from app.queries.page_holds import page_holds
+from peerwatch.app.store.tables.alerts import Alert, Silence
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"], route_class=StrictJsonRoute)
 

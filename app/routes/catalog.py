@@ -14,7 +14,7 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from probes.report import TEST_ABOUT, TestName, test_scope, unit_of
+from peerwatch.probes.report import TEST_ABOUT, TestName, test_scope, unit_of
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
 

@@ -4,7 +4,7 @@ not and showed "Unable to render this definition"), never a CDN, so the API docu
 works on an air-gapped cluster like the dashboard does.
 
 The page runs under the same Content-Security-Policy as every HTML answer
-(`app.response_headers.HTML_CSP`: scripts from this origin only), so it carries no inline
+(`app.api.response_headers.HTML_CSP`: scripts from this origin only), so it carries no inline
 script: FastAPI's stock page starts Swagger UI from an inline `<script>`, which that policy
 blocks. The start-up script is served as an asset of its own instead, and turns off the
 online validator badge (an image from another origin).

@@ -11,10 +11,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from app.deps import SessionDep
-from app.queries.domains import domain_detail, domain_summaries
-from app.schemas_domains import DomainDetail, DomainsResponse
-from probes.report import utcnow
+from peerwatch.app.api.deps import SessionDep
+from peerwatch.app.queries.domains import domain_detail, domain_summaries
+from peerwatch.app.schemas.domains import DomainDetail, DomainsResponse
+from peerwatch.probes.report import utcnow
 
 router = APIRouter(prefix="/api/v1/domains", tags=["domains"])
 

@@ -11,11 +11,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.deps import AdminTokenDep, SessionDep
-from app.errors import unprocessable
-from app.json_body import StrictJsonRoute
-from app.queries import drain as q
-from app.schemas_drain import (
+from peerwatch.app.api.deps import AdminTokenDep, SessionDep
+from peerwatch.app.api.errors import unprocessable
+from peerwatch.app.api.json_body import StrictJsonRoute
+from peerwatch.app.queries import drain as q
+from peerwatch.app.schemas.drain import (
     ActionIn,
     ActionOut,
     ActionsResponse,
@@ -24,7 +24,7 @@ from app.schemas_drain import (
     DrainStateResponse,
     MarksResponse,
 )
-from app.services.drain import record_action, reset_breaker
+from peerwatch.app.services.drain import record_action, reset_breaker
 
 router = APIRouter(prefix="/api/v1", tags=["drain"], route_class=StrictJsonRoute)
 

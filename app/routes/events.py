@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import HostPath, SessionDep
-from app.queries.events import host_events
-from app.routes.hosts import Since, Until
-from app.schemas_events import HostEventsResponse
-from probes.report import utcnow
+from peerwatch.app.api.deps import HostPath, SessionDep
+from peerwatch.app.queries.events import host_events
+from peerwatch.app.routes.hosts import Since, Until
+from peerwatch.app.schemas.events import HostEventsResponse
+from peerwatch.probes.report import utcnow
 
 router = APIRouter(prefix="/api/v1/hosts", tags=["hosts"])
 

@@ -11,10 +11,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.deps import SessionDep, SettingsDep
-from app.queries.fleet_peers import fleet_peers_response
-from app.schemas_fleet import FleetPeersResponse
-from probes.report import TestName, utcnow
+from peerwatch.app.api.deps import SessionDep, SettingsDep
+from peerwatch.app.queries.fleet_peers import fleet_peers_response
+from peerwatch.app.schemas.fleet import FleetPeersResponse
+from peerwatch.probes.report import TestName, utcnow
 
 router = APIRouter(prefix="/api/v1/fleet", tags=["fleet"])
 

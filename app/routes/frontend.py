@@ -25,9 +25,9 @@ from pathlib import Path
 
 from fastapi import APIRouter, HTTPException, Request, Response
 
-from app.assets import asset_dir
-from app.response_headers import HTML_CSP
-from app.routes.catalog import catalog_json
+from peerwatch.app.api.response_headers import HTML_CSP
+from peerwatch.app.routes.catalog import catalog_json
+from peerwatch.app.runtime.assets import asset_dir
 
 router = APIRouter(include_in_schema=False)
 
@@ -61,7 +61,7 @@ def module_preloads() -> str:
     return "\n  ".join(f'<link rel="modulepreload" href="/static/{n}">' for n in names)
 
 
-CSP = HTML_CSP  # one policy for every HTML answer (app/response_headers.py)
+CSP = HTML_CSP  # one policy for every HTML answer (app/api/response_headers.py)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",

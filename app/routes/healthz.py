@@ -22,10 +22,10 @@ from typing import Any
 from fastapi import APIRouter, Request, Response, status
 from sqlalchemy import Engine, text
 
-from app.alerting.judge_queue import judges_for
-from app.db import current_revision
-from app.ingest_gate import gate_for
-from app.schemas import Healthz, IngestLoad, JudgeLoad, Readyz
+from peerwatch.app.ingest.gate import gate_for
+from peerwatch.app.judging.queue import judges_for
+from peerwatch.app.schemas.readiness import Healthz, IngestLoad, JudgeLoad, Readyz
+from peerwatch.app.store.db import current_revision
 
 READY_TIMEOUT_S = 2.0
 

@@ -1,7 +1,8 @@
 """Read API for hosts: list, inventory, topology graph, matrix, series, link rates, health.
 
 Unknown hosts, GPUs, links and tests answer 404 naming what was not found (the `NotFound`
-handler in `app.main`); impossible parameters (a range that ends before it starts, too many
+handler in `app.main`); impossible parameters (a range that ends before it starts,
+                                                         too many
 buckets) answer 422.
 """
 
@@ -12,24 +13,20 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.exceptions import RequestValidationError
 
-from app.deps import HostPath, SessionDep, SettingsDep
-from app.errors import query_unprocessable
-from app.queries import host_health, host_summaries, latest_matrix
-from app.queries.health_view import health_view
-from app.queries.hosts import host_detail
-from app.queries.link_series import link_series
-from app.queries.series import pair_series
-from app.queries.topology import host_topology
-from app.schemas import (
-    HealthResponse,
-    HostDetail,
-    HostsResponse,
-    LinkSeriesResponse,
-    MatrixResponse,
-    SeriesResponse,
-    TopologyResponse,
-)
-from probes.report import MAX_GPUS, MAX_LINKS_PER_GPU, Timestamp, utcnow
+from peerwatch.app.api.deps import HostPath, SessionDep, SettingsDep
+from peerwatch.app.api.errors import query_unprocessable
+from peerwatch.app.queries import host_health, host_summaries, latest_matrix
+from peerwatch.app.queries.health_view import health_view
+from peerwatch.app.queries.hosts import host_detail
+from peerwatch.app.queries.link_series import link_series
+from peerwatch.app.queries.series import pair_series
+from peerwatch.app.queries.topology import host_topology
+from peerwatch.app.schemas.health import HealthResponse
+from peerwatch.app.schemas.hosts import HostDetail, HostsResponse
+from peerwatch.app.schemas.matrix import MatrixResponse
+from peerwatch.app.schemas.series import LinkSeriesResponse, SeriesResponse
+from peerwatch.app.schemas.topology import TopologyResponse
+from peerwatch.probes.report import MAX_GPUS, MAX_LINKS_PER_GPU, Timestamp, utcnow
 
 router = APIRouter(prefix="/api/v1/hosts", tags=["hosts"])
 

@@ -7,10 +7,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from app.deps import SessionDep
-from app.queries.jobs import job_page
-from app.schemas_jobs import JobOut
-from probes.report import JOB_ID, JOB_ID_RULE
+from peerwatch.app.api.deps import SessionDep
+from peerwatch.app.queries.jobs import job_page
+from peerwatch.app.schemas.jobs import JobOut
+from peerwatch.probes.report import JOB_ID, JOB_ID_RULE
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 

@@ -11,14 +11,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.deps import AdminTokenDep, HostQuery, RowId, SessionDep
-from app.errors import unprocessable
-from app.json_body import StrictJsonRoute
-from app.models import MaintenanceWindow
-from app.queries.common import host_known
-from app.queries.page_holds import list_windows
-from app.schemas_maintenance import MaintenanceOut, MaintenanceRequest, MaintenanceResponse
-from app.services.maintenance import declare_window, end_window
+from peerwatch.app.api.deps import AdminTokenDep, HostQuery, RowId, SessionDep
+from peerwatch.app.api.errors import unprocessable
+from peerwatch.app.api.json_body import StrictJsonRoute
+from peerwatch.app.queries.common import host_known
+from peerwatch.app.queries.page_holds import list_windows
+from peerwatch.app.schemas.maintenance import (
+    MaintenanceOut,
+    MaintenanceRequest,
+    MaintenanceResponse,
+)
+from peerwatch.app.services.maintenance import declare_window, end_window
+from peerwatch.app.store.tables.alerts import MaintenanceWindow
 
 router = APIRouter(prefix="/api/v1/maintenance", tags=["alerts"], route_class=StrictJsonRoute)
 

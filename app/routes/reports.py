@@ -7,15 +7,15 @@ full validation, so a newer probe is told to upgrade the server rather than show
 errors), then the full wire model and the report's coherence (422 naming each field).
 
 Only reading the body happens on the event loop. Parsing (orjson), validation and the
-transaction run in a worker thread — under `serve`, a worker process (`app/ingest_pool.py`),
+transaction run in a worker thread — under `serve`, a worker process (`app/ingest/pool.py`),
 so the event loop never waits for their GIL — while the report holds an ingest slot
-(`app.ingest_gate`):
+(`app.ingest.gate`):
 a saturated process answers 429/503 with Retry-After at once, and a client that went away
 while its report waited for a slot costs nothing more. The report is judged after the answer,
-off the request path: its host goes to the judges (`app/alerting/judge_queue.py`; under
-`serve` a process of their own, `app/alerting/judge_process.py`). Under `serve` the answer
+off the request path: its host goes to the judges (`app/judging/queue.py`; under
+`serve` a process of their own, `app/judging/process.py`). Under `serve` the answer
 comes even earlier: once the worker has checked the report and stored it whole, before its
-rows are written (`app/ingest_expand.py`); the 201's counts are the rows it will store.
+rows are written (`app/ingest/expand.py`); the 201's counts are the rows it will store.
 """
 
 from __future__ import annotations
@@ -27,20 +27,25 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from app.alerting.judge_queue import judges_for
-from app.config import Settings
-from app.deps import ProbeTokenDep, SettingsDep
-from app.heard import heard_for
-from app.ingest_expand import expansions_for
-from app.ingest_gate import IngestGate, Saturated, gate_for
-from app.ingest_pool import IngestPool, Ticket, pool_for
-from app.json_body import check_encoding, read_limited_body
-from app.posted_report import DatabaseLocked, is_canonical, receive_and_expand, store_posted
-from app.schemas import IngestResult
-from app.services.ingest import probe_sent_at
-from probes.agent.clock_offset import OFFSET_HEADER
-from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER
-from probes.report import utcnow
+from peerwatch.app.api.deps import ProbeTokenDep, SettingsDep
+from peerwatch.app.api.json_body import check_encoding, read_limited_body
+from peerwatch.app.ingest.expand import expansions_for
+from peerwatch.app.ingest.gate import IngestGate, Saturated, gate_for
+from peerwatch.app.ingest.heard import heard_for
+from peerwatch.app.ingest.pool import IngestPool, Ticket, pool_for
+from peerwatch.app.ingest.posted import (
+    DatabaseLocked,
+    is_canonical,
+    receive_and_expand,
+    store_posted,
+)
+from peerwatch.app.ingest.rows import probe_sent_at
+from peerwatch.app.judging.queue import judges_for
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.ingest import IngestResult
+from peerwatch.probes.agent.clock_offset import OFFSET_HEADER
+from peerwatch.probes.agent.sender import HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER
+from peerwatch.probes.report import utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
 
@@ -89,7 +94,7 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     heard.stored(result.host, arrived)
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
-    elif not later:  # judged after the answer, by the judge queue (app/alerting/judge_queue.py)
+    elif not later:  # judged after the answer, by the judge queue (app/judging/queue.py)
         judges_for(request.app).submit(result.host, arrived.timestamp())
     return result
 
@@ -98,7 +103,7 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
                          ) -> tuple[IngestResult, bool]:
     """Read the body and store it in an ingest slot; `Saturated` when none is free. True
     beside the answer when the report was stored whole and is expanded (and judged) after
-    it (`serve`: `app/ingest_expand.py`)."""
+    it (`serve`: `app/ingest/expand.py`)."""
     gate = gate_for(request.app)
     encoding = request.headers.get("content-encoding")
     check_encoding(encoding)  # 415 for a coding not read here, before the body is received

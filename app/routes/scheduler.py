@@ -16,21 +16,21 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import AfterValidator
 
-from app.analysis.placement import NotEnoughHealthyGpus, Pattern, PlacementError, place
-from app.deps import SessionDep, SettingsDep
-from app.errors import query_unprocessable
-from app.queries import host_health
-from app.queries.domains import clique_fits
-from app.queries.placement import placement_view
-from app.queries.scheduler import schedulable
-from app.schemas_domains import CliquesResponse
-from app.schemas_scheduler import (
+from peerwatch.app.analysis.placement import NotEnoughHealthyGpus, Pattern, PlacementError, place
+from peerwatch.app.api.deps import SessionDep, SettingsDep
+from peerwatch.app.api.errors import query_unprocessable
+from peerwatch.app.queries import host_health
+from peerwatch.app.queries.domains import clique_fits
+from peerwatch.app.queries.placement import placement_view
+from peerwatch.app.queries.scheduler import schedulable
+from peerwatch.app.schemas.domains import CliquesResponse
+from peerwatch.app.schemas.scheduler import (
     NotEnoughGpusAnswer,
     NotEnoughGpusDetail,
     PlacementResponse,
     SchedulerHostsResponse,
 )
-from probes.report import HOSTNAME_RULE, MAX_GPUS, utcnow, valid_hostname
+from peerwatch.probes.report import HOSTNAME_RULE, MAX_GPUS, utcnow, valid_hostname
 
 router = APIRouter(prefix="/api/v1/scheduler", tags=["scheduler"])
 

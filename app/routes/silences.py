@@ -8,13 +8,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.alerting import admin as alert_admin
-from app.alerting.schemas import SilenceOut, SilenceRequest, SilencesResponse
-from app.deps import AdminTokenDep, RowId, SessionDep
-from app.errors import unprocessable
-from app.json_body import StrictJsonRoute
-from app.models import Silence
-from app.queries.alerts import find_silences
+from peerwatch.app.alerting import admin as alert_admin
+from peerwatch.app.api.deps import AdminTokenDep, RowId, SessionDep
+from peerwatch.app.api.errors import unprocessable
+from peerwatch.app.api.json_body import StrictJsonRoute
+from peerwatch.app.queries.alerts import find_silences
+from peerwatch.app.schemas.alerts import SilenceOut, SilenceRequest, SilencesResponse
+from peerwatch.app.store.tables.alerts import Silence
 
 router = APIRouter(prefix="/api/v1/silences", tags=["alerts"], route_class=StrictJsonRoute)
 

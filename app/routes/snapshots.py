@@ -16,15 +16,15 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import HostPath, ProbeTokenDep, SessionDep, SettingsDep
-from app.errors import body_errors
-from app.json_body import read_limited_body
-from app.queries.snapshots import get_snapshot, host_snapshots, job_diff
-from app.schemas_snapshots import JobDiff, SnapshotList, SnapshotStored
-from app.services.snapshots import check_snapshot, store_snapshot
-from app.wire_body import parse_wire
-from probes.report import utcnow
-from probes.snapshot import JOB_ID, JOB_ID_RULE, SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
+from peerwatch.app.api.deps import HostPath, ProbeTokenDep, SessionDep, SettingsDep
+from peerwatch.app.api.errors import body_errors
+from peerwatch.app.api.json_body import read_limited_body
+from peerwatch.app.api.wire_body import parse_wire
+from peerwatch.app.queries.snapshots import get_snapshot, host_snapshots, job_diff
+from peerwatch.app.schemas.snapshots import JobDiff, SnapshotList, SnapshotStored
+from peerwatch.app.services.snapshots import check_snapshot, store_snapshot
+from peerwatch.probes.report import utcnow
+from peerwatch.probes.snapshot import JOB_ID, JOB_ID_RULE, SUPPORTED_SNAPSHOT_VERSIONS, Snapshot
 
 router = APIRouter(prefix="/api/v1", tags=["snapshots"])
 

@@ -1,1 +1,2 @@
-"""Database-facing work behind the routes: ingest, inventory upserts, baselines, retention."""
+"""The admin writes behind the routes: maintenance windows, job snapshots, fleet peer stats,
+and what `peerwatch drain` did. (A report's rows are `ingest/`'s; storage itself is `store/`.)"""

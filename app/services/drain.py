@@ -14,9 +14,10 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.analysis.fingerprint import fingerprint
-from app.models import Alert, AlertEvent, DrainAction, DrainBreaker, DrainMark
-from app.schemas_drain import ActionIn, BreakerReset
+from peerwatch.app.analysis.fingerprint import fingerprint
+from peerwatch.app.schemas.drain import ActionIn, BreakerReset
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent
+from peerwatch.app.store.tables.drain import DrainAction, DrainBreaker, DrainMark
 
 BREAKER_ALERT = "DrainBreakerOpen"
 NODE_ALERT = "NodeTakenOutByPeerwatch"

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.analysis.fleet_peers import (
+from peerwatch.app.analysis.fleet_peers import (
     Distribution,
     GroupKey,
     PeerCheck,
@@ -35,20 +35,21 @@ from app.analysis.fleet_peers import (
     pcie_downtrained,
     peer_check,
 )
-from app.analysis.health import TestJudgement
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.models import FleetPeerStat, Gpu, Host
-from app.queries.common import PairKey
-from app.queries.fabric import HostFabric
-from app.queries.fleet_peers import (
+from peerwatch.app.analysis.health import TestJudgement
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.common import PairKey
+from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.queries.fleet_peers import (
     UNKNOWN_DRIVER,
     fleet_members,
     group_stats,
     stats_computed_at,
     stored_stat_rows,
 )
-from probes.report import TestName
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.fleet import FleetPeerStat
+from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.probes.report import TestName
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def refresh_fleet_peers(session: Session, settings: Settings, now: datetime) -> 
              for key, values in members.items()}
     changed: set[tuple[str, str]] = set()  # (model, driver) families
     for row in stored_stat_rows(session):
-        key = (GroupKey(row.gpu_model, row.topology, row.driver), TestName(row.test)) \
+        key = (GroupKey(row.gpu_model, row.topology, row.driver), TestName(row.test))\
             if row.test in {t.value for t in TestName} else None
         dist = stats.pop(key, None) if key else None
         if _update(row, dist, settings, now) if dist else _empty(row, now):

@@ -6,9 +6,9 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from app.models import MaintenanceWindow
-from app.queries.common import NotFound
-from app.schemas_maintenance import MaintenanceRequest
+from peerwatch.app.queries.common import NotFound
+from peerwatch.app.schemas.maintenance import MaintenanceRequest
+from peerwatch.app.store.tables.alerts import MaintenanceWindow
 
 
 def declare_window(session: Session, body: MaintenanceRequest, now: datetime

@@ -17,15 +17,15 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import JobSnapshot
-from app.schemas_snapshots import SnapshotStored
-from app.services.report_checks import (
+from peerwatch.app.ingest.checks import (
     MAX_CLOCK_AHEAD,
     ReportConflict,
     inventory_problems,
     sample_problems,
 )
-from probes.snapshot import Snapshot
+from peerwatch.app.schemas.snapshots import SnapshotStored
+from peerwatch.app.store.tables.fleet import JobSnapshot
+from peerwatch.probes.snapshot import Snapshot
 
 
 def check_snapshot(snap: Snapshot, now: datetime) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ maintenance run prunes them) to a few days ahead are made, the rows are moved, t
 table is dropped, and the primary key (now `(id, <time>)`: a partitioned table's keys must
 include the partition column), indexes and foreign keys are made again as they were. The
 indexes and keys are read from the live table, so they come back exactly. SQLite: nothing.
-See app/services/partitions.py.
+See app/store/partitions.py.
 
 Revision ID: 0007
 Revises: 0006
@@ -18,7 +18,7 @@ from typing import Sequence, Union
 from alembic import op
 import sqlalchemy as sa
 
-from app.services import partitions
+from peerwatch.app.store import partitions
 
 revision: str = '0007'
 down_revision: Union[str, Sequence[str], None] = '0006'

@@ -9,7 +9,7 @@ from typing import Sequence, Union
 from alembic import op
 import sqlalchemy as sa
 
-from app.analysis.domains import domain_key
+from peerwatch.app.analysis.domains import domain_key
 
 revision: str = '0009'
 down_revision: Union[str, Sequence[str], None] = '0007'

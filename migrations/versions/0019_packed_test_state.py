@@ -1,4 +1,4 @@
-"""judged_tests.state packed: fixed-width binary (app/judging/packed.py) instead of a JSON
+"""judged_tests.state packed: fixed-width binary (app/store/packed.py) instead of a JSON
 tree per row, which every sweep's judgement parsed and encoded again for each of a host's
 ~416 judged (pair, test)s (issue 19).
 
@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence, Union
 from alembic import op
 import sqlalchemy as sa
 
-from app.judging.packed import from_doc, to_doc
+from peerwatch.app.store.packed import from_doc, to_doc
 
 
 revision: str = '0019'

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from probes.report import (
+from peerwatch.probes.report import (
     GPU_TESTS,
     CounterSample,
     LinkCounters,

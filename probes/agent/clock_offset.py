@@ -12,7 +12,7 @@ server's clock somewhere in between, so
 with the same sign as the server's `clock_skew_s` (positive: the probe is behind). A sample
 from an exchange longer than RTT_MAX_S says too little and is dropped; the newest good one
 is sent with the next request (`X-Peerwatch-Clock-Offset`), and the server takes it before
-its own reading (`app/services/ingest.py`).
+its own reading (`app/ingest/rows.py`).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from probes.agent.events import EventCollector
-from probes.nvidia.kmsg import pci_key
+from peerwatch.probes.agent.events import EventCollector
+from peerwatch.probes.nvidia.kmsg import pci_key
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def open_events(fabric: Any, enabled: bool = True,
 
 
 def _start_nvml(collector: EventCollector, nvml: Any) -> None:
-    from probes.nvidia.nvml_events import NvmlEvents
+    from peerwatch.probes.nvidia.nvml_events import NvmlEvents
     try:
         events = NvmlEvents(nvml, collector.on_nvml).start()
     except Exception as exc:  # noqa: BLE001 - no events: a warning, never a dead agent
@@ -57,6 +57,6 @@ def _start_nvml(collector: EventCollector, nvml: Any) -> None:
 
 
 def _start_kernel_log(collector: EventCollector, path: Path) -> None:
-    from probes.nvidia.kernel_log import KernelLog
+    from peerwatch.probes.nvidia.kernel_log import KernelLog
     reader = KernelLog(collector.on_line, path).start()
     collector.on_close(reader.close)

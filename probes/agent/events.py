@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from probes.report import MAX_EVENTS, EventKind, EventSource, FabricEvent, utcnow
+from peerwatch.probes.report import MAX_EVENTS, EventKind, EventSource, FabricEvent, utcnow
 
 log = logging.getLogger(__name__)
 

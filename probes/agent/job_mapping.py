@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probes.agent.pod_resources import read_pod_jobs
-from probes.report import (
+from peerwatch.probes.agent.pod_resources import read_pod_jobs
+from peerwatch.probes.report import (
     JOB_ID,
     JOB_ID_RULE,
     MAX_JOBS_PER_GPU,

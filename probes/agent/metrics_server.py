@@ -23,11 +23,11 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from probes.agent.agent_state import AgentState, AgentView
-from probes.errors import BadProbeRequest
-from probes.metrics import AgentCollector, SpoolGauge
-from probes.metrics_text import render
-from probes.report import TestName
+from peerwatch.probes.agent.agent_state import AgentState, AgentView
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.metrics import AgentCollector, SpoolGauge
+from peerwatch.probes.metrics_text import render
+from peerwatch.probes.report import TestName
 
 log = logging.getLogger(__name__)
 

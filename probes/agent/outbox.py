@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from probes.agent.quiet_log import QuietLog
-from probes.agent.sender import Backoff, Outcome, Sender, SendResult
-from probes.agent.spool import REJECTED_SUFFIX, AnySpool, SpoolEntry
-from probes.report import Report
+from peerwatch.probes.agent.quiet_log import QuietLog
+from peerwatch.probes.agent.sender import Backoff, Outcome, Sender, SendResult
+from peerwatch.probes.agent.spool import REJECTED_SUFFIX, AnySpool, SpoolEntry
+from peerwatch.probes.report import Report
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.report import JOB_ID, MAX_JOBS_PER_GPU, GpuInfo, GpuJob, JobSource, ProbeError
+from peerwatch.probes.report import JOB_ID, MAX_JOBS_PER_GPU, GpuInfo, GpuJob, JobSource, ProbeError
 
 KUBELET_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 LIST_METHOD = "/v1.PodResourcesLister/List"

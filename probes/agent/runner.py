@@ -15,17 +15,17 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from probes.agent.event_sources import open_events
-from probes.agent.metrics_server import AgentExposition, MetricsServer
-from probes.agent.outbox import Outbox
-from probes.agent.sender import Backoff, Sender
-from probes.agent.spool import open_spool
-from probes.agent.worker import Clock, Meter, Sleep, Worker, process_usage
-from probes.config import ProbeSettings
-from probes.fabric import Fabric
-from probes.fabric_select import open_real_or_refuse
-from probes.passes import report_builder
-from probes.report import utcnow
+from peerwatch.probes.agent.event_sources import open_events
+from peerwatch.probes.agent.metrics_server import AgentExposition, MetricsServer
+from peerwatch.probes.agent.outbox import Outbox
+from peerwatch.probes.agent.sender import Backoff, Sender
+from peerwatch.probes.agent.spool import open_spool
+from peerwatch.probes.agent.worker import Clock, Meter, Sleep, Worker, process_usage
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.fabric import Fabric
+from peerwatch.probes.fabric_select import open_real_or_refuse
+from peerwatch.probes.passes import report_builder
+from peerwatch.probes.report import utcnow
 
 
 @dataclass

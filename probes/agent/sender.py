@@ -41,8 +41,8 @@ from enum import StrEnum
 import httpx
 from pydantic import BaseModel
 
-from probes.agent.clock_offset import OFFSET_HEADER, offset_sample
-from probes.report import Report, wire_fingerprint
+from peerwatch.probes.agent.clock_offset import OFFSET_HEADER, offset_sample
+from peerwatch.probes.report import Report, wire_fingerprint
 
 REPORTS_PATH = "/api/v1/reports"
 SNAPSHOTS_PATH = "/api/v1/snapshots"
@@ -180,7 +180,7 @@ class Sender:
         `Date` updates the measured clock offset."""
         compressed = self.gzip
         response = self._post_once(report, body, compressed)
-        if compressed and not self.gzip and 400 <= response.status_code < 500 \
+        if compressed and not self.gzip and 400 <= response.status_code < 500\
                 and response.status_code not in _RETRY_STATUS:
             response = self._post_once(report, body, compressed=False)
         return response

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes.agent.sender import Outcome, Sender
-from probes.agent.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX, atomic_write
-from probes.snapshot import Snapshot
+from peerwatch.probes.agent.sender import Outcome, Sender
+from peerwatch.probes.agent.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX, atomic_write
+from peerwatch.probes.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 

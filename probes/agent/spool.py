@@ -28,8 +28,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes.errors import PeerwatchProbeError
-from probes.report import Report
+from peerwatch.probes.errors import PeerwatchProbeError
+from peerwatch.probes.report import Report
 
 log = logging.getLogger(__name__)
 

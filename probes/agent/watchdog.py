@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from probes.errors import TransferTimeout
+from peerwatch.probes.errors import TransferTimeout
 
 T = TypeVar("T")
 

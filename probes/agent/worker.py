@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from probes.agent.agent_state import AgentState
-from probes.agent.outbox import Delivery, Outbox, Submitted
-from probes.config import ProbeSettings
-from probes.report import Report, ReportKind
+from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.agent.outbox import Delivery, Outbox, Submitted
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.report import Report, ReportKind
 
 log = logging.getLogger(__name__)
 

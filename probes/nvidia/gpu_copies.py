@@ -28,13 +28,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from probes.fabric import Measurement, TestSpec
-from probes.nvidia import kernels
-from probes.nvidia.transfer_run import Run
-from probes.report import TestName
+from peerwatch.probes.fabric import Measurement, TestSpec
+from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.transfer_run import Run
+from peerwatch.probes.report import TestName
 
 if TYPE_CHECKING:
-    from probes.nvidia.transfers import Transfers
+    from peerwatch.probes.nvidia.transfers import Transfers
 
 MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST, MEMCPY_DEVICE_TO_DEVICE = 1, 2, 3
 

@@ -17,7 +17,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from probes.report import FabricManagerInfo
+from peerwatch.probes.report import FabricManagerInfo
 
 FM_PROCESS = "nv-fabricmanager"
 FM_FILES = ("usr/bin/nv-fabricmanager", "lib/systemd/system/nvidia-fabricmanager.service",

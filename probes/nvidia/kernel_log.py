@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from probes.nvidia.kmsg import LogLine, parse_line, parse_record
+from peerwatch.probes.nvidia.kmsg import LogLine, parse_line, parse_record
 
 log = logging.getLogger(__name__)
 

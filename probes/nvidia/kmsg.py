@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from probes.report import EventKind
+from peerwatch.probes.report import EventKind
 
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<code>\d+)\s*,\s*(?P<rest>.*)")
 _SXID = re.compile(r"(?P<switch>nvidia-nvswitch\d+): SXid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): "

@@ -18,12 +18,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from probes.errors import NotSupported
-from probes.report import LinkCounters, LinkState, NvLinkPort, RemoteType
-from probes.topology import REMOTE_TYPES, as_text, normalize_bus_id, nvlink_version
+from peerwatch.probes.errors import NotSupported
+from peerwatch.probes.report import LinkCounters, LinkState, NvLinkPort, RemoteType
+from peerwatch.probes.topology import REMOTE_TYPES, as_text, normalize_bus_id, nvlink_version
 
 if TYPE_CHECKING:
-    from probes.nvidia.nvml import Nvml
+    from peerwatch.probes.nvidia.nvml import Nvml
 
 PORTS_TTL_S = 2.0
 ERROR_COUNTER_TTL_S = 10.0

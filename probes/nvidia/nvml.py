@@ -26,19 +26,24 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from probes.clocks import GpuClocks
-from probes.errors import BadProbeRequest, FabricUnavailable, NotSupported, PeerwatchProbeError
-from probes.nvidia.nvlink import NvLinks
-from probes.nvidia.nvml_clocks import read_clocks
-from probes.nvidia.nvml_fabric import (
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.errors import (
+    BadProbeRequest,
+    FabricUnavailable,
+    NotSupported,
+    PeerwatchProbeError,
+)
+from peerwatch.probes.nvidia.nvlink import NvLinks
+from peerwatch.probes.nvidia.nvml_clocks import read_clocks
+from peerwatch.probes.nvidia.nvml_fabric import (
     ChildCheck,
     FabricReader,
     child_fabric_check,
     fabric_check_main,
 )
-from probes.nvidia.rdma import RdmaReader
-from probes.nvidia.sysfs import Sysfs
-from probes.report import (
+from peerwatch.probes.nvidia.rdma import RdmaReader
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.report import (
     GpuActivity,
     GpuInfo,
     LinkCounters,
@@ -50,7 +55,7 @@ from probes.report import (
     RdmaInfo,
     SwitchFabricInfo,
 )
-from probes.topology import (
+from peerwatch.probes.topology import (
     as_text,
     cpulist,
     normalize_bus_id,
@@ -355,5 +360,5 @@ class Nvml:
 
 if __name__ == "__main__":  # the child of probes/nvidia/nvml_fabric.py: `--fabric-check GPU`
     if len(sys.argv) != 3 or sys.argv[1] != "--fabric-check":
-        sys.exit("usage: python -m probes.nvidia.nvml --fabric-check GPU_INDEX")
+        sys.exit("usage: python -m peerwatch.probes.nvidia.nvml --fabric-check GPU_INDEX")
     sys.exit(fabric_check_main(int(sys.argv[2]), load_pynvml()))

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from probes.clocks import GpuClocks
+from peerwatch.probes.clocks import GpuClocks
 
 if TYPE_CHECKING:
-    from probes.nvidia.nvml import Nvml
+    from peerwatch.probes.nvidia.nvml import Nvml
 
 REASON_CALLS = ("nvmlDeviceGetCurrentClocksEventReasons",
                 "nvmlDeviceGetCurrentClocksThrottleReasons")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.nvml import Nvml
 
 log = logging.getLogger(__name__)
 

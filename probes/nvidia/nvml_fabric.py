@@ -11,7 +11,8 @@ it was given, while the legacy `nvmlDeviceGetGpuFabricInfo` answered state NOT_S
    is asked through V (v3 struct, then v2) for the health mask and summary; if V is
    refused, the legacy answer stands;
 3. bindings without the legacy call: the V call runs once in a child process
-   (`python -m probes.nvidia.nvml --fabric-check GPU`); only if the child lives is V called here.
+   (`python -m peerwatch.probes.nvidia.nvml --fabric-check GPU`); only if the child lives is V
+   called here.
 
 The health mask is decoded into issue names (`decode_health_mask`), kept beside the raw mask.
 """
@@ -23,11 +24,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from probes.errors import NotSupported
-from probes.report import SwitchFabricInfo
+from peerwatch.probes.errors import NotSupported
+from peerwatch.probes.report import SwitchFabricInfo
 
 if TYPE_CHECKING:
-    from probes.nvidia.nvml import Nvml
+    from peerwatch.probes.nvidia.nvml import Nvml
 
 FABRIC_STATES = {1: "not_started", 2: "in_progress", 3: "completed"}
 FABRIC_HEALTH = {1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
@@ -62,7 +63,7 @@ def decode_health_mask(mask: int) -> list[str]:
 def child_fabric_check(gpu: int) -> bool:
     """True when nvmlDeviceGetGpuFabricInfoV returned (any answer) in a child process."""
     try:
-        argv = [sys.executable, "-m", "probes.nvidia.nvml", "--fabric-check", str(gpu)]
+        argv = [sys.executable, "-m", "peerwatch.probes.nvidia.nvml", "--fabric-check", str(gpu)]
         done = subprocess.run(argv, capture_output=True, timeout=CHILD_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False

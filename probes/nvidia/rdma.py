@@ -24,8 +24,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from probes.nvidia.sysfs import Sysfs
-from probes.topology import normalize_bus_id
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.topology import normalize_bus_id
 
 ACS_CAP_ID = 0x000D
 EXT_CAP_START = 0x100

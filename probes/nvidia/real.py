@@ -18,15 +18,15 @@ import dataclasses
 import socket
 from typing import Any
 
-import probes
-from probes.clocks import GpuClocks
-from probes.errors import FabricUnavailable, TransferError
-from probes.fabric import Measurement, TestSpec
-from probes.nvidia.host_runtime import HostRuntime
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.sysfs import Sysfs
-from probes.nvidia.transfers import Transfers
-from probes.report import (
+import peerwatch.probes as probes
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.errors import FabricUnavailable, TransferError
+from peerwatch.probes.fabric import Measurement, TestSpec
+from peerwatch.probes.nvidia.host_runtime import HostRuntime
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.nvidia.transfers import Transfers
+from peerwatch.probes.report import (
     FabricManagerInfo,
     GpuActivity,
     GpuInfo,
@@ -35,7 +35,7 @@ from probes.report import (
     NvLinkPort,
     PairInfo,
 )
-from probes.topology import normalize_bus_id, parse_cpulist
+from peerwatch.probes.topology import normalize_bus_id, parse_cpulist
 
 
 class RealFabric:

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.report import PathLevel
-from probes.topology import PATH_ORDER, normalize_bus_id, sysfs_path_level
+from peerwatch.probes.report import PathLevel
+from peerwatch.probes.topology import PATH_ORDER, normalize_bus_id, sysfs_path_level
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ import ctypes
 import time
 from typing import TYPE_CHECKING, Any
 
-from probes.errors import TransferTimeout
-from probes.nvidia import kernels
+from peerwatch.probes.errors import TransferTimeout
+from peerwatch.probes.nvidia import kernels
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from probes.nvidia.transfers import Transfers
+    from peerwatch.probes.nvidia.transfers import Transfers
 
 HOLD_TIMEOUT_NS = 2_000_000_000  # a spin kernel gives up after 2 s even if never released
 POLL_S = 50e-6

@@ -24,12 +24,12 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from probes.errors import BadProbeRequest, FabricUnavailable, TransferError
-from probes.fabric import Measurement, TestSpec
-from probes.nvidia import kernels
-from probes.nvidia.gpu_copies import measure_gpu_test
-from probes.nvidia.transfer_run import Run
-from probes.report import GPU_TESTS, TestName
+from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable, TransferError
+from peerwatch.probes.fabric import Measurement, TestSpec
+from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.gpu_copies import measure_gpu_test
+from peerwatch.probes.nvidia.transfer_run import Run
+from peerwatch.probes.report import GPU_TESTS, TestName
 
 PEER_ACCESS_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled: not exported by CuPy
 GPUDIRECT_RDMA_SUPPORTED = 116  # cudaDevAttrGPUDirectRDMASupported

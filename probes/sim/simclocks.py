@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from probes.clocks import GpuClocks
-from probes.report import RdmaInfo
-from probes.sim.faults import AcsRedirect, Fault, PeermemMissing, ThrottledGpu
-from probes.sim.presets import Preset
-from probes.topology import normalize_bus_id
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.report import RdmaInfo
+from peerwatch.probes.sim.faults import AcsRedirect, Fault, PeermemMissing, ThrottledGpu
+from peerwatch.probes.sim.presets import Preset
+from peerwatch.probes.topology import normalize_bus_id
 
 IDLE = GpuClocks(gpu=0, reasons=0x1, reasons_supported=0x1FF, sm_clock_mhz=345,
                  sm_clock_max_mhz=1980, power_mw=78_250, power_limit_mw=700_000,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from probes.report import LinkCounters
-from probes.sim.presets import Preset
-from probes.sim.simtopo import SimTopology
+from peerwatch.probes.report import LinkCounters
+from peerwatch.probes.sim.presets import Preset
+from peerwatch.probes.sim.simtopo import SimTopology
 
 ERROR_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from probes.report import EventKind, EventSource, FabricEvent
-from probes.sim.faults import Fault, GpuLost, LinkXid, SwitchSxid, SwitchTrayLost
+from peerwatch.probes.report import EventKind, EventSource, FabricEvent
+from peerwatch.probes.sim.faults import Fault, GpuLost, LinkXid, SwitchSxid, SwitchTrayLost
 
 PortKey = tuple[int, int]
 

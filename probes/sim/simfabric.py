@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from probes.errors import BadProbeRequest
-from probes.fabric import TestSpec
-from probes.report import FabricManagerInfo, SwitchFabricInfo, TestName
-from probes.sim.faults import (
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import FabricManagerInfo, SwitchFabricInfo, TestName
+from peerwatch.probes.sim.faults import (
     CliqueMoved,
     FabricManagerDown,
     FabricNotCompleted,
@@ -28,7 +28,7 @@ from probes.sim.faults import (
     PeerCopiesFail,
     SwitchTrayLost,
 )
-from probes.sim.presets import Preset, rack_cluster_uuid
+from peerwatch.probes.sim.presets import Preset, rack_cluster_uuid
 
 # nvmlGpuFabricInfo_v3 health mask bits, as `probes/nvidia/nvml_fabric.py` decodes them:
 # DEGRADED_BW = 1 at shift 0; INCORRECT_CONFIGURATION = 5 (insufficient NVLinks) at shift 8.
@@ -86,7 +86,7 @@ def check_fault(preset: Preset, fault: Fault) -> None:
     if isinstance(fault, SwitchTrayLost | CliqueMoved) and preset.rack is None:
         raise BadProbeRequest(f"{type(fault).__name__} needs a rack preset (nvl72), "
                               f"not {preset.name!r}")
-    if isinstance(fault, SwitchTrayLost) and preset.rack is not None and \
+    if isinstance(fault, SwitchTrayLost) and preset.rack is not None and\
             not 0 <= fault.tray < preset.rack.switch_trays:
         raise BadProbeRequest(f"switch tray {fault.tray} is not one of the rack's "
                               f"{preset.rack.switch_trays} (0..{preset.rack.switch_trays - 1})")

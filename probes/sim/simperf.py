@@ -16,9 +16,9 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-from probes.report import TestName
-from probes.sim.presets import Calibration
-from probes.sim.simtopo import Route
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.presets import Calibration
+from peerwatch.probes.sim.simtopo import Route
 
 BIG_COPY = 64 << 20  # at and above this size an SM copy kernel runs at its full rate
 

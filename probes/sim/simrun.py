@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from probes.fabric import TestSpec
-from probes.report import GPU_TESTS, TestName
-from probes.sim.faults import (
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import GPU_TESTS, TestName
+from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     Contention,
@@ -20,9 +20,9 @@ from probes.sim.faults import (
     HostCopySlow,
     ThrottledGpu,
 )
-from probes.sim.presets import load_calibration
-from probes.sim.simperf import PerfModel, best_ring
-from probes.sim.simtopo import SimTopology
+from peerwatch.probes.sim.presets import load_calibration
+from peerwatch.probes.sim.simperf import PerfModel, best_ring
+from peerwatch.probes.sim.simtopo import SimTopology
 
 LATENCY_LOAD_BYTES = 64  # bytes one dependent peer load brings back over the link
 Flow = tuple[int, int, float]  # sender, receiver, bytes

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from probes.report import P2PCap, P2PStatus, PairInfo, PathLevel
-from probes.sim.faults import (
+from peerwatch.probes.report import P2PCap, P2PStatus, PairInfo, PathLevel
+from peerwatch.probes.sim.faults import (
     Fault,
     InsufficientNvlinks,
     LinksDown,
@@ -21,7 +21,7 @@ from probes.sim.faults import (
     PcieDowntrained,
     SwitchTrayLost,
 )
-from probes.sim.presets import Calibration, Preset
+from peerwatch.probes.sim.presets import Calibration, Preset
 
 RouteKind = Literal["nvlink", "pcie", "staged"]
 

@@ -26,11 +26,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-import probes
-from probes.clocks import GpuClocks
-from probes.errors import BadProbeRequest, GpuUnreachable, TransferError
-from probes.fabric import Measurement, TestSpec
-from probes.report import (
+import peerwatch.probes as probes
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.errors import BadProbeRequest, GpuUnreachable, TransferError
+from peerwatch.probes.fabric import Measurement, TestSpec
+from peerwatch.probes.report import (
     GPU_TESTS,
     FabricEvent,
     FabricManagerInfo,
@@ -46,8 +46,8 @@ from probes.report import (
     TestName,
     utcnow,
 )
-from probes.sim import simclocks, simfabric
-from probes.sim.faults import (
+from peerwatch.probes.sim import simclocks, simfabric
+from peerwatch.probes.sim.faults import (
     BusyGpu,
     Contention,
     DriverRestarted,
@@ -59,11 +59,11 @@ from probes.sim.faults import (
     TransferHangs,
     gpus_named,
 )
-from probes.sim.presets import Preset, load_calibration, load_preset
-from probes.sim.simcounters import CounterBank
-from probes.sim.simevents import SimEvents
-from probes.sim.simrun import Run, contention_rate, model_run
-from probes.sim.simtopo import SimTopology
+from peerwatch.probes.sim.presets import Preset, load_calibration, load_preset
+from peerwatch.probes.sim.simcounters import CounterBank
+from peerwatch.probes.sim.simevents import SimEvents
+from peerwatch.probes.sim.simrun import Run, contention_rate, model_run
+from peerwatch.probes.sim.simtopo import SimTopology
 
 LINK_CAPABILITIES = {"p2p_supported": True, "p2p_atomics": True, "sysmem_access": True,
                      "sysmem_atomics": True, "sli_bridge": True, "valid": True}

@@ -22,10 +22,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.main import create_app
-from app.models import Base
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.app.store.tables import metadata
 from tests.app.judged_client import JudgedClient
 from tests.conftest import require
 
@@ -85,7 +85,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _empty_pg(url: str) -> None:
     engine = create_engine(url)
-    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
     with engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     engine.dispose()
@@ -124,5 +124,5 @@ def judge_later(client: TestClient, seconds: float) -> None:
     silent host stale."""
     from datetime import UTC, datetime, timedelta
 
-    from app.alerting.service import service_for
+    from peerwatch.app.alerting.service import service_for
     service_for(client.app).evaluate_all(datetime.now(UTC) + timedelta(seconds=seconds))

@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
-from app.analysis.expected import expected
-from probes.report import (
+from peerwatch.app.analysis.expected import expected
+from peerwatch.probes.report import (
     CounterSample,
     GpuActivity,
     GpuInfo,

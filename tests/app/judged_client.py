@@ -1,6 +1,6 @@
 """The server tests' client: a POST of a report returns once its host is judged.
 
-Ingest answers before it judges (the judge queue, `app/alerting/judge_queue.py`, judges
+Ingest answers before it judges (the judge queue, `app/judging/queue.py`, judges
 after), so a test that reads a verdict right after posting would race the queue. Every test
 client here waits, after each accepted report, until the app's judge queue is empty and idle
 — a condition with a generous limit, never a fixed sleep — so tests read what the server
@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from fastapi.testclient import TestClient
 
-from app.alerting.judge_queue import judge_queue_for
+from peerwatch.app.judging.queue import judge_queue_for
 
 REPORTS_PATH = "/api/v1/reports"
 JUDGED_WITHIN_S = 120.0

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.models import Host
-from probes.agent.clock_offset import OFFSET_HEADER
-from probes.agent.sender import SENT_AT_HEADER
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.agent.clock_offset import OFFSET_HEADER
+from peerwatch.probes.agent.sender import SENT_AT_HEADER
 from tests.app.conftest import probe_headers
 from tests.app.factory import sweep
 

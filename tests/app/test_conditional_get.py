@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from fastapi.testclient import TestClient
 
-from app.conditional_get import etag_of
+from peerwatch.app.api.conditional_get import etag_of
 from tests.app.factory import T0, sweep
 from tests.app.test_read_api import post
 

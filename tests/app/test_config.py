@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings
+from peerwatch.app.runtime.config import Settings
 
 
 def test_defaults_put_sqlite_in_the_data_dir(tmp_path: Path,
@@ -36,7 +36,7 @@ def test_bad_threshold_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_one_settings_story_each_field_documented_once() -> None:
     """Server settings live in exactly two classes; no name is read by both, and each
     class's table in the docs lists every one of its fields (issue 22 item 11)."""
-    from app.alerting.settings import AlertingSettings
+    from peerwatch.app.alerting.settings import AlertingSettings
 
     docs = Path(__file__).resolve().parents[2] / "docs"
     server, alerts = (docs / "server.md").read_text(), (docs / "alerts.md").read_text()

@@ -13,11 +13,12 @@ import pytest
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
-from app.analysis.rates import rate_per_s
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import GpuSample, Host, LinkSample, ReportRow
-from app.queries.counters import link_rates, pcie_replay_rates
+from peerwatch.app.analysis.rates import rate_per_s
+from peerwatch.app.queries.counters import link_rates, pcie_replay_rates
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.history import GpuSample, LinkSample, ReportRow
+from peerwatch.app.store.tables.inventory import Host
 from tests.app.factory import T0
 from tests.app.statement_log import statements
 

@@ -7,9 +7,9 @@ import json
 
 from fastapi.testclient import TestClient
 
-from probes.report import TestName
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 
 

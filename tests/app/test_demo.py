@@ -22,10 +22,10 @@ from urllib.parse import urlencode
 import httpx
 import psutil
 
-from app.demo.fleet import plan_fleet
-from app.demo.run import history_age_s
-from app.demo.scenario import default_scenario
-from probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown, LinkXid, SwitchSxid
+from peerwatch.app.demo.fleet import plan_fleet
+from peerwatch.app.demo.run import history_age_s
+from peerwatch.app.demo.scenario import default_scenario
+from peerwatch.probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown, LinkXid, SwitchSxid
 from tests.conftest import SETTLE_S
 from tests.probes.live_server import free_port
 
@@ -54,7 +54,7 @@ def test_demo_serves_fleet_data_within_10_cpu_s_and_stops_cleanly(tmp_path: Path
     base = f"http://127.0.0.1:{port}"
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "demo", "--port", str(port), "--data-dir",
+        [sys.executable, "-m", "peerwatch.app.cli", "demo", "--port", str(port), "--data-dir",
          str(tmp_path / "demo"), "--hosts", "4", "--racks", "0", "--admin-token",
          ADMIN_TOKEN],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -175,8 +175,8 @@ def test_a_small_fleet_still_has_every_preset_and_distinct_names() -> None:
 
 
 def test_command_line_defaults_are_the_demo_defaults() -> None:
-    from app.cli import build_parser
-    from app.demo.run import DemoOptions
+    from peerwatch.app.cli import build_parser
+    from peerwatch.app.demo.run import DemoOptions
 
     args = build_parser().parse_args(["demo"])
     defaults = DemoOptions()
@@ -187,9 +187,9 @@ def test_command_line_defaults_are_the_demo_defaults() -> None:
 
 
 def test_the_default_story_has_a_lost_gpu_a_skewed_clock_and_a_maintenance_window() -> None:
-    from app.demo.fleet import plan_fleet
-    from app.demo.scenario import default_scenario
-    from probes.sim.faults import GpuLost, LinksDown
+    from peerwatch.app.demo.fleet import plan_fleet
+    from peerwatch.app.demo.scenario import default_scenario
+    from peerwatch.probes.sim.faults import GpuLost, LinksDown
     scenario = default_scenario(plan_fleet(12))
     assert GpuLost(gpu=6) in scenario.faults_at("hgx8-03", 200)
     assert scenario.clock_skew_s("mesh4-02") == -180.0
@@ -203,9 +203,9 @@ def test_the_default_story_has_a_lost_gpu_a_skewed_clock_and_a_maintenance_windo
 
 
 def test_the_story_has_a_downtrained_pcie_link_in_any_fleet() -> None:
-    from app.demo.fleet import plan_fleet
-    from app.demo.scenario import default_scenario
-    from probes.sim.faults import PcieDowntrained
+    from peerwatch.app.demo.fleet import plan_fleet
+    from peerwatch.app.demo.scenario import default_scenario
+    from peerwatch.probes.sim.faults import PcieDowntrained
     assert PcieDowntrained(gpu=2, width=4) in default_scenario(plan_fleet(12)).faults_at(
         "pcie4-02", -2 * 3600)
     assert PcieDowntrained(gpu=1, width=4) in default_scenario(plan_fleet(4)).faults_at(
@@ -216,7 +216,7 @@ def test_one_hgx8_board_is_slow_from_the_start_and_the_demo_judges_groups_of_thr
         tmp_path: Path) -> None:
     """docs/fleet-peers.md: hgx8-03 is 9 % slow on every path in the backfilled day and live,
     so its baseline is slow too; the demo's groups have three hosts, its minimum is three."""
-    from app.demo.run import DemoOptions, demo_settings
+    from peerwatch.app.demo.run import DemoOptions, demo_settings
 
     story = default_scenario(plan_fleet(12))
     for t in (-23 * 3600, 0, 900):

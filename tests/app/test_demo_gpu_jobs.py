@@ -8,13 +8,13 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.demo.backfill import Backfill, BackfillPlan
-from app.demo.fleet import find_host, plan_fleet
-from app.demo.gpu_jobs import map_host
-from app.demo.scenario import HOUR, default_scenario
-from probes.agent.job_mapping import boot_time, read_job_mapping
-from probes.report import utcnow
+from peerwatch.app.demo.backfill import Backfill, BackfillPlan
+from peerwatch.app.demo.fleet import find_host, plan_fleet
+from peerwatch.app.demo.gpu_jobs import map_host
+from peerwatch.app.demo.scenario import HOUR, default_scenario
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.agent.job_mapping import boot_time, read_job_mapping
+from peerwatch.probes.report import utcnow
 
 
 def _read(d: Path) -> dict[int, list[str]]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from app.demo.fleet import plan_fleet
-from app.demo.jobs import DEMO_JOBS, store_demo_jobs
-from app.demo.scenario import default_scenario
-from probes.report import utcnow
+from peerwatch.app.demo.fleet import plan_fleet
+from peerwatch.app.demo.jobs import DEMO_JOBS, store_demo_jobs
+from peerwatch.app.demo.scenario import default_scenario
+from peerwatch.probes.report import utcnow
 
 
 def test_demo_jobs_are_stored_and_the_broken_one_names_its_link(client: TestClient) -> None:

@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 
-from app.demo.fleet import plan_racks, rack_name
-from app.demo.scenario import default_scenario
-from probes.sim.faults import CliqueMoved, SwitchTrayLost
-from probes.sim.presets import rack_cluster_uuid
+from peerwatch.app.demo.fleet import plan_racks, rack_name
+from peerwatch.app.demo.scenario import default_scenario
+from peerwatch.probes.sim.faults import CliqueMoved, SwitchTrayLost
+from peerwatch.probes.sim.presets import rack_cluster_uuid
 from tests.conftest import SETTLE_S
 from tests.probes.live_server import free_port
 
@@ -33,7 +33,7 @@ def test_the_demo_rack_is_one_domain_of_18_trays(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "demo", "--port", str(port), "--data-dir",
+        [sys.executable, "-m", "peerwatch.app.cli", "demo", "--port", str(port), "--data-dir",
          str(tmp_path / "demo"), "--hosts", "1", "--racks", "1", "--backfill-hours", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})

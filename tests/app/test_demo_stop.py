@@ -64,7 +64,7 @@ def test_the_demo_stops_with_every_child_process(tmp_path: Path, how: str) -> No
     # output to files, not pipes: a child left behind would hold a pipe open
     with out_log.open("w") as out_file, err_log.open("w") as err_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "demo", "--port", str(port), "--data-dir",
+            [sys.executable, "-m", "peerwatch.app.cli", "demo", "--port", str(port), "--data-dir",
              str(tmp_path / "demo"), "--hosts", "2", "--racks", "0", "--backfill-hours", "0"],
             stdout=out_file, stderr=err_file, start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})

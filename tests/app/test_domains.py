@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from probes.report import ReportKind, TestName
-from probes.sim.faults import (
+from peerwatch.probes.report import ReportKind, TestName
+from peerwatch.probes.sim.faults import (
     CliqueMoved,
     FabricNotCompleted,
     Fault,
     InsufficientNvlinks,
     SwitchTrayLost,
 )
-from probes.sim.presets import rack_cluster_uuid
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.sim.presets import rack_cluster_uuid
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.conftest import judge_later, probe_headers
 
 CE_ONLY = SweepOptions(tests=(TestName.CE_WRITE,))

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from probes.report import Report
+from peerwatch.probes.report import Report
 from tests.app.alerting.test_attribution import ERROR, N, _fabric
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, sweep

@@ -11,10 +11,10 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import FabricEventRow
-from probes.report import EventKind, EventSource, FabricEvent, Report, utcnow
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.events import FabricEventRow
+from peerwatch.probes.report import EventKind, EventSource, FabricEvent, Report, utcnow
 from tests.app.conftest import probe_headers
 from tests.app.factory import sweep
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 
-from probes.report import Report, ReportKind, TestName
-from probes.sim.faults import FabricManagerDown, FabricNotCompleted, Fault, PeerCopiesFail
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.report import Report, ReportKind, TestName
+from peerwatch.probes.sim.faults import FabricManagerDown, FabricNotCompleted, Fault, PeerCopiesFail
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 
 QUICK = SweepOptions(tests=(TestName.CE_WRITE, TestName.STAGED), timeout_s=None)
@@ -56,7 +56,7 @@ def test_peer_copies_fail_behind_a_completed_fabric(client: TestClient) -> None:
     # ends stay healthy, kept apart (PairCopiesFailing pages it); with no other peer to
     # compare, the text says it cannot tell it from a GPU fault
     assert all(g["verdict"] == "healthy" for g in gpus), gpus
-    assert "kept apart from GPU1 (a pair fault: no other peer measured to tell it from a " \
+    assert "kept apart from GPU1 (a pair fault: no other peer measured to tell it from a "\
         "GPU fault)" in gpus[0]["reason"]
     assert {p["verdict"] for p in h["pairs"]} <= {"degraded", "down"}
     assert h["verdict"] == "degraded"

@@ -6,7 +6,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.routes import frontend
+from peerwatch.app.routes import frontend
 from tests.app.judged_client import JudgedClient
 
 

@@ -50,7 +50,8 @@ def server(pg_database: str) -> Iterator[str]:
     env = {**os.environ, "PEERWATCH_DATABASE_URL": pg_database,
            "PEERWATCH_PROBE_TOKENS": PROBE_TOKEN, "PEERWATCH_ADMIN_TOKEN": ADMIN_TOKEN}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-local-probe",
+        [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port),
+         "--no-local-probe",
          "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

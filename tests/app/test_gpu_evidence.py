@@ -15,21 +15,22 @@ from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.metrics import PeerwatchCollector
-from app.metrics_loader import load_snapshot
-from app.models import Alert, GpuSample, Measurement
-from app.queries.health import host_health
-from app.services.ingest import ingest
-from probes.clocks import GpuClocks
-from probes.report import CounterSample, Report, TestName
-from probes.sim.faults import AcsRedirect, PeermemMissing, ThrottledGpu
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.exposition.collector import PeerwatchCollector
+from peerwatch.app.exposition.loader import load_snapshot
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.history import GpuSample, Measurement
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.report import CounterSample, Report, TestName
+from peerwatch.probes.sim.faults import AcsRedirect, PeermemMissing, ThrottledGpu
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, expected_value, sweep
 from tests.app.metrics_helpers import promtool_check, value
@@ -183,8 +184,8 @@ def test_host_page_and_scheduler_show_clocks_and_rdma(client: TestClient) -> Non
 
 
 def test_the_demo_has_a_power_capped_gpu_acs_and_no_peermem() -> None:
-    from app.demo.fleet import plan_fleet
-    from app.demo.scenario import default_scenario
+    from peerwatch.app.demo.fleet import plan_fleet
+    from peerwatch.app.demo.scenario import default_scenario
     scenario = default_scenario(plan_fleet(12))
     assert ThrottledGpu(gpu=2, reason="power", factor=0.7) in scenario.faults_at("mesh4-03", 90)
     assert AcsRedirect(bridge="0000:06:00.0", gpus=(0, 1)) in scenario.faults_at("mesh4-03", -7e4)

@@ -16,15 +16,16 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.main import create_app
-from app.models import GpuJobSpan, JudgedGpu, JudgedLink, JudgedTest
-from app.services.ingest import ingest
-from app.services.retention import MaintenanceResult, prune
-from probes.agent.job_mapping import with_jobs
-from probes.report import Report, ReportKind
-from probes.sim.faults import BandwidthFactor, LinksDown
-from probes.sweep import build_report
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.retention import MaintenanceResult, prune
+from peerwatch.app.store.tables.jobs import GpuJobSpan
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedLink, JudgedTest
+from peerwatch.probes.agent.job_mapping import with_jobs
+from peerwatch.probes.report import Report, ReportKind
+from peerwatch.probes.sim.faults import BandwidthFactor, LinksDown
+from peerwatch.probes.sweep import build_report
 from tests.app.alerting.conftest import _sessions
 from tests.app.alerting.simhost import SimHost
 

@@ -10,10 +10,10 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import Measurement, ReportRow
-from probes.report import GPU_TESTS, Report, TestName, TransferResult, unit_of
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.probes.report import GPU_TESTS, Report, TestName, TransferResult, unit_of
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, sweep
 

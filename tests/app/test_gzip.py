@@ -8,9 +8,9 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.main import create_app
-from app.routes import frontend
+from peerwatch.app.main import create_app
+from peerwatch.app.routes import frontend
+from peerwatch.app.runtime.config import Settings
 from tests.app.judged_client import JudgedClient
 
 

@@ -1,4 +1,4 @@
-"""The collector pauses of app/heap.py: nested pauses of several threads keep it off until
+"""The collector pauses of app/runtime/heap.py: nested pauses of several threads keep it off until
 the last one ends, a collector someone else turned off stays off, and pauses that overlap
 past MAX_PAUSE_S still collect cyclic garbage."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app import heap
+from peerwatch.app.runtime import heap
 
 
 @pytest.fixture(autouse=True)
@@ -73,9 +73,9 @@ def test_overlapping_pauses_past_the_limit_collect(monkeypatch: pytest.MonkeyPat
 # Each runs in a fresh interpreter: this test process's heap may be settled already.
 JUDGE_PROCESS_SETTLES = """
 import gc, sys, threading, time
-from app.alerting.judge_worker import JudgeWorker
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
+from peerwatch.app.judging.worker import JudgeWorker
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
 settings = Settings(database_url=sys.argv[1])
 upgrade_to_head(make_engine(settings))
 worker = JudgeWorker(settings)
@@ -90,8 +90,8 @@ print(gc.get_freeze_count())
 """
 INGEST_WORKER_SETTLES = """
 import gc, os, sys
-from app.config import Settings
-from app.ingest_pool import _start_worker
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.ingest.pool import _start_worker
 _start_worker(Settings(database_url=sys.argv[1]), os.getpid())
 print(gc.get_freeze_count())
 """

@@ -1,6 +1,6 @@
 """A probe is heard when its request arrives, before any wait: a report that takes longer
 than the staleness limit to be stored, or that its probe gave up on, leaves the probe heard,
-not silent (app/heard.py, migration 0020)."""
+not silent (app/ingest/heard.py, migration 0020)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import httpx
 import pytest
 from sqlalchemy import select, text
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.heard import HeardBook
-from app.models import Host
-from app.services.ingest import ingest
-from probes.agent.sender import HOST_HEADER
+from peerwatch.app.ingest.heard import HeardBook
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.agent.sender import HOST_HEADER
 from tests.app.factory import sweep
 from tests.app.test_refusals import (  # noqa: F401 - held: a fixture
     HEADERS,

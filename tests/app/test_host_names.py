@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from probes.report import HOSTNAME_RULE
+from peerwatch.probes.report import HOSTNAME_RULE
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
 from tests.app.factory import sweep
 
@@ -93,7 +93,8 @@ def test_snapshot_hosts_are_lowercase(client: TestClient) -> None:
 
 @pytest.mark.parametrize("bad", ["a/b", "<img src=x>", "a..b"])
 def test_cli_maintenance_refuses_a_bad_host_name(bad: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "app.cli", "maintenance", bad, "--for", "1h",
+    done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "maintenance", bad, "--for",
+                           "1h",
                            "--token", "t", "--server", "http://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done
@@ -104,7 +105,7 @@ def test_a_window_for_a_host_never_seen_says_so(client: TestClient,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from app.cli.commands.maintenance import run
+    from peerwatch.app.cli.commands.maintenance import run
 
     r = client.post("/api/v1/maintenance", headers=ADMIN,
                     json={"host": "not-yet-racked", "duration_s": 60})

@@ -12,11 +12,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.config import Settings
-from app.db import make_engine
-from app.main import create_app
-from app.models import Host, ReportRow
-from probes.report import HOSTNAME_RULE, MAX_COUNTER_SAMPLES, TestName
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.history import ReportRow
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import HOSTNAME_RULE, MAX_COUNTER_SAMPLES, TestName
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
 from tests.app.factory import sweep
 from tests.app.judged_client import JudgedClient

@@ -13,12 +13,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.config import Settings
-from app.db import make_engine
-from app.main import create_app
-from app.models import Gpu, GpuSample, Host, LinkSample, Measurement, ReportRow
-from app.services import ingest as ingest_service
-from probes.report import TestName, utcnow
+from peerwatch.app.ingest import rows as ingest_service
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measurement, ReportRow
+from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.probes.report import TestName, utcnow
 from tests.app.conftest import probe_headers
 from tests.app.factory import sweep
 from tests.app.judged_client import JudgedClient

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
-from app.routes import reports
-from probes.report import Report
+from peerwatch.app.routes import reports
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import Report
 from tests.app.factory import sweep
 from tests.probes.live_server import TOKEN, live_server, server_settings, stored
 
@@ -60,7 +60,7 @@ def _in_background(fn: Any) -> tuple[threading.Thread, list[Any]]:
 
 async def _held_until(gate: Any, release: asyncio.Event) -> int:
     """A report that holds its slot until `release`: 201, or the status it was refused with."""
-    from app.ingest_gate import Saturated
+    from peerwatch.app.ingest.gate import Saturated
 
     try:
         async with gate.slot():
@@ -72,7 +72,7 @@ async def _held_until(gate: Any, release: asyncio.Event) -> int:
 
 async def _newcomer(gate: Any) -> tuple[int, float]:
     """A report asking for a slot now: (201 or the refusal's status, seconds until then)."""
-    from app.ingest_gate import Saturated
+    from peerwatch.app.ingest.gate import Saturated
 
     started = time.monotonic()
     try:
@@ -130,7 +130,7 @@ def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
     how long one is held is unknown: PRIOR_HOLD_S, 0.1 s): `slots` are taken, up to `queue`
     wait as far as the prior says a slot comes within half the 0.2 s wait (and time out, the
     slots being held), the rest are refused at once."""
-    from app.ingest_gate import IngestGate
+    from peerwatch.app.ingest.gate import IngestGate
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=slots, ingest_queue=queue,
                                 ingest_wait_s=0.2), serialise_writers=False)
@@ -150,7 +150,7 @@ def test_a_burst_takes_the_free_slots_and_the_queue_then_is_refused(
 async def _arriving(gate: Any, body_in: asyncio.Event, release: asyncio.Event) -> int:
     """A report at the door whose body arrives at `body_in`, then holding its slot until
     `release`: 201, or the status it was refused with (at the door or for its slot)."""
-    from app.ingest_gate import Saturated
+    from peerwatch.app.ingest.gate import Saturated
 
     try:
         with gate.receiving():
@@ -168,7 +168,7 @@ def test_reports_arriving_together_are_let_in_only_as_far_as_slots_and_queue(
     slot is taken): two slots and one queue place let three in, the other five are refused
     at the door with 429 before their bodies are received; the queued one waits its 0.2 s
     for a slot the holders keep, and is answered 503."""
-    from app.ingest_gate import IngestGate
+    from peerwatch.app.ingest.gate import IngestGate
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=2, ingest_queue=1,
                                 ingest_wait_s=0.2), serialise_writers=False)
@@ -197,7 +197,7 @@ def test_sqlite_locked_by_another_process_is_503_with_retry_after(tmp_path: Path
 
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
+    from peerwatch.app.main import create_app
 
     settings = _settings(tmp_path, sqlite_busy_timeout_ms=100, ingest_retry_after_s=2)
     other = sqlite3.connect(settings.database_url.removeprefix("sqlite:///"))
@@ -239,7 +239,7 @@ def test_a_newcomer_that_would_wait_past_the_limit_is_refused_at_once(tmp_path: 
     """Slots held ~0.3 s each, one slot, a 1 s wait of which a newcomer may expect half
     (ADMIT_SHARE): the second in the queue would wait ~0.6 s, so it gets a 429 at once
     instead of risking a 503 after waiting 1 s for nothing."""
-    from app.ingest_gate import IngestGate
+    from peerwatch.app.ingest.gate import IngestGate
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=10,
                                 ingest_wait_s=1.0), serialise_writers=False)
@@ -271,7 +271,7 @@ def test_a_report_that_finds_no_slot_is_refused_within_the_default_wait(
     are held, waits at most the default `ingest_wait_s` (1 s: long enough for a few sweeps'
     holds, so one let in is stored, not refused for an estimate a few ms short) and is
     answered 503, long before the holder lets go."""
-    from app.ingest_gate import IngestGate
+    from peerwatch.app.ingest.gate import IngestGate
 
     settings = _settings(tmp_path, ingest_concurrency=1)
     assert settings.ingest_wait_s == Settings.model_fields["ingest_wait_s"].default == 1.0
@@ -295,7 +295,7 @@ def test_a_report_that_finds_no_slot_is_refused_within_the_default_wait(
 def test_a_wait_of_zero_never_waits_a_newcomer_is_refused_at_once(tmp_path: Path) -> None:
     """`ingest_wait_s=0`: no report waits for a slot, even with room in the queue and no
     hold time learnt yet — 429 at once, without a timer."""
-    from app.ingest_gate import IngestGate
+    from peerwatch.app.ingest.gate import IngestGate
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=10,
                                 ingest_wait_s=0), serialise_writers=False)
@@ -314,7 +314,7 @@ def test_a_wait_of_zero_never_waits_a_newcomer_is_refused_at_once(tmp_path: Path
 def test_the_demo_keeps_a_longer_wait_than_a_server(tmp_path: Path) -> None:
     """The demo's boards post at the same moments from one process on one machine: they may
     wait for a slot instead of being refused and spooled."""
-    from app.demo.run import DemoOptions, demo_settings
+    from peerwatch.app.demo.run import DemoOptions, demo_settings
 
     demo = demo_settings(DemoOptions(data_dir=tmp_path), "t")
     assert demo.ingest_wait_s > Settings.model_fields["ingest_wait_s"].default
@@ -325,7 +325,7 @@ def test_answered_reports_waiting_for_their_expansion_fill_the_door_too(
     """Under `serve` a report lets go of its slot at the answer and is expanded after: with
     slots + queue reports answered and not yet expanded, the next is refused at the door
     (429, nothing read) although every slot is free, and let in again once one is done."""
-    from app.ingest_gate import IngestGate, Saturated
+    from peerwatch.app.ingest.gate import IngestGate, Saturated
 
     gate = IngestGate(_settings(tmp_path, ingest_concurrency=2, ingest_queue=3),
                       serialise_writers=False)

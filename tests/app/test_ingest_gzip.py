@@ -1,4 +1,4 @@
-"""Reports posted gzip-compressed (`Content-Encoding: gzip`, app/json_body.py), on SQLite and
+"""Reports posted gzip-compressed (`Content-Encoding: gzip`, app/api/json_body.py), on SQLite and
 PostgreSQL: stored as the same report as its plain bytes (the same digest, so a plain retry
 is a duplicate), inflated no further than the body limit (413), refused 400 when the gzip is
 not whole, 415 for a coding the server does not read; every answer of the route, refusals
@@ -13,11 +13,11 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import ReportRow
-from probes.agent.sender import WIRE_HEADER, Outcome, Sender
-from probes.report import wire_fingerprint
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.history import ReportRow
+from peerwatch.probes.agent.sender import WIRE_HEADER, Outcome, Sender
+from peerwatch.probes.report import wire_fingerprint
 from tests.app.conftest import PROBE_TOKEN, probe_headers
 from tests.app.factory import sweep
 

@@ -1,5 +1,5 @@
 """A report is known by its content, not by the bytes that carried it, on SQLite and
-PostgreSQL (app/posted_report.py): a probe upgraded between a send and its spool's retry
+PostgreSQL (app/ingest/posted.py): a probe upgraded between a send and its spool's retry
 writes the same report anew, as other bytes, and the retry is a 200 duplicate with the
 stored id, not a 409; a report_id reused for other content is still a 409. A body whose
 sender has the server's wire models (`X-Peerwatch-Wire`) is known by its bytes' digest,
@@ -16,12 +16,12 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import ReportRow
-from app.services.report_checks import canonical_digest
-from probes.agent.sender import WIRE_HEADER
-from probes.report import Report, TestName, wire_fingerprint
+from peerwatch.app.ingest.checks import canonical_digest
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.history import ReportRow
+from peerwatch.probes.agent.sender import WIRE_HEADER
+from peerwatch.probes.report import Report, TestName, wire_fingerprint
 from tests.app.conftest import probe_headers
 from tests.app.factory import sweep
 

@@ -8,11 +8,11 @@ from datetime import timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.config import Settings
-from app.db import make_engine
-from app.main import create_app
-from app.models import NvLink
-from probes.report import Report
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.inventory import NvLink
+from peerwatch.probes.report import Report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, sweep
 from tests.app.judged_client import JudgedClient

@@ -20,15 +20,16 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import Gpu, HostRuntime, JudgedHost, NvLink
-from app.queries.health import host_health
-from app.services.ingest import ingest
-from probes.report import EventKind, EventSource, FabricEvent, ReportKind
-from probes.sim.faults import ErrorGrowth, FabricManagerDown, GpuLost, LinksDown
-from probes.sweep import build_report
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.inventory import Gpu, HostRuntime, NvLink
+from peerwatch.app.store.tables.judged import JudgedHost
+from peerwatch.probes.report import EventKind, EventSource, FabricEvent, ReportKind
+from peerwatch.probes.sim.faults import ErrorGrowth, FabricManagerDown, GpuLost, LinksDown
+from peerwatch.probes.sweep import build_report
 from tests.app.alerting.simhost import SimHost
 from tests.app.statement_log import statements
 

@@ -3,10 +3,10 @@ item named by its index (the check tests the whole list at once first, then walk
 
 from __future__ import annotations
 
-from app.services.report_checks import inventory_problems
-from probes.report import Inventory, ReportKind
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import build_report
+from peerwatch.app.ingest.checks import inventory_problems
+from peerwatch.probes.report import Inventory, ReportKind
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import build_report
 
 
 def _inventory() -> Inventory:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.errors import json_safe
+from peerwatch.app.api.errors import json_safe
 from tests.app.conftest import ADMIN_TOKEN, PROBE_TOKEN
 from tests.app.factory import sweep
 
@@ -130,7 +130,7 @@ def test_a_non_finite_value_names_its_field(client: TestClient) -> None:
 
 
 def test_admin_bodies_are_bounded_before_validation(client: TestClient) -> None:
-    from app.json_body import ADMIN_BODY_LIMIT
+    from peerwatch.app.api.json_body import ADMIN_BODY_LIMIT
 
     many = {"matchers": [{"name": f"l{i}", "value": "x"} for i in range(10_000)],
             "created_by": "a", "duration_s": 60}

@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx
 
-from app.alerting.judge_worker import JudgeWorker, behind_hosts
-from app.config import Settings
 from bench._cpu import child_pids, cmdline
 from bench._serve import free_port, interrupt, wait_for_healthz
+from peerwatch.app.judging.worker import JudgeWorker, behind_hosts
+from peerwatch.app.runtime.config import Settings
 from tests.app.conftest import PROBE_TOKEN, probe_headers
 from tests.app.factory import sweep
 from tests.conftest import SETTLE_S, eventually
@@ -68,7 +68,7 @@ def serve(db_url: str, data_dir: Path, **env: str) -> tuple[subprocess.Popen[byt
     """A real `peerwatch serve` on `db_url` (PEERWATCH_* overrides in `env`), its base URL."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url",
+        [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port), "--database-url",
          db_url, "--no-local-probe", "--log-level", "warning"],
         env={**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), "PEERWATCH_PROBE_TOKENS":
              PROBE_TOKEN, "PEERWATCH_STALE_AFTER_S": "86400", **env})
@@ -108,7 +108,8 @@ def test_serve_judges_in_its_judge_process_and_restarts_it(db_url: str, tmp_path
 def _judged_at(engine: Any, host: str) -> datetime | None:
     from sqlalchemy import select
 
-    from app.models import Host, JudgedHost
+    from peerwatch.app.store.tables.inventory import Host
+    from peerwatch.app.store.tables.judged import JudgedHost
     with engine.connect() as conn:
         return conn.scalar(select(JudgedHost.judged_at).join(Host, Host.id == JudgedHost.host_id)
                            .where(Host.name == host))
@@ -119,8 +120,8 @@ def test_two_judges_of_one_database_judge_a_host_once(pg_database: str, tmp_path
     """Both replicas' judges are handed one host (its own wake, and the other's scan): the
     second finds it judged since it was submitted there and leaves it; a report stored
     after that is judged again."""
-    from app.db import make_engine, make_sessionmaker
-    from app.services.ingest import ingest
+    from peerwatch.app.ingest.rows import ingest
+    from peerwatch.app.store.db import make_engine, make_sessionmaker
     from tests.app.conftest import _empty_pg
 
     _empty_pg(pg_database)

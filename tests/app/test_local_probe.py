@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli import main
-from app.local_probe import attach_local_probe, loopback_for
-from app.main import create_app
-from probes.config import ProbeSettings
-from probes.errors import FabricUnavailable
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.app.cli import main
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.local_probe import attach_local_probe, loopback_for
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.errors import FabricUnavailable
+from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.conftest import SETTLE_S
 from tests.probes.live_server import TOKEN, free_port, server_settings, stored
 
@@ -39,7 +39,7 @@ def _wait_for(predicate, timeout_s: float = SETTLE_S) -> bool:
 
 
 def test_local_gpus_are_probed_in_process_with_a_token_of_its_own(tmp_path: Path) -> None:
-    from app.demo.server import ServerThread
+    from peerwatch.app.demo.server import ServerThread
 
     settings = server_settings(tmp_path, tokens=())  # no external probe may post
     port = free_port()
@@ -56,7 +56,7 @@ def test_local_gpus_are_probed_in_process_with_a_token_of_its_own(tmp_path: Path
 
 
 def test_without_gpus_the_server_just_serves(tmp_path: Path, caplog) -> None:
-    from app.demo.server import ServerThread
+    from peerwatch.app.demo.server import ServerThread
 
     def no_gpus() -> SimulatedFabric:
         raise FabricUnavailable("NVML Shared Library Not Found")
@@ -81,7 +81,8 @@ def test_serve_and_probe_once_work_as_a_pair(tmp_path: Path, capsys) -> None:
     env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path), "PEERWATCH_PROBE_TOKENS": TOKEN,
            "PYTHONUNBUFFERED": "1"}
     env.pop("PEERWATCH_DATABASE_URL", None)
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "peerwatch.app.cli", "serve", "--port",
+                               str(port)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}"

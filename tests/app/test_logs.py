@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.config import Settings
-from app.db import make_engine
-from app.logs import REDACTED, redact_query
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.logs import REDACTED, redact_query
+from peerwatch.app.store.db import make_engine
 from tests.app.serve_process import wait_healthy
 from tests.probes.live_server import free_port
 
@@ -31,7 +31,8 @@ def test_serve_without_local_probe_logs_each_event_on_one_line(tmp_path: Path) -
     env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path), "PEERWATCH_PROBE_TOKENS": "tok"}
     env.pop("PEERWATCH_DATABASE_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-local-probe"],
+        [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port),
+         "--no-local-probe"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -53,7 +54,7 @@ def test_serve_without_local_probe_logs_each_event_on_one_line(tmp_path: Path) -
 
 
 def test_redact_query_keeps_harmless_parameters() -> None:
-    assert redact_query("/api/v1/hosts?token=abc&since=2026") == \
+    assert redact_query("/api/v1/hosts?token=abc&since=2026") ==\
         "/api/v1/hosts?token=REDACTED&since=2026"
     assert redact_query("/x?Authorization=Bearer%20abc") == "/x?Authorization=REDACTED"
     assert redact_query("/x?since=2026&step=60") == "/x?since=2026&step=60"
@@ -83,7 +84,7 @@ def test_redaction_goes_by_meaning_not_spelling(query: str) -> None:
 
 def test_a_write_logs_no_query_string() -> None:
     for method in ("POST", "DELETE", "PUT", "PATCH"):
-        assert redact_query("/api/v1/maintenance?anything=S&x=1", method) == \
+        assert redact_query("/api/v1/maintenance?anything=S&x=1", method) ==\
             "/api/v1/maintenance"
-    assert redact_query("/api/v1/hosts?since=1;step=60", "GET") == \
+    assert redact_query("/api/v1/hosts?since=1;step=60", "GET") ==\
         "/api/v1/hosts?since=1;step=60"

@@ -10,15 +10,15 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import Host
-from app.queries.common import judged_baseline
-from app.queries.health import host_health
-from app.services.ingest import ingest
-from probes.report import TestName
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.queries.common import judged_baseline
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import TestName
 from tests.app.factory import T0, expected_value, sweep
 
 DOWN = [(3, 16), (3, 17)]  # 2 of GPU3's 18 links

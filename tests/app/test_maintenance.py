@@ -11,15 +11,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.notify import due
-from app.alerting.settings import AlertingSettings
-from app.cli.commands.maintenance import parse_duration, run
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.schemas_maintenance import MaintenanceRequest
-from app.services.maintenance import declare_window
-from probes.errors import BadProbeRequest
-from probes.sim.faults import LinksDown
+from peerwatch.app.alerting.notify import due
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.cli.commands.maintenance import parse_duration, run
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.maintenance import MaintenanceRequest
+from peerwatch.app.services.maintenance import declare_window
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.sim.faults import LinksDown
 from tests.app.alerting.simhost import SimHost
 from tests.app.conftest import ADMIN_TOKEN
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from app.alerting.settings import AlertingSettings, MetricsDetail
-from app.metrics import PeerwatchCollector
-from app.metrics_snapshot import AlertCount, FleetSnapshot, GpuVerdict, HostFacts
+from peerwatch.app.alerting.settings import AlertingSettings, MetricsDetail
+from peerwatch.app.exposition.collector import PeerwatchCollector
+from peerwatch.app.exposition.snapshot import AlertCount, FleetSnapshot, GpuVerdict, HostFacts
 from tests.app.metrics_helpers import names, promtool_check, series, value
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)

@@ -11,13 +11,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from app.alerting.settings import AlertingSettings, MetricsDetail
-from app.config import Settings
-from app.main import create_app
-from app.models import Gpu, Host, JudgedGpu, JudgedHost
-from probes.report import ReportKind
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import build_report
+from peerwatch.app.alerting.settings import AlertingSettings, MetricsDetail
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import build_report
 from tests.app.conftest import probe_headers
 from tests.app.judged_client import JudgedClient
 from tests.app.metrics_helpers import promtool_check, series, value

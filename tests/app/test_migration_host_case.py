@@ -14,10 +14,11 @@ from alembic import command
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
 
-from app.analysis.fingerprint import fingerprint
-from app.config import Settings
-from app.db import alembic_config, current_revision, make_engine
-from app.models import Alert, Host, MaintenanceWindow, Silence
+from peerwatch.app.analysis.fingerprint import fingerprint
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import alembic_config, current_revision, make_engine
+from peerwatch.app.store.tables.alerts import Alert, MaintenanceWindow, Silence
+from peerwatch.app.store.tables.inventory import Host
 from tests.app.test_migration_nvlink_domains import empty_database, stored_table
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -80,7 +81,7 @@ def test_case_duplicates_are_refused_by_name(backend: str, tmp_path: Path) -> No
                 with engine.begin() as conn:
                     command.upgrade(alembic_config(conn), "head")
             assert "'RTE-Case-X' and 'rte-case-x'" in str(refused.value)
-            assert "UPDATE hosts SET name = 'rte-case-x-old' WHERE name = 'RTE-Case-X'" in \
+            assert "UPDATE hosts SET name = 'rte-case-x-old' WHERE name = 'RTE-Case-X'" in\
                 str(refused.value)
             with engine.connect() as conn:
                 assert sorted(conn.scalars(select(Host.name))) == ["RTE-Case-X", "ok",

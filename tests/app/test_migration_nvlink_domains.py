@@ -14,9 +14,9 @@ import pytest
 from alembic import command
 from sqlalchemy import Connection, MetaData, Table, insert, select
 
-from app.config import Settings
-from app.db import alembic_config, make_engine
-from app.models import Gpu
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import alembic_config, make_engine
+from peerwatch.app.store.tables.inventory import Gpu
 from tests.app.conftest import throwaway_pg_database
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

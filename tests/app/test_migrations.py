@@ -10,11 +10,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from app.cli import main
-from app.config import Settings
-from app.db import current_revision, head_revision, make_engine, upgrade_to_head
-from app.models import Base
-from app.services.partitions import include_name
+from peerwatch.app.cli import main
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import current_revision, head_revision, make_engine, upgrade_to_head
+from peerwatch.app.store.partitions import include_name
+from peerwatch.app.store.tables import metadata
 
 
 def test_models_and_migrations_agree(db_url: str) -> None:
@@ -23,7 +23,7 @@ def test_models_and_migrations_agree(db_url: str) -> None:
         with engine.connect() as conn:
             ctx = MigrationContext.configure(conn, opts={"compare_type": True,
                                                          "include_name": include_name})
-            diffs = compare_metadata(ctx, Base.metadata)
+            diffs = compare_metadata(ctx, metadata)
         assert diffs == []
         assert current_revision(engine) == head_revision()
     finally:
@@ -35,7 +35,7 @@ def test_upgrade_is_idempotent_and_creates_every_table(db_url: str) -> None:
     try:
         upgrade_to_head(engine)  # already at head: nothing to do, nothing fails
         tables = set(inspect(engine).get_table_names())
-        assert set(Base.metadata.tables) <= tables
+        assert set(metadata.tables) <= tables
     finally:
         engine.dispose()
 

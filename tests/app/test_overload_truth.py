@@ -25,16 +25,17 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import Alert, AlertEvent, ReportRow
 from bench._serve import serve_process
-from probes.agent.outbox import Outbox
-from probes.agent.sender import Backoff, Sender, SendResult
-from probes.agent.spool import Spool
-from probes.report import Report, TestName
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent
+from peerwatch.app.store.tables.history import ReportRow
+from peerwatch.probes.agent.outbox import Outbox
+from peerwatch.probes.agent.sender import Backoff, Sender, SendResult
+from peerwatch.probes.agent.spool import Spool
+from peerwatch.probes.report import Report, TestName
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.parallel import SATURATES
 
 TOKEN = "tok"

@@ -12,11 +12,11 @@ from alembic import command
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
-from app.config import Settings
-from app.db import alembic_config, make_engine
-from app.main import create_app
-from app.services import partitions
-from app.services.retention import run_maintenance
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store import partitions
+from peerwatch.app.store.db import alembic_config, make_engine
+from peerwatch.app.store.retention import run_maintenance
 from tests.app.conftest import PROBE_TOKEN, probe_headers, throwaway_pg_database
 from tests.app.factory import sweep
 from tests.app.judged_client import JudgedClient

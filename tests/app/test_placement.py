@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.placement import (
+from peerwatch.app.analysis.placement import (
     FabricView,
     LinkKind,
     NotEnoughHealthyGpus,
@@ -17,12 +17,12 @@ from app.analysis.placement import (
     PlacementError,
     place,
 )
-from app.analysis.placement_inputs import expected_matrix, view_from_inventory
-from probes.fabric import TestSpec
-from probes.inventory import collect_inventory
-from probes.report import Inventory, LinkState, TestName
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.app.analysis.placement_inputs import expected_matrix, view_from_inventory
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.inventory import collect_inventory
+from peerwatch.probes.report import Inventory, LinkState, TestName
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 NVLINK_RING = 0.69 / 0.83  # all-reduce bus bandwidth over CE rate on NVLink
 

@@ -7,7 +7,7 @@ from itertools import combinations, permutations
 
 import pytest
 
-from app.analysis import placement_search as search
+from peerwatch.app.analysis import placement_search as search
 
 
 def _random_sym(n: int, seed: int, levels: int = 6) -> list[list[float]]:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.db import head_revision
-from app.main import create_app
-from probes.report import Report, TestName
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import head_revision
+from peerwatch.probes.report import Report, TestName
 from tests.app.conftest import judge_later, probe_headers
 from tests.app.factory import T0, expected_value, healthy, sweep
 from tests.app.judged_client import JudgedClient
@@ -103,7 +103,7 @@ def test_hosts_list_summarises(api: TestClient) -> None:
     hosts = api.get("/api/v1/hosts").json()["hosts"]
     assert len(hosts) == 1
     h = hosts[0]
-    assert (h["host"], h["verdict"], h["gpus_total"], h["gpus_healthy"]) == \
+    assert (h["host"], h["verdict"], h["gpus_total"], h["gpus_healthy"]) ==\
         ("node-a", "degraded", 4, 4)  # the slow pair is its own fault: its ends are healthy
     assert h["worst_pair"] == {"src": 1, "dst": 2, "test": "ce_write", "ratio": 0.54}
     firing = api.get("/api/v1/alerts", params={"host": "node-a", "state": "firing"}).json()
@@ -271,8 +271,8 @@ def test_openapi_lists_every_endpoint_with_examples(client: TestClient) -> None:
 def test_a_host_stored_but_not_judged_yet_reads_unknown_everywhere(settings: Settings) -> None:
     """Ingested, its judgement not stored yet (it comes right after the commit): every read
     answers, unknown, instead of failing."""
-    from app.db import make_engine, make_sessionmaker
-    from app.services.ingest import ingest
+    from peerwatch.app.ingest.rows import ingest
+    from peerwatch.app.store.db import make_engine, make_sessionmaker
     engine = make_engine(settings)
     with make_sessionmaker(engine)() as s:
         ingest(s, sweep(n=2), settings, T0)

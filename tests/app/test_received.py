@@ -1,4 +1,4 @@
-"""Reports stored whole, answered, then expanded (app/services/received.py, what `serve`'s
+"""Reports stored whole, answered, then expanded (app/ingest/received.py, what `serve`'s
 ingest workers run), on SQLite and PostgreSQL: a report is in exactly one of the two
 tables, a retry is a duplicate wherever its first copy is, the recovery job's expansion from
 the stored body stores what the worker's would have, and two expansions store it once."""
@@ -14,19 +14,20 @@ import pytest
 from sqlalchemy import event, func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import Measurement, ReceivedReport, ReportRow
-from app.posted_report import (
+from peerwatch.app.ingest.checks import ReportConflict
+from peerwatch.app.ingest.posted import (
     expand_pending,
     expand_stored,
     receive_and_expand,
     receive_posted,
     store_posted,
 )
-from app.services.received import MAX_ATTEMPTS, unexpanded
-from app.services.report_checks import ReportConflict
-from probes.report import Report
+from peerwatch.app.ingest.received import MAX_ATTEMPTS, unexpanded
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.app.store.tables.received import ReceivedReport
+from peerwatch.probes.report import Report
 from tests.app.factory import sweep
 from tests.conftest import SETTLE_S, eventually
 
@@ -168,7 +169,7 @@ def test_a_copy_received_while_the_first_commits_its_rows_is_answered_a_duplicat
         with ThreadPoolExecutor(1) as pool:
             second = pool.submit(receive_posted, sessions, _body(report), settings, _now(),
                                  None, True)
-            assert eventually(lambda: _waiting_on_a_lock(sessions)), \
+            assert eventually(lambda: _waiting_on_a_lock(sessions)),\
                 "the second copy's INSERT did not wait on the row being deleted"
             go_on.set()
             answer, pending_again = second.result(timeout=SETTLE_S)

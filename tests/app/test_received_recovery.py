@@ -1,6 +1,6 @@
 """A report answered and left unexpanded (its server died between the 201 and the rows) is
 expanded by the next `serve` from its stored body and judged, on both backends: what the
-probe was told was stored is stored (app/ingest_expand.py's recovery job)."""
+probe was told was stored is stored (app/ingest/expand.py's recovery job)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import httpx
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.ingest_expand import RECOVER_AFTER_S
-from app.posted_report import receive_posted
+from peerwatch.app.ingest.expand import RECOVER_AFTER_S
+from peerwatch.app.ingest.posted import receive_posted
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
 from tests.app.factory import sweep
 from tests.app.serve_process import wait_healthy
 from tests.conftest import eventually
@@ -37,7 +37,8 @@ def test_a_report_left_received_is_expanded_and_judged_by_the_next_server(
     env.pop("PEERWATCH_DATABASE_URL", None)
     log = tmp_path / "serve.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+        proc = subprocess.Popen([sys.executable, "-m", "peerwatch.app.cli", "serve", "--port",
+                                 str(port),
                                  "--no-local-probe", "--log-level", "warning",
                                  "--database-url", db_url],
                                 env=env, stdout=out, stderr=subprocess.STDOUT)

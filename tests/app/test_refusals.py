@@ -16,15 +16,16 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import Alert, Host
-from app.queries.health import host_health
-from app.routes import reports
-from app.services.ingest import CLOCK_TRANSIT_BOUND_S, clock_reading, ingest
-from probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.ingest.rows import CLOCK_TRANSIT_BOUND_S, clock_reading, ingest
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.routes import reports
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.agent.sender import HOST_HEADER, SENT_AT_HEADER
 from tests.app.factory import sweep
 from tests.probes.live_server import TOKEN, live_server, server_settings
 

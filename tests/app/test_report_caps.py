@@ -10,11 +10,12 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.config import Settings
-from app.db import make_engine
-from app.models import Host, ReportRow
-from app.services.report_checks import COUNTER_SAMPLES_PER_PORT
-from probes.report import MAX_GPUS
+from peerwatch.app.ingest.checks import COUNTER_SAMPLES_PER_PORT
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.tables.history import ReportRow
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import MAX_GPUS
 from tests.app.conftest import probe_headers
 from tests.app.factory import LINKS, gpu, sweep
 

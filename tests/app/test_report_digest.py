@@ -12,16 +12,12 @@ from datetime import timedelta
 
 import pytest
 
-from app.posted_report import parse_report
-from app.services.report_checks import (
-    canonical_digest,
-    report_digest_and_inventory,
-    same_report,
-)
-from probes.report import Report, ReportKind
-from probes.sim.faults import FabricManagerDown, GpuLost
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import build_report
+from peerwatch.app.ingest.checks import canonical_digest, report_digest_and_inventory, same_report
+from peerwatch.app.ingest.posted import parse_report
+from peerwatch.probes.report import Report, ReportKind
+from peerwatch.probes.sim.faults import FabricManagerDown, GpuLost
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import build_report
 
 PRESETS = ("h200x2", "hgx8", "mesh4", "pcie4", "h100nvl2", "nvl72")
 

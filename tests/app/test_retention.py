@@ -10,12 +10,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.db import make_engine
-from app.main import create_app
-from app.models import LinkSample, Measurement, MeasurementRollup, ReportRow
-from app.services.retention import run_maintenance
-from probes.report import TestName
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.retention import run_maintenance
+from peerwatch.app.store.tables.history import LinkSample, Measurement, MeasurementRollup, ReportRow
+from peerwatch.probes.report import TestName
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, healthy, sweep
 from tests.app.judged_client import JudgedClient

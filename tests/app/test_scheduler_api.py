@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from probes.report import Report, TestName
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.report import Report, TestName
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.conftest import judge_later, probe_headers
 
 CE_ONLY = SweepOptions(tests=(TestName.CE_WRITE,))

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from probes.report import Report, TestName
-from probes.sim.faults import PeerCopiesFail
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.report import Report, TestName
+from peerwatch.probes.sim.faults import PeerCopiesFail
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, sweep
 from tests.app.metrics_helpers import value

@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import Settings
-from app.db import make_engine
-from app.server import SchemaBehind, prepare_database
 from bench._serve import wait_for_healthz
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.server import SchemaBehind, prepare_database
+from peerwatch.app.store.db import make_engine
 from tests.app.factory import sweep
 from tests.conftest import eventually
 
@@ -32,7 +32,7 @@ def test_serve_creates_the_database_and_answers(tmp_path: Path) -> None:
     env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path), "PEERWATCH_PROBE_TOKENS": "tok"}
     env.pop("PEERWATCH_DATABASE_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--log-level",
+        [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port), "--log-level",
          "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

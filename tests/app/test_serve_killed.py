@@ -4,7 +4,7 @@ Its ingest workers (a fork server and its pool) never noticed the server's death
 own: each holds both ends of its call queue's pipe, so it never reads EOF, and the fork
 server lives while any worker does. They kept the server's database connections and its
 stdout: a CI run once hung for good reading that pipe after killing a server that was slow
-to stop (app/ingest_pool.py `_die_with`).
+to stop (app/ingest/pool.py `_die_with`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_a_killed_server_leaves_no_ingest_worker(tmp_path: Path, db_url: str) ->
     port = free_port()
     env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path)}
     env.pop("PEERWATCH_DATABASE_URL", None)
-    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+    command = [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port),
                "--no-local-probe", "--log-level", "warning", "--database-url", db_url]
     log = tmp_path / "serve.log"
     with log.open("w") as out:  # a file, not a pipe: a process left behind would hold it

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.alerting.schemas import MAX_MATCHER_VALUE, MAX_MATCHERS
-from app.alerting.silences import matcher_matches
+from peerwatch.app.alerting.silences import matcher_matches
+from peerwatch.app.schemas.alerts import MAX_MATCHER_VALUE, MAX_MATCHERS
 from tests.app.conftest import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

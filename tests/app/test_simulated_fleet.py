@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.main import create_app
-from probes.report import TestName
-from probes.sim.faults import BandwidthFactor, LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.faults import BandwidthFactor, LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0
 from tests.app.judged_client import JudgedClient
@@ -82,7 +82,7 @@ def test_hgx8_with_cut_links_and_a_slow_pair(api: TestClient) -> None:
     assert pairs[(0, 1)]["verdict"] == "healthy"
 
     summary = api.get("/api/v1/hosts").json()["hosts"][0]
-    assert (summary["verdict"], summary["gpus_healthy"], summary["gpus_total"]) == \
+    assert (summary["verdict"], summary["gpus_healthy"], summary["gpus_total"]) ==\
         ("degraded", 7, 8)
     matrix = api.get("/api/v1/hosts/sim-hgx8/matrix").json()
     assert len(matrix["cells"]) == 56

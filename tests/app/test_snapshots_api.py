@@ -12,16 +12,16 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.db import make_engine
-from app.main import create_app
-from app.models import JobSnapshot
-from app.services.retention import run_maintenance
-from probes.sim.faults import ErrorGrowth, LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.snapshot import Phase, Snapshot
-from probes.snapshot_diff import diff_snapshots
-from probes.snapshot_read import take_snapshot
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.retention import run_maintenance
+from peerwatch.app.store.tables.fleet import JobSnapshot
+from peerwatch.probes.sim.faults import ErrorGrowth, LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.snapshot import Phase, Snapshot
+from peerwatch.probes.snapshot_diff import diff_snapshots
+from peerwatch.probes.snapshot_read import take_snapshot
 from tests.app.conftest import probe_headers
 from tests.app.judged_client import JudgedClient
 from tests.probes.fakeclock import FakeClock

@@ -8,7 +8,7 @@ each report may wait for an ingest slot as long as SETTLE_S (on a loaded machine
 can queue longer than the default 2 s, which is answered 503 by design, and retried by a
 real probe). One report goes first, alone: until a report has let go of its slot the
 ingest gate does not know how long one is held and assumes a short hold (PRIOR_HOLD_S in
-app/ingest_gate.py), so a cold server may refuse part of a first-instant burst with 429.
+app/ingest/gate.py), so a cold server may refuse part of a first-instant burst with 429.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import httpx
 
-from probes.report import TestName
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.conftest import SETTLE_S
 from tests.probes.live_server import TOKEN, live_server, server_settings, stored
 

@@ -10,8 +10,8 @@ from html import unescape
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.routes import catalog, frontend
-from probes.report import GPU_TESTS, PAIR_TESTS, TEST_ABOUT, TestName
+from peerwatch.app.routes import catalog, frontend
+from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, TEST_ABOUT, TestName
 from tests.app.judged_client import JudgedClient
 
 

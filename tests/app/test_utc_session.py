@@ -1,5 +1,5 @@
 """Stored times come back as `datetime.UTC`-aware datetimes on both backends; on PostgreSQL
-straight from psycopg, because the session's TimeZone is UTC (`app/db.py`): no conversion
+straight from psycopg, because the session's TimeZone is UTC (`app/store/db.py`): no conversion
 per value (a judgement reads ~2,400 of them)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from sqlalchemy import literal, select, text
 from sqlalchemy.engine import make_url
 
-from app.config import Settings
-from app.db import _utc_session, make_engine
-from app.models import UtcDateTime
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.base import UtcDateTime
+from peerwatch.app.store.db import _utc_session, make_engine
 
 
 def test_a_stored_time_comes_back_in_utc(settings: Settings) -> None:

@@ -14,10 +14,10 @@ import pytest
 from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 
-from app.wire_body import _validated_at_once, parse_carefully, parse_wire
-from probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, ReportKind
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.api.wire_body import _validated_at_once, parse_carefully, parse_wire
+from peerwatch.probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, ReportKind
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 
 def _sweep() -> bytes:

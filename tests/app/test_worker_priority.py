@@ -2,7 +2,7 @@
 `PEERWATCH_WORKER_NICE` steps below its own CPU priority, the ingest workers' other threads
 (a report's check and store whole, which its POST waits for) `PEERWATCH_RECEIVE_NICE` steps,
 and its event loop thread alone with the kernel's shortest turns on a core, so the loop gets
-a core first when it wakes (app/priority.py).
+a core first when it wakes (app/runtime/priority.py).
 
 A real `peerwatch serve` on each backend: the judge is its child, the ingest workers the
 children of its fork server; each of their threads (read from /proc) is exactly that many
@@ -17,10 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.cli.commands.serve import LOOP_SLICE_S
-from app.config import Settings
 from bench._cpu import child_pids, cmdline
 from bench._serve import interrupt, wait_for_healthz
+from peerwatch.app.cli.commands.serve import LOOP_SLICE_S
+from peerwatch.app.runtime.config import Settings
 from tests.app.test_judge_process import serve
 from tests.conftest import SETTLE_S, eventually
 
@@ -67,7 +67,7 @@ def _slices_ns(pid: int) -> dict[int, int]:
 
 
 def _kernel_takes_short_turns() -> bool:
-    code = ("from app.priority import shorten_turns; "
+    code = ("from peerwatch.app.runtime.priority import shorten_turns; "
             f"print(shorten_turns({LOOP_SLICE_S}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SETTLE_S)
@@ -105,7 +105,7 @@ def test_serve_runs_its_workers_nicer_than_its_event_loop(db_url: str, tmp_path:
         # starts), its expansion thread runs at STEPS
         for pid in workers:
             eventually(lambda pid=pid: _worker_nices(pid) == (receiving, {receiving, expected}))
-            assert _worker_nices(pid) == (receiving, {receiving, expected}), \
+            assert _worker_nices(pid) == (receiving, {receiving, expected}),\
                 _nices_by_thread(pid)
         if _kernel_takes_short_turns():
             short = int(LOOP_SLICE_S * 1e9)
@@ -121,7 +121,7 @@ def test_serve_runs_its_workers_nicer_than_its_event_loop(db_url: str, tmp_path:
 def test_lower_priority_steps_down_from_where_the_process_is() -> None:
     """0 steps leaves the process as it is; n steps make it n nicer (19 at most). In a child:
     a process cannot take its niceness back."""
-    code = ("import os; from app.priority import lower_priority; "
+    code = ("import os; from peerwatch.app.runtime.priority import lower_priority; "
             "print(os.nice(0), lower_priority(0), lower_priority(3))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=SETTLE_S)

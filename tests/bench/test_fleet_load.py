@@ -27,9 +27,9 @@ from bench._fleet_load import (
     warm_up,
 )
 from bench._serve import serve_process
-from probes.report import Report, ReportKind, valid_hostname
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.report import Report, ReportKind, valid_hostname
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 HOSTS = 3
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench import gpu_evidence
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.sysfs import Sysfs
 from tests.probes.fake_pynvml import H200_IDLE_CLOCKS, FakePynvml
 from tests.probes.test_rdma_sysfs import device_machine
 

@@ -30,8 +30,14 @@ from pathlib import Path
 
 import httpx
 
-from probes.report import GPU_TESTS
-from probes.sim.faults import BandwidthFactor, ErrorGrowth, GpuLost, HostCopySlow, LinksDown
+from peerwatch.probes.report import GPU_TESTS
+from peerwatch.probes.sim.faults import (
+    BandwidthFactor,
+    ErrorGrowth,
+    GpuLost,
+    HostCopySlow,
+    LinksDown,
+)
 from tests.browser.seed import QUICK_TESTS, Episode, SimHost, Store
 
 DEMO_HOSTS = 4
@@ -68,7 +74,7 @@ class DemoProcess:
         self.log = data_dir / "demo.log"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "demo", "--port", str(port),
+                [sys.executable, "-m", "peerwatch.app.cli", "demo", "--port", str(port),
                  "--data-dir", str(data_dir), "--hosts", str(DEMO_HOSTS),
                  "--backfill-hours", "0", "--admin-token", ADMIN_TOKEN],
                 stdout=out, stderr=subprocess.STDOUT)

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from probes.sim.presets import rack_cluster_uuid
+from peerwatch.probes.sim.presets import rack_cluster_uuid
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, DRAWN
 
 SHOTS = {

@@ -7,7 +7,7 @@ sweeps, then the faults. The fabric's clock follows the same fake time, so count
 the way they would have. `SimHost.inventory_now()` is the pass a live probe sends every few
 seconds; the tests send one now and then, so the host never turns stale under them.
 
-`Store` writes through `app.services.ingest.ingest` (the POST route's own code, minus HTTP)
+`Store` writes through `app.ingest.rows.ingest` (the POST route's own code, minus HTTP)
 into the database of a running `peerwatch demo`, whose probe token is its own secret, and
 then evaluates the alert rules for the host as the route does after each report.
 """
@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.demo.run import DemoOptions, demo_settings
-from app.schemas_maintenance import MaintenanceRequest
-from app.services.ingest import ingest
-from app.services.maintenance import declare_window
-from probes.report import HOSTNAME, Report, ReportKind, TestName
-from probes.sim.faults import Fault
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.demo.run import DemoOptions, demo_settings
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.maintenance import MaintenanceRequest
+from peerwatch.app.services.maintenance import declare_window
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.probes.report import HOSTNAME, Report, ReportKind, TestName
+from peerwatch.probes.sim.faults import Fault
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 # A quick sweep: enough tests to fill the matrix selector, cheap enough to build in ms.
 QUICK_TESTS = (TestName.CE_WRITE, TestName.CE_BIDIR, TestName.LATENCY)

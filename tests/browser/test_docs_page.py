@@ -23,7 +23,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "PEERWATCH_DATA_DIR": str(data)}
     env.pop("PEERWATCH_DATABASE_URL", None)
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "peerwatch.app.cli", "serve", "--port",
+                             str(port),
                              "--no-local-probe", "--log-level", "warning"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -42,7 +43,7 @@ def test_docs_render_under_the_csp(browser, server: str) -> None:  # type: ignor
         watch = Watch()
         watch.attach(page)
         answer = page.goto("/docs")
-        assert answer is not None and "script-src 'self'" in \
+        assert answer is not None and "script-src 'self'" in\
             answer.headers["content-security-policy"]
         try:
             page.wait_for_selector(".opblock-summary-path")  # operations listed: the UI ran

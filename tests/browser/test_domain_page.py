@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from probes.sim.presets import rack_cluster_uuid
+from peerwatch.probes.sim.presets import rack_cluster_uuid
 from tests.browser.conftest import Fleet, open_view, screenshot, wait_hash
 
 pytestmark = pytest.mark.browser

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.sim.presets import rack_cluster_uuid
+from peerwatch.probes.sim.presets import rack_cluster_uuid
 from tests.browser.conftest import FAULTY, Fleet, open_view, wait_until
 
 pytestmark = pytest.mark.browser

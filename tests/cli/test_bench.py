@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from app.cli import build_parser, main
-from probes.report import GPU_TESTS, PAIR_TESTS, TestName
+from peerwatch.app.cli import build_parser, main
+from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, TestName
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -122,9 +122,9 @@ def test_a_selection_of_one_gpu_says_so_and_shows_no_blank_matrices(
 
 
 def test_a_one_gpu_host_says_so() -> None:
-    from app.cli.commands.bench import one_gpu_note
-    from probes.sim.simulated import SimulatedFabric
-    from probes.sweep import SweepOptions, build_report
+    from peerwatch.app.cli.commands.bench import one_gpu_note
+    from peerwatch.probes.sim.simulated import SimulatedFabric
+    from peerwatch.probes.sweep import SweepOptions, build_report
 
     fabric = SimulatedFabric("h200x2")
     report = build_report(fabric, options=SweepOptions(tests=(TestName.CE_WRITE,)))

@@ -1,16 +1,16 @@
-"""Healthy simulated hosts measure what app.analysis.expected promises for their topology,
+"""Healthy simulated hosts measure what peerwatch.app.analysis.expected promises for their topology,
 and a fault that degrades a pair without changing its topology shows as a low ratio."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.cli.bench_expect import Expectations
-from probes.report import PCIE_TESTS, TestName
-from probes.sim.faults import BandwidthFactor, LinksDown, P2PDisabled, PcieDowntrained
-from probes.sim.presets import PRESET_NAMES
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.cli.bench_expect import Expectations
+from peerwatch.probes.report import PCIE_TESTS, TestName
+from peerwatch.probes.sim.faults import BandwidthFactor, LinksDown, P2PDisabled, PcieDowntrained
+from peerwatch.probes.sim.presets import PRESET_NAMES
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)

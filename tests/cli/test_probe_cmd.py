@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import build_parser, main
-from app.cli.commands.probe import settings_from
-from probes.config import ProbeSettings
-from probes.report import Report
+from peerwatch.app.cli import build_parser, main
+from peerwatch.app.cli.commands.probe import settings_from
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.report import Report
 from tests.conftest import SETTLE_S
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
 
@@ -73,7 +73,7 @@ def test_bad_options_are_one_line_usage_errors(tmp_path: Path, capsys, monkeypat
 
 
 def test_environment_configures_and_the_command_line_wins(tmp_path: Path, monkeypatch) -> None:
-    from app.cli.commands.probe import settings_from
+    from peerwatch.app.cli.commands.probe import settings_from
 
     monkeypatch.setenv("PEERWATCH_PROBE_TOKEN", "from-env")
     monkeypatch.setenv("PEERWATCH_PROBE_SWEEP_INTERVAL_S", "42")
@@ -105,7 +105,7 @@ def test_sigterm_ends_a_running_probe_cleanly_with_reports_spooled(tmp_path: Pat
         url = f"http://127.0.0.1:{hang.getsockname()[1]}"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "probe", "--fabric", "simulated:mesh4",
+            [sys.executable, "-m", "peerwatch.app.cli", "probe", "--fabric", "simulated:mesh4",
              "--server", url, "--token", "t", "--spool-dir", str(spool),
              "--inventory-interval", "0.3", "--sweep-interval", "1", "--sweep-jitter", "0",
              "--request-timeout", "1"],
@@ -131,8 +131,8 @@ def test_sigterm_ends_a_running_probe_cleanly_with_reports_spooled(tmp_path: Pat
 
 def test_auto_without_gpus_refuses_instead_of_reporting_simulated_data(tmp_path: Path,
                                                                         capsys) -> None:
-    from probes.errors import FabricUnavailable
-    from probes.fabric_select import open_real
+    from peerwatch.probes.errors import FabricUnavailable
+    from peerwatch.probes.fabric_select import open_real
 
     try:
         open_real().close()
@@ -147,7 +147,7 @@ def test_auto_without_gpus_refuses_instead_of_reporting_simulated_data(tmp_path:
 
 
 def test_a_spool_owned_by_another_probe_is_refused(tmp_path: Path, capsys) -> None:
-    from probes.agent.spool import Spool
+    from peerwatch.probes.agent.spool import Spool
 
     with Spool(tmp_path, 1 << 20):
         status = main(once(tmp_path, f"http://127.0.0.1:{free_port()}"))

@@ -1,4 +1,4 @@
-"""`peerwatch snapshot` as a person runs it (a fresh `python -m app.cli` process): the
+"""`peerwatch snapshot` as a person runs it (a fresh `python -m peerwatch.app.cli` process): the
 summary, --json, --diff with diff(1)'s exit statuses, and one-line errors."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.snapshot_read import take_snapshot
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.snapshot_read import take_snapshot
 from tests.cli.test_user_errors import REPO
 
 
 def peerwatch(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.cli", "snapshot", *argv], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "snapshot", *argv], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -61,7 +61,8 @@ def test_bad_files_are_one_line_and_status_2(tmp_path: Path) -> None:
 
 
 def test_help_states_the_exit_statuses() -> None:
-    out = subprocess.run([sys.executable, "-m", "app.cli", "snapshot", "--help"], cwd=REPO,
+    out = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "snapshot", "--help"],
+                         cwd=REPO,
                          capture_output=True, text=True, timeout=60).stdout
     assert "0 when nothing changed and 1 when something did" in " ".join(out.split())
 
@@ -81,7 +82,7 @@ def test_usage_errors_and_an_unreachable_server_without_spool() -> None:
 def test_a_snapshot_imports_no_server_package(tmp_path: Path) -> None:
     """Only the command being run is imported: a prolog's snapshot never loads FastAPI or
     SQLAlchemy, even where they are installed."""
-    code = ("import sys; from app.cli import main; "
+    code = ("import sys; from peerwatch.app.cli import main; "
             "rc = main(['snapshot', '--fabric', 'simulated:h200x2', '--json']); "
             "print(rc, sorted(m for m in ('fastapi', 'sqlalchemy', 'uvicorn', 'alembic') "
             "if m in sys.modules), file=sys.stderr)")
@@ -94,8 +95,8 @@ def test_auto_never_posts_or_spools_made_up_data(tmp_path: Path) -> None:
     """Without GPUs, `--fabric auto` (the default) refuses to post or spool: the simulated
     fallback is for looking around, never for a server (issue 22 item 10). A listening
     socket stands in for the server and must see no connection."""
-    from probes.errors import FabricUnavailable
-    from probes.fabric_select import open_real
+    from peerwatch.probes.errors import FabricUnavailable
+    from peerwatch.probes.fabric_select import open_real
 
     try:
         open_real(quick=True).close()

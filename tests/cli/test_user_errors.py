@@ -1,6 +1,7 @@
 """Every user error is one line on stderr and a non-zero exit, for every command.
 
-Run as a person would, in a fresh process (`python -m app.cli`), so nothing the test runner
+Run as a person would, in a fresh process (`python -m peerwatch.app.cli`), so nothing the test
+runner
 set up (logging, imported modules) can hide a traceback. The PostgreSQL cases use the real
 server the suite uses (a database that does not exist there) and a port nothing listens on.
 """
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from probes.errors import FabricUnavailable
-from probes.fabric_select import open_real
+from peerwatch.probes.errors import FabricUnavailable
+from peerwatch.probes.fabric_select import open_real
 from tests.app.conftest import PG_PORT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def peerwatch(*argv: str, env: dict[str, str] | None = None,
               cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app.cli", *argv], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "peerwatch.app.cli", *argv], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -76,7 +77,7 @@ def test_bad_port_is_a_usage_error(command: str, port: str) -> None:
 
 def test_json_into_a_closed_pipe_ends_quietly_like_other_tools() -> None:
     """`peerwatch bench --json | head -c 10`: the reader leaves early; no BrokenPipeError."""
-    cmd = f"{sys.executable} -m app.cli bench --fabric simulated:hgx8 --json | head -c 10"
+    cmd = f"{sys.executable} -m peerwatch.app.cli bench --fabric simulated:hgx8 --json | head -c 10"
     result = subprocess.run(["bash", "-c", f"{cmd}; exit ${{PIPESTATUS[0]}}"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.stdout == '{\n "schema'
@@ -87,7 +88,7 @@ def test_json_into_a_closed_pipe_ends_quietly_like_other_tools() -> None:
 def test_tables_into_a_closed_pipe_end_quietly() -> None:
     """The tables go through rich, which quietly ends with status 1 on a closed pipe (0 when
     the whole output fitted in the pipe before `head` left: a race this test allows)."""
-    cmd = f"{sys.executable} -m app.cli bench --fabric simulated:hgx8 | head -n 1"
+    cmd = f"{sys.executable} -m peerwatch.app.cli bench --fabric simulated:hgx8 | head -n 1"
     result = subprocess.run(["bash", "-c", f"{cmd}; exit ${{PIPESTATUS[0]}}"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.startswith("sim-hgx8")

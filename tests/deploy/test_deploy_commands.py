@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cli import build_parser
+from peerwatch.app.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 

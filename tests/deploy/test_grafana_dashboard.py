@@ -22,11 +22,11 @@ import httpx
 import pytest
 import yaml
 
-from probes.agent.runner import open_runtime
-from probes.config import ProbeSettings
-from probes.report import ReportKind
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.agent.runner import open_runtime
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.deploy import grafana_dashboard as board
 from tests.deploy.test_prometheus_scrape import DEPLOY, _config, prometheus
 from tests.probes.live_server import TOKEN, live_server, server_settings

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from app.alerting.rules import RULE_NAMES
-from app.analysis.xid_catalog import P2P_XIDS
-from app.services.drain import DRAIN_ALERTS
+from peerwatch.app.alerting.rules import RULE_NAMES
+from peerwatch.app.analysis.xid_catalog import P2P_XIDS
+from peerwatch.app.services.drain import DRAIN_ALERTS
 from tests.conftest import require
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 import yaml
 
-from probes.agent.runner import open_runtime
-from probes.config import ProbeSettings
-from probes.report import ReportKind
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.agent.runner import open_runtime
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.conftest import SETTLE_S, background, require
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings
 

@@ -21,10 +21,10 @@ import httpx
 import pytest
 
 from bench._serve import serve_process
-from probes.report import TestName
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.conftest import eventually
 from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, slurm_cluster
 
@@ -79,7 +79,8 @@ def drain(cluster: Cluster, url: str, tmp_path: Path, policy: str, *extra: str
           ) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "policy.yaml"
     path.write_text(policy)
-    done = subprocess.run([sys.executable, "-m", "app.cli", "drain", "--once", "--server", url,
+    done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--once",
+                           "--server", url,
                            "--token", ADMIN, "--policy", str(path), *extra], env=cluster.env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -148,7 +149,7 @@ def test_the_breaker_trips_at_its_limit_and_a_person_resets_it(
     drain(cluster, server, tmp_path, policy)  # still open: the second stays in
     assert "DRAIN" not in cluster.state(second)
 
-    done = subprocess.run([sys.executable, "-m", "app.cli", "drain", "--reset-breaker",
+    done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--reset-breaker",
                            "--server", server, "--token", ADMIN, "--by", "alice",
                            "--comment", "checked: two real faults"], capture_output=True,
                           text=True, timeout=60)

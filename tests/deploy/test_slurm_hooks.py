@@ -22,13 +22,13 @@ import httpx
 import pytest
 import uvicorn
 
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.main import create_app
-from probes.report import TestName
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.conftest import SETTLE_S, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def _run_health(tmp_path: Path, url: str, node: str, reason: str = "none") -> li
                           "--scontrol", str(fake)], env=env, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    return [line for line in log.read_text().splitlines() if line.startswith("update")] \
+    return [line for line in log.read_text().splitlines() if line.startswith("update")]\
         if log.exists() else []
 
 

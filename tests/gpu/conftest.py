@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from probes.errors import FabricUnavailable
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.real import RealFabric
+from peerwatch.probes.errors import FabricUnavailable
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.real import RealFabric
 
 
 @pytest.fixture(scope="module")

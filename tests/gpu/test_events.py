@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.agent.event_sources import open_events
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.nvml_events import NvmlEvents
-from probes.report import utcnow
+from peerwatch.probes.agent.event_sources import open_events
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.nvml_events import NvmlEvents
+from peerwatch.probes.report import utcnow
 
 
 def test_every_gpu_registers_and_the_wait_times_out_cleanly(nvml: Nvml) -> None:
@@ -30,7 +30,7 @@ def test_every_gpu_registers_and_the_wait_times_out_cleanly(nvml: Nvml) -> None:
 
 
 def test_the_collector_runs_on_the_real_sources(nvml: Nvml) -> None:
-    from probes.nvidia.real import RealFabric
+    from peerwatch.probes.nvidia.real import RealFabric
     if not os.access("/dev/kmsg", os.R_OK):
         pytest.skip("/dev/kmsg is not readable here")
     fabric = RealFabric(quick=True)

@@ -4,10 +4,10 @@ NVSwitch board every GPU's registration is COMPLETED and the judge finds nothing
 
 from __future__ import annotations
 
-from app.analysis.fabric_state import judge_host_fabric
-from app.analysis.verdict import Verdict
-from probes.nvidia.real import RealFabric
-from probes.report import RemoteType
+from peerwatch.app.analysis.fabric_state import judge_host_fabric
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.nvidia.real import RealFabric
+from peerwatch.probes.report import RemoteType
 
 
 def test_fabric_is_read_and_judged_healthy(fabric: RealFabric) -> None:

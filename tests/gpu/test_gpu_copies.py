@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from probes.budgets import DEFAULT_BUDGETS
-from probes.errors import FabricUnavailable
-from probes.nvidia.real import RealFabric
-from probes.report import GPU_TESTS, TestName
-from probes.sweep import SweepOptions, run_sweep
+from peerwatch.probes.budgets import DEFAULT_BUDGETS
+from peerwatch.probes.errors import FabricUnavailable
+from peerwatch.probes.nvidia.real import RealFabric
+from peerwatch.probes.report import GPU_TESTS, TestName
+from peerwatch.probes.sweep import SweepOptions, run_sweep
 
 MiB = 1 << 20
 # GB/s a healthy GPU of any recent generation stays within (PCIe gen3 x8 .. gen6 x16; HBM).

@@ -9,12 +9,12 @@ appears exactly when a throttle bit is set, and the RDMA verdict agrees with wha
 
 from __future__ import annotations
 
-from app.analysis.rdma import Readiness, judge_rdma
-from app.analysis.throttle import sweep_throttles
-from probes.clocks import REASON_NAMES, decode
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.rdma import RdmaReader
-from probes.nvidia.sysfs import Sysfs
+from peerwatch.app.analysis.rdma import Readiness, judge_rdma
+from peerwatch.app.analysis.throttle import sweep_throttles
+from peerwatch.probes.clocks import REASON_NAMES, decode
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.rdma import RdmaReader
+from peerwatch.probes.nvidia.sysfs import Sysfs
 
 
 def test_clocks_read_and_decode(nvml: Nvml) -> None:

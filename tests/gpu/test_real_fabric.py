@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.expected import expected
-from probes.errors import BadProbeRequest
-from probes.fabric import Fabric, TestSpec
-from probes.nvidia.real import RealFabric
-from probes.report import PAIR_TESTS, LinkState, TestName
+from peerwatch.app.analysis.expected import expected
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.fabric import Fabric, TestSpec
+from peerwatch.probes.nvidia.real import RealFabric
+from peerwatch.probes.report import PAIR_TESTS, LinkState, TestName
 
 MiB = 1 << 20
 SMALL = {"bytes_per_copy": 32 * MiB, "copies": 2, "samples": 2, "warmup": 1}
@@ -119,7 +119,7 @@ def test_unknown_gpu_is_a_bad_request(fabric: RealFabric) -> None:
 
 
 def test_the_sweep_runs_every_test_on_the_real_fabric(fabric: RealFabric) -> None:
-    from probes.sweep import SweepOptions, run_sweep
+    from peerwatch.probes.sweep import SweepOptions, run_sweep
 
     outcome = run_sweep(fabric, SweepOptions(gpus=(0, 1), force=True))
     assert len(outcome.results) == 2 * len(PAIR_TESTS) + 1

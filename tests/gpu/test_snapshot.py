@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from probes.errors import FabricUnavailable
+from peerwatch.probes.errors import FabricUnavailable
 
 
 def _nvml_gpu_count() -> int:
     try:
-        from probes.nvidia.nvml import Nvml
+        from peerwatch.probes.nvidia.nvml import Nvml
 
         nvml = Nvml()
     except FabricUnavailable as exc:
@@ -34,7 +34,8 @@ def _nvml_gpu_count() -> int:
 def test_snapshot_of_the_real_fabric_is_quick_and_has_every_gpu() -> None:
     gpus = _nvml_gpu_count()
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "app.cli", "snapshot", "--json", "--fabric",
+    done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "snapshot", "--json",
+                           "--fabric",
                            "nvml"], capture_output=True, text=True, timeout=60, check=False,
                           cwd=Path(__file__).resolve().parents[2])
     wall = time.perf_counter() - start

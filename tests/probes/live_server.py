@@ -18,11 +18,11 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from app.config import Settings
-from app.db import make_engine, upgrade_to_head
-from app.demo.server import ServerThread
-from app.main import create_app
-from app.models import Measurement, ReportRow
+from peerwatch.app.demo.server import ServerThread
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, upgrade_to_head
+from peerwatch.app.store.tables.history import Measurement, ReportRow
 
 TOKEN = "probe-token"
 _template: list[Path] = []

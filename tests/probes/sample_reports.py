@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from probes.report import (
+from peerwatch.probes.report import (
     GpuInfo,
     HostIdentity,
     Inventory,

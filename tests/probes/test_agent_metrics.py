@@ -12,16 +12,16 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from probes.agent.agent_state import AgentState
-from probes.agent.metrics_server import AgentExposition, MetricsServer
-from probes.agent.runner import open_runtime
-from probes.agent.spool import Spool
-from probes.config import ProbeSettings
-from probes.errors import BadProbeRequest
-from probes.metrics import AgentCollector
-from probes.metrics_text import render
-from probes.report import GPU_TESTS, PAIR_TESTS, ReportKind, TestName
-from probes.sim.faults import (
+from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.agent.metrics_server import AgentExposition, MetricsServer
+from peerwatch.probes.agent.runner import open_runtime
+from peerwatch.probes.agent.spool import Spool
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.metrics import AgentCollector
+from peerwatch.probes.metrics_text import render
+from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, ReportKind, TestName
+from peerwatch.probes.sim.faults import (
     BusyGpu,
     Contention,
     ErrorGrowth,
@@ -29,8 +29,8 @@ from probes.sim.faults import (
     P2PDisabled,
     PcieDowntrained,
 )
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import build_report
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import build_report
 from tests.app.metrics_helpers import promtool_check, series, value
 
 GPUS, LINKS, PAIRS = 8, 8 * 18, 8 * 7
@@ -306,7 +306,7 @@ def test_metrics_tests_setting_reads_a_list_and_refuses_unknown_tests() -> None:
 
 
 def test_the_agent_metrics_never_import_the_server() -> None:
-    code = ("import sys, probes.agent.runner, probes.agent.metrics_server; "
+    code = ("import sys, peerwatch.probes.agent.runner, peerwatch.probes.agent.metrics_server; "
             "bad = [m for m in ('fastapi', 'sqlalchemy', 'app') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -315,8 +315,8 @@ def test_the_agent_metrics_never_import_the_server() -> None:
 
 
 def test_the_cli_option_and_env_reach_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.cli import build_parser
-    from app.cli.commands.probe import settings_from
+    from peerwatch.app.cli import build_parser
+    from peerwatch.app.cli.commands.probe import settings_from
 
     monkeypatch.setenv("PEERWATCH_PROBE_METRICS_TESTS", "ce_bidir")
     args = build_parser().parse_args(["probe", "--token", "t", "--metrics-port", "9402"])

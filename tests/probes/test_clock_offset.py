@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from probes.agent.clock_offset import OFFSET_HEADER, RTT_MAX_S, offset_of, offset_sample
-from probes.agent.sender import Sender
+from peerwatch.probes.agent.clock_offset import OFFSET_HEADER, RTT_MAX_S, offset_of, offset_sample
+from peerwatch.probes.agent.sender import Sender
 from tests.probes.sample_reports import sample_report
 
 SERVER_NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=UTC)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from probes.clocks import REASON_BITS, THROTTLE_MASK, GpuClocks, decode, throttle_kinds
-from probes.inventory import collect_counters
-from probes.nvidia.nvml import Nvml, load_pynvml
-from probes.nvidia.sysfs import Sysfs
-from probes.report import CounterSample, Report, ReportKind, TestName
-from probes.sim.faults import ThrottledGpu
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.clocks import REASON_BITS, THROTTLE_MASK, GpuClocks, decode, throttle_kinds
+from peerwatch.probes.inventory import collect_counters
+from peerwatch.probes.nvidia.nvml import Nvml, load_pynvml
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.report import CounterSample, Report, ReportKind, TestName
+from peerwatch.probes.sim.faults import ThrottledGpu
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.probes.fake_pynvml import H200_IDLE_CLOCKS, FakePynvml
 from tests.probes.fakeclock import FakeClock
 
@@ -85,7 +85,7 @@ def test_a_gpu_without_the_queries_still_samples(tmp_path: Path) -> None:
 
 
 def test_counters_around_a_sweep_carry_the_clocks(tmp_path: Path) -> None:
-    from probes.nvidia.real import RealFabric
+    from peerwatch.probes.nvidia.real import RealFabric
     fabric = RealFabric(nvml_module=_fake_with_clocks(reasons=0x4), sysfs=Sysfs(tmp_path),
                         quick=True)
     try:

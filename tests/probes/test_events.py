@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from probes.agent.events import EventCollector
-from probes.agent.spool import Spool
-from probes.config import ProbeSettings
-from probes.nvidia.kernel_log import KernelLog
-from probes.nvidia.kmsg import parse_line, parse_record, pci_key
-from probes.nvidia.nvml_events import NvmlXid
-from probes.passes import report_builder
-from probes.report import EventKind, EventSource, Report, ReportKind, utcnow
-from probes.sim.faults import GpuLost, LinksDown, LinkXid, SwitchSxid
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.agent.events import EventCollector
+from peerwatch.probes.agent.spool import Spool
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.nvidia.kernel_log import KernelLog
+from peerwatch.probes.nvidia.kmsg import parse_line, parse_record, pci_key
+from peerwatch.probes.nvidia.nvml_events import NvmlXid
+from peerwatch.probes.passes import report_builder
+from peerwatch.probes.report import EventKind, EventSource, Report, ReportKind, utcnow
+from peerwatch.probes.sim.faults import GpuLost, LinksDown, LinkXid, SwitchSxid
+from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.probes.fakeclock import FakeClock
 
 XID_79 = ("NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "

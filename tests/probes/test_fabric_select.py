@@ -6,14 +6,14 @@ import importlib.util
 
 import pytest
 
-from probes.errors import BadProbeRequest, FabricUnavailable
-from probes.fabric import Fabric
-from probes.fabric_select import fabric_choices, open_fabric
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable
+from peerwatch.probes.fabric import Fabric
+from peerwatch.probes.fabric_select import fabric_choices, open_fabric
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 
 def _has_gpu() -> bool:
-    if importlib.util.find_spec("probes.nvidia.real") is None:
+    if importlib.util.find_spec("peerwatch.probes.nvidia.real") is None:
         return False
     try:
         open_fabric("nvml").close()

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from probes.nvidia import kernels
-from probes.nvidia.gpu_copies import on_cpus, pattern
-from probes.topology import parse_cpulist
+from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.gpu_copies import on_cpus, pattern
+from peerwatch.probes.topology import parse_cpulist
 
 linux_only = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux affinity")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from probes.nvidia.host_runtime import HostRuntime
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.nvidia.host_runtime import HostRuntime
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.sysfs import Sysfs
 from tests.probes.fake_pynvml import FakePynvml
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_fabric_check.py"

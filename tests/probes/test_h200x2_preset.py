@@ -7,10 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from probes.budgets import DEFAULT_BUDGETS
-from probes.fabric import TestSpec
-from probes.report import GPU_TESTS, LinkState, P2PCap, P2PStatus, PathLevel, RemoteType, TestName
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.budgets import DEFAULT_BUDGETS
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import (
+    GPU_TESTS,
+    LinkState,
+    P2PCap,
+    P2PStatus,
+    PathLevel,
+    RemoteType,
+    TestName,
+)
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "h200x2"
 NVML = json.loads((FIXTURES / "nvml.json").read_text())

@@ -7,7 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from probes.nvidia.host_runtime import HostRuntime
+from peerwatch.probes.nvidia.host_runtime import HostRuntime
 
 
 def _proc(root: Path, pid: int, comm: str) -> None:

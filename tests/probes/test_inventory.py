@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from probes.errors import FabricUnavailable, NotSupported, PeerwatchProbeError
-from probes.inventory import collect_counters, collect_inventory
-from probes.report import LinkCounters, ProbeError, Report, TestName
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.errors import FabricUnavailable, NotSupported, PeerwatchProbeError
+from peerwatch.probes.inventory import collect_counters, collect_inventory
+from peerwatch.probes.report import LinkCounters, ProbeError, Report, TestName
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 
 class FlakyFabric(SimulatedFabric):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from probes.agent.agent_state import AgentState
-from probes.agent.job_mapping import boot_time, read_job_mapping
-from probes.agent.metrics_server import AgentExposition
-from probes.config import ProbeSettings
-from probes.passes import report_builder
-from probes.report import GpuJob, JobSource, Report, ReportKind
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.agent.job_mapping import boot_time, read_job_mapping
+from peerwatch.probes.agent.metrics_server import AgentExposition
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.passes import report_builder
+from peerwatch.probes.report import GpuJob, JobSource, Report, ReportKind
+from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.app.metrics_helpers import promtool_check, series
 
 GPUS = set(range(8))

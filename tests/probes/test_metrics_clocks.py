@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probes.agent.agent_state import AgentState
-from probes.agent.metrics_server import AgentExposition
-from probes.agent.spool import Spool
-from probes.clocks import REASON_NAMES
-from probes.report import TestName
-from probes.sim.faults import ThrottledGpu
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.agent.metrics_server import AgentExposition
+from peerwatch.probes.agent.spool import Spool
+from peerwatch.probes.clocks import REASON_NAMES
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.faults import ThrottledGpu
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 from tests.app.metrics_helpers import promtool_check, series, value
 
 HOST = "mesh-09"

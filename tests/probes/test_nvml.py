@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from probes.errors import BadProbeRequest, FabricUnavailable, NotSupported
-from probes.nvidia.nvml import Nvml, NvmlQueryError, load_pynvml
-from probes.nvidia.sysfs import Sysfs
-from probes.report import LinkState, P2PCap, P2PStatus, PathLevel, RemoteType
+from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable, NotSupported
+from peerwatch.probes.nvidia.nvml import Nvml, NvmlQueryError, load_pynvml
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.report import LinkState, P2PCap, P2PStatus, PathLevel, RemoteType
 from tests.probes import fake_pynvml
 from tests.probes.fake_pynvml import FakePynvml
 
@@ -193,7 +193,7 @@ def test_api_only_error_counters_are_reused_briefly(nvml: Nvml, fake: FakePynvml
     again = nvml.link_counters(0)[0]
     assert again.tx_bytes == first.tx_bytes + (1 << 20)  # traffic counters: always fresh
     assert again.crc_data == 12  # within ERROR_COUNTER_TTL_S: the slow per-link calls are skipped
-    monkeypatch.setattr("probes.nvidia.nvlink.ERROR_COUNTER_TTL_S", 0.0)
+    monkeypatch.setattr("peerwatch.probes.nvidia.nvlink.ERROR_COUNTER_TTL_S", 0.0)
     assert nvml.link_counters(0)[0].crc_data == 20
 
 

@@ -9,10 +9,10 @@ import queue
 from types import SimpleNamespace
 from typing import Any
 
-from probes.agent.events import EventCollector
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.nvml_events import XID_CRITICAL, NvmlEvents, NvmlXid
-from probes.report import EventSource, utcnow
+from peerwatch.probes.agent.events import EventCollector
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.nvml_events import XID_CRITICAL, NvmlEvents, NvmlXid
+from peerwatch.probes.report import EventSource, utcnow
 from tests.conftest import eventually
 from tests.probes.fake_pynvml import NVML_ERROR_UNKNOWN, FakePynvml, NVMLError
 

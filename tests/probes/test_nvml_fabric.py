@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.nvml_fabric import decode_health_mask
-from probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.nvml_fabric import decode_health_mask
+from peerwatch.probes.nvidia.sysfs import Sysfs
 from tests.probes.fake_pynvml import FakePynvml
 
 V = "nvmlDeviceGetGpuFabricInfoV"

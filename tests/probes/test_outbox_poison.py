@@ -19,10 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from probes.agent.outbox import Delivery, Outbox
-from probes.agent.sender import Backoff, Sender
-from probes.agent.spool import REJECTED_SUFFIX, Spool
-from probes.report import Report
+from peerwatch.probes.agent.outbox import Delivery, Outbox
+from peerwatch.probes.agent.sender import Backoff, Sender
+from peerwatch.probes.agent.spool import REJECTED_SUFFIX, Spool
+from peerwatch.probes.report import Report
 from tests.probes.fakeclock import FakeClock
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
 from tests.probes.sample_reports import sample_report
@@ -71,7 +71,7 @@ def test_a_poison_report_at_the_head_never_holds_back_the_rest(
     transport.poison.add(poison.report_id)
     for r in (poison, *good):
         outbox.keep(r)
-    with caplog.at_level(logging.WARNING, "probes.agent.outbox"):
+    with caplog.at_level(logging.WARNING, "peerwatch.probes.agent.outbox"):
         assert outbox.replay() == 5
     assert sorted(stored(settings).report_ids) == sorted(r.report_id for r in good)
     assert [e.name[13:49] for e in outbox.spool.entries()] == [str(poison.report_id)]
@@ -96,7 +96,7 @@ def test_a_refused_report_at_the_head_is_set_aside_counted_and_the_rest_go(
     good = [sample_report(f"g{i}") for i in range(3)]
     for r in (refused, *good):
         outbox.keep(r)
-    with caplog.at_level(logging.ERROR, "probes.agent.outbox"):
+    with caplog.at_level(logging.ERROR, "peerwatch.probes.agent.outbox"):
         assert outbox.replay() == 3
     assert sorted(stored(settings).report_ids) == sorted(r.report_id for r in good)
     aside = outbox.spool.set_aside_files()

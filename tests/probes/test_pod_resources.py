@@ -12,11 +12,11 @@ from pathlib import Path
 import grpc  # the kubernetes extra, in [dev]: a missing grpcio fails these tests
 import pytest
 
-from probes.agent.job_mapping import with_jobs
-from probes.agent.pod_resources import LIST_METHOD, decode_list_response, read_pod_jobs
-from probes.report import JobSource
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import build_report
+from peerwatch.probes.agent.job_mapping import with_jobs
+from peerwatch.probes.agent.pod_resources import LIST_METHOD, decode_list_response, read_pod_jobs
+from peerwatch.probes.report import JobSource
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import build_report
 
 
 def _key(number: int, wire: int) -> bytes:

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from probes.agent.quiet_log import QuietLog
+from peerwatch.probes.agent.quiet_log import QuietLog
 from tests.probes.fakeclock import FakeClock
 
 BUSY, LOST = "server busy (HTTP 503)", "server unreachable (no answer)"
@@ -16,16 +16,16 @@ BUSY, LOST = "server busy (HTTP 503)", "server unreachable (no answer)"
 
 def _quiet() -> tuple[QuietLog, FakeClock]:
     clock = FakeClock()
-    return QuietLog(logging.getLogger("probes.agent.test"), clock), clock
+    return QuietLog(logging.getLogger("peerwatch.probes.agent.test"), clock), clock
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "probes.agent.test"]
+    return [r.getMessage() for r in caplog.records if r.name == "peerwatch.probes.agent.test"]
 
 
 def test_one_line_per_kind_per_minute_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
     quiet, clock = _quiet()
-    with caplog.at_level(logging.WARNING, "probes.agent.test"):
+    with caplog.at_level(logging.WARNING, "peerwatch.probes.agent.test"):
         assert quiet.warning(BUSY, "busy: report %d", 0)  # the first: at once, in full
         for i in range(1, 38):
             clock.advance(1.0)
@@ -39,7 +39,7 @@ def test_one_line_per_kind_per_minute_with_a_count(caplog: pytest.LogCaptureFixt
 
 def test_a_steady_stream_is_one_count_line_a_minute(caplog: pytest.LogCaptureFixture) -> None:
     quiet, clock = _quiet()
-    with caplog.at_level(logging.WARNING, "probes.agent.test"):
+    with caplog.at_level(logging.WARNING, "peerwatch.probes.agent.test"):
         for second in range(180):  # three minutes, a refusal a second
             quiet.warning(BUSY, "busy at %d s", second)
             clock.advance(1.0)
@@ -51,7 +51,7 @@ def test_a_steady_stream_is_one_count_line_a_minute(caplog: pytest.LogCaptureFix
 def test_a_kind_quiet_for_a_whole_window_is_written_at_once_again(
         caplog: pytest.LogCaptureFixture) -> None:
     quiet, clock = _quiet()
-    with caplog.at_level(logging.WARNING, "probes.agent.test"):
+    with caplog.at_level(logging.WARNING, "peerwatch.probes.agent.test"):
         quiet.warning(BUSY, "first")
         clock.advance(61.0)
         assert quiet.warning(BUSY, "again, after a quiet minute")
@@ -63,7 +63,7 @@ def test_counts_held_back_are_not_lost_when_the_warnings_stop(
     """`flush` (the server answers again, or the probe stops) writes what was counted, and
     the next warning is written at once."""
     quiet, clock = _quiet()
-    with caplog.at_level(logging.WARNING, "probes.agent.test"):
+    with caplog.at_level(logging.WARNING, "peerwatch.probes.agent.test"):
         quiet.warning(BUSY, "busy 1")
         clock.advance(5.0)
         quiet.warning(BUSY, "busy 2")

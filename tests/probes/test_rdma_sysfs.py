@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from probes.nvidia.nvml import Nvml
-from probes.nvidia.rdma import (
+from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.rdma import (
     ConfigUnreadable,
     RdmaReader,
     acs_control,
     acs_names,
     bridges_between,
 )
-from probes.nvidia.sysfs import Sysfs
-from probes.report import PathLevel
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.report import PathLevel
 from tests.probes.fake_pynvml import FakePynvml
 
 

@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from probes.errors import FabricUnavailable
-from probes.fabric import Fabric, TestSpec
-from probes.nvidia.real import RealFabric
-from probes.nvidia.sysfs import Sysfs
-from probes.nvidia.transfers import Transfers, load_cupy
-from probes.report import TestName
+from peerwatch.probes.errors import FabricUnavailable
+from peerwatch.probes.fabric import Fabric, TestSpec
+from peerwatch.probes.nvidia.real import RealFabric
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.nvidia.transfers import Transfers, load_cupy
+from peerwatch.probes.report import TestName
 from tests.probes.fake_pynvml import FakePynvml
 
 

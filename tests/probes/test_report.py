@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from probes.report import (
+from peerwatch.probes.report import (
     GPU_TESTS,
     SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from probes.report import TestName, TransferResult, Unit
+from peerwatch.probes.report import TestName, TransferResult, Unit
 
 
 def result(**fields: object) -> TransferResult:

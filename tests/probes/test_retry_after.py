@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.agent.outbox import Delivery, Outbox
-from probes.agent.sender import RETRY_AFTER_JITTER, Backoff, Sender
-from probes.agent.spool import Spool
+from peerwatch.probes.agent.outbox import Delivery, Outbox
+from peerwatch.probes.agent.sender import RETRY_AFTER_JITTER, Backoff, Sender
+from peerwatch.probes.agent.spool import Spool
 from tests.probes.fakeclock import FakeClock
 from tests.probes.sample_reports import sample_report
 
@@ -93,7 +93,7 @@ def test_repeated_refusals_log_the_first_at_once_and_then_one_count(
     outbox = Outbox(Sender(busy_server, "tok", 5.0), Spool(tmp_path, 1 << 20),
                     Backoff(1.0, 300.0, random.Random(3)), clock)
     try:
-        with caplog.at_level(logging.INFO, "probes.agent.outbox"):
+        with caplog.at_level(logging.INFO, "peerwatch.probes.agent.outbox"):
             outbox.submit(sample_report())
             while len(outbox.spool):
                 due = outbox.replay_due_at()
@@ -103,7 +103,7 @@ def test_repeated_refusals_log_the_first_at_once_and_then_one_count(
     finally:
         Busy.busy = 1
         outbox.close()
-    lines = [r.getMessage() for r in caplog.records if r.name == "probes.agent.outbox"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "peerwatch.probes.agent.outbox"]
     assert len(Busy.bodies) == 6
     assert lines[0].startswith("server unavailable (HTTP 429"), lines
     assert re.fullmatch(r"server busy \(HTTP 429\) x4 in the last \d+ s; latest: server "

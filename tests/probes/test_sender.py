@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from probes.agent.sender import WIRE_HEADER, Backoff, Outcome, Sender, classify
-from probes.report import wire_fingerprint
+from peerwatch.probes.agent.sender import WIRE_HEADER, Backoff, Outcome, Sender, classify
+from peerwatch.probes.report import wire_fingerprint
 from tests.probes.sample_reports import sample_report
 
 

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from probes.errors import BadProbeRequest
-from probes.fabric import TestSpec
-from probes.nvidia.nvml_fabric import decode_health_mask
-from probes.report import LinkState, RemoteType, TestName
-from probes.sim.faults import (
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.nvidia.nvml_fabric import decode_health_mask
+from peerwatch.probes.report import LinkState, RemoteType, TestName
+from peerwatch.probes.sim.faults import (
     CliqueMoved,
     FabricNotCompleted,
     InsufficientNvlinks,
     LinksDown,
     SwitchTrayLost,
 )
-from probes.sim.presets import load_preset, rack_cluster_uuid
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.sim.presets import load_preset, rack_cluster_uuid
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 
 def tray(n: int, rack: str = "rack-a", *faults: object) -> SimulatedFabric:

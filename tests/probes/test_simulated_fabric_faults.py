@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from probes.errors import TransferError
-from probes.fabric import TestSpec
-from probes.inventory import collect_inventory
-from probes.report import LinkState, TestName
-from probes.sim.faults import (
+from peerwatch.probes.errors import TransferError
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.inventory import collect_inventory
+from peerwatch.probes.report import LinkState, TestName
+from peerwatch.probes.sim.faults import (
     DriverRestarted,
     FabricManagerDown,
     FabricNotCompleted,
@@ -17,7 +17,7 @@ from probes.sim.faults import (
     FabricUnhealthy,
     PeerCopiesFail,
 )
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 
 def test_registration_faults_change_only_the_named_gpu() -> None:

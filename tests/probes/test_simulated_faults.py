@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from probes.budgets import DEFAULT_BUDGETS
-from probes.errors import BadProbeRequest, TransferError
-from probes.fabric import TestSpec
-from probes.report import LinkState, P2PCap, P2PStatus, TestName
-from probes.sim.faults import (
+from peerwatch.probes.budgets import DEFAULT_BUDGETS
+from peerwatch.probes.errors import BadProbeRequest, TransferError
+from peerwatch.probes.fabric import TestSpec
+from peerwatch.probes.report import LinkState, P2PCap, P2PStatus, TestName
+from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     ErrorGrowth,
@@ -17,8 +17,8 @@ from probes.sim.faults import (
     PcieDowntrained,
     TransferHangs,
 )
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, run_sweep
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, run_sweep
 
 
 class FakeClock:
@@ -178,9 +178,9 @@ def test_hostnames_give_distinct_uuids_in_a_fleet() -> None:
 def test_a_gpu_lost_leaves_the_inventory_and_the_sweep() -> None:
     """Xid 79: NVML answers "GPU is lost" for it; the probe records that once and measures
     the others; clearing the fault (the reset) brings it back."""
-    from probes.report import ReportKind, TestName
-    from probes.sim.faults import GpuLost
-    from probes.sweep import SweepOptions, build_report
+    from peerwatch.probes.report import ReportKind, TestName
+    from peerwatch.probes.sim.faults import GpuLost
+    from peerwatch.probes.sweep import SweepOptions, build_report
     fabric = SimulatedFabric("hgx8", seed=1, hostname="lost", faults=[GpuLost(gpu=4)])
     report = build_report(fabric, ReportKind.SWEEP, SweepOptions(tests=(TestName.CE_WRITE,)))
     assert [g.index for g in report.inventory.gpus] == [0, 1, 2, 3, 5, 6, 7]

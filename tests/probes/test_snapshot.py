@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from probes.nvidia.real import RealFabric
-from probes.nvidia.sysfs import Sysfs
-from probes.sim.faults import (
+from peerwatch.probes.nvidia.real import RealFabric
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.sim.faults import (
     ErrorGrowth,
     FabricManagerDown,
     FabricUnhealthy,
@@ -19,10 +19,10 @@ from probes.sim.faults import (
     LinksDown,
     PcieDowntrained,
 )
-from probes.sim.simulated import SimulatedFabric
-from probes.snapshot import Phase, Snapshot
-from probes.snapshot_diff import Severity, diff_snapshots
-from probes.snapshot_read import take_snapshot
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.snapshot import Phase, Snapshot
+from peerwatch.probes.snapshot_diff import Severity, diff_snapshots
+from peerwatch.probes.snapshot_read import take_snapshot
 from tests.probes.fake_pynvml import FakePynvml
 from tests.probes.fakeclock import FakeClock
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import httpx
 
-from probes.agent.sender import SNAPSHOTS_PATH, Sender
-from probes.agent.snapshot_outbox import SnapshotSpool, post_snapshot
-from probes.sim.simulated import SimulatedFabric
-from probes.snapshot import Phase
-from probes.snapshot_read import take_snapshot
+from peerwatch.probes.agent.sender import SNAPSHOTS_PATH, Sender
+from peerwatch.probes.agent.snapshot_outbox import SnapshotSpool, post_snapshot
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.snapshot import Phase
+from peerwatch.probes.snapshot_read import take_snapshot
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.agent.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX, Spool, SpoolLocked
+from peerwatch.probes.agent.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX, Spool, SpoolLocked
 from tests.probes.sample_reports import sample_report
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.agent.outbox import Delivery, Outbox
-from probes.agent.sender import Backoff, Sender
-from probes.agent.spool import SendOnlySpool, Spool, open_spool
+from peerwatch.probes.agent.outbox import Delivery, Outbox
+from peerwatch.probes.agent.sender import Backoff, Sender
+from peerwatch.probes.agent.spool import SendOnlySpool, Spool, open_spool
 from tests.probes.fakeclock import FakeClock
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
 from tests.probes.sample_reports import sample_report
@@ -61,7 +61,7 @@ def test_read_only_spool_starts_send_only_with_a_warning(
     settings = server_settings(tmp_path / "server")
     port = free_port()
     with tmpfs(tmp_path / "ro", "ro,size=64k") as disk:
-        with caplog.at_level(logging.WARNING, "probes.agent.spool"):
+        with caplog.at_level(logging.WARNING, "peerwatch.probes.agent.spool"):
             spool = open_spool(disk / "spool", 1 << 20)
         assert isinstance(spool, SendOnlySpool)
         assert "SEND-ONLY" in caplog.text and "Read-only file system" in caplog.text
@@ -78,7 +78,7 @@ def test_read_only_spool_starts_send_only_with_a_warning(
 def test_spool_path_that_is_a_file_starts_send_only(tmp_path: Path,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "spool").write_text("not a directory")
-    with caplog.at_level(logging.WARNING, "probes.agent.spool"):
+    with caplog.at_level(logging.WARNING, "peerwatch.probes.agent.spool"):
         spool = open_spool(tmp_path / "spool", 1 << 20)
     assert isinstance(spool, SendOnlySpool) and "SEND-ONLY" in caplog.text
     assert "not a directory" in caplog.text

@@ -6,12 +6,19 @@ import itertools
 
 import pytest
 
-from probes.errors import BadProbeRequest
-from probes.report import GPU_TESTS, PAIR_TESTS, Report, ReportKind, TestName, TransferResult
-from probes.sim.faults import BusyGpu, Contention, TransferFails, TransferHangs
-from probes.sim.presets import PRESET_NAMES
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, SweepProgress, build_report, run_sweep
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.report import (
+    GPU_TESTS,
+    PAIR_TESTS,
+    Report,
+    ReportKind,
+    TestName,
+    TransferResult,
+)
+from peerwatch.probes.sim.faults import BusyGpu, Contention, TransferFails, TransferHangs
+from peerwatch.probes.sim.presets import PRESET_NAMES
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, SweepProgress, build_report, run_sweep
 
 Pair = tuple[int | None, int | None]
 

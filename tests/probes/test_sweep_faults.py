@@ -7,8 +7,15 @@ import itertools
 
 import pytest
 
-from probes.report import LinkCounters, LinkState, P2PStatus, Report, TestName, TransferResult
-from probes.sim.faults import (
+from peerwatch.probes.report import (
+    LinkCounters,
+    LinkState,
+    P2PStatus,
+    Report,
+    TestName,
+    TransferResult,
+)
+from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     Contention,
@@ -19,9 +26,9 @@ from probes.sim.faults import (
     PcieDowntrained,
     TransferFails,
 )
-from probes.sim.presets import PRESET_NAMES
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.probes.sim.presets import PRESET_NAMES
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 TESTS = (TestName.CE_WRITE, TestName.LATENCY, TestName.STAGED, TestName.ALLREDUCE)
 NVLINK_PRESETS = ("h200x2", "hgx8", "mesh4")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.nvidia.sysfs import Sysfs
-from probes.report import LinkState, NvLinkPort, PathLevel, RemoteType
-from probes.topology import (
+from peerwatch.probes.nvidia.sysfs import Sysfs
+from peerwatch.probes.report import LinkState, NvLinkPort, PathLevel, RemoteType
+from peerwatch.probes.topology import (
     cpulist,
     normalize_bus_id,
     nvlink_version,

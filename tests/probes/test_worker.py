@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
-from probes.agent.outbox import Delivery
-from probes.agent.runner import ProbeRuntime, open_runtime
-from probes.agent.sender import Outcome
-from probes.agent.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX
-from probes.config import ProbeSettings
-from probes.report import Report, ReportKind, TestName, utcnow
-from probes.sim.faults import BusyGpu, TransferHangs
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.agent.outbox import Delivery
+from peerwatch.probes.agent.runner import ProbeRuntime, open_runtime
+from peerwatch.probes.agent.sender import Outcome
+from peerwatch.probes.agent.spool import CORRUPT_SUFFIX, REJECTED_SUFFIX
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.report import Report, ReportKind, TestName, utcnow
+from peerwatch.probes.sim.faults import BusyGpu, TransferHangs
+from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.probes.fakeclock import FakeClock
 from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
 
@@ -122,7 +122,7 @@ def test_corrupt_spool_file_is_set_aside_and_the_rest_delivered(tmp_path: Path,
 
 def test_wrong_token_is_logged_loudly_and_not_retried_forever(tmp_path: Path, caplog) -> None:
     settings = server_settings(tmp_path / "server")
-    with live_server(settings) as server, \
+    with live_server(settings) as server,\
             probe(tmp_path, server.url, token="not-the-token",
                   inventory_interval_s=60) as (runtime, clock, built):
         with caplog.at_level(logging.ERROR):

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from probes.agent.outbox import Outbox
-from probes.agent.sender import Backoff, Sender
-from probes.agent.spool import Spool
-from probes.agent.worker import Worker, process_usage
-from probes.config import ProbeSettings
-from probes.report import Report, ReportKind
+from peerwatch.probes.agent.outbox import Outbox
+from peerwatch.probes.agent.sender import Backoff, Sender
+from peerwatch.probes.agent.spool import Spool
+from peerwatch.probes.agent.worker import Worker, process_usage
+from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.report import Report, ReportKind
 from tests.probes.fakeclock import FakeClock
 from tests.probes.sample_reports import sample_report
 

@@ -19,15 +19,15 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli.bench_expect import Expectations
-from app.cli.bench_view import render, render_gpus
-from probes.budgets import DEFAULT_BUDGETS
-from probes.errors import BadProbeRequest
-from probes.fabric import Fabric
-from probes.fabric_select import FALLBACK_PRESET, fabric_choices, open_fabric
-from probes.report import Report, TestName
-from probes.sim.presets import PRESET_NAMES
-from probes.sweep import SweepOptions, SweepProgress, build_report
+from peerwatch.app.cli.bench_expect import Expectations
+from peerwatch.app.cli.bench_view import render, render_gpus
+from peerwatch.probes.budgets import DEFAULT_BUDGETS
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.fabric import Fabric
+from peerwatch.probes.fabric_select import FALLBACK_PRESET, fabric_choices, open_fabric
+from peerwatch.probes.report import Report, TestName
+from peerwatch.probes.sim.presets import PRESET_NAMES
+from peerwatch.probes.sweep import SweepOptions, SweepProgress, build_report
 
 ALL_TESTS = ",".join(t.value for t in TestName)
 DEFAULT_TIMEOUT_S = 30.0

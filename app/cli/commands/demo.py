@@ -12,9 +12,9 @@ import logging
 import sys
 from pathlib import Path
 
-from app.cli.options import port_number
-from app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS
-from app.logs import configure_logging
+from peerwatch.app.cli.options import port_number
+from peerwatch.app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS
+from peerwatch.app.runtime.logs import configure_logging
 
 # Defaults here, not imported from app.demo.run: building the parser for any command must not
 # import the server (FastAPI, SQLAlchemy), which only `demo` itself needs.
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
         print("peerwatch demo: error: --racks must be 0 or more", file=sys.stderr)
         return 2
     configure_logging("warning")
-    logging.getLogger("app.demo").setLevel(logging.INFO)
-    from app.demo.run import DemoOptions, run_demo
+    logging.getLogger("peerwatch.app.demo").setLevel(logging.INFO)
+    from peerwatch.app.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,
                           hosts=args.hosts, racks=args.racks, seed=args.seed,

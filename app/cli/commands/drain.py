@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from probes.errors import BadProbeRequest
+from peerwatch.probes.errors import BadProbeRequest
 
 GATE_TAKE_OUT = 10
 GATE_UNKNOWN = 75  # EX_TEMPFAIL
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _policy(args: argparse.Namespace):  # -> Policy (imported late: PyYAML is an extra)
-    from app.drain.policy import Policy, PolicyError, load_policy
+    from peerwatch.app.drain.policy import Policy, PolicyError, load_policy
 
     if not args.policy:
         return Policy()
@@ -85,18 +85,18 @@ def _policy(args: argparse.Namespace):  # -> Policy (imported late: PyYAML is an
 
 def _backend(args: argparse.Namespace, client):
     if args.scheduler == "none":
-        from app.drain.preview import FleetPreview
+        from peerwatch.app.drain.preview import FleetPreview
 
         return FleetPreview(client)
     if args.scheduler == "kubernetes":
-        from app.drain.k8s import KubernetesBackend
+        from peerwatch.app.drain.k8s import KubernetesBackend
 
         try:
             return KubernetesBackend.connect(args.kubeconfig, taint=_policy(args).taint)
         except ModuleNotFoundError as exc:
             raise BadProbeRequest(f"--scheduler kubernetes needs {exc.name}: "
                                   "pip install 'peerwatch[drain-k8s]'") from exc
-    from app.drain.slurm import SlurmBackend
+    from peerwatch.app.drain.slurm import SlurmBackend
 
     return SlurmBackend(args.scontrol)
 
@@ -106,9 +106,9 @@ def _say(line: str) -> None:
 
 
 def _gate(args, policy, backend, client, actor: str) -> int:
-    from app.drain.client import ServerRefused, ServerUnavailable
-    from app.drain.controller import run_round
-    from app.drain.facts import Do
+    from peerwatch.app.drain.client import ServerRefused, ServerUnavailable
+    from peerwatch.app.drain.controller import run_round
+    from peerwatch.app.drain.facts import Do
 
     try:
         result = run_round(policy, backend, client, actor, only=args.node,
@@ -125,8 +125,8 @@ def _gate(args, policy, backend, client, actor: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.drain.client import DrainClient, ServerRefused, ServerUnavailable
-    from app.drain.controller import run_round
+    from peerwatch.app.drain.client import DrainClient, ServerRefused, ServerUnavailable
+    from peerwatch.app.drain.controller import run_round
 
     if (args.health_check or args.gate) and not args.node:
         args.node = socket.gethostname().split(".")[0]

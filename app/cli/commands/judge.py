@@ -1,4 +1,4 @@
-"""`peerwatch judge`: the judge process (`app/alerting/judge_worker.py`).
+"""`peerwatch judge`: the judge process (`app/judging/worker.py`).
 
 `serve` starts one as its child, with `--wake-fd` (the socket it sends a wake on after each
 stored report, and reads the judge's figures from). Run alone (another container, another
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from app.cli.options import add_database_url, add_log_level
-from app.logs import configure_logging
+from peerwatch.app.cli.options import add_database_url, add_log_level
+from peerwatch.app.runtime.logs import configure_logging
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,9 +44,9 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.alerting.judge_worker import run_judge_process
-    from app.cli.commands.serve import settings_from_args
-    from app.priority import lower_priority
+    from peerwatch.app.cli.commands.serve import settings_from_args
+    from peerwatch.app.judging.worker import run_judge_process
+    from peerwatch.app.runtime.priority import lower_priority
 
     lower_priority(args.nice)  # first: every thread of the judge starts at it
     configure_logging(args.log_level)

@@ -14,8 +14,8 @@ import sys
 
 import httpx
 
-from app.cli.options import host_name
-from probes.errors import BadProbeRequest
+from peerwatch.app.cli.options import host_name
+from peerwatch.probes.errors import BadProbeRequest
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from app.config import Settings
-from app.db import current_revision, head_revision, make_engine, upgrade_to_head
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import current_revision, head_revision, make_engine, upgrade_to_head
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

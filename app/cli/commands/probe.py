@@ -16,15 +16,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.logs import configure_logging
-from app.signals import stop_on_signals
-from probes.agent.outbox import Delivery, Submitted
-from probes.agent.runner import ProbeRuntime, open_runtime
-from probes.agent.sender import Outcome
-from probes.agent.spool import SpoolLocked
-from probes.config import ENV_PREFIX, ProbeSettings
-from probes.errors import BadProbeRequest, FabricUnavailable
-from probes.report import Report, ReportKind
+from peerwatch.app.runtime.logs import configure_logging
+from peerwatch.app.runtime.signals import stop_on_signals
+from peerwatch.probes.agent.outbox import Delivery, Submitted
+from peerwatch.probes.agent.runner import ProbeRuntime, open_runtime
+from peerwatch.probes.agent.sender import Outcome
+from peerwatch.probes.agent.spool import SpoolLocked
+from peerwatch.probes.config import ENV_PREFIX, ProbeSettings
+from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable
+from peerwatch.probes.report import Report, ReportKind
 
 EXIT_FAILED, EXIT_USAGE, EXIT_UNAUTHORIZED, EXIT_REJECTED = 1, 2, 3, 4
 _DEFAULTS = ProbeSettings.model_construct()

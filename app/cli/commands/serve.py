@@ -14,13 +14,13 @@ import logging
 import socket
 import sys
 
-from app.cli.options import add_database_url, add_log_level, port_number
-from app.config import Settings
-from app.logs import configure_logging
-from app.priority import shorten_turns
-from app.server import SchemaBehind, build_server_app
+from peerwatch.app.cli.options import add_database_url, add_log_level, port_number
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.logs import configure_logging
+from peerwatch.app.runtime.priority import shorten_turns
+from peerwatch.app.server import SchemaBehind, build_server_app
 
-# The event loop's turn on a core (app/priority.py): the kernel's least. It answers refusals
+# The event loop's turn on a core (app/runtime/priority.py): the kernel's least. It answers refusals
 # and /healthz in well under that, and waits for nobody's whole default slice when it wakes.
 LOOP_SLICE_S = 0.0001
 
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if not settings.probe_tokens:
         log.warning("PEERWATCH_PROBE_TOKENS is empty: every report will be refused (403)")
     if not args.no_local_probe:
-        from app.local_probe import attach_local_probe
+        from peerwatch.app.runtime.local_probe import attach_local_probe
 
         attach_local_probe(app, args.host, args.port)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,

@@ -22,19 +22,19 @@ import os
 import sys
 from pathlib import Path
 
-from app.cli.snapshot_view import load_snapshot, summary
-from probes.agent.sender import SNAPSHOTS_PATH, Sender
-from probes.agent.snapshot_outbox import SnapshotSpool, post_snapshot
-from probes.errors import BadProbeRequest
-from probes.fabric_select import (
+from peerwatch.app.cli.snapshot_view import load_snapshot, summary
+from peerwatch.probes.agent.sender import SNAPSHOTS_PATH, Sender
+from peerwatch.probes.agent.snapshot_outbox import SnapshotSpool, post_snapshot
+from peerwatch.probes.errors import BadProbeRequest
+from peerwatch.probes.fabric_select import (
     FALLBACK_PRESET,
     fabric_choices,
     open_fabric,
     open_real_or_refuse,
 )
-from probes.snapshot import JOB_ID_RULE, Phase, Snapshot, valid_job_id
-from probes.snapshot_diff import diff_snapshots
-from probes.snapshot_read import take_snapshot
+from peerwatch.probes.snapshot import JOB_ID_RULE, Phase, Snapshot, valid_job_id
+from peerwatch.probes.snapshot_diff import diff_snapshots
+from peerwatch.probes.snapshot_read import take_snapshot
 
 DIFFERENT, TROUBLE = 1, 2
 POST_TIMEOUT_S = 5.0

@@ -5,7 +5,7 @@ A `TwinHost` drives a `SimHost` (the server's real ingest, judgement and rules a
 clock) and, at every step, records what Prometheus would scrape at that moment: the probe
 agent's exporter (`probes/metrics.py`, fed the same reports as the server, each carrying the
 Xid/SXid events the faults logged since the last, as the agent's report builder adds them)
-and the server's `/metrics` (`app/metrics.py`, read from the same database, its event
+and the server's `/metrics` (`app/exposition/collector.py`, read from the same database, its event
 findings judged at the fake clock: the wall clock would find every simulated event older
 than the look-back). `promtool_test` writes those scrapes as a promtool unit test over
 deploy/prometheus/peerwatch-rules.yml whose expected result is the set of alerts the
@@ -29,16 +29,16 @@ import yaml
 from prometheus_client.core import Metric
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.metrics import PeerwatchCollector
-from app.metrics_loader import load_snapshot
-from app.services.ingest import ingest
-from probes.agent.agent_state import AgentState
-from probes.metrics import AgentCollector
-from probes.report import ReportKind, TestName
-from probes.sim.faults import Fault
-from probes.sweep import SweepOptions
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.exposition.collector import PeerwatchCollector
+from peerwatch.app.exposition.loader import load_snapshot
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.metrics import AgentCollector
+from peerwatch.probes.report import ReportKind, TestName
+from peerwatch.probes.sim.faults import Fault
+from peerwatch.probes.sweep import SweepOptions
 from tests.app.alerting.simhost import QUICK, SimHost
 
 RULES = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "peerwatch-rules.yml"

@@ -15,15 +15,15 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.models import Alert, AlertEvent
-from app.services.ingest import ingest
-from probes.report import GPU_TESTS, Report, ReportKind, TestName
-from probes.sim.faults import Fault
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import SweepOptions, build_report
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent
+from peerwatch.probes.report import GPU_TESTS, Report, ReportKind, TestName
+from peerwatch.probes.sim.faults import Fault
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import SweepOptions, build_report
 
 # A fixed morning: tests never depend on the real clock.
 START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)

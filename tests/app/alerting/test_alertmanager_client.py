@@ -6,7 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.alerting.alertmanager import AlertmanagerClient, AlertmanagerUnavailable, OutgoingAlert
+from peerwatch.app.alerting.alertmanager import (
+    AlertmanagerClient,
+    AlertmanagerUnavailable,
+    OutgoingAlert,
+)
 from tests.app.alerting.real_alertmanager import alerts_in
 
 

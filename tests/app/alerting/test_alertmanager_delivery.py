@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.models import Silence
-from probes.sim.faults import LinksDown
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.alerts import Silence
+from peerwatch.probes.sim.faults import LinksDown
 from tests.app.alerting.real_alertmanager import alerts_in
 from tests.app.alerting.simhost import SimHost
 
@@ -80,7 +80,7 @@ def test_an_unreachable_alertmanager_is_logged_and_retried(
         caplog: pytest.LogCaptureFixture) -> None:
     host = _host(sessions, sqlite_settings, "http://127.0.0.1:9", "am-retry")
     _break_link(host)
-    with caplog.at_level(logging.WARNING, logger="app.alerting.notify"):
+    with caplog.at_level(logging.WARNING, logger="peerwatch.app.alerting.notify"):
         delivery = host.service.deliver(host.now())
     assert delivery is not None and delivery.sent == 0 and delivery.error
     assert "alerts not delivered, will retry" in caplog.text

@@ -12,10 +12,10 @@ import re
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.queries.health import host_health
-from probes.sim.faults import (
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     Contention,

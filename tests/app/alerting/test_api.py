@@ -11,14 +11,14 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.alerting.schemas import AlertState
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.main import create_app
-from probes.report import ReportKind
-from probes.sim.faults import LinksDown
-from probes.sim.simulated import SimulatedFabric
-from probes.sweep import build_report
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.main import create_app
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.alerts import AlertState
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.faults import LinksDown
+from peerwatch.probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sweep import build_report
 from tests.app.alerting.simhost import QUICK
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
 from tests.app.judged_client import JudgedClient

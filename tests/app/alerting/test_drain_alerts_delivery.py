@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.schemas_drain import ActionIn, BreakerReset
-from app.services.drain import record_action, reset_breaker
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.schemas.drain import ActionIn, BreakerReset
+from peerwatch.app.services.drain import record_action, reset_breaker
 from tests.app.alerting.real_alertmanager import alerts_in
 
 

@@ -10,14 +10,14 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.context import HostContext
-from app.alerting.rule import Finding, Rule
-from app.alerting.rules import RULES
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.config import Settings
-from app.models import Alert, AlertEvent
-from probes.sim.faults import LinksDown
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.rule import Finding, Rule
+from peerwatch.app.alerting.rules import RULES
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.alerts import Alert, AlertEvent
+from peerwatch.probes.sim.faults import LinksDown
 from tests.app.alerting.simhost import START, SimHost
 
 
@@ -136,7 +136,7 @@ def test_a_deleted_host_has_its_alerts_resolved(host: SimHost) -> None:
     host.advance(200)
     host.evaluate()
     assert host.firing() == {"ProbeStale"}
-    from app.models import Host
+    from peerwatch.app.store.tables.inventory import Host
     with host.sessions() as s:
         s.delete(s.scalars(select(Host)).one())
         s.commit()
@@ -149,7 +149,7 @@ def test_the_periodic_round_skips_fresh_hosts_and_catches_silent_ones(
     """Whether a host is due is read from its stored `judged_at`, so it is the same for
     every replica: one judged it moments ago, none re-judges it; once it is due, the first
     round judges it and the other replica's round, right after, finds nothing to do."""
-    from app.models import JudgedHost
+    from peerwatch.app.store.tables.judged import JudgedHost
     alerting = AlertingSettings(alert_eval_interval_s=30)
     replica = AlertingService(host.sessions, host.settings, alerting)
     other = AlertingService(host.sessions, host.settings, alerting)

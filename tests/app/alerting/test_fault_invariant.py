@@ -29,19 +29,19 @@ import typing
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.analysis.attribution import UNTRUSTED_KINDS
-from app.analysis.pair_faults import compatible
-from app.analysis.placement import place
-from app.analysis.placement_types import Pattern
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.queries.domains import clique_fits
-from app.queries.health import HostHealth, host_health
-from app.queries.matrix import latest_matrix
-from app.queries.placement import placement_view
-from app.queries.scheduler import schedulable
-from probes.report import TestName
-from probes.sim import faults
+from peerwatch.app.analysis.attribution import UNTRUSTED_KINDS
+from peerwatch.app.analysis.pair_faults import compatible
+from peerwatch.app.analysis.placement import place
+from peerwatch.app.analysis.placement_types import Pattern
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.domains import clique_fits
+from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.queries.matrix import latest_matrix
+from peerwatch.app.queries.placement import placement_view
+from peerwatch.app.queries.scheduler import schedulable
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim import faults
 from tests.app.alerting.simhost import SimHost
 
 PRESET = "nvl72"
@@ -165,13 +165,13 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
     for g, v in gpus.items():
         assert v.verdict not in BAD or g in via, f"{fault}: GPU{g} {v.reason}"
     for key, x in links.items():
-        assert x.verdict not in BAD or key in named_links or key[0] in named_gpus, \
+        assert x.verdict not in BAD or key in named_links or key[0] in named_gpus,\
             f"{fault}: {x.reason}"
     for key, p in pairs.items():
         if p.verdict not in BAD:
             continue
         if p.explained_by is not None:  # by the GPU's alert, or its NVLink's (an Xid 74)
-            assert p.explained_by in named_gpus | {g for g, _ in named_links}, \
+            assert p.explained_by in named_gpus | {g for g, _ in named_links},\
                 f"{fault}: {p.reason}"
             assert f"GPU{p.explained_by}" in p.reason, p.reason  # says so, in words
         elif not health.pair_facts.get(key, {}).get("waits_for"):  # else: says why it waits

@@ -17,18 +17,18 @@ from datetime import timedelta
 from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.settings import AlertingSettings
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.metrics import PeerwatchCollector
-from app.metrics_loader import load_snapshot
-from app.models import Alert
-from app.queries.health import host_health
-from app.queries.hosts import host_detail
-from app.services.ingest import ingest
-from probes.report import ReportKind
-from probes.sim.faults import ErrorGrowth
-from probes.sweep import build_report
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.exposition.collector import PeerwatchCollector
+from peerwatch.app.exposition.loader import load_snapshot
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.queries.hosts import host_detail
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.faults import ErrorGrowth
+from peerwatch.probes.sweep import build_report
 from tests.app.alerting.simhost import SimHost
 from tests.app.metrics_helpers import value
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from app.analysis.flaps import MAX_CHANGES, state_changes
-from app.queries.health import host_health
-from app.queries.health_view import health_view
-from probes.sim.faults import LinksDown
+from peerwatch.app.analysis.flaps import MAX_CHANGES, state_changes
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.queries.health_view import health_view
+from peerwatch.probes.sim.faults import LinksDown
 from tests.app.alerting.simhost import SimHost
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
@@ -68,7 +68,7 @@ def test_a_port_down_since_its_first_report_went_down_then(host: SimHost) -> Non
 
 
 def _changed_at(host: SimHost) -> datetime | None:
-    from app.queries.hosts import host_detail
+    from peerwatch.app.queries.hosts import host_detail
     with host.sessions() as s:
         return host_detail(s, host.hostname).changed_at
 

@@ -18,13 +18,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.settings import AlertingSettings
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.metrics import PeerwatchCollector
-from app.metrics_loader import load_snapshot
-from app.queries.health_view import health_view
-from probes.report import Report, ReportKind, TestName
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.exposition.collector import PeerwatchCollector
+from peerwatch.app.exposition.loader import load_snapshot
+from peerwatch.app.queries.health_view import health_view
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import Report, ReportKind, TestName
 from tests.app.alerting.test_attribution import ERROR, Board, N
 from tests.app.factory import T0, ValueFn, healthy, sweep
 

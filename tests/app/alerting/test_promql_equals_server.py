@@ -23,9 +23,9 @@ from typing import get_args
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.rules import RULE_NAMES
-from app.config import Settings
-from probes.sim.faults import (
+from peerwatch.app.alerting.rules import RULE_NAMES
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.sim.faults import (
     AcsRedirect,
     BandwidthFactor,
     BusyGpu,

@@ -9,17 +9,17 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.context import load_context
-from app.analysis.xid_judge import judge_events
-from app.config import Settings
-from app.judging.events import load_event_facts
-from app.judging.transaction import judging
-from app.queries.health import host_health
-from app.services.ingest import ingest
-from probes.agent.events import EventCollector, with_events
-from probes.report import Report, ReportKind
-from probes.sim.faults import BandwidthFactor, GpuLost, LinksDown, LinkXid, SwitchSxid
-from probes.sweep import build_report
+from peerwatch.app.alerting.context import load_context
+from peerwatch.app.analysis.xid_judge import judge_events
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.events import load_event_facts
+from peerwatch.app.judging.transaction import judging
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.agent.events import EventCollector, with_events
+from peerwatch.probes.report import Report, ReportKind
+from peerwatch.probes.sim.faults import BandwidthFactor, GpuLost, LinksDown, LinkXid, SwitchSxid
+from peerwatch.probes.sweep import build_report
 from tests.app.alerting.simhost import SimHost
 
 SWEEP_S = 300.0

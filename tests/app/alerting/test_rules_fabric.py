@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.rules import RULES
-from app.alerting.service import AlertingService
-from app.config import Settings
-from probes.sim.faults import FabricManagerDown, FabricNotCompleted, PeerCopiesFail
+from peerwatch.app.alerting.rules import RULES
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.sim.faults import FabricManagerDown, FabricNotCompleted, PeerCopiesFail
 from tests.app.alerting.simhost import SimHost
 
 

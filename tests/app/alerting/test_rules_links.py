@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.sim.faults import ErrorGrowth, LinksDown, LinkXid
+from peerwatch.probes.sim.faults import ErrorGrowth, LinksDown, LinkXid
 from tests.app.alerting.simhost import SimHost
 
 LINK = ("gpu", "0"), ("host", "sim-a"), ("link", "17")
@@ -63,7 +63,7 @@ def test_a_single_flap_shorter_than_for_warns_on_the_link_and_pages_nothing(
     (warn,) = host.alerts("firing")
     assert warn.labels == {"alertname": "XidWarning", "severity": "warning", "host": "sim-a",
                            "gpu": "1", "link": "4", "xid": "xid74"}
-    assert "NVLink 4 went down once as the event was logged and is up again" in \
+    assert "NVLink 4 went down once as the event was logged and is up again" in\
         warn.annotations["description"]
     assert {a.state for a in host.alerts() if a.rule != "XidWarning"} == {"inactive"}
 
@@ -131,7 +131,7 @@ def test_a_flapping_link_is_degraded_and_pages_once_it_is_up(host: SimHost) -> N
     went down twice within the hour and is flapping."""
     from sqlalchemy import select
 
-    from app.models import JudgedLink
+    from peerwatch.app.store.tables.judged import JudgedLink
     host.send()
     host.evaluate()
     down = LinksDown(gpu=1, links=(4,))

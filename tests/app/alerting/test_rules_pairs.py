@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.sim.faults import (
+from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     Contention,
     P2PDisabled,
@@ -68,7 +68,7 @@ def test_lost_links_page_once_not_once_per_pair(host: SimHost) -> None:
     """6 of GPU1's 18 links down: its pairs fall to 12/18 of their full width, and the one
     page is the GPU's (NVLinkDown per link, NVLinkWidthReduced); no pair alert repeats it,
     in either direction."""
-    from probes.sim.faults import LinksDown
+    from peerwatch.probes.sim.faults import LinksDown
     for _ in range(3):
         host.step(SWEEP_S, "sweep")
     host.inject(LinksDown(gpu=1, count=6))
@@ -76,7 +76,7 @@ def test_lost_links_page_once_not_once_per_pair(host: SimHost) -> None:
         host.step(SWEEP_S, "sweep")
     assert host.firing() == {"NVLinkDown", "NVLinkWidthReduced"}
     with host.sessions() as s:
-        from app.queries.health import host_health
+        from peerwatch.app.queries.health import host_health
         slow = [t for t in host_health(s, host.settings, "sim-a").tests.values()
                 if t.verdict.value == "degraded"]
     assert {(t.src, t.dst) for t in slow} == {(0, 1), (1, 0)}  # judged, shown, not paged

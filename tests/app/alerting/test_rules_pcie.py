@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from app.analysis.verdict import Verdict
-from app.queries.health import host_health
-from app.queries.health_view import health_view
-from probes.report import TestName
-from probes.sim.faults import HostCopySlow, PcieDowntrained
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.queries.health_view import health_view
+from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.faults import HostCopySlow, PcieDowntrained
 from tests.app.alerting.simhost import SimHost
 
 SWEEP_S = 300.0

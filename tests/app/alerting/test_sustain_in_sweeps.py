@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.analysis.expected import Expectation
-from app.analysis.health import Sample, Thresholds, judge_test
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from probes.report import TestName, Unit
-from probes.sim.faults import HostCopySlow
+from peerwatch.app.analysis.expected import Expectation
+from peerwatch.app.analysis.health import Sample, Thresholds, judge_test
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import TestName, Unit
+from peerwatch.probes.sim.faults import HostCopySlow
 from tests.app.alerting.simhost import SimHost
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)

@@ -8,14 +8,14 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.alerting.service import AlertingService
-from app.alerting.settings import AlertingSettings
-from app.analysis.verdict import Verdict
-from app.config import Settings
-from app.queries.health import host_health
-from app.queries.scheduler import schedulable
-from app.services.ingest import ingest
-from probes.report import Report, ReportKind
+from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.queries.scheduler import schedulable
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import Report, ReportKind
 from tests.app.factory import T0, sweep
 
 
@@ -30,7 +30,7 @@ def _deliver(sessions: sessionmaker[Session], settings: Settings, service: Alert
 def _firing(sessions: sessionmaker[Session]) -> set[tuple[str, str | None]]:
     from sqlalchemy import select
 
-    from app.models import Alert
+    from peerwatch.app.store.tables.alerts import Alert
     with sessions() as s:
         return {(a.rule, a.labels.get("gpu")) for a in
                 s.scalars(select(Alert).where(Alert.state == "firing"))}
@@ -92,7 +92,7 @@ def test_how_long_a_pair_has_been_slow_is_not_capped_at_the_look_back(
         sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
     """Samples are read back 20 min (twice the sustain time); the pair has been slow for an
     hour, and its reason and `low_since` say so."""
-    from probes.sim.faults import BandwidthFactor
+    from peerwatch.probes.sim.faults import BandwidthFactor
     from tests.app.alerting.simhost import SimHost
     settings = sqlite_settings.model_copy(update={"health_lookback_s": 60.0})
     host = SimHost(sessions, settings)
@@ -103,7 +103,7 @@ def test_how_long_a_pair_has_been_slow_is_not_capped_at_the_look_back(
     for _ in range(12):
         host.step(300, "sweep")
     with sessions() as s:
-        from probes.report import TestName
+        from peerwatch.probes.report import TestName
         t = host_health(s, settings, "sim-a").tests[(0, 1, TestName.CE_WRITE)]
     assert t.verdict is Verdict.DEGRADED
     assert t.low_since is not None and t.low_since <= slow_from
@@ -114,7 +114,7 @@ def test_a_pcie_link_downtrained_in_generation_only_is_judged_as_it_alerts(
         sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
     """Gen4 of Gen5 at full width: PCIeLinkDowntrained fires, and the GPU reads degraded
     (not healthy and handed out by the scheduler) — one judgement for both."""
-    from probes.sim.faults import PcieDowntrained
+    from peerwatch.probes.sim.faults import PcieDowntrained
     from tests.app.alerting.simhost import SimHost
     host = SimHost(sessions, sqlite_settings)
     host.inject(PcieDowntrained(gpu=1, gen=4, width=16))

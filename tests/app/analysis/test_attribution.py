@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.analysis.attribution import attribute, own_fault
-from app.analysis.health import PairJudgement, Sample, TestJudgement
-from app.analysis.verdict import Verdict
-from probes.report import TestName
+from peerwatch.app.analysis.attribution import attribute, own_fault
+from peerwatch.app.analysis.health import PairJudgement, Sample, TestJudgement
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import TestName
 
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from app.analysis.debounce import Window, active_window, page_hold
+from peerwatch.app.analysis.debounce import Window, active_window, page_hold
 
 T = datetime(2026, 12, 1, 10, tzinfo=UTC)
 MIN = timedelta(minutes=1)

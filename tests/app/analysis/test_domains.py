@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.clique_fit import fit_cliques
-from app.analysis.domains import MemberGpu, Tray, domain_key, roll_up
-from app.analysis.verdict import Verdict
+from peerwatch.app.analysis.clique_fit import fit_cliques
+from peerwatch.app.analysis.domains import MemberGpu, Tray, domain_key, roll_up
+from peerwatch.app.analysis.verdict import Verdict
 
 H, D, X = Verdict.HEALTHY, Verdict.DEGRADED, Verdict.DOWN
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
-from app.analysis.health import PairJudgement, Thresholds
-from app.analysis.rates import increases, rate_per_s
-from app.analysis.verdict import Verdict
-from probes.report import LinkState, NvLinkPort, PcieLink, RemoteType
+from peerwatch.app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
+from peerwatch.app.analysis.health import PairJudgement, Thresholds
+from peerwatch.app.analysis.rates import increases, rate_per_s
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import LinkState, NvLinkPort, PcieLink, RemoteType
 from tests.app.factory import gpu
 
 T = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -30,7 +30,7 @@ def test_rates_treat_a_counter_going_backwards_as_a_reset() -> None:
 
 
 def test_link_verdicts_judge_state_and_growth_not_size() -> None:
-    assert judge_link(_port(0, 3, up=False), {}, TH).reason == \
+    assert judge_link(_port(0, 3, up=False), {}, TH).reason ==\
         "GPU0 link 3 is down (NVML link state)"
     calm = judge_link(_port(0, 3), {"crc_data": 0.2, "replay": 0.0}, TH)
     assert calm.verdict is Verdict.HEALTHY
@@ -102,5 +102,5 @@ def test_host_verdicts() -> None:
     bad = PairJudgement(Verdict.DEGRADED, "GPU0->GPU1 ce_write low", 0, 1, ())
     j = judge_host("h", [healthy_gpu], [], [bad], None)
     assert j.verdict is Verdict.DEGRADED
-    assert j.reason == "h: 0 of 1 GPUs, 1 of 1 pairs, 0 of 0 links not healthy; " \
+    assert j.reason == "h: 0 of 1 GPUs, 1 of 1 pairs, 0 of 0 links not healthy; "\
                        "GPU0->GPU1 ce_write low"

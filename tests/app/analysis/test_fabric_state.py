@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.analysis.attribution import attribute
-from app.analysis.fabric_expect import expect_gpu, unused_by_design
-from app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
-from app.analysis.fabric_state import judge_gpu_fabric, judge_host_fabric
-from app.analysis.health import PairJudgement, Sample, Thresholds, judge_pair, judge_test
-from app.analysis.verdict import Verdict
-from probes.report import FabricManagerInfo, TestName
-from probes.sim.faults import (
+from peerwatch.app.analysis.attribution import attribute
+from peerwatch.app.analysis.fabric_expect import expect_gpu, unused_by_design
+from peerwatch.app.analysis.fabric_health import GpuFacts, judge_gpu, judge_host, judge_link
+from peerwatch.app.analysis.fabric_state import judge_gpu_fabric, judge_host_fabric
+from peerwatch.app.analysis.health import PairJudgement, Sample, Thresholds, judge_pair, judge_test
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import FabricManagerInfo, TestName
+from peerwatch.probes.sim.faults import (
     FabricManagerDown,
     FabricNotCompleted,
     FabricStatusError,
@@ -23,7 +23,7 @@ from probes.sim.faults import (
     LinksDown,
     PeerCopiesFail,
 )
-from probes.sim.simulated import SimulatedFabric
+from peerwatch.probes.sim.simulated import SimulatedFabric
 
 T0 = datetime(2026, 12, 1, 10, tzinfo=UTC)
 

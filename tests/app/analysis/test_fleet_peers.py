@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.fleet_peers import (
+from peerwatch.app.analysis.fleet_peers import (
     Distribution,
     GroupKey,
     distribution,
@@ -13,9 +13,9 @@ from app.analysis.fleet_peers import (
     sibling_gaps,
     topology_class,
 )
-from app.analysis.health import PairJudgement
-from app.analysis.verdict import Verdict
-from probes.report import TestName
+from peerwatch.app.analysis.health import PairJudgement
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import TestName
 
 H200 = GroupKey("NVIDIA H200", "NVSwitch NV18", "570.86.15")
 GB = 1e9

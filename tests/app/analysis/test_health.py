@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 
-from app.analysis.expected import Expectation
-from app.analysis.health import (
+from peerwatch.app.analysis.expected import Expectation
+from peerwatch.app.analysis.health import (
     BaselineRef,
     Sample,
     TestJudgement,
@@ -16,8 +16,8 @@ from app.analysis.health import (
     judge_test,
     p2p_problem,
 )
-from app.analysis.verdict import Verdict
-from probes.report import PairInfo, PathLevel, TestName, Unit
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import PairInfo, PathLevel, TestName, Unit
 
 T = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 EXPECT = Expectation(397e9, Unit.BYTES_PER_SECOND, "NV18 x 26.6 GB/s x 0.83")

@@ -8,8 +8,8 @@ from itertools import combinations
 
 import pytest
 
-from app.analysis.health import PairJudgement, Sample, TestJudgement
-from app.analysis.pair_faults import (
+from peerwatch.app.analysis.health import PairJudgement, Sample, TestJudgement
+from peerwatch.app.analysis.pair_faults import (
     COPIES_FAIL,
     P2P_LOST,
     SLOW,
@@ -20,8 +20,8 @@ from app.analysis.pair_faults import (
     pair_faults,
     stored_faults,
 )
-from app.analysis.verdict import Verdict
-from probes.report import TestName
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import TestName
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 

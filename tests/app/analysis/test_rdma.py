@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.rdma import Readiness, judge_rdma
-from probes.report import PathLevel, RdmaInfo
+from peerwatch.app.analysis.rdma import Readiness, judge_rdma
+from peerwatch.probes.report import PathLevel, RdmaInfo
 
 READY = RdmaInfo(gpudirect_supported=True, peermem_loaded=True, peermem_registered=True,
                  dmabuf=False, nearest_nic="mlx5_0", nic_path=PathLevel.PIX,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.analysis.fabric_health import GpuJudgement
-from app.analysis.health import PairJudgement, Sample, TestJudgement
-from app.analysis.throttle import (
+from peerwatch.app.analysis.fabric_health import GpuJudgement
+from peerwatch.app.analysis.health import PairJudgement, Sample, TestJudgement
+from peerwatch.app.analysis.throttle import (
     SweepThrottle,
     explain_pairs,
     explain_tests,
@@ -18,9 +18,9 @@ from app.analysis.throttle import (
     sweep_throttles,
     with_throttle_verdicts,
 )
-from app.analysis.verdict import Verdict
-from probes.clocks import GpuClocks
-from probes.report import TestName
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.report import TestName
 
 AT = datetime(2026, 12, 1, 12, tzinfo=UTC)
 IDLE = dict(reasons=0x1, power_mw=78_000, power_limit_mw=700_000, sm_clock_mhz=345,

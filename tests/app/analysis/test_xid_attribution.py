@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from app.analysis.attribution import pair_facts
-from app.analysis.health import PairJudgement, Sample, TestJudgement
-from app.analysis.jobs import JobSpan, with_fault_jobs
-from app.analysis.verdict import Verdict
-from app.analysis.xid_attribution import LEAD_S, explain_by_events
-from app.analysis.xid_catalog import CATALOG, P2P_XIDS, lookup
-from app.analysis.xid_judge import EventFinding
-from probes.report import TestName
+from peerwatch.app.analysis.attribution import pair_facts
+from peerwatch.app.analysis.health import PairJudgement, Sample, TestJudgement
+from peerwatch.app.analysis.jobs import JobSpan, with_fault_jobs
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.analysis.xid_attribution import LEAD_S, explain_by_events
+from peerwatch.app.analysis.xid_catalog import CATALOG, P2P_XIDS, lookup
+from peerwatch.app.analysis.xid_judge import EventFinding
+from peerwatch.probes.report import TestName
 
 T = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 ERROR = "CUDA error: an illegal memory access was encountered"
@@ -113,7 +113,7 @@ def test_a_pair_names_the_job_that_held_its_gpus_when_its_trouble_began() -> Non
     own, elsewhere = failing(1, 0), failing(2, 5)
     got = with_fault_jobs([explained, own, elsewhere], spans, {(0, 1): T, (1, 0): T,
                                                               (2, 5): T})
-    assert got[0].cause == "GPU1: Xid 79 at 02:00 UTC (GPU has fallen off the bus), during " \
+    assert got[0].cause == "GPU1: Xid 79 at 02:00 UTC (GPU has fallen off the bus), during "\
                            "job 4711"
     assert got[1].reason.endswith("; bad since 02:00 UTC, during job 4711")
     assert got[1].cause is None  # a pair fault speaks for itself

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from app.analysis.xid_catalog import CATALOG, SXID_URL, XID_URL, lookup
-from app.analysis.xid_judge import HOLD_S, EventFact, judge_events
+from peerwatch.app.analysis.xid_catalog import CATALOG, SXID_URL, XID_URL, lookup
+from peerwatch.app.analysis.xid_judge import HOLD_S, EventFact, judge_events
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from tests.probes.live_server import free_port
 
 
 def drain(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.cli", "drain", *argv], env=env,
+    return subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", *argv], env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -20,7 +20,8 @@ HOSTS = ("h200x2-01", "hgx8-01", "mesh4-01", "pcie4-01")
 
 
 def dry_run(base: str, policy: Path) -> str:
-    done = subprocess.run([sys.executable, "-m", "app.cli", "drain", "--scheduler", "none",
+    done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--scheduler",
+                           "none",
                            "--dry-run", "--once", "--server", base, "--policy", str(policy)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -33,7 +34,7 @@ def test_drain_dry_run_decides_over_the_demo_fleet(tmp_path: Path) -> None:
                       "debounce: 0\nsettle_after_boot: 0\n")
     base = f"http://127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "demo", "--port", base.rsplit(":", 1)[1],
+        [sys.executable, "-m", "peerwatch.app.cli", "demo", "--port", base.rsplit(":", 1)[1],
          "--data-dir", str(tmp_path / "demo"), "--hosts", "4", "--racks", "0",
          "--admin-token", ADMIN], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from app.drain.engine import Fleet, decide, decide_node
-from app.drain.facts import AlertFact, Breaker, Do, GpuFact, Mark, NodeFacts, SchedNode
-from app.drain.policy import BreakerLimits, Policy
+from peerwatch.app.drain.engine import Fleet, decide, decide_node
+from peerwatch.app.drain.facts import AlertFact, Breaker, Do, GpuFact, Mark, NodeFacts, SchedNode
+from peerwatch.app.drain.policy import BreakerLimits, Policy
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 ACT = Policy(mode="act", debounce_s=300, settle_after_boot_s=600, return_after_s=900)

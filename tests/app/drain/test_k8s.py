@@ -17,10 +17,10 @@ import kubernetes_validate
 import pytest
 from kubernetes.client import ApiClient
 
-from app.drain.client import DrainClient
-from app.drain.controller import run_round
-from app.drain.facts import GpuFact, NodeFacts
-from app.drain.k8s import (
+from peerwatch.app.drain.client import DrainClient
+from peerwatch.app.drain.controller import run_round
+from peerwatch.app.drain.facts import GpuFact, NodeFacts
+from peerwatch.app.drain.k8s import (
     ANNOTATION,
     CONDITION,
     LABEL_CLIQUE,
@@ -33,7 +33,7 @@ from app.drain.k8s import (
     status_patch,
     take_out_patch,
 )
-from app.drain.policy import load_policy
+from peerwatch.app.drain.policy import load_policy
 from tests.app.drain.k8s_fake import FakeCoreV1Api, _merge, node
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, drain_server, report
 
@@ -93,7 +93,7 @@ def test_the_schema_still_rejects_a_bad_body_and_patches_as_the_fake_does() -> N
 
 def test_condition_reasons_are_camel_case_words() -> None:
     assert reason_code("GPU5 down: all 18 NVLinks down") == "Gpu5Down"
-    assert reason_code("NVSwitchFabricNotReady: GPU2 fabric not ready") == \
+    assert reason_code("NVSwitchFabricNotReady: GPU2 fabric not ready") ==\
         "Nvswitchfabricnotready"
     assert reason_code("2 of 8 GPUs not healthy (GPU1, GPU2): x") == "FabricFault"
 

@@ -21,7 +21,8 @@ def test_the_loop_records_a_change_once_and_stops_on_ctrl_c(tmp_path: Path) -> N
         report(url, "node-cut", CUT)
         report(url, "node-ok")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "drain", "--scheduler", "none", "--server", url,
+            [sys.executable, "-m", "peerwatch.app.cli", "drain", "--scheduler", "none", "--server",
+             url,
              "--token", ADMIN, "--policy", str(policy), "--interval", "0.2"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -41,8 +42,8 @@ def test_the_loop_records_a_change_once_and_stops_on_ctrl_c(tmp_path: Path) -> N
 
 
 def test_a_breaker_tripped_in_observe_mode_holds_nothing_once_acting(tmp_path: Path) -> None:
-    from app.drain.client import DrainClient
-    from app.drain.facts import Decision, Do
+    from peerwatch.app.drain.client import DrainClient
+    from peerwatch.app.drain.facts import Decision, Do
 
     with drain_server(tmp_path) as url:
         client = DrainClient(url, ADMIN)

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
 from tests.app.fleet.peerfleet import PeerFleet
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.queries.health import HostHealth, host_health
-from probes.report import ReportKind
-from probes.sim.faults import BandwidthFactor, Fault
+from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.faults import BandwidthFactor, Fault
 from tests.app.alerting.simhost import SimHost
 
 

@@ -8,12 +8,13 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app.analysis.verdict import Verdict
-from app.judging.store import judge_and_store
-from app.models import FleetPeerStat, Host
-from app.queries.fleet_peers import fleet_peers_response
-from app.queries.health import host_health
-from probes.report import TestName
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.judging.store import judge_and_store
+from peerwatch.app.queries.fleet_peers import fleet_peers_response
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.store.tables.fleet import FleetPeerStat
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import TestName
 from tests.app.fleet.peerfleet import PeerFleet, host_slow
 
 H200_NV18 = "of the fleet median for NVIDIA H200 NVSwitch NV18"
@@ -40,7 +41,7 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
         assert H200_NV18 in pair.reason and "over 6 hosts on driver" in pair.reason
         assert slow.pair_facts[(pair.src, pair.dst)]["peer"]["flagged"]
     assert slow.judgement.verdict is Verdict.DEGRADED
-    assert slow.judgement.reason.startswith("slow: 0.9") and "of its fleet peers" in \
+    assert slow.judgement.reason.startswith("slow: 0.9") and "of its fleet peers" in\
         slow.judgement.reason and "; 0 of 2 GPUs, 2 of 2 pairs" in slow.judgement.reason
     # a 2-GPU board: its one pair is a pair fault (issue 20), both GPUs kept apart, and
     # what it cannot prove it says: there is no other peer to tell it from a GPU fault
@@ -54,7 +55,7 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
     alerts = fleet.host("slow").alerts("firing")
     assert [(a.rule, a.labels["host"]) for a in alerts] == [("HostBelowFleetPeers", "slow")]
     summary = alerts[0].annotations["summary"]
-    assert summary.startswith("slow is 0.9") and "(NVIDIA H200 NVSwitch NV18, driver " in \
+    assert summary.startswith("slow is 0.9") and "(NVIDIA H200 NVSwitch NV18, driver " in\
         summary and summary.endswith(": 2 pairs below"), summary
     assert not fleet.host("ok-0").alerts("firing")
 
@@ -149,7 +150,7 @@ def test_a_whole_driver_slower_shows_against_its_sibling_driver(fleet: PeerFleet
 def test_peer_api_answers_groups_and_refuses_bad_filters(fleet: PeerFleet) -> None:
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
+    from peerwatch.app.main import create_app
 
     _slow_among(fleet, 5)
     with TestClient(create_app(fleet.settings)) as client:

@@ -16,8 +16,8 @@ import yaml
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.main import create_app
-from probes.sim.faults import ThrottledGpu
+from peerwatch.app.main import create_app
+from peerwatch.probes.sim.faults import ThrottledGpu
 from tests.app.alerting.promql_twin import RULES
 from tests.app.fleet.peerfleet import PeerFleet
 from tests.app.metrics_helpers import promtool

@@ -11,15 +11,15 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.analysis.baseline import healthy_values, robust_baseline
-from app.analysis.health import BaselineRef, Sample, TestJudgement, judge_test
-from app.config import Settings
-from app.judging.judge import _unknown_without_gpu
-from app.judging.load import baseline_values
-from app.models import Host
-from app.queries.common import PairKey, pair_samples
-from app.queries.fabric import HostFabric
-from probes.report import GPU_TESTS
+from peerwatch.app.analysis.baseline import healthy_values, robust_baseline
+from peerwatch.app.analysis.health import BaselineRef, Sample, TestJudgement, judge_test
+from peerwatch.app.judging.judge import _unknown_without_gpu
+from peerwatch.app.judging.load import baseline_values
+from peerwatch.app.queries.common import PairKey, pair_samples
+from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import GPU_TESTS
 
 
 def _at_full_width(fabric: HostFabric, src: int, dst: int) -> bool:

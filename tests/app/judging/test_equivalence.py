@@ -26,13 +26,13 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import Host
-from app.queries.fabric import load_fabric
-from app.queries.health import host_health
-from probes.report import ReportKind
-from probes.sim.faults import (
+from peerwatch.app.queries.fabric import load_fabric
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
     Contention,

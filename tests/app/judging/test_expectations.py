@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import JudgedTest
-from probes.report import ReportKind
-from probes.sim.faults import LinksDown, PcieDowntrained
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.judged import JudgedTest
+from peerwatch.probes.report import ReportKind
+from peerwatch.probes.sim.faults import LinksDown, PcieDowntrained
 from tests.app.alerting.simhost import SimHost
 from tests.app.statement_log import statements
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.judging import load
-from app.models import Host
-from app.queries.fabric import HostFabric
-from probes.report import ReportKind, TestName
+from peerwatch.app.judging import load
+from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.report import ReportKind, TestName
 from tests.app.alerting.simhost import SimHost
 from tests.app.factory import inventory
 

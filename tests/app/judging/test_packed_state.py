@@ -1,4 +1,4 @@
-"""The packed running state (app/judging/packed.py, migration 0019): every value a state
+"""The packed running state (app/store/packed.py, migration 0019): every value a state
 holds comes back as it went in, and 0019 turns stored JSON states into packed ones and back
 without changing one value, on both backends."""
 
@@ -14,13 +14,13 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, select, text
 
-from app.analysis.health import Sample
-from app.config import Settings
-from app.db import alembic_config, make_engine, make_sessionmaker, upgrade_to_head
-from app.judging import packed
-from app.judging.running import Running, _us, _us_of, sample
-from app.models import JudgedTest
-from probes.report import ReportKind
+from peerwatch.app.analysis.health import Sample
+from peerwatch.app.judging.running import Running, _us, _us_of, sample
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store import packed
+from peerwatch.app.store.db import alembic_config, make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.tables.judged import JudgedTest
+from peerwatch.probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
 from tests.app.conftest import throwaway_pg_database
 

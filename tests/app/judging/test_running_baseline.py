@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 import statistics
 
-from app.analysis.baseline import MAD_TO_SIGMA
-from app.judging.running import BLOCK, Running
+from peerwatch.app.analysis.baseline import MAD_TO_SIGMA
+from peerwatch.app.judging.running import BLOCK, Running
 
 
 def _spelled_out(state: Running) -> tuple[float, float, int]:

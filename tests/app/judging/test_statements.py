@@ -12,13 +12,14 @@ import pytest
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.judging.load import baseline_from, baseline_values
-from app.models import Host, JudgedHost, JudgedTest
-from app.queries.common import pair_samples
-from app.queries.health import host_health
-from probes.report import ReportKind
+from peerwatch.app.judging.load import baseline_from, baseline_values
+from peerwatch.app.queries.common import pair_samples
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedHost, JudgedTest
+from peerwatch.probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
 from tests.app.statement_log import statements
 

@@ -10,12 +10,13 @@ import pytest
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.judging.write import store
-from app.models import Host, JudgedTest
-from app.queries.health import HostHealth, StoredRows, host_health, stored_rows
-from probes.report import ReportKind
+from peerwatch.app.judging.write import store
+from peerwatch.app.queries.health import HostHealth, StoredRows, host_health, stored_rows
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedTest
+from peerwatch.probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
 
 

@@ -1,0 +1,171 @@
+"""How failures reach a client: a 4xx naming what was wrong, a 503 the client may retry,
+never a bare 500 for something the client or the database's weather caused.
+
+- Validation errors are rendered with every value made JSON-safe: a lone surrogate, a NaN or
+  bytes echoed back from the input would otherwise make the 422 itself fail to render.
+- A database that cannot be reached (`OperationalError`: PostgreSQL restarting, SQLite
+  locked past its busy timeout) is a 503 with `Retry-After`, which probes retry.
+- A value the database refuses (`DataError`) is a 422: the wire schema bounds every value by
+  its column, so this is a safety net, not a path.
+- A report_id reused for a different report is a 409.
+
+- Any other database error is a 500 whose log has the statement and the stack, but neither
+  SQL parameters nor the database's DETAIL (PostgreSQL quotes the failing row there).
+
+The logs name the failure's class and the route, never SQL parameters or request bodies.
+Every response also carries `X-Content-Type-Options: nosniff` and `X-Frame-Options: DENY`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import traceback
+from typing import Any
+
+from fastapi import FastAPI, Request, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
+from sqlalchemy.exc import DataError, OperationalError, SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.routing import compile_path
+
+from peerwatch.app.api.response_headers import SecurityHeaders
+from peerwatch.app.ingest.checks import ReportConflict
+
+log = logging.getLogger("peerwatch.errors")
+
+RETRY_AFTER_S = 5
+def unprocessable(field: str, message: str) -> RequestValidationError:
+    """A 422 in FastAPI's own shape (a list naming the body field), as the API documents
+    for every 422: for checks a route makes after the body parsed."""
+    return RequestValidationError([{"type": "value_error", "loc": ("body", field),
+                                    "msg": message, "input": None}])
+
+
+def query_unprocessable(message: str, name: str | None = None) -> RequestValidationError:
+    """A 422 in the documented shape for a check on the query a route makes itself (a
+    range that ends before it starts): a list naming the query, never a bare string."""
+    loc = ("query", name) if name else ("query",)
+    return RequestValidationError([{"type": "value_error", "loc": loc, "msg": message,
+                                    "input": None}])
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities cannot be sent back in JSON: echo them as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
+    """FastAPI's 422 shape for a body a route parsed itself (reports, snapshots): each `loc`
+    starting with "body"; big inputs are not echoed."""
+    cleaned = []
+    for e in errors:
+        item = {k: v for k, v in e.items() if k not in ("url", "ctx", "input")}
+        if not isinstance(e.get("input"), dict | list):
+            item["input"] = _finite(e.get("input"))
+        item["loc"] = ("body", *e["loc"])
+        cleaned.append(item)
+    return RequestValidationError(cleaned)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` as plain JSON that always encodes: strings UTF-8-safe (lone surrogates
+    escaped), non-finite floats as text, anything else that is not a JSON type as its repr."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {str(json_safe(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float):
+        return _finite(value)
+    if value is None or isinstance(value, bool | int):
+        return value
+    return json_safe(repr(value)[:200])
+
+
+def _echo(error: Any) -> Any:
+    """One validation error made JSON-safe; if FastAPI's encoder cannot take it (bytes that
+    are not UTF-8, an exotic input), the safe form of the raw error instead."""
+    try:
+        return json_safe(jsonable_encoder(error))
+    except (TypeError, ValueError):
+        return json_safe(error)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [_echo(e) for e in exc.errors()]
+    return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    orig = getattr(exc, "orig", None)
+    log.warning("database unavailable during %s %s: %s", request.method, request.url.path,
+                type(orig or exc).__name__)
+    return JSONResponse(
+        {"detail": "the database is unavailable for a moment; retry later"},
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
+async def _data_error(request: Request, exc: Exception) -> JSONResponse:
+    orig = getattr(exc, "orig", None)
+    message = str(orig or exc).splitlines()[0] if str(orig or exc) else type(exc).__name__
+    log.warning("database refused a value during %s %s: %s", request.method,
+                request.url.path, message)
+    error = {"type": "value_error", "loc": [],
+             "msg": f"a value does not fit the database: {json_safe(message)}"}
+    return JSONResponse({"detail": [error]}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """Any other database error: a 500 whose log names the statement and where it failed,
+    but neither its parameters nor the database's DETAIL line (which quotes the row)."""
+    statement = (getattr(exc, "statement", None) or "")[:300]
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    log.error("database error during %s %s: %s; statement: %s\n%s", request.method,
+              request.url.path, type(getattr(exc, "orig", None) or exc).__name__, statement,
+              frames)
+    return JSONResponse({"detail": "internal database error (logged on the server)"},
+                        status_code=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette's 405 names only the first
+    matching route's: `Allow: POST` on a path that also serves GET)."""
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):
+        if route.methods and route.path and compile_path(route.path)[0].match(request.url.path):
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        allow = ", ".join(allowed_methods(request))
+        return JSONResponse({"detail": f"method {request.method} not allowed here; "
+                             f"allowed: {allow}"}, status_code=405, headers={"Allow": allow})
+    return await http_exception_handler(request, exc)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(OperationalError, _database_unavailable)
+    app.add_exception_handler(DataError, _data_error)
+    app.add_exception_handler(SQLAlchemyError, _database_error)
+    app.add_exception_handler(ReportConflict, _conflict)
+    app.add_middleware(SecurityHeaders)

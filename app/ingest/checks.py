@@ -1,0 +1,254 @@
+"""Checks the server makes on a report beyond what the wire models check on their own.
+
+The wire models (`probes/report.py`) judge each value; these judge the report as a whole
+against what the database can store: duplicate GPUs, links or pairs (which would break a
+unique constraint half-way through an ingest), samples naming GPUs the inventory lacks, and
+clocks far in the future (which would pin "latest" to a time that never comes), more results
+than the inventory allows (each (src, dst, test) at most once; counter rows at most four
+samples of each NVLink port the inventory lists) and a `report_id` reused for a
+different report (`report_digest_and_inventory` is what ingest compares), and cross-host
+results (`peer_host`, docs/domains.md), which this server does not store yet. Each problem
+is returned in pydantic's error shape, with the field path, so the 422 names the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from peerwatch.probes.report import (
+    GPU_TESTS,
+    MAX_GPUS,
+    PAIR_TESTS,
+    CounterSample,
+    Inventory,
+    Report,
+    TestName,
+)
+
+MAX_CLOCK_AHEAD = timedelta(hours=1)
+INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
+
+
+def _error(loc: tuple[Any, ...], msg: str, kind: str = "value_error") -> dict[str, Any]:
+    return {"type": kind, "loc": loc, "msg": msg}
+
+
+def _duplicates(keys: Iterable[Any], where: tuple[Any, ...], what: str) -> Iterator[dict[str, Any]]:
+    seen: set[Any] = set()
+    for i, key in enumerate(keys):
+        if key in seen:
+            yield _error((*where, i), f"duplicate {what} {key}")
+        seen.add(key)
+
+
+def _unknown_gpus(indexes: Iterable[int], known: set[int], loc: tuple[Any, ...],
+                  what: str) -> Iterator[dict[str, Any]]:
+    missing = sorted(set(indexes) - known)
+    if missing:
+        yield _error(loc, f"{what} names GPU(s) {missing} not in inventory")
+
+
+def _times(report: Report) -> Iterator[tuple[tuple[Any, ...], datetime]]:
+    yield ("started_at",), report.started_at
+    yield ("finished_at",), report.finished_at
+    for i, sample in enumerate(report.counters):
+        yield ("counters", i, "at"), sample.at
+    for i, result in enumerate(report.results):
+        if result.started_at is not None:
+            yield ("results", i, "started_at"), result.started_at
+    for i, event in enumerate(report.events):
+        yield ("events", i, "at"), event.at
+
+
+def _check_times(report: Report, now: datetime) -> Iterator[dict[str, Any]]:
+    for loc, at in _times(report):
+        if at.tzinfo is None:
+            yield _error(loc, "timestamp has no timezone: send UTC, e.g. 2026-11-30T10:00:00Z",
+                         "timezone_aware")
+        elif at > now + MAX_CLOCK_AHEAD:
+            yield _error(loc, f"{at.isoformat()} is more than {MAX_CLOCK_AHEAD} ahead of the "
+                              "server's clock")
+
+
+def result_limit(gpus: int) -> int:
+    """Most results a report on `gpus` GPUs can carry: each pair test once per ordered pair,
+    plus one all-reduce per GPU count (2..gpus), plus each per-GPU test once per GPU."""
+    return gpus * (gpus - 1) * len(PAIR_TESTS) + max(gpus - 1, 0) + gpus * len(GPU_TESTS)
+
+
+# Counter rows per report: one per NVLink port the inventory lists, for at most this many
+# samples (a probe sends 1 or 2: before and after its sweep).
+COUNTER_SAMPLES_PER_PORT = 4
+
+
+def _check_counter_rows(report: Report) -> Iterator[dict[str, Any]]:
+    ports = len(report.inventory.nvlinks)
+    for i, sample in enumerate(report.counters):
+        if len(sample.links) > ports:
+            yield _error(("counters", i, "links"), f"{len(sample.links)} link counters, but "
+                         f"the inventory lists {ports} NVLink ports (one row per port)")
+            return
+    rows = sum(len(sample.links) for sample in report.counters)
+    if rows > COUNTER_SAMPLES_PER_PORT * ports:
+        yield _error(("counters",), f"{rows} link counter rows, but {ports} ports allow at "
+                     f"most {COUNTER_SAMPLES_PER_PORT * ports} ({COUNTER_SAMPLES_PER_PORT} "
+                     "samples of each)")
+
+
+def _result_key(result: Any) -> tuple[Any, ...]:
+    if result.test is TestName.ALLREDUCE:
+        return (result.test.value, tuple(sorted(result.gpus)))
+    return (result.test.value, result.src, result.dst)
+
+
+def _check_results(report: Report) -> Iterator[dict[str, Any]]:
+    limit = result_limit(len(report.inventory.gpus))
+    if len(report.results) > limit:
+        yield _error(("results",), f"{len(report.results)} results, but a host of "
+                     f"{len(report.inventory.gpus)} GPUs allows at most {limit} (each pair "
+                     "test once per ordered pair, each per-GPU test once per GPU)")
+        return
+    seen: set[tuple[Any, ...]] = set()
+    for i, result in enumerate(report.results):
+        if result.peer_host is not None:
+            yield _error(("results", i, "peer_host"), "cross-host results are not stored by "
+                         f"this server yet (GPU{result.src} -> {result.peer_host} "
+                         f"GPU{result.dst}): send them once a server version stores them")
+            continue
+        key = _result_key(result)
+        if key in seen:
+            yield _error(("results", i), f"duplicate result for (test, src, dst) {key}: "
+                         "send each test of each pair once per report")
+        seen.add(key)
+
+
+class ReportConflict(Exception):
+    """A report_id already stored with a different body (answered 409)."""
+
+
+# The report's canonical JSON holds its inventory's, between these two top-level keys (the
+# fields' order in `Report`; no key inside a host identity or an inventory has those names,
+# and inside a JSON string a quote is always escaped, so neither can occur there).
+_INVENTORY_FROM, _INVENTORY_TO = b',"inventory":', b',"counters":'
+
+
+def report_digest_and_inventory(report: Report, body: bytes | None = None
+                                ) -> tuple[str, bytes]:
+    """The report's digest (the SHA-256 of its canonical JSON: what tells a retry from a
+    reused report_id) and the inventory's canonical JSON (what the inventory memo hashes).
+
+    With `body`, the report's canonical JSON as posted (its sender has this server's wire
+    models, `posted_report.is_canonical`): the digest is its bytes', and only the inventory
+    is serialized (serializing a sweep's results and counters again cost ~3 ms of its CPU).
+    Without (a report stored in process, or posted by other wire models), the report is
+    serialized once for both: serializing the inventory again cost nearly as much."""
+    if body is not None:
+        return hashlib.sha256(body).hexdigest(), report.inventory.model_dump_json().encode()
+    canonical = report.model_dump_json().encode()
+    start = canonical.index(_INVENTORY_FROM) + len(_INVENTORY_FROM)
+    return (hashlib.sha256(canonical).hexdigest(),
+            canonical[start:canonical.index(_INVENTORY_TO, start)])
+
+
+def canonical_digest(report: Report) -> str:
+    """SHA-256 of the report's canonical JSON, serialized here."""
+    return hashlib.sha256(report.model_dump_json().encode()).hexdigest()
+
+
+def same_report(stored_digest: str, digest: str, report: Report) -> bool:
+    """Is the report stored under `stored_digest` this `report` (whose digest is `digest`)?
+    Only when the two differ is the report serialized here to compare its canonical digest
+    too: a body that was taken for canonical JSON and was not (stored by a release that
+    hashed every posted body's bytes, or vouched for by a sender wrongly) is then still
+    known by its content."""
+    return stored_digest == digest or stored_digest == canonical_digest(report)
+
+
+def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:
+    """Every coherence problem of `report`, as pydantic-style errors (empty when fine)."""
+    errors: list[dict[str, Any]] = list(_check_times(report, now))
+    errors += _check_results(report)
+    errors += _check_counter_rows(report)
+    errors += inventory_problems(report.inventory)
+    errors += _duplicates(((j.gpu, j.job) for j in report.jobs), ("jobs",), "(gpu, job)")
+    known = {g.index for g in report.inventory.gpus}
+    for i, sample in enumerate(report.counters):
+        errors += sample_problems(sample, known, ("counters", i))
+    return errors
+
+
+def inventory_problems(inv: Inventory, loc: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Duplicate GPUs, ports or pairs, and ports or pairs naming GPUs the inventory lacks
+    (also used for job snapshots, `app/services/snapshots.py`)."""
+    where = (*loc, "inventory")
+    errors = list(_duplicates((g.index for g in inv.gpus), (*where, "gpus"), "GPU index"))
+    errors += _duplicates(((p.gpu, p.link) for p in inv.nvlinks), (*where, "nvlinks"),
+                          "(gpu, link)")
+    errors += _duplicates(((p.src, p.dst) for p in inv.pairs), (*where, "pairs"), "(src, dst)")
+    known = {g.index for g in inv.gpus}
+    # one set test for the whole list first: a healthy inventory (every report) names only
+    # GPUs it lists, and only a list that does not is walked to name the items
+    if not {p.gpu for p in inv.nvlinks} <= known:
+        for i, port in enumerate(inv.nvlinks):
+            errors += _unknown_gpus([port.gpu], known, (*where, "nvlinks", i, "gpu"), "nvlink")
+    if not {g for p in inv.pairs for g in (p.src, p.dst)} <= known:
+        for i, pair in enumerate(inv.pairs):
+            errors += _unknown_gpus([pair.src, pair.dst], known, (*where, "pairs", i), "pair")
+    return errors
+
+
+def sample_problems(sample: CounterSample, known: set[int],
+                    loc: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Duplicate links in a counter sample, and rows naming GPUs the inventory lacks."""
+    errors = list(_duplicates(((c.gpu, c.link) for c in sample.links), (*loc, "links"),
+                              "(gpu, link)"))
+    errors += _unknown_gpus([c.gpu for c in sample.links], known, (*loc, "links"), "links")
+    errors += _unknown_gpus(sample.pcie_replay, known, (*loc, "pcie_replay"), "pcie_replay")
+    errors += _unknown_gpus([a.gpu for a in sample.activity], known, (*loc, "activity"),
+                            "activity")
+    return errors
+
+
+def oversized_lists(data: Any) -> list[dict[str, Any]]:
+    """A host past `MAX_GPUS`, or more results than its GPUs allow, found in the raw JSON
+    before the wire model validates every item (a 1024-GPU inventory costs ~150 ms to
+    validate only to be refused for its length)."""
+    inventory = data.get("inventory") if isinstance(data, dict) else None
+    gpus = inventory.get("gpus") if isinstance(inventory, dict) else None
+    if not isinstance(gpus, list):
+        return []
+    results = data.get("results")
+    return too_many_items(len(gpus), len(results) if isinstance(results, list) else None)
+
+
+def too_many_items(gpus: int, results: int | None) -> list[dict[str, Any]]:
+    """`oversized_lists` from the lengths alone: also asked of a report validated straight
+    from its bytes (`app.api.wire_body`), whose model bounds each list but not results by GPUs."""
+    if gpus > MAX_GPUS:
+        return [_error(("inventory", "gpus"), f"{gpus} GPUs, but a host has at most "
+                       f"{MAX_GPUS} (MAX_GPUS)", "too_long")]
+    if results is not None and results > (limit := result_limit(gpus)):
+        return [_error(("results",), f"{results} results, but a host of {gpus} "
+                       f"GPUs allows at most {limit}", "too_long")]
+    return []
+
+
+def oversized_integers(data: Any, loc: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Integers in the raw JSON that no BIGINT column can hold (a counter gone haywire)."""
+    if isinstance(data, bool):
+        return []
+    if isinstance(data, int):
+        if abs(data) > INT64_MAX:
+            return [_error(loc, f"integer {data} does not fit in 64 bits", "int_too_large")]
+        return []
+    found: list[dict[str, Any]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += oversized_integers(value, (*loc, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found += oversized_integers(value, (*loc, i))
+    return found
