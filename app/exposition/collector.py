@@ -10,7 +10,7 @@ per-pair series come from each host's probe agent (`peerwatch probe --metrics-po
 `probes/metrics.py`). Names are `peerwatch_<thing>_<unit>` in base units; labels `host`,
 `gpu`. A verdict is one series with the verdict as a label and the value 1; when it changes
 the old series ends (Prometheus marks it stale at the next scrape). How many series a host
-adds, and `PEERWATCH_METRICS_DETAIL`, are in docs/alerts.md; `tests/app/test_metrics_*.py`
+adds, and `PEERWATCH_METRICS_DETAIL`, are in docs/alerts.md; `tests/app/exposition/`
 count them.
 """
 

@@ -81,7 +81,7 @@ def test_silence_host_matchers_are_lowercase(client: TestClient) -> None:
 
 
 def test_snapshot_hosts_are_lowercase(client: TestClient) -> None:
-    from tests.app.test_snapshots_api import job_pair, post
+    from tests.app.routes.test_snapshots import job_pair, post
 
     body = json.loads(job_pair()[0].model_dump_json())
     body["host"]["hostname"] = "Snap-HOST"

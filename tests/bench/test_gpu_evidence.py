@@ -13,7 +13,7 @@ from bench import gpu_evidence
 from peerwatch.probes.nvidia.nvml import Nvml
 from peerwatch.probes.nvidia.sysfs import Sysfs
 from tests.probes.fake_pynvml import H200_IDLE_CLOCKS, FakePynvml
-from tests.probes.test_rdma_sysfs import device_machine
+from tests.probes.nvidia.test_rdma_sysfs import device_machine
 
 
 def test_the_device_machine_reading(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,7 @@ from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import alembic_config, current_revision, make_engine
 from peerwatch.app.store.tables.alerts import Alert, MaintenanceWindow, Silence
 from peerwatch.app.store.tables.inventory import Host
-from tests.app.test_migration_nvlink_domains import empty_database, stored_table
+from tests.app.store.test_migration_nvlink_domains import empty_database, stored_table
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 LABELS = {"alertname": "NVLinkDown", "host": "RTE-Case-X", "gpu": "0", "link": "1"}

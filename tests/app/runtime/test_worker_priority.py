@@ -21,7 +21,7 @@ from bench._cpu import child_pids, cmdline
 from bench._serve import interrupt, wait_for_healthz
 from peerwatch.app.cli.commands.serve import LOOP_SLICE_S
 from peerwatch.app.runtime.config import Settings
-from tests.app.test_judge_process import serve
+from tests.app.judging.test_process import serve
 from tests.conftest import SETTLE_S, eventually
 
 STEPS = 7

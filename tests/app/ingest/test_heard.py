@@ -19,7 +19,7 @@ from peerwatch.app.store.db import make_engine, make_sessionmaker
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.agent.sender import HOST_HEADER
 from tests.app.factory import sweep
-from tests.app.test_refusals import (  # noqa: F401 - held: a fixture
+from tests.app.ingest.test_refusals import (  # noqa: F401 - held: a fixture
     HEADERS,
     LIMIT_S,
     _until,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.app.demo.test_stop import _alive, _descendants, _is_judge
 from tests.app.serve_process import wait_healthy
-from tests.app.test_demo_stop import _alive, _descendants, _is_judge
 from tests.conftest import eventually
 from tests.probes.live_server import free_port
 

@@ -151,7 +151,7 @@ def test_a_restart_dates_the_history_from_the_first_run(tmp_path: Path) -> None:
 def test_the_scenario_develops_faults_over_time() -> None:
     fleet = plan_fleet(12)
     story = default_scenario(fleet)
-    xid = LinkXid(gpu=4, link=3, every_s=30)  # the live Xid 74s (tests/app/test_demo.py)
+    xid = LinkXid(gpu=4, link=3, every_s=30)  # the live Xid 74s (tests/app/demo/test_demo.py)
     assert story.faults_at("hgx8-01", 19) == frozenset()
     assert story.faults_at("hgx8-01", 179) == {xid}
     assert story.faults_at("hgx8-01", 181) == {xid, LinksDown(gpu=3, count=2)}

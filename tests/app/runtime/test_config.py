@@ -38,7 +38,7 @@ def test_one_settings_story_each_field_documented_once() -> None:
     class's table in the docs lists every one of its fields (issue 22 item 11)."""
     from peerwatch.app.alerting.settings import AlertingSettings
 
-    docs = Path(__file__).resolve().parents[2] / "docs"
+    docs = Path(__file__).resolve().parents[3] / "docs"
     server, alerts = (docs / "server.md").read_text(), (docs / "alerts.md").read_text()
     assert not set(Settings.model_fields) & set(AlertingSettings.model_fields)
     missing = [f for f in Settings.model_fields if f"`PEERWATCH_{f.upper()}`" not in server]

@@ -20,7 +20,7 @@ from peerwatch.probes.report import (
 )
 from peerwatch.probes.sim.simulated import SimulatedFabric
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "h200x2"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "h200x2"
 NVML = json.loads((FIXTURES / "nvml.json").read_text())
 MEASURED = json.loads((FIXTURES / "measured.json").read_text())
 NVSWITCH_REMOTE = 2  # nvmlIntNvLinkDeviceType_t: SWITCH

@@ -22,7 +22,7 @@ from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_sessionmaker
 from tests.app.conftest import _empty_pg, probe_headers
 from tests.app.factory import sweep
-from tests.app.test_judge_process import serve
+from tests.app.judging.test_process import serve
 from tests.conftest import SETTLE_S, eventually
 from tests.probes.live_server import server_settings
 

@@ -1,6 +1,6 @@
 """What each server answer means to the probe, and how long it waits before trying again.
 
-The real server gives 201/200/403/422 in tests/probes/test_worker.py; answers it never gives
+The real server gives 201/200/403/422 in tests/probes/agent/test_worker.py; answers it never gives
 on purpose (503 with Retry-After, 429, 500, a dropped keep-alive connection) come from a
 hand-written fake server on httpx's MockTransport.
 """
