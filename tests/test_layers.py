@@ -1,5 +1,6 @@
 """The written layers hold: import-linter's contracts (`.importlinter`), and what imports
-cannot show, read from the source: no query and no route writes.
+cannot show, read from the source: no query and no route writes. No tree (app/, probes/,
+frontend/) has an import circle (tests/import_circles.py finds and tells them).
 
 The layers are written in `app/__init__.py` and `probes/__init__.py`; a broken contract
 fails here with import-linter's own text (which module imports what, line by line). The
@@ -11,11 +12,16 @@ the line is deleted.
 from __future__ import annotations
 
 import ast
+import configparser
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
+
+from tests import import_circles
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITES = {"commit", "flush", "rollback", "add", "add_all", "delete", "merge",
@@ -91,3 +97,71 @@ def test_the_source_check_sees_a_write() -> None:
     found = [what for _, what in _writes(ast.parse(source))]
     assert found == ["imports sqlalchemy's insert", "calls session.add()",
                      "calls session.commit()", "holds SQL that writes: 'UPDATE hosts SET x = 1'"]
+
+
+# Each tree still has circles, being removed on other branches. The mark is strict: the day a
+# tree's last circle goes, its test fails until the mark is dropped.
+CIRCLES_LEFT = pytest.mark.xfail(strict=True, reason="import circles still being removed")
+
+
+def _no_circles(graph: import_circles.Graph, line: Callable[[str, str], str]) -> None:
+    found = import_circles.circles(graph)
+    words = import_circles.told(graph, found, line)
+    print(words)
+    assert not found, f"{len(found)} import circle(s):\n{words}"
+
+
+@pytest.mark.parametrize("package", [
+    pytest.param("peerwatch.app", marks=CIRCLES_LEFT, id="app"),
+    pytest.param("peerwatch.probes", marks=CIRCLES_LEFT, id="probes"),
+])
+def test_no_import_circles_in_python(package: str) -> None:
+    """No module of app/ or probes/ reaches itself through imports: at the top of a file,
+    inside a function or under TYPE_CHECKING (grimp reads all three; a circle of annotations
+    still ties the modules together). No package `__init__` is let off."""
+    graph, full = import_circles.python_graph(package)
+    _no_circles(graph, import_circles.python_line(full))
+
+
+@CIRCLES_LEFT
+def test_no_import_circles_in_frontend() -> None:
+    """No dashboard module reaches itself through its relative `import ... from` lines."""
+    _no_circles(import_circles.js_graph(ROOT / "frontend"), lambda a, b: "")
+
+
+def test_circles_are_found() -> None:
+    """The circle search is not blind: a two-module circle and a longer one are named,
+    a module importing itself is one, and a chain without a way back is none."""
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"f"},
+             "g": {"a"}}
+    assert import_circles.circles(graph) == [["a", "b"], ["c", "d", "e"], ["f"]]
+    assert "c -> d\n  d -> e\n  e -> c" in import_circles.told(graph, [["c", "d", "e"]],
+                                                              lambda a, b: "")
+
+
+def test_frontend_imports_are_read(tmp_path: Path) -> None:
+    """Named, multi-line, re-exported, bare and dynamic imports are read and resolved; a
+    package or vendored module is left out."""
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor" / "lib.js").write_text("import './../a.js';\n")
+    (tmp_path / "a.js").write_text("import {\n  x,\n  y,\n} from './b.js';\n"
+                                   "export { z } from \"./c.js\";\nimport 'plotly';\n")
+    (tmp_path / "b.js").write_text("import './c.js';\nconst m = await import('./a.js');\n")
+    (tmp_path / "c.js").write_text("// import nothing from './a.js' here\n")
+    assert import_circles.js_graph(tmp_path) == {"a.js": {"b.js", "c.js"},
+                                                 "b.js": {"a.js", "c.js"}, "c.js": set()}
+
+
+def _app_layer_exceptions() -> list[str]:
+    """The `ignore_imports` lines of the app-layers contract: imports running back up."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    lines = config["importlinter:contract:app-layers"].get("ignore_imports", "")
+    return [line.strip() for line in lines.splitlines() if line.strip()]
+
+
+@pytest.mark.xfail(strict=True, reason="upward imports of the move still being removed")
+def test_at_most_one_import_runs_up_the_app_layers() -> None:
+    """The app's layers hold with at most one exception in `.importlinter`."""
+    upward = _app_layer_exceptions()
+    assert len(upward) <= 1, f"{len(upward)} imports run up the layers:\n" + "\n".join(upward)
