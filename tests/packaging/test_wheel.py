@@ -58,7 +58,8 @@ def serving(venv: Venv, db_url: str) -> Iterator[str]:
 
 def test_the_wheel_carries_migrations_and_dashboard(server_venv: Venv) -> None:
     where = server_venv.run("python", "-c",
-                            "import app, peerwatch.app.runtime.assets as a; print(app.__file__); "
+                            "import peerwatch.app, peerwatch.app.runtime.assets as a; "
+                            "print(peerwatch.app.__file__); "
                             "print(a.asset_dir('migrations')); print(a.asset_dir('frontend'))")
     assert where.returncode == 0, where.stderr
     site = str(server_venv.root)
