@@ -3,13 +3,13 @@
 // with its history. Ack and silence from the page (see admin.js). The state and host filters
 // live in the URL (#/alerts?state=all&host=hgx8-01).
 
-import { api } from "./api.js";
-import { actionButtons, adminPanel, statusLine } from "./admin.js";
-import { alertTarget, duration, durationOf, groupAlerts, startOf, subject } from "./alert_groups.js";
-import { h, replace } from "./dom.js";
-import { silenceIndex, silencesPanel } from "./silences.js";
-import * as fmt from "./format.js";
-import { hostHref, updateParams } from "./router.js";
+import { api } from "../shared/api.js";
+import { actionButtons, adminPanel, statusLine } from "../panels/admin.js";
+import { alertTarget, duration, durationOf, groupAlerts, startOf, subject } from "../shared/alert_groups.js";
+import { h, replace } from "../shared/dom.js";
+import { silenceIndex, silencesPanel } from "../panels/silences.js";
+import * as fmt from "../shared/format.js";
+import { hostHref, updateParams } from "../shared/router.js";
 
 // "active" is the API's default (pending and firing); "all" adds the resolved ones.
 const STATES = ["active", "firing", "pending", "resolved", "all"];

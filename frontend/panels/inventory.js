@@ -2,11 +2,11 @@
 // could, how many NVLink ports are up, what it is doing now, whether its clocks are held
 // (power cap, thermal, HW slowdown), whether a NIC can DMA into it, and its verdict with the reason.
 
-import { h } from "./dom.js";
-import * as fmt from "./format.js";
+import { h } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
 import { clocksCell, rdmaCell } from "./gpu_evidence.js";
-import { badge } from "./palette.js";
-import { sortableTable } from "./table.js";
+import { badge } from "../shared/palette.js";
+import { sortableTable } from "../shared/table.js";
 
 function pcieCell(p) {
   const now = `Gen${p.gen_current ?? "?"} x${p.width_current ?? "?"}`;

@@ -4,11 +4,11 @@
 // job's chip) shows what changed on the host during the job: the lines of
 // GET /hosts/{host}/jobs/{job}/diff, the same lines `peerwatch snapshot --diff` prints.
 
-import { api } from "./api.js";
-import { activatable, esc, h, replace } from "./dom.js";
-import * as fmt from "./format.js";
-import { baseLayout, OKABE_ITO } from "./palette.js";
-import { draw, emptyNote, onPlotly, purge, windowTrace } from "./plot.js";
+import { api } from "../shared/api.js";
+import { activatable, esc, h, replace } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { baseLayout, OKABE_ITO } from "../shared/palette.js";
+import { draw, emptyNote, onPlotly, purge, windowTrace } from "../charts/plot.js";
 
 const JOBS_SHOWN = 20;
 const SEVERITY_CLASS = { critical: "v-down", warning: "v-degraded", info: "" };

@@ -2,31 +2,31 @@
 // pair's history under them, then link counters and the GPU inventory. The URL holds the test,
 // the pair and the time range (#/host/<name>?test=ce_write&pair=3-5&range=24h).
 
-import { api, TESTS, unitOf } from "./api.js";
-import { activatable, h, replace } from "./dom.js";
-import * as fmt from "./format.js";
-import { gpuTestsTable } from "./gpu_tests.js";
-import { inventoryRows, inventoryTable } from "./inventory.js";
-import { jobsPanel } from "./jobs.js";
-import { eventsPanel } from "./host_events.js";
-import { downLinks, errorFigure, throughputFigure } from "./links.js";
-import { matrixChart, matrixLegend } from "./matrix.js";
-import { activeMaintenance, maintenanceTag } from "./maintenance.js";
-import { drainMarks, drainTags } from "./drain.js";
-import { badge, verdictOf } from "./palette.js";
-import { draw, plotly, purge } from "./plot.js";
-import { href, updateParams } from "./router.js";
-import { hostAlertPeriods, pairProblems } from "./host_problems.js";
-import { seriesFigure } from "./series.js";
+import { api, TESTS, unitOf } from "../shared/api.js";
+import { activatable, h, replace } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { gpuTestsTable } from "../panels/gpu_tests.js";
+import { inventoryRows, inventoryTable } from "../panels/inventory.js";
+import { jobsPanel } from "../panels/jobs.js";
+import { eventsPanel } from "../panels/host_events.js";
+import { downLinks, errorFigure, throughputFigure } from "../charts/links.js";
+import { matrixChart, matrixLegend } from "../charts/matrix.js";
+import { activeMaintenance, maintenanceTag } from "../panels/maintenance.js";
+import { drainMarks, drainTags } from "../panels/drain.js";
+import { badge, verdictOf } from "../shared/palette.js";
+import { draw, plotly, purge } from "../charts/plot.js";
+import { href, updateParams } from "../shared/router.js";
+import { hostAlertPeriods, pairProblems } from "../panels/host_problems.js";
+import { seriesFigure } from "../charts/series.js";
 import { jobLinks } from "./job.js";
-import { linkNotices, scrollToTarget } from "./host_links.js";
-import { hostFaults, topFault } from "./faults.js";
-import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "./severity.js";
-import { staleHealth, staleMatrix, staleTopology } from "./stale.js";
-import { topologyFigure } from "./topology.js";
-import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, windowOf } from "./timeline.js";
-import { hostEvents, loadingSources } from "./marks.js";
-import { topologyList } from "./topology_list.js";
+import { linkNotices, scrollToTarget } from "../panels/host_links.js";
+import { hostFaults, topFault } from "../shared/faults.js";
+import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "../shared/severity.js";
+import { staleHealth, staleMatrix, staleTopology } from "../shared/stale.js";
+import { topologyFigure } from "../charts/topology.js";
+import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, windowOf } from "../charts/timeline.js";
+import { hostEvents, loadingSources } from "../charts/marks.js";
+import { topologyList } from "../panels/topology_list.js";
 
 const PROBLEMS_SHOWN = 6;
 const SLOW_EVERY = 4; // refreshes between loads of what changes slowly

@@ -1,9 +1,10 @@
 // What is wrong on a host, in words: the problem list of the host page and the periods its
 // pair chart shades. Both come from the health verdicts (and the alerts) the API gives.
 
-import { compareFaults, scopeOfText } from "./faults.js";
-import * as fmt from "./format.js";
-import { verdictOf } from "./palette.js";
+import { compareFaults } from "../shared/faults.js";
+import { scopeOfText } from "../shared/scope.js";
+import * as fmt from "../shared/format.js";
+import { verdictOf } from "../shared/palette.js";
 
 const SEVERITY_OF = { down: "critical", degraded: "warning" };
 

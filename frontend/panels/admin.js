@@ -3,8 +3,8 @@
 // is gone when the tab closes, and it travels only in the Authorization header, never in a URL.
 // The name goes with it ("acknowledged by alice").
 
-import { api } from "./api.js";
-import { h, replace } from "./dom.js";
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
 
 const TOKEN_KEY = "peerwatch.adminToken";
 const NAME_KEY = "peerwatch.adminName";

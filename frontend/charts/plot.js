@@ -5,8 +5,8 @@
 // carries `uirevision`, so a refresh keeps the user's zoom and legend choices. A chart
 // element gets data-ready="true" once drawn.
 
-import { esc } from "./dom.js";
-import { PLOT_CONFIG } from "./palette.js";
+import { esc } from "../shared/dom.js";
+import { PLOT_CONFIG } from "../shared/palette.js";
 
 let loading = null;
 

@@ -3,9 +3,9 @@
 // counter that rose at all in the range, worst first; PCIe replays per GPU). Lifetime counters
 // are judged by their rate, so the charts plot rates, never raw counts.
 
-import { esc } from "./dom.js";
-import * as fmt from "./format.js";
-import { baseLayout, SERIES } from "./palette.js";
+import { esc } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { baseLayout, SERIES } from "../shared/palette.js";
 import { emptyNote, windowTrace } from "./plot.js";
 
 // Judged (app/analysis/fabric_health.py): replay and recovery growth, CRC flit errors.

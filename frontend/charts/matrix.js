@@ -4,9 +4,9 @@
 // with their verdict's shape. Click a cell, or focus the chart and use the arrow keys and
 // Enter, to open that pair's time series.
 
-import { esc, h } from "./dom.js";
-import * as fmt from "./format.js";
-import { baseLayout, VERDICTS, verdictOf } from "./palette.js";
+import { esc, h } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { baseLayout, VERDICTS, verdictOf } from "../shared/palette.js";
 import { draw, onPlotly, wrapHover } from "./plot.js";
 
 function cellText(cell, unit) {

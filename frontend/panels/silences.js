@@ -3,10 +3,10 @@
 // when, and an "expire" button (admin token) that ends it now. Alerts under an active silence
 // are shown muted with "silenced until … by …" (alerts.js, via `silenceIndex`).
 
-import { api } from "./api.js";
+import { api } from "../shared/api.js";
 import { session } from "./admin.js";
-import { h, replace } from "./dom.js";
-import * as fmt from "./format.js";
+import { h, replace } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
 
 /** {id: silence} for the tags of silenced alerts. */
 export function silenceIndex(silences) {

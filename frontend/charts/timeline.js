@@ -5,9 +5,9 @@
 // marks.js: NVLink down/up as stored, maintenance windows, job start and end); and CSV export
 // of any chart's series.
 
-import { esc, h } from "./dom.js";
-import * as fmt from "./format.js";
-import { OKABE_ITO } from "./palette.js";
+import { esc, h } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { OKABE_ITO } from "../shared/palette.js";
 import { sourceColour } from "./marks.js";
 import { onPlotly, plotly } from "./plot.js";
 

@@ -3,11 +3,12 @@
 // Three small tables: the GPUs held (host, GPU, from, to), the alerts active on them during
 // the job, and the verdicts, not healthy now, that began before it ended.
 
-import { api } from "./api.js";
-import { esc, h, replace } from "./dom.js";
-import * as fmt from "./format.js";
-import { badge, OKABE_ITO } from "./palette.js";
-import { href, hostHref } from "./router.js";
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { badge } from "../shared/palette.js";
+import { href, hostHref } from "../shared/router.js";
+import { jobSpans } from "../charts/job_marks.js";
 
 export const jobHref = (job) => href("job", [job]);
 
@@ -80,37 +81,6 @@ export function mount(root, route) {
     async update() {},
     destroy() {},
   };
-}
-
-/** A pair series' `jobs` (spans per GPU) -> one span per job: its first and last time seen. */
-export function jobSpans(spans = []) {
-  const jobs = new Map();
-  for (const s of spans) {
-    const j = jobs.get(s.job) || { job: s.job, start: s.first_seen, end: s.last_seen, gpus: [] };
-    if (s.first_seen < j.start) j.start = s.first_seen;
-    if (s.last_seen > j.end) j.end = s.last_seen;
-    j.gpus.push(s.gpu);
-    jobs.set(s.job, j);
-  }
-  return [...jobs.values()];
-}
-
-/** The series chart's hook: a line per job along the bottom, named on hover ("job 4711 on
- *  GPU0, GPU1") and at its start (the links to the jobs' pages are `jobLinks`, beside it). */
-export function jobMarks(spans = []) {
-  const jobs = jobSpans(spans);
-  const traces = jobs.map((j) => ({
-    type: "scatter", mode: "lines", name: `job ${j.job}`, showlegend: false,
-    x: [j.start, j.end], y: [0, 0], line: { width: 6, color: OKABE_ITO.sky },
-    hoverinfo: "text", hovertext: `job ${esc(j.job)} on ${j.gpus.map((g) => `GPU${g}`).join(", ")}` +
-      `<br>${esc(fmt.time(j.start))} – ${esc(fmt.time(j.end))}`,
-  }));
-  const annotations = jobs.map((j) => ({
-    x: j.start, xref: "x", y: 0, yref: "paper", yanchor: "bottom", xanchor: "left",
-    showarrow: false, font: { size: 10, color: OKABE_ITO.sky },
-    text: `job ${esc(j.job)}`,
-  }));
-  return { traces, annotations };
 }
 
 /** The pair panel's hook: "Jobs on these GPUs: job 4711, job 4712", each a link to its page. */

@@ -3,7 +3,7 @@
 // fires for four tests in both directions is one line, not eight. Pure functions of the
 // alerts API's answer; alerts.js draws them.
 
-import { scopeOfRule } from "./faults.js";
+import { scopeOfRule } from "./scope.js";
 import * as fmt from "./format.js";
 import { hostHref } from "./router.js";
 

@@ -1,9 +1,9 @@
 // peerwatch drain's marks: a small "taken out by peerwatch 03:12" tag on the fleet row and the
 // host page, its reason in the title (see GET /api/v1/drain/marks, docs/drain.md).
 
-import { api } from "./api.js";
-import { h } from "./dom.js";
-import * as fmt from "./format.js";
+import { api } from "../shared/api.js";
+import { h } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
 
 /** Map host -> its marks (one per scheduler); null when the API did not answer. */
 export async function drainMarks(host = null) {

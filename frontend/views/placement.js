@@ -3,13 +3,13 @@
 // and every GPU left out with the reason. The form lives in the URL
 // (#/placement?host=..&k=4&pattern=ring) so an answer can be shared.
 
-import { api } from "./api.js";
-import { h, replace } from "./dom.js";
-import * as fmt from "./format.js";
-import { draw, plotly, purge } from "./plot.js";
-import { hostHref, updateParams } from "./router.js";
-import { sortableTable } from "./table.js";
-import { topologyFigure } from "./topology.js";
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { draw, plotly, purge } from "../charts/plot.js";
+import { hostHref, updateParams } from "../shared/router.js";
+import { sortableTable } from "../shared/table.js";
+import { topologyFigure } from "../charts/topology.js";
 
 const PATTERNS = { ring: "ring all-reduce", all_to_all: "all-to-all" };
 const DEFAULT_K = 4;

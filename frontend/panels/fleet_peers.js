@@ -3,10 +3,10 @@
 // below it, and drivers slower than their siblings (docs/fleet-peers.md). Read from
 // GET /api/v1/fleet/peers; nothing is judged here.
 
-import { api } from "./api.js";
-import { h, replace } from "./dom.js";
-import * as fmt from "./format.js";
-import { hostHref } from "./router.js";
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { hostHref } from "../shared/router.js";
 
 function belowCell(g) {
   if (!g.eligible) return h("span", { class: "muted" }, g.why_not);

@@ -1,9 +1,9 @@
 // Maintenance windows: a small "maintenance until …" tag on the fleet row and the host page.
 // Inside a window the host's alerts are still shown but not paged (see /api/v1/maintenance).
 
-import { api } from "./api.js";
-import { h } from "./dom.js";
-import * as fmt from "./format.js";
+import { api } from "../shared/api.js";
+import { h } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
 
 /** Map host -> its active window ending last; null when the API did not answer. */
 export async function activeMaintenance(host = null) {

@@ -1,7 +1,7 @@
 // A GPU's own evidence in the host page's inventory: its clocks (held for power, heat or a HW
 // slowdown? the newest sample's NVML clocks-event reasons) and its GPUDirect RDMA readiness.
 
-import { h } from "./dom.js";
+import { h } from "../shared/dom.js";
 
 /** "power-capped · 449/450 W · SM 1742/1980 MHz", or the plain figures when free. */
 export function clocksCell(c) {

@@ -4,9 +4,9 @@
 // labelled with their level (PIX … SYS) or generation and width. Edge and node colours are
 // verdicts, and every edge's hover says why.
 
-import { esc } from "./dom.js";
-import * as fmt from "./format.js";
-import { baseLayout, THEME, verdictOf } from "./palette.js";
+import { esc } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { baseLayout, THEME, verdictOf } from "../shared/palette.js";
 import { wrapHover } from "./plot.js";
 
 const NODE_SYMBOL = { gpu: "square", nvswitch: "hexagon2", cpu: "diamond-wide" };

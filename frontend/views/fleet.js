@@ -1,19 +1,19 @@
 // Fleet: every host at a glance. A heat grid (one cell per host, worst first, still readable at
 // 1000 hosts) above a sortable, filterable table. Filter and sort live in the URL.
 
-import { api } from "./api.js";
-import { h, replace } from "./dom.js";
-import { peersPanel } from "./fleet_peers.js";
-import * as fmt from "./format.js";
-import { activeMaintenance, maintenanceTag } from "./maintenance.js";
-import { drainMarks, drainTags } from "./drain.js";
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
+import { peersPanel } from "../panels/fleet_peers.js";
+import * as fmt from "../shared/format.js";
+import { activeMaintenance, maintenanceTag } from "../panels/maintenance.js";
+import { drainMarks, drainTags } from "../panels/drain.js";
 import { domainsPanel } from "./domain.js";
-import { VERDICTS, verdictOf } from "./palette.js";
-import { hostFaults, topFault } from "./faults.js";
+import { VERDICTS, verdictOf } from "../shared/palette.js";
+import { hostFaults, topFault } from "../shared/faults.js";
 import { hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
-  worstFiringByHost } from "./severity.js";
-import { href, hostHref, updateParams } from "./router.js";
-import { sortableTable } from "./table.js";
+  worstFiringByHost } from "../shared/severity.js";
+import { href, hostHref, updateParams } from "../shared/router.js";
+import { sortableTable } from "../shared/table.js";
 
 const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
 const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host

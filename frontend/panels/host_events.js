@@ -2,9 +2,9 @@
 // what NVIDIA's catalog says it means and what to do, and the same events as marks on every
 // time chart (timeline.js `eventMarks`). GET /hosts/{host}/events for the page's window.
 
-import { api } from "./api.js";
-import { h, replace } from "./dom.js";
-import * as fmt from "./format.js";
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
 
 const SEVERITY_CLASS = { critical: "v-down", warning: "v-degraded", info: "" };
 const SHOWN = 50;

@@ -5,10 +5,10 @@
 // colour alone); hovering shows figure, expected and its basis, baseline and the reason.
 // A one-GPU host has no pair to measure: this table is its measured fabric.
 
-import { GPU_TESTS, TEST_ABOUT } from "./api.js";
-import { h } from "./dom.js";
-import * as fmt from "./format.js";
-import { verdictOf, VERDICTS } from "./palette.js";
+import { GPU_TESTS, TEST_ABOUT } from "../shared/api.js";
+import { h } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { verdictOf, VERDICTS } from "../shared/palette.js";
 
 // Short column labels; a test the catalogue adds later is labelled by its name.
 const LABEL = { h2d: "host → GPU", d2h: "GPU → host", local: "within GPU" };

@@ -3,9 +3,9 @@
 // and its edges (NVLink NV# or PCIe level) with theirs. CSS shows it instead of the graph
 // below 700 px; a screen reader reads the same facts at any width.
 
-import { h } from "./dom.js";
-import { scopeOfText } from "./faults.js";
-import { badge, verdictOf } from "./palette.js";
+import { h } from "../shared/dom.js";
+import { scopeOfText } from "../shared/scope.js";
+import { badge, verdictOf } from "../shared/palette.js";
 
 function edgeWords(e, other) {
   const what = e.kind === "nvlink"

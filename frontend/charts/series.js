@@ -3,11 +3,11 @@
 // topology, contended samples marked (shown, never judged), failed transfers, and shaded
 // periods when the pair was low or an alert fired; the jobs on its GPUs along the bottom.
 
-import { esc } from "./dom.js";
-import * as fmt from "./format.js";
-import { baseLayout, OKABE_ITO, THEME } from "./palette.js";
+import { esc } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { baseLayout, OKABE_ITO, THEME } from "../shared/palette.js";
 import { emptyNote, windowTrace } from "./plot.js";
-import { jobMarks } from "./job.js";
+import { jobMarks } from "./job_marks.js";
 
 const BAND_MADS = 3;
 

@@ -4,10 +4,10 @@
 // verdict, worded with its fabric state and health; the clique in its own column).
 // `domainsPanel` is the fleet page's list of domains, linking here.
 
-import { api } from "./api.js";
-import { h, replace } from "./dom.js";
-import { badge, VERDICTS } from "./palette.js";
-import { href, hostHref } from "./router.js";
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
+import { badge, VERDICTS } from "../shared/palette.js";
+import { href, hostHref } from "../shared/router.js";
 
 export const domainHref = (id) => href("domain", [id]);
 const shortId = (id) => `${id.slice(0, 8)}…`;
