@@ -1,4 +1,4 @@
-"""The project against the floor (bench/_floor.py), report for report, on every run.
+"""The project against the floor (bench/helpers/floor.py), report for report, on every run.
 
 The same 8-GPU sweep report and the same inventory report go, alternately, to the project
 (what the route does: parse, check, the ingest transaction, then the post-commit hook that
@@ -21,9 +21,9 @@ from typing import Any
 
 from sqlalchemy import event
 
-from bench._floor import Floor
-from bench._ingest_stages import backend_cpu_s, proc_cpu_s, serve_once
-from bench._size import sized
+from bench.helpers.floor import Floor
+from bench.helpers.ingest_stages import backend_cpu_s, proc_cpu_s, serve_once
+from bench.helpers.size import sized
 from peerwatch.app.runtime import heap
 
 REPEAT = sized(9, 2)
@@ -34,7 +34,7 @@ TARGETS = {"sweep": (60.0, 90.0, 2.5), "inventory": (12.0, None, None)}
 @dataclass
 class Cost:
     """Per report: the serving thread's CPU ms (median), the database backend's (mean), and
-    the SQL statements the project sent (median; the floor's are fixed: see _floor.py)."""
+    the SQL statements the project sent (median; the floor's are fixed: see floor.py)."""
 
     server_ms: float
     db_ms: float

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from bench._fleet_load import TOKEN
+from bench.helpers.fleet_load import TOKEN
 
 
 def free_port() -> int:

@@ -38,7 +38,7 @@ from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import SweepOptions, build_report
 
 TOKEN = "drill-token"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

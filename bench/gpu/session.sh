@@ -3,9 +3,9 @@
 # probe tests, the tuning scan (TUNE=1), the accuracy bench, the contention run and
 # `peerwatch bench --fabric nvml`; logs go to
 # $OUT, a short table comes last. Usage, from the repository root on the device:
-#   WHL=../.whl TUNE=1 bash bench/gpu_session.sh
+#   WHL=../.whl TUNE=1 bash bench/gpu/session.sh
 set -uo pipefail
-source "$(dirname "$0")/_gpu_env.sh"
+source "$(dirname "$0")/_env.sh"
 OUT=${OUT:-/tmp/peerwatch-gpu}
 mkdir -p "$OUT"
 { nvidia-smi topo -m; nvidia-smi --query-gpu=index,name,pci.bus_id,memory.used --format=csv;
@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 python3 -m pytest -q -p no:cacheprovider tests/gpu tests/probes -ra >"$OUT/pytest.log" 2>&1
 echo "pytest exit $?" >>"$OUT/pytest.log"
 if [ "${TUNE:-0}" = 1 ]; then
-  timeout 240 python3 -m bench._probe_budgets ${TUNE_ONLY:+--only $TUNE_ONLY} \
+  timeout 240 python3 -m bench.gpu._probe_budgets ${TUNE_ONLY:+--only $TUNE_ONLY} \
     >"$OUT/budgets.log" 2>&1
 fi
 timeout 120 python3 -m bench.probe_accuracy >"$OUT/accuracy.log" 2>&1

@@ -3,7 +3,7 @@ wait that times out cleanly (no Xid expected on a healthy machine), and /dev/kms
 end without error, with how many NVRM and Xid/SXid lines it holds. Prints one JSON object;
 exit 1 when a check fails.
 
-Usage on a GPU host:  python3 bench/gpu_events.py
+Usage on a GPU host:  python3 bench/gpu/events.py
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from peerwatch.probes.errors import FabricUnavailable  # noqa: E402
 from peerwatch.probes.nvidia.kernel_log import KernelLog  # noqa: E402
@@ -81,7 +81,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     sys.exit(main())

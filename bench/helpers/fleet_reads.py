@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from bench.dashboard import CHROMIUM, CHROMIUM_ARGS, wait_drawn
+from bench.helpers.chromium import CHROMIUM, CHROMIUM_ARGS, wait_drawn
 
 
 @dataclass

@@ -16,12 +16,20 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+BENCH_DIR = Path(__file__).resolve().parents[1]
+
+
+def module_of(file: str) -> str:
+    """The module name `python -m` runs the bench at `file` by: "bench" for bench/__main__.py,
+    "bench.fleet", "bench.gpu.pcie" (the GPU checks sit in a folder of their own)."""
+    parts = Path(file).resolve().relative_to(BENCH_DIR).with_suffix("").parts
+    return ".".join(["bench", *(p for p in parts if p != "__main__")])
+
+
 def parser(doc: str | None, file: str) -> argparse.ArgumentParser:
     """The parser of the bench module at `file` (its `__file__`), with `doc` (its docstring)
     as the help text, kept as written: the docstrings lay out tables and lists."""
-    stem = Path(file).stem
-    prog = "python -m bench" if stem == "__main__" else f"python -m bench.{stem}"
-    return argparse.ArgumentParser(prog=prog, description=doc,
+    return argparse.ArgumentParser(prog=f"python -m {module_of(file)}", description=doc,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 

@@ -5,7 +5,7 @@ and prints the value, its ratio to the reference, GPU ms and MiB, so the sweep's
 budget table can be chosen from evidence. It also calibrates what NVLink TX counters see for
 each test against the test's own `wire_bytes`, and times one counter read.
 
-    python -m bench._probe_budgets
+    python -m bench.gpu._probe_budgets
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from bench._gpu import real_fabric_or_skip
+from bench.helpers.gpu import real_fabric_or_skip
 from bench.probe_accuracy import MEASURED, MiB, nccl_reference, shown, targets
 from peerwatch.probes.budgets import DEFAULT_BUDGETS
 from peerwatch.probes.fabric import TestSpec
@@ -114,7 +114,7 @@ def nccl_variants() -> None:
     for variant in NCCL_VARIANTS:
         env = {**os.environ, **variant}
         t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "bench._probe_budgets", "--nccl"], env=env,
+        done = subprocess.run([sys.executable, "-m", "bench.gpu._probe_budgets", "--nccl"], env=env,
                               capture_output=True, text=True, timeout=120)
         print((done.stdout + done.stderr[-500:]).strip(), f"({time.perf_counter() - t0:.1f} s)")
 

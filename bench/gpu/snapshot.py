@@ -1,6 +1,6 @@
 """How long a job snapshot takes on this GPU host: the budget is one second (a Slurm prolog).
 
-    python3 bench/gpu_snapshot.py           (on the device: WHL=.whl, see bench/_gpu_env.sh)
+    python3 bench/gpu/snapshot.py           (on the device: WHL=.whl, see bench/gpu/_env.sh)
 
 Each way of reading runs in its own child process, five times, and the median is printed;
 an NVML call that kills its process shows up as a line, never as a crash of this script.
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -153,7 +153,7 @@ def main() -> int:
 if __name__ == "__main__":
     import argparse
 
-    from bench._cli import parser
+    from bench.helpers.cli import parser
 
     options = parser(__doc__, __file__)
     options.add_argument("--child", metavar="WAY", help=argparse.SUPPRESS)  # one reading

@@ -2,7 +2,7 @@
 
 Run it on a real GPU host (the one-H200 machine without NVLink, the 2 x H200 NVSwitch pair):
 
-    python bench/gpu_fabric_check.py
+    python bench/gpu/fabric_check.py
 
 It needs nvidia-ml-py and pydantic (the probe's own needs); the verdict also needs the
 server's analysis modules (pydantic-settings), and is skipped, saying why, where they are not
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -107,7 +107,7 @@ def main() -> int:
 if __name__ == "__main__":
     import argparse
 
-    from bench._cli import parser
+    from bench.helpers.cli import parser
 
     options = parser(__doc__, __file__)
     options.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the reading

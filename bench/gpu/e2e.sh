@@ -2,10 +2,10 @@
 # End to end on a GPU host (the lent 2 x H200): `peerwatch serve` + `peerwatch probe --once`
 # on the real fabric, a contended sweep beside a second copying process, then every API answer
 # that matters, /metrics, placement vs the measured all-reduce, and `serve`'s own local probe.
-# Run from the repository root:  WHL=../.whl bash bench/gpu_e2e.sh
+# Run from the repository root:  WHL=../.whl bash bench/gpu/e2e.sh
 # Logs come back as $OUT/e2e-logs.tgz, the SQLite database as $OUT/h200x2.db (for dashboard screenshots of real data).
 set -uo pipefail
-source "$(dirname "$0")/_gpu_env.sh"
+source "$(dirname "$0")/_env.sh"
 RESULTS=${OUT:-/tmp/peerwatch-e2e}; mkdir -p "$RESULTS"
 OUT=/tmp/pw-e2e-logs; rm -rf "$OUT"; mkdir -p "$OUT"   # many files: tarred into $RESULTS
 python3 -c "import fastapi, sqlalchemy, alembic.command, uvicorn, pydantic_settings, app.main, app.cli" \

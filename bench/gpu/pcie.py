@@ -2,7 +2,7 @@
 
 Run it on a GPU host from the repository root (the lent one-H200 machine, PCIe Gen5 x16):
 
-    python3 bench/gpu_pcie.py            # or: source bench/_gpu_env.sh; python3 bench/gpu_pcie.py
+    python3 bench/gpu/pcie.py            # or: source bench/gpu/_env.sh; python3 bench/gpu/pcie.py
 
 For every GPU it runs the probe's own tests (`RealFabric.measure` with the sweep's default
 budgets from probes/budgets.py, after one warm-up run, median of REPEATS runs) and prints each
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -187,11 +187,11 @@ def main() -> int:
     rows: list[Row] = []
     try:
         try:
-            from bench._gpu import real_fabric_or_skip
+            from bench.helpers.gpu import real_fabric_or_skip
             from peerwatch.probes.nvidia.real import RealFabric  # noqa: F401 - needs pydantic, NVML
         except ImportError as exc:
             print(f"the probe cannot be imported here ({exc}): carry its wheels "
-                  "(WHL=dir, see bench/_gpu_env.sh); measuring the reference alone")
+                  "(WHL=dir, see bench/gpu/_env.sh); measuring the reference alone")
             found = reference_only()
             if found is None:
                 return 0
@@ -214,7 +214,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     sys.exit(main())

@@ -5,7 +5,7 @@ The load generators run hundreds of probes in one Python event loop that is itse
 on a loaded machine, so what they time includes their own loop's lag; this process has
 nothing else to do, so its figures are the server's answer time plus the network, as an
 operator's `curl` or a load balancer's check would see them. Run by bench/overload.py and
-bench/fleet.py as `python -m bench._side_probe BASE SECONDS`; prints one JSON line:
+bench/fleet.py as `python -m bench.helpers.side_probe BASE SECONDS`; prints one JSON line:
 {"healthz_ms": [...], "refused_429_ms": [...], "refused_503_ms": [...], "accepted_ms": [...],
 "own_lag_ms": [...], "other": {status: n}}; `own_lag_ms` is how late its own sleeps woke
 (this process waiting for a core), which every figure it times includes too.
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from bench._fleet_load import HEADERS, as_sent, learn_gzip, templates
+from bench.helpers.fleet_load import HEADERS, as_sent, learn_gzip, templates
 
 HEALTHZ_EVERY_S, POST_EVERY_S = 0.1, 0.25
 HOST = "side-probe-0"
@@ -78,7 +78,7 @@ async def _run(base: str, seconds: float) -> dict:
 
 def start(base: str, seconds: float) -> subprocess.Popen[str]:
     """Run beside the caller's load; `result(proc)` once the load is over."""
-    return subprocess.Popen([sys.executable, "-m", "bench._side_probe", base, str(seconds)],
+    return subprocess.Popen([sys.executable, "-m", "bench.helpers.side_probe", base, str(seconds)],
                             stdout=subprocess.PIPE, text=True)
 
 

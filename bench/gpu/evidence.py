@@ -1,8 +1,8 @@
 """Print, per GPU, what the probe reads of its clocks and of its GPUDirect RDMA readiness.
 
-Run it on a real GPU host (bench/gpu_checks.sh does, as step `evidence`):
+Run it on a real GPU host (bench/gpu/checks.sh does, as step `evidence`):
 
-    python bench/gpu_evidence.py
+    python bench/gpu/evidence.py
 
 Per GPU: the clocks-event reasons NVML answers, decoded with the header's names (which of
 them are throttles: power, thermal, HW slowdown), SM clock against its maximum, power draw
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -111,7 +111,7 @@ def main(nvml: Any = None, sysfs: Sysfs | None = None, pause_s: float = 1.0) -> 
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     sys.exit(main())

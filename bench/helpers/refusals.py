@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from bench._serve import serve_process
+from bench.helpers.serve import serve_process
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.agent.sender import GZIP_LEVEL
 from peerwatch.probes.report import Report
