@@ -35,7 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench._page_profile import (
+from bench.helpers.chromium import CHROMIUM, CHROMIUM_ARGS, wait_drawn
+from bench.helpers.page_profile import (
     PageCost,
     PollCost,
     page_cost,
@@ -44,7 +45,7 @@ from bench._page_profile import (
     print_profile,
     server_cpu_now,
 )
-from bench._size import sized
+from bench.helpers.size import sized
 from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.demo.server import ServerThread
@@ -57,9 +58,6 @@ from peerwatch.probes.sim.faults import BandwidthFactor, LinksDown
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import SweepOptions, build_report
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 HOSTS = int(os.environ.get("PEERWATCH_BENCH_HOSTS", sized("1000", "8")))
 PRESETS = ("hgx8", "h200x2", "mesh4", "pcie4")
 FAULTY_PER_HUNDRED = 4  # 4 hosts in a hundred (one of each preset) have faults
@@ -119,27 +117,14 @@ def seed(settings: Settings, hosts: int) -> float:
 @contextmanager
 def serving(settings: Settings) -> Iterator[str]:
     # No periodic round: it would re-judge every seeded host (stale after a minute) in the
-    # middle of the timings and inside the server-CPU figures (bench/_page_profile.py).
+    # middle of the timings and inside the server-CPU figures (bench/helpers/page_profile.py).
     os.environ.setdefault("PEERWATCH_ALERT_EVAL_INTERVAL_S", "0")
     with ServerThread(create_app(settings), port=0) as server:
         yield server.url
 
 
-DRAWN = """([view, hash]) => { const m = document.querySelector('main');
-  return m.dataset.ready === view && m.dataset.drawn === hash; }"""
 # the host page draws what fits the screen first, then its lower panels (`data-pending`)
 COMPLETE = "() => !document.querySelector('main [data-pending]')"
-
-
-def wait_drawn(page: Any, view: str, hash_: str, timeout_s: float = 600) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not page.evaluate(DRAWN, [view, hash_]):
-        error = page.evaluate("document.querySelector('main').dataset.error")
-        if error:
-            raise RuntimeError(f"the {view} page failed: {error}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the {view} page did not draw within {timeout_s:g} s")
-        page.wait_for_timeout(10)
 
 
 API_MS = """path => performance.getEntriesByType('resource')
@@ -269,7 +254,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     raise SystemExit(main())

@@ -27,8 +27,8 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from bench._size import sized, status_for_budget
-from bench._timing import median_ms
+from bench.helpers.size import sized, status_for_budget
+from bench.helpers.timing import median_ms
 from peerwatch.app.analysis.domains import domain_key
 from peerwatch.app.queries.domains import clique_fits, domain_detail, domain_summaries
 from peerwatch.app.queries.scheduler import schedulable
@@ -114,7 +114,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     raise SystemExit(main())

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bench._drill import (
+from bench.helpers.drill import (
     ROOT,
     TOKEN,
     PrivateCluster,
@@ -49,7 +49,7 @@ from bench._drill import (
     stored,
     tmpfs,
 )
-from bench._size import sized
+from bench.helpers.size import sized
 from peerwatch.probes.agent.sender import SendResult
 from peerwatch.probes.agent.spool import SendOnlySpool, Spool, open_spool
 
@@ -249,7 +249,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     sys.exit(main())

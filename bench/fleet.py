@@ -34,11 +34,11 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, select, text
 
-from bench._cli import parser
-from bench._cpu import servers_cpu_split
-from bench._false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
-from bench._fleet_history import ceiling, fill_history
-from bench._fleet_load import (
+from bench.helpers.cli import parser
+from bench.helpers.cpu import servers_cpu_split
+from bench.helpers.false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
+from bench.helpers.fleet_history import ceiling, fill_history
+from bench.helpers.fleet_load import (
     TOKEN,
     Record,
     burst,
@@ -48,9 +48,9 @@ from bench._fleet_load import (
     templates,
     warm_up,
 )
-from bench._fleet_reads import Timed, fleet_page, median, read_figures
-from bench._replicas import serve_processes
-from bench._size import sized
+from bench.helpers.fleet_reads import Timed, fleet_page, median, read_figures
+from bench.helpers.replicas import serve_processes
+from bench.helpers.size import sized
 from bench.ingest import postgres_url
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
@@ -151,7 +151,7 @@ def ingest_rows(table: Table, warm: Record, loaded: Record, args: argparse.Names
 def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, float],
                records: list[Record], measured_from: float) -> None:
     """Judge lag (each replica's recent p99, the worse shown), the stale/skew alerts raised
-    on probes that were not silent (`bench/_false_alarms.py`) from `measured_from` (epoch s)
+    on probes that were not silent (`bench/helpers/false_alarms.py`) from `measured_from` (epoch s)
     on, and where the CPU went from the settle's start (`records[1:]`: settle, measured)."""
     judges = [httpx.get(f"{b}/readyz", timeout=60).json().get("judge") or {} for b in bases]
     lags = [j["lag_p99_s"] for j in judges if j.get("lag_p99_s") is not None]

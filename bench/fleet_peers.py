@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from bench._size import sized
-from bench._timing import median_ms
+from bench.helpers.size import sized
+from bench.helpers.timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
@@ -135,7 +135,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     raise SystemExit(main())

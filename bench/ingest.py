@@ -15,8 +15,8 @@ validation, one transaction), on SQLite and on PostgreSQL (skipped with a messag
 PostgreSQL at 127.0.0.1:5432 is unreachable).
 
 Then the same sweep and inventory reports served alternately by the project and by the
-floor prototype (bench/_floor.py: the least work that stores and judges a report), with
-server CPU and PostgreSQL's CPU side by side and their ratio (bench/_vs_floor.py).
+floor prototype (bench/helpers/floor.py: the least work that stores and judges a report), with
+server CPU and PostgreSQL's CPU side by side and their ratio (bench/helpers/vs_floor.py).
 
 References: a report must ingest in well under 1% of the 10-minute sweep interval
 (600,000 ms), and a series query should fit a dashboard's 1-second interactive budget;
@@ -43,13 +43,13 @@ from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from bench._floor import Floor
-from bench._ingest_stages import Profile, combined, profile
-from bench._raw_ceiling import RawInserter
-from bench._refusals import refusal_latency
-from bench._size import sized
-from bench._timing import median_ms
-from bench._vs_floor import compare, print_comparison
+from bench.helpers.floor import Floor
+from bench.helpers.ingest_stages import Profile, combined, profile
+from bench.helpers.raw_ceiling import RawInserter
+from bench.helpers.refusals import refusal_latency
+from bench.helpers.size import sized
+from bench.helpers.timing import median_ms
+from bench.helpers.vs_floor import compare, print_comparison
 from peerwatch.app.ingest import rows as ingest_service
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
@@ -323,7 +323,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     sys.exit(main())

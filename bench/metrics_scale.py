@@ -26,9 +26,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from bench._cli import parser
-from bench._size import sized
-from bench._timing import median_ms
+from bench.helpers.cli import parser
+from bench.helpers.size import sized
+from bench.helpers.timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.main import create_app

@@ -4,7 +4,7 @@ answers at a real cadence, and how fast refusals and `/healthz` answer far past 
 Two `peerwatch serve` processes, one after the other, each on a fresh PostgreSQL database:
 "before" runs the tree given by `--before` (a checkout of main, e.g. made with
 `git archive <commit> | tar -x -C DIR`), "after" this tree. Each gets the same two phases
-(`bench/_fleet_load.py`, simulated hgx8 hosts):
+(`bench/helpers/fleet_load.py`, simulated hgx8 hosts):
 
 1. cadence: `--hosts` (200) probes at their real cadence — an inventory every 30 s, a sweep
    every 10 min, offsets random — for `--cadence-s`: POST latency p50/p99 at the client,
@@ -44,10 +44,10 @@ from pathlib import Path
 
 import httpx
 
-from bench import _sched, _side_probe
-from bench._cli import before_and_after, parser
-from bench._cpu import backends_cpu_s, cpu_split
-from bench._fleet_load import (
+from bench.helpers import sched, side_probe
+from bench.helpers.cli import before_and_after, parser
+from bench.helpers.cpu import backends_cpu_s, cpu_split
+from bench.helpers.fleet_load import (
     Record,
     Window,
     _poll_healthz,
@@ -56,8 +56,8 @@ from bench._fleet_load import (
     load,
     templates,
 )
-from bench._serve import serve_tree
-from bench._size import sized
+from bench.helpers.serve import serve_tree
+from bench.helpers.size import sized
 from bench.ingest import postgres_url
 from bench.serve_cost import per_report_ms, wait_idle
 
@@ -143,16 +143,16 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
                                       settle_least_s=args.warmup_s))
             cadence, warmup = window.measured, window.settle
             cpu1 = cpu_split(pid)
-            side = _side_probe.start(base, args.burst_s)
-            loop0, idle0, client0 = _sched.main_thread(pid), _sched.machine_idle(),\
+            side = side_probe.start(base, args.burst_s)
+            loop0, idle0, client0 = sched.main_thread(pid), sched.machine_idle(),\
                 time.process_time()
             db0, wall0 = backends_cpu_s(url), time.monotonic()
             bursty, health = asyncio.run(_burst_with_health(base, args, tpl))
-            loop = _sched.main_thread(pid) - loop0
-            idle, client_s = _sched.idle_share(idle0, _sched.machine_idle()),\
+            loop = sched.main_thread(pid) - loop0
+            idle, client_s = sched.idle_share(idle0, sched.machine_idle()),\
                 time.process_time() - client0
             cpu2, db2, wall = cpu_split(pid), backends_cpu_s(url), time.monotonic() - wall0
-            beside = _side_probe.result(side)
+            beside = side_probe.result(side)
             judge = httpx.get(f"{base}/readyz", timeout=30).json().get("judge")
             alone_ms = _sweep_alone_ms(base, pid, url, args)
     allows = cpu_allows(len(bursty.accepted()) / bursty.seconds, alone_ms, idle,
@@ -178,7 +178,7 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
         "burst_accepted_per_s": len(bursty.accepted()) / bursty.seconds,
         "burst_refused": float(len(refused)), "burst_timeouts": float(bursty.count(0)),
         "healthz_p50": pct(health.healthz_ms, 0.5), "healthz_p99": pct(health.healthz_ms, 0.99),
-        # from a client process of its own (bench/_side_probe.py): the posters' own event
+        # from a client process of its own (bench/helpers/side_probe.py): the posters' own event
         # loop is CPU-bound and adds its lag to every figure above
         "side_healthz_p99": pct(beside["healthz_ms"], 0.99),
         "side_refused_p99": pct(beside["refused_429_ms"] + beside["refused_503_ms"], 0.99),

@@ -1,12 +1,12 @@
 """PostgreSQL's CPU per 8-GPU sweep, statement by statement, beside the floor.
 
 On a database of its own with the bench's history (bench/ingest.py's preload), each sweep
-goes through what the route and its post-commit hook do (bench/_vs_floor.py); around every
+goes through what the route and its post-commit hook do (bench/helpers/vs_floor.py); around every
 statement the backend's CPU is read from /proc/<pid>/schedstat (nanoseconds, not /proc's
 10 ms ticks), and between them: the
 COPYs and the COMMITs. Printed: the backend's CPU per sweep in all, then per
 statement (its first words), most first, and the server thread's CPU. With `--floor` the
-floor prototype's sweeps alternate with the project's, as bench/_vs_floor.compare does.
+floor prototype's sweeps alternate with the project's, as bench/helpers/vs_floor.compare does.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 
 from sqlalchemy import event, text
 
-from bench._cli import parser as cli_parser
-from bench._floor import Floor
-from bench._vs_floor import compare, print_comparison, project_handler
+from bench.helpers.cli import parser as cli_parser
+from bench.helpers.floor import Floor
+from bench.helpers.vs_floor import compare, print_comparison, project_handler
 from bench.ingest import bodies, full_report, inventory_report, postgres_url
 from bench.sweep_profile import kept_database, prepared_app
 from peerwatch.app.ingest import rows as ingest
@@ -114,7 +114,7 @@ def main() -> int:
     parser.add_argument("--sweeps", type=int, default=15)
     parser.add_argument("--keep", metavar="NAME", help="keep the database NAME between runs")
     parser.add_argument("--floor", action="store_true",
-                        help="also bench/_vs_floor.compare (sweeps, inventory reports)")
+                        help="also bench/helpers/vs_floor.compare (sweeps, inventory reports)")
     args = parser.parse_args()
     report = full_report()
     with kept_database(args.keep) as (url, fresh):

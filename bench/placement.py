@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench._size import sized, status_for_budget
+from bench.helpers.size import sized, status_for_budget
 from peerwatch.app.analysis.placement import FabricView, GpuState, LinkKind, place
 
 BUDGET_S = 0.100
@@ -117,7 +117,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     raise SystemExit(main())

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench._gpu import real_fabric_or_skip
+from bench.helpers.gpu import real_fabric_or_skip
 from peerwatch.probes.budgets import DEFAULT_BUDGETS, Budget
 from peerwatch.probes.errors import PeerwatchProbeError
 from peerwatch.probes.fabric import Measurement, TestSpec
@@ -182,7 +182,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     raise SystemExit(main())

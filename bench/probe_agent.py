@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._size import sized
-from bench._timing import median_ms
+from bench.helpers.size import sized
+from bench.helpers.timing import median_ms
 from peerwatch.app.demo.backfill import Backfill, BackfillPlan
 from peerwatch.app.demo.fleet import plan_fleet
 from peerwatch.app.demo.scenario import default_scenario
@@ -98,7 +98,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     raise SystemExit(main())

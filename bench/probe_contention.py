@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import replace
 
-from bench._gpu import real_fabric_or_skip
+from bench.helpers.gpu import real_fabric_or_skip
 from peerwatch.probes.fabric import TestSpec
 from peerwatch.probes.report import TestName
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import parser
+    from bench.helpers.cli import parser
 
     options = parser(__doc__, __file__)
     options.add_argument("--load", nargs=3, metavar=("SRC", "DST", "SECONDS"),

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import httpx
 
-from bench._cli import before_and_after, parser
-from bench._cpu import backends_cpu_s, serve_parts_s
-from bench._fleet_load import GZIP_BASES, as_sent, host_name, probe_headers, templates
-from bench._serve import serve_tree
-from bench._size import sized
+from bench.helpers.cli import before_and_after, parser
+from bench.helpers.cpu import backends_cpu_s, serve_parts_s
+from bench.helpers.fleet_load import GZIP_BASES, as_sent, host_name, probe_headers, templates
+from bench.helpers.serve import serve_tree
+from bench.helpers.size import sized
 from bench.ingest import postgres_url
 
 HERE = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ Parts = dict[str, float]  # server, ingest, judge, postgresql -> CPU ms per repo
 
 
 def _parts_s(pid: int, url: str) -> Parts:
-    """CPU seconds so far of a serve's parts (bench/_cpu.py) and its database's backends."""
+    """CPU seconds so far of a serve's parts (bench/helpers/cpu.py) and its database's backends."""
     return {**serve_parts_s(pid), "postgresql": backends_cpu_s(url)}
 
 

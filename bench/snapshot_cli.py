@@ -4,7 +4,7 @@ Runs `python -m peerwatch.app.cli snapshot --fabric simulated:hgx8 --json` five 
 median wall time and the snapshot's own reading time (`took_s`), against the reference: the
 same command when the CLI first builds every command's parser, as it did before it imported
 only the command being run (FastAPI, SQLAlchemy and the server's modules loaded for nothing).
-The reading of a real host is timed by bench/gpu_snapshot.py on a GPU host.
+The reading of a real host is timed by bench/gpu/snapshot.py on a GPU host.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench._size import sized
+from bench.helpers.size import sized
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = sized(5, 1)
@@ -53,7 +53,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from bench._cli import no_options
+    from bench.helpers.cli import no_options
 
     no_options(__doc__, __file__)
     sys.exit(main())

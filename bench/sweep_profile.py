@@ -31,10 +31,10 @@ import orjson
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from bench._cli import parser
-from bench._floor import Floor
-from bench._ingest_stages import serve_once
-from bench._size import sized
+from bench.helpers.cli import parser
+from bench.helpers.floor import Floor
+from bench.helpers.ingest_stages import serve_once
+from bench.helpers.size import sized
 from bench.ingest import (
     PG_ADMIN_URL,
     TOKEN,
@@ -227,7 +227,7 @@ def _measure(app: Any, timed_bodies: list[bytes], warm: bytes, opts: argparse.Na
         if name != "floor":
             print(f"  {name:<34} {statistics.median(values):7.2f}")
     total, floor_ms = statistics.median(per["total"]), statistics.median(per["floor"])
-    print(f"  the floor (bench/_floor.py), same reports: {floor_ms:.2f} ms; the sweep is "
+    print(f"  the floor (bench/helpers/floor.py), same reports: {floor_ms:.2f} ms; the sweep is "
           f"{total / max(floor_ms, 1e-9):.1f}x the floor (target: <= 60 ms, <= 2.5x with "
           "PostgreSQL's CPU: bench/ingest.py)")
     return 0

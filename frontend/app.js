@@ -6,15 +6,15 @@
 // `update` is called when only the page's params change (a new pair, another test), so charts
 // keep their zoom; `refresh` re-reads the API; both return promises.
 
-import { h, replace } from "./dom.js";
-import * as fmt from "./format.js";
-import { parse } from "./router.js";
-import * as fleet from "./fleet.js";
-import * as host from "./host.js";
-import * as alerts from "./alerts.js";
-import * as placement from "./placement.js";
-import * as domain from "./domain.js";
-import * as job from "./job.js";
+import { h, replace } from "./shared/dom.js";
+import * as fmt from "./shared/format.js";
+import { parse } from "./shared/router.js";
+import * as fleet from "./views/fleet.js";
+import * as host from "./views/host.js";
+import * as alerts from "./views/alerts.js";
+import * as placement from "./views/placement.js";
+import * as domain from "./views/domain.js";
+import * as job from "./views/job.js";
 
 const VIEWS = { fleet, host, alerts, placement, domain, job };
 // Seconds between refreshes: 15, or `?refresh=N` in the page URL (N >= 1), e.g. for a wall screen.

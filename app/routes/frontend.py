@@ -53,12 +53,19 @@ PRELOADS_PLACEHOLDER = "<!-- __MODULE_PRELOADS__ -->"
 CLASSIC_SCRIPTS = {"boot.js"}  # not modules: loaded by a plain <script>
 
 
+def our_modules() -> list[str]:
+    """Our ES modules, as paths under frontend/ ("app.js", "views/host.js"): every folder but
+    vendor/, whose plotly.js is a classic script of its own."""
+    found = (p.relative_to(FRONTEND_DIR) for p in FRONTEND_DIR.rglob("*.js"))
+    return sorted(p.as_posix() for p in found
+                  if p.parts[0] != "vendor" and p.as_posix() not in CLASSIC_SCRIPTS)
+
+
 def module_preloads() -> str:
     """A `<link rel="modulepreload">` per module of frontend/: the browser fetches (and
     compiles) the whole module graph at once instead of one import level per round trip, so
     a new tab's first API calls leave ~3 round trips sooner (bench/dashboard.py)."""
-    names = sorted(p.name for p in FRONTEND_DIR.glob("*.js") if p.name not in CLASSIC_SCRIPTS)
-    return "\n  ".join(f'<link rel="modulepreload" href="/static/{n}">' for n in names)
+    return "\n  ".join(f'<link rel="modulepreload" href="/static/{n}">' for n in our_modules())
 
 
 CSP = HTML_CSP  # one policy for every HTML answer (app/api/response_headers.py)

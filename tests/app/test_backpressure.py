@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import func, select
 
-from bench._serve import serve_process
+from bench.helpers.serve import serve_process
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.history import Measurement, ReportRow

@@ -28,7 +28,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
-from bench._serve import interrupt
+from bench.helpers.serve import interrupt
 from tests.app.conftest import ADMIN_TOKEN, PROBE_TOKEN
 from tests.app.factory import sweep
 from tests.app.serve_process import wait_healthy

@@ -25,7 +25,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from bench._serve import serve_process
+from bench.helpers.serve import serve_process
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.alerts import Alert, AlertEvent

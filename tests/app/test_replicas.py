@@ -16,7 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from bench._replicas import serve_processes
+from bench.helpers.replicas import serve_processes
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.leadership import DELIVERY_LOCK, Leadership, exclusive
 from peerwatch.app.store.db import make_engine

@@ -1,4 +1,4 @@
-"""Every bench answers its command line before it measures anything (bench/_cli.py):
+"""Every bench answers its command line before it measures anything (bench/helpers/cli.py):
 `python -m bench.NAME --help` prints a usage and exits 0, and an argument the bench does not
 take is refused by name (exit 2). A bench that read no arguments ran its whole benchmark for
 either (`bench.ingest --help`: minutes of CPU), so here each module, `python -m bench`

@@ -1,13 +1,13 @@
 """Every benchmark still runs: each `bench/` module `make bench` runs, at its smoke size.
 
-`PEERWATCH_BENCH_SIZE=smoke` (bench/_size.py) shrinks a bench to seconds: the same code
+`PEERWATCH_BENCH_SIZE=smoke` (bench/helpers/size.py) shrinks a bench to seconds: the same code
 paths with a few hosts, rows and repeats. A bench that crashes, or whose own correctness
 checks fail, fails here; its figures are not looked at (the suite never times anything,
 and a bench's budgets decide nothing at smoke size).
 
-The GPU benches (bench/gpu_*.py, probe_accuracy, probe_contention) cannot measure here:
+The GPU benches (bench/gpu/*.py, probe_accuracy, probe_contention) cannot measure here:
 what runs is their CPU side, the path that finds no GPU and says "skipped". The GPU shell
-scripts (bench/gpu_*.sh) are checked for syntax and for naming only modules and files that
+scripts (bench/gpu/*.sh) are checked for syntax and for naming only modules and files that
 exist, so a rename cannot leave them pointing at nothing.
 """
 
@@ -22,12 +22,14 @@ from pathlib import Path
 
 import pytest
 
+from bench.__main__ import bench_modules
 from tests.conftest import REQUIRE_SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCHES = sorted(m.name for m in pkgutil.iter_modules([str(ROOT / "bench")])
-                 if not m.name.startswith("_"))
-GPU_ONLY = {"gpu_events", "gpu_evidence", "gpu_fabric_check", "gpu_pcie", "gpu_snapshot",
+BENCHES = sorted(f"{prefix}{m.name}" for folder, prefix in (("bench", ""), ("bench/gpu", "gpu."))
+                 for m in pkgutil.iter_modules([str(ROOT / folder)])
+                 if not m.ispkg and not m.name.startswith("_"))
+GPU_ONLY = {"gpu.events", "gpu.evidence", "gpu.fabric_check", "gpu.pcie", "gpu.snapshot",
             "probe_accuracy", "probe_contention"}
 # what a bench prints where a real part it needs is missing; CI has them all
 MISSING_PART = re.compile(r"postgresql: skipped|skipped: no Chromium|skipped, \S+ unreachable")
@@ -67,6 +69,7 @@ def test_make_bench_runs_every_module() -> None:
     """`python -m bench` finds the same modules this test runs (one runner, one list)."""
     source = (ROOT / "bench" / "__main__.py").read_text()
     assert "pkgutil.iter_modules" in source and 'startswith("_")' in source
+    assert bench_modules() == BENCHES
 
 
 @pytest.mark.parametrize("name", ["fleet", "metrics_scale"])
@@ -82,9 +85,9 @@ def _named_in(script: str) -> tuple[set[str], set[str]]:
     return modules, files
 
 
-@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("*.sh")))
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench" / "gpu").glob("*.sh")))
 def test_the_gpu_script_parses_and_names_what_exists(script: str) -> None:
-    path = ROOT / "bench" / script
+    path = ROOT / "bench" / "gpu" / script
     syntax = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True,
                             timeout=60)
     assert syntax.returncode == 0, syntax.stderr

@@ -3,7 +3,7 @@ false once the probe tried again and the server kept saying it was silent."""
 
 from __future__ import annotations
 
-from bench._false_alarms import GRACE_S, Raised, false_alarms, is_false
+from bench.helpers.false_alarms import GRACE_S, Raised, false_alarms, is_false
 
 STALE_S = 90.0
 

@@ -1,6 +1,6 @@
 """The fleet and overload benches' simulated hosts reach the server as distinct hosts.
 
-bench/_fleet_load.py posts one template report per kind with its host mark replaced; a mark
+bench/helpers/fleet_load.py posts one template report per kind with its host mark replaced; a mark
 that the report model's normalising changed (it lowercases host names) once made every
 simulated host post as one host, so the 1000-host figures came from one. Here a real
 `peerwatch serve` takes the warm-up and a short cadence from a few hosts, and each must be
@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench import _fleet_load
-from bench._fleet_load import (
+from bench.helpers import fleet_load
+from bench.helpers.fleet_load import (
     HOST_MARK,
     TOKEN,
     MarkMissing,
@@ -26,7 +26,7 @@ from bench._fleet_load import (
     templates,
     warm_up,
 )
-from bench._serve import serve_process
+from bench.helpers.serve import serve_process
 from peerwatch.probes.report import Report, ReportKind, valid_hostname
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import SweepOptions, build_report
@@ -47,10 +47,10 @@ def test_a_mark_the_model_would_change_is_refused_when_the_template_is_built(
     assert valid_hostname(shouting) != shouting  # what broke the bench before
     fabric = SimulatedFabric("hgx8", seed=11, hostname=shouting)
     report = build_report(fabric, kind=ReportKind.INVENTORY,
-                          options=SweepOptions(timeout_s=None), now=lambda: _fleet_load.MARK)
-    monkeypatch.setattr(_fleet_load, "HOST_MARK", shouting)
+                          options=SweepOptions(timeout_s=None), now=lambda: fleet_load.MARK)
+    monkeypatch.setattr(fleet_load, "HOST_MARK", shouting)
     with pytest.raises(MarkMissing, match="host mark"):
-        _fleet_load._check_marks("inventory", report.model_dump_json(), report)
+        fleet_load._check_marks("inventory", report.model_dump_json(), report)
 
 
 def test_simulated_hosts_reach_a_real_server_as_distinct_hosts(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""bench/gpu_evidence.py on the one-H200 machine's shape (a fake pynvml answering its
+"""bench/gpu/evidence.py on the one-H200 machine's shape (a fake pynvml answering its
 measured clocks, a /sys tree shaped like its own): the lines the device run prints, and the
 verdict saying plainly that RDMA is not ready there, and why."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import gpu_evidence
+from bench.gpu import evidence
 from peerwatch.probes.nvidia.nvml import Nvml
 from peerwatch.probes.nvidia.sysfs import Sysfs
 from tests.probes.fake_pynvml import H200_IDLE_CLOCKS, FakePynvml
@@ -21,7 +21,7 @@ def test_the_device_machine_reading(tmp_path: Path, capsys: pytest.CaptureFixtur
     fake = FakePynvml.from_dump()
     fake.devices[0]["clocks"] = copy.deepcopy(H200_IDLE_CLOCKS)
     sysfs = Sysfs(tmp_path)
-    assert gpu_evidence.main(Nvml(module=fake, sysfs=sysfs), sysfs, pause_s=0.0) == 0
+    assert evidence.main(Nvml(module=fake, sysfs=sysfs), sysfs, pause_s=0.0) == 0
     out = capsys.readouterr().out
     gpu0 = out.split("GPU1 ")[0]
     assert "clocks-event reasons: 1 = ['gpu_idle'] (supported 511); throttle: none" in gpu0

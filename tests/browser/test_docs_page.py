@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench._serve import interrupt
+from bench.helpers.serve import interrupt
 from tests.app.serve_process import wait_healthy
 from tests.browser.conftest import Watch, free_port
 

@@ -135,7 +135,7 @@ def test_hovering_a_time_on_one_chart_draws_it_on_every_other(page, fleet: Fleet
     wait_until(page, NONE_SHOWN, others)
 
 
-LINK_EVENTS = """async () => { const m = await import('/static/marks.js');
+LINK_EVENTS = """async () => { const m = await import('/static/charts/marks.js');
   const at = (m) => `2026-12-01T${m}:00Z`;
   const health = {links: [{gpu: 3, link: 16, changes: [{at: at('10:00'), state: 'down'},
     {at: at('10:05'), state: 'up'}]}, {gpu: 3, link: 17, changes: []},

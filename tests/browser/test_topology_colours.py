@@ -12,7 +12,7 @@ from tests.browser.conftest import Fleet, open_view
 pytestmark = pytest.mark.browser
 
 COLOURS = """async () => {
-  const { topologyFigure } = await import('/static/topology.js');
+  const { topologyFigure } = await import('/static/charts/topology.js');
   const gpu = (i, verdict) => ({ id: `gpu${i}`, kind: 'gpu', gpu: i, label: `GPU${i}`, verdict,
     reason: verdict === 'healthy' ? `GPU${i}: 18/18 NVLinks up` : 'GPU2: 8/18 NVLinks up' });
   const edge = (i, verdict, width, slowest) => ({ id: `gpu${i}-nvswitch`, source: `gpu${i}`,

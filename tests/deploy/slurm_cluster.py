@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from bench._serve import free_port
+from bench.helpers.serve import free_port
 from tests.conftest import require
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "scontrol", "srun", "sinfo")

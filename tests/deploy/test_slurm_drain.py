@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench._serve import serve_process
+from bench.helpers.serve import serve_process
 from peerwatch.probes.report import TestName
 from peerwatch.probes.sim.faults import LinksDown
 from peerwatch.probes.sim.simulated import SimulatedFabric

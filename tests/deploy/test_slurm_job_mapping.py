@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bench._serve import serve_process
+from bench.helpers.serve import serve_process
 from peerwatch.probes.agent.job_mapping import boot_time, read_job_mapping
 from tests.conftest import eventually
 from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster

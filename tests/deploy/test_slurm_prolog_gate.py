@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench._serve import free_port
+from bench.helpers.serve import free_port
 from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, PROBE, drain_server, report
 

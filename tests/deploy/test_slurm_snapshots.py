@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from bench._serve import free_port, serve_process
+from bench.helpers.serve import free_port, serve_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM = ROOT / "deploy" / "slurm"

@@ -1,7 +1,7 @@
 """The real backend on a real GPU host. Skipped (never failed, also in CI) where there is none.
 
 CI machines have no GPU, so these tests skip there; run them on a GPU host with
-`pytest tests/gpu` (bench/gpu_session.sh does so on the lent H200 pair).
+`pytest tests/gpu` (bench/gpu/session.sh does so on the lent H200 pair).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The fabric state of a real host, read by the probe and judged (issue 11 item 8): on an
 NVSwitch board every GPU's registration is COMPLETED and the judge finds nothing to act on.
-(The one-GPU machines are covered by bench/gpu_fabric_check.py: this fixture needs two.)"""
+(The one-GPU machines are covered by bench/gpu/fabric_check.py: this fixture needs two.)"""
 
 from __future__ import annotations
 

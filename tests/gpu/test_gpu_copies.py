@@ -1,6 +1,6 @@
 """The per-GPU tests (h2d, d2h, local) on a real GPU: run on every GPU, also on a one-GPU host.
 
-Plausibility bounds only (speed figures against nvbandwidth's method are bench/gpu_pcie.py's):
+Plausibility bounds only (speed figures against nvbandwidth's method are bench/gpu/pcie.py's):
 wide enough that a healthy host always passes, tight enough that wrong units, unverified
 copies or a test that copies nothing fail.
 """

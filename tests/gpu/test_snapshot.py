@@ -2,7 +2,7 @@
 
 Skipped where NVML sees no GPU (CI, a laptop). The budget is the reading's own time
 (`took_s`, under 1 s): the prolog's whole command also pays interpreter start-up and imports,
-which `bench/gpu_snapshot.py` reports apart.
+which `bench/gpu/snapshot.py` reports apart.
 """
 
 from __future__ import annotations

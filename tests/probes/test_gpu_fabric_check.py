@@ -1,4 +1,4 @@
-"""bench/gpu_fabric_check.py: the lines it prints from the probe's readings (the fake H200 pair
+"""bench/gpu/fabric_check.py: the lines it prints from the probe's readings (the fake H200 pair
 and the one-H200 machine whose V call segfaults), and a failed reading reported, not raised."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from peerwatch.probes.nvidia.nvml import Nvml
 from peerwatch.probes.nvidia.sysfs import Sysfs
 from tests.probes.fake_pynvml import FakePynvml
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_fabric_check.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu" / "fabric_check.py"
 spec = importlib.util.spec_from_file_location("gpu_fabric_check", SCRIPT)
 assert spec is not None and spec.loader is not None
 check = importlib.util.module_from_spec(spec)

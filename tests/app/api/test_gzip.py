@@ -20,7 +20,7 @@ def client(tmp_path: Path) -> TestClient:
 
 def test_json_and_modules_are_gzipped_when_accepted(tmp_path: Path) -> None:
     c = client(tmp_path)
-    for url in ("/openapi.json", "/static/host.js", "/static/style.css"):
+    for url in ("/openapi.json", "/static/views/host.js", "/static/style.css"):
         packed = c.get(url, headers={"Accept-Encoding": "gzip"})
         assert packed.status_code == 200, url
         assert packed.headers["content-encoding"] == "gzip", url

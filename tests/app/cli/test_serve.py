@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench._serve import wait_for_healthz
+from bench.helpers.serve import wait_for_healthz
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.server import SchemaBehind, prepare_database
 from peerwatch.app.store.db import make_engine

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from bench._serve import interrupt
+from bench.helpers.serve import interrupt
 from tests.probes.live_server import free_port
 
 ADMIN = "demo-drain-admin"

@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from bench._cpu import child_pids, cmdline
-from bench._serve import free_port, interrupt, wait_for_healthz
+from bench.helpers.cpu import child_pids, cmdline
+from bench.helpers.serve import free_port, interrupt, wait_for_healthz
 from peerwatch.app.judging.worker import JudgeWorker, behind_hosts
 from peerwatch.app.runtime.config import Settings
 from tests.app.conftest import PROBE_TOKEN, probe_headers

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench._serve import interrupt, wait_for_healthz
+from bench.helpers.serve import interrupt, wait_for_healthz
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.judging.queue import shard_of
 from peerwatch.app.judging.shards import shard_count

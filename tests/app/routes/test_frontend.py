@@ -33,9 +33,11 @@ def test_index_preloads_every_module_of_the_dashboard(client: TestClient) -> Non
     import re
     html = client.get("/").text
     assert frontend.PRELOADS_PLACEHOLDER not in html
-    preloaded = set(re.findall(r'<link rel="modulepreload" href="/static/([\w.]+)">', html))
-    modules = {p.name for p in frontend.FRONTEND_DIR.glob("*.js")} - frontend.CLASSIC_SCRIPTS
-    assert preloaded == modules and "host.js" in modules and "marks.js" in modules
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="/static/([\w./]+)">', html))
+    found = (p.relative_to(frontend.FRONTEND_DIR) for p in frontend.FRONTEND_DIR.rglob("*.js"))
+    modules = {p.as_posix() for p in found if p.parts[0] != "vendor"} - frontend.CLASSIC_SCRIPTS
+    assert preloaded == modules and "views/host.js" in modules and "charts/marks.js" in modules
+    assert "app.js" in modules and not any(m.startswith("vendor/") for m in modules)
     for name in preloaded:
         assert client.get(f"/static/{name}").status_code == 200
 
@@ -46,6 +48,17 @@ def test_static_module_is_revalidated_with_an_etag(client: TestClient) -> None:
     again = client.get("/static/app.js", headers={"If-None-Match": first.headers["etag"]})
     assert again.status_code == 304
     assert again.content == b""
+
+def test_module_in_a_folder_is_served_like_any_other(client: TestClient) -> None:
+    """views/, charts/ ... are plain folders under /static/: same type, caching and CSP."""
+    top, nested = client.get("/static/app.js"), client.get("/static/views/host.js")
+    assert nested.status_code == 200
+    assert nested.headers["content-type"] == top.headers["content-type"]
+    for header in ("cache-control", "content-security-policy", "x-content-type-options"):
+        assert nested.headers[header] == top.headers[header]
+    again = client.get("/static/views/host.js", headers={"If-None-Match": nested.headers["etag"]})
+    assert again.status_code == 304
+    assert client.get("/static/views/../../app/main.py").status_code == 404
 
 def test_plotly_is_served_versioned_gzipped_and_cached_for_a_year(client: TestClient) -> None:
     url = frontend.PLOTLY_URL

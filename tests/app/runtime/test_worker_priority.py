@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench._cpu import child_pids, cmdline
-from bench._serve import interrupt, wait_for_healthz
+from bench.helpers.cpu import child_pids, cmdline
+from bench.helpers.serve import interrupt, wait_for_healthz
 from peerwatch.app.cli.commands.serve import LOOP_SLICE_S
 from peerwatch.app.runtime.config import Settings
 from tests.app.judging.test_process import serve

@@ -123,5 +123,5 @@ def test_the_per_gpu_tests_cost_at_most_5ms_together() -> None:
     (TestName.H2D, 54.5), (TestName.D2H, 54.7), (TestName.LOCAL, 2047.0)])
 def test_per_gpu_tests_match_the_one_h200_at_the_default_budget(test: TestName,
                                                                  measured_gbps: float) -> None:
-    """bench/gpu_pcie.py on the lent one-H200 machine (PCIe 5 x16), default budgets."""
+    """bench/gpu/pcie.py on the lent one-H200 machine (PCIe 5 x16), default budgets."""
     assert _fabric().measure(_spec(test)).value == pytest.approx(measured_gbps * 1e9, rel=0.03)

@@ -1,0 +1,173 @@
+// What the host page's time charts share (issue 21): one time range for all of them, relative
+// (`?range=6h`) or absolute (`?from=<ISO>&to=<ISO>`), picked in one bar and kept in the URL;
+// a zoom on one chart applied to the others, and one crosshair: hovering a time on one chart
+// draws the same time on all of them; event marks on every series (their sources are in
+// marks.js: NVLink down/up as stored, maintenance windows, job start and end); and CSV export
+// of any chart's series.
+
+import { esc, h } from "../shared/dom.js";
+import * as fmt from "../shared/format.js";
+import { OKABE_ITO } from "../shared/palette.js";
+import { sourceColour } from "./marks.js";
+import { onPlotly, plotly } from "./plot.js";
+
+export const RANGES = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
+export const DEFAULT_RANGE = "6h";
+
+const iso = (t) => new Date(t).toISOString();
+const valid = (text) => Boolean(text) && !Number.isNaN(Date.parse(text));
+
+/** {since, until, absolute}: `from`/`to` when both parse, else the last `range` (its end
+ * rounded up to the minute, so a minute of refreshes asks the same URL and gets a 304). */
+export function windowOf(params) {
+  if (valid(params.from) && valid(params.to) && Date.parse(params.from) < Date.parse(params.to)) {
+    return { since: iso(params.from), until: iso(params.to), absolute: true };
+  }
+  const until = Math.ceil(Date.now() / 60000) * 60000;
+  const span = (RANGES[params.range] || RANGES[DEFAULT_RANGE]) * 1000;
+  return { since: iso(until - span), until: iso(until), absolute: false };
+}
+
+const localInput = (isoText) => isoText.slice(0, 16); // "2026-12-01T21:05" (UTC, as shown)
+
+/** The range bar: relative buttons, and from/to (UTC) for an absolute range. */
+export function rangeBar(params, onChange) {
+  const w = windowOf(params);
+  const current = w.absolute ? null : (RANGES[params.range] ? params.range : DEFAULT_RANGE);
+  const from = h("input", { type: "datetime-local", id: "range-from", "aria-label": "From (UTC)",
+    value: localInput(w.since) });
+  const to = h("input", { type: "datetime-local", id: "range-to", "aria-label": "To (UTC)",
+    value: localInput(w.until) });
+  const apply = h("button", { type: "button", id: "range-apply", on: { click: () => {
+    if (!from.value || !to.value) return;
+    onChange({ from: `${from.value}:00Z`, to: `${to.value}:00Z`, range: "" });
+  } } }, "apply");
+  return h("div", { class: "toolbar range-bar", role: "group", "aria-label": "Time range of the charts" },
+    h("span", { class: "muted" }, "Time range"),
+    h("span", { class: "toggles", role: "group", "aria-label": "Last" },
+      Object.keys(RANGES).map((r) => h("button", { type: "button", class: "toggle", "data-range": r,
+        "aria-pressed": String(r === current), on: { click: () => onChange({ range: r, from: "", to: "" }) } },
+      r))),
+    h("label", { class: "muted" }, "from ", from), h("label", { class: "muted" }, "to ", to), apply,
+    h("span", { class: "muted" }, w.absolute ? `${fmt.time(w.since)} – ${fmt.time(w.until)} UTC` : "UTC, up to now"));
+}
+
+const MARK_COLOUR = { link: OKABE_ITO.vermillion, maintenance: OKABE_ITO.sky, job: OKABE_ITO.purple,
+  xid: OKABE_ITO.orange };
+const colourOf = (kind) => MARK_COLOUR[kind] || sourceColour(kind) || OKABE_ITO.grey;
+
+function shortLabel(e) {
+  if (e.kind === "job") return e.label.replace(/^job (\S+) start$/, "▶ $1").replace(/^job (\S+) end$/, "■ $1");
+  if (e.kind === "maintenance") return "⚒ maintenance";
+  if (e.kind === "xid") return `⚡ ${e.label.split(":")[0]}`;
+  return e.label;
+}
+
+/** Plotly shapes and labels for `events` within [since, until]. */
+export function eventMarks(events, since, until) {
+  const inside = events.filter((e) => e.at <= until && (e.end || e.at) >= since);
+  const shapes = inside.map((e) => (e.end
+    ? { type: "rect", xref: "x", yref: "paper", x0: e.at < since ? since : e.at, x1: e.end > until ? until : e.end,
+      y0: 0, y1: 1, fillcolor: "rgba(86,180,233,0.08)", line: { width: 0 }, layer: "below", name: `event ${e.kind}` }
+    : { type: "line", xref: "x", yref: "paper", x0: e.at, x1: e.at, y0: 0, y1: 1, name: `event ${e.kind}`,
+      line: { color: colourOf(e.kind), width: 1, dash: "dot" } }));
+  // Short labels above the plot (the hover has the whole): "↓ GPU3 link 16", "▶ 81240", "⚒".
+  const labels = inside.map((e) => ({ x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper",
+    yanchor: "bottom", showarrow: false, text: esc(shortLabel(e)), textangle: 0,
+    font: { size: 9, color: colourOf(e.kind) === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
+    hovertext: esc(`${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }));
+  return { shapes, labels };
+}
+
+/** The series of a Plotly chart as CSV: one row per point, "series,time,value". */
+export function chartCsv(el) {
+  const rows = [["series", "time", "value"]];
+  for (const t of el.data || []) {
+    if (!t.x || !t.y || t.name === "window" || t.showlegend === false && t.name === "min") continue;
+    t.x.forEach((x, i) => { if (x !== null && t.y[i] !== null && t.y[i] !== undefined) rows.push([t.name, x, t.y[i]]); });
+  }
+  const cell = (v) => (/[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v));
+  return rows.map((r) => r.map(cell).join(",")).join("\n") + "\n";
+}
+
+/** A "CSV" button that downloads `chart`'s series as `<name>.csv`. */
+export function csvButton(chart, name) {
+  return h("button", { type: "button", class: "csv", "data-chart": chart.id,
+    "aria-label": `Download ${name} as CSV`, on: { click: () => {
+      const url = URL.createObjectURL(new Blob([chartCsv(chart)], { type: "text/csv" }));
+      const a = h("a", { href: url, download: `${name()}.csv` });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    } } }, "CSV");
+}
+
+/** A zoom (drag) on one of `charts` sets the same time range on the others; a double-click
+ * on one returns them all to the page's window. */
+export function linkZoom(chartsNow) {
+  let applying = false;
+  for (const el of chartsNow().filter((c) => c.on)) {
+    onPlotly(el, "plotly_relayout", async (change) => {
+      if (applying) return;
+      const range = change["xaxis.range[0]"] ? [change["xaxis.range[0]"], change["xaxis.range[1]"]]
+        : change["xaxis.range"] || null;
+      const reset = change["xaxis.autorange"] === true;
+      if (!range && !reset) return;
+      applying = true;
+      try {
+        const Plotly = await plotly();
+        await Promise.all(chartsNow().filter((c) => c !== el && c.data).map((c) => Plotly.relayout(c,
+          reset ? { "xaxis.autorange": true } : { "xaxis.range": range })));
+      } finally {
+        applying = false;
+      }
+    });
+  }
+}
+
+/** The hovered chart's own crosshair: a vertical spike across it at the cursor. */
+export const CROSSHAIR = { showspikes: true, spikemode: "across", spikesnap: "cursor", spikethickness: 1,
+  spikedash: "dot", spikecolor: "#8a93a6" };
+
+/** The time (ms) a Plotly hover event points at, from its first point's x. */
+function hoveredTime(event) {
+  const x = event?.xvals?.[0] ?? event?.points?.[0]?.x;
+  if (x === undefined || x === null) return null;
+  const xa = event.points?.[0]?.xaxis;
+  const ms = xa?.d2l ? xa.d2l(x) : Date.parse(x);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Draw (or hide, `ms` null) the crosshair line of chart `el` at time `ms`: a thin element
+ * over the plot area (no relayout, so it follows the mouse at no cost). */
+function placeCrosshair(el, ms) {
+  let line = el.querySelector(":scope > .xhair");
+  const xa = el._fullLayout?.xaxis;
+  const size = el._fullLayout?._size;
+  const px = ms === null || !xa ? NaN : xa._offset + xa.l2p(ms);
+  if (!Number.isFinite(px) || px < xa._offset || px > xa._offset + xa._length) {
+    if (line) line.hidden = true;
+    return;
+  }
+  if (!line) {
+    line = h("span", { class: "xhair", "aria-hidden": "true" });
+    el.append(line);
+  }
+  Object.assign(line.style, { left: `${px}px`, top: `${size.t}px`, height: `${size.h}px` });
+  line.dataset.at = iso(ms);
+  line.hidden = false;
+}
+
+/** One crosshair across `chartsNow()`: hovering a time on one draws it on every other. */
+export function linkCrosshair(chartsNow) {
+  for (const el of chartsNow().filter((c) => c.on)) {
+    onPlotly(el, "plotly_hover", (event) => {
+      const ms = hoveredTime(event);
+      for (const c of chartsNow()) if (c !== el && c._fullLayout) placeCrosshair(c, ms);
+    });
+    onPlotly(el, "plotly_unhover", () => {
+      for (const c of chartsNow()) placeCrosshair(c, null);
+    });
+  }
+}

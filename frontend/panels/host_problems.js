@@ -1,0 +1,71 @@
+// What is wrong on a host, in words: the problem list of the host page and the periods its
+// pair chart shades. Both come from the health verdicts (and the alerts) the API gives.
+
+import { compareFaults } from "../shared/faults.js";
+import { scopeOfText } from "../shared/scope.js";
+import * as fmt from "../shared/format.js";
+import { verdictOf } from "../shared/palette.js";
+
+const SEVERITY_OF = { down: "critical", degraded: "warning" };
+
+/** As a fault (faults.js): severity from the verdict, scope from what it is, age from since. */
+function ranked(item, scope) {
+  return { ...item, severity: SEVERITY_OF[item.verdict] || "info", scope, start: item.start ?? item.since,
+    firing: false };
+}
+
+function worstTest(pair) {
+  const bad = pair.tests.filter((t) => t.verdict === "degraded" || t.verdict === "down");
+  const rank = (t) => verdictOf(t.verdict).rank * 10 - (t.ratio_expected ?? 1);
+  return bad.sort((a, b) => rank(b) - rank(a))[0];
+}
+
+/** Non-healthy links, pairs and GPUs in the one order of faults.js (severity, then scope: a GPU
+ * lost, links down, a slow pair, below its fleet peers; then age):
+ * [{verdict, what, reason, since, pair?, test?}] (`since`: when the object entered its
+ * verdict, from the server's stored judgement). */
+export function pairProblems(health) {
+  if (!health) return [];
+  const items = [];
+  for (const l of health.links) {
+    if (l.verdict !== "healthy") {
+      items.push(ranked({ verdict: l.verdict, what: `GPU${l.gpu} link ${l.link}`, reason: l.reason,
+        since: l.since }, 1));
+    }
+  }
+  for (const p of health.pairs) {
+    const t = worstTest(p);
+    if (!t) continue;
+    const since = t.low_since ? ` (low since ${fmt.time(t.low_since)})` : "";
+    items.push(ranked({ verdict: p.verdict, what: fmt.pair(p.src, p.dst), reason: `${p.reason}${since}`,
+      pair: [p.src, p.dst], test: t.test, since: t.low_since ? null : p.since, start: t.low_since || p.since },
+    /fleet peers/i.test(p.reason) ? 3 : 2));
+  }
+  for (const g of health.gpus) {
+    if (g.verdict !== "healthy" && g.verdict !== "unknown") {
+      const scope = g.verdict === "down" ? Math.min(1, scopeOfText(g.reason)) : scopeOfText(g.reason);
+      items.push(ranked({ verdict: g.verdict, what: `GPU${g.gpu}`, reason: g.reason, since: g.since }, scope));
+    }
+  }
+  return items.sort((a, b) => compareFaults(a, b) || verdictOf(b.verdict).rank - verdictOf(a.verdict).rank);
+}
+
+function alertConcerns(alert, s) {
+  const l = alert.labels || {};
+  if (l.gpu === undefined || l.peer_gpu === undefined) return false;
+  return Number(l.gpu) === s.src && Number(l.peer_gpu) === s.dst && (!l.test || l.test === s.test);
+}
+
+/** Shaded periods for a pair's chart: its current low run, and alerts about this pair. */
+export function hostAlertPeriods(health, alerts, s) {
+  const periods = [];
+  const pair = health?.pairs.find((p) => p.src === s.src && p.dst === s.dst);
+  const t = pair?.tests.find((x) => x.test === s.test);
+  if (t?.low_since) periods.push({ kind: "low", start: t.low_since, end: null, label: `low (${t.verdict})` });
+  for (const a of alerts || []) {
+    if (!alertConcerns(a, s) || a.state === "inactive") continue;
+    periods.push({ kind: "alert", start: a.fired_at || a.active_since, end: a.resolved_at,
+      label: `${a.alertname} (${a.state})` });
+  }
+  return periods;
+}

@@ -1,0 +1,250 @@
+// Fleet: every host at a glance. A heat grid (one cell per host, worst first, still readable at
+// 1000 hosts) above a sortable, filterable table. Filter and sort live in the URL.
+
+import { api } from "../shared/api.js";
+import { h, replace } from "../shared/dom.js";
+import { peersPanel } from "../panels/fleet_peers.js";
+import * as fmt from "../shared/format.js";
+import { activeMaintenance, maintenanceTag } from "../panels/maintenance.js";
+import { drainMarks, drainTags } from "../panels/drain.js";
+import { domainsPanel } from "./domain.js";
+import { VERDICTS, verdictOf } from "../shared/palette.js";
+import { hostFaults, topFault } from "../shared/faults.js";
+import { hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
+  worstFiringByHost } from "../shared/severity.js";
+import { href, hostHref, updateParams } from "../shared/router.js";
+import { sortableTable } from "../shared/table.js";
+
+const VERDICT_FILTERS = ["healthy", "degraded", "down", "unknown", "stale"];
+const TABLE_ROWS = 200; // drawn at first, worst first; the heat grid always shows every host
+const SEVERITY_SCORE = { critical: 3, warning: 2, info: 0.5 };
+const VERDICT_SCORE = { down: 3, degraded: 2, unknown: 1 };
+
+/** When the server last heard from the host, by its own clock (a probe's clock may be off). */
+const heardAt = (host) => host.last_received_at || host.last_report_at;
+const shownVerdict = (host) => shown(host.verdict, host.stale);
+
+/**
+ * Most urgent first (the table sorts this descending): hosts at fault before those in a
+ * maintenance window before healthy ones; then severity (the worst firing alert, or what the
+ * verdict amounts to: down = critical, degraded = warning, stale = below a warning); then the
+ * top fault's scope (a GPU lost first); then its age (the oldest first).
+ */
+export function urgency(host) {
+  const sev = Math.max(SEVERITY_SCORE[host.worst_alert] || 0,
+    VERDICT_SCORE[shownVerdict(host)] || 0);
+  const top = host.top?.fault;
+  const tier = !sev && !top ? 0 : host.maintenance ? 1 : 2;
+  const scope = top ? top.scope : 5;
+  const ageMin = top?.start ? Math.min(99999, fmt.ageSeconds(top.start) / 60) : 0;
+  return tier * 1e7 + sev * 1e6 + (5 - scope) * 1e5 + ageMin;
+}
+
+/** The reason with its most specific part first: "GPU3: 2 NVLinks down; hgx8-01: 1 of 8 …". */
+export function specificFirst(reason) {
+  const parts = String(reason || "").split("; ");
+  return parts.length > 1 ? [...parts.slice(1), parts[0]].join("; ") : reason;
+}
+
+function verdictCell(r) {
+  return h("span", { class: "states" }, hostBadge(r.verdict, r.reason, r.stale),
+    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+    severityTag(r.worst_alert), maintenanceBadge(r.maintenance),
+    ...drainTags(r.drain));
+}
+
+/** The top fault in one line ("+N more" after it), its age; the whole reason on hover. */
+function reasonCell(r) {
+  const top = r.top;
+  const known = r.stale ? h("b", {}, `last known at ${fmt.time(heardAt(r))}: `) : null;
+  if (!top) return h("span", { class: "top-fault", title: r.reason }, known, r.reason, maintenanceTag(r.maintenance));
+  const { fault, more } = top;
+  const text = fault.href ? h("a", { href: fault.href }, fault.text) : h("span", {}, fault.text);
+  return h("span", { class: `top-fault scope-${fault.scope}`, title: r.reason, "data-scope": fault.scope },
+    known, text,
+    more ? h("a", { class: "more", href: href("alerts", [], { host: r.host }),
+      title: "every fault of this host" }, ` +${more} more`) : null,
+    !r.stale && r.since && r.verdict !== "healthy"
+      ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null,
+    maintenanceTag(r.maintenance));
+}
+
+const COLUMNS = [
+  { key: "verdict", label: "Verdict", value: urgency, cell: verdictCell },
+  { key: "host", label: "Host", value: (r) => r.host,
+    cell: (r) => h("a", { href: hostHref(r.host), class: "host" }, r.host) },
+  { key: "reason", label: "Reason", class: "reason wide", cell: reasonCell },
+  { key: "gpus", label: "GPUs healthy", class: "num", value: (r) => r.gpus_healthy - r.gpus_total,
+    title: "healthy / total GPUs", cell: gpusCell },
+  { key: "ratio", label: "Worst pair", value: (r) => r.worst_pair?.ratio ?? null,
+    title: "lowest measured/expected among the latest results", cell: worstPairCell },
+  { key: "alerts", label: "Alerts", class: "num", value: (r) => r.alerts_firing,
+    cell: (r) => (r.alerts_firing ? h("a", { class: "tag firing", href: href("alerts", [], { host: r.host }) },
+      `● ${r.alerts_firing}`) : "0") },
+  { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(heardAt(r)),
+    cell: (r) => h("span", { title: `received ${fmt.time(heardAt(r))} (server clock)`,
+      class: r.stale ? "stale-text" : null }, fmt.age(heardAt(r))) },
+  { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
+];
+
+function gpusCell(r) {
+  if (r.stale) { // unknown now: the last count is history, never a green "4 / 4"
+    return h("span", { class: "stale-text", title: `last known at ${fmt.time(heardAt(r))}` },
+      `? ${r.gpus_total} (last ${r.gpus_healthy} ok)`);
+  }
+  const cls = r.gpus_healthy < r.gpus_total ? "short" : null;
+  return h("span", { class: cls }, `${r.gpus_healthy} / ${r.gpus_total}`);
+}
+
+/** A bar as long as `ratio`; grey when stale, and coloured by the ratio only when the host is
+ * at fault (a healthy host's 0.84 is what its topology allows: no orange for it). */
+export function ratioBar(ratio, stale = false, healthy = false) {
+  const bar = h("span", { class: "bar" });
+  bar.style.width = `${Math.round(Math.max(0, Math.min(1, ratio)) * 100)}%`;
+  if (stale) bar.classList.add("stale");
+  else if (healthy) return h("span", { class: "ratio-bar", "aria-hidden": "true" }, bar);
+  else if (ratio < 0.7) bar.classList.add("low");
+  else if (ratio < 0.9) bar.classList.add("mid");
+  return h("span", { class: "ratio-bar", "aria-hidden": "true" }, bar);
+}
+
+function worstPairCell(r) {
+  const w = r.worst_pair;
+  if (!w) return h("span", { class: "muted" }, "no results");
+  const link = h("a", { href: hostHref(r.host, { test: w.test, pair: `${w.src}-${w.dst}` }) },
+    `${fmt.pair(w.src, w.dst)} ${w.test}`);
+  return h("span", { class: `worst${r.stale ? " stale-text" : ""}` }, ratioBar(w.ratio, r.stale, r.verdict === "healthy"),
+    h("b", {}, fmt.ratio(w.ratio)), " ", link);
+}
+
+function matches(host, query, verdicts) {
+  if (verdicts.size) {
+    const hit = verdicts.has(host.verdict) || (verdicts.has("stale") && host.stale);
+    if (!hit) return false;
+  }
+  if (!query) return true;
+  const hay = `${host.host} ${host.fabric} ${host.verdict} ${host.reason}`.toLowerCase();
+  return query.toLowerCase().split(/\s+/).every((word) => hay.includes(word));
+}
+
+function summary(hosts) {
+  const count = (pred) => hosts.filter(pred).length;
+  const fresh = hosts.filter((x) => !x.stale);
+  const gpus = fresh.reduce((a, x) => a + x.gpus_total, 0);
+  const healthy = fresh.reduce((a, x) => a + x.gpus_healthy, 0);
+  const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
+  const chips = Object.keys(VERDICTS).map((v) =>
+    h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph", "aria-hidden": "true" },
+      VERDICTS[v].glyph), ` ${count((x) => shownVerdict(x) === v)} ${v}`));
+  const severities = ["critical", "warning"].map((s) => h("span", { class: `chip sev-${s}`, "data-severity": s },
+    h("span", { class: "glyph", "aria-hidden": "true" }, SEVERITY_LOOK[s].glyph),
+    ` ${count((x) => x.worst_alert === s)} with ${s} firing`));
+  return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
+    h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`), ...severities,
+    h("span", { class: "chip" }, `⚒ ${count((x) => x.maintenance)} in maintenance`),
+    h("span", { class: "chip", title: "GPUs of hosts that report (stale hosts are unknown)" },
+      h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
+    h("a", { class: `chip${firing ? " firing" : ""}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
+}
+
+function heatCell(host) {
+  const shown = shownVerdict(host);
+  const v = verdictOf(shown);
+  const top = host.top ? ` ${host.top.fault.text}` : "";
+  const label = `${host.host}: ${shown}${host.stale ? `, stale since ${fmt.time(heardAt(host))}` : ""}` +
+    `${host.worst_alert ? `, ${host.worst_alert} alert firing` : ""}` +
+    `${host.maintenance ? ", in maintenance" : ""}.${top || ` ${host.reason}`}`;
+  return h("a", { class: `cell v-${VERDICTS[shown] ? shown : "unknown"}${host.stale ? " stale" : ""}` +
+    `${host.maintenance ? " maint" : ""}`, href: hostHref(host.host), title: label, "aria-label": label },
+  shown === "healthy" ? "" : (host.stale ? "◌" : v.glyph));
+}
+
+export function mount(root, route) {
+  let hosts = [];
+  let params = route.params;
+  const search = h("input", { type: "search", placeholder: "filter: host, fabric, reason…",
+    "aria-label": "Filter hosts", value: params.q || "", class: "filter" });
+  search.addEventListener("input", () => updateParams({ q: search.value }));
+  const toggles = VERDICT_FILTERS.map((v) => h("button", { type: "button", class: `toggle v-${v}`,
+    "data-verdict": v, on: { click: () => toggleVerdict(v) } }, v));
+  const chips = h("div", { class: "chips", "aria-label": "Fleet summary" });
+  const grid = h("nav", { class: "heat-grid", "aria-label": "Hosts, worst first" });
+  const count = h("span", { class: "muted" });
+  const domains = h("section", { class: "panel domains-panel", hidden: true });
+  const table = sortableTable({
+    columns: COLUMNS, rowKey: (r) => r.host, label: "Hosts", limit: TABLE_ROWS,
+    sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
+    onSort: (sort, dir) => updateParams({ sort, dir }),
+    onActivate: (r) => { location.hash = hostHref(r.host); },
+    rowClass: (r) => [r.stale ? "stale-row" : null, r.maintenance ? "maint-row" : null]
+      .filter(Boolean).join(" ") || null,
+  });
+  table.el.dataset.skipTarget = "the hosts table";
+  const peers = peersPanel();
+
+  replace(root,
+    h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
+    h("section", { class: "panel" },
+      h("div", { class: "toolbar" }, search, h("span", { class: "toggles", role: "group",
+        "aria-label": "Show only" }, toggles), count),
+      grid),
+    domains,
+    h("section", { class: "panel table-wrap" }, table.el),
+    peers.el);
+
+  function selectedVerdicts() {
+    return new Set((params.v || "").split(",").filter(Boolean));
+  }
+
+  function toggleVerdict(v) {
+    const set = selectedVerdicts();
+    if (set.has(v)) set.delete(v);
+    else set.add(v);
+    updateParams({ v: [...set].join(",") });
+  }
+
+  function render() {
+    const verdicts = selectedVerdicts();
+    for (const t of toggles) t.setAttribute("aria-pressed", String(verdicts.has(t.dataset.verdict)));
+    replace(chips, summary(hosts));
+    const shown = hosts.filter((x) => matches(x, params.q, verdicts));
+    count.textContent = shown.length === hosts.length ? `${hosts.length} hosts`
+      : `${shown.length} of ${hosts.length} hosts`;
+    table.setRows(shown);
+    replace(grid, table.sortedRows().map(heatCell));
+  }
+
+  return {
+    async refresh() {
+      const [data, active, maintenance, racks, drain] = await Promise.all([api.hosts(),
+        api.alerts({}).catch((error) => {
+          if (error.name === "AbortError") throw error;
+          return { alerts: [] }; // alerting down: the hosts' own verdicts still show
+        }), activeMaintenance(), api.domains().then((d) => d.domains, (error) => {
+          if (error.name === "AbortError") throw error;
+          return []; // an older server without domains: the fleet still shows
+        }), drainMarks()]);
+      const worst = worstFiringByHost(active.alerts);
+      const byHost = new Map();
+      for (const a of active.alerts) byHost.set(a.host, [...(byHost.get(a.host) || []), a]);
+      hosts = data.hosts.map((x) => ({ ...x, worst_alert: worst[x.host] ?? null,
+        maintenance: maintenance?.get(x.host) ?? null, drain: drain?.get(x.host) ?? null,
+        top: topFault(hostFaults(x, byHost.get(x.host) || [])) }))
+        .sort((a, b) => a.host.localeCompare(b.host));
+      domains.hidden = !racks.length;
+      replace(domains, domainsPanel(racks));
+      render();
+      await peers.refresh();
+    },
+    async update(next) {
+      params = next.params;
+      if (document.activeElement !== search) search.value = params.q || "";
+      render();
+    },
+    title: () => {
+      const n = (v) => hosts.filter((x) => shownVerdict(x) === v).length;
+      return `Fleet · ${n("down")} down, ${n("degraded")} degraded, ${n("unknown")} unknown`;
+    },
+    destroy() {},
+  };
+}
