@@ -2,7 +2,7 @@
 
 Chosen so one (pair, test) on an H200 NVSwitch pair stays under 5 ms of GPU time and 512 MiB
 of device memory per GPU while reaching the accuracy targets of issue 2. Tuned on the lent
-2 x H200 pair with bench/_probe_budgets.py (ratios to nvbandwidth v0.8 on the same machine;
+2 x H200 pair with bench/gpu/_probe_budgets.py (ratios to nvbandwidth v0.8 on the same machine;
 see docs/gpu-backend.md): a copy engine reaches 0.98 of nvbandwidth with 64 MiB copies,
 0.99 with 256 MiB; pulls (ce_read) ramp slower (64 MiB: 0.93, 256 MiB: 0.985).
 Warm-up is counted in the same unit as `copies` and comes on top of `copies * samples`.
@@ -18,7 +18,7 @@ Warm-up is counted in the same unit as `copies` and comes on top of `copies * sa
     h2d, d2h    8 MiB     2       3        1        0.98    1.1 ms   8 (+ 8 pinned on the host)
     local       192 MiB   3       3        1        0.98    1.2 ms   384
 
-h2d, d2h and local run on every GPU (one H200, PCIe Gen5 x16, bench/gpu_pcie.py: ratios to
+h2d, d2h and local run on every GPU (one H200, PCIe Gen5 x16, bench/gpu/pcie.py: ratios to
 nvbandwidth's method reimplemented in the same run; 3.4 ms for the three together). Host
 copies reach 0.98 at 8 MiB and 0.99 at 16 MiB for twice the time; a local copy needs buffers
 well beyond the 50 MB L2 (16 MiB reads 2320 GB/s from cache) and is noisy below 128 MiB.

@@ -1,5 +1,5 @@
 """GET /api/v1/hosts/{host}/events: a host's Xid/SXid events with the catalog's meaning, for
-the host page's timeline and the event marks on its charts (frontend/host_events.js)."""
+the host page's timeline and the event marks on its charts (frontend/panels/host_events.js)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ set -uo pipefail
 source "$(dirname "$0")/_env.sh"
 RESULTS=${OUT:-/tmp/peerwatch-e2e}; mkdir -p "$RESULTS"
 OUT=/tmp/pw-e2e-logs; rm -rf "$OUT"; mkdir -p "$OUT"   # many files: tarred into $RESULTS
-python3 -c "import fastapi, sqlalchemy, alembic.command, uvicorn, pydantic_settings, app.main, app.cli" \
+python3 -c "import fastapi, sqlalchemy, alembic.command, uvicorn, pydantic_settings, peerwatch.app.main, peerwatch.app.cli" \
   || { echo "missing Python packages: carry them as wheels (WHL=...)"; exit 1; }
 DB=/tmp/pw-e2e/peerwatch.db; rm -rf /tmp/pw-e2e; mkdir -p /tmp/pw-e2e
 export PEERWATCH_DATABASE_URL="sqlite:///$DB" PEERWATCH_PROBE_TOKENS=e2e-token
