@@ -51,12 +51,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_demo(data_dir: Path) -> DemoProcess:
+    """A reporting demo on a free port; a new port when another process took the one picked
+    (the pick releases it before the demo binds it, and parallel tests pick ports too)."""
+    for _ in range(5):
+        demo = DemoProcess(data_dir, free_port())
+        try:
+            demo.wait_reporting()
+            return demo
+        except RuntimeError:
+            demo.stop()
+            if not demo.lost_its_port():
+                raise
+    raise RuntimeError("peerwatch demo lost its port to another process five times")
+
+
 @pytest.fixture(scope="session")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    demo = DemoProcess(tmp_path_factory.mktemp("demo"), free_port())
+    demo = start_demo(tmp_path_factory.mktemp("demo"))
     store = keeper = None
     try:
-        demo.wait_reporting()
         store = Store(demo.data_dir)
         fleet = Fleet(url=demo.url, own=own_hosts(store))
         keeper = Keeper(store, fleet.own)
