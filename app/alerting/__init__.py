@@ -1,7 +1,8 @@
 """Alerts: rules evaluated by the server, their states and history, and Alertmanager delivery.
 
 rule.py          what a rule and a finding are; fingerprints, dashboard links
-rules.py         the rules, over the server's verdicts (`app.queries.host_health`)
+rules.py         every rule, in one tuple: what the engine runs and the API lists
+rules_*.py       the rules by family, over the server's verdicts (`app.queries.host_health`)
 context.py       what the rules read for one host
 engine.py        inactive -> pending -> firing -> resolved, persisted with history, replica-safe
 service.py       when evaluation runs: after ingest, periodically (the alerts router's lifespan)

@@ -9,6 +9,9 @@ per kind of trouble so that each pages once with its action:
                                       is PairCopiesFailing's (rules_pair_faults.py)
     FabricManagerDown       warning   Fabric Manager installed but not running on an
                                       NVSwitch host (host)
+    GPUPeerCopiesSlow       warning   the GPU's copies slow with every peer while its peers
+                                      are fast with each other (host, gpu): the GPU, not
+                                      its pairs, is the fault
 
 They read the kinds of contradiction stored with the GPU and host verdicts (never judging
 again), and are part of `rules.RULES`. Their
@@ -19,7 +22,14 @@ PromQL twins read the kinds of contradiction stored with each verdict, which the
 from __future__ import annotations
 
 from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.explains import (
+    explained_gpus,
+    host_below,
+    pcie_short_gpus,
+    throttled_gpus,
+)
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.analysis.fabric_health import PEER_SLOW
 
 REGISTRATION = ("registration", "status", "health")
 
@@ -60,6 +70,19 @@ def fabric_manager_down(ctx: HostContext) -> list[Finding]:
                     dashboard=dashboard_path(ctx.name), value=0.0)]
 
 
+def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
+    """One alert per GPU the server finds slow with every peer while its peers are fast with
+    each other (`analysis/attribution.py`): the GPU is the fault, its pairs page nothing.
+    None where a more specific fault of the GPU explains it (links down or erring, PCIe
+    trained short: their alert is the page; held below its clocks: GPUThrottled's), nor on
+    a host below its fleet peers."""
+    if host_below(ctx):
+        return []
+    skip = set(explained_gpus(ctx)) | pcie_short_gpus(ctx) | throttled_gpus(ctx)
+    return [f for f in per_gpu(ctx, (PEER_SLOW,), "copies run slow with every peer")
+            if int(f.labels["gpu"]) not in skip]
+
+
 FABRIC_RULES: tuple[Rule, ...] = (
     Rule("NVSwitchFabricNotReady", "critical", 120.0, fabric_not_ready,
          "GPU fabric registration not COMPLETED, failed, or unhealthy: P2P cannot be trusted."),
@@ -67,5 +90,8 @@ FABRIC_RULES: tuple[Rule, ...] = (
          "Links up and fabric COMPLETED, yet the GPU's copies fail with every peer."),
     Rule("FabricManagerDown", "warning", 300.0, fabric_manager_down,
          "Fabric Manager installed but not running on an NVSwitch host."),
-
+    Rule("GPUPeerCopiesSlow", "warning", 0.0, gpu_peer_copies_slow,
+         "A GPU's copies judged slow with every peer (its peers fast with each other): the "
+         "GPU, not its pairs, is the fault; none where its links or PCIe link explain it, nor "
+         "on a host below its fleet peers."),
 )

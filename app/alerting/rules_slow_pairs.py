@@ -28,7 +28,7 @@ from peerwatch.app.alerting.explains import (
     nvlink_joins,
     pcie_short_gpus,
 )
-from peerwatch.app.alerting.rule import Finding, dashboard_path
+from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.analysis.health import TestJudgement, Thresholds
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.probes.report import BANDWIDTH_TESTS, TestName
@@ -151,3 +151,16 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
             dashboard=dashboard_path(ctx.name, pair=(a, b), test=worst["test"]),
             value=worst["ratio"]))
     return out
+
+
+SLOW_PAIR_RULES: tuple[Rule, ...] = (
+    Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
+         "The server's verdict 'degraded' for low bandwidth, one per unordered pair (gpu < "
+         "peer_gpu) whichever directions are low; none where a fault of either GPU explains "
+         "it."),
+    Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
+         "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
+         "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per unordered "
+         "pair (gpu < peer_gpu); none where its own tests or a fault of either GPU already "
+         "page, nor on a host below its peers as a whole."),
+)

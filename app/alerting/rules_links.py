@@ -1,0 +1,116 @@
+"""The NVLink rules: a link down, fewer links than the GPU had, errors growing, a link
+flapping, and P2P lost between GPUs the links join.
+
+    NVLinkDown              critical  NVML reports a link down (labels host, gpu, link)
+    NVLinkWidthReduced      warning   fewer active NVLinks than the ports the GPU has had
+    NVLinkErrorsIncreasing  warning   replay/recovery counters grow, CRC faster than its rate
+    NVLinkFlapping          warning   a link keeps going down and coming back
+    P2PAccessLost           critical  GPUs joined by NVLink can no longer use P2P
+
+They read the link verdicts and the fabric stored for the host (`ctx.links`, `ctx.fabric`);
+an Xid the link logged is named in the page of its state (rules_events.py).
+"""
+
+from __future__ import annotations
+
+from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.alerting.rules_events import event_faulted_links, link_events
+from peerwatch.app.analysis.fabric_expect import design_links_for
+from peerwatch.app.analysis.health import p2p_problem
+from peerwatch.app.analysis.text import fmt_duration
+from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.probes.report import LinkState
+
+
+def nvlink_down(ctx: HostContext) -> list[Finding]:
+    links = ctx.fabric.nvlinks
+    events = link_events(ctx)  # the Xid the link logged, if any: this is its one page
+    out = []
+    for j in ctx.links:
+        if j.verdict is not Verdict.DOWN:
+            continue
+        mine = [p for p in links if p.gpu == j.gpu]
+        up = sum(1 for p in mine if p.state is LinkState.UP)
+        seen = f" The agent saw {events[(j.gpu, j.link)]}." if (j.gpu, j.link) in events else ""
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
+            summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is down",
+            description=f"{j.reason}; GPU{j.gpu} has {up} of {len(mine)} NVLinks up.{seen}",
+            dashboard=dashboard_path(ctx.name, gpu=j.gpu), value=0.0))
+    return out
+
+
+def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
+    out = []
+    for gpu, had in sorted(ctx.ports_had.items()):
+        if gpu not in ctx.fabric.gpus:
+            continue  # a GPU missing from the inventory is the host verdict's business
+        up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
+        had = design_links_for(ctx.fabric.gpus[gpu].name, had)[0]  # 12 of 18 by design: 12
+        if up >= had:
+            continue
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(gpu)},
+            summary=f"GPU{gpu} on {ctx.name} has {up} of its {had} NVLinks active",
+            description=f"GPU{gpu} on {ctx.name} runs with {up} active NVLinks of the {had} "
+                        f"it has had: its NVSwitch/peer bandwidth is cut to {up}/{had}.",
+            dashboard=dashboard_path(ctx.name, gpu=gpu), value=float(up)))
+    return out
+
+
+def nvlink_errors_increasing(ctx: HostContext) -> list[Finding]:
+    """Links whose error counters grow (rate over PEERWATCH_LINK_RATE_WINDOW_S); a link an
+    Xid fault made degraded is XidFault's page, which says it explains this one."""
+    by_event = event_faulted_links(ctx)
+    return [Finding(
+        labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
+        summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name}: errors are increasing",
+        description=f"{j.reason} (replay/recovery: any growth over "
+                    f"{ctx.thresholds.error_rate_per_s:g}/s; CRC flit: over "
+                    f"{ctx.thresholds.crc_rate_per_s:g}/s, over the last "
+                    f"{fmt_duration(ctx.settings.link_rate_window_s)}).",
+        dashboard=dashboard_path(ctx.name, gpu=j.gpu))
+        for j in ctx.links if j.verdict is Verdict.DEGRADED and not j.flapping
+        and (j.gpu, j.link) not in by_event]
+
+
+def nvlink_flapping(ctx: HostContext) -> list[Finding]:
+    """Links that keep going down and coming back (up now, so NVLinkDown has resolved);
+    the Xid each drop logged is this page's, named here."""
+    events = link_events(ctx)
+    return [Finding(
+        labels={"host": ctx.name, "gpu": str(j.gpu), "link": str(j.link)},
+        summary=f"NVLink {j.link} of GPU{j.gpu} on {ctx.name} is flapping",
+        description=f"{j.reason}: reseat or replace the cable/board before it takes a job "
+                    "down with it." + (f" The agent saw {events[(j.gpu, j.link)]}."
+                                       if (j.gpu, j.link) in events else ""),
+        dashboard=dashboard_path(ctx.name, gpu=j.gpu))
+        for j in ctx.links if j.flapping]
+
+
+def p2p_access_lost(ctx: HostContext) -> list[Finding]:
+    out = []
+    for (src, dst), pair in sorted(ctx.fabric.pairs.items()):
+        problem = p2p_problem(pair)
+        if problem is None:
+            continue
+        out.append(Finding(
+            labels={"host": ctx.name, "gpu": str(src), "peer_gpu": str(dst)},
+            summary=f"GPU{src} on {ctx.name} lost P2P access to GPU{dst}",
+            description=problem + ".",
+            dashboard=dashboard_path(ctx.name, pair=(src, dst)), value=0.0))
+    return out
+
+
+LINK_RULES: tuple[Rule, ...] = (
+    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports a link down."),
+    Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
+         "Fewer active NVLinks than the ports the GPU has had."),
+    Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
+         "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
+    Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,
+         "A link went down PEERWATCH_LINK_FLAP_DOWNS times within PEERWATCH_LINK_FLAP_WINDOW_S."),
+    Rule("P2PAccessLost", "critical", 0.0, p2p_access_lost,
+         "GPUs joined by NVLink can no longer use P2P."),
+)
