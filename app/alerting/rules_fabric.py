@@ -28,6 +28,7 @@ from peerwatch.app.alerting.explains import (
     pcie_short_gpus,
     throttled_gpus,
 )
+from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.analysis.fabric_health import PEER_SLOW
 
@@ -85,13 +86,113 @@ def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
 
 FABRIC_RULES: tuple[Rule, ...] = (
     Rule("NVSwitchFabricNotReady", "critical", 120.0, fabric_not_ready,
-         "GPU fabric registration not COMPLETED, failed, or unhealthy: P2P cannot be trusted."),
+         "GPU fabric registration not COMPLETED, failed, or unhealthy: P2P cannot be trusted.",
+         series=("peerwatch_gpu_fabric_problem",),
+         twins=(
+             Twin(
+                 note=(
+                     "The server's stored GPU verdict names a fabric registration contradiction "
+                     "(not COMPLETED, an error status, unhealthy): what should exist on this "
+                     "SKU is the server's judgement, so this reads the kinds it stored."
+                 ),
+                 expr=(
+                     "max by (host, gpu) "
+                     '(peerwatch_gpu_fabric_problem{kind=~"registration|status|health"}) == 1'
+                 ),
+                 for_="2m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": "GPU{{ $labels.gpu }} on {{ $labels.host }}: GPU fabric not ready",
+                     "description": (
+                         "The GPU fabric of GPU{{ $labels.gpu }} on {{ $labels.host }} is not "
+                         "COMPLETED and healthy: P2P cannot be trusted; the host page says "
+                         "which state and what to do."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("PeerCopiesFailing", "critical", 0.0, peer_copies_failing,
-         "Links up and fabric COMPLETED, yet the GPU's copies fail with every peer."),
+         "Links up and fabric COMPLETED, yet the GPU's copies fail with every peer.",
+         series=("peerwatch_gpu_fabric_problem",),
+         twins=(
+             Twin(
+                 note=(
+                     "Links up and fabric COMPLETED, yet the GPU's newest copies fail with "
+                     "every peer (a pair failing between two GPUs whose other pairs work: "
+                     "PairCopiesFailing)."
+                 ),
+                 expr='max by (host, gpu) (peerwatch_gpu_fabric_problem{kind="peer_copies"}) == 1',
+                 for_="0m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }}: peer copies fail with "
+                         "every peer, links up and fabric COMPLETED"
+                     ),
+                     "description": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} has its NVLinks up and its "
+                         "fabric COMPLETED, yet its copies fail with every peer: drain it and "
+                         "reset the GPU."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("FabricManagerDown", "warning", 300.0, fabric_manager_down,
-         "Fabric Manager installed but not running on an NVSwitch host."),
+         "Fabric Manager installed but not running on an NVSwitch host.",
+         series=("peerwatch_host_fabric_problem",),
+         twins=(
+             Twin(
+                 expr='max by (host) (peerwatch_host_fabric_problem{kind="fabric_manager"}) == 1',
+                 for_="5m",
+                 annotations={
+                     "summary": "{{ $labels.host }}: Fabric Manager is not running",
+                     "description": (
+                         "Fabric Manager is installed on {{ $labels.host }} but not running: "
+                         "the NVSwitch fabric keeps its state until a GPU reset, then cannot "
+                         "register again. Start nvidia-fabricmanager."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}",
+                 },
+             ),
+         )),
     Rule("GPUPeerCopiesSlow", "warning", 0.0, gpu_peer_copies_slow,
          "A GPU's copies judged slow with every peer (its peers fast with each other): the "
          "GPU, not its pairs, is the fault; none where its links or PCIe link explain it, nor "
-         "on a host below its fleet peers."),
+         "on a host below its fleet peers.",
+         series=(
+             "peerwatch_gpu_fabric_problem", "peerwatch_gpu_throttle",
+             "peerwatch_host_fleet_peer_ratio",
+         ),
+         twins=(
+             Twin(
+                 note=(
+                     "The server attributes slow pairs to a GPU slow with every peer (its peers "
+                     "fast with each other): one page for the GPU, none per pair; none on a "
+                     "host below its fleet peers as a whole (HostBelowFleetPeers is that page), "
+                     "none on a GPU held below its clocks most of the time (GPUThrottled owns "
+                     "its slowness, as on the server)."
+                 ),
+                 expr=(
+                     'max by (host, gpu) (peerwatch_gpu_fabric_problem{kind="peer_slow"}) == 1 '
+                     "unless on (host) (max by (host) (peerwatch_host_fleet_peer_ratio) < 0.93) "
+                     "unless on (host, gpu) (max by (host, gpu) (peerwatch_gpu_throttle) == 1)\n"
+                 ),
+                 for_="0m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }}: copies run slow with "
+                         "every peer"
+                     ),
+                     "description": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} is slow with every peer "
+                         "while its peers are fast with each other: the GPU is the fault; the "
+                         "host page says which tests and by how much."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
 )

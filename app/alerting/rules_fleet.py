@@ -16,6 +16,7 @@ from peerwatch.app.alerting.explains import (
     host_below,
     throttled_gpus,
 )
+from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.analysis.verdict import Verdict
 
@@ -73,8 +74,68 @@ FLEET_RULES: tuple[Rule, ...] = (
     Rule("GPUBelowFleetPeers", "warning", 0.0, gpu_below_fleet_peers,
          "A GPU's own copies (h2d, d2h, local) below PEERWATCH_FLEET_PEER_FLOOR of its peer "
          "group's median (same GPU model, PCIe link, driver), one per GPU; none where its own "
-         "tests already page, its link is downtrained, or its host is below as a whole."),
+         "tests already page, its link is downtrained, or its host is below as a whole.",
+         series=(
+             "peerwatch_gpu_fleet_peer_ratio", "peerwatch_gpu_throttle",
+             "peerwatch_host_fleet_peer_ratio",
+         ),
+         twins=(
+             Twin(
+                 note=(
+                     "A GPU's own copies (h2d, d2h, local) against the same GPU model on the "
+                     "same PCIe link and driver; the server groups no GPU whose link is "
+                     "downtrained, and leaves a GPU held below its clocks to GPUThrottled "
+                     "(`unless on (host, gpu)`)."
+                 ),
+                 expr=(
+                     "min by (host, gpu) (max by (host, gpu, test) "
+                     "(peerwatch_gpu_fleet_peer_ratio)) < 0.93\n"
+                     "unless on (host) (max by (host) (peerwatch_host_fleet_peer_ratio) < 0.93)\n"
+                     "unless on (host, gpu) (max by (host, gpu) (peerwatch_gpu_throttle) == 1)\n"
+                 ),
+                 for_="0m",
+                 annotations={
+                     "summary": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} is "
+                         '{{ $value | printf "%.2f" }} of its fleet peers'
+                     ),
+                     "description": (
+                         "The own copies (host <-> GPU or local) of GPU{{ $labels.gpu }} on "
+                         '{{ $labels.host }} are {{ $value | printf "%.2f" }} of the median of '
+                         "the same GPU on its peer hosts (same GPU model, PCIe link and "
+                         "driver): suspect the slot, riser, retimer or the host side."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("HostBelowFleetPeers", "warning", 0.0, host_below_fleet_peers,
          "A host's median ratio over its checked pair tests below PEERWATCH_FLEET_PEER_FLOOR: one "
-         "alert for the host instead of one per pair."),
+         "alert for the host instead of one per pair.",
+         series=("peerwatch_host_fleet_peer_ratio",),
+         twins=(
+             Twin(
+                 note=(
+                     "The server's median ratio of the host's pair tests to its peer groups, "
+                     "exported only for hosts below PEERWATCH_FLEET_PEER_FLOOR: a whole board "
+                     "slow is one alert, and the pair and GPU peer alerts of that host are left "
+                     "out below (`unless on (host)`)."
+                 ),
+                 expr="max by (host) (peerwatch_host_fleet_peer_ratio) < 0.93",
+                 for_="0m",
+                 annotations={
+                     "summary": (
+                         '{{ $labels.host }} is {{ $value | printf "%.2f" }} of its fleet peers'
+                     ),
+                     "description": (
+                         '{{ $labels.host }} is {{ $value | printf "%.2f" }} of its fleet '
+                         "peers: the median of its pair tests over the same pairs on its peer "
+                         "hosts (same GPU model, topology and driver). A whole board slow "
+                         "(power cap, clocks, a bad riser or baseboard): one alert for the "
+                         "host, none per pair."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}",
+                 },
+             ),
+         )),
 )

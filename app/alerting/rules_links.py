@@ -14,6 +14,7 @@ an Xid the link logged is named in the page of its state (rules_events.py).
 from __future__ import annotations
 
 from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.alerting.rules_events import event_faulted_links, link_events
 from peerwatch.app.analysis.fabric_expect import design_links_for
@@ -104,13 +105,142 @@ def p2p_access_lost(ctx: HostContext) -> list[Finding]:
 
 
 LINK_RULES: tuple[Rule, ...] = (
-    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports a link down."),
+    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports a link down.",
+         series=("peerwatch_nvlink_up",),
+         twins=(
+             Twin(
+                 note="`peer_gpu` lets Alertmanager mute pair alerts whose peer this is.",
+                 expr="peerwatch_nvlink_up == 0",
+                 for_="1m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "NVLink {{ $labels.link }} of GPU{{ $labels.gpu }} on "
+                         "{{ $labels.host }} is down"
+                     ),
+                     "description": (
+                         "NVML reports link {{ $labels.link }} of GPU{{ $labels.gpu }} on "
+                         "{{ $labels.host }} as down; traffic to its peers uses the remaining "
+                         "links or PCIe."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
-         "Fewer active NVLinks than the ports the GPU has had."),
+         "Fewer active NVLinks than the ports the GPU has had.",
+         series=("peerwatch_gpu_nvlink_active_links", "peerwatch_gpu_nvlink_links"),
+         twins=(
+             Twin(
+                 note=(
+                     "Fewer active links than the ports this GPU has had (reported now or since "
+                     "the agent started)."
+                 ),
+                 expr="peerwatch_gpu_nvlink_active_links < peerwatch_gpu_nvlink_links",
+                 for_="1m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} has fewer active NVLinks "
+                         "than before"
+                     ),
+                     "description": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} has {{ $value }} active "
+                         "NVLinks, fewer than its ports."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
-         "Replay/recovery counters grow at all, CRC/ECC faster than the set rate."),
+         "Replay/recovery counters grow at all, CRC/ECC faster than the set rate.",
+         series=(
+             "peerwatch_nvlink_crc_flit_errors_total", "peerwatch_nvlink_recovery_errors_total",
+             "peerwatch_nvlink_replay_errors_total",
+         ),
+         twins=(
+             Twin(
+                 note=(
+                     "Any replay or recovery increase; CRC flit errors above 1 per second. "
+                     "`counter` names which. crc_data/ecc_data count corrected errors: they "
+                     "grow under load on healthy NVLink 4 links (10-142/s measured on H200s), "
+                     "so they never alert."
+                 ),
+                 expr=(
+                     "label_replace(increase(peerwatch_nvlink_replay_errors_total[10m]) > 0,\n"
+                     '              "counter", "replay", "", "")\n'
+                     "or\n"
+                     "label_replace(increase(peerwatch_nvlink_recovery_errors_total[10m]) > 0,\n"
+                     '              "counter", "recovery", "", "")\n'
+                     "or\n"
+                     "label_replace(rate(peerwatch_nvlink_crc_flit_errors_total[10m]) > 1,\n"
+                     '              "counter", "crc_flit", "", "")\n'
+                 ),
+                 for_="0m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "NVLink {{ $labels.link }} of GPU{{ $labels.gpu }} on "
+                         "{{ $labels.host }}: {{ $labels.counter }} errors are increasing"
+                     ),
+                     "description": (
+                         "{{ $labels.counter }} errors on link {{ $labels.link }} of "
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} grew by "
+                         '{{ $value | printf "%.3g" }} (increase over 10 min for '
+                         "replay/recovery, per second for CRC)."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,
-         "A link went down PEERWATCH_LINK_FLAP_DOWNS times within PEERWATCH_LINK_FLAP_WINDOW_S."),
+         "A link went down PEERWATCH_LINK_FLAP_DOWNS times within PEERWATCH_LINK_FLAP_WINDOW_S.",
+         series=("peerwatch_nvlink_up",),
+         twins=(
+             Twin(
+                 note=(
+                     "Up now, but it went down twice within the hour (four state changes): "
+                     "NVLinkDown never lasted its 1m, and the link is not to be trusted."
+                 ),
+                 expr="(peerwatch_nvlink_up == 1) and (changes(peerwatch_nvlink_up[1h]) >= 4)",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "NVLink {{ $labels.link }} of GPU{{ $labels.gpu }} on "
+                         "{{ $labels.host }} is flapping"
+                     ),
+                     "description": (
+                         "Link {{ $labels.link }} of GPU{{ $labels.gpu }} on {{ $labels.host }} "
+                         "went down twice or more in the last hour (up now): reseat or replace "
+                         "the cable/board before it takes a job down with it."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("P2PAccessLost", "critical", 0.0, p2p_access_lost,
-         "GPUs joined by NVLink can no longer use P2P."),
+         "GPUs joined by NVLink can no longer use P2P.",
+         series=("peerwatch_p2p_access",),
+         twins=(
+             Twin(
+                 note="P2P was possible between these GPUs within the last day and is not now.",
+                 expr="peerwatch_p2p_access == 0 and max_over_time(peerwatch_p2p_access[1d]) == 1",
+                 for_="0m",
+                 annotations={
+                     "summary": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} lost P2P access to "
+                         "GPU{{ $labels.peer_gpu }}"
+                     ),
+                     "description": (
+                         "P2P between GPU{{ $labels.gpu }} and GPU{{ $labels.peer_gpu }} on "
+                         "{{ $labels.host }} worked within the last day and is now refused; "
+                         "copies are staged through host memory."
+                     ),
+                     "dashboard": (
+                         "/#/host/{{ $labels.host }}?pair={{ $labels.gpu }}-{{ $labels.peer_gpu "
+                         "}}"
+                     ),
+                 },
+             ),
+         )),
 )

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.analysis.health import TestJudgement
 from peerwatch.app.analysis.verdict import Verdict
@@ -67,9 +68,107 @@ def pcie_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
 
 PCIE_RULES: tuple[Rule, ...] = (
     Rule("PCIeLinkDowntrained", "warning", 900.0, pcie_link_downtrained,
-         "PCIe width (and generation, unless turned off) below the maximum."),
+         "PCIe width (and generation, unless turned off) below the maximum.",
+         series=(
+             "peerwatch_pcie_link_generation", "peerwatch_pcie_link_max_generation",
+             "peerwatch_pcie_link_max_width_lanes", "peerwatch_pcie_link_width_lanes",
+         ),
+         twins=(
+             Twin(
+                 note="`field` says which fell short: the width (lanes) or the generation.",
+                 expr=(
+                     "label_replace(peerwatch_pcie_link_width_lanes < "
+                     "peerwatch_pcie_link_max_width_lanes,\n"
+                     '              "field", "width", "", "")\n'
+                     "or\n"
+                     "label_replace(peerwatch_pcie_link_generation < "
+                     "peerwatch_pcie_link_max_generation,\n"
+                     '              "field", "generation", "", "")\n'
+                 ),
+                 for_="15m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "PCIe link of GPU{{ $labels.gpu }} on {{ $labels.host }} runs below "
+                         "its maximum"
+                     ),
+                     "description": (
+                         "The PCIe link of GPU{{ $labels.gpu }} on {{ $labels.host }} runs at "
+                         "{{ $labels.field }} {{ $value }}, below its maximum."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("PCIeBandwidthDegraded", "warning", 0.0, pcie_bandwidth_degraded,
          "The server's verdict 'degraded' for a GPU's own copies (h2d, d2h against its PCIe "
          "link and baseline; local against its baseline), one per GPU; none where "
-         "PCIeLinkDowntrained explains it."),
+         "PCIeLinkDowntrained explains it.",
+         series=(
+             "peerwatch_gpu_copy_bandwidth_bytes_per_second", "peerwatch_pcie_link_generation",
+             "peerwatch_pcie_link_max_generation", "peerwatch_pcie_link_max_width_lanes",
+             "peerwatch_pcie_link_width_lanes", "peerwatch_probe_last_sweep_timestamp_seconds",
+         ),
+         twins=(
+             Twin(
+                 note=(
+                     "A GPU's host <-> GPU copies (h2d, d2h) below 0.70 "
+                     "(PEERWATCH_DEGRADED_RATIO_EXPECTED) of what its PCIe slot offers, in each "
+                     "of the last two sweeps (PEERWATCH_DEGRADED_SUSTAIN_S, 600 s: two sweeps; "
+                     "counted in the recording rule above, as for the pair rules, so no `for` "
+                     "and the page comes at the second low sweep, the server's minute, whatever "
+                     "the agent's jitter). None while the link trains below its maximum: "
+                     "PCIeLinkDowntrained pages for that (both recording rules leave it out). "
+                     "The server also judges local copies and each GPU's own baseline; the "
+                     "agents export measurements only."
+                 ),
+                 expr="min by (host, gpu) (peerwatch:gpu_copy_test_low_two_sweeps)",
+                 for_="0m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }}: host <-> GPU copies are "
+                         "slow"
+                     ),
+                     "description": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} copies to or from host "
+                         'memory at {{ $value | printf "%.2f" }} of what its PCIe link offers, '
+                         "in two sweeps in a row, though the link trains at its maximum: "
+                         "suspect the slot, riser, retimer or the host side (IOMMU, NUMA "
+                         "placement)."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+             Twin(
+                 note=(
+                     "The intermittent pattern (3 of the newest 6 sweeps low, the recording "
+                     "rule above), one alert per GPU, as the server's verdict; `pattern: "
+                     "intermittent` keeps it apart from the sustained rule above, which owns "
+                     "the GPU once it fires."
+                 ),
+                 expr=(
+                     "max by (host, gpu) (peerwatch:gpu_copy_test_low_intermittent)\n"
+                     "unless on (host, gpu)\n"
+                     '  ALERTS{alertname="PCIeBandwidthDegraded", alertstate="firing", '
+                     'pattern=""}\n'
+                 ),
+                 for_="0m",
+                 labels={"pattern": "intermittent", "peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }}: host <-> GPU copies are "
+                         "intermittently slow"
+                     ),
+                     "description": (
+                         "GPU{{ $labels.gpu }} on {{ $labels.host }} copied to or from host "
+                         "memory below 0.70 of what its PCIe link offers in {{ $value }} of its "
+                         "last 6 sweeps, though the link trains at its maximum, a fault that "
+                         "comes and goes: suspect the slot, riser, retimer or the host side "
+                         "(IOMMU, NUMA placement)."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
 )

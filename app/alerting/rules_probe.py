@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.alerting.rules_events import event_explained
 from peerwatch.app.analysis.clock import describe_skew, skew_way
@@ -90,11 +91,110 @@ def probe_failing(ctx: HostContext) -> list[Finding]:
 
 PROBE_RULES: tuple[Rule, ...] = (
     Rule("ProbeStale", "warning", 0.0, probe_stale,
-         "No report for PEERWATCH_STALE_AFTER_S (the host verdict's staleness)."),
+         "No report for PEERWATCH_STALE_AFTER_S (the host verdict's staleness).",
+         series=("peerwatch_probe_last_received_timestamp_seconds",),
+         twins=(
+             Twin(
+                 note=(
+                     "Three inventory intervals (3 x 30 s) without a report, by the server's "
+                     "clock (the server's /metrics; `max by` so that scraping several replicas "
+                     "pages once)."
+                 ),
+                 expr=(
+                     "time() - max by (host) (peerwatch_probe_last_received_timestamp_seconds) "
+                     "> 90"
+                 ),
+                 for_="0m",
+                 annotations={
+                     "summary": (
+                         "No report from {{ $labels.host }} for {{ $value | humanizeDuration }}"
+                     ),
+                     "description": (
+                         "The server last received a report from the peerwatch probe on "
+                         "{{ $labels.host }} {{ $value | humanizeDuration }} ago; its fabric is "
+                         "not being watched."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}",
+                 },
+             ),
+         )),
     Rule("ProbeClockSkew", "warning", 600.0, probe_clock_skew,
-         "The probe's clock is off from the server's by more than PEERWATCH_CLOCK_SKEW_WARN_S."),
+         "The probe's clock is off from the server's by more than PEERWATCH_CLOCK_SKEW_WARN_S.",
+         series=(
+             "peerwatch_probe_clock_skew_seconds",
+             "peerwatch_probe_last_received_timestamp_seconds",
+         ),
+         twins=(
+             Twin(
+                 note=(
+                     "Reports arrive more than 60 s (PEERWATCH_CLOCK_SKEW_WARN_S) off the time "
+                     "they carry, for 10 min; a stale host is ProbeStale's, not this. Staleness "
+                     "uses the server's clock."
+                 ),
+                 expr=(
+                     "abs(max by (host) (peerwatch_probe_clock_skew_seconds)) > 60\n"
+                     "unless on (host)\n"
+                     "time() - max by (host) (peerwatch_probe_last_received_timestamp_seconds) "
+                     "> 90\n"
+                 ),
+                 for_="10m",
+                 annotations={
+                     "summary": (
+                         "The probe clock on {{ $labels.host }} is "
+                         "{{ $value | humanizeDuration }} off the server's"
+                     ),
+                     "description": (
+                         "Reports from {{ $labels.host }} arrive "
+                         "{{ $value | humanizeDuration }} off the time they carry (limit 60 s): "
+                         "fix its time sync (chrony/NTP). Staleness is judged by the server's "
+                         "clock, but the host's sample times are shifted."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}",
+                 },
+             ),
+         )),
     Rule("GPUMissing", "critical", 0.0, gpu_missing,
-         "A GPU seen before is missing from the newest inventory."),
+         "A GPU seen before is missing from the newest inventory.",
+         series=("peerwatch_gpu_present",),
+         twins=(
+             Twin(
+                 note=(
+                     "A GPU seen before is missing from the host's newest inventory (fell off "
+                     "the bus, Xid 79): the server's inventory knows it, an agent restarted "
+                     "since would not."
+                 ),
+                 expr="max by (host, gpu) (peerwatch_gpu_present) == 0",
+                 for_="0m",
+                 labels={"peer_gpu": "{{ $labels.gpu }}"},
+                 annotations={
+                     "summary": "GPU{{ $labels.gpu }} is missing from {{ $labels.host }}",
+                     "description": (
+                         "GPU{{ $labels.gpu }} of {{ $labels.host }} was seen before and is "
+                         "missing from the newest inventory: it fell off the bus (Xid 79) or "
+                         "was reset. Its pairs are not judged and the scheduler leaves it out."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}?gpu={{ $labels.gpu }}",
+                 },
+             ),
+         )),
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
-         "Transfer tests failed in the latest sweep."),
+         "Transfer tests failed in the latest sweep.",
+         series=("peerwatch_probe_transfer_errors",),
+         twins=(
+             Twin(
+                 expr="peerwatch_probe_transfer_errors > 0",
+                 for_="0m",
+                 annotations={
+                     "summary": (
+                         "{{ $value }} transfer tests failed in the latest sweep on "
+                         "{{ $labels.host }}"
+                     ),
+                     "description": (
+                         "The latest sweep on {{ $labels.host }} recorded {{ $value }} failed "
+                         "transfer tests; see the host's report errors."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}",
+                 },
+             ),
+         )),
 )
