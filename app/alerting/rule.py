@@ -36,7 +36,8 @@ class Rule:
     severity: str  # "critical" | "warning"
     for_s: float  # seconds an instance stays active before it fires
     check: Callable[[HostContext], list[Finding]]
-    doc: str = ""
+    doc: str = ""  # when it fires, as docs/alerts.md lists it
+    label_names: str = ""  # its identifying labels, in words, for docs/alerts.md
     series: tuple[str, ...] = ()  # the /metrics series its twins read, themselves or recorded
     twins: tuple[Twin, ...] = field(default=(), compare=False)
 

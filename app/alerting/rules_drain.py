@@ -44,3 +44,14 @@ DRAIN_TWINS: tuple[PromAlert, ...] = (
         },
     )),
 )
+
+# When each fires and its labels, in words, for docs/alerts.md (the server's rules carry
+# theirs in `Rule.doc` and `Rule.label_names`).
+DRAIN_DOCS: dict[str, tuple[str, str]] = {
+    "DrainBreakerOpen": (
+        "`peerwatch drain`'s breaker is open: no node is taken out until a person resets it "
+        "(act mode)", "scheduler"),
+    "NodeTakenOutByPeerwatch": (
+        "`peerwatch drain` took the node out of its scheduler (act mode); written with the "
+        "action, resolved when it is returned ([drain.md](drain.md))", "host, scheduler"),
+}

@@ -147,8 +147,14 @@ def event_explained(ctx: HostContext) -> dict[int, str]:
 
 EVENT_RULES: tuple[Rule, ...] = (
     Rule("XidFault", "critical", 0.0, xid_fault,
-         "An Xid/SXid event (or its repeats past the catalog's threshold) makes a GPU, an "
-         "NVLink or an NVSwitch faulty.",
+         "an Xid/SXid event makes a GPU, an NVLink or an NVSwitch faulty: a critical event (Xid "
+         "48, 79, 95, 119, a fatal SXid, a fatal NVLink Xid 144-150) held for 1 h after the "
+         "last, or repeats past the catalog's count/window threshold (Xid 74: 3 in 10 min); the "
+         "page explains its GPU's pair alerts and its link's `NVLinkErrorsIncreasing` (those are "
+         "not raised); a lost GPU stays `GPUMissing`'s page and a link down now, or paged by "
+         "`NVLinkDown` within the hour, `NVLinkDown`'s (flapping: `NVLinkFlapping`'s), each "
+         "naming the event ([events.md](events.md))",
+         label_names="host, gpu, link or switch, xid",
          series=("peerwatch_fabric_event_findings", "peerwatch_gpu_present", "peerwatch_nvlink_up"),
          twins=(
              Twin(
@@ -184,7 +190,12 @@ EVENT_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("XidWarning", "warning", 0.0, xid_warning,
-         "A warning-level Xid/SXid event below its threshold; the verdict is unchanged.",
+         "a warning-level Xid/SXid inside its window, below its threshold (one Xid 74; a "
+         "non-fatal SXid); the verdict is unchanged. A single short NVLink flap (down under "
+         "`NVLinkDown`'s `for`, then up, its Xid 74 logged) is this warning on the link, saying "
+         "it came back, for the event's 10 min: no page; a second drop within the hour is "
+         "`NVLinkFlapping`'s",
+         label_names="host, gpu, link or switch, xid",
          series=("peerwatch_fabric_event_findings", "peerwatch_gpu_present", "peerwatch_nvlink_up"),
          twins=(
              Twin(

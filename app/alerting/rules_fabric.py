@@ -86,7 +86,8 @@ def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
 
 FABRIC_RULES: tuple[Rule, ...] = (
     Rule("NVSwitchFabricNotReady", "critical", 120.0, fabric_not_ready,
-         "GPU fabric registration not COMPLETED, failed, or unhealthy: P2P cannot be trusted.",
+         "a GPU's fabric registration is not COMPLETED, failed, or unhealthy where the SKU has one",
+         label_names="host, gpu",
          series=("peerwatch_gpu_fabric_problem",),
          twins=(
              Twin(
@@ -113,7 +114,13 @@ FABRIC_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("PeerCopiesFailing", "critical", 0.0, peer_copies_failing,
-         "Links up and fabric COMPLETED, yet the GPU's copies fail with every peer.",
+         "links up, fabric COMPLETED and P2P supported, yet the GPU's newest peer copies fail: "
+         "only where all three premises hold (P2P unsupported is `P2PAccessLost`'s page, a "
+         "fabric not ready `NVSwitchFabricNotReady`'s, links short "
+         "`NVLinkDown`/`NVLinkWidthReduced`'s); only for a GPU failing with every peer: the one "
+         "page (its peers' pairs are explained by it); a pair failing between two GPUs whose "
+         "other pairs work is `PairCopiesFailing`'s",
+         label_names="host, gpu",
          series=("peerwatch_gpu_fabric_problem",),
          twins=(
              Twin(
@@ -140,7 +147,8 @@ FABRIC_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("FabricManagerDown", "warning", 300.0, fabric_manager_down,
-         "Fabric Manager installed but not running on an NVSwitch host.",
+         "Fabric Manager installed but not running on an NVSwitch host",
+         label_names="host",
          series=("peerwatch_host_fabric_problem",),
          twins=(
              Twin(
@@ -158,9 +166,13 @@ FABRIC_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("GPUPeerCopiesSlow", "warning", 0.0, gpu_peer_copies_slow,
-         "A GPU's copies judged slow with every peer (its peers fast with each other): the "
-         "GPU, not its pairs, is the fault; none where its links or PCIe link explain it, nor "
-         "on a host below its fleet peers.",
+         "the server finds a GPU slow with every peer it was measured with while its peers are "
+         "fast with each other: the GPU is the fault, one alert instead of one "
+         "`P2PBandwidthDegraded` per pair; none where its links or PCIe link explain it or it is "
+         "held below its clocks (`GPUThrottled` owns a throttled GPU's slowness, judged before "
+         "the attribution), nor on a host below its fleet peers. PromQL: "
+         '`peerwatch_gpu_fabric_problem{kind="peer_slow"} unless peerwatch_gpu_throttle`',
+         label_names="host, gpu",
          series=(
              "peerwatch_gpu_fabric_problem", "peerwatch_gpu_throttle",
              "peerwatch_host_fleet_peer_ratio",

@@ -72,9 +72,13 @@ def host_below_fleet_peers(ctx: HostContext) -> list[Finding]:
 
 FLEET_RULES: tuple[Rule, ...] = (
     Rule("GPUBelowFleetPeers", "warning", 0.0, gpu_below_fleet_peers,
-         "A GPU's own copies (h2d, d2h, local) below PEERWATCH_FLEET_PEER_FLOOR of its peer "
-         "group's median (same GPU model, PCIe link, driver), one per GPU; none where its own "
-         "tests already page, its link is downtrained, or its host is below as a whole.",
+         "the same for a GPU's own copies (h2d, d2h, local) against the same GPU model on the "
+         "same PCIe link (max generation x width) and driver; one per GPU; none where its own "
+         "tests are degraded (`PCIeBandwidthDegraded`), its PCIe link is downtrained (then it is "
+         "in no group), it is held below its clocks most of the time (`GPUThrottled` is the "
+         "page), or its host is below as a whole. PromQL: `peerwatch_gpu_fleet_peer_ratio unless "
+         "peerwatch_gpu_throttle`",
+         label_names="host, gpu",
          series=(
              "peerwatch_gpu_fleet_peer_ratio", "peerwatch_gpu_throttle",
              "peerwatch_host_fleet_peer_ratio",
@@ -110,8 +114,12 @@ FLEET_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("HostBelowFleetPeers", "warning", 0.0, host_below_fleet_peers,
-         "A host's median ratio over its checked pair tests below PEERWATCH_FLEET_PEER_FLOOR: one "
-         "alert for the host instead of one per pair.",
+         "the median of a host's pair ratios to their fleet peers is below the floor: a whole "
+         "board slow. One alert naming the ratio, the group and the number of pairs below, "
+         "instead of one per pair (an 8-GPU board: 1, not 56). PromQL: "
+         "`peerwatch_host_fleet_peer_ratio`; the pair and GPU rules leave that host out (`unless "
+         "on (host)`)",
+         label_names="host",
          series=("peerwatch_host_fleet_peer_ratio",),
          twins=(
              Twin(

@@ -35,9 +35,14 @@ def gpu_throttled(ctx: HostContext) -> list[Finding]:
 
 GPU_RULES: tuple[Rule, ...] = (
     Rule("GPUThrottled", "warning", 0.0, gpu_throttled,
-         "The GPU's clocks held for power, heat or a HW slowdown in "
-         "PEERWATCH_THROTTLE_SWEEPS_MOST of its newest PEERWATCH_THROTTLE_SWEEPS_OF sweeps; "
-         "its slow pairs are explained by it, not paged.",
+         "a GPU's clocks were held for power, heat or a HW slowdown (NVML clocks-event reasons "
+         "`sw_power_cap`, `hw_power_brake_slowdown`, `sw_thermal_slowdown`, "
+         "`hw_thermal_slowdown`, `hw_slowdown`, or a violation counter rising during the sweep; "
+         "never idle, application clocks or sync boost) in `PEERWATCH_THROTTLE_SWEEPS_MOST` (4) "
+         'of its newest `PEERWATCH_THROTTLE_SWEEPS_OF` (6) sweeps; its slow pairs read "slow, '
+         'GPU3 power-capped during the test" and are not paged '
+         "([gpu-evidence.md](gpu-evidence.md)). PromQL: `peerwatch_gpu_throttle{kind}`",
+         label_names="host, gpu",
          series=("peerwatch_gpu_throttle",),
          twins=(
              Twin(

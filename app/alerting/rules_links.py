@@ -105,7 +105,8 @@ def p2p_access_lost(ctx: HostContext) -> list[Finding]:
 
 
 LINK_RULES: tuple[Rule, ...] = (
-    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports a link down.",
+    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports an NVLink port down",
+         label_names="host, gpu, link",
          series=("peerwatch_nvlink_up",),
          twins=(
              Twin(
@@ -128,7 +129,9 @@ LINK_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
-         "Fewer active NVLinks than the ports the GPU has had.",
+         "a GPU has fewer active NVLinks than the ports it has had (reported now or seen before; "
+         "a SKU's designed count where it wires fewer)",
+         label_names="host, gpu",
          series=("peerwatch_gpu_nvlink_active_links", "peerwatch_gpu_nvlink_links"),
          twins=(
              Twin(
@@ -153,7 +156,12 @@ LINK_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("NVLinkErrorsIncreasing", "warning", 0.0, nvlink_errors_increasing,
-         "Replay/recovery counters grow at all, CRC/ECC faster than the set rate.",
+         "a link's replay or recovery counter grows faster than "
+         "`PEERWATCH_ERROR_RATE_DEGRADED_PER_S` (0: any growth), or its CRC flit counter faster "
+         "than `PEERWATCH_CRC_RATE_DEGRADED_PER_S` (1/s; CRC_DATA/ECC_DATA count corrected "
+         "errors, grow 10-142/s on healthy H200s under load, and never alert), over "
+         "`PEERWATCH_LINK_RATE_WINDOW_S` (900 s); counter resets are handled",
+         label_names="host, gpu, link",
          series=(
              "peerwatch_nvlink_crc_flit_errors_total", "peerwatch_nvlink_recovery_errors_total",
              "peerwatch_nvlink_replay_errors_total",
@@ -194,7 +202,9 @@ LINK_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("NVLinkFlapping", "warning", 0.0, nvlink_flapping,
-         "A link went down PEERWATCH_LINK_FLAP_DOWNS times within PEERWATCH_LINK_FLAP_WINDOW_S.",
+         "a port went down `PEERWATCH_LINK_FLAP_DOWNS` (2) times within "
+         "`PEERWATCH_LINK_FLAP_WINDOW_S` (1 h) and is up now",
+         label_names="host, gpu, link",
          series=("peerwatch_nvlink_up",),
          twins=(
              Twin(
@@ -219,7 +229,9 @@ LINK_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("P2PAccessLost", "critical", 0.0, p2p_access_lost,
-         "GPUs joined by NVLink can no longer use P2P.",
+         "GPUs joined by NVLink cannot use P2P (NVML read/write status not OK, or "
+         "`cudaDeviceCanAccessPeer` false)",
+         label_names="host, gpu, peer_gpu",
          series=("peerwatch_p2p_access",),
          twins=(
              Twin(

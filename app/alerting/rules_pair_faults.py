@@ -53,8 +53,15 @@ def _other_peers(ctx: HostContext, a: int, b: int) -> bool:
 
 PAIR_FAULT_RULES: tuple[Rule, ...] = (
     Rule("PairCopiesFailing", "critical", 0.0, pair_copies_failing,
-         "Copies fail between two GPUs that work with their other peers: one alert per "
-         "unordered pair (gpu < peer_gpu); both GPUs stay schedulable, never together.",
+         "a pair fault ([app/analysis/pair_faults.py](../app/analysis/pair_faults.py)): copies "
+         "fail between two GPUs that both work with their other peers, explained by no GPU "
+         "(fabric, links, presence as they should be) and with P2P supported. One alert per "
+         "unordered pair (`gpu` the lower index, `peer_gpu` the higher), never one per GPU or "
+         "direction; both GPUs stay healthy and schedulable, never in one job "
+         "(`/scheduler/hosts` lists them in `apart`, [scheduler.md](scheduler.md)). PromQL: "
+         '`peerwatch_pair_fault{kind="copies_fail"}`. A pair whose page is held while a GPU '
+         "pattern may still be forming (`waits_for`) is no pair fault until the hold ends",
+         label_names="host, gpu, peer_gpu",
          series=("peerwatch_gpu_verdict", "peerwatch_pair_fault"),
          twins=(
              Twin(

@@ -68,7 +68,9 @@ def pcie_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
 
 PCIE_RULES: tuple[Rule, ...] = (
     Rule("PCIeLinkDowntrained", "warning", 900.0, pcie_link_downtrained,
-         "PCIe width (and generation, unless turned off) below the maximum.",
+         "a GPU's PCIe width (and generation, unless `PEERWATCH_PCIE_CHECK_GENERATION=false`) is "
+         "below its maximum; the GPU's verdict says the same",
+         label_names="host, gpu, field (`width` | `generation`)",
          series=(
              "peerwatch_pcie_link_generation", "peerwatch_pcie_link_max_generation",
              "peerwatch_pcie_link_max_width_lanes", "peerwatch_pcie_link_width_lanes",
@@ -101,9 +103,12 @@ PCIE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("PCIeBandwidthDegraded", "warning", 0.0, pcie_bandwidth_degraded,
-         "The server's verdict 'degraded' for a GPU's own copies (h2d, d2h against its PCIe "
-         "link and baseline; local against its baseline), one per GPU; none where "
-         "PCIeLinkDowntrained explains it.",
+         "the server judges a GPU's own copies *degraded*: h2d/d2h below 0.7 of what its PCIe "
+         "slot offers (max generation x max width x 0.88) or 0.8 of its baseline, or its local "
+         "copy below its baseline, sustained as for pairs; one alert per GPU, its slow tests "
+         "listed; none where `PCIeLinkDowntrained` explains it (the case only a measurement "
+         "shows: a link that trains fully yet carries less); `for` 0: the sustain time is the wait",
+         label_names="host, gpu",
          series=(
              "peerwatch_gpu_copy_bandwidth_bytes_per_second", "peerwatch_pcie_link_generation",
              "peerwatch_pcie_link_max_generation", "peerwatch_pcie_link_max_width_lanes",

@@ -91,7 +91,9 @@ def probe_failing(ctx: HostContext) -> list[Finding]:
 
 PROBE_RULES: tuple[Rule, ...] = (
     Rule("ProbeStale", "warning", 0.0, probe_stale,
-         "No report for PEERWATCH_STALE_AFTER_S (the host verdict's staleness).",
+         "the host verdict is stale: no report for `PEERWATCH_STALE_AFTER_S` (90 s) by the "
+         "server's clock — the same limit the verdict and the scheduler use",
+         label_names="host",
          series=("peerwatch_probe_last_received_timestamp_seconds",),
          twins=(
              Twin(
@@ -119,7 +121,9 @@ PROBE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("ProbeClockSkew", "warning", 600.0, probe_clock_skew,
-         "The probe's clock is off from the server's by more than PEERWATCH_CLOCK_SKEW_WARN_S.",
+         "reports arrive more than `PEERWATCH_CLOCK_SKEW_WARN_S` (60 s) off the time they carry "
+         "(the probe's clock); never a stale page",
+         label_names="host",
          series=(
              "peerwatch_probe_clock_skew_seconds",
              "peerwatch_probe_last_received_timestamp_seconds",
@@ -154,7 +158,9 @@ PROBE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("GPUMissing", "critical", 0.0, gpu_missing,
-         "A GPU seen before is missing from the newest inventory.",
+         "a GPU seen before is missing from the newest inventory (fell off the bus, Xid 79); its "
+         "pairs are unknown and the scheduler leaves it out",
+         label_names="host, gpu",
          series=("peerwatch_gpu_present",),
          twins=(
              Twin(
@@ -178,7 +184,8 @@ PROBE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("ProbeFailing", "warning", 0.0, probe_failing,
-         "Transfer tests failed in the latest sweep.",
+         "transfer tests failed in the host's latest sweep",
+         label_names="host",
          series=("peerwatch_probe_transfer_errors",),
          twins=(
              Twin(

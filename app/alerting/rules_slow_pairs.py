@@ -156,9 +156,24 @@ def p2p_below_fleet_peers(ctx: HostContext) -> list[Finding]:
 
 SLOW_PAIR_RULES: tuple[Rule, ...] = (
     Rule("P2PBandwidthDegraded", "warning", 0.0, p2p_bandwidth_degraded,
-         "The server's verdict 'degraded' for low bandwidth, one per unordered pair (gpu < "
-         "peer_gpu) whichever directions are low; none where a fault of either GPU explains "
-         "it.",
+         "the server judges a direction of a pair *degraded* for low bandwidth — measured below "
+         "`PEERWATCH_DEGRADED_RATIO_EXPECTED` (0.7) of its full-width expectation or "
+         "`PEERWATCH_DEGRADED_RATIO_BASELINE` (0.8) of its baseline, for "
+         "`PEERWATCH_DEGRADED_SUSTAIN_S` (600 s: counted in time or in measurements at the "
+         "test's own cadence, so one sweep interval is two low sweeps in a row whatever the "
+         "jitter), or low in 3 of its newest 6 samples; one alert per unordered pair (`gpu` the "
+         "lower index, `peer_gpu` the higher), whichever directions are low, the text naming "
+         'each direction\'s slow tests and ratios ("GPU2<->GPU5 on h is below its baseline: '
+         'GPU2->GPU5 ce_write 0.61; GPU5->GPU2 ce_read 0.64", or "(one direction only)"; '
+         "[rules_slow_pairs.py](../app/alerting/rules_slow_pairs.py)); a direction is left out "
+         "where a fault of either GPU (links down or lost, link errors, missing) explains it or "
+         "the server attributes the pair to a GPU (a GPU slow with every peer: "
+         "`GPUPeerCopiesSlow` is that page), nor for staged copies of a GPU with a downtrained "
+         "PCIe link, nor while the pair's page waits for a GPU pattern still forming "
+         "(`waits_for` in `/health`, at most `PEERWATCH_PATTERN_WAIT_S`, 1800 s; PromQL: `unless "
+         "peerwatch_pair_page_held`, per direction); contended samples are never judged; `for` "
+         "0: the sustain time is the wait",
+         label_names="host, gpu, peer_gpu",
          series=(
              "peerwatch_fabric_event_findings", "peerwatch_gpu_nvlink_active_links",
              "peerwatch_gpu_nvlink_links", "peerwatch_gpu_present",
@@ -271,10 +286,15 @@ SLOW_PAIR_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("P2PBelowFleetPeers", "warning", 0.0, p2p_below_fleet_peers,
-         "A pair below PEERWATCH_FLEET_PEER_FLOOR of its peer group's median (same GPU model, "
-         "topology, driver; at least PEERWATCH_FLEET_PEER_MIN_HOSTS hosts), one per unordered "
-         "pair (gpu < peer_gpu); none where its own tests or a fault of either GPU already "
-         "page, nor on a host below its peers as a whole.",
+         "the server judges a direction of a pair *degraded* for being below "
+         "`PEERWATCH_FLEET_PEER_FLOOR` (0.93) of the median of the same pair on its peer group "
+         "(GPU model, topology, driver; at least `PEERWATCH_FLEET_PEER_MIN_HOSTS` (5) hosts) "
+         "while its own tests are healthy — a slowdown its baseline absorbed "
+         "([fleet-peers.md](fleet-peers.md)); one alert per unordered pair (`gpu` < `peer_gpu`), "
+         "naming each direction below, as `P2PBandwidthDegraded`; none where a fault of either "
+         "GPU explains it, nor on a host below its peers as a whole (`HostBelowFleetPeers`). The "
+         "PromQL twin reads `peerwatch_pair_fleet_peer_ratio`, exported for flagged pairs only",
+         label_names="host, gpu, peer_gpu",
          series=(
              "peerwatch_fabric_event_findings", "peerwatch_gpu_nvlink_active_links",
              "peerwatch_gpu_nvlink_links", "peerwatch_gpu_present",

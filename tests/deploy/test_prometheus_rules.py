@@ -19,6 +19,7 @@ from peerwatch.app.alerting.rules import RULE_NAMES
 from peerwatch.app.alerting.rules import RULES as SERVER_RULE_DECLARATIONS
 from peerwatch.app.alerting.rules_drain import DRAIN_TWINS
 from peerwatch.app.alerting.rules_file import render
+from peerwatch.app.alerting.rules_table import with_table
 from peerwatch.app.analysis.xid_catalog import P2P_XIDS
 from peerwatch.app.services.drain import DRAIN_ALERTS
 from tests.conftest import require
@@ -27,6 +28,7 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RULES = DEPLOY / "prometheus" / "peerwatch-rules.yml"
 RULE_TESTS = DEPLOY / "prometheus" / "peerwatch-rules.test.yml"
 ALERTMANAGER_CONFIG = DEPLOY / "alertmanager" / "alertmanager.yml"
+ALERTS_DOC = DEPLOY.parent / "docs" / "alerts.md"
 
 SERVER_RULES = set(RULE_NAMES) | DRAIN_ALERTS  # the drain controller's, written with its actions
 
@@ -79,6 +81,16 @@ def test_the_rules_file_is_written_from_the_declarations() -> None:
     assert RULES.read_text() == render(), (
         "deploy/prometheus/peerwatch-rules.yml is stale or edited by hand: "
         "run `python deploy/prometheus/write_rules.py`")
+
+
+def test_the_docs_table_of_rules_is_written_from_the_declarations() -> None:
+    """docs/alerts.md lists every rule, when it fires and its labels, as declared."""
+    doc = ALERTS_DOC.read_text()
+    assert doc == with_table(doc), (
+        "the table of docs/alerts.md is stale or edited by hand: "
+        "run `python deploy/prometheus/write_rules.py`")
+    for rule in SERVER_RULE_DECLARATIONS:
+        assert rule.doc and rule.label_names, rule.name
 
 
 def test_every_server_rule_declares_a_twin_and_the_series_it_reads() -> None:
