@@ -11,7 +11,8 @@ GPU5->GPU2 ce_read 0.64", or "(one direction only)"). Each direction is first ju
 own, with every clause that leaves it out (a fault of either GPU, a downtrained PCIe link on
 the way, the pair attributed to a GPU, its page held while a GPU pattern forms); the pair
 pages if a direction is left. The PromQL twins aggregate the agent's ordered series the
-same way (`peerwatch_p2p_pair_info`, deploy/prometheus/peerwatch-rules.yml).
+same way (`peerwatch_p2p_pair_info`; the pair-labelled recording rules of
+promql_records.py), declared with each rule below.
 """
 
 from __future__ import annotations
