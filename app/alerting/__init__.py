@@ -1,7 +1,13 @@
 """Alerts: rules evaluated by the server, their states and history, and Alertmanager delivery.
 
 rule.py          what a rule and a finding are; fingerprints, dashboard links
-rules.py         the rules, over the server's verdicts (`app.queries.host_health`)
+rules.py         every rule, in one tuple: what the engine runs and the API lists
+rules_*.py       the rules by family, over the server's verdicts (`app.queries.host_health`),
+                 each with its PromQL twins and the /metrics series they read
+promql.py        what a PromQL twin is, and the rules file written from the declarations
+promql_records.py  the recording rules the twins share
+rules_file.py    deploy/prometheus/peerwatch-rules.yml as the declarations write it
+rules_drain.py   the PromQL twins of the alerts `peerwatch drain` writes
 context.py       what the rules read for one host
 engine.py        inactive -> pending -> firing -> resolved, persisted with history, replica-safe
 service.py       when evaluation runs: after ingest, periodically (the alerts router's lifespan)

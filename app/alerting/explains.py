@@ -1,8 +1,9 @@
 """What explains a slow or bad pair, read from the server's own judgement of one host: the
-clauses every pair rule (`rules_slow_pairs.py`) and the GPU slowness rules (`rules.py`) leave
-out, so that one fault pages once, from the object at fault. Their PromQL twins are the
+clauses every pair rule (`rules_slow_pairs.py`) and the GPU slowness rules
+(`rules_fabric.py`, `rules_fleet.py`) leave out, so that one fault pages once, from the
+object at fault. Their PromQL twins are the
 `peerwatch:gpu_fault_explains_pairs`, `peerwatch:gpu_pcie_downtrained` and
-`peerwatch:pair_page_held` recording rules of deploy/prometheus/peerwatch-rules.yml.
+`peerwatch:pair_page_held` recording rules (promql_records.py).
 """
 
 from __future__ import annotations

@@ -2,16 +2,20 @@
 
 Modelled on a Prometheus alerting rule: a name, an expression (here a Python function over
 peerwatch's own judgement, `app/analysis/health.py` and the server's queries), a `for`
-duration an instance must stay active before it fires, labels and annotations. Each
-`Finding` is one active instance: its identifying labels (host, gpu, peer_gpu, link, test,
-...), the figure that made it active, and the words a person reads.
+duration an instance must stay active before it fires, labels and annotations. A rule also
+carries its PromQL twins (`promql.Twin`) and the /metrics series they read, so that one
+declaration is the rule in both places. Each `Finding` is one active instance: its
+identifying labels (host, gpu, peer_gpu, link, test, ...), the figure that made it active,
+and the words a person reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from peerwatch.app.alerting.promql import Twin
 
 if TYPE_CHECKING:
     from peerwatch.app.alerting.context import HostContext
@@ -32,7 +36,10 @@ class Rule:
     severity: str  # "critical" | "warning"
     for_s: float  # seconds an instance stays active before it fires
     check: Callable[[HostContext], list[Finding]]
-    doc: str = ""
+    doc: str = ""  # when it fires, as docs/alerts.md lists it
+    label_names: str = ""  # its identifying labels, in words, for docs/alerts.md
+    series: tuple[str, ...] = ()  # the /metrics series its twins read, themselves or recorded
+    twins: tuple[Twin, ...] = field(default=(), compare=False)
 
     def labels(self, finding: Finding) -> dict[str, str]:
         return {"alertname": self.name, "severity": self.severity, **finding.labels}

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import or_, select
 
 from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.analysis.xid_judge import EventFinding
@@ -146,8 +147,75 @@ def event_explained(ctx: HostContext) -> dict[int, str]:
 
 EVENT_RULES: tuple[Rule, ...] = (
     Rule("XidFault", "critical", 0.0, xid_fault,
-         "An Xid/SXid event (or its repeats past the catalog's threshold) makes a GPU, an "
-         "NVLink or an NVSwitch faulty."),
+         "an Xid/SXid event makes a GPU, an NVLink or an NVSwitch faulty: a critical event (Xid "
+         "48, 79, 95, 119, a fatal SXid, a fatal NVLink Xid 144-150) held for 1 h after the "
+         "last, or repeats past the catalog's count/window threshold (Xid 74: 3 in 10 min); the "
+         "page explains its GPU's pair alerts and its link's `NVLinkErrorsIncreasing` (those are "
+         "not raised); a lost GPU stays `GPUMissing`'s page and a link down now, or paged by "
+         "`NVLinkDown` within the hour, `NVLinkDown`'s (flapping: `NVLinkFlapping`'s), each "
+         "naming the event ([events.md](events.md))",
+         label_names="host, gpu, link or switch, xid",
+         series=("peerwatch_fabric_event_findings", "peerwatch_gpu_present", "peerwatch_nvlink_up"),
+         twins=(
+             Twin(
+                 note=(
+                     "Xid/SXid events the server judged with its catalog "
+                     "(app/analysis/xid_catalog.py): a critical event, or repeats past the "
+                     "catalog's count/window threshold, make the object (GPU, NVLink, NVSwitch) "
+                     "faulty. `max by` pages once across replicas; a GPU missing from the "
+                     "inventory is GPUMissing's page, and an Xid on a link down now or flapping "
+                     "the link-state rules' (peerwatch:nvlink_paged_by_state): both left out "
+                     "(`unless`), as on the server. A link that went down once and came back (a "
+                     "flap shorter than NVLinkDown's `for`) is paged by neither: its Xid is "
+                     "this page's (or XidWarning's), on the link."
+                 ),
+                 expr=(
+                     "max by (host, gpu, link, switch, xid) "
+                     '(peerwatch_fabric_event_findings{level="fault"}) > 0\n'
+                     "  unless on (host, gpu) (max by (host, gpu) (peerwatch_gpu_present) == 0)\n"
+                     "  unless on (host, gpu, link) peerwatch:nvlink_paged_by_state\n"
+                 ),
+                 annotations={
+                     "summary": (
+                         "{{ $labels.xid }} on {{ $labels.host }} (gpu {{ $labels.gpu }} link "
+                         "{{ $labels.link }} switch {{ $labels.switch }})"
+                     ),
+                     "description": (
+                         "{{ $labels.host }}: {{ $labels.xid }} makes its object faulty "
+                         "({{ $value }} event(s)); the host page gives the catalog's meaning, "
+                         "action and source."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}",
+                 },
+             ),
+         )),
     Rule("XidWarning", "warning", 0.0, xid_warning,
-         "A warning-level Xid/SXid event below its threshold; the verdict is unchanged."),
+         "a warning-level Xid/SXid inside its window, below its threshold (one Xid 74; a "
+         "non-fatal SXid); the verdict is unchanged. A single short NVLink flap (down under "
+         "`NVLinkDown`'s `for`, then up, its Xid 74 logged) is this warning on the link, saying "
+         "it came back, for the event's 10 min: no page; a second drop within the hour is "
+         "`NVLinkFlapping`'s",
+         label_names="host, gpu, link or switch, xid",
+         series=("peerwatch_fabric_event_findings", "peerwatch_gpu_present", "peerwatch_nvlink_up"),
+         twins=(
+             Twin(
+                 expr=(
+                     "max by (host, gpu, link, switch, xid) "
+                     '(peerwatch_fabric_event_findings{level="warning"}) > 0\n'
+                     "  unless on (host, gpu) (max by (host, gpu) (peerwatch_gpu_present) == 0)\n"
+                     "  unless on (host, gpu, link) peerwatch:nvlink_paged_by_state\n"
+                 ),
+                 annotations={
+                     "summary": (
+                         "{{ $labels.xid }} on {{ $labels.host }} (gpu {{ $labels.gpu }} link "
+                         "{{ $labels.link }} switch {{ $labels.switch }})"
+                     ),
+                     "description": (
+                         "{{ $labels.host }}: {{ $labels.xid }} ({{ $value }} event(s)), below "
+                         "the catalog's fault threshold: the verdict is unchanged."
+                     ),
+                     "dashboard": "/#/host/{{ $labels.host }}",
+                 },
+             ),
+         )),
 )

@@ -13,7 +13,13 @@ from pathlib import Path
 
 import yaml
 
+from peerwatch.app.alerting.promql import series_read
+from peerwatch.app.alerting.promql_records import BASELINES, SHARED
 from peerwatch.app.alerting.rules import RULE_NAMES
+from peerwatch.app.alerting.rules import RULES as SERVER_RULE_DECLARATIONS
+from peerwatch.app.alerting.rules_drain import DRAIN_TWINS
+from peerwatch.app.alerting.rules_file import render
+from peerwatch.app.alerting.rules_table import with_table
 from peerwatch.app.analysis.xid_catalog import P2P_XIDS
 from peerwatch.app.services.drain import DRAIN_ALERTS
 from tests.conftest import require
@@ -22,6 +28,7 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RULES = DEPLOY / "prometheus" / "peerwatch-rules.yml"
 RULE_TESTS = DEPLOY / "prometheus" / "peerwatch-rules.test.yml"
 ALERTMANAGER_CONFIG = DEPLOY / "alertmanager" / "alertmanager.yml"
+ALERTS_DOC = DEPLOY.parent / "docs" / "alerts.md"
 
 SERVER_RULES = set(RULE_NAMES) | DRAIN_ALERTS  # the drain controller's, written with its actions
 
@@ -66,6 +73,35 @@ def test_every_server_rule_has_a_promql_twin_and_a_unit_test() -> None:
         if case.get("exp_alerts")
     }
     assert tested == SERVER_RULES
+
+
+def test_the_rules_file_is_written_from_the_declarations() -> None:
+    """Each rule's twins are declared with its check (app/alerting/rules_*.py); the committed
+    file is what they write, so a twin is changed in one place."""
+    assert RULES.read_text() == render(), (
+        "deploy/prometheus/peerwatch-rules.yml is stale or edited by hand: "
+        "run `python deploy/prometheus/write_rules.py`")
+
+
+def test_the_docs_table_of_rules_is_written_from_the_declarations() -> None:
+    """docs/alerts.md lists every rule, when it fires and its labels, as declared."""
+    doc = ALERTS_DOC.read_text()
+    assert doc == with_table(doc), (
+        "the table of docs/alerts.md is stale or edited by hand: "
+        "run `python deploy/prometheus/write_rules.py`")
+    for rule in SERVER_RULE_DECLARATIONS:
+        assert rule.doc and rule.label_names, rule.name
+
+
+def test_every_server_rule_declares_a_twin_and_the_series_it_reads() -> None:
+    """`Rule.series` names exactly the /metrics series its twins read, themselves or
+    through the recording rules they read."""
+    records = (*BASELINES, *SHARED)
+    for rule in SERVER_RULE_DECLARATIONS:
+        assert rule.twins, rule.name
+        read = frozenset().union(*(series_read(t.expr, records) for t in rule.twins))
+        assert set(rule.series) == read, rule.name
+    assert {a.name for a in DRAIN_TWINS} == DRAIN_ALERTS
 
 
 def test_a_broken_rule_is_caught(tmp_path: Path) -> None:
