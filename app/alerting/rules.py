@@ -32,7 +32,7 @@ from peerwatch.app.analysis.health import TestJudgement, p2p_problem
 from peerwatch.app.analysis.text import fmt_duration
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.judging.judge import last_heard_at
-from peerwatch.probes.report import GPU_TESTS, PCIE_TESTS, LinkState
+from peerwatch.probes.report import PCIE_TESTS, LinkState, test_scope
 
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
@@ -207,7 +207,7 @@ def pcie_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     slow: dict[int, list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][2])):
-        if (src != dst or test not in GPU_TESTS or j.verdict is not Verdict.DEGRADED
+        if (src != dst or test_scope(test) != "gpu" or j.verdict is not Verdict.DEGRADED
                 or j.low_since is None or src in explained):
             continue
         slow.setdefault(src, []).append(j)
