@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from peerwatch.probes.fabric import TestSpec
-from peerwatch.probes.report import TestName, test_names
+from peerwatch.probes.report import TestName, declared_tests
 from peerwatch.probes.test_kinds import kind_of, kinds
 
 
@@ -65,7 +65,7 @@ class _TableBudgets(Mapping[TestName, Budget]):
         return Budget(c.bytes_per_copy, c.copies, c.samples, c.warmup)
 
     def __iter__(self) -> Iterator[TestName]:
-        return iter(test_names())
+        return iter(declared_tests())
 
     def __len__(self) -> int:
         return len(kinds())

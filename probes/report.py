@@ -177,7 +177,7 @@ class TestName(StrEnum):
 _DECLARED_ONLY: dict[str, TestName] = {}
 
 
-def test_names() -> tuple[TestName, ...]:
+def declared_tests() -> tuple[TestName, ...]:
     """Every declared test, in the table's order (`TestName`'s members and any declared
     since): what to iterate instead of `TestName` itself."""
     return tuple(TestName(k.name) for k in kinds())

@@ -51,7 +51,7 @@ from peerwatch.probes.report import (
     SweepCost,
     TestName,
     TransferResult,
-    test_names,
+    declared_tests,
     test_scope,
     unit_of,
     utcnow,
@@ -62,7 +62,7 @@ from peerwatch.probes.report import (
 class SweepOptions:
     """What to run and within which limits. `gpus=None` means every GPU of the host."""
 
-    tests: tuple[TestName, ...] = field(default_factory=test_names)
+    tests: tuple[TestName, ...] = field(default_factory=declared_tests)
     gpus: tuple[int, ...] | None = None
     budgets: Mapping[TestName, Budget] = field(default_factory=lambda: DEFAULT_BUDGETS)
     timeout_s: float | None = 30.0  # watchdog per test

@@ -114,7 +114,7 @@ _CE_EXPECT = Expect("copy", nvlink=0.83, pcie=0.80)
 _SM_EXPECT = Expect("copy", nvlink=0.775, pcie=0.70)
 _HOST_EXPECT = Expect("host_copy", host=0.88)
 
-# In the order of `TestName` (the wire schema's enum), which tests/probes checks.
+# In the order of `TestName` (the wire schema's enum): tests/probes/test_test_kinds.py checks.
 TEST_KINDS: tuple[TestKind, ...] = (
     TestKind("ce_write", "pair", _BPS, _CE, _CE_EXPECT, Sim("copy"),
              "copy engine, issued by the source (push)"),

@@ -33,7 +33,7 @@ from peerwatch.app.schemas.fleet import FleetPeersResponse, PeerBelow, PeerGroup
 from peerwatch.app.store.tables.fleet import FleetPeerStat
 from peerwatch.app.store.tables.inventory import Gpu, Host, Pair
 from peerwatch.app.store.tables.judged import JudgedGpu, JudgedPair, JudgedTest
-from peerwatch.probes.report import PcieLink, TestName, test_names, unit_of
+from peerwatch.probes.report import PcieLink, TestName, declared_tests, unit_of
 from peerwatch.probes.test_kinds import declared
 
 UNKNOWN_DRIVER = "unknown"
@@ -86,7 +86,7 @@ def fleet_members(session: Session, since: datetime) -> Members:
     """(group, test) -> [(host id, value)] of every healthy judged pair measured since: two
     plain scans (the pairs' groups, then the judged values), joined here by key."""
     groups = groups_of_fleet(session)
-    tests = {t.value: t for t in test_names()}
+    tests = {t.value: t for t in declared_tests()}
     query = (select(JudgedTest.host_id, JudgedTest.src, JudgedTest.dst, JudgedTest.test,
                     JudgedTest.value)
              .where(JudgedTest.verdict == Verdict.HEALTHY.value, JudgedTest.value.is_not(None),
