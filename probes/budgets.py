@@ -1,4 +1,4 @@
-"""How much each transfer test may cost: the one table of default budgets.
+"""How much each transfer test may cost: the default budgets, each kind's `budget` row.
 
 Chosen so one (pair, test) on an H200 NVSwitch pair stays under 5 ms of GPU time and 512 MiB
 of device memory per GPU while reaching the accuracy targets of issue 2. Tuned on the lent
@@ -30,13 +30,12 @@ the same bytes at a tenth of the speed, so they cost about ten times the GPU tim
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from peerwatch.probes.fabric import TestSpec
-from peerwatch.probes.report import TestName
-
-MiB = 1 << 20
+from peerwatch.probes.report import TestName, declared_tests
+from peerwatch.probes.test_kinds import kind_of, kinds
 
 
 @dataclass(frozen=True)
@@ -57,20 +56,19 @@ class Budget:
                         samples=self.samples, warmup=self.warmup)
 
 
-_CE = Budget(256 * MiB, copies=2, samples=2)
-_SM = Budget(128 * MiB, copies=3)
-_PCIE = Budget(8 * MiB, copies=2)  # host <-> GPU: a tenth of NVLink's speed, small buffers
+class _TableBudgets(Mapping[TestName, Budget]):
+    """Each kind's `budget` row of `probes/test_kinds.py`, read at lookup time so a kind
+    declared at run time has its budget too."""
 
-DEFAULT_BUDGETS = MappingProxyType({
-    TestName.CE_WRITE: _CE,
-    TestName.CE_READ: _CE,
-    TestName.CE_BIDIR: Budget(192 * MiB, copies=2),  # two buffers per GPU, one each way
-    TestName.SM_WRITE: _SM,
-    TestName.SM_READ: _SM,
-    TestName.LATENCY: Budget(2 * MiB, copies=1000, warmup=100),
-    TestName.STAGED: Budget(16 * MiB, copies=2),
-    TestName.ALLREDUCE: Budget(64 * MiB, copies=4),
-    TestName.H2D: _PCIE,
-    TestName.D2H: _PCIE,
-    TestName.LOCAL: Budget(192 * MiB, copies=3),
-})
+    def __getitem__(self, test: TestName) -> Budget:
+        c = kind_of(test).budget
+        return Budget(c.bytes_per_copy, c.copies, c.samples, c.warmup)
+
+    def __iter__(self) -> Iterator[TestName]:
+        return iter(declared_tests())
+
+    def __len__(self) -> int:
+        return len(kinds())
+
+
+DEFAULT_BUDGETS: Mapping[TestName, Budget] = _TableBudgets()

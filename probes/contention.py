@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from peerwatch.probes.fabric import TestSpec
-from peerwatch.probes.report import GPU_TESTS, LinkCounters, NvLinkPort, TestName
+from peerwatch.probes.report import LinkCounters, NvLinkPort, test_scope
+from peerwatch.probes.test_kinds import kind_of
 
 # (gpu, "tx" | "rx", peer): one direction of one GPU's ports that a test's data used.
 Direction = tuple[int, str, int | None]
@@ -39,13 +40,14 @@ class ContentionRule:
 
 def directions(spec: TestSpec) -> list[Direction]:
     """The (gpu, tx|rx, peer) directions the test's data travels over."""
-    if spec.test is TestName.ALLREDUCE:
+    scope = test_scope(spec.test)
+    if scope == "set":
         return [(g, way, None) for g in spec.gpus for way in ("tx", "rx")]
-    if spec.test in GPU_TESTS:  # PCIe and local memory: no NVLink counter can tell
+    if scope == "gpu":  # PCIe and local memory: no NVLink counter can tell
         return []
     assert spec.src is not None and spec.dst is not None
     s, d = spec.src, spec.dst
-    if spec.test in (TestName.CE_BIDIR, TestName.LATENCY):
+    if kind_of(spec.test).both_ways:
         # latency: requests go src -> dst and the loaded data comes back; both can queue
         return [(s, "tx", d), (d, "rx", s), (d, "tx", s), (s, "rx", d)]
     return [(s, "tx", d), (d, "rx", s)]
@@ -53,7 +55,7 @@ def directions(spec: TestSpec) -> list[Direction]:
 
 def own_bytes(spec: TestSpec, wire: Mapping[int, int], direction: Direction) -> int:
     gpu, way, peer = direction
-    if way == "tx" or spec.test is TestName.ALLREDUCE:  # a ring receives what it sends
+    if way == "tx" or test_scope(spec.test) == "set":  # a ring receives what it sends
         return wire.get(gpu, 0)
     return wire.get(peer, 0) if peer is not None else 0
 

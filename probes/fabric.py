@@ -26,6 +26,7 @@ from peerwatch.probes.report import (
     NvLinkPort,
     PairInfo,
     TestName,
+    test_scope,
 )
 
 
@@ -50,7 +51,7 @@ class TestSpec:
     warmup: int = 1
 
     def label(self) -> str:
-        if self.test is TestName.ALLREDUCE:
+        if test_scope(self.test) == "set":
             return f"{self.test} gpus={','.join(map(str, self.gpus))}"
         if self.dst is None:
             return f"{self.test} GPU{self.src}"

@@ -28,7 +28,7 @@ from peerwatch.probes.agent.agent_state import (
     newest_pcie_replays,
 )
 from peerwatch.probes.metrics_clocks import clock_families
-from peerwatch.probes.report import P2PCap, P2PStatus, PairInfo, Report, TestName
+from peerwatch.probes.report import P2PCap, P2PStatus, PairInfo, Report, TestName, declared_tests
 
 # Lifetime NVLink counters: LinkCounters field -> metric name stem (without `_total`).
 LINK_COUNTERS: dict[str, str] = {
@@ -80,7 +80,7 @@ class AgentCollector(Collector):
                  tests: Iterable[TestName] | None = None) -> None:
         self._state = state
         self._spool = spool
-        self._tests = frozenset(t.value for t in (tests or TestName))
+        self._tests = frozenset(t.value for t in (tests or declared_tests()))
 
     def collect(self) -> Iterable[Metric]:
         """Every group that can be built; one that raises is logged and left out, so a bad

@@ -33,6 +33,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.test_kinds import Scope, Unit, declared, kind_of, kinds
 
 # 2: per-GPU tests (h2d, d2h, local), a result naming one GPU as `src` with `dst` None.
 # 3: `events`, the Xid/SXid events the agent saw since its previous report (FabricEvent).
@@ -160,44 +161,48 @@ class TestName(StrEnum):
     D2H = "d2h"  # copy engine, the GPU -> pinned host memory on its NUMA node
     LOCAL = "local"  # copy engine within the GPU's own memory; read + write counted once
 
-
-GPU_TESTS: tuple[TestName, ...] = (TestName.H2D, TestName.D2H, TestName.LOCAL)
-PCIE_TESTS: tuple[TestName, ...] = (TestName.H2D, TestName.D2H)
-PAIR_TESTS: tuple[TestName, ...] = tuple(
-    t for t in TestName if t is not TestName.ALLREDUCE and t not in GPU_TESTS)
-BANDWIDTH_TESTS = frozenset(TestName) - {TestName.LATENCY}
-
-# What each test measures, in words: the CLI's table titles, the API's test catalogue
-# (GET /api/v1/tests) and the dashboard's hovers all read this one table.
-TEST_ABOUT: dict[TestName, str] = {
-    TestName.CE_WRITE: "copy engine, issued by the source (push)",
-    TestName.CE_READ: "copy engine, issued by the destination (pull)",
-    TestName.CE_BIDIR: "copy engine, both directions at once (total of both)",
-    TestName.SM_WRITE: "copy kernel on the source storing into the destination",
-    TestName.SM_READ: "copy kernel on the destination loading from the source",
-    TestName.LATENCY: "pointer chase by the source over the destination's memory",
-    TestName.STAGED: "P2P off: staged through pinned host memory",
-    TestName.ALLREDUCE: "NCCL all-reduce, bus bandwidth",
-    TestName.H2D: "host to GPU: copy engine from pinned memory on the GPU's NUMA node",
-    TestName.D2H: "GPU to host: copy engine into pinned memory on the GPU's NUMA node",
-    TestName.LOCAL: "within the GPU: copy engine, read + write counted once",
-}
+    @classmethod
+    def _missing_(cls, value: object) -> TestName | None:
+        """A kind declared in `probes/test_kinds.py` that has no member here (one declared at
+        run time): a pseudo-member, the same object for every lookup of the name."""
+        if not isinstance(value, str) or not declared(value):
+            return None
+        if value not in _DECLARED_ONLY:
+            member = str.__new__(cls, value)
+            member._name_, member._value_ = value.upper(), value
+            _DECLARED_ONLY[value] = member
+        return _DECLARED_ONLY[value]
 
 
-def test_scope(test: TestName) -> Literal["pair", "gpu", "set"]:
+_DECLARED_ONLY: dict[str, TestName] = {}
+
+
+def declared_tests() -> tuple[TestName, ...]:
+    """Every declared test, in the table's order (`TestName`'s members and any declared
+    since): what to iterate instead of `TestName` itself."""
+    return tuple(TestName(k.name) for k in kinds())
+
+
+def test_scope(test: TestName) -> Scope:
     """What a result of `test` names: "pair" (src -> dst), "gpu" (src alone) or "set" (gpus)."""
-    if test is TestName.ALLREDUCE:
-        return "set"
-    return "gpu" if test in GPU_TESTS else "pair"
-
-
-class Unit(StrEnum):
-    BYTES_PER_SECOND = "B/s"
-    SECONDS = "s"
+    return kind_of(test).scope
 
 
 def unit_of(test: TestName) -> Unit:
-    return Unit.SECONDS if test is TestName.LATENCY else Unit.BYTES_PER_SECOND
+    return kind_of(test).unit
+
+
+# Fixed views of the table's built-in rows, for readers that list them (the CLI, alert rules);
+# code that must also see a kind declared at run time asks `test_scope` instead.
+GPU_TESTS: tuple[TestName, ...] = tuple(t for t in TestName if test_scope(t) == "gpu")
+PCIE_TESTS: tuple[TestName, ...] = tuple(
+    t for t in GPU_TESTS if kind_of(t).expect.model == "host_copy")
+PAIR_TESTS: tuple[TestName, ...] = tuple(t for t in TestName if test_scope(t) == "pair")
+BANDWIDTH_TESTS = frozenset(t for t in TestName if unit_of(t) is Unit.BYTES_PER_SECOND)
+
+# What each test measures, in words: the CLI's table titles; the API's test catalogue
+# (GET /api/v1/tests) and the dashboard's hovers read `probes/test_kinds.py` directly.
+TEST_ABOUT: dict[TestName, str] = {t: kind_of(t).about for t in TestName}
 
 
 class LinkState(StrEnum):
@@ -448,10 +453,11 @@ class TransferResult(_Model):
                 self.samples and max(self.samples) > limit):
             v = next(v for v in [self.value, *self.samples] if v is not None and v > limit)
             raise ValueError(f"value {v:g} {self.unit.value} is beyond any real fabric")
-        if self.test is TestName.ALLREDUCE:
+        scope = test_scope(self.test)
+        if scope == "set":
             if len(self.gpus) < 2 or self.peer_host is not None:
-                raise ValueError("allreduce needs at least two gpus of the reporting host")
-        elif self.test in GPU_TESTS:
+                raise ValueError(f"{self.test} needs at least two gpus of the reporting host")
+        elif scope == "gpu":
             if self.src is None or self.dst is not None or self.gpus or self.peer_host:
                 raise ValueError(f"{self.test} names one GPU: src set, dst null, gpus empty")
         elif self.src is None or self.dst is None:

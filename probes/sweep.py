@@ -40,7 +40,6 @@ from peerwatch.probes.errors import (
 from peerwatch.probes.fabric import Fabric, TestSpec
 from peerwatch.probes.inventory import collect_counters, collect_inventory, read_host, read_item
 from peerwatch.probes.report import (
-    GPU_TESTS,
     GpuActivity,
     Inventory,
     LinkCounters,
@@ -52,6 +51,8 @@ from peerwatch.probes.report import (
     SweepCost,
     TestName,
     TransferResult,
+    declared_tests,
+    test_scope,
     unit_of,
     utcnow,
 )
@@ -61,7 +62,7 @@ from peerwatch.probes.report import (
 class SweepOptions:
     """What to run and within which limits. `gpus=None` means every GPU of the host."""
 
-    tests: tuple[TestName, ...] = tuple(TestName)
+    tests: tuple[TestName, ...] = field(default_factory=declared_tests)
     gpus: tuple[int, ...] | None = None
     budgets: Mapping[TestName, Budget] = field(default_factory=lambda: DEFAULT_BUDGETS)
     timeout_s: float | None = 30.0  # watchdog per test
@@ -97,10 +98,10 @@ def plan(tests: tuple[TestName, ...], gpus: list[int],
     specs: list[TestSpec] = []
     for test in dict.fromkeys(tests):
         budget = budgets.get(test, DEFAULT_BUDGETS[test])
-        if test in GPU_TESTS:
+        if test_scope(test) == "gpu":
             specs += [budget.spec(test, g) for g in gpus]
             continue
-        if test is TestName.ALLREDUCE:
+        if test_scope(test) == "set":
             if len(gpus) >= 2:
                 specs.append(budget.spec(test, gpus=tuple(gpus)))
             continue
@@ -109,9 +110,9 @@ def plan(tests: tuple[TestName, ...], gpus: list[int],
 
 
 def spec_gpus(spec: TestSpec) -> tuple[int, ...]:
-    if spec.test is TestName.ALLREDUCE:
+    if test_scope(spec.test) == "set":
         return spec.gpus
-    if spec.test in GPU_TESTS:
+    if test_scope(spec.test) == "gpu":
         assert spec.src is not None
         return (spec.src,)
     assert spec.src is not None and spec.dst is not None
@@ -193,7 +194,7 @@ class _Sweep:
 
     def _unhung(self, spec: TestSpec) -> TestSpec | None:
         """The spec without hung GPUs (allreduce shrinks to the rest), or None to skip it."""
-        if spec.test is TestName.ALLREDUCE:
+        if test_scope(spec.test) == "set":
             rest = tuple(g for g in spec.gpus if g not in self.hung)
             return replace(spec, gpus=rest) if len(rest) >= 2 else None
         return None if any(g in self.hung for g in spec_gpus(spec)) else spec

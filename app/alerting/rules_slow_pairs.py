@@ -33,7 +33,8 @@ from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.analysis.health import TestJudgement, Thresholds
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.probes.report import BANDWIDTH_TESTS, TestName
+from peerwatch.probes.report import Unit, unit_of
+from peerwatch.probes.test_kinds import kind_of
 
 Direction = tuple[int, int]  # (src, dst): data flows src -> dst
 T = TypeVar("T")
@@ -71,13 +72,14 @@ def _slow_directions(ctx: HostContext) -> dict[Direction, list[TestJudgement]]:
     slow: dict[Direction, list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
-        if test not in BANDWIDTH_TESTS or j.verdict is not Verdict.DEGRADED or src == dst:
+        if (unit_of(test) is not Unit.BYTES_PER_SECOND or j.verdict is not Verdict.DEGRADED
+                or src == dst):
             continue  # src == dst: a per-GPU test, PCIeBandwidthDegraded's
         if j.low_since is None:
             continue  # a failed test, not a slow one: ProbeFailing says so
         if src in explained or dst in explained or (src, dst) in left_out:
             continue
-        if (src in pcie or dst in pcie) and (test is TestName.STAGED
+        if (src in pcie or dst in pcie) and (kind_of(test).expect.model == "staged"
                                                or not nvlink_joins(ctx, src, dst)):
             continue
         slow.setdefault((src, dst), []).append(j)

@@ -16,30 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from peerwatch.probes.report import GpuInfo, PairInfo, PathLevel, TestName, Unit, unit_of
+from peerwatch.probes.test_kinds import kind_of
 
-# Fraction of the raw per-direction link rate a healthy pair reaches, per test.
-NVLINK_EFFICIENCY: dict[TestName, float] = {
-    TestName.CE_WRITE: 0.83,
-    TestName.CE_READ: 0.83,
-    TestName.CE_BIDIR: 2 * 0.815,  # total of both directions
-    TestName.SM_WRITE: 0.775,
-    TestName.SM_READ: 0.775,
-    TestName.ALLREDUCE: 0.69,
-}
-PCIE_EFFICIENCY: dict[TestName, float] = {
-    TestName.CE_WRITE: 0.80,
-    TestName.CE_READ: 0.80,
-    TestName.CE_BIDIR: 2 * 0.75,
-    TestName.SM_WRITE: 0.70,
-    TestName.SM_READ: 0.70,
-    TestName.ALLREDUCE: 0.60,
-}
-STAGED_EFFICIENCY = 0.60  # through pinned host memory: D2H then H2D, overlapped
-STAGED_BIDIR_EFFICIENCY = 0.83  # both ways staged: 52.3 GB/s total over PCIe 5 x16 (measured)
-# Host <-> GPU copies (pinned host memory on the GPU's NUMA node, copy engine) over the GPU's
-# own PCIe link: 55.5 GB/s H2D and 55.4 GB/s D2H over PCIe 5 x16 (63.0 GB/s) on one H200
-# (REFERENCE.md section 6; nvbandwidth's host_to_device_memcpy_ce: 55.5).
-HOST_COPY_EFFICIENCY: dict[TestName, float] = {TestName.H2D: 0.88, TestName.D2H: 0.88}
+# Which model applies to a test, and with what efficiency (the fraction of the raw
+# per-direction link rate a healthy pair reaches), is each kind's `expect` row in
+# `probes/test_kinds.py`. Host <-> GPU copies (h2d, d2h: pinned host memory on the GPU's NUMA
+# node, copy engine) reach 55.5 GB/s H2D and 55.4 GB/s D2H over PCIe 5 x16 (63.0 GB/s) on
+# one H200 (REFERENCE.md section 6; nvbandwidth's host_to_device_memcpy_ce: 55.5): 0.88.
 STAGED_LATENCY_S = 18e-6  # a 16-byte copy staged through host, P2P off (measured 17.5-18.3 us)
 
 # Usable bytes/s per PCIe lane and direction, after line encoding.
@@ -102,33 +85,41 @@ def expected(
 
     link_speed_bps: per-link, per-direction NVLink rate of the pair's links (from NVML).
     """
+    rule = kind_of(test).expect
     unit = unit_of(test)
     p2p_usable = pair.can_access_peer is not False
-    if test is TestName.LATENCY:
+    if rule.model == "latency":
         if not p2p_usable:
             return Expectation(STAGED_LATENCY_S, unit, "P2P unavailable: staged copy latency")
         if pair.nvlink_width:
             return Expectation(LATENCY_S["nvlink"], unit, f"{pair.topology} peer latency")
         return Expectation(LATENCY_S[pair.pcie_path], unit, f"PCIe {pair.pcie_path} peer latency")
-    if test is TestName.STAGED or not p2p_usable:
+    if rule.model == "staged" or not p2p_usable:
         floor = _pcie_floor(src, dst)
         if floor is None:
             return None
         rate, what = floor
-        eff = STAGED_BIDIR_EFFICIENCY if test is TestName.CE_BIDIR else STAGED_EFFICIENCY
-        why = "staged through host" if test is TestName.STAGED else "P2P unavailable, staged"
+        eff = rule.staged
+        why = "staged through host" if rule.model == "staged" else "P2P unavailable, staged"
         return Expectation(rate * eff, unit, f"{why}: {what} x {eff:.2f}")
     if pair.nvlink_width:
         speed = link_speed_bps or DEFAULT_NVLINK_SPEED_BPS
-        eff = NVLINK_EFFICIENCY[test]
+        eff = _efficiency(test, rule.nvlink)
         raw = pair.nvlink_width * speed
         return Expectation(raw * eff, unit, f"{pair.topology} x {_gbps(speed)} x {eff:.2f}")
     floor = _pcie_floor(src, dst)
     if floor is None:
         return None
     rate, what = floor
-    eff = PCIE_EFFICIENCY[test]
+    eff = _efficiency(test, rule.pcie)
     return Expectation(rate * eff, unit, f"{pair.topology}: {what} x {eff:.2f}")
+
+
+def _efficiency(test: TestName, eff: float | None) -> float:
+    """A copy model's efficiency; a kind that declares none has no P2P expectation."""
+    if eff is None:
+        raise KeyError(test)
+    return eff
 
 
 def at_slot_maximum(gpu: GpuInfo) -> GpuInfo:
@@ -154,7 +145,7 @@ def expected_gpu(test: TestName, gpu: GpuInfo) -> Expectation | None:
     shows its cost instead of lowering the bar, and the basis says how it trained. None for
     `local` (memory bandwidth is not in the inventory: it is judged against its own
     baseline) and where the link is unknown."""
-    eff = HOST_COPY_EFFICIENCY.get(test)
+    eff = kind_of(test).expect.host
     p = gpu.pcie
     gen, width = p.gen_max or p.gen_current, p.width_max or p.width_current
     if eff is None or not gen or not width:

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from peerwatch.app.analysis.fabric_expect import FabricExpectation, expect_gpu
 from peerwatch.app.analysis.health import PairJudgement
 from peerwatch.app.analysis.verdict import SEVERITY, Verdict
-from peerwatch.probes.report import FabricManagerInfo, GpuInfo, LinkState, NvLinkPort, TestName
+from peerwatch.probes.report import FabricManagerInfo, GpuInfo, LinkState, NvLinkPort
+from peerwatch.probes.test_kinds import kind_of
 
 NOT_COMPLETED = {"not_started": Verdict.DOWN, "in_progress": Verdict.DEGRADED}
-P2P_TESTS = frozenset(TestName) - {TestName.STAGED, TestName.ALLREDUCE}
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,8 @@ def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
             and ((p.explained_by == gpu and not p.by_event)  # an Xid's: XidFault's page
                  or (p.explained_by is None and p.cause is None))]
     failed = [(p, t) for p in mine for t in p.tests
-              if t.test in P2P_TESTS and t.latest is not None and t.latest.error is not None]
+              if kind_of(t.test).peer_to_peer and t.latest is not None
+              and t.latest.error is not None]
     if not failed:
         return []
     pair, test = failed[0]

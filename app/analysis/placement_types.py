@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from peerwatch.app.analysis.expected import NVLINK_EFFICIENCY, PCIE_EFFICIENCY
 from peerwatch.probes.report import TestName
+from peerwatch.probes.test_kinds import Expect, kind_of
 
 Pair = tuple[int, int]
 
@@ -25,8 +25,15 @@ class LinkKind(StrEnum):
 
 def ring_ratio(kind: LinkKind | None) -> float:
     """All-reduce bus bandwidth over CE copy rate on a link of this kind (unknown: PCIe's)."""
-    table = NVLINK_EFFICIENCY if kind in (LinkKind.NVLINK, LinkKind.NVSWITCH) else PCIE_EFFICIENCY
-    return table[TestName.ALLREDUCE] / table[TestName.CE_WRITE]
+    nvlink = kind in (LinkKind.NVLINK, LinkKind.NVSWITCH)
+
+    def efficiency(rule: Expect) -> float:
+        eff = rule.nvlink if nvlink else rule.pcie
+        assert eff is not None, "allreduce and ce_write declare both efficiencies"
+        return eff
+
+    return (efficiency(kind_of(TestName.ALLREDUCE).expect)
+            / efficiency(kind_of(TestName.CE_WRITE).expect))
 
 
 MODELS = {

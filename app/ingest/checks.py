@@ -14,19 +14,19 @@ is returned in pydantic's error shape, with the field path, so the 422 names the
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 from peerwatch.probes.report import (
-    GPU_TESTS,
     MAX_GPUS,
-    PAIR_TESTS,
     CounterSample,
     Inventory,
     Report,
-    TestName,
+    test_scope,
 )
+from peerwatch.probes.test_kinds import kinds
 
 MAX_CLOCK_AHEAD = timedelta(hours=1)
 INT64_MAX = 2**63 - 1  # BIGINT: the widest integer column either database has
@@ -75,8 +75,11 @@ def _check_times(report: Report, now: datetime) -> Iterator[dict[str, Any]]:
 
 def result_limit(gpus: int) -> int:
     """Most results a report on `gpus` GPUs can carry: each pair test once per ordered pair,
-    plus one all-reduce per GPU count (2..gpus), plus each per-GPU test once per GPU."""
-    return gpus * (gpus - 1) * len(PAIR_TESTS) + max(gpus - 1, 0) + gpus * len(GPU_TESTS)
+    plus each GPU-set test (all-reduce) once per GPU count (2..gpus), plus each per-GPU test
+    once per GPU: counted over the declared kinds (`probes/test_kinds.py`)."""
+    scopes = Counter(k.scope for k in kinds())
+    return (gpus * (gpus - 1) * scopes["pair"] + max(gpus - 1, 0) * scopes["set"]
+            + gpus * scopes["gpu"])
 
 
 # Counter rows per report: one per NVLink port the inventory lists, for at most this many
@@ -99,7 +102,7 @@ def _check_counter_rows(report: Report) -> Iterator[dict[str, Any]]:
 
 
 def _result_key(result: Any) -> tuple[Any, ...]:
-    if result.test is TestName.ALLREDUCE:
+    if test_scope(result.test) == "set":
         return (result.test.value, tuple(sorted(result.gpus)))
     return (result.test.value, result.src, result.dst)
 

@@ -37,7 +37,12 @@ from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measuremen
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.agent.clock_offset import offset_of
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.report import GPU_TESTS, Report, ReportKind, TestName, TransferResult
+from peerwatch.probes.report import (
+    Report,
+    ReportKind,
+    TransferResult,
+    test_scope,
+)
 
 ATTEMPTS = 3
 CLOCK_TRANSIT_BOUND_S = 10.0  # the probe's request timeout (PEERWATCH_PROBE_REQUEST_TIMEOUT_S)
@@ -234,9 +239,10 @@ def stored_pair(r: TransferResult) -> tuple[int | None, int | None]:
     """The (src, dst) a result is stored under: an allreduce under none (its GPU set is in
     `gpus`), a per-GPU test (h2d, d2h, local; dst null on the wire) on the diagonal, src =
     dst = the GPU, so the (pair, test) tables hold its history, baseline and verdict."""
-    if r.test is TestName.ALLREDUCE:
+    scope = test_scope(r.test)
+    if scope == "set":
         return None, None
-    return r.src, (r.src if r.test in GPU_TESTS else r.dst)
+    return r.src, (r.src if scope == "gpu" else r.dst)
 
 
 def report_throttles(report: Report) -> dict[int, SweepThrottle]:

@@ -43,9 +43,16 @@ from peerwatch.app.store.tables.history import Measurement, ReportRow
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import FabricManagerInfo, TestName
 
-TEST_OF = {t.value: t for t in TestName}  # a stored test name's member: TestName(name) is ~20x
+# A stored test name's member: TestName(name) is ~20x slower than this lookup, which a kind
+# declared only in `probes/test_kinds.py` (at run time) falls back to (`_test_of`).
+TEST_OF = {t.value: t for t in TestName}
 BATCH = 100  # keys per statement: well under SQLite's compound-select and variable limits
 MARGIN = timedelta(days=1)  # a result measured before its report started (a skewed probe)
+
+def _test_of(name: str) -> TestName:
+    member = TEST_OF.get(name)
+    return TestName(name) if member is None else member
+
 
 def newest_report(session: Session, host_id: int) -> int | None:
     """The id of the host's newest stored report: where a seeded judgement has judged up to."""
@@ -87,7 +94,7 @@ def new_results(session: Session, host_id: int, after_report: int
     for src, dst, name, at, value, contended, error, foreign in session.execute(
             query.order_by(Measurement.measured_at, Measurement.id)):
         assert src is not None and dst is not None  # the query asked for pair tests only
-        out[(src, dst, TEST_OF[name])].append(sample(at, value, contended, error, foreign))
+        out[(src, dst, _test_of(name))].append(sample(at, value, contended, error, foreign))
     return out, max(ids)
 
 

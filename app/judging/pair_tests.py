@@ -22,7 +22,7 @@ from peerwatch.app.judging.running import Running, advance, from_history
 from peerwatch.app.queries.common import PairKey
 from peerwatch.app.queries.fabric import HostFabric
 from peerwatch.app.runtime.config import Settings
-from peerwatch.probes.report import GPU_TESTS, TestName
+from peerwatch.probes.report import TestName, test_scope
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,10 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, expectations: Expectatio
     states = _states(inputs, expectations, rules)
     window = {k: samples for k, st in states.items() if (samples := st.samples(since))}
     tests = sorted({k[2] for k in window})  # StrEnum: by name
+    per_gpu = {t for t in tests if test_scope(t) == "gpu"}
     keys = set(window) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
-                          if t not in GPU_TESTS}
-    keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
+                          if t not in per_gpu}
+    keys |= {(g, g, t) for g in fabric.gpus for t in per_gpu}
     out, stored = {}, {}
     for key in sorted(keys):  # (src, dst, test name)
         s, d, t = key

@@ -25,7 +25,6 @@ from peerwatch.app.analysis.expected import (
 )
 from peerwatch.app.store.tables.inventory import Gpu, Host, NvLink, Pair
 from peerwatch.probes.report import (
-    GPU_TESTS,
     GpuInfo,
     LinkState,
     NvLinkPort,
@@ -38,6 +37,7 @@ from peerwatch.probes.report import (
     RemoteType,
     SwitchFabricInfo,
     TestName,
+    test_scope,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,7 +95,7 @@ class HostFabric:
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach with the NVLinks it has up now; for a per-GPU test
         (stored as src == dst) what the GPU's PCIe link offers."""
-        if test in GPU_TESTS:
+        if test_scope(test) == "gpu":
             gpu = self.gpus.get(src)
             return expected_gpu(test, gpu) if gpu is not None and src == dst else None
         pair = self.pairs.get((src, dst))

@@ -33,12 +33,12 @@ from peerwatch.app.schemas.fleet import FleetPeersResponse, PeerBelow, PeerGroup
 from peerwatch.app.store.tables.fleet import FleetPeerStat
 from peerwatch.app.store.tables.inventory import Gpu, Host, Pair
 from peerwatch.app.store.tables.judged import JudgedGpu, JudgedPair, JudgedTest
-from peerwatch.probes.report import PcieLink, TestName, unit_of
+from peerwatch.probes.report import PcieLink, TestName, declared_tests, unit_of
+from peerwatch.probes.test_kinds import declared
 
 UNKNOWN_DRIVER = "unknown"
 Members = dict[tuple[GroupKey, TestName], list[tuple[int, float]]]
 Stats = dict[tuple[GroupKey, TestName], Distribution]
-KNOWN_TESTS = {t.value for t in TestName}
 
 
 def groups_of_fleet(session: Session) -> dict[tuple[int, int, int], GroupKey]:
@@ -86,7 +86,7 @@ def fleet_members(session: Session, since: datetime) -> Members:
     """(group, test) -> [(host id, value)] of every healthy judged pair measured since: two
     plain scans (the pairs' groups, then the judged values), joined here by key."""
     groups = groups_of_fleet(session)
-    tests = {t.value: t for t in TestName}
+    tests = {t.value: t for t in declared_tests()}
     query = (select(JudgedTest.host_id, JudgedTest.src, JudgedTest.dst, JudgedTest.test,
                     JudgedTest.value)
              .where(JudgedTest.verdict == Verdict.HEALTHY.value, JudgedTest.value.is_not(None),
@@ -128,7 +128,7 @@ def group_stats(session: Session, models: Iterable[str], driver: str) -> Stats:
     """The stored distributions of one host's groups (a handful of indexed rows)."""
     out: Stats = {}
     for r in stored_stat_rows(session, models, driver):
-        if r.test in KNOWN_TESTS and (dist := _dist(r)) is not None:
+        if declared(r.test) and (dist := _dist(r)) is not None:
             out[_key(r)] = dist
     return out
 
@@ -177,7 +177,7 @@ def peer_view(session: Session, settings: Settings, model: str | None = None,
     groups, stats = [], {}
     for r in stored_stat_rows(session, [model] if model else None):
         dist = _dist(r)
-        if dist is None or r.test not in KNOWN_TESTS or (test and r.test != test.value):
+        if dist is None or not declared(r.test) or (test and r.test != test.value):
             continue
         group, t = _key(r)
         stats[(group, t)] = dist

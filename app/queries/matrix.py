@@ -10,7 +10,7 @@ from peerwatch.app.queries.health import HostHealth, host_health
 from peerwatch.app.queries.health_view import explained_fields
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.matrix import MatrixCell, MatrixResponse
-from peerwatch.probes.report import GPU_TESTS, TestName, unit_of
+from peerwatch.probes.report import TestName, test_scope, unit_of
 
 
 def _shown(health: HostHealth, key: PairKey) -> tuple[Verdict, str]:
@@ -59,7 +59,7 @@ def latest_matrix(session: Session, settings: Settings, host: str,
         test = TestName(test)
     except ValueError:
         raise NotFound("test", test) from None
-    if test is TestName.ALLREDUCE or test in GPU_TESTS:  # per GPU: the health answer's gpus
+    if test_scope(test) != "pair":  # per GPU: the health answer's gpus
         raise NotFound("pair test", test.value)
     health = host_health(session, settings, host)
     keys = sorted(k for k in health.tests if k[2] is test)

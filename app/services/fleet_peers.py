@@ -50,6 +50,7 @@ from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.fleet import FleetPeerStat
 from peerwatch.app.store.tables.inventory import Gpu, Host
 from peerwatch.probes.report import TestName
+from peerwatch.probes.test_kinds import declared
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def refresh_fleet_peers(session: Session, settings: Settings, now: datetime) -> 
     changed: set[tuple[str, str]] = set()  # (model, driver) families
     for row in stored_stat_rows(session):
         key = (GroupKey(row.gpu_model, row.topology, row.driver), TestName(row.test))\
-            if row.test in {t.value for t in TestName} else None
+            if declared(row.test) else None
         dist = stats.pop(key, None) if key else None
         if _update(row, dist, settings, now) if dist else _empty(row, now):
             changed.add((row.gpu_model, row.driver))

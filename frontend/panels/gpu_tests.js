@@ -5,17 +5,14 @@
 // colour alone); hovering shows figure, expected and its basis, baseline and the reason.
 // A one-GPU host has no pair to measure: this table is its measured fabric.
 
-import { GPU_TESTS, TEST_ABOUT } from "../shared/api.js";
+import { GPU_TESTS, TEST_ABOUT, TEST_LABEL } from "../shared/api.js";
 import { h } from "../shared/dom.js";
 import * as fmt from "../shared/format.js";
 import { verdictOf, VERDICTS } from "../shared/palette.js";
 
-// Short column labels; a test the catalogue adds later is labelled by its name.
-const LABEL = { h2d: "host → GPU", d2h: "GPU → host", local: "within GPU" };
-
 /** The hover text of one cell: what was measured, against what, and the verdict's reason. */
 export function cellTitle(gpu, t) {
-  const lines = [`GPU${gpu} ${t.test}: ${TEST_ABOUT[t.test] || LABEL[t.test] || ""}`,
+  const lines = [`GPU${gpu} ${t.test}: ${TEST_ABOUT[t.test] || ""}`,
     t.error ? `failed: ${t.error}` : `measured ${fmt.bandwidth(t.value)}`];
   if (t.expected !== null && t.expected !== undefined) {
     lines.push(`expected ${fmt.bandwidth(t.expected)} (${t.expected_basis || "topology"}), ` +
@@ -44,7 +41,8 @@ export function gpuTestsTable(health) {
   const gpus = (health?.gpus || []).filter((g) => (g.tests || []).length);
   if (!gpus.length) return null;
   const head = h("tr", {}, h("th", {}, "GPU"),
-    GPU_TESTS.map((t) => h("th", { title: TEST_ABOUT[t] }, LABEL[t] ? `${t} (${LABEL[t]})` : t)));
+    GPU_TESTS.map((t) => h("th", { title: TEST_ABOUT[t] },
+      TEST_LABEL[t] && TEST_LABEL[t] !== t ? `${t} (${TEST_LABEL[t]})` : t)));
   const rows = gpus.map((g) => {
     const by = new Map(g.tests.map((t) => [t.test, t]));
     return h("tr", { "data-key": String(g.gpu) }, h("th", {}, `GPU${g.gpu}`),

@@ -85,7 +85,7 @@ export const api = {
 };
 
 /** The server's test catalogue (GET /api/v1/tests), which index.html carries in a meta tag:
- * [{name, scope: "pair" | "gpu" | "set", unit, about}]. No test name is kept here. */
+ * [{name, scope: "pair" | "gpu" | "set", unit, about, label}]. No test name is kept here. */
 export const TEST_CATALOG = JSON.parse(
   document.querySelector('meta[name="peerwatch-tests"]')?.content || "[]");
 const named = (scope) => TEST_CATALOG.filter((t) => t.scope === scope).map((t) => t.name);
@@ -95,5 +95,7 @@ export const TESTS = named("pair");
 export const GPU_TESTS = named("gpu");
 /** What each test measures, for hovers. */
 export const TEST_ABOUT = Object.fromEntries(TEST_CATALOG.map((t) => [t.name, t.about]));
+/** Each test's short column title (its name where the catalogue gives no other). */
+export const TEST_LABEL = Object.fromEntries(TEST_CATALOG.map((t) => [t.name, t.label || t.name]));
 /** A test's unit: "s" (latency, lower is better) or "B/s". */
 export const unitOf = (name) => TEST_CATALOG.find((t) => t.name === name)?.unit ?? "B/s";

@@ -16,7 +16,7 @@ from typing import Any
 
 from peerwatch.probes.errors import BadProbeRequest
 from peerwatch.probes.fabric import TestSpec
-from peerwatch.probes.report import FabricManagerInfo, SwitchFabricInfo, TestName
+from peerwatch.probes.report import FabricManagerInfo, SwitchFabricInfo
 from peerwatch.probes.sim.faults import (
     CliqueMoved,
     FabricManagerDown,
@@ -29,6 +29,7 @@ from peerwatch.probes.sim.faults import (
     SwitchTrayLost,
 )
 from peerwatch.probes.sim.presets import Preset, rack_cluster_uuid
+from peerwatch.probes.test_kinds import kind_of
 
 # nvmlGpuFabricInfo_v3 health mask bits, as `probes/nvidia/nvml_fabric.py` decodes them:
 # DEGRADED_BW = 1 at shift 0; INCORRECT_CONFIGURATION = 5 (insufficient NVLinks) at shift 8.
@@ -105,7 +106,7 @@ def fabric_manager(preset: Preset, faults: Sequence[Fault]) -> FabricManagerInfo
 
 def peer_copy_failure(faults: Sequence[Fault], spec: TestSpec) -> str | None:
     """The error a P2P test between two GPUs hit by `PeerCopiesFail` raises, else None."""
-    if spec.test in (TestName.STAGED, TestName.ALLREDUCE) or spec.dst is None:
+    if not kind_of(spec.test).peer_to_peer or spec.dst is None:
         return None
     for f in faults:
         if isinstance(f, PeerCopiesFail) and {spec.src, spec.dst} == {f.a, f.b}:

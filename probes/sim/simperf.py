@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from peerwatch.probes.report import TestName
 from peerwatch.probes.sim.presets import Calibration
 from peerwatch.probes.sim.simtopo import Route
+from peerwatch.probes.test_kinds import kind_of
 
 BIG_COPY = 64 << 20  # at and above this size an SM copy kernel runs at its full rate
 
@@ -71,21 +72,25 @@ class PerfModel:
         SM copy kernels run at full rate from 64 MiB (launch gaps are kept out of the timing),
         so only CE and staged copies pay the per-copy overhead.
         """
-        if test is TestName.STAGED or route.kind == "staged":
-            eff = self.staged_bidir if test is TestName.CE_BIDIR else self.staged_uni
+        kind = kind_of(test)
+        ways = kind.sim.ways
+        if kind.sim.model == "staged" or route.kind == "staged":
+            eff = self.staged_bidir if ways == 2 else self.staged_uni
             peak = route.pcie_bps * eff
         else:
-            eff = (self.nvlink_eff if route.kind == "nvlink" else self.pcie_eff)[test]
+            eff = (self.nvlink_eff if route.kind == "nvlink" else self.pcie_eff)[
+                TestName(kind.calibration)]
             peak = route.raw_bps * eff
-            if test in (TestName.SM_WRITE, TestName.SM_READ):
+            if kind.sim.model == "sm_copy":
                 return peak * min(1.0, self.sized(peak, nbytes) / self.sized(peak, BIG_COPY))
-        ways = 2 if test is TestName.CE_BIDIR else 1
         return ways * self.sized(peak / ways, nbytes)
 
     def gpu_copy(self, test: TestName, pcie_bps: float, nbytes: int) -> float:
         """Healthy bytes/s of a per-GPU test: h2d/d2h at the measured share of the GPU's
         trained PCIe rate (so a downtrained link slows them), local at HBM copy speed."""
-        peak = self.local_bps if test is TestName.LOCAL else pcie_bps * self.host_eff[test]
+        kind = kind_of(test)
+        peak = (self.local_bps if kind.sim.model == "local_copy"
+                else pcie_bps * self.host_eff[kind.calibration])
         return self.sized(peak, nbytes)
 
     def latency(self, route: Route) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from peerwatch.probes.fabric import TestSpec
-from peerwatch.probes.report import GPU_TESTS, TestName
+from peerwatch.probes.report import TestName
 from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
@@ -23,6 +23,7 @@ from peerwatch.probes.sim.faults import (
 from peerwatch.probes.sim.presets import load_calibration
 from peerwatch.probes.sim.simperf import PerfModel, best_ring
 from peerwatch.probes.sim.simtopo import SimTopology
+from peerwatch.probes.test_kinds import kind_of
 
 LATENCY_LOAD_BYTES = 64  # bytes one dependent peer load brings back over the link
 Flow = tuple[int, int, float]  # sender, receiver, bytes
@@ -104,11 +105,12 @@ class _Hop:
 
 def model_run(topo: SimTopology, spec: TestSpec, faults: list[Fault]) -> Run:
     hop = _Hop(topo, faults)
-    if spec.test is TestName.ALLREDUCE:
+    model = kind_of(spec.test).sim.model
+    if model == "allreduce":
         run = _allreduce(topo, spec, hop)
-    elif spec.test is TestName.LATENCY:
+    elif model == "latency":
         run = _latency(topo, spec, hop)
-    elif spec.test in GPU_TESTS:
+    elif model in ("host_copy", "local_copy"):
         run = _gpu_copy(topo, spec, hop)
     else:
         run = _bandwidth(topo, spec, hop)
@@ -120,8 +122,9 @@ def _bandwidth(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:
     assert spec.src is not None and spec.dst is not None
     src, dst, nbytes = spec.src, spec.dst, spec.bytes_per_copy
     route = topo.route(src, dst)
-    over_p2p = spec.test is not TestName.STAGED and route.kind != "staged"
-    bidir = spec.test is TestName.CE_BIDIR
+    kind = kind_of(spec.test)
+    over_p2p = kind.sim.model != "staged" and route.kind != "staged"
+    bidir = kind.sim.ways == 2
     factor = hop.factor(src, dst, nvlink_or_p2p=over_p2p)
     if bidir:
         factor = (factor + hop.factor(dst, src, nvlink_or_p2p=over_p2p)) / 2
@@ -140,12 +143,13 @@ def _gpu_copy(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:
     gpu, nbytes = spec.src, spec.bytes_per_copy
     value = perf().gpu_copy(spec.test, topo.pcie_bps(gpu), nbytes) * hop.factor(
         gpu, gpu, nvlink_or_p2p=False)
-    if spec.test is not TestName.LOCAL:
+    local = kind_of(spec.test).sim.model == "local_copy"
+    if not local:
         for f in hop.faults:
             if isinstance(f, HostCopySlow) and f.gpu == gpu:
                 value *= f.factor
     moved = float(nbytes * (spec.copies * spec.samples + spec.warmup))
-    return Run(value, moved / value, nbytes * (2 if spec.test is TestName.LOCAL else 1))
+    return Run(value, moved / value, nbytes * (2 if local else 1))
 
 
 def _latency(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:

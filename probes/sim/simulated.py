@@ -31,7 +31,6 @@ from peerwatch.probes.clocks import GpuClocks
 from peerwatch.probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.report import (
-    GPU_TESTS,
     FabricEvent,
     FabricManagerInfo,
     GpuActivity,
@@ -43,7 +42,7 @@ from peerwatch.probes.report import (
     PairInfo,
     PcieLink,
     RemoteType,
-    TestName,
+    test_scope,
     utcnow,
 )
 from peerwatch.probes.sim import simclocks, simfabric
@@ -64,6 +63,7 @@ from peerwatch.probes.sim.simcounters import CounterBank
 from peerwatch.probes.sim.simevents import SimEvents
 from peerwatch.probes.sim.simrun import Run, contention_rate, model_run
 from peerwatch.probes.sim.simtopo import SimTopology
+from peerwatch.probes.test_kinds import kind_of
 
 LINK_CAPABILITIES = {"p2p_supported": True, "p2p_atomics": True, "sysmem_access": True,
                      "sysmem_atomics": True, "sli_bridge": True, "valid": True}
@@ -302,7 +302,8 @@ class SimulatedFabric:
         key = f"{spec.label()}|{spec.bytes_per_copy}|{spec.copies}"
         self._runs[key] += 1
         rng = random.Random(f"{self.seed}|{self.hostname}|{key}|{self._runs[key]}")
-        sd = self._cal.noise["latency" if spec.test is TestName.LATENCY else "bandwidth"]
+        latency = kind_of(spec.test).sim.model == "latency"
+        sd = self._cal.noise["latency" if latency else "bandwidth"]
         return [run.value * max(0.5, 1 + rng.gauss(0, sd)) for _ in range(spec.samples)]
 
     def _hang_if_told(self, spec: TestSpec, gpus: tuple[int, ...]) -> None:
@@ -350,13 +351,13 @@ class SimulatedFabric:
     def _check_spec(self, spec: TestSpec) -> tuple[int, ...]:
         if spec.bytes_per_copy <= 0 or spec.copies < 1 or spec.samples < 1 or spec.warmup < 0:
             raise BadProbeRequest(f"{spec.label()}: budget must be positive, got {spec}")
-        if spec.test is TestName.ALLREDUCE:
+        if test_scope(spec.test) == "set":
             if len(set(spec.gpus)) != len(spec.gpus) or len(spec.gpus) < 2:
-                raise BadProbeRequest(f"allreduce needs two or more distinct GPUs: {spec.gpus}")
+                raise BadProbeRequest(f"{spec.test} needs two or more distinct GPUs: {spec.gpus}")
             for g in spec.gpus:
                 self._check_gpu(g)
             return tuple(spec.gpus)
-        if spec.test in GPU_TESTS:
+        if test_scope(spec.test) == "gpu":
             if spec.src is None or spec.dst is not None or spec.gpus:
                 raise BadProbeRequest(f"{spec.test} names one GPU as src, got {spec}")
             self._check_gpu(spec.src)
