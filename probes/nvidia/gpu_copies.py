@@ -1,10 +1,11 @@
 """Per-GPU copy tests: host -> GPU (`h2d`), GPU -> host (`d2h`) and within the GPU (`local`).
 
-Used only by probes/nvidia/transfers.py, which hands in its `Transfers` (and through it, CuPy):
-this module never imports cupy itself. The method is nvbandwidth's `host_to_device_memcpy_ce`,
-`device_to_host_memcpy_ce` and `device_local_copy` (../shared/REFERENCE.md section 4), on the
-same `Run` as the pair tests: copy-engine copies queued behind a spin kernel, timed with CUDA
-events, the median of the samples, the data verified.
+Used only by probes/nvidia/transfers.py, which hands in its `Transfers` (and through it, CuPy),
+known here as a `CudaHost` (cuda_host.py): this module never imports cupy itself. The method
+is nvbandwidth's `host_to_device_memcpy_ce`, `device_to_host_memcpy_ce` and
+`device_local_copy` (../shared/REFERENCE.md section 4), on the same `Run` as the pair tests:
+copy-engine copies queued behind a spin kernel, timed with CUDA events, the median of the
+samples, the data verified.
 
 Host memory is pinned (cudaHostAlloc) and lands on the GPU's own NUMA node: the calling
 thread is pinned to the GPU's local CPUs (NVML's CPU affinity, `Transfers.local_cpus`) while
@@ -26,17 +27,18 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.cuda_host import (
+    MEMCPY_DEVICE_TO_DEVICE,
+    MEMCPY_DEVICE_TO_HOST,
+    MEMCPY_HOST_TO_DEVICE,
+    CudaHost,
+)
 from peerwatch.probes.nvidia.transfer_run import Run
 from peerwatch.probes.report import TestName
-
-if TYPE_CHECKING:
-    from peerwatch.probes.nvidia.transfers import Transfers
-
-MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST, MEMCPY_DEVICE_TO_DEVICE = 1, 2, 3
 
 
 @contextmanager
@@ -57,7 +59,7 @@ def on_cpus(cpus: frozenset[int]) -> Iterator[bool]:
         os.sched_setaffinity(0, before)
 
 
-def pattern(tr: Transfers, nbytes: int, seed: int) -> Any:
+def pattern(tr: CudaHost, nbytes: int, seed: int) -> Any:
     """The words `pw_fill` writes, computed on the CPU (uint32 arithmetic wraps like the GPU's)."""
     np = tr.np
     words = np.arange(nbytes // 4, dtype=np.uint32)
@@ -66,14 +68,14 @@ def pattern(tr: Transfers, nbytes: int, seed: int) -> Any:
     return words
 
 
-def measure_gpu_test(tr: Transfers, spec: TestSpec) -> Measurement:
+def measure_gpu_test(tr: CudaHost, spec: TestSpec) -> Measurement:
     assert spec.src is not None
     if spec.test is TestName.LOCAL:
         return _local(tr, spec, spec.src)
     return _host(tr, spec, spec.src, to_device=spec.test is TestName.H2D)
 
 
-def _host(tr: Transfers, spec: TestSpec, gpu: int, *, to_device: bool) -> Measurement:
+def _host(tr: CudaHost, spec: TestSpec, gpu: int, *, to_device: bool) -> Measurement:
     n, seed = spec.bytes_per_copy, secrets.randbits(31) | 1
     with Run(tr, [gpu]) as run:
         with on_cpus(tr.local_cpus.get(gpu, frozenset())):
@@ -111,7 +113,7 @@ def _host(tr: Transfers, spec: TestSpec, gpu: int, *, to_device: bool) -> Measur
                            verified=bad == 0, wire_bytes={gpu: 0})
 
 
-def _local(tr: Transfers, spec: TestSpec, gpu: int) -> Measurement:
+def _local(tr: CudaHost, spec: TestSpec, gpu: int) -> Measurement:
     n, seed = spec.bytes_per_copy, secrets.randbits(31) | 1
     with Run(tr, [gpu]) as run:
         a, b = run.alloc(gpu, n), run.alloc(gpu, n)

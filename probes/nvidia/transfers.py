@@ -27,13 +27,13 @@ from typing import Any
 from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.cuda_host import MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE
 from peerwatch.probes.nvidia.gpu_copies import measure_gpu_test
 from peerwatch.probes.nvidia.transfer_run import Run
 from peerwatch.probes.report import GPU_TESTS, TestName
 
 PEER_ACCESS_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled: not exported by CuPy
 GPUDIRECT_RDMA_SUPPORTED = 116  # cudaDevAttrGPUDirectRDMASupported
-MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST = 1, 2
 STAGED_CHUNK_BYTES = 8 << 20  # staged copies move through pinned host memory in chunks ...
 STAGED_SLOTS = 4  # ... with this many chunks in flight
 LATENCY_WIRE_BYTES_PER_HOP = 32  # a remote 8-byte load brings back one 32-byte sector
