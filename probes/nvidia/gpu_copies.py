@@ -37,6 +37,7 @@ from peerwatch.probes.nvidia.cuda_host import (
     MEMCPY_HOST_TO_DEVICE,
     CudaHost,
 )
+from peerwatch.probes.nvidia.timed_copies import timed_copies
 from peerwatch.probes.nvidia.transfer_run import Run
 from peerwatch.probes.report import TestName
 
@@ -94,18 +95,17 @@ def _host(tr: CudaHost, spec: TestSpec, gpu: int, *, to_device: bool) -> Measure
             with tr.device(gpu):
                 tr.rt.memcpyAsync(dst, src, n, kind, stream.ptr)
 
-        run.begin()
-        if to_device:
-            run.poison(dev, n)
-        else:
-            run.fill(dev, n, seed)
-        run.barrier()
-        run.repeat(one, spec.warmup)
-        windows = [run.timed(one, spec.copies) for _ in range(spec.samples)]
-        run.barrier()
-        if to_device:
-            run.check(dev, n, seed)
-        gpu_s = run.end()
+        def prepare() -> None:
+            if to_device:
+                run.poison(dev, n)
+            else:
+                run.fill(dev, n, seed)
+
+        def check() -> None:
+            if to_device:
+                run.check(dev, n, seed)
+
+        windows, gpu_s = timed_copies(run, spec, prepare=prepare, step=lambda: one, check=check)
         bad = run.bad_words() if to_device else int(
             tr.np.count_nonzero(host != pattern(tr, n, seed)))
         return Measurement(samples=[n * spec.copies / run.seconds(w) for w in windows],
@@ -123,15 +123,12 @@ def _local(tr: CudaHost, spec: TestSpec, gpu: int) -> Measurement:
             with tr.device(gpu):
                 tr.rt.memcpyAsync(b[1], a[1], n, MEMCPY_DEVICE_TO_DEVICE, stream.ptr)
 
-        run.begin()
-        run.fill(a, n, seed)
-        run.poison(b, n)
-        run.barrier()
-        run.repeat(one, spec.warmup)
-        windows = [run.timed(one, spec.copies) for _ in range(spec.samples)]
-        run.barrier()
-        run.check(b, n, seed)
-        gpu_s = run.end()
+        def prepare() -> None:
+            run.fill(a, n, seed)
+            run.poison(b, n)
+
+        windows, gpu_s = timed_copies(run, spec, prepare=prepare, step=lambda: one,
+                                      check=lambda: run.check(b, n, seed))
         return Measurement(samples=[n * spec.copies / run.seconds(w) for w in windows],
                            gpu_time_s=gpu_s, device_memory_bytes=run.peak_bytes(),
                            verified=run.bad_words() == 0, wire_bytes={gpu: 0})
