@@ -29,9 +29,9 @@ from peerwatch.app.demo.fleet import plan_fleet
 from peerwatch.app.demo.scenario import default_scenario
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.probes.agent.passes import report_builder
 from peerwatch.probes.agent.spool import Spool
 from peerwatch.probes.config import ProbeSettings
-from peerwatch.probes.passes import report_builder
 from peerwatch.probes.report import ReportKind, utcnow
 from peerwatch.probes.sim.simulated import SimulatedFabric
 

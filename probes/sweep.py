@@ -13,7 +13,7 @@ not the probe's own crossed its links (`probes.contention`). What it will not do
   GPU is listed in `SweepCost.skipped` with the reason;
 - stop because one test failed: the failure becomes a `TransferResult` with `error`;
 - wait forever: a test that outlives its watchdog is recorded as a `TransferTimeout`, and the
-  GPUs it touched are treated as hung for the rest of the pass (see `probes.agent.watchdog` for why
+  GPUs it touched are treated as hung for the rest of the pass (see `probes.watchdog` for why
   a hung CUDA call cannot be killed), their remaining tests skipped with the reason.
 """
 
@@ -28,7 +28,6 @@ from functools import partial
 
 from pydantic import ValidationError
 
-from peerwatch.probes.agent.watchdog import Watchdog
 from peerwatch.probes.budgets import DEFAULT_BUDGETS, Budget
 from peerwatch.probes.contention import ContentionRule, foreign_bytes, probe_bytes
 from peerwatch.probes.errors import (
@@ -56,6 +55,7 @@ from peerwatch.probes.report import (
     unit_of,
     utcnow,
 )
+from peerwatch.probes.watchdog import Watchdog
 
 
 @dataclass(frozen=True)

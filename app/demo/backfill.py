@@ -28,8 +28,8 @@ from peerwatch.app.demo.scenario import Scenario
 from peerwatch.app.ingest.checks import check_report
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.agent.passes import report_builder
 from peerwatch.probes.config import ProbeSettings
-from peerwatch.probes.passes import report_builder
 from peerwatch.probes.report import Report, ReportKind, utcnow
 from peerwatch.probes.sim.simulated import SimulatedFabric
 

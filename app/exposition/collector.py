@@ -7,7 +7,7 @@ guide "Writing exporters": nothing is kept between scrapes; each `collect()` loa
 The server exports what it judged — per host and per GPU verdicts, staleness by its own
 clock, the probes' clock skew, its alerts — and stays small at any fleet size; per-link and
 per-pair series come from each host's probe agent (`peerwatch probe --metrics-port`,
-`probes/metrics.py`). Names are `peerwatch_<thing>_<unit>` in base units; labels `host`,
+`probes/agent/metrics.py`). Names are `peerwatch_<thing>_<unit>` in base units; labels `host`,
 `gpu`. A verdict is one series with the verdict as a label and the value 1; when it changes
 the old series ends (Prometheus marks it stale at the next scrape). How many series a host
 adds, and `PEERWATCH_METRICS_DETAIL`, are in docs/alerts.md; `tests/app/exposition/`

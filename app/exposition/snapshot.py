@@ -4,7 +4,7 @@ The server exports verdicts, not measurements: per host and per GPU the stored v
 (`judged_hosts`, `judged_gpus`, written after each ingest and by the periodic evaluation),
 when each host was last heard from by the server's clock, the probe's clock skew, and the
 alerts of the server's own rules. Per-link and per-pair series come from the probe agents
-(`probes/metrics.py`). A few series per host and one per GPU keep a scrape of 1000 hosts
+(`probes/agent/metrics.py`). A few series per host and one per GPU keep a scrape of 1000 hosts
 small (docs/alerts.md,
        "Series per host"). The collector (`app/exposition/collector.py`) only turns a
 `FleetSnapshot` into metric families; reading the database is `app/exposition/loader.py`.

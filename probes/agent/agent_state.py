@@ -1,6 +1,6 @@
 """What the agent's own `/metrics` shows: the newest state of this host, kept in memory.
 
-The worker records every report it builds here; the metrics collector (`probes/metrics.py`)
+The worker records every report it builds here; the metrics collector (`probes/agent/metrics.py`)
 reads a consistent `AgentView` at scrape time from another thread. Per-pair results are
 merged across sweeps (a pair a sweep skipped keeps its newest measured value rather than
 vanishing from Prometheus), and the NVLink ports a GPU has had are remembered for the life

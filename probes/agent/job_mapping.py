@@ -123,7 +123,7 @@ def _read_file(path: Path, gpu: int, gpus: set[int], booted_at: float | None,
 
 def with_jobs(report: Report, mapping_dir: Path | None, kubelet_socket: Path | None) -> Report:
     """`report` with the jobs holding its GPUs and the warnings of reading them (the
-    worker's hook, probes/passes.py). Both sources may answer (a Slurm-on-Kubernetes node);
+    worker's hook, probes/agent/passes.py). Both sources may answer (a Slurm-on-Kubernetes node);
     a (GPU, job) is listed once."""
     gpus = report.inventory.gpus
     found = JobMapping()

@@ -24,8 +24,8 @@ from prometheus_client import (
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from peerwatch.probes.agent.agent_state import AgentState, AgentView
+from peerwatch.probes.agent.metrics import AgentCollector, SpoolGauge
 from peerwatch.probes.errors import BadProbeRequest
-from peerwatch.probes.metrics import AgentCollector, SpoolGauge
 from peerwatch.probes.metrics_text import render
 from peerwatch.probes.report import TestName
 

@@ -18,13 +18,13 @@ from datetime import datetime
 from peerwatch.probes.agent.event_sources import open_events
 from peerwatch.probes.agent.metrics_server import AgentExposition, MetricsServer
 from peerwatch.probes.agent.outbox import Outbox
+from peerwatch.probes.agent.passes import report_builder
 from peerwatch.probes.agent.sender import Backoff, Sender
 from peerwatch.probes.agent.spool import open_spool
 from peerwatch.probes.agent.worker import Clock, Meter, Sleep, Worker, process_usage
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.fabric import Fabric
 from peerwatch.probes.fabric_select import open_real_or_refuse
-from peerwatch.probes.passes import report_builder
 from peerwatch.probes.report import utcnow
 
 

@@ -96,7 +96,7 @@ class Worker:
         self.rng = rng or random.Random()
         self.meter = meter
         self.stats = WorkerStats()
-        self.state = AgentState()  # what the agent's /metrics shows (probes/metrics.py)
+        self.state = AgentState()  # what the agent's /metrics shows (probes/agent/metrics.py)
         self._cpu_mark = meter()[0]
         self.next_inventory_at = 0.0
         self.next_sweep_at = 0.0

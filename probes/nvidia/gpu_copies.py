@@ -1,10 +1,11 @@
 """Per-GPU copy tests: host -> GPU (`h2d`), GPU -> host (`d2h`) and within the GPU (`local`).
 
-Used only by probes/nvidia/transfers.py, which hands in its `Transfers` (and through it, CuPy):
-this module never imports cupy itself. The method is nvbandwidth's `host_to_device_memcpy_ce`,
-`device_to_host_memcpy_ce` and `device_local_copy` (../shared/REFERENCE.md section 4), on the
-same `Run` as the pair tests: copy-engine copies queued behind a spin kernel, timed with CUDA
-events, the median of the samples, the data verified.
+Used only by probes/nvidia/transfers.py, which hands in its `Transfers` (and through it, CuPy),
+known here as a `CudaHost` (cuda_host.py): this module never imports cupy itself. The method
+is nvbandwidth's `host_to_device_memcpy_ce`, `device_to_host_memcpy_ce` and
+`device_local_copy` (../shared/REFERENCE.md section 4), on the same `Run` as the pair tests:
+copy-engine copies queued behind a spin kernel, timed with CUDA events, the median of the
+samples, the data verified.
 
 Host memory is pinned (cudaHostAlloc) and lands on the GPU's own NUMA node: the calling
 thread is pinned to the GPU's local CPUs (NVML's CPU affinity, `Transfers.local_cpus`) while
@@ -26,17 +27,19 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.cuda_host import (
+    MEMCPY_DEVICE_TO_DEVICE,
+    MEMCPY_DEVICE_TO_HOST,
+    MEMCPY_HOST_TO_DEVICE,
+    CudaHost,
+)
+from peerwatch.probes.nvidia.timed_copies import timed_copies
 from peerwatch.probes.nvidia.transfer_run import Run
 from peerwatch.probes.report import TestName
-
-if TYPE_CHECKING:
-    from peerwatch.probes.nvidia.transfers import Transfers
-
-MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST, MEMCPY_DEVICE_TO_DEVICE = 1, 2, 3
 
 
 @contextmanager
@@ -57,7 +60,7 @@ def on_cpus(cpus: frozenset[int]) -> Iterator[bool]:
         os.sched_setaffinity(0, before)
 
 
-def pattern(tr: Transfers, nbytes: int, seed: int) -> Any:
+def pattern(tr: CudaHost, nbytes: int, seed: int) -> Any:
     """The words `pw_fill` writes, computed on the CPU (uint32 arithmetic wraps like the GPU's)."""
     np = tr.np
     words = np.arange(nbytes // 4, dtype=np.uint32)
@@ -66,14 +69,14 @@ def pattern(tr: Transfers, nbytes: int, seed: int) -> Any:
     return words
 
 
-def measure_gpu_test(tr: Transfers, spec: TestSpec) -> Measurement:
+def measure_gpu_test(tr: CudaHost, spec: TestSpec) -> Measurement:
     assert spec.src is not None
     if spec.test is TestName.LOCAL:
         return _local(tr, spec, spec.src)
     return _host(tr, spec, spec.src, to_device=spec.test is TestName.H2D)
 
 
-def _host(tr: Transfers, spec: TestSpec, gpu: int, *, to_device: bool) -> Measurement:
+def _host(tr: CudaHost, spec: TestSpec, gpu: int, *, to_device: bool) -> Measurement:
     n, seed = spec.bytes_per_copy, secrets.randbits(31) | 1
     with Run(tr, [gpu]) as run:
         with on_cpus(tr.local_cpus.get(gpu, frozenset())):
@@ -92,18 +95,17 @@ def _host(tr: Transfers, spec: TestSpec, gpu: int, *, to_device: bool) -> Measur
             with tr.device(gpu):
                 tr.rt.memcpyAsync(dst, src, n, kind, stream.ptr)
 
-        run.begin()
-        if to_device:
-            run.poison(dev, n)
-        else:
-            run.fill(dev, n, seed)
-        run.barrier()
-        run.repeat(one, spec.warmup)
-        windows = [run.timed(one, spec.copies) for _ in range(spec.samples)]
-        run.barrier()
-        if to_device:
-            run.check(dev, n, seed)
-        gpu_s = run.end()
+        def prepare() -> None:
+            if to_device:
+                run.poison(dev, n)
+            else:
+                run.fill(dev, n, seed)
+
+        def check() -> None:
+            if to_device:
+                run.check(dev, n, seed)
+
+        windows, gpu_s = timed_copies(run, spec, prepare=prepare, step=lambda: one, check=check)
         bad = run.bad_words() if to_device else int(
             tr.np.count_nonzero(host != pattern(tr, n, seed)))
         return Measurement(samples=[n * spec.copies / run.seconds(w) for w in windows],
@@ -111,7 +113,7 @@ def _host(tr: Transfers, spec: TestSpec, gpu: int, *, to_device: bool) -> Measur
                            verified=bad == 0, wire_bytes={gpu: 0})
 
 
-def _local(tr: Transfers, spec: TestSpec, gpu: int) -> Measurement:
+def _local(tr: CudaHost, spec: TestSpec, gpu: int) -> Measurement:
     n, seed = spec.bytes_per_copy, secrets.randbits(31) | 1
     with Run(tr, [gpu]) as run:
         a, b = run.alloc(gpu, n), run.alloc(gpu, n)
@@ -121,15 +123,12 @@ def _local(tr: Transfers, spec: TestSpec, gpu: int) -> Measurement:
             with tr.device(gpu):
                 tr.rt.memcpyAsync(b[1], a[1], n, MEMCPY_DEVICE_TO_DEVICE, stream.ptr)
 
-        run.begin()
-        run.fill(a, n, seed)
-        run.poison(b, n)
-        run.barrier()
-        run.repeat(one, spec.warmup)
-        windows = [run.timed(one, spec.copies) for _ in range(spec.samples)]
-        run.barrier()
-        run.check(b, n, seed)
-        gpu_s = run.end()
+        def prepare() -> None:
+            run.fill(a, n, seed)
+            run.poison(b, n)
+
+        windows, gpu_s = timed_copies(run, spec, prepare=prepare, step=lambda: one,
+                                      check=lambda: run.check(b, n, seed))
         return Measurement(samples=[n * spec.copies / run.seconds(w) for w in windows],
                            gpu_time_s=gpu_s, device_memory_bytes=run.peak_bytes(),
                            verified=run.bad_words() == 0, wire_bytes={gpu: 0})

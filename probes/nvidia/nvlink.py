@@ -1,4 +1,4 @@
-"""NVLink ports and their counters, read through an `Nvml` session (which owns pynvml).
+"""NVLink ports and their counters, read through the `Nvml` session (which owns pynvml).
 
 What a read costs decides what is cached. Measured on the H200 pair: one per-link
 nvmlDeviceGetFieldValues call takes ~10 ms whether it asks for 18 or 90 values, while
@@ -16,14 +16,12 @@ The sweep reads counters just before and after every test, so:
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from peerwatch.probes.errors import NotSupported
+from peerwatch.probes.nvidia.nvml_session import NvmlSession
 from peerwatch.probes.report import LinkCounters, LinkState, NvLinkPort, RemoteType
 from peerwatch.probes.topology import REMOTE_TYPES, as_text, normalize_bus_id, nvlink_version
-
-if TYPE_CHECKING:
-    from peerwatch.probes.nvidia.nvml import Nvml
 
 PORTS_TTL_S = 2.0
 ERROR_COUNTER_TTL_S = 10.0
@@ -38,7 +36,7 @@ COUNTER_FIELDS = ("THROUGHPUT_DATA_TX", "THROUGHPUT_DATA_RX",
 
 
 class NvLinks:
-    def __init__(self, nvml: Nvml) -> None:
+    def __init__(self, nvml: NvmlSession) -> None:
         self.nvml = nvml
         self._ports: dict[int, tuple[float, list[NvLinkPort]]] = {}
         self._errors: dict[int, tuple[float, list[dict[str, int | None]]]] = {}

@@ -143,8 +143,9 @@ class Nvml:
         """The index of the GPU at a normalised PCI bus id, None when it is no GPU of ours."""
         return self._norm_bus.index(bus_id) if bus_id in self._norm_bus else None
 
-    # The calls below are the interface `nvlink.py` and `nvml_fabric.py` read NVML through:
-    # a GPU's handle, one pynvml function with its errors converted, and field values.
+    # The calls below are the interface the helpers read NVML through (`NvmlSession` in
+    # nvml_session.py): a GPU's handle, one pynvml function with its errors converted, and
+    # field values.
 
     def handle(self, gpu: int) -> Any:
         """NVML's handle of GPU `gpu` (NVML index); BadProbeRequest for a GPU that is not there."""
@@ -285,7 +286,8 @@ class Nvml:
         call decides before the V call is made (see probes/nvidia/nvml_fabric.py: V crashed)."""
         return self._fabric.read(gpu)
 
-    def _return_name(self, code: int) -> str:
+    def return_name(self, code: int) -> str:
+        """NVML's name of a return code, e.g. "not_supported" (what a fabric status shows)."""
         if code == 0:
             return "success"
         for name in dir(self.module):

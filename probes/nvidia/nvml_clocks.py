@@ -12,12 +12,10 @@ draw and the enforced limit (78 of 700 W), GPU temperature and the slowdown thre
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from peerwatch.probes.clocks import GpuClocks
-
-if TYPE_CHECKING:
-    from peerwatch.probes.nvidia.nvml import Nvml
+from peerwatch.probes.nvidia.nvml_session import NvmlSession
 
 REASON_CALLS = ("nvmlDeviceGetCurrentClocksEventReasons",
                 "nvmlDeviceGetCurrentClocksThrottleReasons")
@@ -25,7 +23,7 @@ SUPPORTED_CALLS = ("nvmlDeviceGetSupportedClocksEventReasons",
                    "nvmlDeviceGetSupportedClocksThrottleReasons")
 
 
-def _first(nvml: Nvml, where: str, names: tuple[str, ...], *args: Any) -> int | None:
+def _first(nvml: NvmlSession, where: str, names: tuple[str, ...], *args: Any) -> int | None:
     for name in names:
         if getattr(nvml.module, name, None) is not None:
             value = nvml.maybe(where, name, *args)
@@ -33,19 +31,19 @@ def _first(nvml: Nvml, where: str, names: tuple[str, ...], *args: Any) -> int | 
     return None
 
 
-def _int(nvml: Nvml, where: str, name: str, *args: Any) -> int | None:
+def _int(nvml: NvmlSession, where: str, name: str, *args: Any) -> int | None:
     value = nvml.maybe(where, name, *args)
     return None if value is None else int(value)
 
 
-def _violation_ns(nvml: Nvml, where: str, h: Any, policy: str, default: int) -> int | None:
+def _violation_ns(nvml: NvmlSession, where: str, h: Any, policy: str, default: int) -> int | None:
     status = nvml.maybe(where, "nvmlDeviceGetViolationStatus", h,
                         getattr(nvml.module, policy, default))
     time_ns = getattr(status, "violationTime", None) if status is not None else None
     return None if time_ns is None else int(time_ns)
 
 
-def read_clocks(nvml: Nvml, gpu: int) -> GpuClocks:
+def read_clocks(nvml: NvmlSession, gpu: int) -> GpuClocks:
     """The sample of GPU `gpu` now; a failing query (not "not supported") raises
     NvmlQueryError, which the caller records for that GPU."""
     h, where, m = nvml.handle(gpu), f"nvml.clocks gpu={gpu}", nvml.module

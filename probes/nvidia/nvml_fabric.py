@@ -22,13 +22,11 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from peerwatch.probes.errors import NotSupported
+from peerwatch.probes.nvidia.nvml_session import NvmlSession
 from peerwatch.probes.report import SwitchFabricInfo
-
-if TYPE_CHECKING:
-    from peerwatch.probes.nvidia.nvml import Nvml
 
 FABRIC_STATES = {1: "not_started", 2: "in_progress", 3: "completed"}
 FABRIC_HEALTH = {1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
@@ -73,7 +71,7 @@ def child_fabric_check(gpu: int) -> bool:
 class FabricReader:
     """Reads `SwitchFabricInfo` for one GPU at a time through `nvml` (see module docstring)."""
 
-    def __init__(self, nvml: Nvml, child_check: ChildCheck = child_fabric_check) -> None:
+    def __init__(self, nvml: NvmlSession, child_check: ChildCheck = child_fabric_check) -> None:
         self.nvml = nvml
         self.child_check = child_check
         self._child_ok: dict[int, bool] = {}
@@ -137,7 +135,7 @@ class FabricReader:
         mask = getattr(info, "healthMask", None)
         return SwitchFabricInfo(
             state=FABRIC_STATES.get(state, f"state_{state}"),
-            status=self.nvml._return_name(int(info.status)),
+            status=self.nvml.return_name(int(info.status)),
             clique_id=int(info.cliqueId),
             cluster_uuid=uuid_bytes.hex() if any(uuid_bytes) else None,
             health=None if summary is None else FABRIC_HEALTH.get(int(summary)),

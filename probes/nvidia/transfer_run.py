@@ -1,34 +1,31 @@
 """One transfer test's life on the GPUs: buffers, the hold, timed windows, verification, cleanup.
 
-Used only by probes/nvidia/transfers.py, which hands it its `Transfers` (and through it, CuPy): this
-module never imports cupy itself. A `Run` is a context manager; leaving it always releases the
-hold and frees every buffer it allocated, so a failed test leaves no memory behind. Only a test
-that timed out keeps its buffers (freeing memory a hung copy still writes would crash).
+Used only by probes/nvidia/transfers.py, which hands it its `Transfers` (and through it, CuPy),
+known here as a `CudaHost` (cuda_host.py): this module never imports cupy itself. A `Run` is a
+context manager; leaving it always releases the hold and frees every buffer it allocated, so a
+failed test leaves no memory behind. Only a test that timed out keeps its buffers (freeing
+memory a hung copy still writes would crash).
 """
 
 from __future__ import annotations
 
 import ctypes
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from peerwatch.probes.errors import TransferTimeout
 from peerwatch.probes.nvidia import kernels
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from peerwatch.probes.nvidia.transfers import Transfers
+from peerwatch.probes.nvidia.cuda_host import MEMCPY_DEVICE_TO_HOST, CudaHost
 
 HOLD_TIMEOUT_NS = 2_000_000_000  # a spin kernel gives up after 2 s even if never released
 POLL_S = 50e-6
-MEMCPY_DEVICE_TO_HOST = 2
 Buffer = tuple[int, int]  # (device, pointer)
 Window = tuple[Any, Any]  # (start event, stop event) on the main device
 
 
 class Run:
-    def __init__(self, tr: Transfers, devices: list[int]) -> None:
+    def __init__(self, tr: CudaHost, devices: list[int]) -> None:
         self.tr = tr
         self.devices = devices
         self.main = devices[0]

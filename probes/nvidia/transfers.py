@@ -27,19 +27,21 @@ from typing import Any
 from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.cuda_host import MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE
 from peerwatch.probes.nvidia.gpu_copies import measure_gpu_test
-from peerwatch.probes.nvidia.transfer_run import Run
+from peerwatch.probes.nvidia.timed_copies import timed_copies
+from peerwatch.probes.nvidia.transfer_run import Buffer, Run
 from peerwatch.probes.report import GPU_TESTS, TestName
 
 PEER_ACCESS_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled: not exported by CuPy
 GPUDIRECT_RDMA_SUPPORTED = 116  # cudaDevAttrGPUDirectRDMASupported
-MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST = 1, 2
 STAGED_CHUNK_BYTES = 8 << 20  # staged copies move through pinned host memory in chunks ...
 STAGED_SLOTS = 4  # ... with this many chunks in flight
 LATENCY_WIRE_BYTES_PER_HOP = 32  # a remote 8-byte load brings back one 32-byte sector
 # NCCL settings the probe uses unless the environment says otherwise. NVLink SHARP (multicast)
 # is off on shared hosts and its buffers would cost memory the probe must not hold.
 NCCL_DEFAULTS: dict[str, str] = {"NCCL_NVLS_ENABLE": "0"}
+Flow = tuple[Buffer, Buffer, int]  # (source, destination, the device that issues the copy)
 
 
 def load_cupy() -> Any:
@@ -217,6 +219,16 @@ class Transfers:
                 self.rt.memcpyPeerAsync(dst[1], dst[0], src[1], src[0], n, stream.ptr)
         return ce
 
+    def _flows_step(self, run: Run, sm: bool, flows: list[Flow], n: int) -> Callable[[], None]:
+        """One step of a pair test: every flow's copy, issued in turn."""
+        copies = [self._copier(run, sm, who, s, d, n) for s, d, who in flows]
+
+        def one() -> None:
+            for copy in copies:
+                copy()
+
+        return one
+
     def _bandwidth(self, spec: TestSpec, src: int, dst: int, issuer: int, *, sm: bool,
                    bidir: bool) -> Measurement:
         n = spec.bytes_per_copy
@@ -229,23 +241,18 @@ class Transfers:
             if bidir:
                 flows.append((run.alloc(dst, n), run.alloc(src, n), dst))
             seeds = [secrets.randbits(31) | 1 for _ in flows]
-            run.begin()
-            for (s, d, _), seed in zip(flows, seeds, strict=True):
-                run.fill(s, n, seed)
-                run.poison(d, n)
-            run.barrier()
-            copies = [self._copier(run, sm, who, s, d, n) for s, d, who in flows]
 
-            def one() -> None:
-                for copy in copies:
-                    copy()
+            def prepare() -> None:
+                for (s, d, _), seed in zip(flows, seeds, strict=True):
+                    run.fill(s, n, seed)
+                    run.poison(d, n)
 
-            run.repeat(one, spec.warmup)
-            windows = [run.timed(one, spec.copies) for _ in range(spec.samples)]
-            run.barrier()
-            for (_, d, _), seed in zip(flows, seeds, strict=True):
-                run.check(d, n, seed)
-            gpu_s = run.end()
+            def check() -> None:
+                for (_, d, _), seed in zip(flows, seeds, strict=True):
+                    run.check(d, n, seed)
+
+            windows, gpu_s = timed_copies(run, spec, prepare=prepare, check=check,
+                                          step=lambda: self._flows_step(run, sm, flows, n))
             moved = n * spec.copies * len(flows)
             total_copies = spec.warmup + spec.copies * spec.samples
             wire = {src: n * total_copies, dst: n * total_copies if bidir else 0}
@@ -286,15 +293,12 @@ class Transfers:
                     to_dev[slot].record(s_dst)
                     used[0] += 1
 
-            run.begin()
-            run.fill(a, n, seed)
-            run.poison(b, n)
-            run.barrier()
-            run.repeat(one, spec.warmup)
-            windows = [run.timed(one, spec.copies) for _ in range(spec.samples)]
-            run.barrier()
-            run.check(b, n, seed)
-            gpu_s = run.end()
+            def prepare() -> None:
+                run.fill(a, n, seed)
+                run.poison(b, n)
+
+            windows, gpu_s = timed_copies(run, spec, prepare=prepare, step=lambda: one,
+                                          check=lambda: run.check(b, n, seed))
             return Measurement(
                 samples=[n * spec.copies / run.seconds(w) for w in windows],
                 gpu_time_s=gpu_s, device_memory_bytes=run.peak_bytes(),
@@ -403,21 +407,21 @@ class Transfers:
         with Run(self, list(gpus)) as run:
             send = {g: run.alloc(g, n) for g in gpus}
             recv = {g: run.alloc(g, n) for g in gpus}
-            run.begin()
-            for rank, g in enumerate(gpus):
-                run.fill_f32(send[g], count, float(rank + 1))
-                run.poison(recv[g], n)
-            run.barrier()
+
+            def prepare() -> None:
+                for rank, g in enumerate(gpus):
+                    run.fill_f32(send[g], count, float(rank + 1))
+                    run.poison(recv[g], n)
 
             def one() -> None:
                 self._allreduce_once(comms, gpus, send, recv, count)
 
-            run.repeat(one, spec.warmup)
-            windows = [run.timed(one, spec.copies) for _ in range(spec.samples)]
-            run.barrier()
-            for g in gpus:
-                run.check_f32(recv[g], count, k * (k + 1) / 2)
-            gpu_s = run.end()
+            def check() -> None:
+                for g in gpus:
+                    run.check_f32(recv[g], count, k * (k + 1) / 2)
+
+            windows, gpu_s = timed_copies(run, spec, prepare=prepare, step=lambda: one,
+                                          check=check)
             bus_factor = 2 * (k - 1) / k
             iterations = spec.warmup + spec.copies * spec.samples
             return Measurement(

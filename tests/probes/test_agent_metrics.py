@@ -13,12 +13,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.agent.metrics import AgentCollector
 from peerwatch.probes.agent.metrics_server import AgentExposition, MetricsServer
 from peerwatch.probes.agent.runner import open_runtime
 from peerwatch.probes.agent.spool import Spool
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.errors import BadProbeRequest
-from peerwatch.probes.metrics import AgentCollector
 from peerwatch.probes.metrics_text import render
 from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, ReportKind, TestName
 from peerwatch.probes.sim.faults import (

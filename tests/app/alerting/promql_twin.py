@@ -3,7 +3,7 @@
 
 A `TwinHost` drives a `SimHost` (the server's real ingest, judgement and rules at a fake
 clock) and, at every step, records what Prometheus would scrape at that moment: the probe
-agent's exporter (`probes/metrics.py`, fed the same reports as the server, each carrying the
+agent's exporter (`probes/agent/metrics.py`, fed the same reports as the server, each carrying the
 Xid/SXid events the faults logged since the last, as the agent's report builder adds them)
 and the server's `/metrics` (`app/exposition/collector.py`, read from the same database, its event
 findings judged at the fake clock: the wall clock would find every simulated event older
@@ -35,7 +35,7 @@ from peerwatch.app.exposition.loader import load_snapshot
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.agent.agent_state import AgentState
-from peerwatch.probes.metrics import AgentCollector
+from peerwatch.probes.agent.metrics import AgentCollector
 from peerwatch.probes.report import ReportKind, TestName
 from peerwatch.probes.sim.faults import Fault
 from peerwatch.probes.sweep import SweepOptions

@@ -55,7 +55,7 @@ class SimHost:
 
     def build(self, kind: ReportKind, now: Callable[[], datetime] | None = None) -> Report:
         """One report of the fabric, carrying the Xid/SXid events its faults logged since the
-        last (what the agent's report builder adds, `probes/passes.py`): a link going down
+        last (what the agent's report builder adds, `probes/agent/passes.py`): a link going down
         logs Xid 74 on it, a GPU falling off the bus Xid 79 (`probes/sim/simevents.py`)."""
         report = build_report(self.fabric, kind, self.options, now=now or self.now)
         events = self.fabric.drain_events(report.started_at)

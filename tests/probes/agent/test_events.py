@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from peerwatch.probes.agent.events import EventCollector
+from peerwatch.probes.agent.passes import report_builder
 from peerwatch.probes.agent.spool import Spool
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.nvidia.kernel_log import KernelLog
 from peerwatch.probes.nvidia.kmsg import parse_line, parse_record, pci_key
 from peerwatch.probes.nvidia.nvml_events import NvmlXid
-from peerwatch.probes.passes import report_builder
 from peerwatch.probes.report import EventKind, EventSource, Report, ReportKind, utcnow
 from peerwatch.probes.sim.faults import GpuLost, LinksDown, LinkXid, SwitchSxid
 from peerwatch.probes.sim.simulated import SimulatedFabric

@@ -14,8 +14,8 @@ import pytest
 from peerwatch.probes.agent.agent_state import AgentState
 from peerwatch.probes.agent.job_mapping import boot_time, read_job_mapping
 from peerwatch.probes.agent.metrics_server import AgentExposition
+from peerwatch.probes.agent.passes import report_builder
 from peerwatch.probes.config import ProbeSettings
-from peerwatch.probes.passes import report_builder
 from peerwatch.probes.report import GpuJob, JobSource, Report, ReportKind
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.app.metrics_helpers import promtool_check, series

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from peerwatch.probes.agent.watchdog import Watchdog
 from peerwatch.probes.errors import TransferError, TransferTimeout
+from peerwatch.probes.watchdog import Watchdog
 
 
 def test_results_and_errors_come_back_to_the_caller() -> None:

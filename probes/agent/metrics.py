@@ -27,7 +27,7 @@ from peerwatch.probes.agent.agent_state import (
     newest_counters,
     newest_pcie_replays,
 )
-from peerwatch.probes.metrics_clocks import clock_families
+from peerwatch.probes.agent.metrics_clocks import clock_families
 from peerwatch.probes.report import P2PCap, P2PStatus, PairInfo, Report, TestName, declared_tests
 
 # Lifetime NVLink counters: LinkCounters field -> metric name stem (without `_total`).
