@@ -125,7 +125,9 @@ def test_no_import_circles_in_python(package: str) -> None:
 
 def agent_imports(graph: import_circles.Graph, agent: str) -> list[str]:
     """Imports of `agent` (a package) by modules outside it."""
-    inside = (lambda m: m == agent or m.startswith(agent + "."))
+    def inside(module: str) -> bool:
+        return module == agent or module.startswith(agent + ".")
+
     return sorted(f"{m} -> {t}" for m, targets in graph.items() if not inside(m)
                   for t in targets if inside(t))
 
