@@ -45,9 +45,9 @@ from bench.ingest import (
     sqlite_url,
 )
 from peerwatch.app.alerting import engine as alert_engine
-from peerwatch.app.alerting.service import service_for
 from peerwatch.app.ingest import posted as route
 from peerwatch.app.judging import judge, load, store, write
+from peerwatch.app.judging.service import service_for
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine, upgrade_to_head

@@ -31,7 +31,7 @@ from peerwatch.app.analysis.fabric_health import PEER_SLOW
 from peerwatch.app.analysis.health import TestJudgement, p2p_problem
 from peerwatch.app.analysis.text import fmt_duration
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.judging.judge import last_heard_at
+from peerwatch.app.store.tables.inventory import last_heard_at
 from peerwatch.probes.report import GPU_TESTS, PCIE_TESTS, LinkState
 
 

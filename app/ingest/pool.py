@@ -45,11 +45,12 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.ingest.posted import Pending, expand_pending, expand_stored, receive_posted
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.priority import lower_priority
 from peerwatch.app.schemas.ingest import IngestResult
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

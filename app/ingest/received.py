@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from peerwatch.app.ingest.checks import ReportConflict
+from peerwatch.app.api.report_checks import ReportConflict
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.tables.history import ReportRow
 from peerwatch.app.store.tables.received import ReceivedReport

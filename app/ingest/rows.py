@@ -17,7 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.throttle import SweepThrottle, result_label, sweep_throttles
-from peerwatch.app.ingest.checks import ReportConflict, report_digest_and_inventory, same_report
+from peerwatch.app.api.report_checks import ReportConflict
+from peerwatch.app.ingest.digest import report_digest_and_inventory, same_report
 from peerwatch.app.ingest.events import event_rows
 from peerwatch.app.ingest.gpu_jobs import store_gpu_jobs
 from peerwatch.app.ingest.host_row import identity_columns, is_newest, lock_host, write_host

@@ -10,21 +10,13 @@ through which switch is not known to the server; its alert is the page.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
 from typing import TypeVar
-
-from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.fabric_health import GpuJudgement, LinkJudgement
 from peerwatch.app.analysis.verdict import SEVERITY, Verdict
-from peerwatch.app.analysis.xid_judge import LOOKBACK_S, EventFact, EventFinding
-from peerwatch.app.queries.events import event_facts
+from peerwatch.app.analysis.xid_judge import EventFinding
 
 J = TypeVar("J", LinkJudgement, GpuJudgement)
-
-
-def load_event_facts(session: Session, host_id: int, now: datetime) -> list[EventFact]:
-    return event_facts(session, host_id, now - timedelta(seconds=LOOKBACK_S))
 
 
 def _worse(j: J, verdict: Verdict, reason: str) -> J:

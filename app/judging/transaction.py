@@ -1,5 +1,5 @@
 """The unit of judging one host: its lock, the judgement, the stored verdicts, and the open
-session in which the caller (the alerting engine) evaluates its rules before the one commit,
+session in which the caller (`evaluate.py`) evaluates the alert rules before the one commit,
 so alerts fire from exactly the verdicts every reader sees.
 
 The per-host lock keeps two replicas (or the ingest hook and the periodic loop of one

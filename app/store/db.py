@@ -19,7 +19,6 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.runtime.assets import asset_dir
 from peerwatch.app.runtime.config import Settings
@@ -101,17 +100,6 @@ def _sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
         cursor.close()
 
     return engine
-
-
-def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    """Sessions of one app; they share its inventory memo (see peerwatch.app.ingest.inventory) and
-    its cache of the figures judging works out from each host's inventory
-    (peerwatch.app.judging.expectations)."""
-    from peerwatch.app.ingest.inventory import MEMO_KEY, InventoryMemo
-    from peerwatch.app.judging.expectations import CACHE_KEY, ExpectationCache
-
-    return sessionmaker(engine, expire_on_commit=False,
-                        info={MEMO_KEY: InventoryMemo(), CACHE_KEY: ExpectationCache()})
 
 
 # Any constant works; it only has to be the same in every replica.

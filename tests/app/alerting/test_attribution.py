@@ -20,10 +20,10 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.queries.health import HostHealth, host_health
 from peerwatch.app.queries.health_view import health_view
 from peerwatch.app.queries.matrix import latest_matrix
