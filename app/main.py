@@ -28,9 +28,9 @@ from peerwatch.app.api.openapi import install_openapi
 from peerwatch.app.api.response_headers import RequestEncodings, ServerTiming
 from peerwatch.app.exposition.ingest import INGEST_PATH, IngestMetricsMiddleware, IngestStats
 from peerwatch.app.exposition.judge import JudgeQueueCollector, judge_lag_histogram
-from peerwatch.app.ingest.expand import recovery_job
+from peerwatch.app.ingest.expand import ingest_pool_job, recovery_job
 from peerwatch.app.ingest.heard import HeardBook, heard_flush_job
-from peerwatch.app.ingest.pool import IngestPool, ingest_pool_job
+from peerwatch.app.ingest.pool import IngestPool
 from peerwatch.app.judging.queue import JudgeQueue, Judges, judge_queue_job
 from peerwatch.app.judging.service import alerting_loop, close_alerting, service_for
 from peerwatch.app.judging.sessions import make_sessionmaker

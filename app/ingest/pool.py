@@ -270,16 +270,3 @@ def pool_for(app: Any) -> IngestPool | None:
     stored in its thread pool)."""
     pool: IngestPool | None = getattr(app.state, "ingest_pool", None)
     return pool if pool is not None and pool.ready else None
-
-
-async def ingest_pool_job(app: Any) -> None:
-    """One of the app's background jobs: the workers live as long as the server."""
-    from peerwatch.app.ingest.expand import expansions_for  # it imports this module
-
-    pool: IngestPool = app.state.ingest_pool
-    try:
-        await pool.warm_up()
-        await asyncio.Event().wait()
-    finally:
-        await expansions_for(app).drain()  # what is not expanded by then is recovered later
-        await asyncio.to_thread(pool.close)

@@ -111,7 +111,7 @@ def alembic_config(connection: Connection | None = None) -> Any:
 
     Built in code, not read from alembic.ini (which serves the plain `alembic` command in a
     checkout and is not installed), so an installed wheel migrates the same way."""
-    from alembic.config import Config
+    from alembic.config import Config  # only where migrations run: start-up of the rest
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
@@ -128,7 +128,7 @@ def upgrade_to_head(engine: Engine) -> None:
     On PostgreSQL an advisory lock serialises replicas that start together on an empty
     database: the first migrates, the others wait and then find nothing to do.
     """
-    from alembic import command
+    from alembic import command  # only where migrations run: start-up of the rest
 
     with engine.connect() as conn:
         if conn.dialect.name == "postgresql":
@@ -144,7 +144,7 @@ def upgrade_to_head(engine: Engine) -> None:
 
 
 def head_revision() -> str | None:
-    from alembic.script import ScriptDirectory
+    from alembic.script import ScriptDirectory  # only where migrations run
 
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
