@@ -16,6 +16,8 @@ this list (and `peerwatch.probes`, whose wire schema the server validates report
     alerting/    the built-in rules over the stored verdicts, their states and delivery.
     services/    the admin writes: maintenance, job snapshots, fleet peers, drain records.
     queries/     reads: stored verdicts, series, matrices, topology, alerts. Never writes.
+    records/     the values a judgement is made of, written by judging and read by queries:
+                 a host's fabric, its judged state, a (pair, test) key.
     schemas/     API shapes, one module per resource.
     api/         the HTTP frame: dependencies, errors, body readers, OpenAPI, headers.
     store/       engines and sessions, the tables, bulk writes, partitions, retention.

@@ -57,9 +57,9 @@ from peerwatch.app.analysis.xid_judge import EventFinding, judge_events
 from peerwatch.app.judging.events import apply_to_gpus, apply_to_links
 from peerwatch.app.judging.load import Loaded, load_host
 from peerwatch.app.judging.pair_tests import judge_tests, rules_of
-from peerwatch.app.queries.common import PairKey
-from peerwatch.app.queries.fabric import HostFabric
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.health import HostHealth
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import checks_against
 from peerwatch.app.store.tables.inventory import Host, last_heard_at

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.judging.store import judge_and_store
 from peerwatch.app.judging.unchanged import still_judged
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import BINARY_RESULTS

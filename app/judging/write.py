@@ -23,7 +23,8 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.health import TestJudgement
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.queries.health import KEYS, TABLES, HostHealth, StoredRows
+from peerwatch.app.queries.health import KEYS, TABLES, StoredRows
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.store.bulk import upsert_rows_sqlite
 
 Rows = dict[tuple, dict[str, Any]]

@@ -12,7 +12,7 @@ import pytest
 
 from peerwatch.app.judging import load
 from peerwatch.app.judging.sessions import make_sessionmaker
-from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Host
