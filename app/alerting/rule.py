@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from peerwatch.app.alerting.context import HostContext
+from peerwatch.app.alerting.context import HostContext
 
 
 @dataclass(frozen=True)
