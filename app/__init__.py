@@ -11,16 +11,23 @@ this list (and `peerwatch.probes`, whose wire schema the server validates report
                  A module there that defines `router` is served (`main.py` finds it).
     exposition/  `/metrics`: collectors that read stored judgements at scrape time.
     ingest/      a posted report checked and stored whole, answered, expanded into rows.
-    judging/     judge once: read -> judge -> write, and the judge's runtime (queue, worker
-                 process, shards) that runs it off the request path.
+    judging/     judge once: read -> judge -> write, then the alert rules in the same
+                 transaction; when it runs (after ingest, the periodic round), the app's
+                 sessions, and the judge's runtime (queue, worker process, shards) that runs
+                 it off the request path.
     alerting/    the built-in rules over the stored verdicts, their states and delivery.
     services/    the admin writes: maintenance, job snapshots, fleet peers, drain records.
     queries/     reads: stored verdicts, series, matrices, topology, alerts. Never writes.
+    records/     the values a judgement is made of, written by judging and read by queries:
+                 a host's fabric, its judged state, a (pair, test) key.
     schemas/     API shapes, one module per resource.
-    api/         the HTTP frame: dependencies, errors, body readers, OpenAPI, headers.
-    store/       engines and sessions, the tables, bulk writes, partitions, retention.
+    api/         the HTTP frame: dependencies, errors, body readers and the report checks
+                 they share with ingest, OpenAPI, headers.
+    store/       engines, the tables, bulk writes, partitions, retention, the inventory memo
+                 an app's sessions share (`judging/sessions.py` makes them).
     runtime/     settings, logs, signals, priority, the heap, leadership, assets.
-    analysis/    pure judgement: expected bandwidth, verdicts, baselines, flaps, placement.
+    analysis/    pure judgement: expected bandwidth, verdicts, baselines, flaps, placement,
+                 the silences' label matchers.
                  No Settings, no database, no API shapes: values in, values out.
     drain/       `peerwatch drain`, a client of the server: it speaks HTTP to it and imports
                  no other layer (its engine is pure; its backends call scontrol/Kubernetes).

@@ -21,7 +21,6 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 
 from peerwatch.app import routes
-from peerwatch.app.alerting.service import alerting_loop, close_alerting, service_for
 from peerwatch.app.api.conditional_get import ConditionalGet
 from peerwatch.app.api.errors import install_error_handlers
 from peerwatch.app.api.json_body import ACCEPT_ENCODING
@@ -29,16 +28,18 @@ from peerwatch.app.api.openapi import install_openapi
 from peerwatch.app.api.response_headers import RequestEncodings, ServerTiming
 from peerwatch.app.exposition.ingest import INGEST_PATH, IngestMetricsMiddleware, IngestStats
 from peerwatch.app.exposition.judge import JudgeQueueCollector, judge_lag_histogram
-from peerwatch.app.ingest.expand import recovery_job
+from peerwatch.app.ingest.expand import ingest_pool_job, recovery_job
 from peerwatch.app.ingest.heard import HeardBook, heard_flush_job
-from peerwatch.app.ingest.pool import IngestPool, ingest_pool_job
+from peerwatch.app.ingest.pool import IngestPool
 from peerwatch.app.judging.queue import JudgeQueue, Judges, judge_queue_job
+from peerwatch.app.judging.service import alerting_loop, close_alerting, service_for
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.judging.shards import JudgeShards, judge_process_job
 from peerwatch.app.queries import NotFound
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.leadership import Leadership
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 
 API_PREFIX = "/api/v1"
 

@@ -46,13 +46,14 @@ from bench.helpers.page_profile import (
     server_cpu_now,
 )
 from bench.helpers.size import sized
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.demo.server import ServerThread
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.service import AlertingService
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.db import make_engine, upgrade_to_head
 from peerwatch.probes.report import Report, TestName
 from peerwatch.probes.sim.faults import BandwidthFactor, LinksDown
 from peerwatch.probes.sim.simulated import SimulatedFabric

@@ -28,16 +28,17 @@ from sqlalchemy.orm import Session
 from bench.helpers.size import sized
 from bench.helpers.timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.judging.judge import Prior, judge_host_now
+from peerwatch.app.judging.service import AlertingService
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.judging.store import judge_and_store
 from peerwatch.app.queries.fabric import load_fabric
 from peerwatch.app.queries.health import stored_rows, tests_from_rows
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import host_peer_checks
-from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.db import make_engine, upgrade_to_head
 from peerwatch.app.store.tables.inventory import Gpu, Host, Pair
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import ReportKind, utcnow

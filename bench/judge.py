@@ -22,13 +22,14 @@ from datetime import timedelta
 from bench.helpers.size import sized
 from bench.helpers.timing import median_ms
 from bench.ingest import postgres_url, sqlite_url
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.judging.judge import judge_host_now
+from peerwatch.app.judging.service import AlertingService
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.db import make_engine, upgrade_to_head
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import ReportKind, utcnow
 from peerwatch.probes.sim.simulated import SimulatedFabric

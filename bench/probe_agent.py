@@ -27,8 +27,9 @@ from bench.helpers.timing import median_ms
 from peerwatch.app.demo.backfill import Backfill, BackfillPlan
 from peerwatch.app.demo.fleet import plan_fleet
 from peerwatch.app.demo.scenario import default_scenario
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.db import make_engine, upgrade_to_head
 from peerwatch.probes.agent.passes import report_builder
 from peerwatch.probes.agent.spool import Spool
 from peerwatch.probes.config import ProbeSettings

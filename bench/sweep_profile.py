@@ -44,10 +44,9 @@ from bench.ingest import (
     preload_history,
     sqlite_url,
 )
-from peerwatch.app.alerting import engine as alert_engine
-from peerwatch.app.alerting.service import service_for
 from peerwatch.app.ingest import posted as route
-from peerwatch.app.judging import judge, load, store, write
+from peerwatch.app.judging import evaluate, judge, load, store, write
+from peerwatch.app.judging.service import service_for
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine, upgrade_to_head
@@ -76,9 +75,9 @@ STAGES: dict[tuple[Any, str], str] = {
     (judge, "checks_against"): "fleet peers (checks)",
     (store, "store"): "write",
     (write, "rows_of"): "write: rows_of",
-    (alert_engine, "load_context"): "alert rules: context",
-    (alert_engine, "_findings"): "alert rules: findings",
-    (alert_engine, "_apply"): "alert rules: apply",
+    (evaluate, "load_context"): "alert rules: context",
+    (evaluate, "findings_of"): "alert rules: findings",
+    (evaluate, "apply_findings"): "alert rules: apply",
 }
 
 

@@ -99,11 +99,6 @@ def test_the_source_check_sees_a_write() -> None:
                      "calls session.commit()", "holds SQL that writes: 'UPDATE hosts SET x = 1'"]
 
 
-# Each tree still has circles, being removed on other branches. The mark is strict: the day a
-# tree's last circle goes, its test fails until the mark is dropped.
-CIRCLES_LEFT = pytest.mark.xfail(strict=True, reason="import circles still being removed")
-
-
 def _no_circles(graph: import_circles.Graph, line: Callable[[str, str], str]) -> None:
     found = import_circles.circles(graph)
     words = import_circles.told(graph, found, line)
@@ -112,7 +107,7 @@ def _no_circles(graph: import_circles.Graph, line: Callable[[str, str], str]) ->
 
 
 @pytest.mark.parametrize("package", [
-    pytest.param("peerwatch.app", marks=CIRCLES_LEFT, id="app"),
+    pytest.param("peerwatch.app", id="app"),
     pytest.param("peerwatch.probes", id="probes"),
 ])
 def test_no_import_circles_in_python(package: str) -> None:
@@ -180,7 +175,6 @@ def _app_layer_exceptions() -> list[str]:
     return [line.strip() for line in lines.splitlines() if line.strip()]
 
 
-@pytest.mark.xfail(strict=True, reason="upward imports of the move still being removed")
 def test_at_most_one_import_runs_up_the_app_layers() -> None:
     """The app's layers hold with at most one exception in `.importlinter`."""
     upward = _app_layer_exceptions()

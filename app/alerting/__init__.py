@@ -1,4 +1,5 @@
 """Alerts: rules evaluated by the server, their states and history, and Alertmanager delivery.
+Judging runs them (`app/judging/evaluate.py`, when: `app/judging/service.py`).
 
 rule.py          what a rule and a finding are; fingerprints, dashboard links
 rules.py         every rule, in one tuple: what the engine runs and the API lists
@@ -10,10 +11,9 @@ rules_file.py    deploy/prometheus/peerwatch-rules.yml as the declarations write
 rules_drain.py   the PromQL twins of the alerts `peerwatch drain` writes
 context.py       what the rules read for one host
 engine.py        inactive -> pending -> firing -> resolved, persisted with history, replica-safe
-service.py       when evaluation runs: after ingest, periodically (the alerts router's lifespan)
 notify.py        which alerts to send to Alertmanager now (firing, re-sends, resolutions)
 alertmanager.py  the HTTP client for Alertmanager's /api/v2/alerts
-silences.py      Alertmanager-style matchers that mute alerts
+silences.py      the silences that mute alerts (their matchers: app/analysis/matchers.py)
 schemas.py       API shapes of /api/v1/alerts and /api/v1/silences
 settings.py      PEERWATCH_* knobs of alerting and /metrics
 """

@@ -20,9 +20,9 @@ from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.fabric_health import LinkJudgement
 from peerwatch.app.analysis.health import Thresholds
 from peerwatch.app.analysis.xid_judge import EventFinding, judge_events
-from peerwatch.app.judging.events import load_event_facts
-from peerwatch.app.queries.fabric import HostFabric
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.queries.events import load_event_facts
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.history import Measurement, ReportRow
 from peerwatch.app.store.tables.inventory import Host, NvLink

@@ -4,8 +4,8 @@
                               \\--(not active before `for`)--> inactive
 
 Every change is a row in `alert_events`. One host is one unit of work — judge it, store its
-state (`app/judging/transaction.py`, under the host's lock), evaluate the rules over that
-state — in one transaction. Behind the lock a partial unique index (one pending-or-firing
+state, evaluate the rules over that state (`app/judging/evaluate.py`, under the host's
+lock) — in one transaction. Behind the lock a partial unique index (one pending-or-firing
 row per fingerprint) makes a duplicate impossible even if the lock were bypassed.
 """
 
@@ -16,16 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from peerwatch.app.alerting.context import HostContext, load_context
+from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.rule import Finding, Rule
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.fingerprint import fingerprint
-from peerwatch.app.judging.transaction import judging
-from peerwatch.app.judging.unchanged import ACTIVE_STATES
-from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.tables.alerts import Alert, AlertEvent
+from peerwatch.app.store.tables.alerts import ACTIVE_STATES, Alert, AlertEvent
 
 ACTIVE = ACTIVE_STATES
 
@@ -45,35 +42,7 @@ def for_seconds(rule: Rule, alerting: AlertingSettings) -> float:
     return float(alerting.alert_for_s.get(rule.name, rule.for_s))
 
 
-def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
-                  settings: Settings, alerting: AlertingSettings,
-                  rules: Sequence[Rule], due_before: datetime | None = None,
-                  rejudge: bool = False) -> Outcome:
-    """Judge `host` at `now`, store its state, evaluate the rules over that state and commit
-    both together: the alerts fire from exactly the verdicts every reader sees.
-
-    `due_before` (the periodic round): do nothing when the host was judged at or after it,
-    by whichever replica; checked behind the lock, so two replicas' rounds judge it once.
-    """
-    with judging(sessions, host, now, settings, due_before, alerting.clock_skew_warn_s,
-                 rejudge) as judged:
-        if judged.current:
-            return Outcome(host=host)
-        if judged.unchanged:  # nothing judged changed, no rule can answer otherwise
-            judged.session.commit()
-            return Outcome(host=host)
-        findings: dict[str, tuple[Rule, Finding, dict[str, str]]] = {}
-        if judged.row is not None:
-            assert judged.health is not None  # judged in full (the fast path is `unchanged`)
-            ctx = load_context(judged.session, judged.row, now, settings, alerting,
-                               judged.health)
-            findings = _findings(ctx, rules)
-        outcome = _apply(judged.session, host, findings, now, alerting, {r.name for r in rules})
-        judged.session.commit()
-        return outcome
-
-
-def _findings(ctx: HostContext, rules: Sequence[Rule]
+def findings_of(ctx: HostContext, rules: Sequence[Rule]
               ) -> dict[str, tuple[Rule, Finding, dict[str, str]]]:
     found = {}
     for rule in rules:
@@ -83,7 +52,7 @@ def _findings(ctx: HostContext, rules: Sequence[Rule]
     return found
 
 
-def _apply(session: Session, host: str,
+def apply_findings(session: Session, host: str,
            findings: dict[str, tuple[Rule, Finding, dict[str, str]]], now: datetime,
            alerting: AlertingSettings, rule_names: set[str]) -> Outcome:
     outcome = Outcome(host=host)

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.promql import Twin
-
-if TYPE_CHECKING:
-    from peerwatch.app.alerting.context import HostContext
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.alerting.rules_events import event_explained
 from peerwatch.app.analysis.clock import describe_skew, skew_way
 from peerwatch.app.analysis.text import fmt_duration
-from peerwatch.app.judging.judge import last_heard_at
+from peerwatch.app.store.tables.inventory import last_heard_at
 
 
 def probe_stale(ctx: HostContext) -> list[Finding]:

@@ -34,8 +34,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import compile_path
 
+from peerwatch.app.api.report_checks import ReportConflict
 from peerwatch.app.api.response_headers import SecurityHeaders
-from peerwatch.app.ingest.checks import ReportConflict
 
 log = logging.getLogger("peerwatch.errors")
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from peerwatch.app.api.errors import body_errors
 from peerwatch.app.api.json_body import NUL_ESCAPE, load_json, too_deep
-from peerwatch.app.ingest.checks import oversized_integers, oversized_lists, too_many_items
+from peerwatch.app.api.report_checks import oversized_integers, oversized_lists, too_many_items
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -21,6 +21,8 @@ def port_number(text: str) -> int:
 def host_name(text: str) -> str:
     """A host name by the rule every host name follows (`probes.report.HOSTNAME_RULE`),
     in its canonical lowercase spelling: `maintenance a/b` fails here as a usage error."""
+    # the wire schema (pydantic) when a host name is read: every command's parser imports
+    # this module, and `peerwatch snapshot` in a Slurm prolog must start fast
     from peerwatch.probes.report import valid_hostname
 
     try:

@@ -21,11 +21,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from peerwatch.app.api.report_checks import check_report
 from peerwatch.app.demo.faults import apply_faults
 from peerwatch.app.demo.fleet import DemoHost
 from peerwatch.app.demo.gpu_jobs import map_host
 from peerwatch.app.demo.scenario import Scenario
-from peerwatch.app.ingest.checks import check_report
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.agent.passes import report_builder

@@ -5,7 +5,8 @@
         "sxid12028", numbers outside the catalog as "xid_other"/"sxid_other" so the label
         stays bounded. Retention deleting old reports lowers it: Prometheus reads a reset.
     peerwatch_fabric_event_findings{host,gpu,link,switch,xid,level}  gauge: each (object,
-        event) judged now (`app/analysis/xid_judge.py`), level "fault" or "warning", value
+        event) as the host's stored judgement found it (`app/judging/events.py`
+        `stored_findings`: the judged host row's facts), level "fault" or "warning", value
         the events counted; a GPU's finding has `link` and `switch` "", a link's `switch` "",
         a switch's `gpu` and `link` "". The PromQL twins of XidFault and XidWarning read it
         (and leave a missing GPU's to GPUMissing, as the server's rules do).
@@ -16,29 +17,29 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.xid_catalog import CATALOG
-from peerwatch.app.analysis.xid_judge import LOOKBACK_S, EventFact, EventFinding, judge_events
 from peerwatch.app.store.tables.events import FabricEventRow
 from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.judged import JudgedHost
 
 
 @dataclass
 class EventSeries:
     totals: list[tuple[str, str, str, float]] = field(default_factory=list)  # host, gpu, xid
-    findings: list[tuple[str, EventFinding]] = field(default_factory=list)
+    findings: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # stored
 
 
 def xid_label(kind: str, code: int) -> str:
     return f"{kind}{code}" if (kind, code) in CATALOG else f"{kind}_other"
 
 
-def load_events(session: Session, now: datetime) -> EventSeries:
+def load_events(session: Session) -> EventSeries:
     out = EventSeries()
     totals: dict[tuple[str, str, str], float] = defaultdict(float)
     rows = session.execute(
@@ -49,27 +50,20 @@ def load_events(session: Session, now: datetime) -> EventSeries:
     for host, gpu, kind, code, total in rows:
         totals[(host, "" if gpu is None else str(gpu), xid_label(kind, code))] += total or 0
     out.totals = [(*k, v) for k, v in sorted(totals.items())]
-    facts: dict[str, list[EventFact]] = defaultdict(list)
-    recent = session.execute(
-        select(Host.name, FabricEventRow.kind, FabricEventRow.code, FabricEventRow.at,
-               FabricEventRow.gpu, FabricEventRow.link, FabricEventRow.switch,
-               FabricEventRow.subcode, FabricEventRow.fatal, FabricEventRow.count)
-        .join(Host, Host.id == FabricEventRow.host_id)
-        .where(FabricEventRow.at >= now - timedelta(seconds=LOOKBACK_S)))
-    for host, *fact in recent:
-        facts[host].append(EventFact(*fact))
-    for host in sorted(facts):
-        out.findings += [(host, f) for f in judge_events(facts[host], now)
-                         if f.level != "info"]
+    judged = session.execute(select(Host.name, JudgedHost.facts)
+                             .join(JudgedHost, JudgedHost.host_id == Host.id)
+                             .order_by(Host.name))
+    for host, facts in judged:
+        out.findings += [(host, f) for f in (facts or {}).get("events", ())]
     return out
 
 
-def _where(f: EventFinding) -> list[str]:
-    """[gpu, link, switch] labels of a finding's object ("" where it names none)."""
-    if f.entry.object == "switch":
-        return ["", "", f.switch or ""]
-    gpu = "" if f.gpu is None else str(f.gpu)
-    link = str(f.link) if f.entry.object == "link" and f.link is not None else ""
+def _where(f: dict[str, Any]) -> list[str]:
+    """[gpu, link, switch] labels of a stored finding's object ("" where it names none)."""
+    if f["object"] == "switch":
+        return ["", "", f["switch"] or ""]
+    gpu = "" if f["gpu"] is None else str(f["gpu"])
+    link = str(f["link"]) if f["object"] == "link" and f["link"] is not None else ""
     return [gpu, link, ""]
 
 
@@ -84,6 +78,6 @@ def event_families(series: EventSeries) -> Iterator[Metric]:
                                "events counted",
                                labels=["host", "gpu", "link", "switch", "xid", "level"])
     for host, f in series.findings:
-        judged.add_metric([host, *_where(f), xid_label(f.entry.kind, f.entry.code), f.level],
-                          float(f.count))
+        judged.add_metric([host, *_where(f), xid_label(f["kind"], f["code"]), f["level"]],
+                          float(f["count"]))
     yield judged

@@ -10,7 +10,6 @@ only (1000 8-GPU hosts: bench/metrics_scale.py).
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
 
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
@@ -30,19 +29,16 @@ from peerwatch.app.queries.busy import refused_after
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.app.store.tables.inventory import Gpu, Host
 from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost, JudgedPair
-from peerwatch.probes.report import utcnow
 
 
-def load_snapshot(session: Session, gpus: bool = True,
-                  now: datetime | None = None) -> FleetSnapshot:
-    """The fleet as /metrics exports it; events judged at `now` (the wall clock unless a
-    replay or a test's fake clock gives one: a finding's window is measured from it)."""
+def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
+    """The fleet as /metrics exports it, from the stored judgements."""
     bad_pairs = bad_pair_rows(session)
     return FleetSnapshot(hosts=_hosts(session),
                          gpus=_gpu_verdicts(session) if gpus else [],
                          alerts=_alerts(session), peer_gaps=_peer_gaps(session),
                          host_peer_gaps=_host_peer_gaps(session),
-                         events=load_events(session, now or utcnow()), held=held_of(bad_pairs),
+                         events=load_events(session), held=held_of(bad_pairs),
                          pair_faults=pair_faults_of(bad_pairs))
 
 

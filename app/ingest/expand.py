@@ -15,7 +15,8 @@ a real cadence; the answer's own work (check and INSERT) was a few ms.
 `recovery_job` expands what was left received: a worker that died, a server stopped between
 an answer and its expansion, an expansion that failed. Every RECOVER_EVERY_S it takes the
 rows received more than RECOVER_AFTER_S ago (any replica's: the expansion's claim on the row
-makes sure one of them stores it, once), each in an expansion's turn.
+makes sure one of them stores it, once), each in an expansion's turn. `ingest_pool_job`,
+the pool's lifetime as a background job, is here because at shutdown it drains them.
 """
 
 from __future__ import annotations
@@ -88,6 +89,17 @@ def expansions_for(app: Any) -> Expansions:
         workers = app.state.ingest_pool.workers
         found = app.state.expansions = Expansions(app, max(1, workers // 2))
     return found
+
+
+async def ingest_pool_job(app: Any) -> None:
+    """One of the app's background jobs: the workers live as long as the server."""
+    pool: IngestPool = app.state.ingest_pool
+    try:
+        await pool.warm_up()
+        await asyncio.Event().wait()
+    finally:
+        await expansions_for(app).drain()  # what is not expanded by then is recovered later
+        await asyncio.to_thread(pool.close)
 
 
 async def recover_once(app: Any, pool: IngestPool) -> int:

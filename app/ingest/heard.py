@@ -11,7 +11,7 @@ HEARD_FLUSH_S (a background job of the app, and once more at shutdown): `hosts.
 last_heard_at` (the newest arrival, migration 0020), `hosts.last_refused_at` and `hosts.
 refused_reports` (refused since the host's last stored report; ingest sets it back to 0).
 
-Staleness counts hearing from the probe (`app/judging/judge.py` `last_heard_at`): a report
+Staleness counts hearing from the probe (`app/store/tables/inventory.py` `last_heard_at`): a report
 that takes longer than the staleness limit to be stored under overload, or that its probe
 gave up waiting for, leaves a probe that was heard, not a silent one; readers show "not
 judged since HH:MM: server busy, N reports refused" (`app/queries/busy.py`) instead of

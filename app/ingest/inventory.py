@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from peerwatch.app.analysis.domains import domain_key
 from peerwatch.app.ingest.host_row import HostState
 from peerwatch.app.ingest.host_runtime import record_runtime
+from peerwatch.app.store.inventory_memo import MEMO_KEY, InventoryMemo
 from peerwatch.app.store.tables.inventory import Gpu, NvLink, Pair
 from peerwatch.probes.report import CounterSample, GpuInfo, Inventory, NvLinkPort, PairInfo, Report
 
@@ -113,25 +114,6 @@ def _grouped(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return list(groups.values())
 
 
-class InventoryMemo:
-    """What this process last committed as each host's inventory: its fingerprint and the
-    host's `last_report_at` it set. If the host still shows that `last_report_at`, no report
-    has rewritten the inventory since (every rewrite moves it, whichever replica made it),
-    so an unchanged inventory writes no inventory row. One per app, put in
-    `session.info[MEMO_KEY]` by the sessionmaker; sessions without one always compare."""
-
-    def __init__(self) -> None:
-        self._stored: dict[int, tuple[bytes, datetime]] = {}
-
-    def unchanged(self, host: HostState, fingerprint: bytes) -> bool:
-        return (host.last_report_at is not None
-                and self._stored.get(host.id) == (fingerprint, host.last_report_at))
-
-    def remember(self, host_id: int, fingerprint: bytes, version: datetime) -> None:
-        self._stored[host_id] = (fingerprint, version)
-
-
-MEMO_KEY = "peerwatch.inventory_memo"
 _PENDING_KEY = "peerwatch.inventory_pending"
 
 

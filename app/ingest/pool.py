@@ -45,11 +45,12 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.ingest.posted import Pending, expand_pending, expand_stored, receive_posted
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.priority import lower_priority
 from peerwatch.app.schemas.ingest import IngestResult
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -269,16 +270,3 @@ def pool_for(app: Any) -> IngestPool | None:
     stored in its thread pool)."""
     pool: IngestPool | None = getattr(app.state, "ingest_pool", None)
     return pool if pool is not None and pool.ready else None
-
-
-async def ingest_pool_job(app: Any) -> None:
-    """One of the app's background jobs: the workers live as long as the server."""
-    from peerwatch.app.ingest.expand import expansions_for  # it imports this module
-
-    pool: IngestPool = app.state.ingest_pool
-    try:
-        await pool.warm_up()
-        await asyncio.Event().wait()
-    finally:
-        await expansions_for(app).drain()  # what is not expanded by then is recovered later
-        await asyncio.to_thread(pool.close)

@@ -30,8 +30,9 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.api.errors import body_errors
 from peerwatch.app.api.json_body import inflate
+from peerwatch.app.api.report_checks import check_report
 from peerwatch.app.api.wire_body import parse_wire
-from peerwatch.app.ingest.checks import canonical_digest, check_report
+from peerwatch.app.ingest.digest import canonical_digest
 from peerwatch.app.ingest.received import Receipt, answer_for, count_failed, receive, stored_body
 from peerwatch.app.ingest.rows import expand_received, ingest
 from peerwatch.app.runtime import heap

@@ -25,7 +25,8 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from peerwatch.app.ingest.checks import ReportConflict
+from peerwatch.app.api.report_checks import ReportConflict
+from peerwatch.app.ingest.duplicate import stored_result
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.tables.history import ReportRow
 from peerwatch.app.store.tables.received import ReceivedReport
@@ -110,8 +111,6 @@ _EXPANDED_MEANWHILE = (
 
 def _stored_before(session: Session, report: Report, digest: str) -> IngestResult:
     """The answer to a report_id stored before: waiting in `received_reports`, or expanded."""
-    from peerwatch.app.ingest.rows import stored_result  # ingest imports this module
-
     waiting = session.scalar(select(_RECEIVED.c.digest)
                              .where(_RECEIVED.c.report_id == report.report_id))
     if waiting is not None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, func, insert, select
+from sqlalchemy import Table, insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.throttle import SweepThrottle, result_label, sweep_throttles
-from peerwatch.app.ingest.checks import ReportConflict, report_digest_and_inventory, same_report
+from peerwatch.app.ingest.digest import report_digest_and_inventory
+from peerwatch.app.ingest.duplicate import stored_result
 from peerwatch.app.ingest.events import event_rows
 from peerwatch.app.ingest.gpu_jobs import store_gpu_jobs
 from peerwatch.app.ingest.host_row import identity_columns, is_newest, lock_host, write_host
@@ -34,7 +35,6 @@ from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.bulk import insert_rows
 from peerwatch.app.store.tables.events import FabricEventRow
 from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measurement, ReportRow
-from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.agent.clock_offset import offset_of
 from peerwatch.probes.clocks import GpuClocks
 from peerwatch.probes.report import (
@@ -145,29 +145,6 @@ def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
             if attempt == ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
-
-
-def stored_result(session: Session, report: Report, digest: str) -> IngestResult | None:
-    """The duplicate's answer when `report`'s report_id is stored (None when it is not)."""
-    report_id = report.report_id
-    row = session.execute(
-        select(ReportRow.id, Host.name, ReportRow.digest)
-        .join(Host, Host.id == ReportRow.host_id)
-        .where(ReportRow.report_id == report_id)
-    ).first()
-    if row is None:
-        return None
-    pk, host, stored_digest = row
-    if stored_digest and not same_report(stored_digest, digest, report):
-        raise ReportConflict(f"report_id {report_id} was stored before with a different body "
-                             "(other content, not only other bytes); a new report needs a new "
-                             "report_id")
-    measurements = session.scalar(
-        select(func.count()).select_from(Measurement).where(Measurement.report_id == pk))
-    samples = session.scalar(
-        select(func.count()).select_from(LinkSample).where(LinkSample.report_id == pk))
-    return IngestResult(report_id=report_id, host=host, duplicate=True,
-                        measurements=measurements or 0, counter_samples=samples or 0)
 
 
 def _store(session: Session, report: Report, settings: Settings, now: datetime,

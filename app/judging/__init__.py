@@ -9,6 +9,8 @@ Shaped read -> judge -> write, each part small:
   carries each judged (pair, test)'s state on from its new samples alone, `pair_tests.py`,
   and `judge.judge_loaded`, which judges everything `load.py` read without SQL);
 - `write.py` stores only the rows and columns that changed, a statement or two per table;
-- `transaction.py` is the unit the alerting engine runs: the host's lock, judge, store, and
-  the session the rules are evaluated in before the one commit.
+- `transaction.py` holds the host's lock, judges, stores, and keeps the session open in
+  which `evaluate.py` evaluates the alert rules (`app/alerting/`) before the one commit;
+  `service.py` says when: after each ingest and in the periodic round;
+- `sessions.py` makes an app's sessions, with what they share (`expectations.py`'s cache).
 """

@@ -5,26 +5,21 @@ Only `fault` findings change a verdict (a link: degraded; a GPU: down), never a 
 warning-level event (one Xid 74 is an alert on the link, its verdict unchanged; three in ten
 minutes are a link fault). An NVSwitch fault changes no GPU verdict here: which GPUs route
 through which switch is not known to the server; its alert is the page.
+
+The warnings and faults are kept in the judged host row's facts (`stored_findings`):
+`/metrics` exposes them from there, as judged, and never judges the events again.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
-from typing import TypeVar
-
-from sqlalchemy.orm import Session
+from typing import Any, TypeVar
 
 from peerwatch.app.analysis.fabric_health import GpuJudgement, LinkJudgement
 from peerwatch.app.analysis.verdict import SEVERITY, Verdict
-from peerwatch.app.analysis.xid_judge import LOOKBACK_S, EventFact, EventFinding
-from peerwatch.app.queries.events import event_facts
+from peerwatch.app.analysis.xid_judge import EventFinding
 
 J = TypeVar("J", LinkJudgement, GpuJudgement)
-
-
-def load_event_facts(session: Session, host_id: int, now: datetime) -> list[EventFact]:
-    return event_facts(session, host_id, now - timedelta(seconds=LOOKBACK_S))
 
 
 def _worse(j: J, verdict: Verdict, reason: str) -> J:
@@ -53,3 +48,10 @@ def apply_to_gpus(gpus: list[GpuJudgement], findings: list[EventFinding]
     return [_worse(j, Verdict.DOWN, by_gpu[j.gpu].reason()) if j.gpu in by_gpu else j
             for j in gpus]
 
+
+def stored_findings(findings: list[EventFinding] | None) -> list[dict[str, Any]]:
+    """The warnings and faults as the host row's facts keep them (`facts["events"]`), each
+    its catalog entry (kind, code, object), where it is, its level and the events counted."""
+    return [{"kind": f.entry.kind, "code": f.entry.code, "object": f.entry.object,
+             "gpu": f.gpu, "link": f.link, "switch": f.switch, "level": f.level,
+             "count": f.count} for f in findings or () if f.level != "info"]

@@ -28,8 +28,9 @@ from typing import NamedTuple
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.expected import Expectation
-from peerwatch.app.queries.common import PairKey
-from peerwatch.app.queries.fabric import HostFabric, load_fabric
+from peerwatch.app.queries.fabric import load_fabric
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.store.tables.inventory import Host
 
 CACHE_KEY = "peerwatch.expectations"

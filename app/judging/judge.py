@@ -57,12 +57,12 @@ from peerwatch.app.analysis.xid_judge import EventFinding, judge_events
 from peerwatch.app.judging.events import apply_to_gpus, apply_to_links
 from peerwatch.app.judging.load import Loaded, load_host
 from peerwatch.app.judging.pair_tests import judge_tests, rules_of
-from peerwatch.app.queries.common import PairKey
-from peerwatch.app.queries.fabric import HostFabric
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.health import HostHealth
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import checks_against
-from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.inventory import Host, last_heard_at
 
 
 def _judge_pairs(fabric: HostFabric,
@@ -145,14 +145,6 @@ def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
                    "missing from the newest inventory")
     return out
 
-
-def last_heard_at(row: Host) -> datetime | None:
-    """When the server last heard from this host's probe, by the server's own clock: its
-    newest stored report, or a request it refused because it was busy or had not stored
-    yet (app/ingest/heard.py)."""
-    heard = [t for t in (row.last_received_at or row.last_report_at, row.last_refused_at,
-                         row.last_heard_at) if t is not None]
-    return max(heard) if heard else None
 
 
 @dataclass

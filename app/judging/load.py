@@ -27,16 +27,18 @@ from peerwatch.app.analysis.health import Sample
 from peerwatch.app.analysis.jobs import JobSpan
 from peerwatch.app.analysis.throttle import SweepThrottle
 from peerwatch.app.analysis.xid_judge import EventFact
-from peerwatch.app.judging.events import load_event_facts
 from peerwatch.app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
 from peerwatch.app.judging.running import Running, _us_of, sample
-from peerwatch.app.queries.common import PairKey, pair_samples
+from peerwatch.app.queries.common import pair_samples
 from peerwatch.app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
-from peerwatch.app.queries.fabric import HostFabric, load_fabric
+from peerwatch.app.queries.events import load_event_facts
+from peerwatch.app.queries.fabric import load_fabric
 from peerwatch.app.queries.fleet_peers import Stats, group_stats
 from peerwatch.app.queries.jobs import host_spans
 from peerwatch.app.queries.page_holds import fabric_manager_of
 from peerwatch.app.queries.throttle import throttle_history
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import host_driver, host_models, pair_groups
 from peerwatch.app.store.tables.history import Measurement, ReportRow

@@ -19,8 +19,8 @@ from peerwatch.app.analysis.health import BaselineRef, TestJudgement, Thresholds
 from peerwatch.app.judging.expectations import Expectations, KeyExpectation
 from peerwatch.app.judging.load import TestInputs
 from peerwatch.app.judging.running import Running, advance, from_history
-from peerwatch.app.queries.common import PairKey
-from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.report import TestName, test_scope
 

@@ -19,7 +19,8 @@ from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.judging.judge import Prior, judge_host_now
 from peerwatch.app.judging.unchanged import iso, nothing_changed
 from peerwatch.app.judging.write import store
-from peerwatch.app.queries.health import HostHealth, StoredRows, stored_rows, tests_from_rows
+from peerwatch.app.queries.health import StoredRows, stored_rows, tests_from_rows
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedHost

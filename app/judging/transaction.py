@@ -1,5 +1,5 @@
 """The unit of judging one host: its lock, the judgement, the stored verdicts, and the open
-session in which the caller (the alerting engine) evaluates its rules before the one commit,
+session in which the caller (`evaluate.py`) evaluates the alert rules before the one commit,
 so alerts fire from exactly the verdicts every reader sees.
 
 The per-host lock keeps two replicas (or the ingest hook and the periodic loop of one
@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.judging.store import judge_and_store
 from peerwatch.app.judging.unchanged import still_judged
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import BINARY_RESULTS

@@ -32,13 +32,11 @@ from sqlalchemy import Select, Table, bindparam, exists, select, update
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.judging.judge import last_heard_at
 from peerwatch.app.services.fleet_peers import peers_changed_since
-from peerwatch.app.store.tables.alerts import Alert
-from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.alerts import ACTIVE_STATES, Alert
+from peerwatch.app.store.tables.inventory import Host, last_heard_at
 from peerwatch.app.store.tables.judged import JudgedHost
 
-ACTIVE_STATES = ("pending", "firing")
 # core tables, not ORM entities: no identity map, no ORM compile step on the hot path
 HOSTS: Table = Host.__table__  # type: ignore[assignment]
 JUDGED: Table = JudgedHost.__table__  # type: ignore[assignment]

@@ -37,14 +37,15 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, select
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.judging.queue import JudgeQueue, shard_of
+from peerwatch.app.judging.service import AlertingService
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.judging.transaction import judged_after_newest_report
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.leadership import JUDGE_ROUND_LOCK, Leadership
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedHost
 

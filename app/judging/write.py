@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.health import TestJudgement
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.queries.health import KEYS, TABLES, HostHealth, StoredRows
+from peerwatch.app.judging.events import stored_findings
+from peerwatch.app.queries.health import KEYS, TABLES, StoredRows
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.store.bulk import upsert_rows_sqlite
 
 Rows = dict[tuple, dict[str, Any]]
@@ -56,6 +58,12 @@ def _worst_pair(health: HostHealth) -> TestJudgement | None:
     return min(judged, key=lambda t: t.ratio_expected or 0.0, default=None)
 
 
+def _events(health: HostHealth) -> dict[str, Any]:
+    """The Xid/SXid findings /metrics exposes; no key at all when there are none."""
+    found = stored_findings(health.events)
+    return {"events": found} if found else {}
+
+
 def _host_row(health: HostHealth) -> dict[str, Any]:
     j, worst = health.judgement, _worst_pair(health)
     return {
@@ -64,7 +72,7 @@ def _host_row(health: HostHealth) -> dict[str, Any]:
                   "inventory_changed_at": _iso(health.host.inventory_changed_at),
                   "events_stored_at": _iso(health.host.events_stored_at),
                   "error_total": health.host.error_total, "peers": health.peers,
-                  "judged_report": health.judged_report},
+                  "judged_report": health.judged_report, **_events(health)},
         "gpus_total": len(j.gpus),
         "gpus_healthy": sum(1 for g in j.gpus if g.verdict is Verdict.HEALTHY),
         "worst_src": worst.src if worst else None, "worst_dst": worst.dst if worst else None,

@@ -12,9 +12,10 @@ The functions to reach for:
 """
 
 from peerwatch.app.queries.common import NotFound, get_host
-from peerwatch.app.queries.health import HostHealth, gpu_health, healthy_gpus, host_health
+from peerwatch.app.queries.health import gpu_health, healthy_gpus, host_health
 from peerwatch.app.queries.hosts import host_summaries
 from peerwatch.app.queries.matrix import latest_matrix
+from peerwatch.app.records.health import HostHealth
 
 __all__ = [
     "HostHealth", "NotFound", "get_host", "gpu_health", "healthy_gpus", "host_health",

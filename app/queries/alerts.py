@@ -12,10 +12,9 @@ from datetime import datetime
 from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
-from peerwatch.app.store.tables.alerts import Alert, AlertEvent, Silence
+from peerwatch.app.store.tables.alerts import ACTIVE_STATES, Alert, AlertEvent, Silence
 
 STATE_ORDER = case((Alert.state == "firing", 0), (Alert.state == "pending", 1), else_=2)
-ACTIVE_STATES = ("pending", "firing")
 
 
 def find_alerts(session: Session, state: str | None, host: str | None, rule: str | None,

@@ -10,13 +10,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.health import Sample
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.store import packed
 from peerwatch.app.store.tables.history import Measurement
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import TestName
-
-PairKey = tuple[int, int, TestName]
 
 
 class NotFound(LookupError):

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.xid_catalog import CATALOG_VERSION, lookup
-from peerwatch.app.analysis.xid_judge import EventFact
+from peerwatch.app.analysis.xid_judge import LOOKBACK_S, EventFact
 from peerwatch.app.queries.common import get_host
 from peerwatch.app.store.tables.events import FabricEventRow
 
@@ -24,6 +24,11 @@ def event_facts(session: Session, host_id: int, since: datetime) -> list[EventFa
         .where(FabricEventRow.host_id == host_id, FabricEventRow.at >= since)
         .order_by(FabricEventRow.at))
     return [EventFact(*row) for row in rows]
+
+
+def load_event_facts(session: Session, host_id: int, now: datetime) -> list[EventFact]:
+    """The facts one judgement at `now` reads: the events of the judge's lookback window."""
+    return event_facts(session, host_id, now - timedelta(seconds=LOOKBACK_S))
 
 
 def event_list(session: Session, host_id: int, since: datetime,

@@ -7,7 +7,7 @@ from typing import Any
 
 from peerwatch.app.analysis.health import TestJudgement
 from peerwatch.app.queries.busy import busy_fields
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.schemas.health import (
     GpuHealth,
     GpuTestHealth,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.queries.common import NotFound, PairKey
-from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.queries.common import NotFound
+from peerwatch.app.queries.health import host_health
 from peerwatch.app.queries.health_view import explained_fields
+from peerwatch.app.records.health import HostHealth
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.matrix import MatrixCell, MatrixResponse
 from peerwatch.probes.report import TestName, test_scope, unit_of

@@ -13,8 +13,8 @@ from peerwatch.app.analysis.pair_faults import stored_faults
 from peerwatch.app.analysis.placement import FabricView, GpuState, PairVerdict
 from peerwatch.app.analysis.placement_inputs import measured_matrix, view_from_inventory
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.queries.common import PairKey
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.records.health import HostHealth
+from peerwatch.app.records.keys import PairKey
 from peerwatch.probes.report import Inventory
 
 

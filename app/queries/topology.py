@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 from peerwatch.app.analysis.fabric_health import LinkJudgement
 from peerwatch.app.analysis.health import TestJudgement, worst
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.topology import (
     EdgeKind,

@@ -3,7 +3,7 @@
 Reading is open like the rest of the read API; acknowledging needs the admin token
 (`Authorization: Bearer <PEERWATCH_ADMIN_TOKEN>`: 401 without one, 403 with another).
 The rules' evaluation itself runs after each ingest and periodically (see
-`app/alerting/service.py`; its periodic round is one of `create_app`'s background jobs).
+`app/judging/service.py`; its periodic round is one of `create_app`'s background jobs).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from sqlalchemy.orm import Session
 
 from peerwatch.app.alerting import admin as alert_admin
-from peerwatch.app.alerting.service import service_for
 from peerwatch.app.alerting.silences import active_silences, silenced_by
 from peerwatch.app.analysis.debounce import Hold
 from peerwatch.app.api.deps import AdminTokenDep, HostQuery, RowId, SessionDep
 from peerwatch.app.api.json_body import StrictJsonRoute
+from peerwatch.app.judging.service import service_for
 from peerwatch.app.queries.alerts import alert_history, find_alerts
 from peerwatch.app.queries.page_holds import page_holds
 from peerwatch.app.schemas.alerts import (

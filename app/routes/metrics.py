@@ -13,12 +13,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from peerwatch.app.alerting.service import service_for
 from peerwatch.app.exposition.collector import PeerwatchCollector
 from peerwatch.app.exposition.drain import drain_families
 from peerwatch.app.exposition.ingest import IngestStats
 from peerwatch.app.exposition.loader import load_snapshot
 from peerwatch.app.exposition.snapshot import FleetSnapshot
+from peerwatch.app.judging.service import service_for
 from peerwatch.probes.metrics_text import render
 
 router = APIRouter(tags=["metrics"])

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from peerwatch.app.alerting.silences import compiled
+from peerwatch.app.analysis.matchers import compiled
 from peerwatch.probes.report import Timestamp, clean_text
 
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")

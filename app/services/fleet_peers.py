@@ -37,8 +37,6 @@ from peerwatch.app.analysis.fleet_peers import (
 )
 from peerwatch.app.analysis.health import TestJudgement
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.queries.common import PairKey
-from peerwatch.app.queries.fabric import HostFabric
 from peerwatch.app.queries.fleet_peers import (
     UNKNOWN_DRIVER,
     fleet_members,
@@ -46,6 +44,8 @@ from peerwatch.app.queries.fleet_peers import (
     stats_computed_at,
     stored_stat_rows,
 )
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.fleet import FleetPeerStat
 from peerwatch.app.store.tables.inventory import Gpu, Host

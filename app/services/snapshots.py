@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from peerwatch.app.ingest.checks import (
+from peerwatch.app.api.report_checks import (
     MAX_CLOCK_AHEAD,
     ReportConflict,
     inventory_problems,

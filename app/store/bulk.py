@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.store.base import Base
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the type only: the driver loads when a PostgreSQL engine connects
     import psycopg
 
 

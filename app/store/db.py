@@ -19,7 +19,6 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.runtime.assets import asset_dir
 from peerwatch.app.runtime.config import Settings
@@ -103,17 +102,6 @@ def _sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
     return engine
 
 
-def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    """Sessions of one app; they share its inventory memo (see peerwatch.app.ingest.inventory) and
-    its cache of the figures judging works out from each host's inventory
-    (peerwatch.app.judging.expectations)."""
-    from peerwatch.app.ingest.inventory import MEMO_KEY, InventoryMemo
-    from peerwatch.app.judging.expectations import CACHE_KEY, ExpectationCache
-
-    return sessionmaker(engine, expire_on_commit=False,
-                        info={MEMO_KEY: InventoryMemo(), CACHE_KEY: ExpectationCache()})
-
-
 # Any constant works; it only has to be the same in every replica.
 MIGRATION_LOCK_ID = 0x7065_6572  # "peer"
 
@@ -123,7 +111,7 @@ def alembic_config(connection: Connection | None = None) -> Any:
 
     Built in code, not read from alembic.ini (which serves the plain `alembic` command in a
     checkout and is not installed), so an installed wheel migrates the same way."""
-    from alembic.config import Config
+    from alembic.config import Config  # only where migrations run: start-up of the rest
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
@@ -140,7 +128,7 @@ def upgrade_to_head(engine: Engine) -> None:
     On PostgreSQL an advisory lock serialises replicas that start together on an empty
     database: the first migrates, the others wait and then find nothing to do.
     """
-    from alembic import command
+    from alembic import command  # only where migrations run: start-up of the rest
 
     with engine.connect() as conn:
         if conn.dialect.name == "postgresql":
@@ -156,7 +144,7 @@ def upgrade_to_head(engine: Engine) -> None:
 
 
 def head_revision() -> str | None:
-    from alembic.script import ScriptDirectory
+    from alembic.script import ScriptDirectory  # only where migrations run
 
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 

@@ -107,7 +107,7 @@ def serve_once(app: Any, body: bytes) -> Any:
 
 def hook_ms(app: Any, host: str) -> float:
     """The post-commit hook the route calls (judging and alert rules), timed on its own."""
-    from peerwatch.app.alerting.service import service_for
+    from peerwatch.app.judging.service import service_for
 
     t = time.perf_counter()
     service_for(app).after_ingest(host)

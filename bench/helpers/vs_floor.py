@@ -59,7 +59,7 @@ def project_handler(app: Any) -> Callable[[bytes], None]:
     """What the server does for one report: the route's work and its post-commit hook.
     The hook never raises (it logs); a judgement that failed would make the figure that of
     a broken path, so it stops the bench instead."""
-    from peerwatch.app.alerting.service import service_for
+    from peerwatch.app.judging.service import service_for
 
     def handle(body: bytes) -> None:
         result = serve_once(app, body)

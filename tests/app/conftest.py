@@ -124,5 +124,5 @@ def judge_later(client: TestClient, seconds: float) -> None:
     silent host stale."""
     from datetime import UTC, datetime, timedelta
 
-    from peerwatch.app.alerting.service import service_for
+    from peerwatch.app.judging.service import service_for
     service_for(client.app).evaluate_all(datetime.now(UTC) + timedelta(seconds=seconds))

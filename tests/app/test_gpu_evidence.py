@@ -15,15 +15,16 @@ from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.exposition.collector import PeerwatchCollector
 from peerwatch.app.exposition.loader import load_snapshot
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.service import AlertingService
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.app.store.tables.history import GpuSample, Measurement
 from peerwatch.probes.clocks import GpuClocks

@@ -272,7 +272,8 @@ def test_a_host_stored_but_not_judged_yet_reads_unknown_everywhere(settings: Set
     """Ingested, its judgement not stored yet (it comes right after the commit): every read
     answers, unknown, instead of failing."""
     from peerwatch.app.ingest.rows import ingest
-    from peerwatch.app.store.db import make_engine, make_sessionmaker
+    from peerwatch.app.judging.sessions import make_sessionmaker
+    from peerwatch.app.store.db import make_engine
     engine = make_engine(settings)
     with make_sessionmaker(engine)() as s:
         ingest(s, sweep(n=2), settings, T0)

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.demo.run import DemoOptions, demo_settings
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.service import AlertingService
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.maintenance import MaintenanceRequest
 from peerwatch.app.services.maintenance import declare_window
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.probes.report import HOSTNAME, Report, ReportKind, TestName
 from peerwatch.probes.sim.faults import Fault
 from peerwatch.probes.sim.simulated import SimulatedFabric

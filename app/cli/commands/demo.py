@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     configure_logging("warning")
     logging.getLogger("peerwatch.app.demo").setLevel(logging.INFO)
+    # the demo's fleet and server, imported by this command alone (`peerwatch --help`
+    # imports every command's module)
     from peerwatch.app.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,

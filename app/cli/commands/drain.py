@@ -20,6 +20,13 @@ import sys
 import time
 from pathlib import Path
 
+from peerwatch.app.drain.client import DrainClient, ServerRefused, ServerUnavailable
+from peerwatch.app.drain.controller import run_round
+from peerwatch.app.drain.facts import Do
+from peerwatch.app.drain.k8s import KubernetesBackend
+from peerwatch.app.drain.policy import Policy, PolicyError, load_policy
+from peerwatch.app.drain.preview import FleetPreview
+from peerwatch.app.drain.slurm import SlurmBackend
 from peerwatch.probes.errors import BadProbeRequest
 
 GATE_TAKE_OUT = 10
@@ -67,9 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _policy(args: argparse.Namespace):  # -> Policy (imported late: PyYAML is an extra)
-    from peerwatch.app.drain.policy import Policy, PolicyError, load_policy
-
+def _policy(args: argparse.Namespace) -> Policy:
     if not args.policy:
         return Policy()
     try:
@@ -85,19 +90,13 @@ def _policy(args: argparse.Namespace):  # -> Policy (imported late: PyYAML is an
 
 def _backend(args: argparse.Namespace, client):
     if args.scheduler == "none":
-        from peerwatch.app.drain.preview import FleetPreview
-
         return FleetPreview(client)
     if args.scheduler == "kubernetes":
-        from peerwatch.app.drain.k8s import KubernetesBackend
-
         try:
             return KubernetesBackend.connect(args.kubeconfig, taint=_policy(args).taint)
         except ModuleNotFoundError as exc:
             raise BadProbeRequest(f"--scheduler kubernetes needs {exc.name}: "
                                   "pip install 'peerwatch[drain-k8s]'") from exc
-    from peerwatch.app.drain.slurm import SlurmBackend
-
     return SlurmBackend(args.scontrol)
 
 
@@ -106,10 +105,6 @@ def _say(line: str) -> None:
 
 
 def _gate(args, policy, backend, client, actor: str) -> int:
-    from peerwatch.app.drain.client import ServerRefused, ServerUnavailable
-    from peerwatch.app.drain.controller import run_round
-    from peerwatch.app.drain.facts import Do
-
     try:
         result = run_round(policy, backend, client, actor, only=args.node,
                            dry_run=not policy.acts, say=lambda s: print(f"peerwatch gate: {s}"))
@@ -125,9 +120,6 @@ def _gate(args, policy, backend, client, actor: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from peerwatch.app.drain.client import DrainClient, ServerRefused, ServerUnavailable
-    from peerwatch.app.drain.controller import run_round
-
     if (args.health_check or args.gate) and not args.node:
         args.node = socket.gethostname().split(".")[0]
     if args.reset_breaker or not args.dry_run:

@@ -12,6 +12,7 @@ import argparse
 
 from peerwatch.app.cli.options import add_database_url, add_log_level
 from peerwatch.app.runtime.logs import configure_logging
+from peerwatch.app.runtime.priority import lower_priority
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,9 +45,10 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the server's modules, imported by this command alone: `peerwatch --help` imports
+    # every command's module and must not pay for them
     from peerwatch.app.cli.commands.serve import settings_from_args
     from peerwatch.app.judging.worker import run_judge_process
-    from peerwatch.app.runtime.priority import lower_priority
 
     lower_priority(args.nice)  # first: every thread of the judge starts at it
     configure_logging(args.log_level)

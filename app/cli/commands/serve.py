@@ -77,7 +77,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
+    import uvicorn  # by this command alone: `peerwatch --help` imports every command's module
 
     try:  # first: a bad address is said before any database work or log line
         sock = listen_socket(args.host, args.port)
@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if not settings.probe_tokens:
         log.warning("PEERWATCH_PROBE_TOKENS is empty: every report will be refused (403)")
     if not args.no_local_probe:
+        # the probe's agent, imported only when it runs beside the server
         from peerwatch.app.runtime.local_probe import attach_local_probe
 
         attach_local_probe(app, args.host, args.port)

@@ -17,6 +17,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from peerwatch.app.store.base import Base, BigId
 
+# the states of an alert that is still on: every reader and writer of active alerts
+ACTIVE_STATES = ("pending", "firing")
+
 
 class Alert(Base):
     """One alert instance (a rule firing for one label set) from pending to resolved."""

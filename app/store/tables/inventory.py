@@ -53,6 +53,15 @@ class Host(Base):
     events_stored_at: Mapped[datetime | None]
 
 
+def last_heard_at(row: Host) -> datetime | None:
+    """When the server last heard from this host's probe, by the server's own clock: its
+    newest stored report, or a request it refused because it was busy or had not stored
+    yet (app/ingest/heard.py)."""
+    heard = [t for t in (row.last_received_at or row.last_report_at, row.last_refused_at,
+                         row.last_heard_at) if t is not None]
+    return max(heard) if heard else None
+
+
 class Gpu(Base):
     __tablename__ = "gpus"
     __table_args__ = (UniqueConstraint("host_id", "index"),)

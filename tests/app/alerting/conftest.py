@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from tests.app.alerting.real_alertmanager import alertmanager_url
 from tests.app.alerting.simhost import SimHost
 from tests.app.conftest import ADMIN_TOKEN, PROBE_TOKEN, _empty_pg

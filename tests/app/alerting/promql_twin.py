@@ -119,7 +119,7 @@ class TwinHost:
     def _scrape(self) -> None:
         agent = AgentCollector(self.agent).host_families(self.agent.view())
         with self.sessions() as session:
-            snap = load_snapshot(session, now=self.sim.now())
+            snap = load_snapshot(session)
         server = PeerwatchCollector(lambda gpus: snap, AlertingSettings()).collect()
         self._keep(agent, "agent-sim:9400")
         self._keep(server, "server:8000")

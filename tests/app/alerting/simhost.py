@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.alerts import Alert, AlertEvent
 from peerwatch.probes.report import GPU_TESTS, Report, ReportKind, TestName

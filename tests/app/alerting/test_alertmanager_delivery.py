@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.alerts import Silence
 from peerwatch.probes.sim.faults import LinksDown

@@ -20,14 +20,15 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.ingest.rows import ingest
-from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.judging.service import AlertingService
+from peerwatch.app.queries.health import host_health
 from peerwatch.app.queries.health_view import health_view
 from peerwatch.app.queries.matrix import latest_matrix
 from peerwatch.app.queries.scheduler import schedulable
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.probes.report import P2PCap, P2PStatus, Report, ReportKind, TestName

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.drain import ActionIn, BreakerReset
 from peerwatch.app.services.drain import record_action, reset_breaker

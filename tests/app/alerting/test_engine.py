@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.rule import Finding, Rule
 from peerwatch.app.alerting.rules import RULES
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.alerts import Alert, AlertEvent
 from peerwatch.probes.sim.faults import LinksDown

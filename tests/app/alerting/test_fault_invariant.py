@@ -35,10 +35,11 @@ from peerwatch.app.analysis.placement import place
 from peerwatch.app.analysis.placement_types import Pattern
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.queries.domains import clique_fits
-from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.queries.health import host_health
 from peerwatch.app.queries.matrix import latest_matrix
 from peerwatch.app.queries.placement import placement_view
 from peerwatch.app.queries.scheduler import schedulable
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.report import TestName
 from peerwatch.probes.sim import faults

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from peerwatch.app.alerting.service import service_for
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.judging.queue import JudgeQueue, judge_queue_for
+from peerwatch.app.judging.service import service_for
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.inventory import Host
@@ -190,7 +190,7 @@ def test_a_long_round_judges_each_host_at_its_own_time(settings: Settings,
             # node-b's report arrives while the round judges node-a (a minute, say)
             ingest(session, sweep("node-b", at=now), fresh, now + timedelta(seconds=50))
         readings = iter(range(0, 10_000, 100))  # the wall clock, 100 s on at each reading
-        monkeypatch.setattr("peerwatch.app.alerting.service.wall_clock",
+        monkeypatch.setattr("peerwatch.app.judging.service.wall_clock",
                             lambda: now + timedelta(seconds=next(readings)))
         service = service_for(app)
         judged = [o.host for o in service.evaluate_all()]  # the real round: no `now` given

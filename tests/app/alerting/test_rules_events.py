@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from peerwatch.app.alerting.context import load_context
 from peerwatch.app.analysis.xid_judge import judge_events
 from peerwatch.app.ingest.rows import ingest
-from peerwatch.app.judging.events import load_event_facts
 from peerwatch.app.judging.transaction import judging
+from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.agent.events import EventCollector, with_events

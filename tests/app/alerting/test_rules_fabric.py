@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.alerting.rules import RULES
-from peerwatch.app.alerting.service import AlertingService
+from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.sim.faults import FabricManagerDown, FabricNotCompleted, PeerCopiesFail
 from tests.app.alerting.simhost import SimHost

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from peerwatch.app.alerting.silences import matcher_matches
+from peerwatch.app.analysis.matchers import matcher_matches
 from peerwatch.app.schemas.alerts import MAX_MATCHER_VALUE, MAX_MATCHERS
 from tests.app.conftest import ADMIN_TOKEN
 

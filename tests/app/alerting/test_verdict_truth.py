@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.alerting.service import AlertingService
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.queries.scheduler import schedulable
 from peerwatch.app.runtime.config import Settings

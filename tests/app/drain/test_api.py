@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from fastapi.testclient import TestClient
 
 from peerwatch.app.alerting.notify import due
-from peerwatch.app.alerting.service import service_for
+from peerwatch.app.judging.service import service_for
 from tests.app.conftest import ADMIN_TOKEN, probe_headers
 from tests.app.factory import sweep
 

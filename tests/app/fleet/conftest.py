@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from tests.app.fleet.peerfleet import PeerFleet
 
 

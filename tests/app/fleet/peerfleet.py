@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.queries.health import HostHealth, host_health
+from peerwatch.app.queries.health import host_health
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.report import ReportKind
 from peerwatch.probes.sim.faults import BandwidthFactor, Fault

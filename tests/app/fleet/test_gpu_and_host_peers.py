@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.main import create_app
-from peerwatch.app.queries.health import HostHealth
+from peerwatch.app.records.health import HostHealth
 from peerwatch.probes.sim.faults import BandwidthFactor, HostCopySlow, PcieDowntrained
 from tests.app.fleet.peerfleet import PeerFleet
 

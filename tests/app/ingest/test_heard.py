@@ -14,8 +14,9 @@ from sqlalchemy import select, text
 
 from peerwatch.app.ingest.heard import HeardBook
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.agent.sender import HOST_HEADER
 from tests.app.factory import sweep

@@ -22,9 +22,10 @@ from sqlalchemy import Engine, select
 
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Gpu, HostRuntime, NvLink
 from peerwatch.app.store.tables.judged import JudgedHost
 from peerwatch.probes.report import EventKind, EventSource, FabricEvent, ReportKind

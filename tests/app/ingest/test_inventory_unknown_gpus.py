@@ -3,7 +3,7 @@ item named by its index (the check tests the whole list at once first, then walk
 
 from __future__ import annotations
 
-from peerwatch.app.ingest.checks import inventory_problems
+from peerwatch.app.api.report_checks import inventory_problems
 from peerwatch.probes.report import Inventory, ReportKind
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import build_report

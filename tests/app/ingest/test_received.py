@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import event, func, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from peerwatch.app.ingest.checks import ReportConflict
+from peerwatch.app.api.report_checks import ReportConflict
 from peerwatch.app.ingest.posted import (
     expand_pending,
     expand_stored,
@@ -23,8 +23,9 @@ from peerwatch.app.ingest.posted import (
     store_posted,
 )
 from peerwatch.app.ingest.received import MAX_ATTEMPTS, unexpanded
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.history import Measurement, ReportRow
 from peerwatch.app.store.tables.received import ReceivedReport
 from peerwatch.probes.report import Report

@@ -14,8 +14,9 @@ import httpx
 
 from peerwatch.app.ingest.expand import RECOVER_AFTER_S
 from peerwatch.app.ingest.posted import receive_posted
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from tests.app.factory import sweep
 from tests.app.serve_process import wait_healthy
 from tests.conftest import eventually

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from peerwatch.app.ingest.checks import COUNTER_SAMPLES_PER_PORT
+from peerwatch.app.api.report_checks import COUNTER_SAMPLES_PER_PORT
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.history import ReportRow

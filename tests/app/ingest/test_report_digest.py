@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from peerwatch.app.ingest.checks import canonical_digest, report_digest_and_inventory, same_report
+from peerwatch.app.ingest.digest import canonical_digest, report_digest_and_inventory, same_report
 from peerwatch.app.ingest.posted import parse_report
 from peerwatch.probes.report import Report, ReportKind
 from peerwatch.probes.sim.faults import FabricManagerDown, GpuLost

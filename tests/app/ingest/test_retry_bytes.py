@@ -16,7 +16,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from peerwatch.app.ingest.checks import canonical_digest
+from peerwatch.app.ingest.digest import canonical_digest
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.history import ReportRow

@@ -15,8 +15,9 @@ from peerwatch.app.analysis.baseline import healthy_values, robust_baseline
 from peerwatch.app.analysis.health import BaselineRef, Sample, TestJudgement, judge_test
 from peerwatch.app.judging.judge import _unknown_without_gpu
 from peerwatch.app.judging.load import baseline_values
-from peerwatch.app.queries.common import PairKey, pair_samples
-from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.queries.common import pair_samples
+from peerwatch.app.records.fabric import HostFabric
+from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import GPU_TESTS

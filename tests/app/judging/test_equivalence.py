@@ -26,10 +26,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.fabric import load_fabric
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import ReportKind
 from peerwatch.probes.sim.faults import (

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import ReportKind
 from peerwatch.probes.sim.faults import LinksDown, PcieDowntrained

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from peerwatch.app.judging import load
-from peerwatch.app.queries.fabric import HostFabric
+from peerwatch.app.judging.sessions import make_sessionmaker
+from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import ReportKind, TestName
 from tests.app.alerting.simhost import SimHost

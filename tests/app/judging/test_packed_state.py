@@ -16,9 +16,10 @@ from sqlalchemy import Engine, select, text
 
 from peerwatch.app.analysis.health import Sample
 from peerwatch.app.judging.running import Running, _us, _us_of, sample
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store import packed
-from peerwatch.app.store.db import alembic_config, make_engine, make_sessionmaker, upgrade_to_head
+from peerwatch.app.store.db import alembic_config, make_engine, upgrade_to_head
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost

@@ -121,7 +121,8 @@ def test_two_judges_of_one_database_judge_a_host_once(pg_database: str, tmp_path
     second finds it judged since it was submitted there and leaves it; a report stored
     after that is judged again."""
     from peerwatch.app.ingest.rows import ingest
-    from peerwatch.app.store.db import make_engine, make_sessionmaker
+    from peerwatch.app.judging.sessions import make_sessionmaker
+    from peerwatch.app.store.db import make_engine
     from tests.app.conftest import _empty_pg
 
     _empty_pg(pg_database)

@@ -16,10 +16,10 @@ import psutil
 from bench.helpers.serve import interrupt, wait_for_healthz
 from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.judging.queue import shard_of
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.judging.shards import shard_count
 from peerwatch.app.judging.worker import JudgeWorker, behind_hosts
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_sessionmaker
 from tests.app.conftest import _empty_pg, probe_headers
 from tests.app.factory import sweep
 from tests.app.judging.test_process import serve

@@ -13,10 +13,11 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.judging.load import baseline_from, baseline_values
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.common import pair_samples
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedHost, JudgedTest
 from peerwatch.probes.report import ReportKind

@@ -10,10 +10,12 @@ import pytest
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
 
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.judging.write import store
-from peerwatch.app.queries.health import HostHealth, StoredRows, host_health, stored_rows
+from peerwatch.app.queries.health import StoredRows, host_health, stored_rows
+from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import ReportKind

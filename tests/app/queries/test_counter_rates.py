@@ -14,9 +14,10 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.rates import rate_per_s
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.counters import link_rates, pcie_replay_rates
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.history import GpuSample, LinkSample, ReportRow
 from peerwatch.app.store.tables.inventory import Host
 from tests.app.factory import T0

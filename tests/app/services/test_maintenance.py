@@ -14,10 +14,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from peerwatch.app.alerting.notify import due
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.cli.commands.maintenance import parse_duration, run
+from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.maintenance import MaintenanceRequest
 from peerwatch.app.services.maintenance import declare_window
-from peerwatch.app.store.db import make_engine, make_sessionmaker
+from peerwatch.app.store.db import make_engine
 from peerwatch.probes.errors import BadProbeRequest
 from peerwatch.probes.sim.faults import LinksDown
 from tests.app.alerting.simhost import SimHost

@@ -6,14 +6,16 @@ unique constraint half-way through an ingest), samples naming GPUs the inventory
 clocks far in the future (which would pin "latest" to a time that never comes), more results
 than the inventory allows (each (src, dst, test) at most once; counter rows at most four
 samples of each NVLink port the inventory lists) and a `report_id` reused for a
-different report (`report_digest_and_inventory` is what ingest compares), and cross-host
+different report (`ReportConflict`; `app/ingest/digest.py` tells one), and cross-host
 results (`peer_host`, docs/domains.md), which this server does not store yet. Each problem
 is returned in pydantic's error shape, with the field path, so the 422 names the field.
+Here, in the HTTP frame, because the body readers (`wire_body.py`) refuse an oversized
+report before validating it and a job snapshot (`app/services/snapshots.py`) is checked
+as a report's inventory is.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
@@ -130,44 +132,6 @@ def _check_results(report: Report) -> Iterator[dict[str, Any]]:
 
 class ReportConflict(Exception):
     """A report_id already stored with a different body (answered 409)."""
-
-
-# The report's canonical JSON holds its inventory's, between these two top-level keys (the
-# fields' order in `Report`; no key inside a host identity or an inventory has those names,
-# and inside a JSON string a quote is always escaped, so neither can occur there).
-_INVENTORY_FROM, _INVENTORY_TO = b',"inventory":', b',"counters":'
-
-
-def report_digest_and_inventory(report: Report, body: bytes | None = None
-                                ) -> tuple[str, bytes]:
-    """The report's digest (the SHA-256 of its canonical JSON: what tells a retry from a
-    reused report_id) and the inventory's canonical JSON (what the inventory memo hashes).
-
-    With `body`, the report's canonical JSON as posted (its sender has this server's wire
-    models, `posted_report.is_canonical`): the digest is its bytes', and only the inventory
-    is serialized (serializing a sweep's results and counters again cost ~3 ms of its CPU).
-    Without (a report stored in process, or posted by other wire models), the report is
-    serialized once for both: serializing the inventory again cost nearly as much."""
-    if body is not None:
-        return hashlib.sha256(body).hexdigest(), report.inventory.model_dump_json().encode()
-    canonical = report.model_dump_json().encode()
-    start = canonical.index(_INVENTORY_FROM) + len(_INVENTORY_FROM)
-    return (hashlib.sha256(canonical).hexdigest(),
-            canonical[start:canonical.index(_INVENTORY_TO, start)])
-
-
-def canonical_digest(report: Report) -> str:
-    """SHA-256 of the report's canonical JSON, serialized here."""
-    return hashlib.sha256(report.model_dump_json().encode()).hexdigest()
-
-
-def same_report(stored_digest: str, digest: str, report: Report) -> bool:
-    """Is the report stored under `stored_digest` this `report` (whose digest is `digest`)?
-    Only when the two differ is the report serialized here to compare its canonical digest
-    too: a body that was taken for canonical JSON and was not (stored by a release that
-    hashed every posted body's bytes, or vouched for by a sender wrongly) is then still
-    known by its content."""
-    return stored_digest == digest or stored_digest == canonical_digest(report)
 
 
 def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:

@@ -23,11 +23,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.alerting.alertmanager import AlertmanagerClient
-from peerwatch.app.alerting.engine import ACTIVE, Outcome, evaluate_host
+from peerwatch.app.alerting.engine import ACTIVE, Outcome
 from peerwatch.app.alerting.notify import Delivery, deliver
 from peerwatch.app.alerting.rule import Rule
 from peerwatch.app.alerting.rules import RULES
 from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.judging.evaluate import evaluate_host
 from peerwatch.app.judging.transaction import judged_after_newest_report
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.leadership import DELIVERY_LOCK, exclusive
