@@ -36,7 +36,7 @@ def open_real(quick: bool = False) -> Fabric:
     """The NVML + CuPy backend (NVML only when `quick`); FabricUnavailable when this machine
     cannot run it."""
     try:
-        from peerwatch.probes.nvidia.real import RealFabric
+        from peerwatch.probes.nvidia.real import RealFabric  # NVML/CuPy: GPU hosts only
 
         fabric: Fabric = RealFabric(quick=quick)
     except ImportError as exc:  # probes.nvidia.real itself, or pynvml inside it
@@ -70,7 +70,7 @@ def open_fabric(
 ) -> Fabric:
     """The fabric `spec` names; BadProbeRequest for a name that is none of `fabric_choices()`."""
     if spec.startswith(SIMULATED):
-        from peerwatch.probes.sim.simulated import SimulatedFabric
+        from peerwatch.probes.sim.simulated import SimulatedFabric  # presets load when asked
 
         return SimulatedFabric(spec.removeprefix(SIMULATED), seed=seed, hostname=hostname,
                                clock=clock)

@@ -131,7 +131,7 @@ class KubernetesBackend:
 
     @classmethod
     def connect(cls, kubeconfig: str | None, taint: bool) -> KubernetesBackend:
-        from kubernetes import client, config
+        from kubernetes import client, config  # optional: the drain-k8s extra
 
         try:
             if kubeconfig:

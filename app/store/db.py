@@ -56,7 +56,7 @@ def make_engine(settings: Settings) -> Engine:
     url = normalize_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, settings.sqlite_busy_timeout_ms)
-    from psycopg.pq import Format
+    from psycopg.pq import Format  # PostgreSQL only: a SQLite server never loads psycopg
 
     engine = create_engine(url, pool_size=settings.db_pool_size, pool_pre_ping=True,
                            hide_parameters=True, json_deserializer=json_loads,

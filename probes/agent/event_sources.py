@@ -47,7 +47,7 @@ def open_events(fabric: Any, enabled: bool = True,
 
 
 def _start_nvml(collector: EventCollector, nvml: Any) -> None:
-    from peerwatch.probes.nvidia.nvml_events import NvmlEvents
+    from peerwatch.probes.nvidia.nvml_events import NvmlEvents  # NVML: GPU hosts only
     try:
         events = NvmlEvents(nvml, collector.on_nvml).start()
     except Exception as exc:  # noqa: BLE001 - no events: a warning, never a dead agent
@@ -57,6 +57,6 @@ def _start_nvml(collector: EventCollector, nvml: Any) -> None:
 
 
 def _start_kernel_log(collector: EventCollector, path: Path) -> None:
-    from peerwatch.probes.nvidia.kernel_log import KernelLog
+    from peerwatch.probes.nvidia.kernel_log import KernelLog  # only where it is read
     reader = KernelLog(collector.on_line, path).start()
     collector.on_close(reader.close)

@@ -81,7 +81,7 @@ class NvmlQueryError(PeerwatchProbeError):
 def load_pynvml() -> ModuleType:
     """The real bindings; FabricUnavailable where nvidia-ml-py is not installed."""
     try:
-        import pynvml
+        import pynvml  # the seam: the one import of NVML's bindings, at first use
     except ImportError as exc:
         raise FabricUnavailable("nvidia-ml-py (module pynvml) is not installed") from exc
     return pynvml

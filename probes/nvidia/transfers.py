@@ -47,7 +47,7 @@ Flow = tuple[Buffer, Buffer, int]  # (source, destination, the device that issue
 def load_cupy() -> Any:
     """CuPy with a usable GPU, else FabricUnavailable (CuPy imports fine without a driver)."""
     try:
-        import cupy
+        import cupy  # optional: the gpu extra; a missing one is FabricUnavailable
     except ImportError as exc:
         raise FabricUnavailable("CuPy is not installed (pip install 'peerwatch[gpu]')") from exc
     try:
@@ -64,7 +64,7 @@ class Transfers:
 
     def __init__(self, cupy_module: Any = None, timeout_s: float = 10.0) -> None:
         self.cp = cupy_module if cupy_module is not None else load_cupy()
-        import numpy
+        import numpy  # CuPy's own dependency: present wherever CuPy is
 
         self.np = numpy
         self.rt = self.cp.cuda.runtime
@@ -345,7 +345,7 @@ class Transfers:
         a probe must not keep NCCL's buffers between sweeps. The first ones in a process also
         load NCCL's kernels, which stay resident: that one-time cost is measured apart
         (`nccl_resident_bytes`), not charged to every all-reduce."""
-        from cupy.cuda import nccl
+        from cupy.cuda import nccl  # CuPy's NCCL, loaded only for an all-reduce
 
         if not nccl.available:
             raise TransferError("NCCL is not available in this CuPy build")
@@ -384,7 +384,7 @@ class Transfers:
     def _allreduce_once(self, comms: list[Any], gpus: tuple[int, ...],
                         send: dict[int, tuple[int, int]], recv: dict[int, tuple[int, int]],
                         count: int) -> None:
-        from cupy.cuda import nccl
+        from cupy.cuda import nccl  # CuPy's NCCL, loaded only for an all-reduce
 
         nccl.groupStart()
         for comm, g in zip(comms, gpus, strict=True):
