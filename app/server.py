@@ -63,7 +63,7 @@ async def maintenance_loop(app: FastAPI) -> None:
 
 # The event loop shares the GIL with the ingest and judge threads: at CPython's default 5 ms
 # switch interval a loop thread waits up to 5 ms per GIL hand-over behind each busy thread,
-# so /healthz and refusals took seconds under load; 1 ms keeps the loop answering.
+# so /healthz and refusals were slow under load; 1 ms keeps the loop answering.
 SWITCH_INTERVAL_S = 0.001
 
 

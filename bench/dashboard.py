@@ -18,7 +18,7 @@ the browser's Resource Timing) and the rest, spent in the browser (scripts, layo
 
 References (stated budgets): the host page should draw within 1 s and the fleet page of 1000
 hosts within 3 s, warm; a cold first load (a new tab) within 1.5 s for the host and Placement
-pages (issue 14) and 5 s for the fleet. Ratios below 1 are in budget.
+pages and 5 s for the fleet. Ratios below 1 are in budget.
 """
 
 from __future__ import annotations

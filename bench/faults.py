@@ -1,7 +1,7 @@
 """Fault drill: break the server, the database and the spool under a delivering agent, and
 print, for each fault, how many reports were sent and how many the database stored.
 
-The promise checked (issue 12): every report is stored exactly once, or counted as lost /
+The promise checked: every report is stored exactly once, or counted as lost /
 set aside where the fault makes keeping it impossible (a full disk, a report the server
 refuses). `sent == stored + counted` and no report stored twice, for every fault:
 

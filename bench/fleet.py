@@ -5,7 +5,7 @@ probes post — a full sweep every 10 min and an inventory report every 30 s —
 probe's cadence compressed k times, to two real server processes sharing one throwaway
 PostgreSQL database. Then the database gets at least 20 M measurement rows of history
 (COPY, through the same tables) and the read side is timed. Printed, as a table with the
-targets of issue 10 and the machine it ran on:
+fleet's targets and the machine it ran on:
 
 - ingest cost per sweep and per inventory report: the server's own time (`Server-Timing`),
   median, one report at a time per server (warm-up: every host's first sweep + inventory);

@@ -2,7 +2,7 @@
 
 Then the ingest path itself: server time per sweep and per inventory/counter report (parse,
 validation, the one transaction; the post-commit judging hook timed apart), stage by stage,
-against issue 10's targets (100 ms and 15 ms) and main's figures before this path was
+against the ingest targets (100 ms and 15 ms) and main's figures before this path was
 batched; and the API's rows/s against raw psycopg inserting the same rows (batch insert and
 COPY), the raw-driver ceiling.
 
@@ -20,7 +20,7 @@ server CPU and PostgreSQL's CPU side by side and their ratio (bench/helpers/vs_f
 
 References: a report must ingest in well under 1% of the 10-minute sweep interval
 (600,000 ms), and a series query should fit a dashboard's 1-second interactive budget;
-issue 19's targets: sweep <= 60 ms server CPU, <= 90 ms with PostgreSQL (<= 2.5x the
+the serving targets: sweep <= 60 ms server CPU, <= 90 ms with PostgreSQL (<= 2.5x the
 floor), inventory <= 12 ms. `PEERWATCH_BENCH_SIZE=smoke` runs it all at 2 h of history and
 2 repeats (what the test suite does; its figures mean nothing).
 """
@@ -72,7 +72,7 @@ SWEEP_INTERVAL_MS = SWEEP_INTERVAL.total_seconds() * 1000
 INTERACTIVE_MS = 1000.0
 STAGE_REPEAT = sized(9, 2)
 POSTS = sized(3, 1)  # timed posts per variant (5 for the steady state and the reads)
-BUDGET_MS = {"sweep": 100.0, "inventory": 15.0}  # issue 10's targets, server time
+BUDGET_MS = {"sweep": 100.0, "inventory": 15.0}  # the ingest targets, server time
 # Server time on main @6ed1351 (before the batched, off-loop ingest), measured on this
 # 2-core machine by the same stage profile: (wall ms, CPU ms of process + database).
 # Both ran back to back at a load average of ~10 (other sessions' tests); wall time swings

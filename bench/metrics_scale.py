@@ -5,8 +5,7 @@
    eight inventory `gpus` rows and 50 firing alerts, bulk-inserted on SQLite and PostgreSQL
    (skipped with a message when PostgreSQL at 127.0.0.1:5432 is unreachable); then
    `GET /metrics` through the whole route in-process, best and median of 5 scrapes.
-   Targets (issue 10): at 1000 8-GPU hosts <= 2 s and <= 20 MB. Before this change ~113
-   hosts gave 34 MB and 11-13 s.
+   Targets: at 1000 8-GPU hosts <= 2 s and <= 20 MB.
 2. Agent: the `/metrics` of `peerwatch probe --metrics-port` for one simulated hgx8 host
    after a full sweep (8 GPUs, 144 NVLink ports, 56 pairs x 7 tests), over real HTTP on a
    loopback port, median of 20 scrapes. Target: <= 50 ms.

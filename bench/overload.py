@@ -24,7 +24,7 @@ descendants' (judge and ingest processes) apart. Who is late in the burst: the s
 loop thread's wait for a core (kernel schedstat: mean per turn, and share of the burst), the
 machine's idle share, the cores the posters' own client used, and how late the side client's
 own sleeps woke (its own wait for a core, inside its figures). On a shared
-machine read the ratios (after / before), not the absolute figures. Targets (issue 19):
+machine read the ratios (after / before), not the absolute figures. Targets:
 POST p99 <= 20 ms at 200 real-cadence hosts; refusals and /healthz p99 <= 50 ms; the burst
 at least 0.8 of what the server's CPU allows.
 `post_server_p99` is the accepted POSTs' p99 by the server's own clock (`Server-Timing`).
@@ -62,7 +62,7 @@ from bench.ingest import postgres_url
 from bench.serve_cost import per_report_ms, wait_idle
 
 HERE = Path(__file__).resolve().parent.parent
-# issue 19's targets: latencies in ms at most, the burst's share of what the CPU allows at least
+# the targets: latencies in ms at most, the burst's share of what the CPU allows at least
 TARGETS = {"post_p99": "<= 20", "refused_p99": "<= 50", "healthz_p99": "<= 50",
            "side_healthz_p99": "<= 50", "side_refused_p99": "<= 50",
            "burst_vs_cpu_allows": ">= 0.8"}
@@ -222,7 +222,7 @@ def _sweep_alone_ms(base: str, pid: int, url: str, args: argparse.Namespace) -> 
 
 def cpu_allows(accepted_per_s: float, alone_ms: float, idle: float | None,
                server_cores: float) -> dict[str, float | None]:
-    """How much of what the server's CPU allows the burst took (issue 19: >= 0.8).
+    """How much of what the server's CPU allows the burst took (the target: >= 0.8).
 
     What the CPU allows is the cores the server side had over the burst divided by what one
     sweep costs it posted alone, judged alone: the machine's cores less what everything

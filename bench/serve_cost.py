@@ -10,7 +10,7 @@ workers, judge) and the PostgreSQL backends of its database, per sweep and per i
 less what the idle server uses meanwhile (its scans and figures, measured first), and where it
 ran: the server process, its ingest workers, its judge, PostgreSQL.
 `--before DIR` runs a checkout of another commit first (`git archive <commit> | tar -x -C
-DIR`), so the two compare in one run: on a shared machine read the ratio. Issue 19's
+DIR`), so the two compare in one run: on a shared machine read the ratio. The
 targets, for reference: sweep <= 60 ms server CPU and <= 90 ms with PostgreSQL's,
 inventory <= 12 ms. Under PEERWATCH_BENCH_SIZE=smoke: 2 hosts and 2 reports of each kind.
 """

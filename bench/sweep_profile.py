@@ -1,4 +1,4 @@
-"""Where one 8-GPU sweep's server CPU goes, stage by stage (issue 19's sweep target).
+"""Where one 8-GPU sweep's server CPU goes, stage by stage (against the sweep target).
 
 The sweep report of bench/ingest.py, served as the route does (parse + validate, the ingest
 transaction, then the post-commit hook: load the stored state, judge, write, alert rules) on

@@ -1,7 +1,7 @@
 """How much each transfer test may cost: the default budgets, each kind's `budget` row.
 
 Chosen so one (pair, test) on an H200 NVSwitch pair stays under 5 ms of GPU time and 512 MiB
-of device memory per GPU while reaching the accuracy targets of issue 2. Tuned on the lent
+of device memory per GPU while reaching the probe's accuracy targets. Tuned on the lent
 2 x H200 pair with bench/gpu/_probe_budgets.py (ratios to nvbandwidth v0.8 on the same machine;
 see docs/gpu-backend.md): a copy engine reaches 0.98 of nvbandwidth with 64 MiB copies,
 0.99 with 256 MiB; pulls (ce_read) ramp slower (64 MiB: 0.93, 256 MiB: 0.985).

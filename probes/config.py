@@ -63,7 +63,7 @@ class ProbeSettings(BaseSettings):
     backoff_initial_s: float = Field(default=5.0, gt=0)
     backoff_max_s: float = Field(default=300.0, gt=0)
 
-    # Which job held each GPU (issue 24): the dcgm-exporter-style mapping directory the Slurm
+    # Which job held each GPU: the dcgm-exporter-style mapping directory the Slurm
     # prolog writes, and the kubelet's pod-resources socket; None: not read.
     job_mapping_dir: Path | None = Path("/run/peerwatch/job-mapping")
     kubelet_socket: Path | None = Path("/var/lib/kubelet/pod-resources/kubelet.sock")

@@ -1,7 +1,7 @@
 """The Prometheus text format for the agent's own families, written in one pass.
 
 client_python's `generate_latest` validates and escapes every label name of every sample
-(~25 us a sample here: 50 ms for an 8-GPU host's 2100 series on a busy 2-core machine).
+(an 8-GPU host has ~2100 series, so that cost counts on a busy machine).
 The agent's metric and label names are fixed and valid by construction (`probes/agent/metrics.py`),
 so only label values need escaping; the output is byte for byte what `generate_latest`
 writes for gauge and counter families (tests/probes/test_agent_metrics.py compares them).

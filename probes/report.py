@@ -104,9 +104,9 @@ class _CleanText:
     """`clean_text` for text built in Python (a probe's own models, a dict from any JSON
     parser). Text validated from JSON bytes skips it: pydantic's parser refuses a lone
     surrogate itself, and a `\\u0000` is refused before validation by whoever reads JSON
-    from outside (the server: `app/api/json_body.py`, `app/api/wire_body.py`). Measured: the call
-    per string was ~1 ms of an inventory report's ~4 ms validation (1,158 strings, most of
-    them NVLink capability names). The JSON Schema is the plain string's, as before."""
+    from outside (the server: `app/api/json_body.py`, `app/api/wire_body.py`). The call per
+    string was a large share of an inventory report's validation (over a thousand strings,
+    most of them NVLink capability names). The JSON Schema is the plain string's, as before."""
 
     @staticmethod
     def __get_pydantic_core_schema__(source: Any, handler: GetCoreSchemaHandler
@@ -552,7 +552,7 @@ class HostIdentity(_Model):
     driver_loaded_at: Timestamp | None = None
 
 
-# Which job held a GPU (issue 24): a Slurm job id ("4711", "4711_3" of an array, "4711+1" of a
+# Which job held a GPU: a Slurm job id ("4711", "4711_3" of an array, "4711+1" of a
 # heterogeneous job) or a Kubernetes pod ("namespace:pod"); see probes/agent/job_mapping.py.
 # The id travels in URL paths (/api/v1/jobs/{job}): no "/", "?", "%" or space. A Slurm id
 # fits this rule and a snapshot's (probes/snapshot.py) alike.
@@ -593,7 +593,7 @@ class Report(_Model):
     cost: SweepCost = SweepCost()
     errors: list[ProbeError] = Field(default_factory=list, max_length=MAX_ERRORS)
     events: list[FabricEvent] = Field(default_factory=list, max_length=MAX_EVENTS)
-    # Which job held each GPU (issue 24); empty: no mapping found, nothing is claimed. Left
+    # Which job held each GPU; empty: no mapping found, nothing is claimed. Left
     # out of the JSON when empty, so a probe without a mapping still talks to older servers.
     jobs: list[GpuJob] = Field(default_factory=list, max_length=MAX_GPUS * MAX_JOBS_PER_GPU,
                                exclude_if=lambda jobs: not jobs)

@@ -30,8 +30,8 @@ WRITE_CONSTRUCTS = {"insert", "update", "delete"}
 WRITE_SQL = re.compile(r"^\s*(INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
                        r"(CREATE|DROP|ALTER)\s+(TABLE|INDEX|VIEW)|TRUNCATE\s|COPY\s+\w+)",
                        re.IGNORECASE)
-# issue 22 (helper harden) moves these routes' writes and commits into services
-ROUTES_THAT_WRITE: set[str] = set()  # none since issue 22 moved the alert and silence writes
+# routes whose writes and commits have not moved into services yet
+ROUTES_THAT_WRITE: set[str] = set()  # none: the alert and silence writes live in services
 
 
 def test_import_contracts_hold() -> None:

@@ -5,7 +5,7 @@
     P2PBelowFleetPeers    warning  the pair far below the same pair on its fleet peers
 
 A pair slow both ways is one fault (a cable, a switch port, the path between two GPUs), so
-it pages once, as PairCopiesFailing does (issue 20): `gpu` < `peer_gpu`, and the text says
+it pages once, as PairCopiesFailing does: `gpu` < `peer_gpu`, and the text says
 which directions are low and by how much ("GPU2<->GPU5 on h: GPU2->GPU5 ce_write 0.61;
 GPU5->GPU2 ce_read 0.64", or "(one direction only)"). Each direction is first judged on its
 own, with every clause that leaves it out (a fault of either GPU, a downtrained PCIe link on

@@ -1,7 +1,7 @@
 """Which object a bad pair's trouble belongs to: the pair itself, or a GPU it runs through.
 
 Judging each pair on its own blames both ends of every failing pair, so one sick GPU read
-as eight (issue 20). Attribution runs after the pair verdicts and before the GPU verdicts:
+as eight. Attribution runs after the pair verdicts and before the GPU verdicts:
 
 - *not trusted*: a pair through a GPU whose own state makes its P2P untrustworthy (fabric
   not COMPLETED, registration failed, fabric unhealthy, NVLinks down or unlisted, the GPU

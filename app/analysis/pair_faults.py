@@ -2,7 +2,7 @@
 
 Attribution (`attribution.py`) leaves a bad pair explained by no GPU as its own object at
 fault: copies failing or slow between two GPUs whose other pairs work, or P2P lost between
-them. Such a fault belongs to the pair, not to either GPU (issue 20): both GPUs stay healthy
+them. Such a fault belongs to the pair, not to either GPU: both GPUs stay healthy
 and offerable, but never in the same job. This module says which pairs those are, one per
 unordered pair (`a` < `b`), and which largest set of GPUs a job may then use together. Pure.
 """

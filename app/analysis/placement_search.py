@@ -17,8 +17,8 @@ from math import comb, factorial
 Matrix = list[list[float]]
 
 # Exhaustive search while the work (sets x ring orders x k for a ring, sets x k^2 for an
-# all-to-all) stays below this, calibrated to some 10-30 ms of Python; greedy beyond. Rings of
-# more than EXACT_RING_K GPUs are always ordered greedily.
+# all-to-all) stays below this, small enough for a scheduler hook's budget; greedy beyond.
+# Rings of more than EXACT_RING_K GPUs are always ordered greedily.
 EXACT_WORK_LIMIT = 40_000
 EXACT_RING_K = 8
 RING_TABLE_K = 6  # (k-1)!/2 = 60 orders: a table beats the depth-first search up to here

@@ -1,4 +1,4 @@
-"""A bad pair explained by an Xid one of its GPUs logged while the pair was bad (issue 20).
+"""A bad pair explained by an Xid one of its GPUs logged while the pair was bad.
 
 Pattern attribution (`attribution.py`) needs a GPU bad with every peer, at least two: a
 2-GPU board cannot tell a pair fault from a GPU fault, nor can a GPU with one bad peer so

@@ -21,7 +21,7 @@ def report_digest_and_inventory(report: Report, body: bytes | None = None
 
     With `body`, the report's canonical JSON as posted (its sender has this server's wire
     models, `posted_report.is_canonical`): the digest is its bytes', and only the inventory
-    is serialized (serializing a sweep's results and counters again cost ~3 ms of its CPU).
+    is serialized (serializing a sweep's results and counters again is a real share of its CPU).
     Without (a report stored in process, or posted by other wire models), the report is
     serialized once for both: serializing the inventory again cost nearly as much."""
     if body is not None:

@@ -8,9 +8,9 @@ its rows are committed, so a judgement never reads a host without the report it 
 for. The gate's door counts the reports waiting here (`GateStats.expanding`) and refuses
 past its `expand_backlog`, so a burst of fast answers cannot pile up expansions.
 
-Measured (`bench/overload.py`, 200 real-cadence hosts) with the slot held until the
-expansion was done: sweeps waited 50-95 ms for a slot behind other reports' expansions, at
-a real cadence; the answer's own work (check and INSERT) was a few ms.
+With the slot held until the expansion was done, sweeps waited for a slot behind other
+reports' expansions even at a real cadence, though the answer's own work (check and INSERT)
+is small.
 
 `recovery_job` expands what was left received: a worker that died, a server stopped between
 an answer and its expansion, an expansion that failed. Every RECOVER_EVERY_S it takes the

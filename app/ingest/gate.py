@@ -12,24 +12,21 @@ requests piling up until every probe times out and re-sends.
 
 The door (`receiving`) decides before the body is read and counts a report it lets in from
 then on, while its body arrives: reports arriving in the same instant are let in only as far
-as the free slots and the queue go. Counted only once they asked for a slot, 200 sweeps
-posted at once all passed the door (no slot was taken yet), all 50 MB were received, and
-then 196 were refused: those refusals took 170-270 ms by the server's own clock.
+as the free slots and the queue go. Counted only once they asked for a slot, a burst of
+sweeps posted at once all passed the door (no slot was taken yet), every body was received,
+and then nearly all were refused: slow refusals, each paying for the whole burst's bodies.
 
-Why the wait is 1 s and not 50 ms (as it was): a newcomer is let in when it expects a slot
-within half the wait, and with 50 ms that is 25 ms, less than one sweep's hold of a slot
-(100+ ms on a busy 2-core machine) over the four slots. So at a real cadence a report that
-would have had a slot in 30 ms was refused (600 real-cadence hosts, 40 s, alternating:
-19 and 137 refused at 50 ms, 0 and 0 at 1 s, POST p99 152/254 -> 161/369 ms), and in a
-burst every report let in that waited a few ms past 50 ms was a 503: a refusal that took at
-least the wait plus its body (4.4 % of the refusals in issue 19's burst, so the refusal p99
-was theirs). With 1 s, a wait spans several holds and fewer overrun it, but not none: when
-the machine's other load changes mid-burst the recent hold lags behind, and in two burst
-runs 7 and 23 of ~1,100 refusals were 503s after the 1 s (the server-clock refusal p99 4.5
-and 1,170 ms: past 1 % of the refusals, the p99 is one of them). A refusal is still decided
-at the door, at once. Before any report has let go of its slot the hold is unknown and
-taken as `PRIOR_HOLD_S`: letting the full queue (32) wait, the bench's 200 sweeps in one
-instant after a start outlasted the 1 s wait at load 8 (30 answered 503 after 1.3 s), and
+Why the wait is a second and not a few tens of milliseconds (as it was): a newcomer is let
+in when it expects a slot within half the wait, and half of a short wait is less than one
+sweep's hold of a slot on a busy machine over the four slots. So at a real cadence a report
+that would have had a slot soon was refused, and in a burst every report let in that waited
+a little past the wait was a 503: a refusal that took at least the wait plus its body, and
+the slowest refusals were theirs. With 1 s, a wait spans several holds and fewer overrun
+it, but not none: when the machine's other load changes mid-burst the recent hold lags
+behind, and a few refusals of a burst are still 503s after the wait. A refusal is still
+decided at the door, at once. Before any report has let go of its slot the hold is unknown
+and taken as `PRIOR_HOLD_S`: letting the full queue (32) wait, a burst of sweeps in one
+instant after a start outlasted the wait on a loaded machine, and
 letting only one round of the slots wait refused two dozen of the demo's first reports
 (its 30 probes start together: "server unavailable" warnings on a quiet machine).
 
@@ -63,8 +60,8 @@ HOLD_WEIGHT = 0.2  # of the newest hold time in the running estimate
 # vary several-fold on a loaded machine, and a report let in to wait that then times out is
 # a 503 after `wait_s` (slow) where a 429 at the door would have taken milliseconds.
 ADMIT_SHARE = 0.5
-# The hold assumed before any report has let go of a slot: a sweep's on a quiet machine (an
-# 8-GPU sweep's store ~30-100 ms), so the default 1 s wait lets ~20 wait at a cold start.
+# The hold assumed before any report has let go of a slot: about a sweep's store on a quiet
+# machine, so the default 1 s wait lets ~20 wait at a cold start.
 PRIOR_HOLD_S = 0.1
 
 

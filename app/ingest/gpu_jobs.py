@@ -1,4 +1,4 @@
-"""Keep which job held which GPU from each report (issue 24), inside the report's own
+"""Keep which job held which GPU from each report, inside the report's own
 transaction: stored whole with it or not at all.
 
 Each (GPU, job) the report names widens that job's span on the host to the report's

@@ -1,12 +1,11 @@
 """Parse, validate and store reports in processes of their own (what `serve` runs).
 
-Measured (py-spy on `serve` under 200 back-to-back posters, judging already in its own
-process): the ingest threads spent their CPU in `model_validate_json` (~30-50 ms for a 250 kB
-sweep, holding the GIL the whole call: a C call is not interrupted at the switch interval),
-orjson and the COPY rows; the event loop then waited behind them for the GIL on every step
-of every request, so refusals and `/healthz` took seconds while the process used a fifth of a
-core. In worker processes the event loop holds its own GIL: it only receives bodies, decides
-refusals from the headers and the gate, and sends a body over a pipe.
+Ingest threads in the server spend their CPU in `model_validate_json` (holding the GIL
+for a whole sweep: a C call is not interrupted at the switch interval), orjson and the COPY
+rows; the event loop then waits behind them for the GIL on every step of every request, so
+refusals and `/healthz` are slow while the process uses a fraction of a core. In worker
+processes the event loop holds its own GIL: it only receives bodies, decides refusals from
+the headers and the gate, and sends a body over a pipe.
 
 `IngestPool` keeps `ingest_concurrency` worker processes (forked from a fork server that
 imported this module once, never from the threaded server), each with its own engine,
@@ -186,8 +185,8 @@ class IngestPool:
     """The app's ingest worker processes, each a pool of one: a report is expanded by the
     worker that received it (it holds the checked report), and a host's reports go to the
     worker that took its last one when that one is idle (its inventory memo is warm there:
-    an unchanged inventory then writes nothing; 4 workers taking calls in turn measured
-    10.4-11.5 ms of server time an inventory against 5.9 ms back to back in one)."""
+    an unchanged inventory then writes nothing, where workers taking calls in turn would
+    each work it out again)."""
 
     def __init__(self, settings: Settings) -> None:
         sqlite = settings.database_url.startswith("sqlite")

@@ -14,7 +14,7 @@ its spool's retry writes the same report anew, as other bytes. A body whose send
 server's wire models (`X-Peerwatch-Wire` equal to `wire_fingerprint`: every current probe)
 is that canonical JSON already, and its digest is its bytes' (the fast path: nothing is
 serialized again); any other body (an older or newer probe, a hand-made post) is
-serialized once to take it (~3 ms of an 8-GPU sweep).
+serialized once to take it (the slow path).
 """
 
 from __future__ import annotations

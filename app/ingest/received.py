@@ -1,5 +1,5 @@
-"""A report stored whole before it is expanded into rows (issue 19: "ingest stores the
-report whole and answers 201 in milliseconds").
+"""A report stored whole before it is expanded into rows, so that the POST is answered as
+soon as the report is safe, not once its rows are written.
 
 Under `serve` an ingest worker checks a posted report (parse, validation, coherence: every
 400/409/422 is still answered to the probe), then `receive` stores its body in
@@ -10,9 +10,7 @@ report is thus always stored whole, in exactly one of the two tables: a worker o
 that stops between the answer and the expansion leaves the received row, and
 `unexpanded` finds it for the recovery job, which expands it from its stored body.
 
-Measured before this (`bench/overload.py`, 200 real-cadence hosts, PostgreSQL): the POST
-waited for the whole store, an inventory 18 ms at the median and 85 ms at p99, a sweep 36 ms
-at the median (its rows' COPY ~16 ms of it).
+Before this the POST waited for the whole store, a sweep's rows' COPY a large part of it.
 """
 
 from __future__ import annotations

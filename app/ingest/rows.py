@@ -182,7 +182,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus),
                         (FabricEventRow, events)):
         insert_rows(session, model, rows)
-    store_gpu_jobs(session, host.id, report)  # which job held each GPU (issue 24)
+    store_gpu_jobs(session, host.id, report)  # which job held each GPU
     write_host(session, host, values)
     return IngestResult(report_id=report.report_id, host=host.name, duplicate=False,
                         measurements=len(measurements), counter_samples=len(links))

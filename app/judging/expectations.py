@@ -4,7 +4,7 @@ Every sweep of an 8-GPU host judges ~416 keys, and each needs two figures from t
 topology: the full-width expectation its verdict is judged against, and whether a healthy
 value may teach its baseline (not while the pair runs with NVLinks lost, nor a value far
 below what it should reach now). Both follow from the inventory alone, which rarely
-changes, yet working them out from `HostFabric` cost ~5 % of a sweep's CPU (issue 19).
+changes, yet working them out from `HostFabric` every sweep was a visible share of its CPU.
 
 `ExpectationCache` (one per app, in `session.info`, as the inventory memo) keeps each
 host's figures under the host's `inventory_changed_at`: the ingest moves that stamp

@@ -45,7 +45,7 @@ from peerwatch.app.store.tables.history import Measurement, ReportRow
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import FabricManagerInfo, TestName
 
-# A stored test name's member: TestName(name) is ~20x slower than this lookup, which a kind
+# A stored test name's member: TestName(name) is much slower than this lookup, which a kind
 # declared only in `probes/test_kinds.py` (at run time) falls back to (`_test_of`).
 TEST_OF = {t.value: t for t in TestName}
 BATCH = 100  # keys per statement: well under SQLite's compound-select and variable limits
@@ -65,10 +65,10 @@ def _unindexed(column: Any, sqlite: bool) -> Any:
     """`column` in a form no index serves, so that both planners take the report_id index
     for the new reports' rows (~416), whatever their statistics say: SQLite's `+column`
     (its planner chose (host_id, src, ...) and read every stored measurement of the host,
-    ~140 ms a sweep with 7 days stored); PostgreSQL's `column + 0` for the host (without
+    a cost growing with the days stored); PostgreSQL's `column + 0` for the host (without
     fresh statistics of the day's partition, as before autovacuum's analyze, its planner
     ANDed the report_id bitmap with that index's, which reads all of the host's
-    measurements of the day: 60k entries and ~8 ms of its CPU a sweep by the evening).
+    measurements of the day: a cost growing through the day).
     PostgreSQL keeps a plain time column: its bound prunes the day partitions."""
     if not sqlite:
         return column + 0 if column.name == "host_id" else column
@@ -237,7 +237,7 @@ class Loaded:
     events: list[EventFact] = field(default_factory=list)  # recent Xid/SXid (judging/events.py)
     # GPU -> its throttle in each newest sweep, newest first (app/queries/throttle.py)
     throttles: dict[int, list[SweepThrottle | None]] = field(default_factory=dict)
-    jobs: list[JobSpan] = field(default_factory=list)  # over the look-back (issue 24)
+    jobs: list[JobSpan] = field(default_factory=list)  # over the look-back
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,

@@ -54,7 +54,7 @@ _new = object.__new__
 def sample(at: datetime, value: float | None, contended: bool = False,
            error: str | None = None, foreign_bytes: int = 0, us: int | None = None) -> Sample:
     """A `Sample` with these fields, compared and hashed the same, built without the frozen
-    dataclass's `__init__` (five `object.__setattr__` calls, ~4x the cost; thousands of
+    dataclass's `__init__` (five `object.__setattr__` calls, several times the cost; thousands of
     samples are built every sweep). `us`: `at` in µs since the epoch when known, kept beside
     the fields so that packing the sample again converts no time (`_us_of`)."""
     s = _new(Sample)

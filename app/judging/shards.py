@@ -1,8 +1,7 @@
 """Several judge processes for one server, each judging its share of the hosts.
 
-Judging is CPU-bound Python (measured on PostgreSQL: ~130 ms of the judging thread's CPU per
-hgx8 host, of ~27 statements whose waits are about a quarter of its time), so threads of one
-judge process share one GIL and barely add throughput; a fleet's judging scales with
+Judging is CPU-bound Python (its statements' waits are a small part of its time), so threads
+of one judge process share one GIL and barely add throughput; a fleet's judging scales with
 processes. `PEERWATCH_JUDGE_PROCESSES` children (`JudgeProcess`), each told its shard
 (`peerwatch judge --shard i/n`): a wake goes to the child `shard_of(host)` names, and each
 child's scan of the database picks up only its own hosts. Judging stays correct whatever the

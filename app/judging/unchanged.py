@@ -2,14 +2,14 @@
 has changed since the host was last judged, and then only move its `judged_at`.
 
 Most reports are a healthy host's 30-second inventory report, identical in all that is
-judged to the one before (issue 19: inventories are ~60 % of the server's load). Judging
+judged to the one before (inventories are the bulk of the server's load). Judging
 one again would store the same verdicts and every rule would answer as it did, when:
 - the stored judgement is healthy and not stale, and the host was heard from within the
   staleness limit (no time-based verdict can move);
 - no sweep, inventory change, judged error counter rise, stored Xid/SXid event or fleet
   peer change came since (the stamps ingest and the peer recompute write on the host row;
   the judged host's facts hold the values it was judged with): a new Xid riding on a
-  30-second inventory report is judged at that report, not at the next sweep (issue 20);
+  30-second inventory report is judged at that report, not at the next sweep;
 - no alert of the host is active (a pending one waits on its `for`; a firing one must
   resolve as soon as its cause is gone, its text follow the figures), and the probe's clock
   skew, the one rule input the facts do not cover, is within its limit.

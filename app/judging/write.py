@@ -154,8 +154,7 @@ def _recordset(table: Table, rows: list[dict[str, Any]],
     the binary columns (a judged test's packed state): their values go back to back in one
     bytea parameter, sent as it is, each row's JSON holding where its value starts and how
     long it is (`"state from"`, `"state for"`). As hex in the JSON they were twice their
-    size, ~490 kB of JSON for an 8-GPU sweep's 416 states, whose parse was about half of
-    the UPDATE's backend CPU (5.6 -> 3.1 ms)."""
+    size, and parsing them was a large part of the UPDATE's backend CPU."""
     types = _column_types(table)
     binary = [c for c in names if isinstance(table.c[c].type, LargeBinary)]
     plain = [c for c in names if c not in binary]
@@ -211,7 +210,7 @@ def _update_postgresql(session: Session, table: Table, keys: tuple[str, ...],
     """One UPDATE ... FROM json_to_recordset(...) of the keys and the changed columns only
     (a sweep changes ~4 of a judged test's 20: its times and state), so the database
     parses a third of the JSON the upsert of whole rows would send (typed arrays instead
-    cost the server ~5 ms more per 8-GPU sweep: psycopg adapts each element in Python);
+    cost the server more per sweep: psycopg adapts each element in Python);
     the rows it updated."""
     source, params, values = _recordset(table, rows, (*keys, *sorted(columns)))
     sets = ", ".join(f'"{c}" = {values[c]}' for c in sorted(columns))

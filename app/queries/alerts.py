@@ -1,6 +1,6 @@
 """Reading alerts, their history and silences: the SQL behind the alerts and silences routes.
 
-Routes only translate HTTP (DESIGN.md); the filters and orderings an operator relies on —
+Routes only translate HTTP (docs/architecture.md); the filters and orderings an operator relies on —
 firing before pending before resolved, newest first — live here, once.
 """
 

@@ -44,7 +44,7 @@ def _growth(session: Session, model: type[LinkSample] | type[GpuSample],
     Most counters do not move at all over a window (a healthy link's errors), and for those
     the answer follows from plain aggregates, exactly: `_unmoved` reads them first (one
     grouped scan, no window function), and only the partitions with a counter that moved or was not
-    read every time go through the window functions (`_stepped`), which cost ~8 µs a
+    read every time go through the window functions (`_stepped`), which cost time per
     reading on SQLite (an 8-GPU host's 900 s window holds ~4,600 link readings)."""
     unmoved, moved = _unmoved(session, model, partition, counters, *where)
     if moved:

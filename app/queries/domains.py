@@ -2,7 +2,7 @@
 by domain (`gpus.nvlink_domain`, the cluster UUID written with the inventory) and clique,
 with the judged verdicts of its GPU and host.
 
-Read-time roll-up, measured (bench/domains.py): one select joining `gpus` (by its indexed
+Read-time roll-up (bench/domains.py times it): one select joining `gpus` (by its indexed
 domain column), `hosts`, `judged_gpus` and `judged_hosts`; no history and no judging, so a
 read grows with the GPUs in domains (one domain's for `/domains/{id}`), never with the
 history. The verdicts it counts were judged at ingest (`app/judging/store.py`);

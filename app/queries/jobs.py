@@ -1,4 +1,4 @@
-"""Which job held which GPU (issue 24), read: a host's spans for judging, the spans beside a
+"""Which job held which GPU, read: a host's spans for judging, the spans beside a
 pair's series, and a job's page (the GPUs it held and what went wrong while it ran)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A job's page: the GPUs it held (from the reports' job mapping, issue 24) and what went
+"""A job's page: the GPUs it held (from the reports' job mapping) and what went
 wrong on them while it ran. `GET /api/v1/jobs/{job}`; the dashboard's `#/job/<id>`."""
 
 from __future__ import annotations

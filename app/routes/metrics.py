@@ -2,7 +2,7 @@
 
 The fleet's families (`PeerwatchCollector`, gauges only, names fixed) are written by the
 one-pass renderer the agents use (`probes/metrics_text.py`, byte for byte what client_python
-writes, 3x faster: ~26 series per host make it count at 1000 hosts); this replica's ingest
+writes, and faster: ~26 series per host make it count at 1000 hosts); this replica's ingest
 counters and histogram go through client_python's `generate_latest` from the app's own
 `CollectorRegistry` (never the global one). Per-link and per-pair series are the probe
 agents' (docs/alerts.md).

@@ -5,8 +5,8 @@ A started server holds a few hundred thousand long-lived objects (modules, SQLAl
 mappers and compiled statements, pydantic's schemas). CPython's cyclic collector walks all of
 them in every full collection, and a sweep's judgement keeps enough objects alive for its
 length (the host's judged rows, their states, the new results) to trigger one every couple
-of judgements: measured on the ingest bench's process, collections were ~45 % of a sweep
-judgement's CPU (190 ms vs 100 ms without). Two remedies, neither changing behaviour, only
+of judgements: on the ingest bench's process, collections were a large share of a sweep
+judgement's CPU. Two remedies, neither changing behaviour, only
 what the collector visits and when:
 - `settle()`, once a process has started (the server, each ingest worker, the judge
   process): collect what start-up left behind and move everything alive into the
@@ -54,8 +54,8 @@ def collector_paused() -> Iterator[None]:
     """No cyclic collection while inside: for a unit of work that keeps thousands of
     objects alive for its length and frees them by reference count at its end (a sweep's
     judgement: its judged rows, states and results). Young collections in the middle of it
-    only promote what is about to die; measured, they were ~10-20 % of a judgement's CPU
-    even with the heap settled. Process-wide and counted, so pauses of several threads nest;
+    only promote what is about to die, and still cost a judgement real CPU with the heap
+    settled. Process-wide and counted, so pauses of several threads nest;
     pauses that overlap for longer than MAX_PAUSE_S run one full collection at the next
     exit, so cycles never pile up for long. A collector someone else turned off stays off."""
     global _holders, _owned, _paused_since

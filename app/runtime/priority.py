@@ -5,7 +5,7 @@ The server process only answers (refusals from the headers, `/healthz` from memo
 and each answer needs a core for a fraction of a millisecond; its ingest workers and judge
 children burn whole cores parsing, storing and judging. On a busy machine at equal priority
 the kernel makes the woken event loop wait its turn behind every runnable worker, so a
-refusal that costs microseconds was answered in 100+ ms (issue 19). Run `worker_nice` steps
+refusal that costs next to nothing was answered late. Run `worker_nice` steps
 nicer (`PEERWATCH_WORKER_NICE`), the workers still get every core nobody else wants — so
 throughput on an otherwise idle machine is unchanged — but the loop runs first when it wakes.
 
@@ -60,10 +60,9 @@ def shorten_turns(slice_s: float) -> bool:
     scheduler's other choice. Linux's EEVDF scheduler (6.12+) lets a thread ask for a
     shorter slice than the default (`sched_runtime` of sched_setattr(2), for the normal
     policy; 0.1 ms at least): its virtual deadline comes sooner, so when it wakes it
-    preempts the thread running and is picked first, without taking a larger share. Measured
-    on this 2-core machine beside three busy processes: a thread that sleeps 10 ms woke
-    3.2 ms late at the median and 24-33 ms at p99 with the default slice, 0.1 ms and
-    17-19 ms with 0.1 ms. The threads and processes it starts get the default back
+    preempts the thread running and is picked first, without taking a larger share, so a
+    sleeper woken on a busy machine starts late less often and by less. The threads and
+    processes it starts get the default back
     (SCHED_FLAG_RESET_ON_FORK), so only the one thread that asked answers sooner. Older
     kernels keep their turns as they are (the call succeeds or fails, nothing else changes).
     """

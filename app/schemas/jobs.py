@@ -1,4 +1,4 @@
-"""API shapes of which job held which GPU (issue 24): a job's page and the spans beside a
+"""API shapes of which job held which GPU: a job's page and the spans beside a
 pair's series."""
 
 from __future__ import annotations

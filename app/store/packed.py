@@ -3,7 +3,7 @@
 Every sweep reads and writes the state of every judged (pair, test) of its host (~416 for
 an 8-GPU host), so its encoding is on the hot path: a JSON tree per row cost a parse and
 an encode of ~50 small lists each time, the largest part of a judgement after the
-collector (issue 19). This packs the same values as flat little-endian arrays behind a
+collector. This packs the same values as flat little-endian arrays behind a
 count header, decoded by one `struct` call per row (the `Struct` of each shape cached):
 
     version B | blocks H | part H | judged H | contended H | failures H | has base B

@@ -1,4 +1,4 @@
-"""Device check of issue 24's events: NVML critical-Xid events registered on every GPU, one
+"""Device check of the Xid/SXid events: NVML critical-Xid events registered on every GPU, one
 wait that times out cleanly (no Xid expected on a healthy machine), and /dev/kmsg read to the
 end without error, with how many NVRM and Xid/SXid lines it holds. Prints one JSON object;
 exit 1 when a check fails.

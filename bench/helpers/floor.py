@@ -1,6 +1,6 @@
 """The floor: the least work that stores a report and judges it, to hold the project against.
 
-A prototype written for the benchmark only (issue 19): for one report's JSON body it does
+A prototype written for the benchmark only: for one report's JSON body it does
 orjson parse; the report row; one COPY (PostgreSQL) / executemany (SQLite) per table of its
 measurements and counter samples; the host's stored per-test state in one SELECT; the
 verdict arithmetic (ratio to the expectation and the baseline, a k-of-n window of low

@@ -5,11 +5,11 @@ the bodies plain and gzip-compressed as a current probe sends them (bursts alter
 A refusal is decided from the headers, but an HTTP/1.1 client reads the answer only once it
 has sent the whole body: a plain 8-GPU sweep (~250 kB) is more than uvicorn buffers for a
 request nobody reads (64 kB) and than the socket takes at once, so some refused clients
-wait on TCP to take the rest; the gzip body (~25 kB) goes in one write. Measured so at load
-13 (6 bursts of 12 each): refusal p90 452 ms plain, 17 ms gzip; the server's own time the
-same (median 0.3 ms).
+wait on TCP to take the rest; the gzip body (~25 kB) goes in one write. So a plain body's
+refusal is slow on the client's clock where a gzip one's is not, while the server's own
+time is the same.
 
-Reference: issue 10's 50 ms for a 429/503 past capacity.
+Reference: the fleet's target of 50 ms for a 429/503 past capacity.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ side's CPU is the serving thread's (`time.thread_time`) plus, on PostgreSQL, its
 (/proc/<pid>/stat of the connection's `pg_backend_pid()`, 10 ms ticks, so a mean over the
 reports). CPU rather than wall time: the 2-core machine is shared, and CPU moves far less.
 
-Targets (issue 19): sweep <= 60 ms server CPU and <= 90 ms with PostgreSQL's (<= 2.5x the
+Targets: sweep <= 60 ms server CPU and <= 90 ms with PostgreSQL's (<= 2.5x the
 floor); inventory <= 12 ms server CPU.
 """
 

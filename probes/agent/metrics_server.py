@@ -36,7 +36,7 @@ class AgentExposition:
     """`expose()` -> the text exposition of this host's series and the agent process.
 
     The host's series change only when a pass is recorded, so their text is rendered then,
-    on the worker's thread (~10 ms for an 8-GPU host, once per pass), and a scrape only adds
+    on the worker's thread (once per pass), and a scrape only adds
     the spool's and the process's few lines: scrapes stay fast however often they come.
     """
 

@@ -1,4 +1,4 @@
-"""Issue 20, class 1 and 3, through the HTTP API on SQLite and PostgreSQL: an explained pair
+"""Attribution through the HTTP API on SQLite and PostgreSQL: an explained pair
 says so. `/hosts/{host}/health` pairs and `/hosts/{host}/matrix` cells carry `explained_by`
 (the GPU whose fault explains the pair: that GPU's alert is the page) and `cause` (why, in
 short words), and `waits_for` where the pair's own page waits for a GPU pattern

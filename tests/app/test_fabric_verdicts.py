@@ -52,7 +52,7 @@ def test_peer_copies_fail_behind_a_completed_fabric(client: TestClient) -> None:
     post(client, "h200x2", "fab-3", PeerCopiesFail(a=0, b=1))
     h = health(client, "fab-3")
     gpus = h["gpus"]
-    # issue 20: the one pair of a 2-GPU board is a pair fault: the pair is at fault, both
+    # the one pair of a 2-GPU board is a pair fault: the pair is at fault, both
     # ends stay healthy, kept apart (PairCopiesFailing pages it); with no other peer to
     # compare, the text says it cannot tell it from a GPU fault
     assert all(g["verdict"] == "healthy" for g in gpus), gpus

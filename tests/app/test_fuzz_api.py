@@ -1,4 +1,4 @@
-"""Fuzz the whole OpenAPI document (issue 12): schemathesis generates valid and invalid
+"""Fuzz the whole OpenAPI document: schemathesis generates valid and invalid
 requests for every operation and sends them to a real `peerwatch serve` process on
 PostgreSQL, with the probe token on the ingest route and the admin token elsewhere.
 

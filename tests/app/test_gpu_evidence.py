@@ -145,7 +145,7 @@ def test_the_same_slowness_without_a_cap_is_degraded(sessions: sessionmaker[Sess
     assert "GPU3->GPU0 ce_write" in health.tests[(3, 0, TestName.CE_WRITE)].reason
     assert all("power-capped" not in g.reason for g in health.gpus)
     alerts = firing(sessions)
-    # GPU3 is slow with every peer: the fabric fault is the GPU's (issue 20's attribution),
+    # GPU3 is slow with every peer: the fabric fault is the GPU's (by attribution),
     # one GPUPeerCopiesSlow page rather than a pair alert per peer
     assert ("GPUPeerCopiesSlow", "3", "") in alerts
     assert not [a for a in alerts if a[0] == "GPUThrottled"]

@@ -1,4 +1,4 @@
-"""One host, one name (issue 22 items 3 and 4): host names are compared in lowercase
+"""One host, one name: host names are compared in lowercase
 (DNS is case-insensitive) at ingest, in every path and query, in maintenance windows,
 silences and snapshots; every place a host is named follows one rule (422 naming it, or a
 usage error on the command line); a valid name never stored is a 404."""

@@ -1,4 +1,4 @@
-"""Every input that once gave a 500 now gets a 4xx naming what was wrong (issue 12), on
+"""Every input that once gave a 500 now gets a 4xx naming what was wrong, on
 SQLite and PostgreSQL; and nothing of a refused report is stored."""
 
 from __future__ import annotations

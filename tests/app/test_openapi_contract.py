@@ -1,4 +1,4 @@
-"""The OpenAPI document is a contract (issue 22 item 8), on SQLite and PostgreSQL: every
+"""The OpenAPI document is a contract, on SQLite and PostgreSQL: every
 answer a route gives is documented for it with its body's shape, the same error gets the
 same status on every route, `Allow` names every method a path serves, and the cross-field
 rule of silences and maintenance windows is in the schema."""
@@ -106,7 +106,7 @@ def test_every_error_answer_has_a_body_schema(client: TestClient) -> None:
 
 
 def test_pairs_and_matrix_cells_document_what_explains_them(client: TestClient) -> None:
-    """Issue 20: `/health` pairs and matrix cells say which GPU explains them, why, and
+    """`/health` pairs and matrix cells say which GPU explains them, why, and
     whether their own page waits for a GPU pattern (tests/app/test_explained_api.py)."""
     schemas = _doc(client)["components"]["schemas"]
     for name in ("PairHealth", "MatrixCell"):

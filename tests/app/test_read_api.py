@@ -82,7 +82,7 @@ def test_health_calls_the_sustained_slow_pair_degraded_and_says_why(api: TestCli
     assert "contended" in pairs[(0, 1)]["reason"]
     assert pairs[(2, 1)]["verdict"] == "healthy"
     assert h["verdict"] == "degraded"
-    # issue 20: a pair slow between two GPUs whose other pairs work is a pair fault: the
+    # a pair slow between two GPUs whose other pairs work is a pair fault: the
     # pair's (P2PBandwidthDegraded names it), both ends healthy, kept apart by the scheduler
     assert {g["gpu"]: g["verdict"] for g in h["gpus"]} == {
         0: "healthy", 1: "healthy", 2: "healthy", 3: "healthy"}

@@ -1,4 +1,4 @@
-"""Issue 20: a pair fault is one page, and both its GPUs stay offerable but never together.
+"""A pair fault is one page, and both its GPUs stay offerable but never together.
 
 Through the HTTP API on SQLite and PostgreSQL (the `client` fixture): an 8-GPU host whose
 copies between GPU2 and GPU5 fail while both work with every other peer (reports built here

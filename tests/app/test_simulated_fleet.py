@@ -67,7 +67,7 @@ def test_hgx8_with_cut_links_and_a_slow_pair(api: TestClient) -> None:
     gpus = {g["gpu"]: g for g in health["gpus"]}
     assert gpus[3]["verdict"] == "down"
     assert "all 18 NVLinks down" in gpus[3]["reason"]
-    # issue 20: the slow 1<->2 pair is a pair fault: both its ends healthy (P2PBandwidth-
+    # the slow 1<->2 pair is a pair fault: both its ends healthy (P2PBandwidth-
     # Degraded names the pair, the scheduler keeps them apart); GPU3's pairs are explained
     # by it
     assert [g for g, j in gpus.items() if j["verdict"] == "healthy"] == [0, 1, 2, 4, 5, 6, 7]

@@ -1,4 +1,4 @@
-"""Issue 20, "attribute by pattern", with the driver's word: a pair whose copies fail while
+"""Attribution by pattern, with the driver's word: a pair whose copies fail while
 one end logged a P2P-class Xid is explained by that GPU, where no pattern can tell.
 
 Through the HTTP API on SQLite and PostgreSQL (the `client` fixture), reports built here

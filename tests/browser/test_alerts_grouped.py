@@ -1,4 +1,4 @@
-"""The alerts page as an operator uses it (issue 14): one line per host and object with its
+"""The alerts page as an operator uses it: one line per host and object with its
 absolute start and duration, history, ack and silence with the admin token typed once per tab
 (never in the URL), links that scroll to their object, and a phone layout."""
 

@@ -64,7 +64,7 @@ def test_alerts_filter_by_host_and_state(page, fleet: Fleet) -> None:  # type: i
 def test_placement_highlights_the_chosen_set(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     with page.expect_response(lambda r: "/scheduler/placement?" in r.url) as answer:
         # k=3: GPU3 (links down), GPU5 (replays), GPU6 (slow host copies) are left out; the
-        # slow GPU1 <-> GPU2 pair is a pair fault (issue 20): both offered, never together
+        # slow GPU1 <-> GPU2 pair is a pair fault: both offered, never together
         open_view(page, f"/#/placement?host={FAULTY}&k=3&pattern=ring", "placement")
     chosen = answer.value.json()
     assert not {3, 5, 6} & set(chosen["gpus"])  # GPU3 lost links: never chosen

@@ -1,5 +1,5 @@
-"""`/docs` renders in Chromium under the Content-Security-Policy every HTML answer carries
-(issue 22 item 9): Swagger UI lists the API's operations with no CSP violation, console error
+"""`/docs` renders in Chromium under the Content-Security-Policy every HTML answer carries:
+Swagger UI lists the API's operations with no CSP violation, console error
 or page error. Its own `serve` process (SQLite), not the demo fleet."""
 
 from __future__ import annotations

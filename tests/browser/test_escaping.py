@@ -40,7 +40,7 @@ def test_html_host_names_render_as_text_on_the_fleet_page(page, fleet: Fleet) ->
 
 def test_a_stored_html_host_name_opens_as_a_refusal(page, fleet: Fleet, browser_context) -> None:  # type: ignore[no-untyped-def]
     """A name stored before the host-name rule (the fleet seeds it past the API) can't be
-    opened as a host any more: every path parameter goes through the rule (issue 22), so its
+    opened as a host any more: every path parameter goes through the rule, so its
     page shows the server's 422 as text, and nothing in the name runs."""
     _, watch = browser_context
     open_view(page, "/#/fleet", "fleet")

@@ -35,7 +35,7 @@ def test_matrix_plots_the_api_matrix(page, fleet: Fleet) -> None:  # type: ignor
         assert heat["text"][i][j] == f"{cell['value'] / 1e9:.0f}"
         hover = heat["hovertext"][i][j]
         assert f"GPU{cell['src']} → GPU{cell['dst']}" in hover and cell["verdict"] in hover
-        if cell["explained_by"] is not None:  # issue 20: an explained pair says so
+        if cell["explained_by"] is not None:  # an explained pair says so
             assert f"explained by GPU{cell['explained_by']} ({cell['cause']})" in hover, hover
     owners = {c["explained_by"] for c in api["cells"]} - {None}
     assert 3 in owners  # its two links down: the pairs through GPU3 are not trusted

@@ -1,4 +1,4 @@
-"""What the engineer paged at 3 am needs from the host and fleet pages (issue 14): hover
+"""What the engineer paged at 3 am needs from the host and fleet pages: hover
 labels that can be read, no cloud button, a bad deep link that costs one line and not the
 page, judged and informational counters apart, and a skip link to the hosts table."""
 

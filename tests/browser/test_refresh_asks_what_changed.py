@@ -1,4 +1,4 @@
-"""An open host page asks again only for what changed (issue 21, item 9): each refresh reads
+"""An open host page asks again only for what changed: each refresh reads
 the host's record, whose `changed_at` says when its judged answers last changed; while it
 holds, health, topology and matrix are not asked again (unchanged answers would be 304s
 anyway, but the server would still build them)."""

@@ -1,7 +1,7 @@
 """The host page's time charts share one range, relative or absolute, kept in the URL (a
 pasted link opens the same window); a zoom on one applies to the others, each has a
 crosshair; the host's events are marked on them (an NVLink going down, maintenance, jobs);
-any chart's series downloads as CSV (issue 21)."""
+any chart's series downloads as CSV."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 21: a title per view and focus on its heading; the server away or one endpoint
+"""A title per view and focus on its heading; the server away or one endpoint
 failing keeps "last good data HH:MM (N min ago)" beside the error, each panel failing on its
 own; on a phone (390x844) the fleet table shows host, verdict and reason, and the host's
 topology reads as a list."""

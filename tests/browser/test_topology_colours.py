@@ -1,4 +1,4 @@
-"""Colour only what is at fault (issue 21): on an NVL72 tray whose GPU2 lost links, the
+"""Colour only what is at fault: on an NVL72 tray whose GPU2 lost links, the
 healthy GPUs' edges to the NVSwitch (judged by their slowest pair, which ends at GPU2) are
 drawn healthy; GPU2's own edge keeps its verdict's colour. The page's own topology module
 draws a tray built here, in the real browser."""

@@ -1,4 +1,4 @@
-"""Weight (issue 21, item 9): plotly.js, the partial bundle with its version in its name, is
+"""Weight: plotly.js, the partial bundle with its version in its name, is
 fetched only by the views that draw a chart; a new tab fetches the whole module graph at
 once; an unchanged API answer comes back as a bodiless 304."""
 

@@ -115,7 +115,7 @@ def test_a_selection_of_one_gpu_says_so_and_shows_no_blank_matrices(
     assert "GPU(row) -> GPU(column)" not in out and "Ratio to expected" not in out
     rows = [line for line in out.splitlines() if line.strip().startswith("0 ")]
     assert "NVIDIA H200" in rows[0] and "Gen5 x16" in rows[0] and "18/18" in rows[0]
-    # measured PCIe figures (issue 15): h2d and d2h near 54.6 GB/s, 0.98-0.99 of expected
+    # measured PCIe figures: h2d and d2h near 54.6 GB/s, 0.98-0.99 of expected
     assert re.search(r"5[45]\.\d \(0\.9\d\)\s+5[45]\.\d \(0\.9\d\)\s+20\d\d\.\d", rows[1]), rows
     assert "PCIe gen5 x16 (63.0 GB/s) x 0.88" in rows[1]
     assert "Sweep cost" in out

@@ -23,7 +23,7 @@ from tests.probes.live_server import TOKEN, free_port, live_server, server_setti
 
 def once(spool: Path, url: str, token: str = TOKEN, *extra: str) -> list[str]:
     """`probe --once` at the default request timeout (10 s): a first report, judged with
-    its fleet peers on a loaded 2-core CI machine, once took more than 2 s."""
+    its fleet peers on a loaded CI machine, can outlast a short one."""
     return ["probe", "--once", "--fabric", "simulated:h200x2", "--server", url,
             "--token", token, "--spool-dir", str(spool), "--request-timeout", "10", *extra]
 
@@ -169,7 +169,7 @@ def test_once_delivers_the_backlog_first(tmp_path: Path, capsys) -> None:
 
 
 def test_every_probe_setting_is_an_option() -> None:
-    """Each `PEERWATCH_PROBE_*` setting can be given on the command line too (issue 22)."""
+    """Each `PEERWATCH_PROBE_*` setting can be given on the command line too."""
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     probe = sub.choices["probe"]  # type: ignore[attr-defined]

@@ -93,7 +93,7 @@ def test_a_snapshot_imports_no_server_package(tmp_path: Path) -> None:
 
 def test_auto_never_posts_or_spools_made_up_data(tmp_path: Path) -> None:
     """Without GPUs, `--fabric auto` (the default) refuses to post or spool: the simulated
-    fallback is for looking around, never for a server (issue 22 item 10). A listening
+    fallback is for looking around, never for a server. A listening
     socket stands in for the server and must see no connection."""
     from peerwatch.probes.errors import FabricUnavailable
     from peerwatch.probes.fabric_select import open_real

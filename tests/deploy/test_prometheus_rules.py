@@ -186,7 +186,7 @@ def _reads(expr: str, recorded: dict[str, str]) -> str:
 
 def test_every_pair_rule_leaves_out_what_a_fault_of_either_end_explains() -> None:
     """The pair rules carry the explained-by clause themselves, for the sending and the
-    receiving GPU, instead of relying on Alertmanager inhibition timing (issue 20, class 7):
+    receiving GPU, instead of relying on Alertmanager inhibition timing:
     in the alert's expression or in the recording rules it reads."""
     every = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
     recorded = {r["record"]: r["expr"] for r in every if "record" in r}
@@ -200,7 +200,7 @@ def test_every_pair_rule_leaves_out_what_a_fault_of_either_end_explains() -> Non
 
 
 def test_every_pair_rule_pages_once_per_unordered_pair() -> None:
-    """One page per pair, as on the server (issue 20): each pair rule aggregates by the
+    """One page per pair, as on the server: each pair rule aggregates by the
     pair's labels, which the recording rules it reads take from the agent's
     `peerwatch_p2p_pair_info` (the low index as `gpu`)."""
     every = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]

@@ -1,4 +1,4 @@
-"""The fabric state of a real host, read by the probe and judged (issue 11 item 8): on an
+"""The fabric state of a real host, read by the probe and judged: on an
 NVSwitch board every GPU's registration is COMPLETED and the judge finds nothing to act on.
 (The one-GPU machines are covered by bench/gpu/fabric_check.py: this fixture needs two.)"""
 

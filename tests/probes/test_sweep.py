@@ -141,7 +141,7 @@ def test_busy_gpus_are_skipped_with_the_reason_unless_forced() -> None:
 
 
 def test_a_one_gpu_host_gets_its_per_gpu_tests() -> None:
-    """With one GPU selected there is no pair: h2d, d2h and local still run (issue 15)."""
+    """With one GPU selected there is no pair: h2d, d2h and local still run."""
     out = run_sweep(SimulatedFabric("h200x2", seed=1), SweepOptions(gpus=(1,)))
     assert [(r.test, r.src, r.dst) for r in out.results] == [(t, 1, None) for t in GPU_TESTS]
     assert all(r.error is None and r.value for r in out.results)

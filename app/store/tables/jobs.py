@@ -1,4 +1,4 @@
-"""Which job held which GPU, and when (migration 0018; issue 24): one row per (host, GPU,
+"""Which job held which GPU, and when (migration 0018): one row per (host, GPU,
 job), widened by every report that names the job. Imported by `app.models`.
 
 A span rather than a row per report: an inventory pass every 30 s on 8 GPUs would otherwise

@@ -1,4 +1,4 @@
-"""Reports received and answered but not yet expanded into rows (migration 0023; issue 19).
+"""Reports received and answered but not yet expanded into rows (migration 0023).
 
 Under `serve`, `POST /api/v1/reports` answers once the report is checked and its body is
 stored here in one INSERT (`app/ingest/received.py`); an ingest worker then expands it

@@ -45,8 +45,8 @@ RULES = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "peerwat
 STEP_S = 60  # one report (and one scrape of each target) a minute; sweeps every 10th
 OBJECT = ("alertname", "host", "gpu", "peer_gpu", "link", "switch", "xid")  # what an alert
 # is about (an Xid page is one per object and event number)
-# The quick tests and the staged copy: a downtrained PCIe link slows those (issue 20: the
-# pair pages Prometheus raised before PCIeLinkDowntrained).
+# The quick tests and the staged copy: a downtrained PCIe link slows those (the pair pages
+# Prometheus once raised before PCIeLinkDowntrained).
 TESTS = SweepOptions(tests=(*QUICK.tests, TestName.STAGED))
 SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
 Alerted = frozenset[tuple[str, str]]  # one alert: its OBJECT labels that are set

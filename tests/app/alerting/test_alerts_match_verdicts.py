@@ -62,7 +62,7 @@ def _not_healthy(host: SimHost) -> set[int]:
         j = host_health(s, host.settings, host.hostname).judgement
     gpus = {g.gpu for g in j.gpus if g.verdict in BAD}
     gpus |= {x.gpu for x in j.links if x.verdict in BAD}
-    for p in j.pairs:  # a pair explained by a GPU blames only it (issue 20), in words
+    for p in j.pairs:  # a pair explained by a GPU blames only it, in words
         if p.verdict in BAD:
             gpus |= {p.explained_by} if p.explained_by is not None else {p.src, p.dst}
             assert p.explained_by is None or f"GPU{p.explained_by}" in p.reason, p.reason

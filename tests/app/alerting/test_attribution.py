@@ -1,4 +1,4 @@
-"""Issue 20, classes 1-4, on hand-built 8-GPU reports (tests/app/factory.py): the fault is
+"""Attribution of a bad pair, on hand-built 8-GPU reports (tests/app/factory.py): the fault is
 attributed to the object at fault, and only it pages and leaves the scheduler.
 
 1. one GPU failing (or slow) with every peer is the fault: it alone is down (degraded), its

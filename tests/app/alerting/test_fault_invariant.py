@@ -1,5 +1,6 @@
-"""Issue 20's invariant, over every fault type of the simulator's catalog (`probes.sim.faults.
-Fault`, enumerated: a new type is covered, or fails here until it has a way to be built):
+"""The invariant that one fault pages once, over every fault type of the simulator's
+catalog (`probes.sim.faults.Fault`, enumerated: a new type is covered, or fails here until it
+has a way to be built):
 
 - every pending or firing GPU, link or pair alert names an object that is non-healthy in
   `/health`, in the matrix (a pair alert: a cell of the pair; a GPU whose fabric or links

@@ -1,4 +1,4 @@
-"""Issue 20 class 5: alerts and their texts follow their inputs as they change, not only at
+"""Alerts and their texts follow their inputs as they change, not only at
 a sweep. Fault reports are built here: a simulated host whose probe clock is set off by the
 test (reports carry the probe's time, the server reads the skew at arrival), and a report
 gap the test makes by not sending.

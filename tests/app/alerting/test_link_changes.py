@@ -1,4 +1,4 @@
-"""A port's link-state history as stored (issue 21: the host page marks link down/up on its
+"""A port's link-state history as stored (the host page marks link down/up on its
 charts from it, not only from link alerts): every change between down and up, dated by the
 judgement that saw it, kept after the flap window has forgotten the downs."""
 

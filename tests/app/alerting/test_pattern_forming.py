@@ -1,4 +1,4 @@
-"""Issue 20, class 1: no transient pair pages while a GPU pattern forms.
+"""No transient pair pages while a GPU pattern forms.
 
 A GPU that falls sick during a sweep goes bad with its peers one pair test at a time (the
 tests run in sequence): the pairs measured before the trouble read fine in that sweep, so for

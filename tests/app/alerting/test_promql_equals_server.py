@@ -1,4 +1,4 @@
-"""Issue 20 class 7: the PromQL rules raise what the server raises, for every simulated
+"""The PromQL rules raise what the server raises, for every simulated
 fault type.
 
 Each fault of the simulator's catalog (`probes/sim/faults.py`: the `Fault` union, so a new
@@ -103,7 +103,7 @@ class ByDesign:
 
 
 BY_DESIGN: tuple[ByDesign, ...] = ()  # none left: PCIeBandwidthDegraded's `for: 12m`
-# lagged the server by 2 min until it counted its two sweeps in the expression (issue 20)
+# lagged the server by 2 min until it counted its two sweeps in the expression
 LAG = {d.alertname: d.lag_min for d in BY_DESIGN if d.lag_min is not None}
 SERVER_ONLY = {d.alertname for d in BY_DESIGN if d.lag_min is None}
 
@@ -237,9 +237,9 @@ def test_prometheus_follows_a_probe_clock_set_off_and_fixed(
 
 def test_prometheus_pages_when_a_pair_page_hold_ends_into_a_pair_fault(
         sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path) -> None:
-    """Item 2 of issue 20's pair pages: GPU0<->GPU1 slow from the first sick sweep; in the
-    second, GPU0 is also low once with its other peers, so its pattern may be forming and
-    the now sustained pair's page is held; by the third, those are fine again, the hold
+    """A pair page held while a GPU pattern may form: GPU0<->GPU1 slow from the first sick
+    sweep; in the second, GPU0 is also low once with its other peers, so its pattern may be
+    forming and the now sustained pair's page is held; by the third, those are fine again, the hold
     ends and the pair is a pair fault. The server pages at once (its sustain counted during
     the hold), and Prometheus must page in the same minute, not a `for` later."""
     host = TwinHost(sessions, sqlite_settings, preset="mesh4")
@@ -270,8 +270,9 @@ def test_prometheus_pages_when_a_pair_page_hold_ends_into_a_pair_fault(
 def test_prometheus_follows_a_link_that_drops_once_and_comes_back(
         sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path,
         down_min: int) -> None:
-    """Issue 20's last gap: one NVLink down, its Xid 74 logged as it dropped, then up. For
-    one minute (one report: NVLinkDown pending, under its `for`) no link-state rule pages,
+    """A link that drops with an Xid and comes back: one NVLink down, its Xid 74 logged as it
+    dropped, then up. For one minute (one report: NVLinkDown pending, under its `for`) no
+    link-state rule pages,
     so both sides warn on the link (XidWarning, while the event is inside its 10-min
     window) and page nothing. For three, NVLinkDown pages (naming the Xid) and, the link
     back, neither side raises a second alert for the same drop."""

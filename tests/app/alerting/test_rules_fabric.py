@@ -54,7 +54,7 @@ def test_peer_copies_failing_fires_after_a_sweep(
     h.sweep()
     h.inject(PeerCopiesFail(a=0, b=1))
     h.step(60, "sweep")
-    # issue 20: the one pair of a 2-GPU board is a pair fault: one page for the pair
+    # the one pair of a 2-GPU board is a pair fault: one page for the pair
     assert h.active()["PairCopiesFailing"] == {
         (("gpu", "0"), ("host", "fab-rule-3"), ("peer_gpu", "1"))}
     assert "PeerCopiesFailing" not in h.active()

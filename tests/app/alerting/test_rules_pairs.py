@@ -47,7 +47,7 @@ def test_slow_pair_fires_after_the_sustain_time_and_resolves(host: SimHost) -> N
 
 def test_a_pair_slow_both_ways_pages_once_naming_both_directions(host: SimHost) -> None:
     """One fault between two GPUs, slow both ways: one page for the pair (gpu < peer_gpu),
-    as PairCopiesFailing, whose text says each direction's low tests (issue 20)."""
+    as PairCopiesFailing, whose text says each direction's low tests."""
     for _ in range(3):
         host.step(SWEEP_S, "sweep")
     host.inject(BandwidthFactor(src=1, dst=0, factor=0.5))
@@ -164,7 +164,7 @@ def test_failed_transfers_fire_probe_failing_until_a_clean_sweep(host: SimHost) 
     [alert] = host.alerts("firing", rule="ProbeFailing")
     assert alert.value == 9  # 3 pair tests x 2 directions + 3 per-GPU tests touch GPU1
     # links up, fabric COMPLETED, yet peer copies fail: on a 2-GPU board a pair fault, one
-    # page for the pair (issue 20), none per GPU
+    # page for the pair, none per GPU
     assert {(a.labels["gpu"], a.labels["peer_gpu"])
             for a in host.alerts("firing", rule="PairCopiesFailing")} == {("0", "1")}
     [pair_fault] = host.alerts("firing", rule="PairCopiesFailing")

@@ -1,4 +1,4 @@
-"""Bounds on silences (issue 22 item 6), on SQLite and PostgreSQL alike: at most 32
+"""Bounds on silences, on SQLite and PostgreSQL alike: at most 32
 matchers of bounded length, no NUL anywhere (it was 201 on PostgreSQL in a matcher value,
 422 elsewhere), and regexes whose matching cost is linear (RE2): a pattern that makes
 Python's backtracking engine take exponential time is refused or matched at once."""

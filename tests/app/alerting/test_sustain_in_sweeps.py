@@ -1,4 +1,4 @@
-"""Issue 20 class 6: where a sweep is the unit, the sustain is counted in sweeps, so a fault
+"""Where a sweep is the unit, the sustain is counted in sweeps, so a fault
 is detected at the same sweep whatever the agent's jitter. The per-GPU copy tests' 600 s
 sustain equals the 600 s sweep interval: by time alone, sweeps 570 s apart needed a 3rd low
 sweep and sweeps 630 s apart a 2nd. Both judged here with jittered timestamps both ways, in

@@ -57,7 +57,7 @@ def test_gpu_with_every_link_down_is_down_and_with_some_degraded() -> None:
 
 def _ports(g: int) -> list[NvLinkPort]:
     """All 18 ports up: the factory's GPUs report 18 (`nvlink_count`), and a port left out of
-    the list counts against the design (issue 20: 17 listed of 18 is 17/18)."""
+    the list counts against the design (17 listed of 18 is 17/18)."""
     return [_port(g, k) for k in range(18)]
 
 
@@ -80,7 +80,7 @@ def test_gpu_narrow_pcie_is_said_and_a_pair_fault_keeps_it_healthy_apart() -> No
     bad = PairJudgement(Verdict.DEGRADED, "GPU1->GPU2 ce_write low", 1, 2, ())
     good = PairJudgement(Verdict.HEALTHY, "fine", 1, 3, ())
     facts = GpuFacts(info=gpu(1), ports=_ports(1))
-    # issue 20: a pair at fault as a pair (its ends work with their other peers) is the
+    # a pair at fault as a pair (its ends work with their other peers) is the
     # pair's fault, not either GPU's: both stay healthy, kept apart (the scheduler never
     # puts both in one job); one explained by another GPU is that GPU's fault alone
     for pairs in ([bad, good], [bad, good, good]):

@@ -118,7 +118,7 @@ def test_links_up_and_fabric_completed_but_peer_copies_fail(preset: str) -> None
     fab, gpus, ports = readings(preset, PeerCopiesFail(a=0, b=1))
     pairs = _pairs_with_failed_copies(fab, 0, 1)
     result = judge_host_fabric(fab.hostname, gpus, ports, pairs, fab.fabric_manager())
-    # issue 20: one failing pair is a pair fault, the pair's (PairCopiesFailing), no GPU's:
+    # one failing pair is a pair fault, the pair's (PairCopiesFailing), no GPU's:
     # no fabric contradiction at either end; a GPU failing with every peer is down (below)
     assert result.verdict is Verdict.HEALTHY, result.reason
     assert not any(v.findings for v in result.gpus)

@@ -1,4 +1,4 @@
-"""ETag / If-None-Match on the read API (issue 21): a dashboard polling every 15 s gets a
+"""ETag / If-None-Match on the read API: a dashboard polling every 15 s gets a
 bodiless 304 while an answer is unchanged, and the new answer as soon as it changes."""
 
 from __future__ import annotations

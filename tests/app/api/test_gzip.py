@@ -1,5 +1,5 @@
-"""The server compresses what it sends when the browser accepts gzip (issue 14: a faster
-first draw): JSON answers and the dashboard's modules, and never plotly.js a second time."""
+"""The server compresses what it sends when the browser accepts gzip (a faster first
+draw): JSON answers and the dashboard's modules, and never plotly.js a second time."""
 
 from __future__ import annotations
 

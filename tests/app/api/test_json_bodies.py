@@ -1,5 +1,5 @@
-"""Every operation that takes a JSON body refuses the same bad bytes the same way (issue 22
-items 1 and 7): non-finite literals, invalid UTF-8, NUL and lone surrogates are a 422 of type
+"""Every operation that takes a JSON body refuses the same bad bytes the same way:
+non-finite literals, invalid UTF-8, NUL and lone surrogates are a 422 of type
 `json_invalid` on every route (they were a 500 on maintenance, silences and acks: the 422
 tried to echo NaN), and numbers sent as strings are refused rather than converted.
 

@@ -99,7 +99,7 @@ def test_the_pcie_pairs_of_a_downtrained_gpu_are_left_to_the_pcie_rules(
     odd = _among_peers(fleet, PcieDowntrained(gpu=2, width=4), preset="pcie4")
     assert all("fleet median" not in p.reason for p in odd.judgement.pairs)
     assert all(2 not in key or "peer" not in f for key, f in odd.pair_facts.items())
-    # issue 20: GPU2 slow with every peer is the fault; its pairs say so and blame only it
+    # GPU2 slow with every peer is the fault; its pairs say so and blame only it
     assert {key for key, f in odd.pair_facts.items() if f.get("explained_by") == 2} == {
         (s, d) for s in range(4) for d in range(4) if s != d and 2 in (s, d)}
     rules = {a.rule for a in fleet.host("odd").alerts("firing")}

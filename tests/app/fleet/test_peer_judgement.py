@@ -43,7 +43,7 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
     assert slow.judgement.verdict is Verdict.DEGRADED
     assert slow.judgement.reason.startswith("slow: 0.9") and "of its fleet peers" in\
         slow.judgement.reason and "; 0 of 2 GPUs, 2 of 2 pairs" in slow.judgement.reason
-    # a 2-GPU board: its one pair is a pair fault (issue 20), both GPUs kept apart, and
+    # a 2-GPU board: its one pair is a pair fault, both GPUs kept apart, and
     # what it cannot prove it says: there is no other peer to tell it from a GPU fault
     assert all("no other peer measured" in g.reason for g in slow.judgement.gpus)
     assert 0.88 < slow.peers["ratio"] < 0.93 and slow.peers["below"]

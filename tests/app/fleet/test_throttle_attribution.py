@@ -1,4 +1,4 @@
-"""Issue 20, classes 1 and 7: a GPU held below its clocks (a power cap) is slow with every
+"""A GPU held below its clocks (a power cap) is slow with every
 peer and below its fleet peers; the throttle explanation owns that, before the pattern
 attribution and the fleet peer rules: GPUThrottled is its one page, on the server and in
 PromQL — no GPUPeerCopiesSlow, GPUBelowFleetPeers or PCIeBandwidthDegraded beside it, also

@@ -219,7 +219,7 @@ def test_an_xid_on_an_unchanged_inventory_is_judged_at_that_report(
         verdict: Verdict) -> None:
     """A healthy host on the fast path; its next inventory report, unchanged but for an
     Xid, is judged in full: the alert (and the GPU's verdict) come with that report, not
-    at the next sweep up to 10 min later (issue 20)."""
+    at the next sweep up to 10 min later."""
     assert len(_one_inventory(host, engine)) <= MAX_STATEMENTS  # the fast path, before
     assert len(_inventory_with(host, engine, code, gpu=0, link=link)
                ) > MAX_STATEMENTS

@@ -1,6 +1,6 @@
-"""Caps tied to real hosts (issue 22 item 2): at most 64 GPUs per host, and results and
+"""Caps tied to real hosts: at most 64 GPUs per host, and results and
 counter rows per report bounded by the report's own GPU and NVLink port counts, refused
-before any storage work (a 1024-GPU report was accepted and cost ~57 s of ingest)."""
+before any storage work (a 1024-GPU report was once accepted and stored at great cost)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ lost: the old refresh, once the links were back, relearnt from history the figur
 while they were down (its history does not say at what width a sample ran), the running
 baseline never saw them.
 
-Issue 20's attribution (`app/analysis/attribution.py`) changes pair and GPU verdicts only
+Attribution of bad pairs (`app/analysis/attribution.py`) changes pair and GPU verdicts only
 (which object a bad pair blames, untrusted pairs non-healthy), never a (pair, test) verdict:
 nothing compared here changed, so no difference is admitted for it.
 """

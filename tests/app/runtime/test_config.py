@@ -35,7 +35,7 @@ def test_bad_threshold_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_one_settings_story_each_field_documented_once() -> None:
     """Server settings live in exactly two classes; no name is read by both, and each
-    class's table in the docs lists every one of its fields (issue 22 item 11)."""
+    class's table in the docs lists every one of its fields."""
     from peerwatch.app.alerting.settings import AlertingSettings
 
     docs = Path(__file__).resolve().parents[3] / "docs"

@@ -1,4 +1,4 @@
-"""Logs (issue 12): `serve --no-local-probe` logs with time and level, a token in a query
+"""Logs: `serve --no-local-probe` logs with time and level, a token in a query
 string never reaches the access log, `/healthz` adds no lines per call, and a failed SQL
 statement never prints its parameters (SQLite and PostgreSQL)."""
 

@@ -1,4 +1,4 @@
-"""Debounce where faults are expected (issue 11 item 7), on SQLite and PostgreSQL: maintenance
+"""Debounce where faults are expected, on SQLite and PostgreSQL: maintenance
 windows through the admin API and the CLI, and no pages inside them or while a host settles
 after its probe or driver started; the alerts are still computed and shown."""
 

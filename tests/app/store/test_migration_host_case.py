@@ -1,4 +1,4 @@
-"""Migration 0014 makes every stored host name lowercase (issue 22 item 3), on SQLite and
+"""Migration 0014 makes every stored host name lowercase, on SQLite and
 PostgreSQL: hosts, alerts (host, label, fingerprint), maintenance windows, job snapshots
 and silences' host matchers; and it refuses, changing nothing, when two stored hosts differ
 only in case, naming them."""

@@ -1,4 +1,4 @@
-"""One bad report never blocks the others (issue 12): a report the server fails waits out a
+"""One bad report never blocks the others: a report the server fails waits out a
 backoff of its own, one it refuses is set aside and counted, the rest are delivered.
 
 The server is the real one on a loopback port. The real server answers no input with a 500

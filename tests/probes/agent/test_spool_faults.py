@@ -1,4 +1,4 @@
-"""A bad spool never stops the agent (issue 12): read-only or not a directory gives a
+"""A bad spool never stops the agent: read-only or not a directory gives a
 send-only agent with a warning; a full disk leaves no partial file and counts the report.
 
 Full and read-only file systems are real ones: a 64 KiB tmpfs and a read-only tmpfs,
