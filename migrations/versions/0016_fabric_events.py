@@ -1,4 +1,4 @@
-"""Xid/SXid events, stored with the report that carried them (issue 24).
+"""Xid/SXid events, stored with the report that carried them.
 
 Revision ID: 0016
 Revises: 0015

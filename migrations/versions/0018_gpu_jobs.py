@@ -1,4 +1,4 @@
-"""Which job held which GPU: spans of (host, GPU, job) from the reports (issue 24).
+"""Which job held which GPU: spans of (host, GPU, job) from the reports.
 
 Revision ID: 0018
 Revises: 0017

@@ -1,6 +1,6 @@
 """judged_tests.state packed: fixed-width binary (app/store/packed.py) instead of a JSON
 tree per row, which every sweep's judgement parsed and encoded again for each of a host's
-~416 judged (pair, test)s (issue 19).
+~416 judged (pair, test)s.
 
 Upgrade packs every stored state (same values: blocks, part-block, newest judged,
 contended and failed samples, the baseline summary); downgrade turns them back into

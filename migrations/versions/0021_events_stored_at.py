@@ -1,6 +1,6 @@
 """hosts.events_stored_at: when ingest last stored Xid/SXid event rows for the host, so the
 judgement fast path (app/judging/unchanged.py) knows a judgement made before it is stale
-(issue 20: a new Xid on a healthy, unchanged host was judged only at the next sweep).
+(without it a new Xid on a healthy, unchanged host was judged only at the next sweep).
 
 Existing hosts start with none: their stored judgements already read every event stored.
 

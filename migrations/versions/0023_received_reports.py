@@ -1,5 +1,5 @@
-"""received_reports: reports answered and not yet expanded into rows (issue 19: the POST
-answers once the checked body is stored; an ingest worker expands it after).
+"""received_reports: reports answered and not yet expanded into rows: the POST
+answers once the checked body is stored; an ingest worker expands it after.
 
 Revision ID: 0023
 Revises: 0022
