@@ -19,7 +19,7 @@ import orjson
 import psycopg
 from sqlalchemy.engine import make_url
 
-from peerwatch.app.ingest import rows as ingest_service
+import peerwatch.app.ingest.rows as ingest_service
 from peerwatch.probes.report import Report
 
 TABLES = ("measurements", "link_samples", "gpu_samples")

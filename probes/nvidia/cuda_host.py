@@ -18,13 +18,16 @@ class CudaHost(Protocol):
     """CuPy, numpy and the CUDA runtime, plus the per-device plumbing and the hold's counter."""
 
     cp: Any  # the cupy module
-    np: Any  # the numpy module
     rt: Any  # cupy.cuda.runtime
     timeout_s: float  # a test that does not finish within it raises TransferTimeout
     local_cpus: dict[int, frozenset[int]]  # each device's local CPUs (NVML's affinity)
     flag: Any  # the pinned counter spin kernels wait on ...
     flag_ptr: int  # ... its device-visible address ...
     ticket: int  # ... and the value that releases the current test
+
+    @property
+    def np(self) -> Any:  # the numpy module (read here, set by the owner)
+        ...
 
     def device(self, index: int) -> Any: ...
 

@@ -47,7 +47,7 @@ class PerfModel:
         self.pcie_eff = {TestName(k): v for k, v in cal.pcie_p2p_efficiency.items()}
         self.staged_uni = cal.staged_GBps["uni"] / cal.reference_pcie_raw_GBps
         self.staged_bidir = cal.staged_GBps["bidir"] / cal.reference_pcie_raw_GBps
-        self.host_eff = {TestName(k): v / cal.reference_pcie_raw_GBps
+        self.host_eff = {k: v / cal.reference_pcie_raw_GBps  # by calibration entry's name
                          for k, v in cal.host_copy_GBps.items()}
         self.local_bps = cal.local_copy_GBps * 1e9
 
