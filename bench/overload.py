@@ -144,12 +144,12 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | None] | N
             cadence, warmup = window.measured, window.settle
             cpu1 = cpu_split(pid)
             side = side_probe.start(base, args.burst_s)
-            loop0, idle0, client0 = sched.main_thread(pid), sched.machine_idle(),\
+            loop0, idle0, client0 = sched.main_thread(pid), sched.machine_idle(), \
                 time.process_time()
             db0, wall0 = backends_cpu_s(url), time.monotonic()
             bursty, health = asyncio.run(_burst_with_health(base, args, tpl))
             loop = sched.main_thread(pid) - loop0
-            idle, client_s = sched.idle_share(idle0, sched.machine_idle()),\
+            idle, client_s = sched.idle_share(idle0, sched.machine_idle()), \
                 time.process_time() - client0
             cpu2, db2, wall = cpu_split(pid), backends_cpu_s(url), time.monotonic() - wall0
             beside = side_probe.result(side)

@@ -16,9 +16,9 @@ from sqlalchemy import Connection
 
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.base import UtcDateTime
-from peerwatch.app.store.tables import metadata
 from peerwatch.app.store.db import make_engine, normalize_url
 from peerwatch.app.store.partitions import include_name
+from peerwatch.app.store.tables import metadata
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging"):

@@ -178,7 +178,7 @@ def _healthy_text(gpu: int, facts: GpuFacts, pairs: Sequence[PairJudgement],
         links_text = f"no NVLink in use ({fabric.expectation.basis})"
     judged = sum(1 for p in pairs if p.verdict is not Verdict.UNKNOWN)
     others = [p for p in pairs if explained_elsewhere(p, gpu)]
-    text = f"GPU{gpu}: {links_text}, {judged - len(bad) - len(others)} of {judged} measured "\
+    text = f"GPU{gpu}: {links_text}, {judged - len(bad) - len(others)} of {judged} measured " \
            "pairs healthy"
     if bad:
         text += f" (not: {', '.join(f'GPU{p.src}->GPU{p.dst}' for p in bad[:4])})"

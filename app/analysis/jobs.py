@@ -118,7 +118,7 @@ def with_fault_jobs(pairs: Sequence[PairJudgement], spans: Sequence[JobSpan],
         if not text or p.verdict not in (Verdict.DEGRADED, Verdict.DOWN):
             out.append(p)
             continue
-        reason = p.reason if text in p.reason else f"{p.reason}; bad since {start:%H:%M} "\
+        reason = p.reason if text in p.reason else f"{p.reason}; bad since {start:%H:%M} " \
                                                    f"UTC, {text}"
         cause = p.cause if p.cause is None or text in p.cause else f"{p.cause}, {text}"
         out.append(replace(p, reason=reason, cause=cause))

@@ -40,7 +40,7 @@ def compiled(pattern: str, ignore_case: bool = False) -> Any:
         return re2.compile(pattern, _options(ignore_case=ignore_case))
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
-        raise ValueError(f"value {pattern[:200]!r} is not a valid regex (RE2 syntax): {reason}")\
+        raise ValueError(f"value {pattern[:200]!r} is not a valid regex (RE2 syntax): {reason}") \
             from None
 
 

@@ -160,7 +160,7 @@ def _scored_sets(
 ) -> tuple[list[search.Scored], Callable[[tuple[int, ...]], search.Scored]]:
     n = len(prob.gpus)
     if k == 1:
-        return [search.Scored((p,), 0.0, None) for p in range(n)],\
+        return [search.Scored((p,), 0.0, None) for p in range(n)], \
             lambda m: search.Scored(m, 0.0, None)
     if pat is Pattern.RING:
         sym = prob.ring_matrix()

@@ -62,7 +62,7 @@ def _why_out(
         return f"GPU{gpu} left out: the search found no set holding it"
     if best_with.value < floor:
         weakest = prob.weakest(best_with, pat)
-        where = f", weakest pair GPU{prob.index(weakest[0])}-GPU{prob.index(weakest[1])}"\
+        where = f", weakest pair GPU{prob.index(weakest[0])}-GPU{prob.index(weakest[1])}" \
             if weakest else ""
         share = best_with.value / chosen.value if chosen.value else 0.0
         return (f"GPU{gpu} left out as slower: the best {pat.value} set with it predicts "

@@ -130,7 +130,7 @@ def explain_by_events(pairs: Sequence[PairJudgement], findings: Iterable[EventFi
     by_gpu = gpu_findings(findings)
     out, explained = [], []
     for p in pairs:
-        if p.verdict not in BAD or p.explained_by is not None or p.cause is not None\
+        if p.verdict not in BAD or p.explained_by is not None or p.cause is not None \
                 or not (by_gpu.keys() & {p.src, p.dst}):
             out.append(p)
             continue

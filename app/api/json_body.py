@@ -160,7 +160,7 @@ def plain_encoding(encoding: str | None) -> bool:
 
 def check_encoding(encoding: str | None) -> None:
     """415 naming what is read, before the body is: a coding this server cannot undo."""
-    if encoding is not None and not plain_encoding(encoding)\
+    if encoding is not None and not plain_encoding(encoding) \
             and encoding.strip().lower() not in REQUEST_ENCODINGS:
         raise HTTPException(
             status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,

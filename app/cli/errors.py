@@ -40,7 +40,7 @@ def _database_error(exc: BaseException) -> str | None:
     if sa_exc is None:
         return None
     if isinstance(exc, sa_exc.NoSuchModuleError):
-        return f"unsupported database URL ({one_line(exc)}); use sqlite:///PATH or "\
+        return f"unsupported database URL ({one_line(exc)}); use sqlite:///PATH or " \
                "postgresql://USER@HOST:PORT/DB"
     if isinstance(exc, sa_exc.ArgumentError):
         return f"invalid database URL: {one_line(exc)}"

@@ -257,7 +257,7 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
     if silent is not None:
         silences.append(Silence(silent.name, 240))
     clocks = (ClockSkew("mesh4-02", -180.0),) if _exists(fleet, "mesh4", 2) else ()
-    maintenance = (Maintenance("h200x2-02", 2.0, "planned NVLink cable swap"),)\
+    maintenance = (Maintenance("h200x2-02", 2.0, "planned NVLink cable swap"),) \
         if _exists(fleet, "h200x2", 2) else ()
     return Scenario(tuple(episodes), tuple(silences), clocks, maintenance)
 

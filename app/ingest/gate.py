@@ -149,7 +149,7 @@ class IngestGate:
 
     def _held_for(self, seconds: float) -> None:
         """A slot was held this long: the running estimate the queue's wait is judged by."""
-        self._hold_s = seconds if self._hold_s is None else\
+        self._hold_s = seconds if self._hold_s is None else \
             (1 - HOLD_WEIGHT) * self._hold_s + HOLD_WEIGHT * seconds
 
     @contextlib.asynccontextmanager

@@ -72,6 +72,6 @@ def write_host(session: Session, host: HostState, values: dict[str, Any]) -> Non
     columns = frozenset(values)
     stmt = _UPDATES.get(columns)
     if stmt is None:
-        stmt = _UPDATES[columns] = update(HOSTS).where(HOSTS.c.id == bindparam("host_id"))\
+        stmt = _UPDATES[columns] = update(HOSTS).where(HOSTS.c.id == bindparam("host_id")) \
             .values({c: bindparam(f"new_{c}") for c in sorted(columns)})
     session.execute(stmt, {"host_id": host.id, **{f"new_{c}": v for c, v in values.items()}})

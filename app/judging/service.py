@@ -91,7 +91,7 @@ class AlertingService:
             hosts |= {h for h in session.scalars(
                 select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
             if due_before is not None:
-                fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id)\
+                fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id) \
                     .where(JudgedHost.judged_at >= due_before, judged_after_newest_report())
                 hosts -= set(session.scalars(fresh))
         outcomes = []

@@ -92,7 +92,7 @@ def refresh_fleet_peers(session: Session, settings: Settings, now: datetime) -> 
              for key, values in members.items()}
     changed: set[tuple[str, str]] = set()  # (model, driver) families
     for row in stored_stat_rows(session):
-        key = (GroupKey(row.gpu_model, row.topology, row.driver), TestName(row.test))\
+        key = (GroupKey(row.gpu_model, row.topology, row.driver), TestName(row.test)) \
             if declared(row.test) else None
         dist = stats.pop(key, None) if key else None
         if _update(row, dist, settings, now) if dist else _empty(row, now):

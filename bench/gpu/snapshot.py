@@ -121,7 +121,7 @@ def table(rows: dict[str, dict[str, Any]]) -> list[str]:
         t = row["times"]
         med = statistics.median(t)
         ratio = f"{med / ref:.2f}" if ref else "-"
-        note = f"wall {statistics.median(row['walls']):.3f} s with start-up" if "walls" in row\
+        note = f"wall {statistics.median(row['walls']):.3f} s with start-up" if "walls" in row \
             else f"first {row['first_s']:.3f} s (CuPy start)" if "first_s" in row else ""
         out.append(f"{name:<8} {med:>8.3f}s {min(t):>8.3f}s {max(t):>8.3f}s "
                    f"{row['gpus']:>5} {row['ports']:>6} {ratio:>14}  {note}")

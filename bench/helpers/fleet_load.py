@@ -85,7 +85,7 @@ def _check_marks(kind: str, text: str, report: Report) -> None:
     """Each mark stands where `body` expects it, or the bench would post one host's (or one
     time's) reports under the name of all of them."""
     where = f'"host":{{"hostname":"{HOST_MARK}"'
-    if report.host.hostname != HOST_MARK or text.count(HOST_MARK) != 1\
+    if report.host.hostname != HOST_MARK or text.count(HOST_MARK) != 1 \
             or text.count(where) != 1:
         raise MarkMissing(f"{kind} template: host mark {HOST_MARK!r} is not the report's "
                           f"host name exactly once (host is {report.host.hostname!r})")

@@ -94,7 +94,7 @@ def polling_cost(context: Any, url: str, hash_: str, refreshes: int = 8) -> Poll
     page = context.new_page()
     page.goto(f"{url}/?refresh=1{hash_}")
     # (no wait_for_function: it evals its string, which the page's CSP refuses)
-    while not page.evaluate("() => document.querySelector('main').dataset.ready") or\
+    while not page.evaluate("() => document.querySelector('main').dataset.ready") or \
             page.evaluate("() => Boolean(document.querySelector('main [data-pending]'))"):
         page.wait_for_timeout(20)
     start = page.evaluate(UPDATES) + 1

@@ -40,8 +40,8 @@ def refusal_latency(settings: Settings, report: Report, token: str) -> None:
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     refused: dict[str, list[float]] = {"plain": [], "gzip": []}
     codes: set[int] = set()
-    with tempfile.TemporaryDirectory() as tmp,\
-            serve_process(settings.database_url, Path(tmp), env) as url,\
+    with tempfile.TemporaryDirectory() as tmp, \
+            serve_process(settings.database_url, Path(tmp), env) as url, \
             httpx.Client(timeout=60, limits=httpx.Limits(max_connections=2 * BURST)) as client:
         def post(body: bytes, compressed: bool) -> tuple[int, float, str | None]:
             sent = {**headers, "Content-Encoding": "gzip"} if compressed else headers

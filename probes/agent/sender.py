@@ -180,7 +180,7 @@ class Sender:
         `Date` updates the measured clock offset."""
         compressed = self.gzip
         response = self._post_once(report, body, compressed)
-        if compressed and not self.gzip and 400 <= response.status_code < 500\
+        if compressed and not self.gzip and 400 <= response.status_code < 500 \
                 and response.status_code not in _RETRY_STATUS:
             response = self._post_once(report, body, compressed=False)
         return response

@@ -347,12 +347,12 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
             return (a, b)
         case Contention(gpu=g, peer=p):
             return (g,) if p is None else (g, p)
-        case TransferHangs(gpu=g) | FabricNotCompleted(gpu=g) | FabricStatusError(gpu=g)\
+        case TransferHangs(gpu=g) | FabricNotCompleted(gpu=g) | FabricStatusError(gpu=g) \
                 | FabricUnhealthy(gpu=g):
             return () if g is None else (g,)
         case PeerCopiesFail(a=a, b=b):
             return (a, b)
-        case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved()\
+        case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved() \
                 | SwitchSxid() | PeermemMissing():
             return ()
         case AcsRedirect(gpus=gs):

@@ -87,7 +87,7 @@ def check_fault(preset: Preset, fault: Fault) -> None:
     if isinstance(fault, SwitchTrayLost | CliqueMoved) and preset.rack is None:
         raise BadProbeRequest(f"{type(fault).__name__} needs a rack preset (nvl72), "
                               f"not {preset.name!r}")
-    if isinstance(fault, SwitchTrayLost) and preset.rack is not None and\
+    if isinstance(fault, SwitchTrayLost) and preset.rack is not None and \
             not 0 <= fault.tray < preset.rack.switch_trays:
         raise BadProbeRequest(f"switch tray {fault.tray} is not one of the rack's "
                               f"{preset.rack.switch_trays} (0..{preset.rack.switch_trays - 1})")

@@ -56,7 +56,7 @@ def test_peer_copies_fail_behind_a_completed_fabric(client: TestClient) -> None:
     # ends stay healthy, kept apart (PairCopiesFailing pages it); with no other peer to
     # compare, the text says it cannot tell it from a GPU fault
     assert all(g["verdict"] == "healthy" for g in gpus), gpus
-    assert "kept apart from GPU1 (a pair fault: no other peer measured to tell it from a "\
+    assert "kept apart from GPU1 (a pair fault: no other peer measured to tell it from a " \
         "GPU fault)" in gpus[0]["reason"]
     assert {p["verdict"] for p in h["pairs"]} <= {"degraded", "down"}
     assert h["verdict"] == "degraded"

@@ -103,7 +103,7 @@ def test_hosts_list_summarises(api: TestClient) -> None:
     hosts = api.get("/api/v1/hosts").json()["hosts"]
     assert len(hosts) == 1
     h = hosts[0]
-    assert (h["host"], h["verdict"], h["gpus_total"], h["gpus_healthy"]) ==\
+    assert (h["host"], h["verdict"], h["gpus_total"], h["gpus_healthy"]) == \
         ("node-a", "degraded", 4, 4)  # the slow pair is its own fault: its ends are healthy
     assert h["worst_pair"] == {"src": 1, "dst": 2, "test": "ce_write", "ratio": 0.54}
     firing = api.get("/api/v1/alerts", params={"host": "node-a", "state": "firing"}).json()

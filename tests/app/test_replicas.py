@@ -98,7 +98,7 @@ def test_two_replicas_store_every_report_once_and_notify_once(receiver: Receiver
         with serve_processes(2, env) as (a, b), ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(_post, [a, b] * 8, own))
             both = list(pool.map(_post, [a] * 8 + [b] * 8, shared + shared))
-            assert all(r.status_code == 201 for r in answers),\
+            assert all(r.status_code == 201 for r in answers), \
                 [(r.status_code, r.text[-120:]) for r in answers if r.status_code != 201]
             assert sorted(r.status_code for r in both) == [200] * 8 + [201] * 8
             assert all(_post(base, bad.model_dump_json()).status_code in (200, 201)

@@ -82,7 +82,7 @@ def test_hgx8_with_cut_links_and_a_slow_pair(api: TestClient) -> None:
     assert pairs[(0, 1)]["verdict"] == "healthy"
 
     summary = api.get("/api/v1/hosts").json()["hosts"][0]
-    assert (summary["verdict"], summary["gpus_healthy"], summary["gpus_total"]) ==\
+    assert (summary["verdict"], summary["gpus_healthy"], summary["gpus_total"]) == \
         ("degraded", 7, 8)
     matrix = api.get("/api/v1/hosts/sim-hgx8/matrix").json()
     assert len(matrix["cells"]) == 56

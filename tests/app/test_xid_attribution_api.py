@@ -76,7 +76,7 @@ def test_a_two_gpu_board_with_an_xid_blames_that_gpu_alone(client: TestClient) -
     body = health(client)
     for p in body["pairs"]:
         assert (p["verdict"], p["explained_by"]) == ("down", 1), p
-        assert p["cause"].startswith("GPU1: Xid 48 at ") and "(Double-bit ECC error)" in\
+        assert p["cause"].startswith("GPU1: Xid 48 at ") and "(Double-bit ECC error)" in \
             p["cause"], p["cause"]
         assert p["cause"].endswith(", during job 4711")
         assert "explained by GPU1: Xid 48" in p["reason"]
@@ -110,7 +110,7 @@ def test_both_ends_with_xids_stay_a_pair_fault_and_say_so(client: TestClient) ->
     run(client, 8, [(2, 5)], [(94, 2), (94, 5)])
     pair = next(p for p in health(client)["pairs"] if (p["src"], p["dst"]) == (2, 5))
     assert pair["explained_by"] is None
-    assert "not blamed on either GPU: both logged Xids then (GPU2 Xid 94; GPU5 Xid 94)" in\
+    assert "not blamed on either GPU: both logged Xids then (GPU2 Xid 94; GPU5 Xid 94)" in \
         pair["reason"]
     assert ("PairCopiesFailing", "2", "5") in pages(client)
 
@@ -118,7 +118,7 @@ def test_both_ends_with_xids_stay_a_pair_fault_and_say_so(client: TestClient) ->
 def test_an_application_xid_leaves_a_pair_fault_that_names_its_job(client: TestClient) -> None:
     run(client, 8, [(2, 5)], [(13, 2)])
     pair = next(p for p in health(client)["pairs"] if (p["src"], p["dst"]) == (2, 5))
-    assert pair["explained_by"] is None and "says nothing about P2P: a pair fault" in\
+    assert pair["explained_by"] is None and "says nothing about P2P: a pair fault" in \
         pair["reason"]
     assert "during job 4711" in pair["reason"]
     assert pages(client) == {("PairCopiesFailing", "2", "5")}  # Xid 13 is info: no page

@@ -43,7 +43,7 @@ def test_docs_render_under_the_csp(browser, server: str) -> None:  # type: ignor
         watch = Watch()
         watch.attach(page)
         answer = page.goto("/docs")
-        assert answer is not None and "script-src 'self'" in\
+        assert answer is not None and "script-src 'self'" in \
             answer.headers["content-security-policy"]
         try:
             page.wait_for_selector(".opblock-summary-path")  # operations listed: the UI ran

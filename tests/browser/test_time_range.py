@@ -16,8 +16,8 @@ from tests.conftest import SETTLE_S
 
 pytestmark = pytest.mark.browser
 
-LAYOUT = "id => { const l = document.getElementById(id).layout; return {range: l.xaxis.range, "\
-    "spikes: l.xaxis.showspikes, shapes: (l.shapes || []).map(s => s.name || ''), "\
+LAYOUT = "id => { const l = document.getElementById(id).layout; return {range: l.xaxis.range, " \
+    "spikes: l.xaxis.showspikes, shapes: (l.shapes || []).map(s => s.name || ''), " \
     "labels: (l.annotations || []).map(a => a.text)}; }"
 
 
@@ -28,7 +28,7 @@ def test_an_absolute_range_from_the_url_is_what_every_chart_asks_for(page, fleet
     path = (f"/#/host/{FAULTY}?pair=1-2&test=ce_write&from={since.strftime(stamp)}"
             f"&to={to.strftime(stamp)}")
     open_view(page, "/#/alerts", "alerts")
-    with page.expect_response(lambda r: "/links/series?" in r.url) as links,\
+    with page.expect_response(lambda r: "/links/series?" in r.url) as links, \
             page.expect_response(lambda r: "/series?" in r.url and "/links/" not in r.url) as pair:
         open_view(page, path, "host")
     for answer in (links.value, pair.value):

@@ -101,7 +101,7 @@ def _run_health(tmp_path: Path, url: str, node: str, reason: str = "none") -> li
                           "--scontrol", str(fake)], env=env, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    return [line for line in log.read_text().splitlines() if line.startswith("update")]\
+    return [line for line in log.read_text().splitlines() if line.startswith("update")] \
         if log.exists() else []
 
 

@@ -135,7 +135,7 @@ class Preset(_Data):
             if not (0 <= a < n and 0 <= b < n) or a == b:
                 raise ValueError(f"NVLink pair {a}-{b} does not join two of the {n} GPUs")
         rack = self.rack
-        if rack is not None and rack.switch_trays * rack.ports_per_switch_tray !=\
+        if rack is not None and rack.switch_trays * rack.ports_per_switch_tray != \
                 self.nvlink.links_per_gpu:
             raise ValueError(f"rack: {rack.switch_trays} switch trays x "
                              f"{rack.ports_per_switch_tray} ports is not the "

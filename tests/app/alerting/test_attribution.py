@@ -114,7 +114,7 @@ def test_a_gpu_failing_with_every_peer_is_the_one_fault_and_its_peers_stay_offer
     assert len(with_3) == 14
     for p in with_3:  # non-healthy, blamed on GPU3 alone, in words
         assert p.verdict is Verdict.DOWN and p.explained_by == 3
-        assert f"GPU{p.src}->GPU{p.dst} explained by GPU3, whose copies fail with every "\
+        assert f"GPU{p.src}->GPU{p.dst} explained by GPU3, whose copies fail with every " \
                "peer" in p.reason
     assert "explained by GPU3" in h.gpus[0].reason  # the peer says why it is not blamed
     assert board.offered(7) == [0, 1, 2, 4, 5, 6, 7]
@@ -179,7 +179,7 @@ def test_p2p_unsupported_pages_p2p_access_lost_not_peer_copies_failing(
     active = board.active()
     assert {(r, g, p) for r, g, p in active if r == "P2PAccessLost"} == {
         ("P2PAccessLost", "0", "1"), ("P2PAccessLost", "1", "0")}
-    assert not any(r in ("PeerCopiesFailing", "PairCopiesFailing") for r, _, _ in active),\
+    assert not any(r in ("PeerCopiesFailing", "PairCopiesFailing") for r, _, _ in active), \
         active
     h = board.health()
     assert "peer copies fail" not in h.gpus[0].reason

@@ -167,13 +167,13 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
     for g, v in gpus.items():
         assert v.verdict not in BAD or g in via, f"{fault}: GPU{g} {v.reason}"
     for key, x in links.items():
-        assert x.verdict not in BAD or key in named_links or key[0] in named_gpus,\
+        assert x.verdict not in BAD or key in named_links or key[0] in named_gpus, \
             f"{fault}: {x.reason}"
     for key, p in pairs.items():
         if p.verdict not in BAD:
             continue
         if p.explained_by is not None:  # by the GPU's alert, or its NVLink's (an Xid 74)
-            assert p.explained_by in named_gpus | {g for g, _ in named_links},\
+            assert p.explained_by in named_gpus | {g for g, _ in named_links}, \
                 f"{fault}: {p.reason}"
             assert f"GPU{p.explained_by}" in p.reason, p.reason  # says so, in words
         elif not health.pair_facts.get(key, {}).get("waits_for"):  # else: says why it waits

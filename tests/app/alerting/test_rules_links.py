@@ -63,7 +63,7 @@ def test_a_single_flap_shorter_than_for_warns_on_the_link_and_pages_nothing(
     (warn,) = host.alerts("firing")
     assert warn.labels == {"alertname": "XidWarning", "severity": "warning", "host": "sim-a",
                            "gpu": "1", "link": "4", "xid": "xid74"}
-    assert "NVLink 4 went down once as the event was logged and is up again" in\
+    assert "NVLink 4 went down once as the event was logged and is up again" in \
         warn.annotations["description"]
     assert {a.state for a in host.alerts() if a.rule != "XidWarning"} == {"inactive"}
 

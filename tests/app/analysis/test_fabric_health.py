@@ -30,7 +30,7 @@ def test_rates_treat_a_counter_going_backwards_as_a_reset() -> None:
 
 
 def test_link_verdicts_judge_state_and_growth_not_size() -> None:
-    assert judge_link(_port(0, 3, up=False), {}, TH).reason ==\
+    assert judge_link(_port(0, 3, up=False), {}, TH).reason == \
         "GPU0 link 3 is down (NVML link state)"
     calm = judge_link(_port(0, 3), {"crc_data": 0.2, "replay": 0.0}, TH)
     assert calm.verdict is Verdict.HEALTHY
@@ -102,5 +102,5 @@ def test_host_verdicts() -> None:
     bad = PairJudgement(Verdict.DEGRADED, "GPU0->GPU1 ce_write low", 0, 1, ())
     j = judge_host("h", [healthy_gpu], [], [bad], None)
     assert j.verdict is Verdict.DEGRADED
-    assert j.reason == "h: 0 of 1 GPUs, 1 of 1 pairs, 0 of 0 links not healthy; "\
+    assert j.reason == "h: 0 of 1 GPUs, 1 of 1 pairs, 0 of 0 links not healthy; " \
                        "GPU0->GPU1 ce_write low"

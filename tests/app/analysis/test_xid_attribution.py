@@ -113,7 +113,7 @@ def test_a_pair_names_the_job_that_held_its_gpus_when_its_trouble_began() -> Non
     own, elsewhere = failing(1, 0), failing(2, 5)
     got = with_fault_jobs([explained, own, elsewhere], spans, {(0, 1): T, (1, 0): T,
                                                               (2, 5): T})
-    assert got[0].cause == "GPU1: Xid 79 at 02:00 UTC (GPU has fallen off the bus), during "\
+    assert got[0].cause == "GPU1: Xid 79 at 02:00 UTC (GPU has fallen off the bus), during " \
                            "job 4711"
     assert got[1].reason.endswith("; bad since 02:00 UTC, during job 4711")
     assert got[1].cause is None  # a pair fault speaks for itself

@@ -93,7 +93,7 @@ def test_the_schema_still_rejects_a_bad_body_and_patches_as_the_fake_does() -> N
 
 def test_condition_reasons_are_camel_case_words() -> None:
     assert reason_code("GPU5 down: all 18 NVLinks down") == "Gpu5Down"
-    assert reason_code("NVSwitchFabricNotReady: GPU2 fabric not ready") ==\
+    assert reason_code("NVSwitchFabricNotReady: GPU2 fabric not ready") == \
         "Nvswitchfabricnotready"
     assert reason_code("2 of 8 GPUs not healthy (GPU1, GPU2): x") == "FabricFault"
 

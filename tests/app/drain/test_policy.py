@@ -26,7 +26,7 @@ def test_values_are_read() -> None:
                     "breaker: {window: 1h, max_per_window: 3, max_share_out: 0.5}\n")
     assert p.acts and p.debounce_s == 90 and p.return_after_s == 60
     assert p.degraded_min_lost_gpus is None and p.alerts == ("PCIeLinkDowntrained",)
-    assert (p.breaker.window_s, p.breaker.max_per_window, p.breaker.max_share_out) ==\
+    assert (p.breaker.window_s, p.breaker.max_per_window, p.breaker.max_share_out) == \
         (3600, 3, 0.5)
 
 

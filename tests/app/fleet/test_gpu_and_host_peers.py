@@ -75,7 +75,7 @@ def test_a_pair_slow_alone_pages_per_pair_and_a_whole_host_once(fleet: PeerFleet
         ("P2PBelowFleetPeers", "0", "1")}  # both directions below: one page for the pair
     [pair] = fleet.host("odd").alerts("firing")
     summary = pair.annotations["summary"]
-    assert summary.startswith("GPU0<->GPU1 on odd is 0.9") and " of its fleet peers: GPU0->GPU1 "\
+    assert summary.startswith("GPU0<->GPU1 on odd is 0.9") and " of its fleet peers: GPU0->GPU1 " \
         in summary and "; GPU1->GPU0 " in summary, summary
     slow = fleet.add("slow", *(BandwidthFactor(src=s, dst=d, factor=0.9)
                                for s in range(4) for d in range(s + 1, 4)),

@@ -41,7 +41,7 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
         assert H200_NV18 in pair.reason and "over 6 hosts on driver" in pair.reason
         assert slow.pair_facts[(pair.src, pair.dst)]["peer"]["flagged"]
     assert slow.judgement.verdict is Verdict.DEGRADED
-    assert slow.judgement.reason.startswith("slow: 0.9") and "of its fleet peers" in\
+    assert slow.judgement.reason.startswith("slow: 0.9") and "of its fleet peers" in \
         slow.judgement.reason and "; 0 of 2 GPUs, 2 of 2 pairs" in slow.judgement.reason
     # a 2-GPU board: its one pair is a pair fault, both GPUs kept apart, and
     # what it cannot prove it says: there is no other peer to tell it from a GPU fault
@@ -55,7 +55,7 @@ def test_a_host_slow_from_the_start_is_flagged_against_its_peers(fleet: PeerFlee
     alerts = fleet.host("slow").alerts("firing")
     assert [(a.rule, a.labels["host"]) for a in alerts] == [("HostBelowFleetPeers", "slow")]
     summary = alerts[0].annotations["summary"]
-    assert summary.startswith("slow is 0.9") and "(NVIDIA H200 NVSwitch NV18, driver " in\
+    assert summary.startswith("slow is 0.9") and "(NVIDIA H200 NVSwitch NV18, driver " in \
         summary and summary.endswith(": 2 pairs below"), summary
     assert not fleet.host("ok-0").alerts("firing")
 

@@ -170,7 +170,7 @@ def test_a_copy_received_while_the_first_commits_its_rows_is_answered_a_duplicat
         with ThreadPoolExecutor(1) as pool:
             second = pool.submit(receive_posted, sessions, _body(report), settings, _now(),
                                  None, True)
-            assert eventually(lambda: _waiting_on_a_lock(sessions)),\
+            assert eventually(lambda: _waiting_on_a_lock(sessions)), \
                 "the second copy's INSERT did not wait on the row being deleted"
             go_on.set()
             answer, pending_again = second.result(timeout=SETTLE_S)

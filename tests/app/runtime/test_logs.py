@@ -54,7 +54,7 @@ def test_serve_without_local_probe_logs_each_event_on_one_line(tmp_path: Path) -
 
 
 def test_redact_query_keeps_harmless_parameters() -> None:
-    assert redact_query("/api/v1/hosts?token=abc&since=2026") ==\
+    assert redact_query("/api/v1/hosts?token=abc&since=2026") == \
         "/api/v1/hosts?token=REDACTED&since=2026"
     assert redact_query("/x?Authorization=Bearer%20abc") == "/x?Authorization=REDACTED"
     assert redact_query("/x?since=2026&step=60") == "/x?since=2026&step=60"
@@ -84,7 +84,7 @@ def test_redaction_goes_by_meaning_not_spelling(query: str) -> None:
 
 def test_a_write_logs_no_query_string() -> None:
     for method in ("POST", "DELETE", "PUT", "PATCH"):
-        assert redact_query("/api/v1/maintenance?anything=S&x=1", method) ==\
+        assert redact_query("/api/v1/maintenance?anything=S&x=1", method) == \
             "/api/v1/maintenance"
-    assert redact_query("/api/v1/hosts?since=1;step=60", "GET") ==\
+    assert redact_query("/api/v1/hosts?since=1;step=60", "GET") == \
         "/api/v1/hosts?since=1;step=60"

@@ -105,7 +105,7 @@ def test_serve_runs_its_workers_nicer_than_its_event_loop(db_url: str, tmp_path:
         # starts), its expansion thread runs at STEPS
         for pid in workers:
             eventually(lambda pid=pid: _worker_nices(pid) == (receiving, {receiving, expected}))
-            assert _worker_nices(pid) == (receiving, {receiving, expected}),\
+            assert _worker_nices(pid) == (receiving, {receiving, expected}), \
                 _nices_by_thread(pid)
         if _kernel_takes_short_turns():
             short = int(LOOP_SLICE_S * 1e9)

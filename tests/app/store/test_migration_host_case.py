@@ -81,7 +81,7 @@ def test_case_duplicates_are_refused_by_name(backend: str, tmp_path: Path) -> No
                 with engine.begin() as conn:
                     command.upgrade(alembic_config(conn), "head")
             assert "'RTE-Case-X' and 'rte-case-x'" in str(refused.value)
-            assert "UPDATE hosts SET name = 'rte-case-x-old' WHERE name = 'RTE-Case-X'" in\
+            assert "UPDATE hosts SET name = 'rte-case-x-old' WHERE name = 'RTE-Case-X'" in \
                 str(refused.value)
             with engine.connect() as conn:
                 assert sorted(conn.scalars(select(Host.name))) == ["RTE-Case-X", "ok",

@@ -122,7 +122,7 @@ def test_corrupt_spool_file_is_set_aside_and_the_rest_delivered(tmp_path: Path,
 
 def test_wrong_token_is_logged_loudly_and_not_retried_forever(tmp_path: Path, caplog) -> None:
     settings = server_settings(tmp_path / "server")
-    with live_server(settings) as server,\
+    with live_server(settings) as server, \
             probe(tmp_path, server.url, token="not-the-token",
                   inventory_interval_s=60) as (runtime, clock, built):
         with caplog.at_level(logging.ERROR):
