@@ -13,7 +13,8 @@ from peerwatch.probes.report import (
 )
 
 
-def _example(example: dict[str, Any]) -> ConfigDict:
+def with_example(example: dict[str, Any]) -> ConfigDict:
+    """A model's config carrying one example for the OpenAPI document."""
     return ConfigDict(json_schema_extra={"examples": [example]})
 
 

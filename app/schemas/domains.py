@@ -9,17 +9,14 @@ the reason in words (`app/analysis/domains.py`). See docs/domains.md.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.schemas.common import with_example
 
 DOMAIN_ID = "5c3c1c9b2f7e5a41a1d0b6c7e8f90123"
 
-
-def _example(example: dict[str, Any]) -> ConfigDict:
-    return ConfigDict(json_schema_extra={"examples": [example]})
 
 
 class CliqueOut(BaseModel):
@@ -49,7 +46,7 @@ class DomainSummary(BaseModel):
 
 
 class DomainsResponse(BaseModel):
-    model_config = _example({
+    model_config = with_example({
         "generated_at": "2026-12-01T12:00:00Z",
         "domains": [{
             "id": DOMAIN_ID, "verdict": "degraded",
@@ -112,7 +109,7 @@ class CliqueMissOut(BaseModel):
 
 
 class CliquesResponse(BaseModel):
-    model_config = _example({
+    model_config = with_example({
         "generated_at": "2026-12-01T12:00:00Z", "gpus": 8,
         "cliques": [{"domain": DOMAIN_ID, "clique_id": 1, "healthy_gpus": 67, "hosts": [
             {"host": "nvl72-a-tray01", "gpus": [0, 1, 2, 3],

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from peerwatch.app.schemas.common import Busy, Judged, PairExplained, _example
+from peerwatch.app.schemas.common import Busy, Judged, PairExplained, with_example
 from peerwatch.probes.report import (
     TestName,
 )
@@ -67,7 +67,7 @@ class GpuHealth(Judged):
 
 
 class HealthResponse(Judged, Busy):
-    model_config = _example({
+    model_config = with_example({
         "host": "gpu-node-17", "verdict": "degraded", "generated_at": "2026-11-30T10:20:00Z",
         "reason": "GPU3 degraded: 2 of 14 pairs degraded",
         "gpus": [{"gpu": 3, "verdict": "degraded",

@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from peerwatch.app.analysis.clock import SKEW_DOC
-from peerwatch.app.schemas.common import Busy, Judged, PairRef, _example
+from peerwatch.app.schemas.common import Busy, Judged, PairRef, with_example
 from peerwatch.app.schemas.gpu_evidence import GpuClocksOut, RdmaReadinessOut
 from peerwatch.probes.report import (
     LinkState,
@@ -39,7 +39,7 @@ class HostSummary(Judged, Busy):
 
 
 class HostsResponse(BaseModel):
-    model_config = _example({
+    model_config = with_example({
         "generated_at": "2026-11-30T10:20:00Z",
         "hosts": [{
             "host": "gpu-node-17", "fabric": "nvml", "verdict": "degraded",
@@ -123,7 +123,7 @@ class ReportOut(BaseModel):
 
 
 class HostDetail(BaseModel):
-    model_config = _example({
+    model_config = with_example({
         "host": "gpu-node-17", "fabric": "nvml", "driver_version": "580.159.04",
         "cuda_version": "13.0", "probe_version": "0.1.0",
         "first_seen": "2026-11-01T08:00:00Z", "last_report_at": "2026-11-30T10:19:41Z",

@@ -6,11 +6,11 @@ import uuid
 
 from pydantic import BaseModel, Field
 
-from peerwatch.app.schemas.common import _example
+from peerwatch.app.schemas.common import with_example
 
 
 class IngestResult(BaseModel):
-    model_config = _example({
+    model_config = with_example({
         "report_id": "6f1c0c9e-2a54-4c7e-9d8e-1b0f5e0b7a11", "host": "gpu-node-17",
         "duplicate": False, "measurements": 393, "counter_samples": 288,
     })

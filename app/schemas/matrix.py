@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from peerwatch.app.schemas.common import Judged, JudgedAt, PairExplained, _example
+from peerwatch.app.schemas.common import Judged, JudgedAt, PairExplained, with_example
 from peerwatch.probes.report import (
     TestName,
     Unit,
@@ -29,7 +29,7 @@ class MatrixCell(Judged, PairExplained):
 
 
 class MatrixResponse(JudgedAt):
-    model_config = _example({
+    model_config = with_example({
         "host": "gpu-node-17", "test": "ce_write", "unit": "B/s", "gpus": [0, 1],
         "cells": [{
             "src": 0, "dst": 1, "value": 391000000000.0, "expected": 396833000000.0,

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from peerwatch.app.schemas.common import _example
+from peerwatch.app.schemas.common import with_example
 from peerwatch.app.schemas.jobs import JobSpanOut
 from peerwatch.probes.report import (
     TestName,
@@ -45,7 +45,7 @@ class ExpectedOut(BaseModel):
 
 
 class SeriesResponse(BaseModel):
-    model_config = _example({
+    model_config = with_example({
         "host": "gpu-node-17", "src": 0, "dst": 1, "test": "ce_write", "unit": "B/s",
         "since": "2026-11-29T10:00:00Z", "until": "2026-11-30T10:00:00Z", "step_s": 3600,
         "source": "raw",
@@ -108,7 +108,7 @@ class PcieSeries(BaseModel):
 
 
 class LinkSeriesResponse(BaseModel):
-    model_config = _example({
+    model_config = with_example({
         "host": "gpu-node-17", "since": "2026-11-30T09:00:00Z",
         "until": "2026-11-30T10:00:00Z", "step_s": 60,
         "links": [{"gpu": 0, "link": 0, "points": [{

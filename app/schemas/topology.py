@@ -8,7 +8,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.app.schemas.common import JudgedAt, _example
+from peerwatch.app.schemas.common import JudgedAt, with_example
 from peerwatch.probes.report import (
     PathLevel,
     TestName,
@@ -57,7 +57,7 @@ class TopologyEdge(BaseModel):
 
 
 class TopologyResponse(JudgedAt):
-    model_config = _example({
+    model_config = with_example({
         "host": "gpu-node-17",
         "nodes": [
             {"id": "gpu0", "kind": "gpu", "label": "GPU0 NVIDIA H200", "gpu": 0,
