@@ -1,4 +1,4 @@
-"""The drain policy: one YAML file for every scheduler (docs/drain.md, deploy/drain-policy.yaml).
+"""The drain policy: one YAML file for every scheduler (docs/drain.md, deploy/drain/policy.yaml).
 
 `load_policy(text)` validates it and names the bad key in a `PolicyError`; `faults(policy,
 facts)` lists what about a node the policy counts as a reason to take it out, each with since
