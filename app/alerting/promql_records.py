@@ -10,6 +10,21 @@ from __future__ import annotations
 
 from peerwatch.app.alerting.promql import Record
 
+
+def on_the_pair(low: str) -> str:
+    """A (pair, test) condition of either direction, unless PCIe or a held page explains it,
+    moved onto its unordered pair's labels (`gpu` < `peer_gpu`, the way in `direction`):
+    what every pair rule pages by, once per pair."""
+    return ("label_replace(label_replace(label_join(\n"
+            "    (\n"
+            + low +
+            "      unless on (host, gpu, peer_gpu, test) peerwatch:p2p_test_explained_by_pcie\n"
+            "      unless on (host, gpu, peer_gpu) peerwatch:pair_page_held\n"
+            "    ) * on (host, gpu, peer_gpu) group_left (pair) peerwatch:p2p_pair,\n"
+            '  "direction", "->", "gpu", "peer_gpu"),\n'
+            '  "gpu", "$1", "pair", "([0-9]+)-[0-9]+"), "peer_gpu", "$1", "pair", '
+            '"[0-9]+-([0-9]+)")\n')
+
 BASELINE_COMMENT = (
     "The pair's own norm: the median of its uncontended values over the last day (one point "
     "per 10 min, the sweep interval), recorded every 5 min to keep the 1-day look-back cheap."
@@ -159,9 +174,7 @@ SHARED: tuple[Record, ...] = (
     ),
     Record(
         "peerwatch:p2p_pair_test_low_two_sweeps",
-        expr=(
-            "label_replace(label_replace(label_join(\n"
-            "    (\n"
+        expr=on_the_pair(
             "        peerwatch:p2p_bandwidth_baseline_ratio < 0.80\n"
             "      and on (host, gpu, peer_gpu, test) (\n"
             "          min_over_time(peerwatch:p2p_bandwidth_low[9m]) == 1\n"
@@ -169,12 +182,6 @@ SHARED: tuple[Record, ...] = (
             "changes(peerwatch_probe_last_sweep_timestamp_seconds[9m]) > 0\n"
             "        or min_over_time(peerwatch:p2p_bandwidth_low[12m]) == 1\n"
             "      )\n"
-            "      unless on (host, gpu, peer_gpu, test) peerwatch:p2p_test_explained_by_pcie\n"
-            "      unless on (host, gpu, peer_gpu) peerwatch:pair_page_held\n"
-            "    ) * on (host, gpu, peer_gpu) group_left (pair) peerwatch:p2p_pair,\n"
-            '  "direction", "->", "gpu", "peer_gpu"),\n'
-            '  "gpu", "$1", "pair", "([0-9]+)-[0-9]+"), "peer_gpu", "$1", "pair", '
-            '"[0-9]+-([0-9]+)")\n'
         ),
         comment=(
             "Sustained low: low in each of the last two sweeps, inside the expression (no "
@@ -193,18 +200,10 @@ SHARED: tuple[Record, ...] = (
     ),
     Record(
         "peerwatch:p2p_pair_test_low_intermittent",
-        expr=(
-            "label_replace(label_replace(label_join(\n"
-            "    (\n"
+        expr=on_the_pair(
             "        sum_over_time(peerwatch:p2p_bandwidth_low[59m:10m]) >= 3\n"
             "      unless on (host, gpu, peer_gpu, test)\n"
             "        (max_over_time(peerwatch:p2p_bandwidth_low[29m:10m]) == 0)\n"
-            "      unless on (host, gpu, peer_gpu, test) peerwatch:p2p_test_explained_by_pcie\n"
-            "      unless on (host, gpu, peer_gpu) peerwatch:pair_page_held\n"
-            "    ) * on (host, gpu, peer_gpu) group_left (pair) peerwatch:p2p_pair,\n"
-            '  "direction", "->", "gpu", "peer_gpu"),\n'
-            '  "gpu", "$1", "pair", "([0-9]+)-[0-9]+"), "peer_gpu", "$1", "pair", '
-            '"[0-9]+-([0-9]+)")\n'
         ),
         comment=(
             "The server's intermittent rule (app/analysis/health.py): a test low in 3 "
@@ -217,17 +216,9 @@ SHARED: tuple[Record, ...] = (
     ),
     Record(
         "peerwatch:p2p_pair_test_below_fleet_peers",
-        expr=(
-            "label_replace(label_replace(label_join(\n"
-            "    (\n"
+        expr=on_the_pair(
             "        max by (host, gpu, peer_gpu, test) (peerwatch_pair_fleet_peer_ratio) < "
             "0.93\n"
-            "      unless on (host, gpu, peer_gpu, test) peerwatch:p2p_test_explained_by_pcie\n"
-            "      unless on (host, gpu, peer_gpu) peerwatch:pair_page_held\n"
-            "    ) * on (host, gpu, peer_gpu) group_left (pair) peerwatch:p2p_pair,\n"
-            '  "direction", "->", "gpu", "peer_gpu"),\n'
-            '  "gpu", "$1", "pair", "([0-9]+)-[0-9]+"), "peer_gpu", "$1", "pair", '
-            '"[0-9]+-([0-9]+)")\n'
         ),
         comment=(
             "The server's pairs flagged below their fleet peers (its /metrics exports flagged "
