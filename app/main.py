@@ -24,6 +24,7 @@ from peerwatch.app import routes
 from peerwatch.app.api.conditional_get import ConditionalGet
 from peerwatch.app.api.errors import install_error_handlers
 from peerwatch.app.api.json_body import ACCEPT_ENCODING
+from peerwatch.app.api.keys import check_credentials
 from peerwatch.app.api.openapi import install_openapi
 from peerwatch.app.api.response_headers import RequestEncodings, ServerTiming
 from peerwatch.app.exposition.ingest import INGEST_PATH, IngestMetricsMiddleware, IngestStats
@@ -118,6 +119,7 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     # Coroutines `job(app)` run while the app serves (cancelled at shutdown); `serve` adds the
     # maintenance loop here, and anything else that should live as long as the server can.
     app.state.background_jobs = [heard_flush_job]
+    check_credentials(app)
     for router in discover_routers():
         app.include_router(router)
     app.add_exception_handler(NotFound, _not_found)

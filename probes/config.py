@@ -39,7 +39,10 @@ class ProbeSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
 
     server_url: str = Field(default="http://127.0.0.1:8000", min_length=1)
+    # The probe's credential: from PEERWATCH_PROBE_TOKEN, else read from token_file (never
+    # the command line, where every local user reads it from /proc).
     token: str = ""
+    token_file: Path | None = Path("/etc/peerwatch/probe-token")
     fabric: str = "auto"  # "auto" | "nvml" | "simulated:<preset>"
     hostname: str | None = None  # overrides the name the fabric reports (the demo's fleet)
 
@@ -81,7 +84,7 @@ class ProbeSettings(BaseSettings):
             raise ValueError(f"server URL must start with http:// or https://, got {value!r}")
         return value.rstrip("/")
 
-    @field_validator("job_mapping_dir", "kubelet_socket", mode="before")
+    @field_validator("job_mapping_dir", "kubelet_socket", "token_file", mode="before")
     @classmethod
     def _empty_is_off(cls, value: Any) -> Any:
         return None if value == "" else value

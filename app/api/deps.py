@@ -6,7 +6,6 @@ apps with different settings (tests, SQLite and PostgreSQL side by side) never m
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -15,7 +14,17 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 
+from peerwatch.app.api.keys import keyring_for
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.credentials import (
+    ADMIN_TOKEN,
+    FLEET_PROBE,
+    Identity,
+    Role,
+    looks_like_credential,
+    match_static,
+    verify,
+)
 from peerwatch.probes.report import HOSTNAME_RULE, valid_hostname
 
 bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token>")
@@ -37,36 +46,65 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def _check_token(credentials: HTTPAuthorizationCredentials | None, allowed: list[str],
-                 what: str) -> str:
+def _bearer(credentials: HTTPAuthorizationCredentials | None, what: str) -> str:
     if credentials is None or not credentials.credentials:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             detail=f"missing bearer token: send 'Authorization: Bearer <{what}>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    token = credentials.credentials
-    # compare_digest against every token: the time taken does not reveal which one matched.
-    matched = [secrets.compare_digest(token.encode(), ok.encode()) for ok in allowed]
-    if not any(matched):
-        if not allowed:
-            detail = f"no {what} is configured on this server"
-        else:
-            detail = f"the bearer token is not a valid {what}"
-        raise HTTPException(status.HTTP_403_FORBIDDEN, detail=detail)
-    return token
+    return credentials.credentials
 
 
-async def require_probe_token(credentials: BearerDep, settings: SettingsDep) -> str:
-    """401 without a bearer token, 403 with one that is not in PEERWATCH_PROBE_TOKENS.
-    Async (no I/O): a report refused as too many never waits for a thread-pool slot."""
-    return _check_token(credentials, settings.probe_tokens, "probe token")
+def identify(request: Request, token: str) -> Identity | None:
+    """The identity `token` proves: a derived credential, a fleet-wide probe token, or the
+    admin token; None when it proves none."""
+    settings: Settings = request.app.state.settings
+    if looks_like_credential(token):
+        return verify(keyring_for(request.app).keys(), token)
+    if match_static(token, settings.probe_tokens):
+        return FLEET_PROBE
+    if settings.admin_token and match_static(token, [settings.admin_token]):
+        return ADMIN_TOKEN
+    return None
 
 
-def require_admin_token(credentials: BearerDep, settings: SettingsDep) -> str:
-    """401 without a bearer token, 403 unless it is PEERWATCH_ADMIN_TOKEN."""
-    allowed = [settings.admin_token] if settings.admin_token else []
-    return _check_token(credentials, allowed, "admin token")
+def _require(request: Request, credentials: HTTPAuthorizationCredentials | None,
+             roles: tuple[Role, ...], what: str) -> Identity:
+    """401 without a bearer token, 403 unless it proves one of `roles`. Checked before the
+    body is read: routes read their bodies themselves (`StrictJsonRoute`), after this."""
+    identity = identify(request, _bearer(credentials, what))
+    if identity is None or identity.role not in roles:
+        raise HTTPException(status.HTTP_403_FORBIDDEN,
+                            detail=f"the bearer token is not a valid {what}")
+    return identity
+
+
+async def require_probe(request: Request, credentials: BearerDep) -> Identity:
+    """A probe credential (its hosts), or a fleet-wide probe token. Async (no I/O): a report
+    refused as too many never waits for a thread-pool slot."""
+    return _require(request, credentials, (Role.PROBE,), "probe credential")
+
+
+async def require_admin(request: Request, credentials: BearerDep) -> Identity:
+    """A person's admin credential, or PEERWATCH_ADMIN_TOKEN."""
+    return _require(request, credentials, (Role.ADMIN,), "admin credential")
+
+
+async def require_actor(request: Request, credentials: BearerDep) -> Identity:
+    """Who may record drain actions: a drain controller, a node's gate (its node only, which
+    the route checks), or a person."""
+    return _require(request, credentials, (Role.DRAIN, Role.GATE, Role.ADMIN),
+                    "drain, gate or admin credential")
+
+
+def forbidden_host(identity: Identity, host: str | None) -> HTTPException | None:
+    """403 when `identity` may not speak for `host` (None: a host it does not name)."""
+    if host is not None and identity.speaks_for(host):
+        return None
+    return HTTPException(status.HTTP_403_FORBIDDEN,
+                         detail=f"{identity.name} may not speak for host "
+                                f"{(host or '(none)')[:80]!r}")
 
 
 # Row ids in paths: bounded by the INTEGER column, so a huge id is a 422, never a driver error.
@@ -81,5 +119,9 @@ HostQuery = Annotated[str | None, Query(min_length=1, max_length=253,
                                         description=f"Only this host. {_HOST_RULE}"),
                       AfterValidator(lambda v: None if v is None else valid_hostname(v))]
 
-ProbeTokenDep = Annotated[str, Depends(require_probe_token)]
-AdminTokenDep = Annotated[str, Depends(require_admin_token)]
+# The credential dependencies: `StrictJsonRoute` runs a route's before reading its body.
+CREDENTIAL_CHECKS = (require_probe, require_admin, require_actor)
+
+ProbeDep = Annotated[Identity, Depends(require_probe)]
+AdminDep = Annotated[Identity, Depends(require_admin)]
+ActorDep = Annotated[Identity, Depends(require_actor)]

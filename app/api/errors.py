@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import compile_path
 
-from peerwatch.app.api.report_checks import ReportConflict
+from peerwatch.app.api.report_checks import ForeignHost, ReportConflict
 from peerwatch.app.api.response_headers import SecurityHeaders
 
 log = logging.getLogger("peerwatch.errors")
@@ -142,6 +142,10 @@ async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
 
 
+async def _foreign_host(_request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_403_FORBIDDEN)
+
+
 def allowed_methods(request: Request) -> list[str]:
     """Every method some route serves at this path (Starlette's 405 names only the first
     matching route's: `Allow: POST` on a path that also serves GET)."""
@@ -168,4 +172,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DataError, _data_error)
     app.add_exception_handler(SQLAlchemyError, _database_error)
     app.add_exception_handler(ReportConflict, _conflict)
+    app.add_exception_handler(ForeignHost, _foreign_host)
     app.add_middleware(SecurityHeaders)

@@ -34,6 +34,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
 
+from peerwatch.app.api.deps import CREDENTIAL_CHECKS, bearer
 from peerwatch.app.api.errors import body_errors
 
 NUL_ESCAPE = b"\\u0000"
@@ -199,15 +200,28 @@ def _is_json(request: Request) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
+def _credential_check(route: APIRoute) -> Callable[..., Coroutine[Any, Any, Any]] | None:
+    """The route's credential dependency (`app/api/deps.py`), if it has one."""
+    for dependency in route.dependant.dependencies:
+        if dependency.call in CREDENTIAL_CHECKS:
+            return dependency.call
+    return None
+
+
 class StrictJsonRoute(APIRoute):
-    """A route whose JSON body is read by `load_json` before FastAPI validates it."""
+    """A route whose JSON body is read by `load_json` before FastAPI validates it, and only
+    once its credential is checked: FastAPI reads a body before it resolves dependencies, so
+    a route's credential dependency is also run here first (a 401/403 costs no read)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         if self.body_field is None:
             return handler
+        check = _credential_check(self)
 
         async def read_then_handle(request: Request) -> Response:
+            if check is not None:
+                await check(request, await bearer(request))
             body = await read_limited_body(request, ADMIN_BODY_LIMIT, "request",
                                            "the admin API's limit")
             request._body = body  # Starlette's cache of body(): FastAPI reads it from there

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+from peerwatch.app.runtime.credentials import Identity
 from peerwatch.probes.report import (
     MAX_GPUS,
     CounterSample,
@@ -132,6 +133,18 @@ def _check_results(report: Report) -> Iterator[dict[str, Any]]:
 
 class ReportConflict(Exception):
     """A report_id already stored with a different body (answered 409)."""
+
+
+class ForeignHost(Exception):
+    """A report about a host its credential does not speak for (answered 403). Raised in an
+    ingest worker process too: its one argument, the message, pickles."""
+
+
+def check_speaker(host: str, speaker: Identity | None) -> None:
+    """Refuse a report or snapshot about a host its sender's credential does not name
+    (None: stored by the server itself, the demo's backfill and the tests' fixtures)."""
+    if speaker is not None and not speaker.speaks_for(host):
+        raise ForeignHost(f"{speaker.name} may not report for host {host.lower()[:80]!r}")
 
 
 def check_report(report: Report, now: datetime) -> list[dict[str, Any]]:

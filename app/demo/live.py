@@ -13,7 +13,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -55,10 +55,13 @@ class LiveHost:
 
 
 class LiveFleet:
-    def __init__(self, fleet: list[DemoHost], scenario: Scenario, server_url: str, token: str,
-                 spool_root: Path, intervals: LiveIntervals | None = None) -> None:
+    def __init__(self, fleet: list[DemoHost], scenario: Scenario, server_url: str,
+                 credential_for: Callable[[str], str], spool_root: Path,
+                 intervals: LiveIntervals | None = None) -> None:
+        """`credential_for(host)`: the probe credential of that host, as a real fleet's
+        probes each hold their own."""
         self.scenario = scenario
-        self.server_url, self.token = server_url, token
+        self.server_url, self.credential_for = server_url, credential_for
         self.spool_root = spool_root
         self.mapping_root = spool_root.parent / "job-mapping"  # each host's, as a prolog writes
         self.intervals = intervals or LiveIntervals()
@@ -88,7 +91,8 @@ class LiveFleet:
 
     def _settings(self, host: DemoHost) -> ProbeSettings:
         i, pace = self.intervals, host.pace
-        return ProbeSettings(server_url=self.server_url, token=self.token, hostname=host.name,
+        return ProbeSettings(server_url=self.server_url, token=self.credential_for(host.name),
+                             hostname=host.name,
                              fabric=f"simulated:{host.preset}",
                              spool_dir=self.spool_root / host.name,
                              inventory_interval_s=i.inventory_s * pace,

@@ -11,12 +11,12 @@ the past day begin in the background (it would otherwise compete for the CPU). S
 from __future__ import annotations
 
 import logging
-import secrets
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,6 +30,8 @@ from peerwatch.app.demo.live import LiveFleet, LiveIntervals
 from peerwatch.app.demo.scenario import Scenario, default_scenario
 from peerwatch.app.demo.server import ServerThread
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.credentials import Role, issue
+from peerwatch.app.runtime.keyring import ensure_keys, secret_path
 from peerwatch.app.runtime.signals import stop_on_signals
 from peerwatch.app.schemas.maintenance import MaintenanceRequest
 from peerwatch.app.server import build_server_app
@@ -64,11 +66,12 @@ DEMO_PEER_MIN_HOSTS = 3
 DEMO_INGEST_WAIT_S = 2.0
 
 
-def demo_settings(options: DemoOptions, token: str, admin_token: str | None = None) -> Settings:
-    """Server settings tuned to the demo's fast clock: staleness and degradation in minutes."""
+def demo_settings(options: DemoOptions, admin_token: str | None = None) -> Settings:
+    """Server settings tuned to the demo's fast clock: staleness and degradation in minutes.
+    No fleet-wide token: each simulated host reports with its own credential."""
     database = (options.data_dir / "peerwatch.db").resolve()
     return Settings(data_dir=options.data_dir, database_url=f"sqlite:///{database}",
-                    probe_tokens=[token], admin_token=admin_token, stale_after_s=60.0,
+                    admin_token=admin_token, stale_after_s=60.0,
                     degraded_sustain_s=120.0, fleet_peer_min_hosts=DEMO_PEER_MIN_HOSTS,
                     fleet_peer_refresh_s=60.0, ingest_wait_s=DEMO_INGEST_WAIT_S)
 
@@ -110,10 +113,10 @@ def run_demo(options: DemoOptions, out: TextIO = sys.stdout,
 
 
 def _serve_demo(options: DemoOptions, out: TextIO, stop: threading.Event) -> int:
-    token = secrets.token_urlsafe(18)
-    admin_token = options.admin_token or secrets.token_urlsafe(18)
-    settings = demo_settings(options, token, admin_token)
+    settings = demo_settings(options, options.admin_token)
     options.data_dir.mkdir(parents=True, exist_ok=True)
+    keys = ensure_keys(secret_path(settings.data_dir, settings.secret_file))
+    admin_token = options.admin_token or issue(keys, Role.ADMIN, "demo")
     existing = migrate_and_count(settings)
     age_s = history_age_s(options.data_dir, existing == 0, time.time())
     app = build_server_app(settings)  # what `serve` runs, with its rollup/prune job
@@ -125,8 +128,8 @@ def _serve_demo(options: DemoOptions, out: TextIO, stop: threading.Event) -> int
         return 1
     fleet = plan_fleet(options.hosts, options.seed) + plan_racks(options.racks, options.seed)
     scenario = default_scenario(fleet)
-    live = LiveFleet(fleet, scenario, server.url, token, options.data_dir / "spool",
-                     options.intervals)
+    live = LiveFleet(fleet, scenario, server.url, partial(issue, keys, Role.PROBE),
+                     options.data_dir / "spool", options.intervals)
     live_start = utcnow()
     _declare_maintenance(app, scenario, live_start)
     if existing == 0:
@@ -201,8 +204,8 @@ def _announce(out: TextIO, url: str, options: DemoOptions, fleet_names: list[str
         "peerwatch demo: a simulated fleet reporting to a real server",
         f"  dashboard: {url}/",
         f"  API docs:  {url}/docs",
-        f"  admin token: {admin_token} (silences, acknowledgements: "
-        "Authorization: Bearer <token>)",
+        f"  admin credential: {admin_token} (silences, acknowledgements: "
+        "Authorization: Bearer <credential>; each host reports with its own)",
         f"  data:      {options.data_dir.resolve()}",
         f"  hosts:     {', '.join(fleet_names)}",
         f"  intervals: inventory every {options.intervals.inventory_s:g} s, sweeps every "

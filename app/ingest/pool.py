@@ -47,6 +47,7 @@ from peerwatch.app.ingest.posted import Pending, expand_pending, expand_stored, 
 from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.credentials import Identity
 from peerwatch.app.runtime.priority import lower_priority
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.db import make_engine
@@ -142,14 +143,14 @@ def _picklable(call: Callable[..., T]) -> Callable[..., T]:
 
 @_picklable
 def receive_report(body: bytes, now: datetime, sent_at: datetime | None,
-                   canonical: bool = False, encoding: str | None = None
-                   ) -> tuple[IngestResult, int | None]:
+                   canonical: bool = False, encoding: str | None = None,
+                   speaker: Identity | None = None) -> tuple[IngestResult, int | None]:
     """In a worker: check one report received at `now` and store it whole
     (`posted_report.receive_posted`): the POST's answer, and the received row's id when it
     is to be expanded (kept here, so its expansion need not parse it again)."""
     assert _sessions is not None and _settings is not None, "not an ingest worker"
     result, pending = receive_posted(_sessions, body, _settings, now, sent_at, canonical,
-                                     encoding)
+                                     encoding, speaker)
     if pending is None:
         return result, None
     _pending[pending.receipt.received_id] = pending
@@ -238,12 +239,13 @@ class IngestPool:
 
     async def receive(self, host: str | None, body: bytes, now: datetime,
                       sent_at: datetime | None, canonical: bool = False,
-                      encoding: str | None = None) -> tuple[IngestResult, Ticket | None]:
+                      encoding: str | None = None, speaker: Identity | None = None
+                      ) -> tuple[IngestResult, Ticket | None]:
         """Check and store one report whole in a worker: the POST's answer, and the ticket
         its expansion takes (None: a duplicate, nothing to expand)."""
         index = self._choose(host)
         result, received_id = await self._call(index, receive_report, body, now, sent_at,
-                                               canonical, encoding)
+                                               canonical, encoding, speaker)
         if host:
             if len(self._last_worker) > 100_000:  # made-up host names: a bound
                 self._last_worker.clear()

@@ -30,13 +30,14 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.api.errors import body_errors
 from peerwatch.app.api.json_body import inflate
-from peerwatch.app.api.report_checks import check_report
+from peerwatch.app.api.report_checks import check_report, check_speaker
 from peerwatch.app.api.wire_body import parse_wire
 from peerwatch.app.ingest.digest import canonical_digest
 from peerwatch.app.ingest.received import Receipt, answer_for, count_failed, receive, stored_body
 from peerwatch.app.ingest.rows import expand_received, ingest
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.credentials import Identity
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.probes.report import SUPPORTED_SCHEMA_VERSIONS, Report, wire_fingerprint
 
@@ -55,11 +56,13 @@ def parse_report(body: bytes) -> Report:
     return parse_wire(body, Report, SUPPORTED_SCHEMA_VERSIONS, "report")
 
 
-def _checked(body: bytes, settings: Settings, now: datetime, encoding: str | None
-             ) -> tuple[bytes, Report]:
-    """The inflated body and its report, checked: what both ways of storing it start from."""
+def _checked(body: bytes, settings: Settings, now: datetime, encoding: str | None,
+             speaker: Identity | None = None) -> tuple[bytes, Report]:
+    """The inflated body and its report, checked: what both ways of storing it start from.
+    A report about a host `speaker` does not speak for is refused before any other check."""
     body = inflate(body, encoding, settings.max_body_bytes, "report")
     report = parse_report(body)
+    check_speaker(report.host.hostname, speaker)
     problems = check_report(report, now)
     if problems:
         raise body_errors(problems)
@@ -77,7 +80,8 @@ class Pending:
 
 def receive_posted(sessions: Callable[[], Session], body: bytes, settings: Settings,
                    now: datetime, sent_at: datetime | None = None, canonical: bool = False,
-                   encoding: str | None = None) -> tuple[IngestResult, Pending | None]:
+                   encoding: str | None = None, speaker: Identity | None = None
+                   ) -> tuple[IngestResult, Pending | None]:
     """Check the report `body` as `store_posted` does, then store it whole
     (`app/ingest/received.py`): the POST's answer, and what `expand_pending` needs to
     expand it (None for a duplicate: there is nothing to expand)."""
@@ -85,7 +89,7 @@ def receive_posted(sessions: Callable[[], Session], body: bytes, settings: Setti
     # the report's objects live on until its expansion: collections in the middle of its
     # parse would only promote them, to be walked again by every later full collection
     with heap.collector_paused():
-        body, report = _checked(body, settings, now, encoding)
+        body, report = _checked(body, settings, now, encoding, speaker)
         digest = hashlib.sha256(body).hexdigest() if canonical else canonical_digest(report)
         with _locked(), sessions() as session:
             receipt = receive(session, report, digest, raw, encoding, canonical, now,
@@ -141,13 +145,14 @@ def _locked() -> Iterator[None]:
 def store_posted(sessions: Callable[[], Session], body: bytes, settings: Settings,
                  now: datetime, sent_at: datetime | None = None,
                  writing: Callable[[], AbstractContextManager[None]] = nullcontext,
-                 canonical: bool = False, encoding: str | None = None) -> IngestResult:
+                 canonical: bool = False, encoding: str | None = None,
+                 speaker: Identity | None = None) -> IngestResult:
     """Parse, check and store the report `body` received at `now` (sent at `sent_at` by the
     probe's clock, when it said); `writing`: held around the transaction (the gate's one
     writer at a time on SQLite); `canonical`: `body` was written by this server's wire
     models (`is_canonical`), so its bytes' digest is the report's; `encoding`: its
     `Content-Encoding` (gzip: inflated here, off the event loop, bounded by the body limit)."""
-    body, report = _checked(body, settings, now, encoding)
+    body, report = _checked(body, settings, now, encoding, speaker)
     with _locked(), writing(), sessions() as session:
         return ingest(session, report, settings, now, sent_at, body if canonical else None)
 
@@ -155,7 +160,8 @@ def store_posted(sessions: Callable[[], Session], body: bytes, settings: Setting
 def receive_and_expand(sessions: Callable[[], Session], body: bytes, settings: Settings,
                        now: datetime, sent_at: datetime | None = None,
                        writing: Callable[[], AbstractContextManager[None]] = nullcontext,
-                       canonical: bool = False, encoding: str | None = None) -> IngestResult:
+                       canonical: bool = False, encoding: str | None = None,
+                       speaker: Identity | None = None) -> IngestResult:
     """`serve` before its ingest workers are up: their two steps in one call, answered once
     the rows are stored. Stored straight into its rows (`store_posted`), a report is not
     seen by another replica's receive until it commits, and one posted to both at once was
@@ -164,7 +170,7 @@ def receive_and_expand(sessions: Callable[[], Session], body: bytes, settings: S
     `received_reports` and one answers "duplicate"."""
     with writing():
         answer, pending = receive_posted(sessions, body, settings, now, sent_at, canonical,
-                                         encoding)
+                                         encoding, speaker)
         if pending is None:
             return answer
         done = expand_pending(sessions, settings, pending)

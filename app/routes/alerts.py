@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from peerwatch.app.alerting import admin as alert_admin
 from peerwatch.app.alerting.silences import active_silences, silenced_by
 from peerwatch.app.analysis.debounce import Hold
-from peerwatch.app.api.deps import AdminTokenDep, HostQuery, RowId, SessionDep
+from peerwatch.app.api.deps import AdminDep, HostQuery, RowId, SessionDep
 from peerwatch.app.api.json_body import StrictJsonRoute
 from peerwatch.app.judging.service import service_for
 from peerwatch.app.queries.alerts import alert_history, find_alerts
@@ -97,12 +97,13 @@ def get_alert(alert_id: RowId, request: Request, session: SessionDep) -> AlertDe
 
 
 @router.post("/{alert_id}/ack", response_model=AlertOut,
-             summary="Acknowledge a pending or firing alert (admin token)",
+             summary="Acknowledge a pending or firing alert (admin credential)",
              responses={409: {"description": "The alert is resolved or inactive: only "
                                              "pending or firing alerts can be acknowledged."}})
 def ack_alert(alert_id: RowId, body: AckRequest, session: SessionDep,
-              _admin: AdminTokenDep) -> AlertOut:
+              admin: AdminDep) -> AlertOut:
     now = datetime.now(UTC)
+    body = body.model_copy(update={"by": admin.recorded_as(body.by)})
     try:
         alert = alert_admin.acknowledge(session, alert_id, body, now)
     except alert_admin.AlertNotActive as exc:

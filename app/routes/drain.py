@@ -1,7 +1,8 @@
 """`peerwatch drain`'s API: the state it decides from, its action log, its breaker.
 
-Reads need no token (like every read API); recording an action and resetting the breaker
-need the admin token, as maintenance windows do. docs/drain.md.
+Reads need no credential (like every read API). Recording an action takes a drain
+controller's, a node gate's (its own node) or a person's credential; closing the breaker a
+person's only. docs/drain.md, docs/security.md.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, HTTPException, Query, status
 
-from peerwatch.app.api.deps import AdminTokenDep, SessionDep
+from peerwatch.app.api.deps import ActorDep, AdminDep, SessionDep, forbidden_host
 from peerwatch.app.api.errors import unprocessable
 from peerwatch.app.api.json_body import StrictJsonRoute
 from peerwatch.app.queries import drain as q
+from peerwatch.app.runtime.credentials import Role
 from peerwatch.app.schemas.drain import (
     ActionIn,
     ActionOut,
@@ -32,6 +34,7 @@ Scheduler = Annotated[str, Query(min_length=1, max_length=32, pattern=r"^[a-z0-9
                                  description="slurm, kubernetes, ...")]
 Mode = Annotated[str, Query(pattern=r"^(act|observe)$",
                             description="Count this mode's take-outs for the breaker.")]
+BREAKER_KINDS = ("breaker_trip", "breaker_reset")
 Window = Annotated[float, Query(gt=0, le=30 * 86_400, description="Breaker window, s.")]
 
 
@@ -47,8 +50,17 @@ def drain_state(session: SessionDep, scheduler: Scheduler = "slurm", mode: Mode 
 
 
 @router.post("/actions", response_model=ActionOut, status_code=status.HTTP_201_CREATED,
-             summary="Record what peerwatch drain did (admin token)")
-def post_action(body: ActionIn, session: SessionDep, _admin: AdminTokenDep) -> ActionOut:
+             summary="Record what peerwatch drain did (drain, gate or admin credential)")
+def post_action(body: ActionIn, session: SessionDep, actor: ActorDep) -> ActionOut:
+    """A gate credential records actions about its own node only, and never the breaker's;
+    what is stored as `actor` is the credential's name."""
+    if actor.role is Role.GATE:
+        if body.kind in BREAKER_KINDS:
+            raise HTTPException(status.HTTP_403_FORBIDDEN,
+                                detail=f"{actor.name} may not record {body.kind}")
+        if refused := forbidden_host(actor, body.host):
+            raise refused
+    body = body.model_copy(update={"actor": actor.recorded_as(body.actor)})
     try:
         return q.action_out(record_action(session, body, datetime.now(UTC)))
     except ValueError as exc:
@@ -88,7 +100,10 @@ def get_breaker(session: SessionDep, scheduler: Scheduler = "slurm", mode: Mode 
 
 
 @router.post("/drain/breaker/reset", response_model=ActionOut,
-             summary="Close the drain breaker after a person looked (admin token)")
+             summary="Close the drain breaker after a person looked (admin credential)")
 def post_breaker_reset(body: BreakerReset, session: SessionDep,
-                       _admin: AdminTokenDep) -> ActionOut:
+                       admin: AdminDep) -> ActionOut:
+    """Only a person (an admin credential): a drain controller's cannot close what bounds
+    it. Recorded under the credential's name."""
+    body = body.model_copy(update={"by": admin.recorded_as(body.by)})
     return q.action_out(reset_breaker(session, body, datetime.now(UTC)))

@@ -1,4 +1,4 @@
-"""Maintenance windows: declare one for a host (admin token), list them, end one early.
+"""Maintenance windows: declare one for a host (admin credential), list them, end one early.
 
 Inside a window the host's verdicts and alerts are computed and shown as always; its alerts
 are marked "in maintenance" and are not sent to Alertmanager (`app/alerting/notify.py`).
@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from peerwatch.app.api.deps import AdminTokenDep, HostQuery, RowId, SessionDep
+from peerwatch.app.api.deps import AdminDep, HostQuery, RowId, SessionDep
 from peerwatch.app.api.errors import unprocessable
 from peerwatch.app.api.json_body import StrictJsonRoute
 from peerwatch.app.queries.common import host_known
@@ -34,10 +34,11 @@ def window_out(w: MaintenanceWindow, now: datetime) -> MaintenanceOut:
 
 
 @router.post("", response_model=MaintenanceOut, status_code=status.HTTP_201_CREATED,
-             summary="Declare a maintenance window for a host (admin token)")
+             summary="Declare a maintenance window for a host (admin credential)")
 def create_window(body: MaintenanceRequest, session: SessionDep,
-                  _admin: AdminTokenDep) -> MaintenanceOut:
+                  admin: AdminDep) -> MaintenanceOut:
     now = datetime.now(UTC)
+    body = body.model_copy(update={"created_by": admin.recorded_as(body.created_by)})
     try:
         window = declare_window(session, body, now)
     except ValueError as exc:
@@ -60,7 +61,7 @@ def get_windows(
 
 
 @router.delete("/{window_id}", response_model=MaintenanceOut,
-               summary="End a maintenance window now (admin token)")
-def delete_window(window_id: RowId, session: SessionDep, _admin: AdminTokenDep) -> MaintenanceOut:
+               summary="End a maintenance window now (admin credential)")
+def delete_window(window_id: RowId, session: SessionDep, _admin: AdminDep) -> MaintenanceOut:
     now = datetime.now(UTC)
     return window_out(end_window(session, window_id, now), now)

@@ -27,7 +27,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from peerwatch.app.api.deps import ProbeTokenDep, SettingsDep
+from peerwatch.app.api.deps import ProbeDep, SettingsDep, forbidden_host
 from peerwatch.app.api.json_body import check_encoding, read_limited_body
 from peerwatch.app.ingest.expand import expansions_for
 from peerwatch.app.ingest.gate import IngestGate, Saturated, gate_for
@@ -42,6 +42,7 @@ from peerwatch.app.ingest.posted import (
 from peerwatch.app.ingest.rows import probe_sent_at
 from peerwatch.app.judging.queue import judges_for
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.credentials import Identity
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.probes.agent.clock_offset import OFFSET_HEADER
 from peerwatch.probes.agent.sender import HOST_HEADER, SENT_AT_HEADER, WIRE_HEADER
@@ -64,7 +65,8 @@ REPORT_SCHEMA_REF = "#/components/schemas/Report"
         400: {"description": "Unsupported schema_version (the detail names the supported)."},
         401: {"description": "No bearer token."},
         409: {"description": "This report_id was stored before with a different body."},
-        403: {"description": "The bearer token is not a probe token."},
+        403: {"description": "The bearer token is not a probe credential, or its host is "
+                             "not the report's (X-Peerwatch-Host or the body's `host`)."},
         413: {"description": "Body larger than PEERWATCH_MAX_BODY_BYTES (gzip: once "
                              "inflated)."},
         415: {"description": "A Content-Encoding other than gzip (the answer's "
@@ -79,15 +81,17 @@ REPORT_SCHEMA_REF = "#/components/schemas/Report"
         "content": {"application/json": {"schema": {"$ref": REPORT_SCHEMA_REF}}},
     }},
 )
-async def post_report(request: Request, response: Response, _token: ProbeTokenDep,
+async def post_report(request: Request, response: Response, speaker: ProbeDep,
                       settings: SettingsDep) -> IngestResult:
     """Idempotent on `report_id`; all of a report is stored, or none of it."""
     arrived = utcnow()  # before any wait: what receipt and clock skew are measured from
     heard = heard_for(request.app)
     host = request.headers.get(HOST_HEADER)
+    if host is not None and (refused := forbidden_host(speaker, host)):
+        raise refused  # the host it names is not its own: refused before the body is read
     heard.heard(host, arrived)  # heard now, however long the report takes to store
     try:
-        result, later = await _store_in_turn(request, settings, arrived)
+        result, later = await _store_in_turn(request, settings, arrived, speaker)
     except Saturated:  # the probe was heard from: its host is busy, not silent
         heard.note(host, arrived)
         raise
@@ -99,8 +103,8 @@ async def post_report(request: Request, response: Response, _token: ProbeTokenDe
     return result
 
 
-async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
-                         ) -> tuple[IngestResult, bool]:
+async def _store_in_turn(request: Request, settings: Settings, arrived: datetime,
+                         speaker: Identity) -> tuple[IngestResult, bool]:
     """Read the body and store it in an ingest slot; `Saturated` when none is free. True
     beside the answer when the report was stored whole and is expanded (and judged) after
     it (`serve`: `app/ingest/expand.py`)."""
@@ -119,11 +123,12 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
         pool = pool_for(request.app)
         if pool is None:  # in-process: a thread of this process, answered once stored
             result = await run_in_threadpool(store_body, request.app, gate, body, settings,
-                                             arrived, sent_at, canonical, encoding)
+                                             arrived, sent_at, canonical, encoding, speaker)
             gate.stats.accepted += 1
             return result, False
         result, ticket = await _receive_in_pool(pool, gate, request.headers.get(HOST_HEADER),
-                                                body, arrived, sent_at, canonical, encoding)
+                                                body, arrived, sent_at, canonical, encoding,
+                                                speaker)
         gate.stats.accepted += 1
     if ticket is not None:  # the slot is let go: the expansions have their own bound
         expansions_for(request.app).start(pool, ticket, arrived)
@@ -132,10 +137,12 @@ async def _store_in_turn(request: Request, settings: Settings, arrived: datetime
 
 async def _receive_in_pool(pool: IngestPool, gate: IngestGate, host: str | None, body: bytes,
                            arrived: datetime, sent_at: datetime | None, canonical: bool,
-                           encoding: str | None) -> tuple[IngestResult, Ticket | None]:
+                           encoding: str | None, speaker: Identity
+                           ) -> tuple[IngestResult, Ticket | None]:
     """In an ingest worker process (`serve`): the event loop never waits for their GIL."""
     try:
-        return await pool.receive(host, body, arrived, sent_at, canonical, encoding)
+        return await pool.receive(host, body, arrived, sent_at, canonical, encoding,
+                                  speaker)
     except DatabaseLocked:
         raise gate.locked() from None
     except BrokenProcessPool:
@@ -144,7 +151,7 @@ async def _receive_in_pool(pool: IngestPool, gate: IngestGate, host: str | None,
 
 def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
                now: datetime, sent_at: datetime | None = None, canonical: bool = False,
-               encoding: str | None = None) -> IngestResult:
+               encoding: str | None = None, speaker: Identity | None = None) -> IngestResult:
     """Parse, validate and store one report received at `now`: a worker thread's part, off
     the event loop, as an ingest worker's (`posted_report.store_posted`; the session is
     opened there too, so a refused report never costs a thread-pool hop for it)."""
@@ -153,6 +160,6 @@ def store_body(app: Any, gate: IngestGate, body: bytes, settings: Settings,
     store = receive_and_expand if getattr(app.state, "ingest_pool", None) else store_posted
     try:
         return store(app.state.sessionmaker, body, settings, now, sent_at, gate.writing,
-                     canonical, encoding)
+                     canonical, encoding, speaker)
     except DatabaseLocked:
         raise gate.locked() from None

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 
 from peerwatch.app.alerting import admin as alert_admin
-from peerwatch.app.api.deps import AdminTokenDep, RowId, SessionDep
+from peerwatch.app.api.deps import AdminDep, RowId, SessionDep
 from peerwatch.app.api.errors import unprocessable
 from peerwatch.app.api.json_body import StrictJsonRoute
 from peerwatch.app.queries.alerts import find_silences
@@ -26,10 +26,11 @@ def silence_out(s: Silence, now: datetime) -> SilenceOut:
 
 
 @router.post("", response_model=SilenceOut, status_code=status.HTTP_201_CREATED,
-             summary="Create a silence (admin token)")
+             summary="Create a silence (admin credential)")
 def create_silence(body: SilenceRequest, session: SessionDep,
-                   _admin: AdminTokenDep) -> SilenceOut:
+                   admin: AdminDep) -> SilenceOut:
     now = datetime.now(UTC)
+    body = body.model_copy(update={"created_by": admin.recorded_as(body.created_by)})
     try:
         silence = alert_admin.create_silence(session, body, now)
     except ValueError as exc:
@@ -48,7 +49,7 @@ def list_silences(
 
 
 @router.delete("/{silence_id}", response_model=SilenceOut,
-               summary="Expire a silence now (admin token)")
-def expire_silence(silence_id: RowId, session: SessionDep, _admin: AdminTokenDep) -> SilenceOut:
+               summary="Expire a silence now (admin credential)")
+def expire_silence(silence_id: RowId, session: SessionDep, _admin: AdminDep) -> SilenceOut:
     now = datetime.now(UTC)
     return silence_out(alert_admin.expire_silence(session, silence_id, now), now)

@@ -2,7 +2,7 @@
 read them and the diff of a job's prolog and epilog.
 
 `POST /api/v1/snapshots` reads its body by hand, like `POST /api/v1/reports` and with its
-helpers, so the checks come in the most useful order: probe token (401/403), size (413 while
+helpers, so the checks come in the most useful order: probe credential (401/403), size (413 while
 reading), JSON (422), `schema_version` (400 naming the supported), the wire model and the
 snapshot's coherence (422 naming each field). Idempotent on `snapshot_id` (200 for a retry,
 409 for a reused id with another body).
@@ -16,11 +16,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from peerwatch.app.api.deps import HostPath, ProbeTokenDep, SessionDep, SettingsDep
+from peerwatch.app.api.deps import HostPath, ProbeDep, SessionDep, SettingsDep
 from peerwatch.app.api.errors import body_errors
 from peerwatch.app.api.json_body import read_limited_body
+from peerwatch.app.api.report_checks import check_speaker
 from peerwatch.app.api.wire_body import parse_wire
 from peerwatch.app.queries.snapshots import get_snapshot, host_snapshots, job_diff
+from peerwatch.app.runtime.credentials import Identity
 from peerwatch.app.schemas.snapshots import JobDiff, SnapshotList, SnapshotStored
 from peerwatch.app.services.snapshots import check_snapshot, store_snapshot
 from peerwatch.probes.report import utcnow
@@ -37,8 +39,9 @@ def parse_snapshot(body: bytes) -> Snapshot:
                       version_field="snapshot schema_version")
 
 
-def _store(request: Request, body: bytes) -> SnapshotStored:
+def _store(request: Request, body: bytes, speaker: Identity) -> SnapshotStored:
     snap = parse_snapshot(body)
+    check_speaker(snap.host.hostname, speaker)
     now = utcnow()
     if problems := check_snapshot(snap, now):
         raise body_errors(problems)
@@ -53,17 +56,18 @@ def _store(request: Request, body: bytes) -> SnapshotStored:
         200: {"model": SnapshotStored, "description": "Stored before (same snapshot_id)."},
         400: {"description": "Unsupported schema_version (the detail names the supported)."},
         401: {"description": "No bearer token."},
-        403: {"description": "The bearer token is not a probe token."},
+        403: {"description": "The bearer token is not a probe credential for the "
+                             "snapshot's host."},
         409: {"description": "This snapshot_id was stored before with a different body."},
         413: {"description": "Body larger than PEERWATCH_MAX_BODY_BYTES."},
     },
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/Snapshot"}}}}},
 )
-async def post_snapshot(request: Request, response: Response, _token: ProbeTokenDep,
+async def post_snapshot(request: Request, response: Response, speaker: ProbeDep,
                         settings: SettingsDep) -> SnapshotStored:
     body = await read_limited_body(request, settings.max_body_bytes, "snapshot")
-    stored = await run_in_threadpool(_store, request, body)
+    stored = await run_in_threadpool(_store, request, body, speaker)
     if stored.duplicate:
         response.status_code = status.HTTP_200_OK
     return stored

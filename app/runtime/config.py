@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from peerwatch.app.analysis.health import Thresholds
 
 DAY_S = 86_400.0
+EXAMPLE_TOKEN_PREFIXES = ("change-me", "changeme", "replace-me")
 
 
 def parse_csv(value: Any) -> Any:
@@ -49,12 +50,20 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=5, ge=1, description="PostgreSQL connection pool size.")
 
     # --- auth and ingest limits
+    secret_file: Path | None = Field(
+        default=None,
+        description="The credential secret (keys in hex, newest first) every probe, gate, "
+        "drain and admin credential is derived from; empty means <data_dir>/credential-secret, "
+        "created on first start. Replicas share one file. docs/security.md.")
     probe_tokens: Annotated[list[str], NoDecode, BeforeValidator(parse_csv)] = Field(
         default_factory=list,
-        description="Bearer tokens probes may post reports with (comma-separated).",
+        description="Fleet-wide probe tokens (comma-separated): an opt-in, warned about at "
+        "start, since any of them speaks for every host. Probes use host-bound credentials "
+        "(`peerwatch token issue --host H`).",
     )
     admin_token: str | None = Field(
-        default=None, description="Bearer token for admin actions (silences); unset disables them."
+        default=None, description="A shared admin token, recorded as admin:admin-token; "
+        "unset: only issued admin credentials (`peerwatch token issue --admin NAME`)."
     )
     max_body_bytes: int = Field(
         default=16 << 20, ge=1024, description="Largest report body accepted; bigger gets 413."
@@ -191,6 +200,16 @@ class Settings(BaseSettings):
     fleet_peer_max_age_s: float = Field(
         default=DAY_S, gt=0, description="Judged values older than this are left out of the "
         "fleet's distributions (a host gone quiet stops counting).")
+
+    @model_validator(mode="after")
+    def _no_shipped_example_tokens(self) -> Settings:
+        """A token copied from an example would let anyone who read the example in."""
+        for name, tokens in (("PEERWATCH_PROBE_TOKENS", self.probe_tokens),
+                             ("PEERWATCH_ADMIN_TOKEN", [self.admin_token or ""])):
+            if any(t.lower().startswith(EXAMPLE_TOKEN_PREFIXES) for t in tokens):
+                raise ValueError(f"{name} holds an example value ('change-me...'): use a "
+                                 "credential from `peerwatch token issue`, or a random one")
+        return self
 
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:

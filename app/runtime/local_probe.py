@@ -3,7 +3,8 @@
 `attach_local_probe(app, host, port)` adds a background job to the app (see
 `app.state.background_jobs` in `app.main`). When the server starts, the job tries the real
 fabric (NVML + CuPy); without GPUs it logs one line and ends, and the server just serves.
-With GPUs it mints a probe token for this process only, waits until the server listens, and
+With GPUs it is issued a probe credential for the host the fabric names (the server's own
+secret, `app/runtime/keyring.py`), waits until the server listens, and
 runs the ordinary probe worker in a thread, posting over loopback HTTP like any other probe
 (same validation, same idempotent ingest, same spool: `<data_dir>/local-probe-spool`). On
 shutdown the worker is stopped and joined; what it had not delivered is in its spool.
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import socket
 import threading
 import time
@@ -23,6 +23,8 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.credentials import Role, issue
+from peerwatch.app.runtime.keyring import ensure_keys, secret_path
 from peerwatch.probes.agent.runner import open_runtime
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.errors import FabricUnavailable
@@ -50,14 +52,11 @@ def _listening(host: str, port: int) -> bool:
 def attach_local_probe(app: FastAPI, host: str, port: int,
                        open_fabric: FabricOpener = open_real,
                        probe_settings: ProbeSettings | None = None) -> None:
-    """Register the local probe; accepts its in-process token. Call before serving."""
+    """Register the local probe. Call before serving."""
     settings: Settings = app.state.settings
-    token = secrets.token_urlsafe(24)
-    app.state.settings = settings.model_copy(
-        update={"probe_tokens": [*settings.probe_tokens, token]})
     base = probe_settings or ProbeSettings()
     probe = base.model_copy(update={
-        "server_url": f"http://{loopback_for(host)}:{port}", "token": token,
+        "server_url": f"http://{loopback_for(host)}:{port}",
         "spool_dir": settings.data_dir / "local-probe-spool"})
 
     async def local_probe(_app: FastAPI) -> None:
@@ -67,7 +66,12 @@ def attach_local_probe(app: FastAPI, host: str, port: int,
             log.info("no local GPUs to probe (%s); serving only", exc)
             return
         stop = threading.Event()
-        thread = threading.Thread(target=_run, args=(fabric, probe, stop), daemon=True,
+        speaks_as = probe.hostname or fabric.host().hostname
+        keys = ensure_keys(secret_path(settings.data_dir, settings.secret_file))
+        credential = issue(keys, Role.PROBE, speaks_as)
+        thread = threading.Thread(target=_run, daemon=True,
+                                  args=(fabric, probe.model_copy(update={"token": credential}),
+                                        stop),
                                   name="peerwatch-local-probe")
         try:
             await _wait_listening(loopback_for(host), port)

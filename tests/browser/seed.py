@@ -103,7 +103,7 @@ class Store:
     """Reports straight into a demo server's database, alerts evaluated as after a POST."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.settings: Settings = demo_settings(DemoOptions(data_dir=data_dir), token="unused")
+        self.settings: Settings = demo_settings(DemoOptions(data_dir=data_dir))
         self.engine = make_engine(self.settings)
         self.sessions = make_sessionmaker(self.engine)
         self.alerting = AlertingService(self.sessions, self.settings, AlertingSettings())

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from peerwatch.app.cli.credential import ETC, admin_token_file, credential
 from peerwatch.app.drain.client import DrainClient, ServerRefused, ServerUnavailable
 from peerwatch.app.drain.controller import run_round
 from peerwatch.app.drain.facts import Do
@@ -42,8 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                       "http://127.0.0.1:8000"),
                    help="server base URL (default: $PEERWATCH_SERVER_URL or "
                    "http://127.0.0.1:8000)")
-    p.add_argument("--token", default=os.environ.get("PEERWATCH_ADMIN_TOKEN"),
-                   help="admin token (default: $PEERWATCH_ADMIN_TOKEN)")
+    p.add_argument("--token-file", type=Path, default=None, metavar="FILE",
+                   help="file holding the credential: the loop's drain credential (default: "
+                   "$PEERWATCH_DRAIN_TOKEN, else /etc/peerwatch/drain-token); --gate's and "
+                   "--health-check's the node's gate credential ($PEERWATCH_GATE_TOKEN, else "
+                   "/etc/peerwatch/gate-token); --reset-breaker's a person's admin credential "
+                   "($PEERWATCH_ADMIN_TOKEN, else ~/.config/peerwatch/admin-token)")
     p.add_argument("--policy", default=os.environ.get("PEERWATCH_DRAIN_POLICY"),
                    help="policy YAML (default: $PEERWATCH_DRAIN_POLICY, else the built-in "
                    "defaults in observe mode; see deploy/drain/policy.yaml)")
@@ -67,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--reset-breaker", action="store_true",
                    help="close the breaker (a person looked); with --by and --comment")
     p.add_argument("--by", default=os.environ.get("USER", "cli"),
-                   help="who resets the breaker (default: $USER)")
+                   help="who resets the breaker, recorded only with a shared admin token (an "
+                   "issued credential names its holder; default: $USER)")
     p.add_argument("--comment", default="", help="why the breaker is reset (default: empty)")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="HTTP timeout, s (default: 10)")
@@ -100,6 +106,15 @@ def _backend(args: argparse.Namespace, client):
     return SlurmBackend(args.scontrol)
 
 
+def _credential(args: argparse.Namespace) -> str:
+    """The credential this use of the command needs: each can do only its own part."""
+    if args.reset_breaker:
+        return credential(args.token_file, "PEERWATCH_ADMIN_TOKEN", admin_token_file())
+    if args.gate or args.health_check:
+        return credential(args.token_file, "PEERWATCH_GATE_TOKEN", ETC / "gate-token")
+    return credential(args.token_file, "PEERWATCH_DRAIN_TOKEN", ETC / "drain-token")
+
+
 def _say(line: str) -> None:
     print(line, flush=True)  # a loop's lines reach a pipe (kubectl logs, journald) as they come
 
@@ -122,10 +137,8 @@ def _gate(args, policy, backend, client, actor: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if (args.health_check or args.gate) and not args.node:
         args.node = socket.gethostname().split(".")[0]
-    if args.reset_breaker or not args.dry_run:
-        if not args.token:
-            raise BadProbeRequest("no admin token: pass --token or set PEERWATCH_ADMIN_TOKEN")
-    client = DrainClient(args.server, args.token, args.timeout)
+    token = _credential(args) if args.reset_breaker or not args.dry_run else None
+    client = DrainClient(args.server, token, args.timeout)
     actor = f"peerwatch-drain@{socket.gethostname().split('.')[0]}"
     try:
         if args.reset_breaker:

@@ -14,6 +14,7 @@ import sys
 
 import httpx
 
+from peerwatch.app.cli.credential import add_token_file, admin_token_file, credential
 from peerwatch.app.cli.options import host_name
 from peerwatch.probes.errors import BadProbeRequest
 
@@ -45,30 +46,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                            "http://127.0.0.1:8000"),
                         help="server base URL (default: $PEERWATCH_SERVER_URL or "
                         "http://127.0.0.1:8000)")
-    parser.add_argument("--token", default=os.environ.get("PEERWATCH_ADMIN_TOKEN"),
-                        help="admin token (default: $PEERWATCH_ADMIN_TOKEN)")
+    add_token_file(parser, "admin credential", "PEERWATCH_ADMIN_TOKEN",
+                   "~/.config/peerwatch/admin-token")
     parser.add_argument("--comment", default="", help="why (default: empty)")
     parser.add_argument("--by", default=os.environ.get("USER", "cli"),
-                        help="who declares it (default: $USER)")
+                        help="who declares it, recorded only with a shared admin token "
+                        "(an issued credential names its holder; default: $USER)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, transport: httpx.BaseTransport | None = None) -> int:
     seconds = parse_duration(args.duration)
-    if not args.token:
-        raise BadProbeRequest("no admin token: pass --token or set PEERWATCH_ADMIN_TOKEN")
+    token = credential(args.token_file, "PEERWATCH_ADMIN_TOKEN", admin_token_file())
     body = {"host": args.host, "duration_s": seconds, "created_by": args.by,
             "comment": args.comment}
     try:
         with httpx.Client(base_url=args.server.rstrip("/"), transport=transport,
                           timeout=10.0) as client:
             answer = client.post("/api/v1/maintenance", json=body,
-                                 headers={"Authorization": f"Bearer {args.token}"})
+                                 headers={"Authorization": f"Bearer {token}"})
     except httpx.HTTPError as exc:
         print(f"peerwatch maintenance: cannot reach {args.server}: {exc}")
         return 1
     if answer.status_code in (401, 403):
-        print(f"peerwatch maintenance: the server refused the admin token ({answer.status_code})")
+        print("peerwatch maintenance: the server refused the admin credential "
+              f"({answer.status_code})")
         return 3
     if answer.status_code != 201:
         print(f"peerwatch maintenance: rejected ({answer.status_code}): {answer.text[:500]}")

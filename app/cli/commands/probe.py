@@ -23,6 +23,7 @@ from peerwatch.probes.agent.runner import ProbeRuntime, open_runtime
 from peerwatch.probes.agent.sender import Outcome
 from peerwatch.probes.agent.spool import SpoolLocked
 from peerwatch.probes.config import ENV_PREFIX, ProbeSettings
+from peerwatch.probes.credential_file import read_token
 from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable
 from peerwatch.probes.report import Report, ReportKind
 
@@ -33,7 +34,9 @@ _MIB = 1 << 20
 # (flag, settings field, type, help) - help gets "(default: X; env NAME)" appended.
 _OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--server", "server_url", str, "server base URL"),
-    ("--token", "token", str, "probe bearer token (one of the server's PEERWATCH_PROBE_TOKENS)"),
+    ("--token-file", "token_file", str,
+     "file holding this host's probe credential (`peerwatch token issue --host H`); "
+     f"{ENV_PREFIX}TOKEN, when set, is used instead"),
     ("--fabric", "fabric", str, "auto or nvml (the real GPUs; an error without them), "
                                 "or simulated:<preset> (hgx8, h200x2, mesh4, pcie4)"),
     ("--hostname", "hostname", str, "host name to report instead of the fabric's own"),
@@ -67,9 +70,7 @@ _OPTIONS: list[tuple[str, str, Any, str]] = [
 
 def _default_text(field: str) -> str:
     value = getattr(_DEFAULTS, field, None)
-    if field == "token":
-        shown = "none"
-    elif field == "hostname":
+    if field == "hostname":
         shown = "the fabric's host name"
     elif field == "metrics_port":
         shown = "not served"
@@ -112,7 +113,7 @@ def settings_from(args: argparse.Namespace) -> ProbeSettings:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise BadProbeRequest(f"invalid probe settings: {problems}") from exc
     if not settings.token:
-        raise BadProbeRequest(f"no probe token: pass --token or set {ENV_PREFIX}TOKEN")
+        settings.token = read_token(settings.token_file, f"{ENV_PREFIX}TOKEN", "--token-file")
     return settings
 
 

@@ -225,5 +225,5 @@ def test_one_hgx8_board_is_slow_from_the_start_and_the_demo_judges_groups_of_thr
         assert all(f.both_directions for f in slow)
     assert "  always hgx8-03: every path 9% slow" in story.describe()[0]
     assert not any(isinstance(f, BandwidthFactor) for f in story.faults_at("hgx8-01", 0))
-    assert demo_settings(DemoOptions(data_dir=tmp_path), "t").fleet_peer_min_hosts == 3
+    assert demo_settings(DemoOptions(data_dir=tmp_path)).fleet_peer_min_hosts == 3
     assert default_scenario(plan_fleet(4)).faults_at("hgx8-01", 0) == frozenset()

@@ -316,7 +316,7 @@ def test_the_demo_keeps_a_longer_wait_than_a_server(tmp_path: Path) -> None:
     wait for a slot instead of being refused and spooled."""
     from peerwatch.app.demo.run import DemoOptions, demo_settings
 
-    demo = demo_settings(DemoOptions(data_dir=tmp_path), "t")
+    demo = demo_settings(DemoOptions(data_dir=tmp_path))
     assert demo.ingest_wait_s > Settings.model_fields["ingest_wait_s"].default
 
 
