@@ -5,8 +5,10 @@ Never an option holding the secret itself: a command line is readable by every l
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 from peerwatch.probes.credential_file import read_token
 
@@ -25,7 +27,24 @@ def credential(token_file: Path | None, env_name: str, default_file: Path) -> st
     return read_token(token_file or default_file, env_name, "--token-file")
 
 
-def add_token_file(parser, what: str, env_name: str, default_file: str) -> None:
+class _RefuseSecretInArgv(argparse.Action):
+    """`--token X` (the old option, or `--token-file` abbreviated): refused, naming where a
+    credential goes instead."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kw: Any) -> None:
+        parser.error("--token: a credential on the command line is readable by every local "
+                     "user (/proc); put it in a file for --token-file, or in the environment")
+
+
+def add_token_file(parser: argparse.ArgumentParser, help_text: str) -> None:
     parser.add_argument("--token-file", type=Path, default=None, metavar="FILE",
-                        help=f"file holding the {what} (default: ${env_name} when set, "
-                        f"else {default_file})")
+                        help=help_text)
+    refuse_token_option(parser)
+
+
+def refuse_token_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--token", action=_RefuseSecretInArgv, help=argparse.SUPPRESS)
+
+
+def token_file_help(what: str, env_name: str, default_file: str) -> str:
+    return f"file holding the {what} (default: ${env_name} when set, else {default_file})"

@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -116,7 +117,18 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 
 def probe_headers() -> dict[str, str]:
+    """The fleet-wide probe token's: speaks for every host (the opt-in most tests use)."""
     return {"Authorization": f"Bearer {PROBE_TOKEN}"}
+
+
+def credential(client: Any, role: str, subject: str) -> dict[str, str]:
+    """Headers with a credential the server of `client` (or app) issues: `probe` for a
+    host, `gate` for a node, `drain` for a controller, `admin` for a person."""
+    from peerwatch.app.api.keys import keyring_for
+    from peerwatch.app.runtime.credentials import Role, issue
+
+    token = issue(keyring_for(getattr(client, "app", client)).keys(), Role(role), subject)
+    return {"Authorization": f"Bearer {token}"}
 
 
 def judge_later(client: TestClient, seconds: float) -> None:

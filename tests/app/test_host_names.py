@@ -94,15 +94,15 @@ def test_snapshot_hosts_are_lowercase(client: TestClient) -> None:
 @pytest.mark.parametrize("bad", ["a/b", "<img src=x>", "a..b"])
 def test_cli_maintenance_refuses_a_bad_host_name(bad: str) -> None:
     done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "maintenance", bad, "--for",
-                           "1h",
-                           "--token", "t", "--server", "http://127.0.0.1:9"],
+                           "1h", "--server", "http://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done
     assert "breaks the rule" in done.stderr and HOSTNAME_RULE in done.stderr
 
 
 def test_a_window_for_a_host_never_seen_says_so(client: TestClient,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
     from peerwatch.app.cli.commands.maintenance import run
@@ -114,7 +114,8 @@ def test_a_window_for_a_host_never_seen_says_so(client: TestClient,
     r = client.post("/api/v1/maintenance", headers=ADMIN,
                     json={"host": "KNOWN-host", "duration_s": 60})
     assert r.status_code == 201 and r.json()["host_known"] is True
+    monkeypatch.setenv("PEERWATCH_ADMIN_TOKEN", ADMIN_TOKEN)
     args = argparse.Namespace(host="typo-host", duration="1h", server="http://testserver",
-                              token=ADMIN_TOKEN, comment="", by="alice")
+                              token_file=None, comment="", by="alice")
     assert run(args, transport=client._transport) == 0
     assert "no host 'typo-host' has reported" in capsys.readouterr().err

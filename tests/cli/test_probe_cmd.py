@@ -18,20 +18,38 @@ from peerwatch.app.cli.commands.probe import settings_from
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.report import Report
 from tests.conftest import SETTLE_S
-from tests.probes.live_server import TOKEN, free_port, live_server, server_settings, stored
+from tests.probes.live_server import (
+    TOKEN,
+    free_port,
+    host_credential,
+    live_server,
+    server_settings,
+    stored,
+)
+
+
+def token_file(directory: Path, token: str = TOKEN) -> str:
+    """A credential file as a host keeps one: readable by its owner only."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "probe-token"
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    return str(path)
 
 
 def once(spool: Path, url: str, token: str = TOKEN, *extra: str) -> list[str]:
     """`probe --once` at the default request timeout (10 s): a first report, judged with
     its fleet peers on a loaded CI machine, can outlast a short one."""
     return ["probe", "--once", "--fabric", "simulated:h200x2", "--server", url,
-            "--token", token, "--spool-dir", str(spool), "--request-timeout", "10", *extra]
+            "--token-file", token_file(spool.parent, token), "--spool-dir", str(spool),
+            "--request-timeout", "10", *extra]
 
 
 def test_once_delivers_and_prints_what_the_sweep_cost(tmp_path: Path, capsys) -> None:
-    settings = server_settings(tmp_path / "server")
+    settings = server_settings(tmp_path / "server", tokens=())  # host-bound credentials only
+    credential = host_credential(settings, "gpu-a")
     with live_server(settings) as server:
-        status = main(once(tmp_path / "spool", server.url))
+        status = main(once(tmp_path / "spool", server.url, credential, "--hostname", "GPU-A"))
     out = capsys.readouterr().out
     assert status == 0, out
     assert re.search(r"sweep GPU time \d+\.\d+ s", out)
@@ -54,22 +72,35 @@ def test_once_with_a_wrong_token_exits_3_and_keeps_the_report(tmp_path: Path, ca
         status = main(once(tmp_path / "spool", server.url, "wrong"))
     captured = capsys.readouterr()
     assert status == 3
-    assert "HTTP 403: the bearer token is not a valid probe token" in captured.out
+    assert "HTTP 403: the bearer token is not a valid probe credential" in captured.out
     assert len(list((tmp_path / "spool").glob("*.json"))) == 1 and stored(settings).report_ids == []
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--token", ""], "no probe token: pass --token or set PEERWATCH_PROBE_TOKEN"),
-    (["--token", "t", "--sweep-interval", "-5"], "sweep_interval_s: Input should be greater"),
-    (["--token", "t", "--server", "127.0.0.1:8000"], "must start with http:// or https://"),
-    (["--token", "t", "--fabric", "simulated:dgx1"], "unknown"),
+    (["--token-file", "/nonexistent/probe-token"],
+     "no credential: /nonexistent/probe-token does not exist (set PEERWATCH_PROBE_TOKEN or "
+     "pass --token-file"),
+    (["--sweep-interval", "-5"], "sweep_interval_s: Input should be greater"),
+    (["--server", "127.0.0.1:8000"], "must start with http:// or https://"),
+    (["--fabric", "simulated:dgx1"], "unknown"),
 ])
 def test_bad_options_are_one_line_usage_errors(tmp_path: Path, capsys, monkeypatch,
                                                args: list[str], message: str) -> None:
     monkeypatch.delenv("PEERWATCH_PROBE_TOKEN", raising=False)
+    monkeypatch.setenv("PEERWATCH_PROBE_TOKEN_FILE", token_file(tmp_path))
     status = main(["probe", "--once", "--spool-dir", str(tmp_path), *args])
     err = capsys.readouterr().err
     assert status == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_credential_on_the_command_line_is_refused(capsys) -> None:
+    """Every local user reads a process's argv in /proc: the option is gone, and its old
+    spelling says where a credential goes instead, without echoing it."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["probe", "--once", "--token", "s3cret"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "s3cret" not in err
+    assert "--token: a credential on the command line is readable by every local user" in err
 
 
 def test_environment_configures_and_the_command_line_wins(tmp_path: Path, monkeypatch) -> None:
@@ -87,7 +118,7 @@ def test_every_option_states_its_default() -> None:
     sub = next(a for a in parser._actions if a.dest == "command")
     probe = sub.choices["probe"]  # type: ignore[attr-defined]
     for action in probe._actions:
-        if action.dest != "help":
+        if action.dest not in ("help", "token"):  # --token: refused, never shown
             assert "(default:" in (action.help or ""), action.option_strings
 
 
@@ -106,7 +137,7 @@ def test_sigterm_ends_a_running_probe_cleanly_with_reports_spooled(tmp_path: Pat
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "peerwatch.app.cli", "probe", "--fabric", "simulated:mesh4",
-             "--server", url, "--token", "t", "--spool-dir", str(spool),
+             "--server", url, "--token-file", token_file(tmp_path), "--spool-dir", str(spool),
              "--inventory-interval", "0.3", "--sweep-interval", "1", "--sweep-jitter", "0",
              "--request-timeout", "1"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -139,8 +170,8 @@ def test_auto_without_gpus_refuses_instead_of_reporting_simulated_data(tmp_path:
         pytest.skip("this machine has usable GPUs")
     except FabricUnavailable:
         pass
-    status = main(["probe", "--once", "--fabric", "auto", "--token", "t", "--spool-dir",
-                   str(tmp_path), "--server", f"http://127.0.0.1:{free_port()}"])
+    status = main(["probe", "--once", "--fabric", "auto", "--token-file", token_file(tmp_path),
+                   "--spool-dir", str(tmp_path), "--server", f"http://127.0.0.1:{free_port()}"])
     err = capsys.readouterr().err
     assert status == 1 and "no GPUs usable here" in err and "--fabric simulated:" in err
     assert not list(tmp_path.glob("*.json"))
@@ -174,7 +205,8 @@ def test_every_probe_setting_is_an_option() -> None:
     sub = next(a for a in parser._actions if a.dest == "command")
     probe = sub.choices["probe"]  # type: ignore[attr-defined]
     options = {a.dest for a in probe._actions}
-    assert set(ProbeSettings.model_fields) <= options, set(ProbeSettings.model_fields) - options
+    fields = set(ProbeSettings.model_fields) - {"token"}  # a secret: environment or file only
+    assert fields <= options, fields - options
     text = probe.format_help()
     for shown in ("(default: 5.0; env PEERWATCH_PROBE_BACKOFF_INITIAL_S)",
                   "(default: 300.0; env PEERWATCH_PROBE_BACKOFF_MAX_S)",
@@ -184,7 +216,8 @@ def test_every_probe_setting_is_an_option() -> None:
 
 def test_new_options_reach_the_settings(tmp_path: Path) -> None:
     args = build_parser().parse_args([
-        "probe", "--token", "t", "--spool-dir", str(tmp_path), "--backoff-initial", "2",
+        "probe", "--token-file", token_file(tmp_path), "--spool-dir", str(tmp_path),
+        "--backoff-initial", "2",
         "--backoff-max", "9", "--metrics-addr", "127.0.0.1",
         "--metrics-tests", "ce_write,latency"])
     settings = settings_from(args)

@@ -4,6 +4,7 @@ summary, --json, --diff with diff(1)'s exit statuses, and one-line errors."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,8 +17,10 @@ from tests.cli.test_user_errors import REPO
 
 
 def peerwatch(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`peerwatch snapshot` with a (wrong) probe credential in its environment."""
+    env = {**os.environ, "PEERWATCH_PROBE_TOKEN": "t"}
     return subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "snapshot", *argv], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_summary_and_json_of_a_simulated_host() -> None:
@@ -110,7 +113,7 @@ def test_auto_never_posts_or_spools_made_up_data(tmp_path: Path) -> None:
         server.listen()
         server.setblocking(False)
         url = f"http://127.0.0.1:{server.getsockname()[1]}"
-        posted = peerwatch("--post", url, "--token", "t", "--job-id", "7", "--phase", "prolog")
+        posted = peerwatch("--post", url, "--job-id", "7", "--phase", "prolog")
         spooled = peerwatch("--post", url, "--spool", str(tmp_path / "spool"))
         try:
             server.accept()

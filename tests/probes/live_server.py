@@ -21,6 +21,8 @@ from sqlalchemy import func, select
 from peerwatch.app.demo.server import ServerThread
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.credentials import Role, issue
+from peerwatch.app.runtime.keyring import ensure_keys, secret_path
 from peerwatch.app.store.db import make_engine, upgrade_to_head
 from peerwatch.app.store.tables.history import Measurement, ReportRow
 
@@ -50,6 +52,13 @@ def server_settings(directory: Path, tokens: tuple[str, ...] = (TOKEN,)) -> Sett
         shutil.copy(_migrated_template(), path)
     return Settings(database_url=f"sqlite:///{path}", data_dir=directory,
                     probe_tokens=list(tokens))
+
+
+def host_credential(settings: Settings, host: str) -> str:
+    """`host`'s probe credential from the server's own secret, as `peerwatch token issue`
+    prints it."""
+    path = secret_path(settings.data_dir, settings.secret_file)
+    return issue(ensure_keys(path), Role.PROBE, host)
 
 
 def free_port() -> int:

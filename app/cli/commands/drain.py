@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from peerwatch.app.cli.credential import ETC, admin_token_file, credential
+from peerwatch.app.cli.credential import ETC, add_token_file, admin_token_file, credential
 from peerwatch.app.drain.client import DrainClient, ServerRefused, ServerUnavailable
 from peerwatch.app.drain.controller import run_round
 from peerwatch.app.drain.facts import Do
@@ -43,8 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                       "http://127.0.0.1:8000"),
                    help="server base URL (default: $PEERWATCH_SERVER_URL or "
                    "http://127.0.0.1:8000)")
-    p.add_argument("--token-file", type=Path, default=None, metavar="FILE",
-                   help="file holding the credential: the loop's drain credential (default: "
+    add_token_file(p, "file holding the credential: the loop's drain credential (default: "
                    "$PEERWATCH_DRAIN_TOKEN, else /etc/peerwatch/drain-token); --gate's and "
                    "--health-check's the node's gate credential ($PEERWATCH_GATE_TOKEN, else "
                    "/etc/peerwatch/gate-token); --reset-breaker's a person's admin credential "

@@ -14,7 +14,12 @@ import sys
 
 import httpx
 
-from peerwatch.app.cli.credential import add_token_file, admin_token_file, credential
+from peerwatch.app.cli.credential import (
+    add_token_file,
+    admin_token_file,
+    credential,
+    token_file_help,
+)
 from peerwatch.app.cli.options import host_name
 from peerwatch.probes.errors import BadProbeRequest
 
@@ -46,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                            "http://127.0.0.1:8000"),
                         help="server base URL (default: $PEERWATCH_SERVER_URL or "
                         "http://127.0.0.1:8000)")
-    add_token_file(parser, "admin credential", "PEERWATCH_ADMIN_TOKEN",
-                   "~/.config/peerwatch/admin-token")
+    add_token_file(parser, token_file_help("admin credential", "PEERWATCH_ADMIN_TOKEN",
+                                           "~/.config/peerwatch/admin-token"))
     parser.add_argument("--comment", default="", help="why (default: empty)")
     parser.add_argument("--by", default=os.environ.get("USER", "cli"),
                         help="who declares it, recorded only with a shared admin token "

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from peerwatch.app.cli.credential import refuse_token_option
 from peerwatch.app.runtime.logs import configure_logging
 from peerwatch.app.runtime.signals import stop_on_signals
 from peerwatch.probes.agent.outbox import Delivery, Submitted
@@ -88,6 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for flag, field, kind, text in _OPTIONS:
         parser.add_argument(flag, dest=field, type=kind, default=None,
                             help=f"{text} {_default_text(field)}")
+    refuse_token_option(parser)
     parser.add_argument("--once", action="store_true",
                         help="run one sweep, send or spool it, and exit (default: loop forever)")
     parser.add_argument("--force", action="store_true", default=None,

@@ -22,10 +22,10 @@ import os
 import sys
 from pathlib import Path
 
+from peerwatch.app.cli.credential import ETC, add_token_file, credential
 from peerwatch.app.cli.snapshot_view import load_snapshot, summary
 from peerwatch.probes.agent.sender import SNAPSHOTS_PATH, Sender
 from peerwatch.probes.agent.snapshot_outbox import SnapshotSpool, post_snapshot
-from peerwatch.probes.credential_file import read_token
 from peerwatch.probes.errors import BadProbeRequest
 from peerwatch.probes.fabric_select import (
     FALLBACK_PRESET,
@@ -70,12 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="when it is taken: prolog, epilog or manual (default: manual)")
     p.add_argument("--post", metavar="URL", default=None,
                    help="send it to the peerwatch server at URL (default: print only)")
-    p.add_argument("--token-file", type=Path,
-                   default=Path(os.environ.get("PEERWATCH_PROBE_TOKEN_FILE",
-                                               "/etc/peerwatch/probe-token")),
-                   help="file holding this host's probe credential for --post; "
-                   "$PEERWATCH_PROBE_TOKEN, when set, is used instead (default: "
-                   "$PEERWATCH_PROBE_TOKEN_FILE or /etc/peerwatch/probe-token)")
+    add_token_file(p, "file holding this host's probe credential for --post (default: "
+                   "$PEERWATCH_PROBE_TOKEN when set, else $PEERWATCH_PROBE_TOKEN_FILE, else "
+                   "/etc/peerwatch/probe-token)")
     p.add_argument("--spool", type=Path, default=None, metavar="DIR",
                    help="with --post: keep snapshots the server did not take here, and "
                    "deliver earlier ones from here (default: none, an undelivered snapshot "
@@ -127,8 +124,8 @@ def deliver(args: argparse.Namespace, snap: Snapshot | None) -> int:
     if not args.post.startswith(("http://", "https://")):
         raise BadProbeRequest(f"--post needs an http:// or https:// URL, got {args.post!r}")
     spool = SnapshotSpool(args.spool) if args.spool else None
-    token = os.environ.get("PEERWATCH_PROBE_TOKEN") or read_token(
-        args.token_file, "PEERWATCH_PROBE_TOKEN", "--token-file")
+    default_file = Path(os.environ.get("PEERWATCH_PROBE_TOKEN_FILE", ETC / "probe-token"))
+    token = credential(args.token_file, "PEERWATCH_PROBE_TOKEN", default_file)
     sender = Sender(args.post, token, POST_TIMEOUT_S, path=SNAPSHOTS_PATH)
     try:
         result = post_snapshot(snap, sender, spool)

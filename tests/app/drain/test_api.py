@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from peerwatch.app.alerting.notify import due
 from peerwatch.app.judging.service import service_for
-from tests.app.conftest import ADMIN_TOKEN, probe_headers
+from tests.app.conftest import ADMIN_TOKEN, credential, probe_headers
 from tests.app.factory import sweep
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -18,7 +18,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 def act(client: TestClient, kind: str, host: str | None = "gpu-b", mode: str = "act",
         reason: str = "GPU5 down: all 18 NVLinks down") -> dict:
-    r = client.post("/api/v1/actions", headers=ADMIN, json={
+    r = client.post("/api/v1/actions", headers=credential(client, "drain", "head"), json={
         "host": host, "scheduler": "slurm", "kind": kind, "mode": mode, "reason": reason,
         "actor": "peerwatch-drain@head"})
     assert r.status_code == 201, r.text
@@ -60,7 +60,7 @@ def test_a_take_out_and_its_return_keep_mark_alert_and_metrics(client: TestClien
         'peerwatch_drain_actions_total{kind="take_out",mode="act",scheduler="slurm"} 1.0']
     listed = client.get("/api/v1/actions", params={"host": "gpu-b"}).json()["actions"]
     assert [(a["kind"], a["actor"]) for a in listed] == [
-        ("return", "peerwatch-drain@head"), ("take_out", "peerwatch-drain@head")]
+        ("return", "drain:head"), ("take_out", "drain:head")]
 
 
 def test_a_repeated_take_out_is_recorded_once(client: TestClient) -> None:
@@ -86,11 +86,16 @@ def test_the_breaker_opens_alerts_and_a_person_resets_it(client: TestClient) -> 
         'peerwatch_drain_breaker_open{scheduler="slurm"} 1.0']
     assert client.post("/api/v1/drain/breaker/reset",
                        json={"by": "alice"}).status_code == 401
-    r = client.post("/api/v1/drain/breaker/reset", headers=ADMIN,
-                    json={"by": "alice", "comment": "two real faults"})
+    r = client.post("/api/v1/drain/breaker/reset", headers=credential(client, "drain", "head"),
+                    json={"by": "alice"})
+    assert r.status_code == 403  # the controller the breaker bounds cannot close it
+    r = client.post("/api/v1/drain/breaker/reset", headers=credential(client, "admin", "alice"),
+                    json={"by": "mallory", "comment": "two real faults"})
     assert r.status_code == 200 and r.json()["kind"] == "breaker_reset"
     breaker = client.get("/api/v1/drain/breaker").json()
-    assert not breaker["open"] and breaker["reset_by"] == "alice"
+    assert not breaker["open"] and breaker["reset_by"] == "admin:alice"  # not what it said
+    r = client.post("/api/v1/drain/breaker/reset", headers=ADMIN, json={"by": "bob"})
+    assert r.json()["actor"] == "admin:admin-token (says bob)"  # the shared token: marked
     assert firing(client, "DrainBreakerOpen") == []
 
 
@@ -113,3 +118,21 @@ def test_the_state_carries_the_stored_verdicts(client: TestClient) -> None:
     assert node["host"] == "node-a" and node["gpus_total"] == 2
     assert [g["gpu"] for g in node["gpus"]] == [0, 1]
     assert node["maintenance_until"] is None
+
+
+def test_a_gate_records_about_its_own_node_only(client: TestClient) -> None:
+    """A node's gate credential: take-outs of its own node, never another's or the breaker."""
+    gate = credential(client, "gate", "GPU-B")
+    body = {"scheduler": "slurm", "kind": "take_out", "mode": "act", "reason": "GPU5 down",
+            "actor": "peerwatch-gate@gpu-b"}
+    r = client.post("/api/v1/actions", headers=gate, json={**body, "host": "gpu-b"})
+    assert r.status_code == 201 and r.json()["actor"] == "gate:gpu-b"
+    r = client.post("/api/v1/actions", headers=gate, json={**body, "host": "gpu-c"})
+    assert r.status_code == 403 and "gate:gpu-b may not speak for host 'gpu-c'" in r.text
+    r = client.post("/api/v1/actions", headers=gate, json={**body, "kind": "breaker_trip"})
+    assert r.status_code == 403
+    r = client.post("/api/v1/drain/breaker/reset", headers=gate, json={"by": "x"})
+    assert r.status_code == 403
+    probe = credential(client, "probe", "gpu-b")  # a probe's cannot act at all
+    assert client.post("/api/v1/actions", headers=probe,
+                       json={**body, "host": "gpu-b"}).status_code == 403
