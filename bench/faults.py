@@ -136,10 +136,9 @@ def server_down_under_agent(down_s: float = 15.0) -> None:
     with sqlite_url() as db, tempfile.TemporaryDirectory() as spool:
         server = Server(db).start()
         env = {**os.environ, "PEERWATCH_PROBE_BACKOFF_INITIAL_S": "0.5",
-               "PEERWATCH_PROBE_BACKOFF_MAX_S": "3"}
+               "PEERWATCH_PROBE_BACKOFF_MAX_S": "3", "PEERWATCH_PROBE_TOKEN": TOKEN}
         agent = subprocess.Popen(
-            [sys.executable, "-m", "peerwatch.app.cli", "probe", "--server", server.url, "--token",
-             TOKEN,
+            [sys.executable, "-m", "peerwatch.app.cli", "probe", "--server", server.url,
              "--fabric", "simulated:h200x2", "--hostname", "drill-agent", "--spool-dir", spool,
              "--inventory-interval", "1", "--sweep-interval", "4", "--sweep-jitter", "0",
              "--log-level", "DEBUG"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,

@@ -9,6 +9,7 @@ person resets it; the HealthCheckProgram mode answers well within Slurm's 60 s.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -81,7 +82,8 @@ def drain(cluster: Cluster, url: str, tmp_path: Path, policy: str, *extra: str
     path.write_text(policy)
     done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--once",
                            "--server", url,
-                           "--token", ADMIN, "--policy", str(path), *extra], env=cluster.env,
+                           "--policy", str(path), *extra],
+                          env={**cluster.env, "PEERWATCH_DRAIN_TOKEN": ADMIN},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
@@ -150,10 +152,12 @@ def test_the_breaker_trips_at_its_limit_and_a_person_resets_it(
     assert "DRAIN" not in cluster.state(second)
 
     done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--reset-breaker",
-                           "--server", server, "--token", ADMIN, "--by", "alice",
+                           "--server", server, "--by", "alice",
                            "--comment", "checked: two real faults"], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0 and "reset by alice" in done.stdout, done.stderr
+                          text=True, timeout=60,
+                          env={**os.environ, "PEERWATCH_ADMIN_TOKEN": ADMIN})
+    assert done.returncode == 0, done.stderr
+    assert "reset by admin:admin-token (says alice)" in done.stdout  # a shared token: marked
     assert not httpx.get(f"{server}/api/v1/drain/breaker").json()["open"]
     roomy = ACT + "breaker: {max_per_window: 5, max_share_out: 1.0}\n"
     drain(cluster, server, tmp_path, roomy)

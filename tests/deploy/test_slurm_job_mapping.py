@@ -95,11 +95,12 @@ def test_the_agent_reports_the_job_slurm_mapped_and_its_page_lists_it(
             job = holder.stdout.readline().strip()
             cluster.wait_for("the job mapped", lambda: mapping(cluster) == {0: [job], 1: [job]})
             probe = subprocess.run(
-                ["peerwatch", "probe", "--once", "--server", url, "--token", TOKEN,
+                ["peerwatch", "probe", "--once", "--server", url,
                  "--fabric", "simulated:h200x2", "--hostname", cluster.node,
                  "--spool-dir", str(tmp_path / "spool"), "--job-mapping-dir", str(mapped),
                  "--kubelet-socket", ""], capture_output=True, text=True, timeout=300,
-                env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+                env={**os.environ, "PEERWATCH_PROBE_TOKEN": TOKEN,
+                     "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
             assert probe.returncode == 0, probe.stderr
             # serve answers once the report is stored whole, its rows (the job's GPUs) after
             page = eventually(lambda: _held(url, job))

@@ -19,7 +19,14 @@ from tests.conftest import SETTLE_S
 from tests.packaging.conftest import Venv
 
 pytestmark = pytest.mark.packaging
-TOKEN = "wheel-probe-token"
+HOST = "wheel-host"
+
+
+def issued(server: Venv, host: str) -> str:
+    """`peerwatch token issue` from the installed wheel, in the server's data directory."""
+    done = server.run("peerwatch", "token", "issue", "--host", host)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 def _free_port() -> int:
@@ -36,7 +43,7 @@ def serving(venv: Venv, db_url: str) -> Iterator[str]:
         [venv.bin("peerwatch"), "serve", "--port", str(port), "--no-local-probe",
          "--log-level", "warning"], cwd=venv.workdir, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
-        env=venv.env(PEERWATCH_DATABASE_URL=db_url, PEERWATCH_PROBE_TOKENS=TOKEN))
+        env=venv.env(PEERWATCH_DATABASE_URL=db_url))
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SETTLE_S
@@ -92,8 +99,9 @@ def test_probe_only_install_probes_and_reports(probe_venv: Venv, server_venv: Ve
                                                empty_pg_url: str) -> None:
     with serving(server_venv, empty_pg_url) as base:
         probe = probe_venv.run("peerwatch", "probe", "--once", "--fabric", "simulated:h200x2",
-                               "--server", base, "--token", TOKEN, "--spool-dir",
-                               str(probe_venv.workdir / "spool"), timeout=300)
+                               "--hostname", HOST, "--server", base, "--spool-dir",
+                               str(probe_venv.workdir / "spool"), timeout=300,
+                               PEERWATCH_PROBE_TOKEN=issued(server_venv, HOST))
     assert probe.returncode == 0, probe.stderr
     assert f"delivered to {base}" in probe.stdout
 
@@ -110,8 +118,9 @@ def test_probe_only_install_takes_posts_and_diffs_job_snapshots(
         probe_venv: Venv, server_venv: Venv, empty_pg_url: str) -> None:
     with serving(server_venv, empty_pg_url) as base:
         posted = probe_venv.run("peerwatch", "snapshot", "--fabric", "simulated:h200x2",
-                                "--post", base, "--token", TOKEN, "--job-id", "7", "--phase",
-                                "prolog", "--spool", str(probe_venv.workdir / "snapshots"))
+                                "--hostname", HOST, "--post", base, "--job-id", "7", "--phase",
+                                "prolog", "--spool", str(probe_venv.workdir / "snapshots"),
+                                PEERWATCH_PROBE_TOKEN=issued(server_venv, HOST))
     assert posted.returncode == 0 and "delivered" in posted.stderr, posted.stderr
     saved = probe_venv.run("peerwatch", "snapshot", "--fabric", "simulated:h200x2", "--json")
     path = probe_venv.workdir / "snapshot.json"

@@ -319,7 +319,8 @@ def test_the_cli_option_and_env_reach_the_settings(monkeypatch: pytest.MonkeyPat
     from peerwatch.app.cli.commands.probe import settings_from
 
     monkeypatch.setenv("PEERWATCH_PROBE_METRICS_TESTS", "ce_bidir")
-    args = build_parser().parse_args(["probe", "--token", "t", "--metrics-port", "9402"])
+    monkeypatch.setenv("PEERWATCH_PROBE_TOKEN", "t")
+    args = build_parser().parse_args(["probe", "--metrics-port", "9402"])
     settings = settings_from(args)
     assert settings.metrics_port == 9402 and settings.metrics_tests == [TestName.CE_BIDIR]
-    assert settings_from(build_parser().parse_args(["probe", "--token", "t"])).metrics_port is None
+    assert settings_from(build_parser().parse_args(["probe"])).metrics_port is None

@@ -100,7 +100,7 @@ def test_demo_serves_fleet_data_within_10_cpu_s_and_stops_cleanly(tmp_path: Path
             proc.communicate()
     assert proc.returncode == 0, err
     assert f"dashboard: {base}/" in out and f"API docs:  {base}/docs" in out
-    assert f"admin token: {ADMIN_TOKEN} " in out
+    assert f"admin credential: {ADMIN_TOKEN} " in out
     assert re.search(r"first data: the first host reported [\d.]+ s after start, 4 of 4 hosts", out)
     assert out.rstrip().endswith("peerwatch demo: stopped")
     assert "Traceback" not in err

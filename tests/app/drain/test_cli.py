@@ -9,7 +9,6 @@ from pathlib import Path
 
 from tests.probes.live_server import free_port
 
-
 CREDENTIALS = {"PEERWATCH_DRAIN_TOKEN": "t", "PEERWATCH_GATE_TOKEN": "t"}
 
 

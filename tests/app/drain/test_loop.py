@@ -3,6 +3,7 @@ and Ctrl-C ends it (status 130, no traceback)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -23,8 +24,9 @@ def test_the_loop_records_a_change_once_and_stops_on_ctrl_c(tmp_path: Path) -> N
         proc = subprocess.Popen(
             [sys.executable, "-m", "peerwatch.app.cli", "drain", "--scheduler", "none", "--server",
              url,
-             "--token", ADMIN, "--policy", str(policy), "--interval", "0.2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             "--policy", str(policy), "--interval", "0.2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PEERWATCH_DRAIN_TOKEN": ADMIN})
         try:
             deadline = time.monotonic() + 120
             rounds = 0

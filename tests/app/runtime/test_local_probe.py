@@ -24,7 +24,7 @@ from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.errors import FabricUnavailable
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from tests.conftest import SETTLE_S
-from tests.probes.live_server import TOKEN, free_port, server_settings, stored
+from tests.probes.live_server import free_port, server_settings, stored
 
 FAST = ProbeSettings(inventory_interval_s=0.3, sweep_interval_s=1.0, sweep_jitter_s=0.0)
 
@@ -38,7 +38,8 @@ def _wait_for(predicate, timeout_s: float = SETTLE_S) -> bool:
     return False
 
 
-def test_local_gpus_are_probed_in_process_with_a_token_of_its_own(tmp_path: Path) -> None:
+def test_local_gpus_are_probed_in_process_with_a_credential_of_its_host(tmp_path: Path
+                                                                        ) -> None:
     from peerwatch.app.demo.server import ServerThread
 
     settings = server_settings(tmp_path, tokens=())  # no external probe may post
@@ -46,7 +47,7 @@ def test_local_gpus_are_probed_in_process_with_a_token_of_its_own(tmp_path: Path
     app = create_app(settings)
     attach_local_probe(app, "0.0.0.0", port, open_fabric=lambda: SimulatedFabric("h200x2"),
                        probe_settings=FAST)
-    assert app.state.settings.probe_tokens and settings.probe_tokens == []
+    assert app.state.settings.probe_tokens == []  # no fleet-wide token is made for it
     with ServerThread(app, port=port):
         assert _wait_for(lambda: len(stored(settings).report_ids) >= 3)
         hosts = httpx.get(f"http://127.0.0.1:{port}/api/v1/hosts", timeout=5).json()["hosts"]
@@ -78,8 +79,8 @@ def test_loopback_is_used_when_serving_on_every_address() -> None:
 
 def test_serve_and_probe_once_work_as_a_pair(tmp_path: Path, capsys) -> None:
     port = free_port()
-    env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path), "PEERWATCH_PROBE_TOKENS": TOKEN,
-           "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PEERWATCH_DATA_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    env.pop("PEERWATCH_PROBE_TOKENS", None)
     env.pop("PEERWATCH_DATABASE_URL", None)
     server = subprocess.Popen([sys.executable, "-m", "peerwatch.app.cli", "serve", "--port",
                                str(port)],
@@ -87,8 +88,13 @@ def test_serve_and_probe_once_work_as_a_pair(tmp_path: Path, capsys) -> None:
     try:
         url = f"http://127.0.0.1:{port}"
         assert _wait_for(lambda: _up(url)), "serve did not come up"
+        issued = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "token", "issue",
+                                 "--host", "sim-h200x2", "--out", str(tmp_path / "token")],
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert issued.returncode == 0, issued.stderr
         status = main(["probe", "--once", "--fabric", "simulated:h200x2", "--server", url,
-                       "--token", TOKEN, "--spool-dir", str(tmp_path / "spool")])
+                       "--token-file", str(tmp_path / "token"), "--spool-dir",
+                       str(tmp_path / "spool")])
         out = capsys.readouterr().out
         # answered once stored whole; the host's rows are written just after (serve)
         def swept() -> list[dict]:
