@@ -96,6 +96,7 @@ async def ingest_pool_job(app: Any) -> None:
     pool: IngestPool = app.state.ingest_pool
     try:
         await pool.warm_up()
+        log.info("%d ingest worker process(es) ready", pool.workers)
         await asyncio.Event().wait()
     finally:
         await expansions_for(app).drain()  # what is not expanded by then is recovered later
