@@ -85,8 +85,9 @@ def ensure_keys(path: Path) -> list[bytes]:
 
 
 def rotate(path: Path) -> list[bytes]:
-    """Put a new key first; the old ones keep verifying until retired."""
-    keys = [secrets.token_bytes(KEY_BYTES), *read_keys(path)]
+    """Put a new key first; the old ones keep verifying until retired. A file that is not
+    there yet is made with the one new key (how a fleet's shared secret is first made)."""
+    keys = [secrets.token_bytes(KEY_BYTES), *(read_keys(path) if path.exists() else [])]
     _write_new(path, keys)
     return keys
 

@@ -79,7 +79,7 @@ def container(workload: Object) -> Object:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_rendered_object_is_valid(overlay: str) -> None:
     objects = render(overlay)
-    assert len(objects) >= 13
+    assert len(objects) >= 12
     for obj in objects:
         try:
             validate(obj)
@@ -113,8 +113,23 @@ def test_fleet_runs_replicas_on_the_postgresql_secret() -> None:
     assert server["spec"]["replicas"] == 3
     for workload in (server, one(objects, "Job", "peerwatch-migrate")):
         assert container(workload)["envFrom"] == [{"secretRef": {"name": "peerwatch-server"}}]
-        assert "env" not in container(workload)  # the URL comes from the secret alone
+        env = [e["name"] for e in container(workload).get("env", [])]
+        assert "PEERWATCH_DATABASE_URL" not in env  # the URL comes from the secret alone
+    assert container(server)["env"] == [{"name": "PEERWATCH_SECRET_FILE",
+                                         "value": "/etc/peerwatch/secret/credential-secret"}]
     assert not [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_secret_is_shipped(overlay: str) -> None:
+    """Secrets are made by the operator: a rendered one would overwrite theirs on every
+    `kubectl apply -k`, and a default in it would be everyone's."""
+    objects = render(overlay)
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "Secret"] == []
+    probe = container(one(objects, "DaemonSet", "peerwatch-probe"))
+    assert "--token" not in probe["args"]  # argv is readable by every user of the node
+    assert probe["args"][probe["args"].index("--token-file") + 1] == "/etc/peerwatch/probe-token"
+    assert all("TOKEN" not in e["name"] for e in probe.get("env", []))
 
 
 def test_single_node_runs_one_server_on_sqlite_on_a_claim() -> None:

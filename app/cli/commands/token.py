@@ -6,6 +6,7 @@ again identically whenever asked and nothing is stored per credential. `issue` p
 credential on stdout, or writes it to `--out` (mode 600), never into a log or an argv.
 
     peerwatch token issue --host gpu-17 --out /etc/peerwatch/probe-token   # its probe
+    peerwatch token issue --host gpu-1 --host gpu-2 --out-dir creds/   # creds/gpu-1.token ...
     peerwatch token issue --gate gpu-17 --out /etc/peerwatch/gate-token    # its prolog
     peerwatch token issue --drain slurm-head1        # a drain controller
     peerwatch token issue --admin alice              # a person
@@ -43,12 +44,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     issue_p = actions.add_parser("issue", help="print one credential")
     who = issue_p.add_mutually_exclusive_group(required=True)
     who.add_argument("--host", action="append", metavar="HOST",
-                     help="a probe's, for this host (repeat it for a relay's, several hosts)")
+                     help="a probe's, for this host; repeated with --out-dir, one file each")
+    who.add_argument("--relay", metavar="H1,H2,...",
+                     help="a relay's: one credential speaking for each host it lists")
     who.add_argument("--gate", metavar="HOST", help="a node's prolog and health check")
     who.add_argument("--drain", metavar="NAME", help="a drain controller's")
     who.add_argument("--admin", metavar="NAME", help="a person's")
-    issue_p.add_argument("--out", type=Path, default=None,
-                         help="write it to this file (mode 600) instead of stdout")
+    out = issue_p.add_mutually_exclusive_group()
+    out.add_argument("--out", type=Path, default=None,
+                     help="write it to this file (mode 600) instead of stdout")
+    out.add_argument("--out-dir", type=Path, default=None,
+                     help="write each --host's to DIR/HOST.token (mode 600): provisioning "
+                     "many nodes at once")
     actions.add_parser("rotate", help="put a new key first; credentials of the old still work")
     actions.add_parser("retire", help="keep only the newest key; older credentials stop working")
     check_p = actions.add_parser("check", help="say what a credential (read from stdin) proves")
@@ -58,7 +65,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _role_and_subject(args: argparse.Namespace) -> tuple[Role, str]:
     if args.host:
-        return Role.PROBE, "+".join(args.host)
+        if len(args.host) > 1:
+            raise BadProbeRequest("several --host need --out-dir (one file each); a relay "
+                                  "speaking for several hosts is --relay H1,H2")
+        return Role.PROBE, args.host[0]
+    if args.relay:
+        return Role.PROBE, "+".join(h.strip() for h in args.relay.split(","))
     if args.gate:
         return Role.GATE, args.gate
     if args.drain:
@@ -73,12 +85,30 @@ def _write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)  # a file that was there before keeps no wider mode
 
 
-def _issue(args: argparse.Namespace, path: Path) -> int:
-    role, subject = _role_and_subject(args)
+def _issued(keys: list[bytes], role: Role, subject: str) -> str:
     try:
-        credential = issue(ensure_keys(path), role, subject)
+        return issue(keys, role, subject)
     except CredentialError as exc:
         raise BadProbeRequest(f"cannot issue the credential: {exc}") from None
+
+
+def _issue_each(args: argparse.Namespace, keys: list[bytes]) -> int:
+    if not args.host:
+        raise BadProbeRequest("--out-dir writes probe credentials: give --host (repeatable)")
+    made = {host: _issued(keys, Role.PROBE, host) for host in args.host}  # all, or none
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    for host, credential in made.items():
+        _write_private(args.out_dir / f"{host.lower()}.token", credential + "\n")
+    print(f"wrote {len(made)} probe credential(s) to {args.out_dir}", file=sys.stderr)
+    return 0
+
+
+def _issue(args: argparse.Namespace, path: Path) -> int:
+    keys = ensure_keys(path)
+    if args.out_dir is not None:
+        return _issue_each(args, keys)
+    role, subject = _role_and_subject(args)
+    credential = _issued(keys, role, subject)
     if args.out is None:
         print(credential)
     else:
