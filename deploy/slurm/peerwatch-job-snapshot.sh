@@ -9,7 +9,8 @@
 # `peerwatch snapshot --post URL --spool DIR --flush` from a timer) delivers it.
 # Settings (environment, or /etc/default/peerwatch which is read if present):
 #   PEERWATCH_URL                server (default http://127.0.0.1:8000)
-#   PEERWATCH_TOKEN_FILE         file holding the probe token (default /etc/peerwatch/probe-token)
+#   PEERWATCH_TOKEN_FILE         file holding this node's probe credential (default
+#                                /etc/peerwatch/probe-token, the probe agent's)
 #   PEERWATCH_SNAPSHOT_SPOOL     spool directory (default /var/spool/peerwatch/snapshots)
 #   PEERWATCH_BIN                the peerwatch command (default: peerwatch on PATH)
 #   PEERWATCH_FABRIC             nvml (default), or simulated:<preset> for tests

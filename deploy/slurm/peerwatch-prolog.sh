@@ -14,18 +14,19 @@
 # Settings (environment, or /etc/default/peerwatch which is read if present), besides those
 # of peerwatch-job-snapshot.sh and peerwatch-job-mapping.sh:
 #   PEERWATCH_GATE               1 to ask the gate (default: 0, snapshot only)
-#   PEERWATCH_ADMIN_TOKEN_FILE   file holding the admin token the gate reports with
-#                                (default /etc/peerwatch/admin-token)
+#   PEERWATCH_GATE_TOKEN_FILE    file holding this node's gate credential (`peerwatch token
+#                                issue --gate NODE`: acts on this node only; default
+#                                /etc/peerwatch/gate-token)
 #   PEERWATCH_DRAIN_POLICY       the drain policy file (default: built-in, observe mode)
 #   PEERWATCH_GATE_TIMEOUT       seconds for the gate (default 30)
 "$(dirname "$0")/peerwatch-job-mapping.sh" add
 "$(dirname "$0")/peerwatch-job-snapshot.sh" prolog
 [ -r /etc/default/peerwatch ] && . /etc/default/peerwatch
 [ "${PEERWATCH_GATE:-0}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ] || exit 0
-admin_file="${PEERWATCH_ADMIN_TOKEN_FILE:-/etc/peerwatch/admin-token}"
-if [ -z "${PEERWATCH_ADMIN_TOKEN:-}" ] && [ -r "$admin_file" ]; then
-  PEERWATCH_ADMIN_TOKEN=$(cat "$admin_file")
-  export PEERWATCH_ADMIN_TOKEN
+gate_file="${PEERWATCH_GATE_TOKEN_FILE:-/etc/peerwatch/gate-token}"
+if [ -z "${PEERWATCH_GATE_TOKEN:-}" ] && [ -r "$gate_file" ]; then
+  PEERWATCH_GATE_TOKEN=$(cat "$gate_file")
+  export PEERWATCH_GATE_TOKEN
 fi
 timeout "${PEERWATCH_GATE_TIMEOUT:-30}" "${PEERWATCH_BIN:-peerwatch}" drain --gate \
   --server "${PEERWATCH_URL:-http://127.0.0.1:8000}" --node "${SLURMD_NODENAME:-$(hostname -s)}"

@@ -25,7 +25,7 @@ STATE_LIMIT_S = 600
 
 
 def _hook(d: Path) -> str:
-    return site_hook(d, "health", f"PEERWATCH_ADMIN_TOKEN={ADMIN}", f"""start=$(date +%s)
+    return site_hook(d, "health", f"PEERWATCH_GATE_TOKEN={ADMIN}", f"""start=$(date +%s)
 {ROOT}/deploy/slurm/peerwatch-drain-health.sh >>{d}/health.out 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s" >>{d}/health.out""")
 

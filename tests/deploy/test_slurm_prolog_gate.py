@@ -26,7 +26,7 @@ def _hook(d: Path, which: str) -> str:
     return site_hook(d, which, f"PEERWATCH_TOKEN_FILE={d}/probe-token "
                      f"PEERWATCH_SNAPSHOT_SPOOL={d}/spool-snapshots "
                      "PEERWATCH_FABRIC=simulated:hgx8 PEERWATCH_HOSTNAME=$SLURMD_NODENAME "
-                     f"PEERWATCH_GATE=1 PEERWATCH_ADMIN_TOKEN={ADMIN}",
+                     f"PEERWATCH_GATE=1 PEERWATCH_GATE_TOKEN={ADMIN}",
                      f"exec {SLURM}/peerwatch-{which}.sh >>{d}/{which}.out 2>&1")
 
 
