@@ -2,7 +2,7 @@
 #   server (default target): docker build -t peerwatch .
 #     docker run -p 8000:8000 -v pw:/var/lib/peerwatch peerwatch
 #   probe only (no FastAPI, SQLAlchemy, psycopg, plotly): docker build --target probe -t peerwatch-probe .
-#     docker run --gpus all --pid=host peerwatch-probe probe --server URL --token T
+#     docker run --gpus all --pid=host -v /etc/peerwatch/probe-token:/etc/peerwatch/probe-token:ro peerwatch-probe probe --server URL
 # For GPU hosts build with CuPy: --build-arg EXTRAS=gpu (cupy-cuda12x, CUDA 12 drivers);
 # for CUDA 13 drivers add --build-arg CUPY=cupy-cuda13x and leave EXTRAS empty.
 

@@ -11,8 +11,9 @@ OUT=/tmp/pw-e2e-logs; rm -rf "$OUT"; mkdir -p "$OUT"   # many files: tarred into
 python3 -c "import fastapi, sqlalchemy, alembic.command, uvicorn, pydantic_settings, peerwatch.app.main, peerwatch.app.cli" \
   || { echo "missing Python packages: carry them as wheels (WHL=...)"; exit 1; }
 DB=/tmp/pw-e2e/peerwatch.db; rm -rf /tmp/pw-e2e; mkdir -p /tmp/pw-e2e
-export PEERWATCH_DATABASE_URL="sqlite:///$DB" PEERWATCH_PROBE_TOKENS=e2e-token
+export PEERWATCH_DATABASE_URL="sqlite:///$DB" PEERWATCH_DATA_DIR=/tmp/pw-e2e
 export PEERWATCH_ADMIN_TOKEN=e2e-admin
+HN=$(hostname -s | tr 'A-Z' 'a-z')   # the host the probe reports as, with its own credential
 API=http://127.0.0.1:8000
 pw() { python3 -m peerwatch.app.cli "$@"; }
 get() { python3 -c "import sys,urllib.request as u; sys.stdout.write(u.urlopen(sys.argv[1], timeout=30).read().decode())" "$1"; }
@@ -21,7 +22,8 @@ FABRIC=${FABRIC:-auto}   # FABRIC=simulated:h200x2 tries this script without GPU
 python3 -m peerwatch.app.cli serve --no-local-probe --port 8000 --log-level warning >"$OUT/serve.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 60); do get "$API/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
-probe() { pw probe --server "$API" --token e2e-token --fabric "$FABRIC" --spool-dir /tmp/pw-e2e/spool "$@"; }
+PEERWATCH_PROBE_TOKEN=$(pw token issue --host "$HN"); export PEERWATCH_PROBE_TOKEN
+probe() { pw probe --server "$API" --hostname "$HN" --fabric "$FABRIC" --spool-dir /tmp/pw-e2e/spool "$@"; }
 for i in 1 2 3; do probe --once >"$OUT/probe-$i.log" 2>&1; echo "probe $i exit $?" >>"$OUT/probe-$i.log"; done
 python3 -m bench.probe_contention --load 0 1 25 >"$OUT/load.log" 2>&1 &
 LOAD=$!; sleep 4
@@ -30,7 +32,7 @@ wait $LOAD
 H=$(get "$API/api/v1/hosts" | python3 -c "import json,sys; print(json.load(sys.stdin)['hosts'][0]['host'])")
 # A job's prolog and epilog snapshots through the server, as deploy/slurm's hooks post them.
 for phase in prolog epilog; do
-  pw snapshot --fabric "$FABRIC" --post "$API" --token e2e-token --job-id e2e-1 --phase $phase \
+  pw snapshot --fabric "$FABRIC" --hostname "$HN" --post "$API" --job-id e2e-1 --phase $phase \
     --spool /tmp/pw-e2e/snapshots >"$OUT/snapshot-$phase.log" 2>&1
   echo "snapshot $phase exit $?" >>"$OUT/snapshot-$phase.log"
 done

@@ -135,8 +135,9 @@ class Outbox:
         elif answer.outcome is Outcome.UNAUTHORIZED:
             delay = self.backoff.give_up_for_now()
             self._retry_at = self.clock() + delay
-            log.error("SERVER REFUSED THE PROBE (%s) at %s: check --server and --token "
-                      "(PEERWATCH_PROBE_TOKEN). Reports are kept in the spool; next try in "
+            log.error("SERVER REFUSED THE PROBE (%s) at %s: check --server and this host's "
+                      "credential (--token-file, PEERWATCH_PROBE_TOKEN). Reports are kept in "
+                      "the spool; next try in "
                       "%.0f s.", answer.describe(), self.sender.url, delay)
         elif answer.outcome is Outcome.REJECTED:
             log.error("server rejected report %s (%s); set aside in %s, not retried",
