@@ -22,6 +22,8 @@ import httpx
 import pytest
 
 from bench.helpers.serve import serve_process
+from peerwatch.app.runtime.credentials import Role, issue
+from peerwatch.app.runtime.keyring import SECRET_FILE_NAME, ensure_keys
 from peerwatch.probes.report import TestName
 from peerwatch.probes.sim.faults import LinksDown
 from peerwatch.probes.sim.simulated import SimulatedFabric
@@ -35,6 +37,7 @@ ADMIN = "drain-admin-token"
 PROBE = "drain-probe-token"
 ACT = "mode: act\ndebounce: 0\nsettle_after_boot: 0\nreturn_after: 0\n"
 CUT = (LinksDown(gpu=5, count=18),)
+DRAIN_NAME = "slurm-head"
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +86,20 @@ def drain(cluster: Cluster, url: str, tmp_path: Path, policy: str, *extra: str
     done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--once",
                            "--server", url,
                            "--policy", str(path), *extra],
-                          env={**cluster.env, "PEERWATCH_DRAIN_TOKEN": ADMIN},
+                          env={**cluster.env, **credentials(tmp_path, extra)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
+
+
+def credentials(tmp_path: Path, extra: tuple[str, ...]) -> dict[str, str]:
+    """The controller's drain credential and, for one node's round, that node's gate
+    credential, issued from the secret of the `server` fixture's data directory."""
+    keys = ensure_keys(tmp_path / "data" / SECRET_FILE_NAME)
+    env = {"PEERWATCH_DRAIN_TOKEN": issue(keys, Role.DRAIN, DRAIN_NAME)}
+    if "--node" in extra:
+        env["PEERWATCH_GATE_TOKEN"] = issue(keys, Role.GATE, extra[extra.index("--node") + 1])
+    return env
 
 
 def actions(url: str, host: str | None = None) -> list[dict]:
@@ -107,7 +120,7 @@ def test_a_fault_drains_the_node_with_the_reason_and_recovery_resumes_it(
     assert all("DRAIN" not in cluster.state(n) for n in cluster.extra)
     [took] = actions(server, node)
     assert (took["kind"], took["mode"]) == ("take_out", "act")
-    assert took["actor"].startswith("peerwatch-drain@") and took["reason"] in reason
+    assert took["actor"] == f"drain:{DRAIN_NAME}" and took["reason"] in reason
     [mark] = httpx.get(f"{server}/api/v1/drain/state").json()["marks"]
     assert mark["text"].startswith("taken out by peerwatch ") and mark["applied"]
 
