@@ -20,7 +20,7 @@ from peerwatch.probes.sim.faults import LinksDown
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import build_report
 from tests.app.alerting.simhost import QUICK
-from tests.app.conftest import ADMIN_TOKEN, probe_headers
+from tests.app.conftest import ADMIN_TOKEN, credential, probe_headers
 from tests.app.judged_client import JudgedClient
 from tests.app.metrics_helpers import promtool_check, value
 from tests.conftest import eventually
@@ -86,11 +86,12 @@ def test_ack_needs_the_admin_token(api: TestClient) -> None:
     url = f"/api/v1/alerts/{alert_id}/ack"
     assert api.post(url, json=body).status_code == 401
     assert api.post(url, json=body, headers={"Authorization": "Bearer nope"}).status_code == 403
-    done = api.post(url, json=body, headers=ADMIN)
-    assert done.status_code == 200 and done.json()["acknowledged"]["by"] == "alice"
+    done = api.post(url, json=body, headers=ADMIN)  # the shared token: what it says is marked
+    assert done.status_code == 200
+    assert done.json()["acknowledged"]["by"] == "admin:admin-token (says alice)"
     history = api.get(f"/api/v1/alerts/{alert_id}").json()["history"]
     assert history[-1]["state"] == "acknowledged"
-    assert history[-1]["message"] == "acknowledged by alice: reseating the cable"
+    assert history[-1]["message"] == "acknowledged by admin:admin-token (says alice): reseating the cable"
     assert api.post("/api/v1/alerts/999999/ack", json=body, headers=ADMIN).status_code == 404
 
 
@@ -115,10 +116,10 @@ def test_silences_create_list_mute_and_expire(api: TestClient) -> None:
     assert api.post("/api/v1/silences", json=body).status_code == 401
     assert api.post("/api/v1/silences", json=body,
                     headers={"Authorization": "Bearer x"}).status_code == 403
-    made = api.post("/api/v1/silences", json=body, headers=ADMIN)
+    made = api.post("/api/v1/silences", json=body, headers=credential(api, "admin", "alice"))
     assert made.status_code == 201, made.text
     silence = made.json()
-    assert silence["active"] and silence["created_by"] == "alice"
+    assert silence["active"] and silence["created_by"] == "admin:alice"
     assert [s["id"] for s in api.get("/api/v1/silences").json()["silences"]] == [silence["id"]]
     assert {a["silenced_by"] == [silence["id"]] for a in _firing(api).values()} == {True}
 

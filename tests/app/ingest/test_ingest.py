@@ -80,7 +80,7 @@ def test_without_token_is_401_and_wrong_token_is_403(client: TestClient) -> None
     assert r.headers["www-authenticate"] == "Bearer"
     r = _post(client, body, headers={"Authorization": "Bearer nope"})
     assert r.status_code == 403
-    assert "not a valid probe token" in r.json()["detail"]
+    assert "not a valid probe credential" in r.json()["detail"]
 
 
 def test_body_over_limit_is_413(settings: Settings) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -22,7 +23,7 @@ from peerwatch.app.store.db import make_engine
 from peerwatch.probes.errors import BadProbeRequest
 from peerwatch.probes.sim.faults import LinksDown
 from tests.app.alerting.simhost import SimHost
-from tests.app.conftest import ADMIN_TOKEN
+from tests.app.conftest import ADMIN_TOKEN, credential
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 ALERTING = AlertingSettings(alert_eval_interval_s=0, alert_settle_s=300)
@@ -107,15 +108,18 @@ def test_admin_api_declares_lists_and_ends_windows(
     assert client.delete("/api/v1/maintenance/999", headers=ADMIN).status_code == 404
 
 
-def test_cli_declares_a_window(client: TestClient, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_declares_a_window(client: TestClient, capsys: pytest.CaptureFixture[str],
+                               tmp_path: Path) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(credential(client, "admin", "alice")["Authorization"][7:] + "\n")
     args = argparse.Namespace(host="cli-host", duration="1h30m", server="http://testserver",
-                              token=ADMIN_TOKEN, comment="reboot", by="alice")
+                              token_file=token_file, comment="reboot", by="mallory")
     assert run(args, transport=client._transport) == 0
     assert "cli-host in maintenance from" in capsys.readouterr().out
     [window] = client.get("/api/v1/maintenance").json()["windows"]
     span = (pd(window["ends_at"]) - pd(window["starts_at"])).total_seconds()
-    assert (window["created_by"], span) == ("alice", 5400)
-    args.token = "wrong"
+    assert (window["created_by"], span) == ("admin:alice", 5400)  # the credential's name
+    token_file.write_text("wrong\n")
     assert run(args, transport=client._transport) == 3
 
 
