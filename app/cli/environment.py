@@ -64,12 +64,14 @@ def known_names() -> frozenset[str]:
 def unknown_names(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
     """Each `PEERWATCH_*` variable no part reads, with the closest known name (or None)."""
     known = known_names()
+    rests = {name.removeprefix(PREFIX): name for name in known}
     found = []
     for name in sorted(environ):
         upper = name.upper()
-        if upper.startswith(PREFIX) and upper not in known:
-            close = difflib.get_close_matches(upper, known, n=1, cutoff=0.75)
-            found.append((name, close[0] if close else None))
+        if upper.startswith(PREFIX) and upper not in known:  # likeness past the prefix
+            close = difflib.get_close_matches(upper.removeprefix(PREFIX), rests, n=1,
+                                              cutoff=0.75)
+            found.append((name, rests[close[0]] if close else None))
     return found
 
 
