@@ -8,60 +8,18 @@ test_slurm_hooks.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.deploy.hostile_server import Hostile
+
 PROLOG = Path(__file__).resolve().parents[2] / "deploy" / "slurm" / "peerwatch-taskprolog.sh"
 REFUSED = "print peerwatch: the server's placement was refused; Slurm's GPUs kept\n"
-
-
-@dataclass
-class Hostile:
-    url: str
-    body: bytes = b"{}"
-    status: int = 200
-    asked: list[str] = field(default_factory=list)
-
-    def answer(self, value: Any, status: int = 200) -> None:
-        self.body = value if isinstance(value, bytes) else json.dumps(value).encode()
-        self.status = status
-
-
-@pytest.fixture
-def hostile() -> Iterator[Hostile]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    state = Hostile(url=f"http://127.0.0.1:{server.server_address[1]}")
-    server.state = state  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=30)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        state: Hostile = self.server.state  # type: ignore[attr-defined]
-        state.asked.append(self.path)
-        self.send_response(state.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(state.body)))
-        self.end_headers()
-        self.wfile.write(state.body)
-
-    def log_message(self, *_args: Any) -> None:
-        pass
 
 
 def _run(hostile: Hostile, gpus: str = "2", pattern: str = "ring",

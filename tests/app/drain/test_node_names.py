@@ -71,11 +71,12 @@ def test_kubernetes_reads_and_patches_no_name_off_the_rule() -> None:
     api = FakeCoreV1Api([node("k-ok")])
     backend = KubernetesBackend(api, taint=True, to_dict=ApiClient().sanitize_for_serialization)
     facts = NodeFacts(host="a/b", verdict="down", reason="x", since=None)
+    acts = (lambda name: backend.take_out(name, "GPU5 down"), backend.put_back, backend.forget,
+            lambda name: backend.publish(name, facts))
     for bad in HOSTILE:
-        for act in (lambda: backend.take_out(bad, "GPU5 down"), lambda: backend.put_back(bad),
-                    lambda: backend.forget(bad), lambda: backend.publish(bad, facts)):
+        for act in acts:
             with pytest.raises(BadNodeName):
-                act()
+                act(bad)
     assert api.patches == []
 
 
