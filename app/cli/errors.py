@@ -11,6 +11,7 @@ install has neither.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from peerwatch.probes.errors import FabricUnavailable
 
@@ -57,7 +58,7 @@ def _migration_error(exc: BaseException) -> str | None:
     return None
 
 
-def _settings_classes() -> list[type]:
+def _settings_classes() -> list[Any]:
     """Every settings class loaded (pydantic-settings is, when one of them raised)."""
     base = getattr(sys.modules.get("pydantic_settings"), "BaseSettings", None)
     found, todo = [], list(base.__subclasses__()) if base else []

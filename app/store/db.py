@@ -163,9 +163,9 @@ def _sqlite_transactional_ddl(conn: Connection) -> Iterator[None]:
     if conn.dialect.name != "sqlite":
         yield
         return
-    driver = conn.connection.driver_connection
-    before = driver.isolation_level  # type: ignore[union-attr]
-    driver.isolation_level = None  # type: ignore[union-attr]
+    driver: Any = conn.connection.driver_connection  # a sqlite3.Connection
+    before = driver.isolation_level
+    driver.isolation_level = None
     try:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
         try:
@@ -174,7 +174,7 @@ def _sqlite_transactional_ddl(conn: Connection) -> Iterator[None]:
             conn.rollback()
             raise
     finally:
-        driver.isolation_level = before  # type: ignore[union-attr]
+        driver.isolation_level = before
 
 
 def head_revision() -> str | None:
