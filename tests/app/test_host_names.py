@@ -101,6 +101,21 @@ def test_cli_maintenance_refuses_a_bad_host_name(bad: str) -> None:
     assert "breaks the rule" in done.stderr and HOSTNAME_RULE in done.stderr
 
 
+@pytest.mark.parametrize("argv", [
+    ["drain", "--dry-run", "--server", "http://127.0.0.1:9", "--node", "{}"],
+    ["snapshot", "--fabric", "simulated:hgx8", "--hostname", "{}"],
+    ["probe", "--fabric", "simulated:hgx8", "--token", "t", "--once", "--hostname", "{}"],
+])
+@pytest.mark.parametrize("bad", ["a/b", "node-1\nstate=resume", "a..b"])
+def test_cli_host_options_refuse_a_bad_host_name(argv: list[str], bad: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli",
+                           *(bad if a == "{}" else a for a in argv)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert "breaks the rule" in done.stderr.splitlines()[-1] and HOSTNAME_RULE in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_window_for_a_host_never_seen_says_so(client: TestClient,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
