@@ -60,7 +60,7 @@ def test_once_with_a_wrong_token_exits_3_and_keeps_the_report(tmp_path: Path, ca
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--token", ""], "no probe token: pass --token or set PEERWATCH_PROBE_TOKEN"),
-    (["--token", "t", "--sweep-interval", "-5"], "sweep_interval_s: Input should be greater"),
+    (["--token", "t", "--sweep-interval", "-5"], "--sweep-interval='-5.0': expected a number > 0"),
     (["--token", "t", "--server", "127.0.0.1:8000"], "must start with http:// or https://"),
     (["--token", "t", "--fabric", "simulated:dgx1"], "unknown"),
 ])
