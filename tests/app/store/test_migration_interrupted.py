@@ -1,6 +1,6 @@
 """A first migration interrupted anywhere (Ctrl-C during a first `serve`, kill -9) leaves a
-SQLite database that `peerwatch migrate` completes: the upgrade is one transaction, DDL
-included, so what was done is rolled back, never left half-way.
+database that `peerwatch migrate` completes, on SQLite and PostgreSQL: the upgrade is one
+transaction, DDL included, so what was done is rolled back, never left half-way.
 
 The interruption is real: a `peerwatch migrate` process stopped by a signal it sends itself
 at an exact statement (through an SQLAlchemy event listener its wrapper script adds; the
@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import inspect
 
-from peerwatch.app.store.db import head_revision
+from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.db import head_revision, make_engine
+from tests.app.conftest import throwaway_pg_database
 
 INTERRUPTED = """
 import os, signal, sys
@@ -51,38 +54,51 @@ def _migrate(url: str) -> subprocess.CompletedProcess[str]:
                           timeout=300, env=_env())
 
 
-def _schema(db: Path) -> tuple[set[str], str | None]:
-    with sqlite3.connect(db) as conn:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        revision = (conn.execute("SELECT version_num FROM alembic_version").fetchone()[0]
-                    if "alembic_version" in tables else None)
+def _schema(url: str) -> tuple[set[str], str | None]:
+    engine = make_engine(Settings(database_url=url))
+    try:
+        with engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+            revision = (conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+                        if "alembic_version" in tables else None)
+            columns = ({c["name"] for c in inspect(conn).get_columns("judged_tests")}
+                       if "judged_tests" in tables else set())
+    finally:
+        engine.dispose()
+    assert "state_new" not in columns
     return tables, revision
 
 
-def _completes(db: Path) -> None:
-    done = _migrate(f"sqlite:///{db}")
+def _completes(url: str) -> None:
+    done = _migrate(url)
     assert done.returncode == 0, done.stderr
     assert f"-> {head_revision()}" in done.stdout, done.stdout
-    tables, revision = _schema(db)
+    tables, revision = _schema(url)
     assert revision == head_revision() and "judged_tests" in tables
-    with sqlite3.connect(db) as conn:
-        columns = {r[1] for r in conn.execute("PRAGMA table_info(judged_tests)")}
-    assert "state" in columns and "state_new" not in columns
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with nothing in it yet, as before a first `serve`."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'pw.db'}"
+        return
+    with throwaway_pg_database("peerwatch_interrupted") as url:
+        yield url
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
 @pytest.mark.parametrize("when", POINTS)
 def test_a_migration_stopped_mid_way_is_rolled_back_and_completed(when: str, how: str,
-                                                                  tmp_path: Path) -> None:
-    db = tmp_path / "pw.db"
-    stopped = subprocess.run([sys.executable, "-c", INTERRUPTED, when, how, f"sqlite:///{db}"],
+                                                                  empty_url: str) -> None:
+    stopped = subprocess.run([sys.executable, "-c", INTERRUPTED, when, how, empty_url],
                              capture_output=True, text=True, timeout=300, env=_env())
     if how == "SIGKILL":
         assert stopped.returncode == -signal.SIGKILL, stopped.stderr
     else:  # Ctrl-C: the CLI's quiet exit, no traceback
         assert stopped.returncode == 130 and "Traceback" not in stopped.stderr, stopped.stderr
-    assert _schema(db) == (set(), None)  # nothing of it stayed: no table, no revision
-    _completes(db)
+    assert _schema(empty_url) == (set(), None)  # nothing of it stayed: no table, no revision
+    _completes(empty_url)
 
 
 def test_ctrl_c_during_a_first_serve_leaves_a_database_migrate_completes(
@@ -103,7 +119,7 @@ def test_ctrl_c_during_a_first_serve_leaves_a_database_migrate_completes(
     rest = proc.communicate(timeout=300)[1]
     assert any("Running upgrade 0018 -> 0019" in s for s in seen), "".join(seen) + rest
     assert proc.returncode == 130, "".join(seen) + rest
-    db = tmp_path / "peerwatch.db"
-    tables, revision = _schema(db)
+    url = f"sqlite:///{tmp_path / 'peerwatch.db'}"
+    tables, revision = _schema(url)
     assert (tables, revision) == (set(), None) or revision == head_revision()
-    _completes(db)
+    _completes(url)
