@@ -15,7 +15,6 @@ import difflib
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic_settings import BaseSettings
 
@@ -89,13 +88,12 @@ def check_server_environment(warn: bool = True) -> None:
     read_settings(AlertingSettings)
 
 
-def server_settings(database_url: str | None = None, *, warn: bool = True,
-                    **values: Any) -> Settings:
+def server_settings(database_url: str | None = None, *, warn: bool = True) -> Settings:
     """The server's settings, every value checked (`check_server_environment`): a wrong one
     is ConfigError in one line. `database_url` (the `--database-url` option) overrides the
     environment's."""
     check_server_environment(warn)
-    given = {"database_url": "--database-url"} if database_url else {}
-    if database_url:
-        values["database_url"] = database_url
-    return read_settings(Settings, given, **values)
+    if not database_url:
+        return read_settings(Settings)
+    return read_settings(Settings, {"database_url": "--database-url"},
+                         database_url=database_url)
