@@ -3,7 +3,8 @@
 Each module defines `register(subparsers)` adding its parser with `set_defaults(func=run)`,
 where `run(args) -> int` returns the exit status. Modules are discovered, so adding a
 command never means editing this file. Usage errors (unknown preset, test, GPU index) are
-one line on stderr and exit status 2, like argparse's own; other user errors (no GPUs, an
+one line on stderr and exit status 2, like argparse's own, and so is a `PEERWATCH_*`
+setting of the wrong type or out of range (`app.cli.environment`); other user errors (no GPUs, an
 unreachable database, see `app.cli.errors`) one line and status 1. A command whose module
 needs the server's packages still shows in a probe-only install and says what to install.
 Only the module of the command being run is imported (`peerwatch snapshot` in a Slurm prolog
@@ -23,7 +24,12 @@ import sys
 from collections.abc import Sequence
 
 from peerwatch.app.cli import commands
-from peerwatch.app.cli.errors import SERVER_EXTRA_HINT, explain, missing_server_module
+from peerwatch.app.cli.errors import (
+    SERVER_EXTRA_HINT,
+    configuration_error,
+    explain,
+    missing_server_module,
+)
 from peerwatch.app.runtime.logs import configure_logging
 from peerwatch.probes.errors import BadProbeRequest
 
@@ -93,6 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except Exception as exc:
+        wrong = configuration_error(exc)
+        if wrong is not None:
+            print(f"peerwatch {args.command}: error: {wrong}", file=sys.stderr)
+            return USAGE_ERROR
         message = explain(exc)
         if message is None:
             raise

@@ -11,6 +11,7 @@ install has neither.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from peerwatch.probes.errors import FabricUnavailable
 
@@ -54,6 +55,37 @@ def _migration_error(exc: BaseException) -> str | None:
     alembic_exc = sys.modules.get("alembic.util.exc")
     if alembic_exc is not None and isinstance(exc, alembic_exc.CommandError):
         return f"migration failed: {one_line(exc)}"
+    return None
+
+
+def _settings_classes() -> list[Any]:
+    """Every settings class loaded (pydantic-settings is, when one of them raised)."""
+    base = getattr(sys.modules.get("pydantic_settings"), "BaseSettings", None)
+    found, todo = [], list(base.__subclasses__()) if base else []
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def configuration_error(exc: BaseException) -> str | None:
+    """One line for a configuration value that is wrong (exit 2, as a usage error): the
+    ConfigError a command raised, or a settings class's own error if one was built without
+    `read_settings` (`app/runtime/config_errors.py` says it either way)."""
+    config_errors = sys.modules.get("peerwatch.app.runtime.config_errors")
+    if config_errors is None:
+        return None
+    if isinstance(exc, config_errors.ConfigError):
+        return str(exc)
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
+        cls = next((c for c in _settings_classes() if c.__name__ == exc.title), None)
+        return None if cls is None else str(config_errors.config_error(exc, cls, {}))
+    if isinstance(exc, config_errors.SettingsError):
+        for cls in _settings_classes():
+            if any(f'field "{field}"' in str(exc) for field in cls.model_fields):
+                return str(config_errors.source_error(exc, cls))
     return None
 
 

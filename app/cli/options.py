@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 MAX_PORT = 65535
 
@@ -16,6 +18,30 @@ def port_number(text: str) -> int:
     if not 1 <= port <= MAX_PORT:
         raise argparse.ArgumentTypeError(f"port {port} is out of range (1-{MAX_PORT})")
     return port
+
+
+def _number(kind: type, least: float, strict: bool) -> Callable[[str], float]:
+    """An argparse type: a finite `kind` above `least` (`strict`) or at least it; anything
+    else is argparse's one-line usage error naming the option (`--interval -1`)."""
+    what = f"{'an integer' if kind is int else 'a number'} {'>' if strict else '>='} {least:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not math.isfinite(value) or value < least or (strict and value == least):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its message when ValueError escapes
+    return parse
+
+
+positive_float = _number(float, 0, strict=True)
+non_negative_float = _number(float, 0, strict=False)
+positive_int = _number(int, 0, strict=True)
+non_negative_int = _number(int, 0, strict=False)
 
 
 def host_name(text: str) -> str:

@@ -32,6 +32,7 @@ from peerwatch.app.demo.server import ServerThread
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.credentials import Role, issue
 from peerwatch.app.runtime.keyring import ensure_keys, secret_path
+from peerwatch.app.runtime.config_errors import read_settings
 from peerwatch.app.runtime.signals import stop_on_signals
 from peerwatch.app.schemas.maintenance import MaintenanceRequest
 from peerwatch.app.server import build_server_app
@@ -70,10 +71,11 @@ def demo_settings(options: DemoOptions, admin_token: str | None = None) -> Setti
     """Server settings tuned to the demo's fast clock: staleness and degradation in minutes.
     No fleet-wide token: each simulated host reports with its own credential."""
     database = (options.data_dir / "peerwatch.db").resolve()
-    return Settings(data_dir=options.data_dir, database_url=f"sqlite:///{database}",
-                    admin_token=admin_token, stale_after_s=60.0,
-                    degraded_sustain_s=120.0, fleet_peer_min_hosts=DEMO_PEER_MIN_HOSTS,
-                    fleet_peer_refresh_s=60.0, ingest_wait_s=DEMO_INGEST_WAIT_S)
+    return read_settings(Settings, data_dir=options.data_dir,
+                         database_url=f"sqlite:///{database}",
+                         admin_token=admin_token, stale_after_s=60.0,
+                         degraded_sustain_s=120.0, fleet_peer_min_hosts=DEMO_PEER_MIN_HOSTS,
+                         fleet_peer_refresh_s=60.0, ingest_wait_s=DEMO_INGEST_WAIT_S)
 
 
 def history_age_s(data_dir: Path, new_database: bool, now: float) -> float:

@@ -10,13 +10,14 @@ scheduler command that fails is reported as `failed` and changes no mark.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
 from peerwatch.app.drain.client import DrainClient
 from peerwatch.app.drain.engine import Fleet, changes, decide
 from peerwatch.app.drain.facts import Decision, Do, Mark, NodeFacts, SchedNode
+from peerwatch.app.drain.names import keep_valid
 from peerwatch.app.drain.policy import Policy
 
 
@@ -47,14 +48,16 @@ class Plan:
     spelled: dict[str, str]  # lower-case name -> the scheduler's own spelling
     marks: dict[str, Mark]
     facts: dict[str, NodeFacts]
+    refused: dict[str, str] = field(default_factory=dict)  # name off the rule -> why left alone
 
 
 def plan(policy: Policy, backend: Backend, client: DrainClient, now: datetime,
          only: str | None = None) -> Plan:
     facts, marks, breaker = client.state(backend.name, policy.mode, policy.breaker.window_s)
-    nodes, spelled = _lower(backend.nodes())
+    valid, refused = keep_valid(backend.nodes())
+    nodes, spelled = _lower(valid)
     return Plan(decide(policy, now, Fleet(nodes, facts, marks, breaker), only), spelled,
-                marks, facts)
+                marks, facts, refused)
 
 
 def _publish(backend: Backend, p: Plan, only: str | None,
@@ -94,6 +97,9 @@ def run_round(policy: Policy, backend: Backend, client: DrainClient, actor: str,
     """Decide over the whole fleet (the breaker counts all of it); act on `only` if given."""
     only = only.lower() if only else None
     p = plan(policy, backend, client, now or datetime.now(UTC), only)
+    for name, refusal in p.refused.items():
+        if only in (None, name.lower()):
+            say(refusal)
     decisions = p.decisions
     if only is not None:
         decisions = [d for d in decisions if d.node in ("", only)]
@@ -105,7 +111,8 @@ def run_round(policy: Policy, backend: Backend, client: DrainClient, actor: str,
     for d in changes(decisions):
         try:
             what = _apply(policy, backend, d, p.spelled.get(d.node, d.node), p.marks.get(d.node))
-        except RuntimeError as exc:  # SlurmError, KubernetesError: reported, mark unchanged
+        except RuntimeError as exc:  # SlurmError, KubernetesError, BadNodeName: reported,
+            # the mark unchanged
             client.report(d, "failed", backend.name, policy.mode, actor,
                           {"wanted": d.do.value, "error": str(exc)[:500]})
             done.append((d, f"failed: {exc}"))

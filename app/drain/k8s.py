@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from peerwatch.app.drain.facts import NodeFacts, SchedNode
+from peerwatch.app.drain.names import checked
 from peerwatch.app.drain.policy import one_line
 
 CONDITION = "PeerwatchFabricReady"
@@ -153,7 +154,9 @@ class KubernetesBackend:
             raise KubernetesError(f"{what}: {one_line(str(exc), 300)}") from exc
 
     def _node(self, name: str) -> dict[str, Any]:
-        node: dict[str, Any] = self._call(f"read node {name}", self.api.read_node, name)
+        """The node, read first by every change (none is made to a name off the rule)."""
+        node: dict[str, Any] = self._call(f"read node {name}", self.api.read_node,
+                                          checked(name))
         return node
 
     def nodes(self) -> list[SchedNode]:
@@ -195,4 +198,5 @@ class KubernetesBackend:
             self._remove_ours(name, uncordon=False)
 
     def publish(self, name: str, facts: NodeFacts) -> None:
-        self._call(f"label node {name}", self.api.patch_node, name, labels_patch(facts))
+        self._call(f"label node {name}", self.api.patch_node, checked(name),
+                   labels_patch(facts))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 
 from peerwatch.app.drain.facts import SchedNode
+from peerwatch.app.drain.names import checked
 from peerwatch.app.drain.policy import one_line
 
 PREFIX = "peerwatch:"
@@ -72,13 +73,13 @@ class SlurmBackend:
         return one_line(f"{PREFIX} {reason}", REASON_MAX)
 
     def take_out(self, name: str, reason: str) -> None:
-        self._run("update", f"nodename={name}", "state=drain",
+        self._run("update", f"nodename={checked(name)}", "state=drain",
                   f"reason={self.reason_text(reason)}")
 
     def put_back(self, name: str) -> None:
         """Resume, if the drain is still peerwatch's; a node already back in service (another
         round, e.g. an overlapping health check, resumed it) is left as it is."""
-        now = self.node(name)
+        now = self.node(checked(name))
         if now is not None and not now.out:
             return
         if now is None or not now.ours:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from peerwatch.app.api.deps import ActorDep, AdminDep, SessionDep, forbidden_host
+from peerwatch.app.api.deps import ActorDep, AdminDep, HostQuery, SessionDep, forbidden_host
 from peerwatch.app.api.errors import unprocessable
 from peerwatch.app.api.json_body import StrictJsonRoute
 from peerwatch.app.queries import drain as q
@@ -71,7 +71,7 @@ def post_action(body: ActionIn, session: SessionDep, actor: ActorDep) -> ActionO
             summary="What peerwatch drain did, newest first: who, what, why")
 def get_actions(
     session: SessionDep,
-    host: Annotated[str | None, Query(max_length=253, description="Only this node.")] = None,
+    host: HostQuery = None,
     scheduler: Annotated[str | None, Query(max_length=32)] = None,
     since_s: Annotated[float | None, Query(gt=0, le=366 * 86_400,
                                            description="Only the last N seconds.")] = None,
@@ -85,7 +85,7 @@ def get_actions(
             summary="Nodes peerwatch drain holds out of service, with since when and why")
 def get_marks(
     session: SessionDep,
-    host: Annotated[str | None, Query(max_length=253, description="Only this node.")] = None,
+    host: HostQuery = None,
     scheduler: Annotated[str | None, Query(max_length=32)] = None,
 ) -> MarksResponse:
     """For a host page or the fleet page: each mark's `text` reads "taken out by peerwatch

@@ -13,13 +13,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from peerwatch.app.analysis.health import Thresholds
 
 DAY_S = 86_400.0
 EXAMPLE_TOKEN_PREFIXES = ("change-me", "changeme", "replace-me")
+# The databases peerwatch runs on (app/store/db.py): SQLite, and PostgreSQL through psycopg 3
+# (`postgresql://` and `postgres://` mean it too).
+DATABASE_SCHEMES = ("sqlite", "sqlite+pysqlite", "postgresql", "postgres", "postgresql+psycopg")
+DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB"
+
+
+def supported_database_url(url: str) -> str:
+    """`url` when peerwatch can run on it, else ValueError naming what it accepts (a
+    `mysql://` URL is refused here, not by a missing driver deep in SQLAlchemy)."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in DATABASE_SCHEMES:
+        named = f"{scheme!r} is not supported" if scheme else "no scheme://"
+        raise ValueError(f"{named}; use {DATABASE_URL_FORMS}")
+    return url
 
 
 def parse_csv(value: Any) -> Any:
@@ -200,6 +214,11 @@ class Settings(BaseSettings):
     fleet_peer_max_age_s: float = Field(
         default=DAY_S, gt=0, description="Judged values older than this are left out of the "
         "fleet's distributions (a host gone quiet stops counting).")
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_database(cls, value: str) -> str:
+        return supported_database_url(value) if value else value
 
     @model_validator(mode="after")
     def _no_shipped_example_tokens(self) -> Settings:

@@ -4,9 +4,11 @@ breaker (docs/drain.md)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+
+from peerwatch.probes.report import HOSTNAME_RULE, valid_hostname
 
 ActionKind = Literal["take_out", "return", "recovering", "relapsed", "adopt", "forget",
                      "breaker_trip", "breaker_reset", "failed"]
@@ -79,9 +81,14 @@ class DrainStateResponse(BaseModel):
     breaker: BreakerOut
 
 
+def _optional_host(value: str | None) -> str | None:
+    return None if value is None else valid_hostname(value)
+
+
 class ActionIn(BaseModel):
-    host: str | None = Field(default=None, max_length=253,
-                             description="The node; none for the breaker's own actions.")
+    host: Annotated[str | None, Field(max_length=253, description="The node; none for the "
+                                      f"breaker's own actions. Host name: {HOSTNAME_RULE}."),
+                    AfterValidator(_optional_host)] = None
     scheduler: str = SchedulerName
     kind: ActionKind
     mode: Mode
@@ -91,6 +98,8 @@ class ActionIn(BaseModel):
 
 
 class ActionOut(ActionIn):
+    host: str | None = Field(default=None, description="The node; none for the breaker's "
+                             "own actions.")  # as stored: an answer is never refused
     id: int
     at: datetime
 

@@ -13,6 +13,8 @@ The schema exists only through Alembic: `upgrade_to_head(engine)` runs the migra
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +127,11 @@ def alembic_config(connection: Connection | None = None) -> Any:
 def upgrade_to_head(engine: Engine) -> None:
     """Bring the database behind `engine` to the newest migration (a no-op when it is).
 
-    On PostgreSQL an advisory lock serialises replicas that start together on an empty
-    database: the first migrates, the others wait and then find nothing to do.
+    All of it in one transaction, on both databases: an upgrade interrupted anywhere (Ctrl-C
+    during a first `serve`, a kill, a full disk) leaves the database as it was, and the next
+    `migrate` or `serve` runs it whole. On PostgreSQL an advisory lock serialises replicas
+    that start together on an empty database: the first migrates, the others wait and then
+    find nothing to do; on SQLite the transaction's write lock does the same.
     """
     from alembic import command  # only where migrations run: start-up of the rest
 
@@ -135,12 +140,41 @@ def upgrade_to_head(engine: Engine) -> None:
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_ID})
             conn.commit()
         try:
-            command.upgrade(alembic_config(conn), "head")
-            conn.commit()
+            with _sqlite_transactional_ddl(conn):
+                command.upgrade(alembic_config(conn), "head")
+                conn.commit()
         finally:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_ID})
                 conn.commit()
+
+
+@contextmanager
+def _sqlite_transactional_ddl(conn: Connection) -> Iterator[None]:
+    """On SQLite, the migrations' DDL inside the transaction too (a no-op elsewhere).
+
+    Python's sqlite3 begins a transaction only before INSERT/UPDATE/DELETE, so CREATE, ALTER
+    and DROP ran each on its own, committed at once: an upgrade stopped half-way left a
+    schema no migration could continue (`duplicate column name: state_new`). With the
+    driver's own transaction handling off, `BEGIN IMMEDIATE` opens one that covers every
+    statement (SQLite's DDL is transactional) and takes the write lock first, so a second
+    migrator waits and then finds the work done. Alembic sees a transaction already open
+    and runs every migration inside it."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    driver: Any = conn.connection.driver_connection  # a sqlite3.Connection
+    before = driver.isolation_level
+    driver.isolation_level = None
+    try:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.rollback()
+            raise
+    finally:
+        driver.isolation_level = before
 
 
 def head_revision() -> str | None:

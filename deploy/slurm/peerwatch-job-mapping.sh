@@ -16,6 +16,12 @@
 #                                agent's --job-mapping-dir must name the same one)
 action="${1:?usage: peerwatch-job-mapping.sh add|remove}"
 [ -n "${SLURM_JOB_ID:-}" ] || exit 0
+case "$SLURM_JOB_ID" in  # Slurm's job ids are numbers: one line of the file, one grep pattern
+  *[!0-9]*)
+    shown=$(printf '%s' "$SLURM_JOB_ID" | tr -c 'A-Za-z0-9_.+-' '?')
+    echo "peerwatch: job id '$shown' is not a number; not mapped" >&2
+    exit 0 ;;
+esac
 [ -r /etc/default/peerwatch ] && . /etc/default/peerwatch
 dir="${PEERWATCH_JOB_MAPPING_DIR:-/run/peerwatch/job-mapping}"
 gpus="${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-${CUDA_VISIBLE_DEVICES:-}}}"

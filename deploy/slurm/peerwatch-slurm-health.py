@@ -10,7 +10,10 @@ server that falls behind must not drain a cluster. A node that peerwatch drained
 else is never touched.
 
 If the server cannot be reached the node is left alone: a monitoring outage must not drain a
-cluster. Standard library only, so it runs on any Slurm node.
+cluster; nor does an answer that is not the server's shape. What the server says never
+steers scontrol beyond this node's drain: the node name follows peerwatch's host name rule
+(checked before anything is asked), and the reason is one line of printable text.
+Standard library only, so it runs on any Slurm node.
 
 slurm.conf:
     HealthCheckProgram=/usr/local/sbin/peerwatch-slurm-health
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,17 +36,37 @@ import urllib.request
 
 REASON_PREFIX = "peerwatch:"
 NO_VERDICT_PREFIX = "unknown:"  # `left_out` of a host with no stored verdict yet
+REASON_MAX = 250
+# peerwatch's host name rule (probes/report.py HOSTNAME; tests/deploy check they agree)
+HOSTNAME_RULE = ("labels of letters, digits, '-' and '_' (not starting or ending with '-'), "
+                 "joined by single dots, at most 253 characters")
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+HOSTNAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 
 
 class NoVerdict(Exception):
     """The server knows the node but holds no verdict for it yet: neither drain nor resume."""
 
 
+def node_name(text: str) -> str:
+    """An argparse type: a node name by peerwatch's host name rule."""
+    if len(text) > 253 or not HOSTNAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"node name {text[:80]!r} breaks the rule: "
+                                         f"{HOSTNAME_RULE}")
+    return text
+
+
+def one_line(value: object, limit: int = REASON_MAX) -> str:
+    """Printable text on one line: what the server says stays one scontrol argument's text."""
+    text = " ".join(str(value).split())
+    return "".join(c if c.isprintable() else "?" for c in text)[:limit]
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--server", default=os.environ.get("PEERWATCH_URL", "http://127.0.0.1:8000"),
                    help="peerwatch server URL (default: $PEERWATCH_URL or http://127.0.0.1:8000)")
-    p.add_argument("--node", default=socket.gethostname().split(".")[0],
+    p.add_argument("--node", type=node_name, default=socket.gethostname().split(".")[0],
                    help="Slurm node name, as the probe reports it (default: short hostname)")
     p.add_argument("--min-healthy-gpus", type=int, default=0,
                    help="healthy GPUs the node needs; 0 means all of its GPUs (default: 0)")
@@ -62,18 +86,19 @@ def fetch_hosts(server: str, min_healthy: int, timeout: float) -> dict:
 def judge(answer: dict, node: str, min_healthy: int) -> str | None:
     """None when the node may take jobs, else the reason to drain it (without prefix)."""
     for host in answer.get("hosts", []):
-        if host["host"] != node:
+        if host["host"].lower() != node.lower():
             continue
-        need = min_healthy or host["gpus_total"]
-        if len(host["healthy_gpus"]) >= need:
+        healthy, total = len(host["healthy_gpus"]), int(host["gpus_total"])
+        if healthy >= (min_healthy or total):
             return None
-        bad = "; ".join(u["reason"] for u in host.get("unhealthy", []))
-        return f"{len(host['healthy_gpus'])}/{host['gpus_total']} GPUs healthy: {bad}"
-    left_out = answer.get("left_out", {})
-    if node in left_out:
-        if str(left_out[node]).startswith(NO_VERDICT_PREFIX):
-            raise NoVerdict(left_out[node])
-        return str(left_out[node])
+        bad = "; ".join(str(u["reason"]) for u in host.get("unhealthy", []))
+        return one_line(f"{healthy}/{total} GPUs healthy: {bad}")
+    left_out = {str(k).lower(): v for k, v in answer.get("left_out", {}).items()}
+    if node.lower() in left_out:
+        said = one_line(left_out[node.lower()])
+        if said.startswith(NO_VERDICT_PREFIX):
+            raise NoVerdict(said)
+        return said
     return "node unknown to peerwatch (is the probe running with this hostname?)"
 
 
@@ -91,7 +116,7 @@ def act(args: argparse.Namespace, reason: str | None) -> list[str] | None:
     ours = current_reason(args.scontrol, args.node).startswith(REASON_PREFIX)
     if reason is None:
         return [args.scontrol, "update", f"nodename={args.node}", "state=resume"] if ours else None
-    text = f"{REASON_PREFIX} {reason}"[:250]
+    text = one_line(f"{REASON_PREFIX} {reason}")
     return [args.scontrol, "update", f"nodename={args.node}", "state=drain", f"reason={text}"]
 
 
@@ -107,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         reason = judge(answer, args.node, args.min_healthy_gpus)
     except NoVerdict as exc:
         print(f"peerwatch-slurm-health: {args.node}: {exc}; node left alone", file=sys.stderr)
+        return 0
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        print(f"peerwatch-slurm-health: the server's answer is not peerwatch's "
+              f"({one_line(repr(exc), 200)}); node left alone", file=sys.stderr)
         return 0
     command = act(args, reason)
     if command is None:

@@ -100,6 +100,21 @@ def test_cli_maintenance_refuses_a_bad_host_name(bad: str) -> None:
     assert "breaks the rule" in done.stderr and HOSTNAME_RULE in done.stderr
 
 
+@pytest.mark.parametrize("argv", [
+    ["drain", "--dry-run", "--server", "http://127.0.0.1:9", "--node", "{}"],
+    ["snapshot", "--fabric", "simulated:hgx8", "--hostname", "{}"],
+    ["probe", "--fabric", "simulated:hgx8", "--token", "t", "--once", "--hostname", "{}"],
+])
+@pytest.mark.parametrize("bad", ["a/b", "node-1\nstate=resume", "a..b"])
+def test_cli_host_options_refuse_a_bad_host_name(argv: list[str], bad: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli",
+                           *(bad if a == "{}" else a for a in argv)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert "breaks the rule" in done.stderr.splitlines()[-1] and HOSTNAME_RULE in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_window_for_a_host_never_seen_says_so(client: TestClient,
                                                 capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,3 +134,36 @@ def test_a_window_for_a_host_never_seen_says_so(client: TestClient,
                               token_file=None, comment="", by="alice")
     assert run(args, transport=client._transport) == 0
     assert "no host 'typo-host' has reported" in capsys.readouterr().err
+
+
+DRAIN_ACTION = {"scheduler": "slurm", "kind": "take_out", "mode": "act",
+                "reason": "GPU5 down", "actor": "peerwatch-drain@head"}
+
+
+@pytest.mark.parametrize("bad", ["a/b", "node-1\nstate=resume", "node-1 state=resume", "a..b",
+                                 "-a", "x" * 254, "", "a;b", "$(reboot)"])
+def test_drain_actions_follow_the_host_rule(bad: str, client: TestClient) -> None:
+    """What `peerwatch drain` records is what it hands to scontrol or the Kubernetes API:
+    a name no host can have is refused before anything is stored."""
+    r = client.post("/api/v1/actions", headers=ADMIN, json={**DRAIN_ACTION, "host": bad})
+    assert r.status_code == 422, r.text
+    if bad and len(bad) <= 253:  # else the length bound says it first
+        assert "breaks the rule" in r.text and HOSTNAME_RULE in r.text, r.text
+    assert client.get("/api/v1/actions").json()["actions"] == []
+    assert client.get("/api/v1/drain/marks").json()["marks"] == []
+
+
+def test_drain_actions_and_marks_use_the_canonical_name(client: TestClient) -> None:
+    r = client.post("/api/v1/actions", headers=ADMIN, json={**DRAIN_ACTION, "host": "GPU-B"})
+    assert r.status_code == 201 and r.json()["host"] == "gpu-b", r.text
+    [mark] = client.get("/api/v1/drain/marks?host=Gpu-B").json()["marks"]
+    assert mark["host"] == "gpu-b"
+    [action] = client.get("/api/v1/actions?host=GPU-b").json()["actions"]
+    assert action["host"] == "gpu-b"
+
+
+@pytest.mark.parametrize("url", ["/api/v1/actions?host=a/b", "/api/v1/drain/marks?host=a/b",
+                                 "/api/v1/actions?host=a%0Ab", "/api/v1/drain/marks?host=-x"])
+def test_drain_reads_follow_the_host_rule(url: str, client: TestClient) -> None:
+    r = client.get(url)
+    assert r.status_code == 422 and HOSTNAME_RULE in r.text, r.text

@@ -80,7 +80,7 @@ def test_once_with_a_wrong_token_exits_3_and_keeps_the_report(tmp_path: Path, ca
     (["--token-file", "/nonexistent/probe-token"],
      "no credential: /nonexistent/probe-token does not exist (set PEERWATCH_PROBE_TOKEN or "
      "pass --token-file"),
-    (["--sweep-interval", "-5"], "sweep_interval_s: Input should be greater"),
+    (["--sweep-interval", "-5"], "--sweep-interval='-5.0': expected a number > 0"),
     (["--server", "127.0.0.1:8000"], "must start with http:// or https://"),
     (["--fabric", "simulated:dgx1"], "unknown"),
 ])

@@ -57,8 +57,6 @@ def test_bench_on_nvml_without_nvml_is_one_line() -> None:
 @pytest.mark.parametrize(("url", "says"), [
     ("postgresql://postgres@127.0.0.1:{closed}/test", "Connection refused"),
     ("postgresql://postgres@127.0.0.1:{pg_port}/peerwatch_no_such_db", "does not exist"),
-    ("nonsense", "invalid database URL"),
-    ("mysqlish://host/db", "unsupported database URL"),
     ("sqlite:////proc/peerwatch-no/such.db", "No such file or directory"),
 ])
 def test_unusable_database_is_one_line(command: str, url: str, says: str) -> None:
@@ -67,6 +65,41 @@ def test_unusable_database_is_one_line(command: str, url: str, says: str) -> Non
     if command == "serve":
         argv.append("--no-local-probe")
     assert_one_line_error(peerwatch(*argv), status=1, says=says)
+
+
+@pytest.mark.parametrize("command", ["migrate", "serve", "judge"])
+@pytest.mark.parametrize(("url", "says"), [
+    ("nonsense", "--database-url='nonsense': no scheme://; use sqlite:///PATH or "
+                 "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB"),
+    ("mysql://root:hunter2@db/pw", "--database-url='mysql://root:***@db/pw': 'mysql' is not "
+                                   "supported; use sqlite:///PATH or postgresql+psycopg://"),
+])
+def test_unsupported_database_is_one_line_naming_what_is_accepted(command: str, url: str,
+                                                                  says: str) -> None:
+    argv = [command, "--database-url", url, *(["--no-local-probe"] if command == "serve"
+                                              else [])]
+    result = peerwatch(*argv)
+    assert_one_line_error(result, status=2, says=f"peerwatch {command}: error: {says}")
+    assert len(result.stderr.splitlines()) == 1 and "hunter2" not in result.stderr
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["drain", "--interval", "-1"], "argument --interval: '-1' is not a number > 0"),
+    (["drain", "--interval", "0"], "argument --interval: '0' is not a number > 0"),
+    (["drain", "--interval", "nan"], "argument --interval: 'nan' is not a number > 0"),
+    (["drain", "--timeout", "-1"], "argument --timeout: '-1' is not a number > 0"),
+    (["drain", "--timeout", "soon"], "argument --timeout: 'soon' is not a number > 0"),
+    (["drain", "--dry-run", "--node", "a/b"], "argument --node: host name 'a/b' breaks the rule"),
+    (["drain", "--dry-run", "--node", "node-1\nstate=resume"], "argument --node: host name"),
+    (["demo", "--hosts", "0"], "argument --hosts: '0' is not an integer > 0"),
+    (["demo", "--racks", "-1"], "argument --racks: '-1' is not an integer >= 0"),
+    (["demo", "--backfill-hours", "-2"], "argument --backfill-hours: '-2' is not a number >= 0"),
+    (["judge", "--wake-fd", "-3"], "argument --wake-fd: '-3' is not an integer >= 0"),
+])
+def test_a_number_out_of_range_is_argparse_usage_error(argv: list[str], says: str) -> None:
+    result = peerwatch(*argv)
+    assert_one_line_error(result, status=2, says=says)
+    assert result.stderr.splitlines()[-1].startswith(f"peerwatch {argv[0]}: error: ")
 
 
 @pytest.mark.parametrize("command", ["serve", "demo"])

@@ -75,6 +75,26 @@ def test_compose_file_parses_and_resolves() -> None:
     assert services["server"]["environment"]["PEERWATCH_DATABASE_URL"].startswith("postgresql")
 
 
+PUBLISHED = {"server": "8000:8000", "prometheus": "9090:9090", "alertmanager": "9093:9093"}
+
+
+@pytest.mark.parametrize(("bind", "address"), [(None, "127.0.0.1"), ("0.0.0.0", "0.0.0.0"),
+                                               ("10.1.2.3", "10.1.2.3")])
+def test_compose_publishes_on_loopback_unless_asked(bind: str | None, address: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server, Prometheus and Alertmanager answer anyone who reaches a published port:
+    this machine alone, unless PEERWATCH_BIND names more. Every published port is bound."""
+    if bind is None:
+        monkeypatch.delenv("PEERWATCH_BIND", raising=False)
+    else:
+        monkeypatch.setenv("PEERWATCH_BIND", bind)
+    result = compose_config(ROOT / "docker-compose.yml")
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    published = {name: svc["ports"] for name, svc in services.items() if svc.get("ports")}
+    assert published == {name: [f"{address}:{ports}"] for name, ports in PUBLISHED.items()}
+
+
 def test_compose_parser_fails_a_broken_file(tmp_path: Path) -> None:
     bad = tmp_path / "docker-compose.yml"
     bad.write_text("services:\n  server:\n    <<: *nowhere\n")

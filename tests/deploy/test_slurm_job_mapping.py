@@ -148,3 +148,14 @@ def test_the_fallbacks_and_what_cannot_be_mapped(tmp_path: Path) -> None:
     assert "GPU 'GPU-1234abcd' of job 601 is not an index; not mapped" in err
     assert (tmp_path / "map" / "2").read_text() == "601\n"
     assert _run(tmp_path, "add", "602") == ""  # a job without GPUs: nothing to map
+
+
+@pytest.mark.parametrize("job", ["700\n701", "70 1", "$(reboot)", "7-1", "-x"])
+def test_a_job_id_that_is_not_a_number_maps_nothing(job: str, tmp_path: Path) -> None:
+    """Slurm's job ids are numbers: anything else would be more than one line of a GPU's
+    file (another job's line removed with it), so it is left out, said in one line."""
+    _run(tmp_path, "add", "800", SLURM_JOB_GPUS="4")
+    err = _run(tmp_path, "add", job, SLURM_JOB_GPUS="4")
+    assert err.endswith("is not a number; not mapped\n") and err.count("\n") == 1, err
+    _run(tmp_path, "remove", job, SLURM_JOB_GPUS="4")
+    assert (tmp_path / "map" / "4").read_text() == "800\n"

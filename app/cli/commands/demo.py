@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
-from peerwatch.app.cli.options import port_number
+from peerwatch.app.cli.options import (
+    non_negative_float,
+    non_negative_int,
+    port_number,
+    positive_int,
+)
 from peerwatch.app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS
 from peerwatch.app.runtime.logs import configure_logging
 
@@ -35,15 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
                         help=f"directory for the SQLite database and the fleet's spools "
                              f"(default: {DEFAULT_DATA_DIR})")
-    parser.add_argument("--hosts", type=int, default=DEFAULT_HOSTS,
+    parser.add_argument("--hosts", type=positive_int, default=DEFAULT_HOSTS,
                         help=f"simulated hosts, presets dealt hgx8, h200x2, mesh4, pcie4 in "
                              f"turn (default: {DEFAULT_HOSTS})")
-    parser.add_argument("--racks", type=int, default=DEFAULT_RACKS,
+    parser.add_argument("--racks", type=non_negative_int, default=DEFAULT_RACKS,
                         help="simulated GB200 NVL72 racks of 18 compute trays each, one "
                              f"NVLink domain per rack (default: {DEFAULT_RACKS})")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the simulated measurements (default: 0)")
-    parser.add_argument("--backfill-hours", type=float, default=DEFAULT_BACKFILL_HOURS,
+    parser.add_argument("--backfill-hours", type=non_negative_float, default=DEFAULT_BACKFILL_HOURS,
                         help="hours of history to backfill into a new database; 0 for none "
                              f"(default: {DEFAULT_BACKFILL_HOURS:g})")
     parser.add_argument("--admin-token", default=None,
@@ -53,18 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.hosts < 1:
-        print("peerwatch demo: error: --hosts must be at least 1", file=sys.stderr)
-        return 2
-    if args.racks < 0:
-        print("peerwatch demo: error: --racks must be 0 or more", file=sys.stderr)
-        return 2
     configure_logging("warning")
     logging.getLogger("peerwatch.app.demo").setLevel(logging.INFO)
     # the demo's fleet and server, imported by this command alone (`peerwatch --help`
     # imports every command's module)
+    from peerwatch.app.cli.environment import check_server_environment
     from peerwatch.app.demo.run import DemoOptions, run_demo
 
+    check_server_environment()  # the demo's server reads PEERWATCH_* like `serve`
     options = DemoOptions(port=args.port, bind=args.bind, data_dir=args.data_dir,
                           hosts=args.hosts, racks=args.racks, seed=args.seed,
                           backfill_hours=args.backfill_hours,

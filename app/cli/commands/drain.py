@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from peerwatch.app.cli.credential import ETC, add_token_file, admin_token_file, credential
+from peerwatch.app.cli.options import host_name, positive_float
 from peerwatch.app.drain.client import DrainClient, ServerRefused, ServerUnavailable
 from peerwatch.app.drain.controller import run_round
 from peerwatch.app.drain.facts import Do
@@ -58,11 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--kubeconfig", default=None,
                    help="Kubernetes: kubeconfig file (default: in-cluster, else ~/.kube/config)")
     p.add_argument("--once", action="store_true", help="one round, then exit (default: loop)")
-    p.add_argument("--interval", type=float, default=60.0,
+    p.add_argument("--interval", type=positive_float, default=60.0,
                    help="seconds between rounds of the loop (default: 60)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would be done; change and record nothing")
-    p.add_argument("--node", default=None, help="act on this node only (default: every node)")
+    p.add_argument("--node", type=host_name, default=None,
+                   help="act on this node only (default: every node)")
     p.add_argument("--health-check", action="store_true",
                    help="Slurm HealthCheckProgram: one round for this node (--node, default "
                    "the short host name); an unreachable server leaves it alone")
@@ -74,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="who resets the breaker, recorded only with a shared admin token (an "
                    "issued credential names its holder; default: $USER)")
     p.add_argument("--comment", default="", help="why the breaker is reset (default: empty)")
-    p.add_argument("--timeout", type=float, default=10.0,
+    p.add_argument("--timeout", type=positive_float, default=10.0,
                    help="HTTP timeout, s (default: 10)")
     p.set_defaults(func=run)
 
@@ -133,9 +135,18 @@ def _gate(args, policy, backend, client, actor: str) -> int:
                                       mine[0].reason) else 0
 
 
+def _own_name() -> str:
+    """This machine's short name, by the rule every host name follows."""
+    name = socket.gethostname().split(".")[0]
+    try:
+        return host_name(name)
+    except argparse.ArgumentTypeError as exc:
+        raise BadProbeRequest(f"this machine's name: {exc}; pass --node") from None
+
+
 def run(args: argparse.Namespace) -> int:
     if (args.health_check or args.gate) and not args.node:
-        args.node = socket.gethostname().split(".")[0]
+        args.node = _own_name()
     token = _credential(args) if args.reset_breaker or not args.dry_run else None
     client = DrainClient(args.server, token, args.timeout)
     actor = f"peerwatch-drain@{socket.gethostname().split('.')[0]}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from peerwatch.app.cli.options import add_database_url, add_log_level
+from peerwatch.app.cli.options import add_database_url, add_log_level, non_negative_int
 from peerwatch.app.runtime.logs import configure_logging
 from peerwatch.app.runtime.priority import lower_priority
 
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "judge", help="judge hosts whose reports are newer than their verdicts",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_database_url(parser)
-    parser.add_argument("--wake-fd", type=int, default=None,
+    parser.add_argument("--wake-fd", type=non_negative_int, default=None,
                         help="an inherited SOCK_SEQPACKET socket to the server that started "
                         "this process (serve passes it; not for use by hand)")
     parser.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",

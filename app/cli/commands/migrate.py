@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from peerwatch.app.runtime.config import Settings
+from peerwatch.app.cli.environment import server_settings
 from peerwatch.app.store.db import current_revision, head_revision, make_engine, upgrade_to_head
 
 
@@ -21,9 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = Settings()
-    if args.database_url:
-        settings = settings.model_copy(update={"database_url": args.database_url})
+    settings = server_settings(args.database_url)
     engine = make_engine(settings)
     try:
         before = current_revision(engine)

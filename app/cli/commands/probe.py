@@ -14,9 +14,9 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
-from pydantic import ValidationError
-
 from peerwatch.app.cli.credential import refuse_token_option
+from peerwatch.app.cli.environment import warn_unknown_names
+from peerwatch.app.runtime.config_errors import read_settings
 from peerwatch.app.runtime.logs import configure_logging
 from peerwatch.app.runtime.signals import stop_on_signals
 from peerwatch.probes.agent.outbox import Delivery, Submitted
@@ -109,11 +109,12 @@ def settings_from(args: argparse.Namespace) -> ProbeSettings:
     given = {field: getattr(args, field) for _, field, _, _ in _OPTIONS}
     given["force"] = args.force
     given["events"] = args.events
-    try:
-        settings = ProbeSettings(**{k: v for k, v in given.items() if v is not None})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise BadProbeRequest(f"invalid probe settings: {problems}") from exc
+    given = {k: v for k, v in given.items() if v is not None}
+    flags = {field: flag for flag, field, _, _ in _OPTIONS if field in given}
+    flags |= {field: flag for field, flag in (("force", "--force"), ("events", "--no-events"))
+              if field in given}
+    warn_unknown_names()
+    settings = read_settings(ProbeSettings, flags, **given)
     if not settings.token:
         settings.token = read_token(settings.token_file, f"{ENV_PREFIX}TOKEN", "--token-file")
     return settings

@@ -3,7 +3,8 @@
 The listening socket is opened here, before uvicorn starts, so an address that cannot be
 used is one line naming it, not a page of uvicorn's logs: `--host` that does not resolve,
 a port already in use, an address this machine does not have. Exit status: 0 stopped,
-1 cannot start (that line: the address, the database or its schema), 2 usage error.
+1 cannot start (that line: the address, the database or its schema), 2 usage error or a
+wrong `PEERWATCH_*` value (one line naming it and what it accepts).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import socket
 import sys
 
+from peerwatch.app.cli.environment import server_settings
 from peerwatch.app.cli.options import add_database_url, add_log_level, port_number
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.logs import configure_logging
@@ -44,10 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    settings = Settings()
-    if getattr(args, "database_url", None):
-        settings = settings.model_copy(update={"database_url": args.database_url})
-    return settings
+    """Every value checked (a wrong one: ConfigError, one line, exit 2); unknown
+    `PEERWATCH_*` names warned about once, not again by the judge process serve starts."""
+    return server_settings(getattr(args, "database_url", None),
+                           warn=getattr(args, "wake_fd", None) is None)
 
 
 class CannotListen(Exception):
@@ -79,13 +81,13 @@ def listen_socket(host: str, port: int) -> socket.socket:
 def run(args: argparse.Namespace) -> int:
     import uvicorn  # by this command alone: `peerwatch --help` imports every command's module
 
-    try:  # first: a bad address is said before any database work or log line
+    settings = settings_from_args(args)  # first: a wrong PEERWATCH_* value, one line
+    try:  # then a bad address, before any database work or log line
         sock = listen_socket(args.host, args.port)
     except CannotListen as exc:
         print(f"peerwatch serve: error: {exc}", file=sys.stderr)
         return 1
     config = configure_logging(args.log_level)  # every path below, local probe or not
-    settings = settings_from_args(args)
     try:
         app = build_server_app(settings)
     except SchemaBehind as exc:

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from peerwatch.app.cli.credential import ETC, add_token_file, credential
+from peerwatch.app.cli.options import host_name
 from peerwatch.app.cli.snapshot_view import load_snapshot, summary
 from peerwatch.probes.agent.sender import SNAPSHOTS_PATH, Sender
 from peerwatch.probes.agent.snapshot_outbox import SnapshotSpool, post_snapshot
@@ -79,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "is lost and the exit status is 1)")
     p.add_argument("--flush", action="store_true",
                    help="with --post and --spool: only deliver spooled snapshots")
-    p.add_argument("--hostname", default=None,
+    p.add_argument("--hostname", type=host_name, default=None,
                    help="host name of a simulated fabric (default: the preset's)")
     p.set_defaults(func=run)
 
