@@ -31,14 +31,15 @@ SETTINGS_CLASSES: tuple[type[BaseSettings], ...] = (Settings, AlertingSettings, 
 # Read by other parts than the settings classes, each where its comment says.
 OTHER_NAMES = frozenset({
     # deploy/slurm/*.sh and peerwatch-slurm-health.py, /etc/default/peerwatch
-    "PEERWATCH_URL", "PEERWATCH_TOKEN_FILE", "PEERWATCH_ADMIN_TOKEN_FILE", "PEERWATCH_BIN",
+    "PEERWATCH_URL", "PEERWATCH_TOKEN_FILE", "PEERWATCH_BIN",
     "PEERWATCH_FABRIC", "PEERWATCH_HOSTNAME", "PEERWATCH_GATE", "PEERWATCH_GATE_TIMEOUT",
     "PEERWATCH_HEALTH_TIMEOUT", "PEERWATCH_JOB_MAPPING_DIR", "PEERWATCH_SNAPSHOT_SPOOL",
     "PEERWATCH_SNAPSHOT_TIMEOUT",
     # a job's own request to the TaskProlog (sbatch --export)
     "PEERWATCH_PATTERN", "PEERWATCH_GPUS",
-    # the client commands: drain, maintenance, snapshot
-    "PEERWATCH_SERVER_URL", "PEERWATCH_DRAIN_POLICY",
+    # the client commands: drain, maintenance, snapshot (app/cli/credential.py)
+    "PEERWATCH_SERVER_URL", "PEERWATCH_DRAIN_POLICY", "PEERWATCH_DRAIN_TOKEN",
+    "PEERWATCH_GATE_TOKEN", "PEERWATCH_GATE_TOKEN_FILE",
     # docker-compose.yml
     "PEERWATCH_BIND",
     # no longer read: the server says so itself (app/alerting/settings.py)

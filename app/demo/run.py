@@ -30,9 +30,9 @@ from peerwatch.app.demo.live import LiveFleet, LiveIntervals
 from peerwatch.app.demo.scenario import Scenario, default_scenario
 from peerwatch.app.demo.server import ServerThread
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.config_errors import read_settings
 from peerwatch.app.runtime.credentials import Role, issue
 from peerwatch.app.runtime.keyring import ensure_keys, secret_path
-from peerwatch.app.runtime.config_errors import read_settings
 from peerwatch.app.runtime.signals import stop_on_signals
 from peerwatch.app.schemas.maintenance import MaintenanceRequest
 from peerwatch.app.server import build_server_app

@@ -25,7 +25,7 @@ from peerwatch.probes.agent.sender import Outcome
 from peerwatch.probes.agent.spool import SpoolLocked
 from peerwatch.probes.config import ENV_PREFIX, ProbeSettings
 from peerwatch.probes.credential_file import read_token
-from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable
+from peerwatch.probes.errors import FabricUnavailable
 from peerwatch.probes.report import Report, ReportKind
 
 EXIT_FAILED, EXIT_USAGE, EXIT_UNAUTHORIZED, EXIT_REJECTED = 1, 2, 3, 4

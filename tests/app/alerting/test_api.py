@@ -91,7 +91,8 @@ def test_ack_needs_the_admin_token(api: TestClient) -> None:
     assert done.json()["acknowledged"]["by"] == "admin:admin-token (says alice)"
     history = api.get(f"/api/v1/alerts/{alert_id}").json()["history"]
     assert history[-1]["state"] == "acknowledged"
-    assert history[-1]["message"] == "acknowledged by admin:admin-token (says alice): reseating the cable"
+    assert history[-1]["message"] == ("acknowledged by admin:admin-token (says alice): "
+                                      "reseating the cable")
     assert api.post("/api/v1/alerts/999999/ack", json=body, headers=ADMIN).status_code == 404
 
 
