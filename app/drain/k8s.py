@@ -35,7 +35,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from peerwatch.app.drain.facts import BackedOff, NodeFacts, SchedNode
+from peerwatch.app.drain.k8s_call import Api, Conflict, KubernetesError, NotFound
+from peerwatch.app.drain.k8s_lease import KubeLease
 from peerwatch.app.drain.policy import one_line
+
+__all__ = ["Conflict", "KubernetesBackend", "KubernetesError", "NotFound"]
 
 CONDITION = "PeerwatchFabricReady"
 ANNOTATION = "peerwatch.io/taken-out"
@@ -46,18 +50,6 @@ LABEL_DOMAIN = "peerwatch.io/nvlink-domain"
 FIELD_MANAGER = "peerwatch-drain"
 MESSAGE_MAX = 1024
 RETRIES = 5
-
-
-class KubernetesError(RuntimeError):
-    """The API server refused or could not be reached; the message holds its words."""
-
-
-class Conflict(KubernetesError):
-    """409: the object changed since it was read (or already exists)."""
-
-
-class NotFound(KubernetesError):
-    """404: no such object."""
 
 
 def _iso(at: datetime) -> str:
@@ -201,6 +193,8 @@ class KubernetesBackend:
         from kubernetes import client  # optional: the drain-k8s extra
 
         self.api_client = api_client
+        self.api = Api(api_client)
+        self.call = self.api.call
         self.core = client.CoreV1Api(api_client)
         self.taint = taint
         self._listed: dict[str, dict[str, Any]] = {}
@@ -220,18 +214,6 @@ class KubernetesBackend:
         except (config.ConfigException, OSError) as exc:
             raise KubernetesError(f"no Kubernetes configuration: {exc}") from exc
         return cls(client.ApiClient(), taint)
-
-    def call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
-        """The API's answer as JSON; 409/404 as Conflict/NotFound, anything else one line."""
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return self.api_client.sanitize_for_serialization(fn(*args, **kw))
-        except ApiException as exc:
-            kind = {409: Conflict, 404: NotFound}.get(exc.status or 0, KubernetesError)
-            raise kind(f"{what}: {exc.status} {one_line(str(exc.reason or exc), 300)}") from exc
-        except Exception as exc:  # urllib3 errors: one line, the node named
-            raise KubernetesError(f"{what}: {one_line(str(exc), 300)}") from exc
 
     def _node(self, name: str) -> dict[str, Any]:
         node: dict[str, Any] = self.call(f"read node {name}", self.core.read_node, name)
@@ -313,7 +295,5 @@ class KubernetesBackend:
         if patch is not None:
             self._patch(name, patch)
 
-    def lease(self, namespace: str) -> Any:
-        from peerwatch.app.drain.k8s_lease import KubeLease
-
-        return KubeLease(self, namespace)
+    def lease(self, namespace: str) -> KubeLease:
+        return KubeLease(self.api, namespace)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from peerwatch.app.drain.facts import LeaseState
-
-if TYPE_CHECKING:
-    from peerwatch.app.drain.k8s import KubernetesBackend
+from peerwatch.app.drain.k8s_call import Api, Conflict, NotFound
 
 NAME = "peerwatch-drain"
 
@@ -41,18 +39,16 @@ def _state(raw: dict[str, Any], holder: str, now: datetime) -> LeaseState:
 
 
 class KubeLease:
-    def __init__(self, backend: KubernetesBackend, namespace: str) -> None:
+    def __init__(self, api: Api, namespace: str) -> None:
         from kubernetes import client  # optional: the drain-k8s extra
 
-        self.backend = backend
+        self.calls = api
         self.namespace = namespace
-        self.api = client.CoordinationV1Api(backend.api_client)
+        self.api = client.CoordinationV1Api(api.api_client)
 
     def _read(self) -> dict[str, Any] | None:
-        from peerwatch.app.drain.k8s import NotFound
-
         try:
-            raw: dict[str, Any] = self.backend.call(
+            raw: dict[str, Any] = self.calls.call(
                 f"read lease {self.namespace}/{NAME}", self.api.read_namespaced_lease, NAME,
                 self.namespace)
         except NotFound:
@@ -60,10 +56,8 @@ class KubeLease:
         return raw
 
     def _create(self) -> None:
-        from peerwatch.app.drain.k8s import Conflict
-
         try:
-            self.backend.call(f"create lease {self.namespace}/{NAME}",
+            self.calls.call(f"create lease {self.namespace}/{NAME}",
                               self.api.create_namespaced_lease, self.namespace,
                               {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                                "metadata": {"name": NAME, "namespace": self.namespace},
@@ -76,8 +70,6 @@ class KubeLease:
         return _state(raw, holder, datetime.now(UTC)) if raw else LeaseState(False)
 
     def take(self, holder: str, ttl_s: float) -> LeaseState:
-        from peerwatch.app.drain.k8s import Conflict
-
         raw = self._read()
         if raw is None:
             self._create()
@@ -97,7 +89,7 @@ class KubeLease:
                          "leaseTransitions": int(spec.get("leaseTransitions") or 0)
                          + (0 if mine else 1)}}
         try:
-            self.backend.call(f"take lease {self.namespace}/{NAME}",
+            self.calls.call(f"take lease {self.namespace}/{NAME}",
                               self.api.patch_namespaced_lease, NAME, self.namespace, body,
                               field_manager="peerwatch-drain")
         except Conflict:
@@ -109,7 +101,7 @@ class KubeLease:
         raw = self._read()
         if raw is None or (raw.get("spec") or {}).get("holderIdentity") != holder:
             return
-        self.backend.call(f"release lease {self.namespace}/{NAME}",
+        self.calls.call(f"release lease {self.namespace}/{NAME}",
                           self.api.patch_namespaced_lease, NAME, self.namespace,
                           {"metadata": {"resourceVersion": raw["metadata"]["resourceVersion"]},
                            "spec": {"holderIdentity": None, "renewTime": None}},

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from bench.helpers.serve import free_port
-from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster
 from peerwatch.app.drain.client import DrainClient
 from peerwatch.app.drain.facts import Decision, Do
 from peerwatch.probes.sim.faults import GpuLost
+from tests.deploy.slurm_cluster import ONE_CLUSTER_AT_A_TIME, Cluster, site_hook, slurm_cluster
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, PROBE, drain_server, report
 
 pytestmark = ONE_CLUSTER_AT_A_TIME
