@@ -66,3 +66,24 @@ def test_a_breaker_tripped_in_observe_mode_holds_nothing_once_acting(tmp_path: P
         assert client.state("slurm", "observe", 600)[2].open
         assert not client.state("slurm", "act", 600)[2].open
         client.close()
+
+
+def test_a_health_check_observes_while_a_loop_holds_the_lease(tmp_path: Path) -> None:
+    from peerwatch.app.drain.client import DrainClient
+    from peerwatch.app.drain.controller import Leader, ServerLease
+
+    with drain_server(tmp_path) as url:
+        client = DrainClient(url, ADMIN)
+        lease = ServerLease(client, "slurm")
+        check = Leader(lease, "node-1:7", 60.0, take=False)
+        assert check.observing() is None  # no loop: the node's own check acts
+        loop = Leader(lease, "head-a:1", 600.0)
+        assert loop.observing() is None
+        said = check.observing()
+        assert said is not None and "held by head-a:1" in said
+        other = Leader(lease, "head-b:2", 600.0).observing()
+        assert other is not None and "held by head-a:1" in other
+        assert httpx.get(f"{url}/api/v1/drain/lease").json()["holder"] == "head-a:1"
+        lease.release("head-a:1")
+        assert check.observing() is None
+        client.close()
