@@ -19,8 +19,8 @@ from peerwatch.app.drain.policy import ACTION_SEP, one_line
 
 PREFIX = "peerwatch:"
 OUT_FLAGS = ("DRAIN", "DRAINED", "DRAINING")
-# slurmctld keeps any length, but slurmdbd stores a node's reason as TINYTEXT (255 bytes):
-# a longer one is cut mid-word, in the middle of a UTF-8 character, or refused
+# slurmctld keeps any length, but slurmdbd keeps a node event's reason as TINYTEXT (255 bytes):
+# a longer one would be cut there mid-word, or in the middle of a UTF-8 character
 REASON_MAX_BYTES = 255
 ELLIPSIS = "…"
 
