@@ -33,6 +33,11 @@ from peerwatch.probes.report import FabricManagerInfo, GpuInfo, LinkState, NvLin
 from peerwatch.probes.test_kinds import kind_of
 
 NOT_COMPLETED = {"not_started": Verdict.DOWN, "in_progress": Verdict.DEGRADED}
+# what to do about each registration finding (also the drain reason's last words)
+TRAIN_ACTION = ("wait for Fabric Manager to finish training; if it stays, check the "
+                "nvidia-fabricmanager log and reset the GPU")
+REGISTER_ACTION = "restart nvidia-fabricmanager, then reset the GPU"
+HEALTH_ACTION = "expect reduced P2P bandwidth; check NVSwitch links and the Fabric Manager log"
 
 
 @dataclass(frozen=True)
@@ -76,20 +81,18 @@ def _registration(info: GpuInfo, exp: FabricExpectation) -> list[FabricFinding]:
         out.append(FabricFinding(
             NOT_COMPLETED.get(fab.state or "", Verdict.DOWN),
             f"fabric not COMPLETED ({fab.state}): P2P cannot be trusted",
-            "wait for Fabric Manager to finish training; if it stays, check the "
-            "nvidia-fabricmanager log and reset the GPU", "registration",
+            TRAIN_ACTION, "registration",
             f"fabric {(fab.state or 'unknown').replace('_', ' ')}"))
     if fab.status not in (None, "success"):
         out.append(FabricFinding(
             Verdict.DOWN, f"fabric registration failed (status {fab.status})",
-            "restart nvidia-fabricmanager, then reset the GPU", "status",
+            REGISTER_ACTION, "status",
             f"fabric registration failed ({fab.status})"))
     if fab.health in ("unhealthy", "limited_capacity") or fab.health_issues:
         issues = f" ({', '.join(fab.health_issues)})" if fab.health_issues else ""
         out.append(FabricFinding(
             Verdict.DEGRADED, f"fabric health {fab.health or 'reports issues'}{issues}",
-            "expect reduced P2P bandwidth; check NVSwitch links and the Fabric Manager log",
-            "health", f"fabric health {fab.health or 'reports issues'}"))
+            HEALTH_ACTION, "health", f"fabric health {fab.health or 'reports issues'}"))
     return out
 
 

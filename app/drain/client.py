@@ -9,7 +9,15 @@ from typing import Any
 
 import httpx
 
-from peerwatch.app.drain.facts import AlertFact, Breaker, Decision, GpuFact, Mark, NodeFacts
+from peerwatch.app.drain.facts import (
+    AlertFact,
+    Breaker,
+    Decision,
+    GpuFact,
+    LeaseState,
+    Mark,
+    NodeFacts,
+)
 
 
 class ServerUnavailable(RuntimeError):
@@ -29,11 +37,12 @@ def node_facts(raw: dict[str, Any]) -> NodeFacts:
         host=raw["host"].lower(), verdict=raw["verdict"], reason=raw["reason"],
         since=_time(raw["since"]), stale=raw["stale"], gpus_total=raw["gpus_total"],
         gpus=tuple(GpuFact(g["gpu"], g["verdict"], g["reason"], datetime.fromisoformat(
-            g["since"])) for g in raw["gpus"]),
+            g["since"]), g.get("action", "")) for g in raw["gpus"]),
         alerts=tuple(AlertFact(a["name"], a["summary"], datetime.fromisoformat(a["since"]),
-                               a.get("gpu")) for a in raw["alerts"]),
+                               a.get("gpu"), a.get("action", "")) for a in raw["alerts"]),
         maintenance_until=_time(raw["maintenance_until"]), started_at=_time(raw["started_at"]),
-        nvlink_domain=raw.get("nvlink_domain"), nvlink_clique=raw.get("nvlink_clique"))
+        nvlink_domain=raw.get("nvlink_domain"), nvlink_clique=raw.get("nvlink_clique"),
+        action=raw.get("action", ""))
 
 
 def mark(raw: dict[str, Any]) -> Mark:
@@ -88,3 +97,20 @@ class DrainClient:
         result: dict[str, Any] = self._call("POST", "/api/v1/drain/breaker/reset", json={
             "scheduler": scheduler, "by": by, "comment": comment})
         return result
+
+    @staticmethod
+    def _lease(raw: dict[str, Any]) -> LeaseState:
+        return LeaseState(bool(raw["held"]), raw["holder"], _time(raw["expires_at"]))
+
+    def lease(self, scheduler: str) -> LeaseState:
+        """Who acts for `scheduler` now, without asking for it."""
+        return self._lease(self._call("GET", "/api/v1/drain/lease",
+                                      params={"scheduler": scheduler}))
+
+    def take_lease(self, scheduler: str, holder: str, ttl_s: float) -> LeaseState:
+        return self._lease(self._call("POST", "/api/v1/drain/lease", json={
+            "scheduler": scheduler, "holder": holder, "ttl_s": ttl_s}))
+
+    def release_lease(self, scheduler: str, holder: str) -> None:
+        self._call("POST", "/api/v1/drain/lease/release",
+                   json={"scheduler": scheduler, "holder": holder})

@@ -18,6 +18,7 @@ class GpuFact:
     verdict: str  # healthy | degraded | down | unknown
     reason: str
     since: datetime
+    action: str = ""  # what a person does about it (the server's catalog)
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class AlertFact:
     summary: str
     since: datetime  # when it fired
     gpu: int | None = None
+    action: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class NodeFacts:
     started_at: datetime | None = None  # newest probe start / driver load: settle after boot
     nvlink_domain: str | None = None  # rack-scale NVLink domain and clique (labels)
     nvlink_clique: int | None = None
+    action: str = ""  # what to do about the host's verdict (when down)
 
     @property
     def healthy_gpus(self) -> int:
@@ -99,3 +102,18 @@ class Decision:
     do: Do
     reason: str
     details: dict[str, object] = field(default_factory=dict)
+
+
+class BackedOff(RuntimeError):
+    """The node changed under peerwatch between its read and its write: someone else drained
+    or cordoned it. Nothing of theirs is changed; the words say whose it is and why."""
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    """Which controller acts for a scheduler: `held` by the asker, else `holder` until
+    `expires_at` (None: no live lease)."""
+
+    held: bool
+    holder: str | None = None
+    expires_at: datetime | None = None

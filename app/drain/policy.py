@@ -174,8 +174,11 @@ def load_policy(text: str, source: str = "policy") -> Policy:
 @dataclass(frozen=True)
 class Fault:
     kind: str
-    reason: str  # one line: what is wrong and, from the verdict, what to do
+    reason: str  # one line: what is wrong and, from the server's catalog, what to do
     since: datetime
+
+
+ACTION_SEP = "; do: "  # between what is wrong and what to do, in every drain reason
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -183,24 +186,37 @@ def one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def with_action(what: str, action: str) -> str:
+    """`what; do: action`, the action's words said once (a verdict's reason may already
+    carry them: a fabric finding's "...; restart nvidia-fabricmanager", an Xid's "action:")."""
+    what = " ".join(what.split()).split("; action: ", 1)[0]
+    action = " ".join(action.split())
+    if not action:
+        return one_line(what)
+    what = what.replace(f"; {action}", "")
+    return f"{one_line(what)}{ACTION_SEP}{one_line(action, 300)}"
+
+
 def faults(policy: Policy, facts: NodeFacts) -> list[Fault]:
     """What the policy counts against this node now, worst kind first."""
     out: list[Fault] = []
     if policy.host_down and facts.verdict == "down" and facts.since is not None:
-        out.append(Fault("host_down", f"host down: {facts.reason}", facts.since))
+        out.append(Fault("host_down", with_action(f"host down: {facts.reason}", facts.action),
+                         facts.since))
     if policy.probe_stale and facts.stale and facts.since is not None:
-        out.append(Fault("probe_stale", f"no reports: {facts.reason}", facts.since))
+        out.append(Fault("probe_stale", one_line(f"no reports: {facts.reason}"), facts.since))
     for kind, alertname in ALERT_OF.items():
         if getattr(policy, kind):
-            out += [Fault(kind, f"{a.name}: {a.summary}", a.since)
+            out += [Fault(kind, with_action(f"{a.name}: {a.summary}", a.action), a.since)
                     for a in facts.alerts if a.name == alertname]
     if policy.gpu_down:
-        out += [Fault("gpu_down", f"GPU{g.gpu} down: {g.reason.removeprefix(f'GPU{g.gpu}: ')}",
-                      g.since) for g in facts.gpus if g.verdict == "down"]
+        out += [Fault("gpu_down", with_action(
+            f"GPU{g.gpu} down: {g.reason.removeprefix(f'GPU{g.gpu}: ')}", g.action), g.since)
+            for g in facts.gpus if g.verdict == "down"]
     out += _degraded(policy, facts)
-    out += [Fault("alert", f"{a.name}: {a.summary}", a.since)
+    out += [Fault("alert", with_action(f"{a.name}: {a.summary}", a.action), a.since)
             for a in facts.alerts if a.name in policy.alerts]
-    return [Fault(f.kind, one_line(f.reason), f.since) for f in out]
+    return out
 
 
 def _degraded(policy: Policy, facts: NodeFacts) -> list[Fault]:
@@ -211,5 +227,6 @@ def _degraded(policy: Policy, facts: NodeFacts) -> list[Fault]:
     if need is None or len(lost) < need:
         return []
     names = ", ".join(f"GPU{g.gpu}" for g in lost)
-    return [Fault("degraded", f"{len(lost)} of {facts.gpus_total} GPUs not healthy ({names}): "
-                              f"{lost[0].reason}", lost[need - 1].since)]
+    return [Fault("degraded", with_action(f"{len(lost)} of {facts.gpus_total} GPUs not healthy "
+                                          f"({names}): {lost[0].reason}", lost[0].action),
+                  lost[need - 1].since)]

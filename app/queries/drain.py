@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from peerwatch.app.analysis import drain_actions
 from peerwatch.app.queries.page_holds import _on_server_clock, windows_of
 from peerwatch.app.schemas.drain import (
     ActionOut,
@@ -30,7 +31,9 @@ def _gpus(session: Session) -> dict[int, list[GpuFactOut]]:
     for host_id, gpu, verdict, reason, since in session.execute(
             select(JudgedGpu.host_id, JudgedGpu.gpu, JudgedGpu.verdict, JudgedGpu.reason,
                    JudgedGpu.since).order_by(JudgedGpu.host_id, JudgedGpu.gpu)):
-        out[host_id].append(GpuFactOut(gpu=gpu, verdict=verdict, reason=reason, since=since))
+        action = drain_actions.for_reason(reason) if verdict in ("down", "degraded") else ""
+        out[host_id].append(GpuFactOut(gpu=gpu, verdict=verdict, reason=reason, since=since,
+                                       action=action))
     return out
 
 
@@ -39,9 +42,11 @@ def _alerts(session: Session) -> dict[str, list[AlertFactOut]]:
     for a in session.scalars(select(Alert).where(Alert.state == "firing",
                                                  Alert.host.is_not(None)).order_by(Alert.id)):
         gpu = str(a.labels.get("gpu", ""))
+        summary = str(a.annotations.get("summary", a.rule))
         out[str(a.host)].append(AlertFactOut(
-            name=a.rule, summary=str(a.annotations.get("summary", a.rule)),
-            since=a.fired_at or a.active_since, gpu=int(gpu) if gpu.isdigit() else None))
+            name=a.rule, summary=summary, since=a.fired_at or a.active_since,
+            gpu=int(gpu) if gpu.isdigit() else None,
+            action=drain_actions.for_alert(a.rule, summary)))
     return out
 
 
@@ -83,7 +88,8 @@ def drain_nodes(session: Session, now: datetime) -> list[DrainNodeOut]:
             stale=bool(r.stale), gpus_total=r.gpus_total or 0, gpus=gpus.get(r.id, []),
             alerts=alerts.get(r.name, []), maintenance_until=max(active) if active else None,
             started_at=started.get(r.id), nvlink_domain=cliques.get(r.id, (None, None))[0],
-            nvlink_clique=cliques.get(r.id, (None, None))[1]))
+            nvlink_clique=cliques.get(r.id, (None, None))[1],
+            action=drain_actions.for_host(r.reason or "") if r.verdict == "down" else ""))
     return out
 
 

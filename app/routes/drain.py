@@ -17,6 +17,7 @@ from peerwatch.app.api.errors import unprocessable
 from peerwatch.app.api.json_body import StrictJsonRoute
 from peerwatch.app.queries import drain as q
 from peerwatch.app.runtime.credentials import Role
+from peerwatch.app.queries.drain_lease import lease_out
 from peerwatch.app.schemas.drain import (
     ActionIn,
     ActionOut,
@@ -24,9 +25,13 @@ from peerwatch.app.schemas.drain import (
     BreakerOut,
     BreakerReset,
     DrainStateResponse,
+    LeaseIn,
+    LeaseOut,
+    LeaseRelease,
     MarksResponse,
 )
 from peerwatch.app.services.drain import record_action, reset_breaker
+from peerwatch.app.services.drain_lease import release_lease, take_lease
 
 router = APIRouter(prefix="/api/v1", tags=["drain"], route_class=StrictJsonRoute)
 
@@ -46,7 +51,8 @@ def drain_state(session: SessionDep, scheduler: Scheduler = "slurm", mode: Mode 
     return DrainStateResponse(generated_at=now, scheduler=scheduler,
                               nodes=q.drain_nodes(session, now),
                               marks=q.marks(session, scheduler),
-                              breaker=q.breaker(session, scheduler, mode, window_s, now))
+                              breaker=q.breaker(session, scheduler, mode, window_s, now),
+                              lease=lease_out(session, scheduler, now))
 
 
 @router.post("/actions", response_model=ActionOut, status_code=status.HTTP_201_CREATED,
@@ -107,3 +113,24 @@ def post_breaker_reset(body: BreakerReset, session: SessionDep,
     it. Recorded under the credential's name."""
     body = body.model_copy(update={"by": admin.recorded_as(body.by)})
     return q.action_out(reset_breaker(session, body, datetime.now(UTC)))
+
+
+@router.get("/drain/lease", response_model=LeaseOut,
+            summary="Which controller acts for the scheduler now (none: no live lease)")
+def get_lease(session: SessionDep, scheduler: Scheduler = "slurm") -> LeaseOut:
+    return lease_out(session, scheduler, datetime.now(UTC))
+
+
+@router.post("/drain/lease", response_model=LeaseOut,
+             summary="Take or renew the scheduler's drain lease (admin token)")
+def post_lease(body: LeaseIn, session: SessionDep, _admin: AdminTokenDep) -> LeaseOut:
+    """One controller acts per scheduler: the answer's `held` says whether the asker does;
+    if not, `holder` and `expires_at` say who does and until when (it observes meanwhile)."""
+    return take_lease(session, body, datetime.now(UTC))
+
+
+@router.post("/drain/lease/release", response_model=LeaseOut,
+             summary="Give the drain lease back (a controller that stops; admin token)")
+def post_lease_release(body: LeaseRelease, session: SessionDep,
+                       _admin: AdminTokenDep) -> LeaseOut:
+    return release_lease(session, body, datetime.now(UTC))

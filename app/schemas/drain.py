@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from peerwatch.probes.report import HOSTNAME_RULE, valid_hostname
 
 ActionKind = Literal["take_out", "return", "recovering", "relapsed", "adopt", "forget",
-                     "breaker_trip", "breaker_reset", "failed"]
+                     "breaker_trip", "breaker_reset", "failed", "backed_off"]
 Mode = Literal["act", "observe"]
 SchedulerName = Field(default="slurm", min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$",
                       examples=["slurm", "kubernetes"])
@@ -22,6 +22,7 @@ class GpuFactOut(BaseModel):
     verdict: str
     reason: str
     since: datetime
+    action: str = Field(default="", description="What a person does about it (the catalog's).")
 
 
 class AlertFactOut(BaseModel):
@@ -29,6 +30,7 @@ class AlertFactOut(BaseModel):
     summary: str
     since: datetime = Field(description="When it fired.")
     gpu: int | None = None
+    action: str = Field(default="", description="What a person does about it (the catalog's).")
 
 
 class DrainNodeOut(BaseModel):
@@ -44,6 +46,7 @@ class DrainNodeOut(BaseModel):
     started_at: datetime | None = Field(description="Newest probe start or driver load.")
     nvlink_domain: str | None = Field(default=None, description="Rack-scale NVLink domain.")
     nvlink_clique: int | None = Field(default=None, description="Its clique id.")
+    action: str = Field(default="", description="What to do about the host's verdict.")
 
 
 class MarkOut(BaseModel):
@@ -73,12 +76,35 @@ class BreakerOut(BaseModel):
     window_s: float
 
 
+class LeaseIn(BaseModel):
+    """Take or renew the scheduler's lease: the one controller that acts."""
+
+    scheduler: str = SchedulerName
+    holder: str = Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$",
+                        examples=["head1:4242"], description="Who asks (host:pid).")
+    ttl_s: float = Field(gt=0, le=86_400, description="Held this long unless renewed.")
+
+
+class LeaseRelease(BaseModel):
+    scheduler: str = SchedulerName
+    holder: str = Field(min_length=1, max_length=128)
+
+
+class LeaseOut(BaseModel):
+    scheduler: str
+    holder: str | None = Field(description="Who acts now; none when no live lease is held.")
+    held: bool = Field(description="In a POST's answer: whether the asker holds it now.")
+    acquired_at: datetime | None
+    expires_at: datetime | None
+
+
 class DrainStateResponse(BaseModel):
     generated_at: datetime
     scheduler: str
     nodes: list[DrainNodeOut]
     marks: list[MarkOut]
     breaker: BreakerOut
+    lease: LeaseOut = Field(description="Which controller acts for this scheduler.")
 
 
 def _optional_host(value: str | None) -> str | None:

@@ -4,8 +4,13 @@
 # compares it with the epilog's); then, with PEERWATCH_GATE=1, the gate: may this node take
 # the job? `peerwatch drain --gate` answers with the drain policy (docs/drain.md):
 #   0   keep: the job runs
-#   10  take out: peerwatch drained the node with its reason (policy mode: act only); this
-#       prolog exits 1, so Slurm does not start the job here (a batch job is requeued)
+#   10  refuse: a GPU of this node is missing or down now (no debounce; also while the
+#       breaker is open), or peerwatch took the node out (policy mode: act only). The gate
+#       drained the node with peerwatch's reason and action and wrote why into the job's
+#       AdminComment (`scontrol show job`, `sacct -o AdminComment`); this prolog exits 1, so
+#       Slurm does not start the job here. A batch job is requeued held
+#       (launch_failed_requeued_held: `scontrol release JOBID`), or requeued to run elsewhere
+#       with SchedulerParameters=nohold_on_prolog_fail; an srun job is cancelled
 #   75  could not judge (server unreachable or slow, node unknown): the job runs
 # Anything else (the command missing, killed by PEERWATCH_GATE_TIMEOUT) also lets the job
 # run: a monitoring outage never blocks a job. The snapshot never fails the job either.
@@ -32,7 +37,7 @@ timeout "${PEERWATCH_GATE_TIMEOUT:-30}" "${PEERWATCH_BIN:-peerwatch}" drain --ga
   --server "${PEERWATCH_URL:-http://127.0.0.1:8000}" --node "${SLURMD_NODENAME:-$(hostname -s)}"
 rc=$?
 if [ "$rc" -eq 10 ]; then
-  echo "peerwatch: node taken out by the gate; job $SLURM_JOB_ID not started here" >&2
+  echo "peerwatch: job $SLURM_JOB_ID not started here (its AdminComment says why)" >&2
   exit 1
 fi
 [ "$rc" -eq 0 ] || echo "peerwatch: gate could not judge (exit $rc); job runs" >&2

@@ -103,7 +103,7 @@ def test_cli_maintenance_refuses_a_bad_host_name(bad: str) -> None:
 @pytest.mark.parametrize("argv", [
     ["drain", "--dry-run", "--server", "http://127.0.0.1:9", "--node", "{}"],
     ["snapshot", "--fabric", "simulated:hgx8", "--hostname", "{}"],
-    ["probe", "--fabric", "simulated:hgx8", "--token", "t", "--once", "--hostname", "{}"],
+    ["probe", "--fabric", "simulated:hgx8", "--once", "--hostname", "{}"],
 ])
 @pytest.mark.parametrize("bad", ["a/b", "node-1\nstate=resume", "a..b"])
 def test_cli_host_options_refuse_a_bad_host_name(argv: list[str], bad: str) -> None:

@@ -218,3 +218,111 @@ def test_observe_mode_records_what_it_would_do_and_changes_nothing(
     assert f"{node}: forget: recorded in observe mode, now acting" in dry
     assert "DRAIN" not in cluster.state(node) and "DRAIN" not in cluster.state(other)
     assert len(actions(server)) == 1
+
+
+def test_the_reason_says_what_to_do_within_slurms_length(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    node = cluster.node
+    report(server, node, CUT)
+    drain(cluster, server, tmp_path, ACT)
+    reason = cluster.reason(node)
+    what, _, todo = reason.partition("; do: ")
+    assert what.startswith("peerwatch: GPU5 down: all 18 NVLinks down"), reason
+    assert todo.startswith("reset the GPU"), reason
+    assert len(reason.encode()) <= 255
+
+
+def _person_drains(cluster: Cluster, node: str, on: str, reason: str):
+    """A `say` for run_round that drains `node` as a person would, the moment the round has
+    decided `on` for it and before it acts: between peerwatch's read and its write."""
+    def say(line: str) -> None:
+        if line.startswith(f"{node}: {on}:"):
+            cluster.scontrol("update", f"nodename={node}", "state=drain", f"reason={reason}")
+    return say
+
+
+def test_a_persons_drain_inside_a_round_is_kept_and_never_resumed(
+        cluster: Cluster, server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from peerwatch.app.drain.client import DrainClient
+    from peerwatch.app.drain.controller import run_round
+    from peerwatch.app.drain.policy import load_policy
+    from peerwatch.app.drain.slurm import SlurmBackend
+
+    monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
+    node, other = cluster.node, cluster.extra[0]
+    roomy = ACT + "breaker: {max_share_out: 1.0}\n"
+    policy, client = load_policy(roomy), DrainClient(server, ADMIN)
+    report(server, node, CUT)
+    report(server, other, CUT)
+    bob = "maint by bob: PSU swap"
+    run_round(policy, SlurmBackend(), client, "test",
+              say=_person_drains(cluster, node, "take_out", bob))
+    assert cluster.reason(node) == bob  # bob's drain, not overwritten by peerwatch's
+    assert cluster.reason(other).startswith("peerwatch: GPU5 down")
+    [backed] = actions(server, node)
+    assert backed["kind"] == "backed_off" and bob in backed["details"]["why"]
+
+    # the other node: peerwatch's; bob drains it too as peerwatch is about to return it
+    report(server, other)
+    run_round(policy, SlurmBackend(), client, "test", say=lambda _: None)  # recovering
+    run_round(policy, SlurmBackend(), client, "test",
+              say=_person_drains(cluster, other, "return", "bob: reseat GPU5"))
+    assert cluster.reason(other) == "bob: reseat GPU5" and "DRAIN" in cluster.state(other)
+    assert actions(server, other)[0]["kind"] == "backed_off"
+    report(server, node)
+    for _ in range(2):  # healthy now: still theirs, never resumed
+        drain(cluster, server, tmp_path, roomy)
+    assert cluster.reason(node) == bob and cluster.reason(other) == "bob: reseat GPU5"
+    assert "DRAIN" in cluster.state(node) and "DRAIN" in cluster.state(other)
+    assert [a["kind"] for a in actions(server, other)][:2] == ["forget", "backed_off"]
+    client.close()
+
+
+def _loop(cluster: Cluster, url: str, policy: Path, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "peerwatch.app.cli", "drain", "--server", url,
+             "--policy", str(policy), "--interval", "0.5", "--lease-ttl", "8"],
+            env={**cluster.env, **credentials(policy.parent, ())}, stdout=out,
+            stderr=subprocess.STDOUT)
+
+
+def _holder(url: str) -> str | None:
+    return httpx.get(f"{url}/api/v1/drain/lease", params={"scheduler": "slurm"}).json()["holder"]
+
+
+def test_two_controllers_one_acts_and_the_other_takes_over_after_the_ttl(
+        cluster: Cluster, server: str, tmp_path: Path) -> None:
+    first, second = cluster.extra[0], cluster.extra[1]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(ACT + "breaker: {max_share_out: 1.0}\n")
+    for n in (cluster.node, *cluster.extra):
+        report(server, n)
+    procs = {p.pid: (p, tmp_path / f"loop-{i}.out")
+             for i, p in enumerate(_loop(cluster, server, policy, tmp_path / f"loop-{i}.out")
+                                   for i in range(2))}
+    try:
+        holder = eventually(lambda: _holder(server))
+        assert holder is not None, "no controller took the lease"
+        acting, log = procs[int(holder.rsplit(":", 1)[1])]
+        [(watching, watch_log)] = [v for pid, v in procs.items() if pid != acting.pid]
+        report(server, first, CUT)
+        cluster.wait_for(f"{first} drained", lambda: "DRAIN" in cluster.state(first))
+        assert eventually(lambda: f"observing: the lease is held by {holder}" in
+                          watch_log.read_text()), watch_log.read_text()
+        assert f"{first}: taken out" in log.read_text()
+        assert f"{first}: taken out" not in watch_log.read_text()
+        state = httpx.get(f"{server}/api/v1/drain/state").json()
+        assert state["lease"]["holder"] == holder
+
+        acting.kill()  # stops without giving the lease back: the other waits out the ttl
+        acting.wait(timeout=60)
+        taken = eventually(lambda: (now := _holder(server)) not in (None, holder) and now)
+        assert taken == f"{holder.rsplit(':', 1)[0]}:{watching.pid}", taken
+        report(server, second, CUT)
+        cluster.wait_for(f"{second} drained", lambda: "DRAIN" in cluster.state(second))
+        assert f"{second}: taken out" in watch_log.read_text()
+    finally:
+        for p, _ in procs.values():
+            p.kill()
+            p.wait(timeout=60)

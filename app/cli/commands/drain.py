@@ -23,16 +23,16 @@ from pathlib import Path
 from peerwatch.app.cli.credential import ETC, add_token_file, admin_token_file, credential
 from peerwatch.app.cli.options import host_name, positive_float
 from peerwatch.app.drain.client import DrainClient, ServerRefused, ServerUnavailable
-from peerwatch.app.drain.controller import run_round
-from peerwatch.app.drain.facts import Do
+from peerwatch.app.drain.controller import Leader, ServerLease, run_round
+from peerwatch.app.drain.gate import KEEP, REFUSE, UNKNOWN, gate
 from peerwatch.app.drain.k8s import KubernetesBackend
 from peerwatch.app.drain.policy import Policy, PolicyError, load_policy
 from peerwatch.app.drain.preview import FleetPreview
 from peerwatch.app.drain.slurm import SlurmBackend
 from peerwatch.probes.errors import BadProbeRequest
 
-GATE_TAKE_OUT = 10
-GATE_UNKNOWN = 75  # EX_TEMPFAIL
+GATE_TAKE_OUT = REFUSE
+GATE_UNKNOWN = UNKNOWN
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,6 +78,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--comment", default="", help="why the breaker is reset (default: empty)")
     p.add_argument("--timeout", type=positive_float, default=10.0,
                    help="HTTP timeout, s (default: 10)")
+    p.add_argument("--lease-ttl", type=float, default=None,
+                   help="one controller acts per scheduler: the lease this one holds lapses "
+                   "after this many seconds without a round (default: 3 x --interval, at "
+                   "least 30)")
+    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "peerwatch"),
+                   help="Kubernetes: the namespace of the Lease object (default: "
+                   "$POD_NAMESPACE or peerwatch)")
+    p.add_argument("--job", default=os.environ.get("SLURM_JOB_ID"),
+                   help="--gate: the job it answers for; a refused job's AdminComment says "
+                   "why (default: $SLURM_JOB_ID)")
     p.set_defaults(func=run)
 
 
@@ -120,19 +130,69 @@ def _say(line: str) -> None:
     print(line, flush=True)  # a loop's lines reach a pipe (kubectl logs, journald) as they come
 
 
+def _leader(args: argparse.Namespace, backend, client: DrainClient,
+            take: bool) -> Leader | None:
+    """The lease this controller acts under; none where nothing can act (--scheduler none)."""
+    holder = f"{socket.gethostname().split('.')[0]}:{os.getpid()}"
+    ttl = args.lease_ttl or max(30.0, 3 * args.interval)
+    if args.scheduler == "kubernetes":
+        return Leader(backend.lease(args.lease_namespace), holder, ttl, take)
+    if args.scheduler == "slurm":
+        return Leader(ServerLease(client, args.scheduler), holder, ttl, take)
+    return None
+
+
 def _gate(args, policy, backend, client, actor: str) -> int:
+    say = lambda s: print(f"peerwatch gate: {s}")  # noqa: E731
     try:
-        result = run_round(policy, backend, client, actor, only=args.node,
-                           dry_run=not policy.acts, say=lambda s: print(f"peerwatch gate: {s}"))
+        answer = gate(policy, backend, client, actor, args.node, say=say,
+                      leader=_leader(args, backend, client, take=False))
     except (ServerUnavailable, ServerRefused, RuntimeError) as exc:
         print(f"peerwatch gate: could not judge {args.node}: {exc}", file=sys.stderr)
         return GATE_UNKNOWN
-    mine = [d for d in result.decisions if d.node == args.node.lower()]
-    if not mine or mine[0].reason.startswith("unknown to peerwatch"):
-        return GATE_UNKNOWN
-    taken = any(d.do is Do.TAKE_OUT and what == "taken out" for d, what in result.done)
-    return GATE_TAKE_OUT if taken or (mine[0].do is Do.KEEP and "still out" in
-                                      mine[0].reason) else 0
+    if answer.status == REFUSE:
+        text = f"peerwatch refused job {args.job or ''} on {args.node}: {answer.reason}"
+        print(" ".join(text.split()), file=sys.stderr)
+        note = getattr(backend, "note_job", None)
+        if args.job and note is not None:
+            try:
+                note(args.job, f"peerwatch: not started on {args.node}: {answer.reason}")
+            except RuntimeError as exc:
+                print(f"peerwatch gate: job {args.job} not annotated: {exc}", file=sys.stderr)
+    return answer.status if answer.status in (REFUSE, UNKNOWN) else KEEP
+
+
+def _loop(args, policy, backend, client, actor: str) -> int:
+    leader = None if args.dry_run else _leader(args, backend, client, not args.health_check)
+    try:
+        while True:
+            try:
+                run_round(policy, backend, client, actor, dry_run=args.dry_run, only=args.node,
+                          say=_say, leader=leader)
+            except ServerUnavailable as exc:
+                print(f"peerwatch drain: {exc}; nothing done this round", file=sys.stderr)
+                if args.once or args.health_check:
+                    return 0 if args.health_check else 1
+            except ServerRefused:
+                raise
+            except RuntimeError as exc:  # the scheduler's command failed (SlurmError, ...)
+                print(f"peerwatch drain: {exc}; nothing done this round", file=sys.stderr)
+                if args.once or args.health_check:
+                    return 0 if args.health_check else 1
+            if args.once or args.health_check:
+                return 0
+            time.sleep(args.interval)
+    finally:
+        if leader is not None and leader.take:
+            _release(leader)
+
+
+def _release(leader: Leader) -> None:
+    """A loop (or one round) that stops gives the lease back: another acts at once."""
+    try:
+        leader.lease.release(leader.holder)
+    except (ServerUnavailable, ServerRefused, RuntimeError):
+        pass  # it lapses after its ttl
 
 
 def _own_name() -> str:
@@ -163,23 +223,7 @@ def run(args: argparse.Namespace) -> int:
             return 0 if args.health_check else GATE_UNKNOWN if args.gate else 1
         if args.gate:
             return _gate(args, policy, backend, client, actor)
-        while True:
-            try:
-                run_round(policy, backend, client, actor, dry_run=args.dry_run, only=args.node,
-                          say=_say)
-            except ServerUnavailable as exc:
-                print(f"peerwatch drain: {exc}; nothing done this round", file=sys.stderr)
-                if args.once or args.health_check:
-                    return 0 if args.health_check else 1
-            except ServerRefused:
-                raise
-            except RuntimeError as exc:  # the scheduler's command failed (SlurmError, ...)
-                print(f"peerwatch drain: {exc}; nothing done this round", file=sys.stderr)
-                if args.once or args.health_check:
-                    return 0 if args.health_check else 1
-            if args.once or args.health_check:
-                return 0
-            time.sleep(args.interval)
+        return _loop(args, policy, backend, client, actor)
     except ServerRefused as exc:
         print(f"peerwatch drain: the server refused: {exc}", file=sys.stderr)
         return 3

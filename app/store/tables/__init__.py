@@ -9,6 +9,7 @@ from peerwatch.app.store.base import Base
 from peerwatch.app.store.tables import (  # noqa: F401 (each registers its tables on Base)
     alerts,
     drain,
+    drain_lease,
     events,
     fleet,
     history,
