@@ -98,6 +98,12 @@ async def require_actor(request: Request, credentials: BearerDep) -> Identity:
                     "drain, gate or admin credential")
 
 
+async def require_controller(request: Request, credentials: BearerDep) -> Identity:
+    """Who may hold a scheduler's drain lease: a drain controller, or a person."""
+    return _require(request, credentials, (Role.DRAIN, Role.ADMIN),
+                    "drain or admin credential")
+
+
 def forbidden_host(identity: Identity, host: str | None) -> HTTPException | None:
     """403 when `identity` may not speak for `host` (None: a host it does not name)."""
     if host is not None and identity.speaks_for(host):
@@ -120,8 +126,9 @@ HostQuery = Annotated[str | None, Query(min_length=1, max_length=253,
                       AfterValidator(lambda v: None if v is None else valid_hostname(v))]
 
 # The credential dependencies: `StrictJsonRoute` runs a route's before reading its body.
-CREDENTIAL_CHECKS = (require_probe, require_admin, require_actor)
+CREDENTIAL_CHECKS = (require_probe, require_admin, require_actor, require_controller)
 
 ProbeDep = Annotated[Identity, Depends(require_probe)]
 AdminDep = Annotated[Identity, Depends(require_admin)]
 ActorDep = Annotated[Identity, Depends(require_actor)]
+ControllerDep = Annotated[Identity, Depends(require_controller)]

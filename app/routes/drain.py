@@ -12,12 +12,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from peerwatch.app.api.deps import ActorDep, AdminDep, HostQuery, SessionDep, forbidden_host
+from peerwatch.app.api.deps import (
+    ActorDep,
+    AdminDep,
+    ControllerDep,
+    HostQuery,
+    SessionDep,
+    forbidden_host,
+)
 from peerwatch.app.api.errors import unprocessable
 from peerwatch.app.api.json_body import StrictJsonRoute
 from peerwatch.app.queries import drain as q
-from peerwatch.app.runtime.credentials import Role
 from peerwatch.app.queries.drain_lease import lease_out
+from peerwatch.app.runtime.credentials import Role
 from peerwatch.app.schemas.drain import (
     ActionIn,
     ActionOut,
@@ -122,15 +129,16 @@ def get_lease(session: SessionDep, scheduler: Scheduler = "slurm") -> LeaseOut:
 
 
 @router.post("/drain/lease", response_model=LeaseOut,
-             summary="Take or renew the scheduler's drain lease (admin token)")
-def post_lease(body: LeaseIn, session: SessionDep, _admin: AdminTokenDep) -> LeaseOut:
+             summary="Take or renew the scheduler's drain lease (drain or admin credential)")
+def post_lease(body: LeaseIn, session: SessionDep, _holder: ControllerDep) -> LeaseOut:
     """One controller acts per scheduler: the answer's `held` says whether the asker does;
     if not, `holder` and `expires_at` say who does and until when (it observes meanwhile)."""
     return take_lease(session, body, datetime.now(UTC))
 
 
 @router.post("/drain/lease/release", response_model=LeaseOut,
-             summary="Give the drain lease back (a controller that stops; admin token)")
+             summary="Give the drain lease back (a controller that stops; drain or admin "
+                     "credential)")
 def post_lease_release(body: LeaseRelease, session: SessionDep,
-                       _admin: AdminTokenDep) -> LeaseOut:
+                       _holder: ControllerDep) -> LeaseOut:
     return release_lease(session, body, datetime.now(UTC))

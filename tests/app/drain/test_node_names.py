@@ -5,7 +5,7 @@ one is reported as failed).
 
 Neither Slurm nor Kubernetes lets a node be named `a/b`, so the names come from a scripted
 `scontrol` (as a compromised or broken one would answer) and the Kubernetes fake
-(tests/app/drain/k8s_fake.py); the server is a real `peerwatch serve`."""
+(tests/app/drain/k8s_api.py, a fake API over HTTP); the server is a real `peerwatch serve`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes.client import ApiClient
+from kubernetes import client as kube
 
 from peerwatch.app.drain.client import DrainClient
 from peerwatch.app.drain.controller import run_round
@@ -23,7 +23,7 @@ from peerwatch.app.drain.names import BadNodeName, checked, keep_valid
 from peerwatch.app.drain.policy import load_policy
 from peerwatch.app.drain.slurm import SlurmBackend
 from peerwatch.probes.report import HOSTNAME_RULE
-from tests.app.drain.k8s_fake import FakeCoreV1Api, node
+from tests.app.drain.k8s_api import FakeKubeApi, node, serve
 from tests.deploy.test_slurm_drain import ACT, ADMIN, CUT, drain_server, report
 
 HOSTILE = ["a/b", "-rf", "a;reboot", "$(reboot)", "a..b", "x" * 254, "node-1\nstate=resume",
@@ -68,16 +68,18 @@ def test_slurm_runs_no_update_for_a_name_off_the_rule(tmp_path: Path,
 
 
 def test_kubernetes_reads_and_patches_no_name_off_the_rule() -> None:
-    api = FakeCoreV1Api([node("k-ok")])
-    backend = KubernetesBackend(api, taint=True, to_dict=ApiClient().sanitize_for_serialization)
+    api = FakeKubeApi()
+    api.add(node("k-ok"))
     facts = NodeFacts(host="a/b", verdict="down", reason="x", since=None)
-    acts = (lambda name: backend.take_out(name, "GPU5 down"), backend.put_back, backend.forget,
-            lambda name: backend.publish(name, facts))
-    for bad in HOSTILE:
-        for act in acts:
-            with pytest.raises(BadNodeName):
-                act(bad)
-    assert api.patches == []
+    with serve(api) as url:
+        backend = KubernetesBackend(kube.ApiClient(kube.Configuration(host=url)), taint=True)
+        acts = (lambda name: backend.take_out(name, "GPU5 down"), backend.put_back,
+                backend.forget, lambda name: backend.publish(name, facts))
+        for bad in HOSTILE:
+            for act in acts:
+                with pytest.raises(BadNodeName):
+                    act(bad)
+    assert api.requests == []  # not even a read
 
 
 @pytest.fixture
@@ -87,17 +89,21 @@ def server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_a_round_leaves_a_node_named_off_the_rule_alone_and_says_so(server: str) -> None:
-    api = FakeCoreV1Api([node("k-bad"), node("a/b"), node("k-ok")])
-    backend = KubernetesBackend(api, to_dict=ApiClient().sanitize_for_serialization)
+    api = FakeKubeApi()
+    for name in ("k-bad", "a/b", "k-ok"):
+        api.add(node(name))
     report(server, "k-bad", CUT)
     report(server, "k-ok")
     said: list[str] = []
     client = DrainClient(server, ADMIN)
     try:
-        run_round(load_policy(ACT + "breaker: {max_share_out: 1.0}\n"), backend, client,
-                  "test", say=said.append)
+        with serve(api) as url:
+            backend = KubernetesBackend(kube.ApiClient(kube.Configuration(host=url)))
+            run_round(load_policy(ACT + "breaker: {max_share_out: 1.0}\n"), backend, client,
+                      "test", say=said.append)
     finally:
         client.close()
     assert f"node host name 'a/b' breaks the rule: {HOSTNAME_RULE}; not acted on" in said
     assert api.nodes["k-bad"]["spec"]["unschedulable"] is True  # the round still ran
-    assert {name for _, name, _ in api.patches} == {"k-bad", "k-ok"}
+    written = {r.path.split("/")[4] for r in api.requests if r.method == "PATCH"}
+    assert written == {"k-bad", "k-ok"}
