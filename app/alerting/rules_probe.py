@@ -14,7 +14,7 @@ from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.alerting.rules_events import event_explained
 from peerwatch.app.analysis.clock import describe_skew, skew_way
 from peerwatch.app.analysis.text import fmt_duration
-from peerwatch.app.store.tables.inventory import last_heard_at
+from peerwatch.app.store.tables.inventory import Gpu, last_heard_at
 
 
 def probe_stale(ctx: HostContext) -> list[Finding]:
@@ -53,6 +53,17 @@ def probe_clock_skew(ctx: HostContext) -> list[Finding]:
         dashboard=dashboard_path(ctx.name), value=skew)]
 
 
+def _missing_text(gpu: int, row: Gpu) -> str:
+    """A GPU NVML named (seen by the server, or by the agent since boot), or one known only
+    from the PCI bus (no UUID: NVML never listed it to anyone)."""
+    if not row.uuid:
+        return (f"GPU{gpu} ({row.name}, {row.pci_bus_id}) is on the PCI bus but NVML does not "
+                "list it: it fell off the bus (Xid 79) or its driver never started.")
+    return (f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen at "
+            f"{row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the newest "
+            "inventory: it fell off the bus (Xid 79) or was reset.")
+
+
 def gpu_missing(ctx: HostContext) -> list[Finding]:
     """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79):
     the one page of that fault, naming the Xid the agent saw (XidFault leaves it out)."""
@@ -63,10 +74,8 @@ def gpu_missing(ctx: HostContext) -> list[Finding]:
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(gpu)},
             summary=f"GPU{gpu} is missing from {ctx.name}",
-            description=f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen "
-                        f"at {row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the "
-                        "newest inventory: it fell off the bus (Xid 79) or was reset. Its "
-                        "pairs are not judged and the scheduler leaves it out." + seen,
+            description=_missing_text(gpu, row) + " Its pairs are not judged and the "
+                        "scheduler leaves it out." + seen,
             dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
     return out
 

@@ -10,7 +10,7 @@ scheduler command that fails is reported as `failed` and changes no mark.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -38,7 +38,7 @@ class Round:
 def _lower(nodes: list[SchedNode]) -> tuple[tuple[SchedNode, ...], dict[str, str]]:
     """Nodes by lower-case name (how peerwatch names hosts), and each one's own spelling."""
     spelled = {n.name.lower(): n.name for n in nodes}
-    return tuple(SchedNode(n.name.lower(), n.out, n.ours, n.reason) for n in nodes), spelled
+    return tuple(replace(n, name=n.name.lower()) for n in nodes), spelled
 
 
 @dataclass

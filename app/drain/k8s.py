@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from peerwatch.app.drain.facts import NodeFacts, SchedNode
+from peerwatch.app.drain.gpu_count import k8s_capacity_gpus
 from peerwatch.app.drain.policy import one_line
 
 CONDITION = "PeerwatchFabricReady"
@@ -109,7 +110,8 @@ def sched_node(node: dict[str, Any]) -> SchedNode:
             reason = str(ours_note)
     elif out:
         reason = "cordoned"
-    return SchedNode(name=meta["name"], out=out, ours=out and bool(ours_note), reason=reason)
+    return SchedNode(name=meta["name"], out=out, ours=out and bool(ours_note), reason=reason,
+                     gpus=k8s_capacity_gpus(node))
 
 
 class NodeApi(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 
 from peerwatch.app.drain.facts import SchedNode
+from peerwatch.app.drain.gpu_count import slurm_gres_gpus
 from peerwatch.app.drain.policy import one_line
 
 PREFIX = "peerwatch:"
@@ -38,7 +39,7 @@ def parse_node(line: str) -> SchedNode | None:
     flags = set(state.replace("*", "").split("+"))
     out = bool(flags & set(OUT_FLAGS))
     return SchedNode(name=name, out=out, ours=out and reason.startswith(PREFIX),
-                     reason=reason.strip())
+                     reason=reason.strip(), gpus=slurm_gres_gpus(line.split(" Reason=")[0]))
 
 
 class SlurmBackend:
