@@ -81,11 +81,3 @@ def missing_gpus(evidence: GpuEvidence | None, present: Sequence[GpuInfo],
         found[key] = MissingGpu(i, key, "", name, None)
     return sorted(found.values(), key=lambda m: m.index)
 
-
-def expected_count(evidence: GpuEvidence | None, present: int, known: int) -> int:
-    """How many GPUs the host should show: the most any source names (NVML now, the
-    server's rows present or missing, the PCI bus, the GPUs seen since boot)."""
-    counts = [present, known]
-    if evidence is not None:
-        counts += [len(evidence.pci or []), len(evidence.seen_since_boot or [])]
-    return max(counts)
