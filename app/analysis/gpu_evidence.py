@@ -30,12 +30,6 @@ class MissingGpu:
     name: str
     seen_at: datetime | None  # first seen by NVML since boot; None: on the PCI bus only
 
-    @property
-    def how(self) -> str:
-        if self.uuid:
-            return f"seen by NVML since boot ({self.uuid}), not listed now"
-        return "on the PCI bus, not listed by NVML"
-
 
 def bus_key(bus_id: str) -> str:
     return normalize_bus_id(bus_id) or bus_id.strip().lower()
