@@ -2,7 +2,8 @@
 
     ProbeStale      warning   no report for PEERWATCH_STALE_AFTER_S, by the server's clock
     ProbeClockSkew  warning   the probe's clock off the server's by more than its limit
-    GPUMissing      critical  a GPU seen before is missing from the newest inventory
+    GPUMissing      critical  a GPU seen before, or on the PCI bus, is missing from the newest
+                              inventory
     ProbeFailing    warning   transfer tests failed in the latest sweep
 """
 
@@ -66,7 +67,9 @@ def _missing_text(gpu: int, row: Gpu) -> str:
 
 def gpu_missing(ctx: HostContext) -> list[Finding]:
     """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79):
-    the one page of that fault, naming the Xid the agent saw (XidFault leaves it out)."""
+    the one page of that fault, naming the Xid the agent saw (XidFault leaves it out). Seen
+    by this server, or named by the probe's evidence (the PCI bus, the GPUs seen since
+    boot: app/ingest/gpu_evidence.py), so a server's first report is judged whole too."""
     out = []
     events = event_explained(ctx)
     for gpu, row in sorted(ctx.fabric.missing_gpus.items()):
@@ -167,8 +170,9 @@ PROBE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("GPUMissing", "critical", 0.0, gpu_missing,
-         "a GPU seen before is missing from the newest inventory (fell off the bus, Xid 79); its "
-         "pairs are unknown and the scheduler leaves it out",
+         "a GPU seen before (by the server, by the agent since boot) or on the PCI bus is "
+         "missing from the newest inventory (fell off the bus, Xid 79); its pairs are unknown "
+         "and the scheduler leaves it out",
          label_names="host, gpu",
          series=("peerwatch_gpu_present",),
          twins=(
