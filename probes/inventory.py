@@ -20,6 +20,7 @@ from peerwatch.probes.fabric import Fabric
 from peerwatch.probes.report import (
     CounterSample,
     GpuActivity,
+    GpuEvidence,
     GpuInfo,
     HostIdentity,
     Inventory,
@@ -78,7 +79,17 @@ def collect_inventory(fabric: Fabric, errors: list[ProbeError]) -> Inventory:
     # Optional in the Fabric seam: a backend that can look for Fabric Manager says so.
     read_fm = getattr(fabric, "fabric_manager", None)
     fm = read_item(errors, f"{name}.fabric_manager", read_fm) if read_fm else None
-    return Inventory(gpus=gpus, nvlinks=nvlinks, pairs=pairs, fabric_manager=fm)
+    return Inventory(gpus=gpus, nvlinks=nvlinks, pairs=pairs, fabric_manager=fm,
+                     evidence=pci_evidence(fabric, errors))
+
+
+def pci_evidence(fabric: Fabric, errors: list[ProbeError]) -> GpuEvidence | None:
+    """The NVIDIA GPUs on the PCI bus, NVML's or not (optional in the Fabric seam): what
+    proves a GPU absent from NVML's list is missing, even in the first report a server
+    sees. None when the backend cannot look."""
+    read = getattr(fabric, "pci_gpus", None)
+    found = read_item(errors, f"{fabric.name}.pci_gpus", read) if read else None
+    return GpuEvidence(pci=found) if found is not None else None
 
 
 def collect_counters(

@@ -360,11 +360,44 @@ class PairInfo(_Model):
         return self
 
 
+class PciGpu(_Model):
+    """An NVIDIA display or 3D controller function in sysfs (vendor 0x10de, class 0x0300xx or
+    0x0302xx), whether NVML sees it or not: a GPU that fell off the bus usually stays here."""
+
+    pci_bus_id: Text32  # sysfs' form, "0000:18:00.0"
+    device: Text16 | None = None  # PCI device id, "0x2335"
+    driver: Text64 | None = None  # the bound driver ("nvidia"); None: none bound
+
+
+class SeenGpu(_Model):
+    """A GPU NVML listed on this host at some time since it booted (the agent keeps the set
+    in a small file keyed by the kernel's boot id): one gone from NVML since is missing."""
+
+    uuid: Annotated[str, Field(min_length=1, max_length=128), _Clean]
+    pci_bus_id: Text32
+    index: GpuIndex
+    name: Text128 = ""
+    first_seen_at: Timestamp
+
+
+class GpuEvidence(_Model):
+    """What says how many GPUs the host has, besides NVML's own list (optional, schema 3):
+    the NVIDIA PCI functions (None: sysfs not read) and the GPUs seen since boot (None: the
+    agent keeps no such set, e.g. a one-shot `peerwatch probe --once` without a state dir).
+    The server judges a GPU named here but absent from the inventory as missing."""
+
+    pci: list[PciGpu] | None = Field(default=None, max_length=MAX_GPUS)
+    boot_id: Text64 | None = None
+    seen_since_boot: list[SeenGpu] | None = Field(default=None, max_length=MAX_GPUS)
+
+
 class Inventory(_Model):
     gpus: list[GpuInfo] = Field(max_length=MAX_GPUS)
     nvlinks: list[NvLinkPort] = Field(default_factory=list, max_length=MAX_GPUS * MAX_LINKS_PER_GPU)
     pairs: list[PairInfo] = Field(default_factory=list, max_length=MAX_GPUS * (MAX_GPUS - 1))
     fabric_manager: FabricManagerInfo | None = None  # None: not looked for (older probes)
+    # Left out of the JSON when None (older probes send none; older servers refuse the key).
+    evidence: GpuEvidence | None = Field(default=None, exclude_if=lambda e: e is None)
 
 
 # --------------------------------------------------------------------------- samples

@@ -2,7 +2,8 @@
 
     ProbeStale      warning   no report for PEERWATCH_STALE_AFTER_S, by the server's clock
     ProbeClockSkew  warning   the probe's clock off the server's by more than its limit
-    GPUMissing      critical  a GPU seen before is missing from the newest inventory
+    GPUMissing      critical  a GPU seen before, or on the PCI bus, is missing from the newest
+                              inventory
     ProbeFailing    warning   transfer tests failed in the latest sweep
 """
 
@@ -14,7 +15,7 @@ from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.alerting.rules_events import event_explained
 from peerwatch.app.analysis.clock import describe_skew, skew_way
 from peerwatch.app.analysis.text import fmt_duration
-from peerwatch.app.store.tables.inventory import last_heard_at
+from peerwatch.app.store.tables.inventory import Gpu, last_heard_at
 
 
 def probe_stale(ctx: HostContext) -> list[Finding]:
@@ -53,9 +54,22 @@ def probe_clock_skew(ctx: HostContext) -> list[Finding]:
         dashboard=dashboard_path(ctx.name), value=skew)]
 
 
+def _missing_text(gpu: int, row: Gpu) -> str:
+    """A GPU NVML named (seen by the server, or by the agent since boot), or one known only
+    from the PCI bus (no UUID: NVML never listed it to anyone)."""
+    if not row.uuid:
+        return (f"GPU{gpu} ({row.name}, {row.pci_bus_id}) is on the PCI bus but NVML does not "
+                "list it: it fell off the bus (Xid 79) or its driver never started.")
+    return (f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen at "
+            f"{row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the newest "
+            "inventory: it fell off the bus (Xid 79) or was reset.")
+
+
 def gpu_missing(ctx: HostContext) -> list[Finding]:
     """A GPU seen before is missing from the newest inventory (fell off the bus, Xid 79):
-    the one page of that fault, naming the Xid the agent saw (XidFault leaves it out)."""
+    the one page of that fault, naming the Xid the agent saw (XidFault leaves it out). Seen
+    by this server, or named by the probe's evidence (the PCI bus, the GPUs seen since
+    boot: app/ingest/gpu_evidence.py), so a server's first report is judged whole too."""
     out = []
     events = event_explained(ctx)
     for gpu, row in sorted(ctx.fabric.missing_gpus.items()):
@@ -63,10 +77,8 @@ def gpu_missing(ctx: HostContext) -> list[Finding]:
         out.append(Finding(
             labels={"host": ctx.name, "gpu": str(gpu)},
             summary=f"GPU{gpu} is missing from {ctx.name}",
-            description=f"GPU{gpu} ({row.name}, {row.pci_bus_id}, {row.uuid}) was last seen "
-                        f"at {row.last_seen_at:%Y-%m-%d %H:%M:%S} UTC and is missing from the "
-                        "newest inventory: it fell off the bus (Xid 79) or was reset. Its "
-                        "pairs are not judged and the scheduler leaves it out." + seen,
+            description=_missing_text(gpu, row) + " Its pairs are not judged and the "
+                        "scheduler leaves it out." + seen,
             dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
     return out
 
@@ -158,8 +170,9 @@ PROBE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("GPUMissing", "critical", 0.0, gpu_missing,
-         "a GPU seen before is missing from the newest inventory (fell off the bus, Xid 79); its "
-         "pairs are unknown and the scheduler leaves it out",
+         "a GPU seen before (by the server, by the agent since boot) or on the PCI bus is "
+         "missing from the newest inventory (fell off the bus, Xid 79); its pairs are unknown "
+         "and the scheduler leaves it out",
          label_names="host, gpu",
          series=("peerwatch_gpu_present",),
          twins=(

@@ -42,12 +42,22 @@ def node_facts(raw: dict[str, Any]) -> NodeFacts:
                                a.get("gpu"), a.get("action", "")) for a in raw["alerts"]),
         maintenance_until=_time(raw["maintenance_until"]), started_at=_time(raw["started_at"]),
         nvlink_domain=raw.get("nvlink_domain"), nvlink_clique=raw.get("nvlink_clique"),
-        action=raw.get("action", ""))
+        action=raw.get("action", ""), gpu_counts=dict(raw.get("gpu_counts") or {}),
+        full_sweep_at=_time(raw.get("full_sweep_at")))
 
 
 def mark(raw: dict[str, Any]) -> Mark:
     return Mark(raw["host"].lower(), datetime.fromisoformat(raw["taken_out_at"]), raw["reason"],
-                raw["applied"], _time(raw["clear_since"]))
+                raw["applied"], _time(raw["clear_since"]), bool(raw.get("adopted")))
+
+
+def breaker(raw: dict[str, Any], mode: str) -> Breaker:
+    """A breaker tripped in the other mode (observe before act) holds nothing in this one,
+    except one opened because peerwatch's state was lost: that holds in every mode."""
+    lost = raw.get("cause") == "state_lost"
+    is_open = bool(raw["open"]) and (raw["mode"] in (None, mode) or lost)
+    return Breaker(is_open, _time(raw["opened_at"]), raw["reason"], raw["taken_out_in_window"],
+                   raw.get("cause"), bool(raw.get("known", True)))
 
 
 class DrainClient:
@@ -79,11 +89,7 @@ class DrainClient:
             "scheduler": scheduler, "mode": mode, "window_s": window_s})
         facts = {n["host"].lower(): node_facts(n) for n in raw["nodes"]}
         marks = {m["host"].lower(): mark(m) for m in raw["marks"]}
-        b = raw["breaker"]
-        # a breaker tripped in the other mode (observe before act) holds nothing in this one
-        is_open = bool(b["open"]) and b["mode"] in (None, mode)
-        return facts, marks, Breaker(is_open, _time(b["opened_at"]), b["reason"],
-                                     b["taken_out_in_window"])
+        return facts, marks, breaker(raw["breaker"], mode)
 
     def report(self, decision: Decision, kind: str, scheduler: str, mode: str, actor: str,
                details: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ and prints, but changes and records nothing, and says who acts.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -101,7 +101,7 @@ class Round:
 def _lower(nodes: list[SchedNode]) -> tuple[tuple[SchedNode, ...], dict[str, str]]:
     """Nodes by lower-case name (how peerwatch names hosts), and each one's own spelling."""
     spelled = {n.name.lower(): n.name for n in nodes}
-    return tuple(SchedNode(n.name.lower(), n.out, n.ours, n.reason) for n in nodes), spelled
+    return tuple(replace(n, name=n.name.lower()) for n in nodes), spelled
 
 
 @dataclass

@@ -5,21 +5,25 @@ and the prolog gate. The rules, in order (docs/drain.md):
 - a node inside a maintenance window is never touched;
 - a node out of service by someone else is never touched (peerwatch's mark is dropped);
 - a node peerwatch took out goes back once none of the policy's faults held for
-  `return_after` (a fault while waiting starts the wait over);
+  `return_after` and it is proven whole (`proof.py`: every GPU it is known to have present,
+  a full sweep judged since the take-out); a fault while waiting starts the wait over;
 - a node in service is taken out when a fault held for `debounce` and the host is not
   settling after a probe or driver start, unless the breaker is open or this take-out would
-  pass one of its limits (then the breaker trips: a person resets it). Returns never wait on it.
+  pass one of its limits (then the breaker trips: a person resets it). Returns wait on it
+  only when it opened because peerwatch's state was lost (`breaker.py`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from peerwatch.app.drain.breaker import lost_trip, returns_closed, state_lost
+from peerwatch.app.drain.breaker import room as breaker_room
 from peerwatch.app.drain.facts import Breaker, Decision, Do, Mark, NodeFacts, SchedNode
-from peerwatch.app.drain.policy import Policy, faults
+from peerwatch.app.drain.policy import Fault, Policy, faults
+from peerwatch.app.drain.proof import count_fault, sweep_pending, unproven
 
 
 @dataclass(frozen=True)
@@ -42,24 +46,34 @@ def _when_ours(policy: Policy, now: datetime, node: SchedNode, mark: Mark | None
     name = node.name
     if mark is None:
         return Decision(name, Do.ADOPT, node.reason or "out by peerwatch, no mark recorded")
-    found = faults(policy, facts)
-    if found:
+    found = _faults(policy, node, facts)
+    why = None if found else unproven(node, mark, facts)
+    if found or why:
+        reason = found[0].reason if found else f"not proven whole: {why}"
         if mark.clear_since is not None:
-            return Decision(name, Do.RELAPSED, found[0].reason)
-        return Decision(name, Do.KEEP, f"still out: {found[0].reason}")
+            return Decision(name, Do.RELAPSED, reason)
+        return Decision(name, Do.KEEP, f"still out: {reason}")
     if mark.clear_since is None:
         return Decision(name, Do.RECOVERING, "no fault the policy counts; returns after "
                         f"{policy.return_after_s:g} s healthy")
     back_at = mark.clear_since + timedelta(seconds=policy.return_after_s)
     if now >= back_at:
+        if (pending := sweep_pending(mark, facts)) is not None:
+            return Decision(name, Do.HOLD, f"healthy since {_at(mark.clear_since)}; {pending}")
         return Decision(name, Do.RETURN, f"healthy since {_at(mark.clear_since)}")
     return Decision(name, Do.HOLD, f"healthy since {_at(mark.clear_since)}; returns at "
                     f"{_at(back_at)}")
 
 
+def _faults(policy: Policy, node: SchedNode, facts: NodeFacts) -> list[Fault]:
+    """The policy's faults, and a scheduler GPU count above what NVML lists."""
+    extra = count_fault(policy, node, facts)
+    return [*faults(policy, facts), *([extra] if extra else [])]
+
+
 def _when_in_service(policy: Policy, now: datetime, node: SchedNode,
                      facts: NodeFacts) -> Decision:
-    found = faults(policy, facts)
+    found = _faults(policy, node, facts)
     if not found:
         return Decision(node.name, Do.KEEP, "no fault the policy counts")
     debounce = timedelta(seconds=policy.debounce_s)
@@ -98,28 +112,16 @@ def decide_node(policy: Policy, now: datetime, node: SchedNode, mark: Mark | Non
     return _when_in_service(policy, now, node, facts)
 
 
-def _room(policy: Policy, fleet: Fleet) -> tuple[int, str]:
-    """How many more nodes may be taken out now, and the limit that says so."""
-    limits = policy.breaker
-    out_now = sum(1 for n in fleet.nodes if n.out) + sum(
-        1 for m in fleet.marks.values() if not m.applied and not policy.acts)
-    by_window = limits.max_per_window - fleet.breaker.taken_out_in_window
-    # at least one node of a small fleet (20 % of 4 nodes would otherwise be none)
-    by_share = max(1, math.floor(limits.max_share_out * len(fleet.nodes))) - out_now
-    if by_window <= by_share:
-        return by_window, (f"{limits.max_per_window} take-outs within {limits.window_s:g} s "
-                           f"({fleet.breaker.taken_out_in_window} already)")
-    return by_share, (f"{limits.max_share_out:.0%} of {len(fleet.nodes)} nodes out at once "
-                      f"({out_now} out already)")
-
-
-def apply_breaker(policy: Policy, fleet: Fleet, wanted: list[Decision]) -> list[Decision]:
+def apply_breaker(policy: Policy, fleet: Fleet, wanted: list[Decision],
+                  lost: Sequence[str] = ()) -> list[Decision]:
     """Take-outs the breaker lets through, the rest held, and the trip when a limit is hit."""
-    if fleet.breaker.open:
-        return [Decision(d.node, Do.HOLD, f"{d.reason} (breaker open since "
-                         f"{fleet.breaker.opened_at and _at(fleet.breaker.opened_at)}: "
-                         f"{fleet.breaker.reason})") for d in wanted]
-    room, limit = _room(policy, fleet)
+    if fleet.breaker.open or lost:
+        why = ("peerwatch's state was lost" if lost else f"breaker open since "
+               f"{fleet.breaker.opened_at and _at(fleet.breaker.opened_at)}: "
+               f"{fleet.breaker.reason}")
+        return [Decision(d.node, Do.HOLD, f"{d.reason} ({why})") for d in wanted]
+    virtual = sum(1 for m in fleet.marks.values() if not m.applied and not policy.acts)
+    room, limit = breaker_room(policy, fleet.nodes, set(fleet.facts), fleet.breaker, virtual)
     room = max(room, 0)
     if len(wanted) <= room:
         return wanted
@@ -128,6 +130,14 @@ def apply_breaker(policy: Policy, fleet: Fleet, wanted: list[Decision]) -> list[
     trip = Decision("", Do.TRIP_BREAKER, f"{len(wanted) - room} more take-outs would pass the "
                     f"limit of {limit}", {"held": [d.node for d in held]})
     return [*wanted[:room], trip, *held]
+
+
+def _closed(decisions: list[Decision], why: str | None) -> list[Decision]:
+    """Returns held while the breaker is closed to them (peerwatch's state was lost)."""
+    if why is None:
+        return decisions
+    return [Decision(d.node, Do.HOLD, f"{d.reason}; not returned: {why}")
+            if d.do is Do.RETURN else d for d in decisions]
 
 
 def decide(policy: Policy, now: datetime, fleet: Fleet, only: str | None = None
@@ -146,7 +156,10 @@ def decide(policy: Policy, now: datetime, fleet: Fleet, only: str | None = None
         (wanted if d.do is Do.TAKE_OUT else plain).append(d)
     gone = [Decision(name, Do.FORGET, "node no longer in the scheduler: peerwatch's mark "
                      "dropped") for name in sorted(set(fleet.marks) - listed)]
-    return [*plain, *apply_breaker(policy, fleet, wanted), *gone]
+    lost = state_lost(fleet.nodes, fleet.breaker)
+    plain = _closed(plain, returns_closed(fleet.breaker, lost))
+    first = [lost_trip(lost)] if lost else []  # recorded before the adoptions it explains
+    return [*first, *plain, *apply_breaker(policy, fleet, wanted, lost), *gone]
 
 
 def changes(decisions: Iterable[Decision]) -> list[Decision]:

@@ -45,10 +45,22 @@ class NodeFacts:
     nvlink_domain: str | None = None  # rack-scale NVLink domain and clique (labels)
     nvlink_clique: int | None = None
     action: str = ""  # what to do about the host's verdict (when down)
+    # GPUs each source names (nvml now, inventory rows, pci, seen_since_boot) and when the
+    # newest full sweep was judged: the evidence a return needs (app/drain/proof.py)
+    gpu_counts: dict[str, int] = field(default_factory=dict)
+    full_sweep_at: datetime | None = None
 
     @property
     def healthy_gpus(self) -> int:
         return sum(1 for g in self.gpus if g.verdict == "healthy")
+
+    @property
+    def present_gpus(self) -> int:
+        return self.gpu_counts.get("nvml", len(self.gpus))
+
+    @property
+    def expected_gpus(self) -> int:
+        return max(self.gpu_counts.values(), default=len(self.gpus))
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,7 @@ class SchedNode:
     out: bool = False
     ours: bool = False
     reason: str = ""
+    gpus: int | None = None  # GPUs the scheduler gives the node (Slurm GRES, nvidia.com/gpu)
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,7 @@ class Mark:
     reason: str
     applied: bool = True
     clear_since: datetime | None = None  # healthy since, counting towards its return
+    adopted: bool = False  # found out by peerwatch with no mark: the server saw no take-out
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,8 @@ class Breaker:
     opened_at: datetime | None = None
     reason: str = ""
     taken_out_in_window: int = 0  # take-outs recorded in the policy's breaker window
+    cause: str | None = None  # while open: "limit" or "state_lost" (returns wait too)
+    known: bool = True  # the server holds peerwatch's drain state for this scheduler
 
 
 class Do(StrEnum):

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from peerwatch.app.drain.facts import BackedOff, NodeFacts, SchedNode
+from peerwatch.app.drain.gpu_count import k8s_capacity_gpus
 from peerwatch.app.drain.k8s_call import Api, Conflict, KubernetesError, NotFound
 from peerwatch.app.drain.k8s_lease import KubeLease
 from peerwatch.app.drain.names import checked
@@ -184,7 +185,8 @@ def sched_node(node: dict[str, Any]) -> SchedNode:
         reason = f"cordoned by {who}" if who and who != FIELD_MANAGER else "cordoned"
     else:
         reason = "tainted" if out else ""
-    return SchedNode(name=_meta(node)["name"], out=out, ours=ours, reason=reason)
+    return SchedNode(name=_meta(node)["name"], out=out, ours=ours, reason=reason,
+                     gpus=k8s_capacity_gpus(node))
 
 
 class KubernetesBackend:

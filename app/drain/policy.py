@@ -31,7 +31,7 @@ class PolicyError(ValueError):
 class BreakerLimits:
     window_s: float = 600.0
     max_per_window: int = 5  # take-outs within window_s
-    max_share_out: float = 0.2  # share of the fleet out of service at once (anyone's)
+    max_share_out: float = 0.2  # share of the GPU nodes peerwatch watches out by it at once
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 
 from peerwatch.app.drain.facts import BackedOff, SchedNode
+from peerwatch.app.drain.gpu_count import slurm_gres_gpus
 from peerwatch.app.drain.names import checked
 from peerwatch.app.drain.policy import ACTION_SEP, one_line
 
@@ -68,7 +69,7 @@ def parse_node(line: str) -> SchedNode | None:
     flags = set(state.replace("*", "").split("+"))
     out = bool(flags & set(OUT_FLAGS))
     return SchedNode(name=name, out=out, ours=out and reason.startswith(PREFIX),
-                     reason=reason.strip())
+                     reason=reason.strip(), gpus=slurm_gres_gpus(line.split(" Reason=")[0]))
 
 
 class SlurmBackend:

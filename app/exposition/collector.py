@@ -120,7 +120,8 @@ def gpu_families(gpus: list[GpuVerdict]) -> Iterator[Metric]:
     verdict = _gauge("gpu_verdict", "The GPU's stored verdict as the label of a series whose "
                      "value is 1.", [*GPU, "verdict"])
     present = _gauge("gpu_present", "1 when the GPU is in the host's newest inventory, 0 when "
-                     "a GPU seen before is missing from it (fell off the bus).", GPU)
+                     "a GPU seen before, or on the PCI bus, is missing from it (fell off the "
+                     "bus).", GPU)
     fabric = _gauge("gpu_fabric_problem", "1 for each kind of fabric contradiction in the "
                     "GPU's stored verdict (registration, status, health, links, peer_copies).",
                     [*GPU, "kind"])

@@ -18,6 +18,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.domains import domain_key
+from peerwatch.app.ingest.gpu_evidence import store_missing
 from peerwatch.app.ingest.host_row import HostState
 from peerwatch.app.ingest.host_runtime import record_runtime
 from peerwatch.app.store.inventory_memo import MEMO_KEY, InventoryMemo
@@ -163,6 +164,7 @@ def _upsert(session: Session, host: HostState, inv: Inventory, at: datetime) -> 
     gone_gpu = {"last_seen_at": host.last_report_at} if host.last_report_at else None
     gpus = _sync(session, Gpu, host.id, ("index",),
                  {(g.index,): _gpu_fields(g, at) for g in inv.gpus}, gone_gpu)
+    gpus = store_missing(session, host.id, inv, at) or gpus  # named by the GPU evidence
     links = _sync(session, NvLink, host.id, ("gpu", "link"),
                   {(p.gpu, p.link): _link_fields(p, at) for p in inv.nvlinks})
     pairs = _sync(session, Pair, host.id, ("src", "dst"),

@@ -20,6 +20,7 @@ from peerwatch.app.analysis.throttle import SweepThrottle, result_label, sweep_t
 from peerwatch.app.ingest.digest import report_digest_and_inventory
 from peerwatch.app.ingest.duplicate import stored_result
 from peerwatch.app.ingest.events import event_rows
+from peerwatch.app.ingest.gpu_evidence import full_sweep
 from peerwatch.app.ingest.gpu_jobs import store_gpu_jobs
 from peerwatch.app.ingest.host_row import identity_columns, is_newest, lock_host, write_host
 from peerwatch.app.ingest.inventory import (
@@ -173,6 +174,8 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     if report.kind is ReportKind.SWEEP and (
             host.last_sweep_at is None or report.finished_at > host.last_sweep_at):
         values["last_sweep_at"] = report.finished_at
+        if full_sweep(report):
+            values["full_sweep_at"] = now  # its arrival: judged once judged_at passes it
     throttled = report_throttles(report)
     measurements = _measurement_rows(report, host.id, report_pk, throttled)
     links, gpus = _sample_rows(report, host.id, report_pk, throttled)

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis import drain_actions
+from peerwatch.app.queries.drain_evidence import HostEvidence, host_evidence
 from peerwatch.app.queries.page_holds import _on_server_clock, windows_of
 from peerwatch.app.schemas.drain import (
     ActionOut,
@@ -74,7 +75,7 @@ def _cliques(session: Session) -> dict[int, tuple[str, int | None]]:
 
 def drain_nodes(session: Session, now: datetime) -> list[DrainNodeOut]:
     gpus, alerts, started = _gpus(session), _alerts(session), _started(session)
-    cliques = _cliques(session)
+    cliques, evidence = _cliques(session), host_evidence(session)
     windows = windows_of(session, None, now)
     rows = session.execute(
         select(Host.id, Host.name, JudgedHost.verdict, JudgedHost.reason, JudgedHost.since,
@@ -89,7 +90,9 @@ def drain_nodes(session: Session, now: datetime) -> list[DrainNodeOut]:
             alerts=alerts.get(r.name, []), maintenance_until=max(active) if active else None,
             started_at=started.get(r.id), nvlink_domain=cliques.get(r.id, (None, None))[0],
             nvlink_clique=cliques.get(r.id, (None, None))[1],
-            action=drain_actions.for_host(r.reason or "") if r.verdict == "down" else ""))
+            action=drain_actions.for_host(r.reason or "") if r.verdict == "down" else "",
+            gpu_counts=evidence.get(r.id, HostEvidence()).counts,
+            full_sweep_at=evidence.get(r.id, HostEvidence()).full_sweep_at))
     return out
 
 
@@ -98,20 +101,23 @@ def mark_text(m: DrainMark) -> str:
     return f"{what} {m.taken_out_at:%Y-%m-%d %H:%M} UTC: {m.reason}"
 
 
-def mark_out(m: DrainMark) -> MarkOut:
+def mark_out(m: DrainMark, kind: str | None = None) -> MarkOut:
     return MarkOut(host=m.host, scheduler=m.scheduler, taken_out_at=m.taken_out_at,
                    reason=m.reason, applied=m.applied, clear_since=m.clear_since,
-                   text=mark_text(m))
+                   text=mark_text(m), adopted=kind == "adopt")
 
 
 def marks(session: Session, scheduler: str | None = None, host: str | None = None
           ) -> list[MarkOut]:
-    query = select(DrainMark).order_by(DrainMark.host, DrainMark.scheduler)
+    """With the kind of the action that made each mark (an adoption proves less)."""
+    query = (select(DrainMark, DrainAction.kind)
+             .outerjoin(DrainAction, DrainAction.id == DrainMark.action_id)
+             .order_by(DrainMark.host, DrainMark.scheduler))
     if scheduler is not None:
         query = query.where(DrainMark.scheduler == scheduler)
     if host is not None:
         query = query.where(DrainMark.host == host)
-    return [mark_out(m) for m in session.scalars(query)]
+    return [mark_out(m, kind) for m, kind in session.execute(query)]
 
 
 def take_outs_since(session: Session, scheduler: str, mode: str, since: datetime) -> int:
@@ -127,10 +133,11 @@ def breaker(session: Session, scheduler: str, mode: str, window_s: float,
     if row is None:
         return BreakerOut(scheduler=scheduler, open=False, mode=None, opened_at=None, reason="",
                           reset_by=None, reset_at=None, taken_out_in_window=recent,
-                          window_s=window_s)
+                          window_s=window_s, known=False)
     return BreakerOut(scheduler=scheduler, open=row.open, mode=row.mode,
                       opened_at=row.opened_at, reason=row.reason, reset_by=row.reset_by,
-                      reset_at=row.reset_at, taken_out_in_window=recent, window_s=window_s)
+                      reset_at=row.reset_at, taken_out_in_window=recent, window_s=window_s,
+                      cause=row.cause if row.open else None, known=True)
 
 
 def action_out(a: DrainAction) -> ActionOut:

@@ -47,6 +47,16 @@ class DrainNodeOut(BaseModel):
     nvlink_domain: str | None = Field(default=None, description="Rack-scale NVLink domain.")
     nvlink_clique: int | None = Field(default=None, description="Its clique id.")
     action: str = Field(default="", description="What to do about the host's verdict.")
+    gpu_counts: dict[str, int] = Field(
+        default_factory=dict, examples=[{"nvml": 7, "inventory": 8, "pci": 8,
+                                         "seen_since_boot": 8}],
+        description="GPUs each source names: `nvml` listed now, `inventory` the server's "
+                    "GPU rows (present or missing), `pci` the NVIDIA PCI functions and "
+                    "`seen_since_boot` the GPUs the agent saw since boot (these two only "
+                    "when the probe reports them).")
+    full_sweep_at: datetime | None = Field(
+        default=None, description="When the newest full sweep (every GPU tested) arrived, "
+                                  "once a judgement has read it; the server's clock.")
 
 
 class MarkOut(BaseModel):
@@ -57,6 +67,8 @@ class MarkOut(BaseModel):
     applied: bool = Field(description="False: recorded in observe mode, the node was not "
                                       "taken out.")
     clear_since: datetime | None = Field(description="Healthy since (its return waits).")
+    adopted: bool = Field(default=False, description="Found out by peerwatch on the "
+                                                     "scheduler with no mark, and adopted.")
     text: str = Field(examples=["taken out by peerwatch 03:12 UTC: GPU5 down: ..."])
 
 
@@ -74,6 +86,11 @@ class BreakerOut(BaseModel):
     reset_at: datetime | None
     taken_out_in_window: int = Field(description="take_out actions within window_s.")
     window_s: float
+    cause: str | None = Field(default=None, description="Why it is open: `limit` (a take-out "
+                              "would pass one) or `state_lost` (the scheduler shows nodes out "
+                              "by peerwatch the server has no record of).")
+    known: bool = Field(default=False, description="The server holds peerwatch's drain state "
+                        "for this scheduler (it recorded an action or a reset).")
 
 
 class LeaseIn(BaseModel):

@@ -1,5 +1,8 @@
 """Record what `peerwatch drain` did, and keep its ownership marks and breaker in step.
 
+The breaker row exists from the first action on a scheduler: it is how a server knows it
+holds peerwatch's drain state there (docs/drain.md "The breaker").
+
 One transaction per action: the action row, the mark it creates/updates/drops, the breaker it
 opens, and the alert that tells Alertmanager (`DrainBreakerOpen` while the breaker is open
 in act mode; `NodeTakenOutByPeerwatch` while a node is out by peerwatch), so a controller that
@@ -84,12 +87,23 @@ def _clear_since(session: Session, a: DrainAction, value: datetime | None) -> No
         mark.clear_since = value
 
 
+def _breaker_row(session: Session, scheduler: str, mode: str) -> DrainBreaker:
+    """The scheduler's breaker, created closed by its first action: from then on the server
+    knows it holds peerwatch's drain state for that scheduler (a server without the row while
+    the scheduler shows nodes out by peerwatch lost that state: the controller fails closed)."""
+    row = session.get(DrainBreaker, scheduler)
+    if row is None:
+        row = DrainBreaker(scheduler=scheduler, open=False, mode=mode, reason="")
+        session.add(row)
+    return row
+
+
 def _trip(session: Session, a: DrainAction, now: datetime) -> None:
-    row = session.get(DrainBreaker, a.scheduler) or DrainBreaker(scheduler=a.scheduler)
+    row = _breaker_row(session, a.scheduler, a.mode)
     row.open, row.mode, row.opened_at, row.reason = True, a.mode, a.at, a.reason
     row.reset_by = row.reset_at = None
-    session.add(row)
-    if a.mode == "act":
+    row.cause = "state_lost" if a.details.get("cause") == "state_lost" else "limit"
+    if a.mode == "act" or row.cause == "state_lost":  # a lost state pages in any mode
         _fire(session, _breaker_labels(a.scheduler), None,
               f"peerwatch drain's breaker for {a.scheduler} is open: no node is taken out "
               "until a person resets it", a.reason, now)
@@ -117,6 +131,7 @@ def record_action(session: Session, body: ActionIn, now: datetime) -> DrainActio
                          details=body.details)
     session.add(action)
     session.flush()
+    _breaker_row(session, body.scheduler, body.mode)
     if body.kind in ("take_out", "adopt"):
         _take_out(session, action, now)
     elif body.kind in ("return", "forget"):
@@ -132,13 +147,13 @@ def record_action(session: Session, body: ActionIn, now: datetime) -> DrainActio
 def reset_breaker(session: Session, body: BreakerReset, now: datetime) -> DrainAction:
     """A person closes the breaker; recorded as an action, its alert resolved."""
     row = session.get(DrainBreaker, body.scheduler)
-    was = bool(row and row.open)
-    if row is not None:
-        row.open, row.reset_by, row.reset_at = False, body.by, now
+    was, cause = bool(row and row.open), row.cause if row and row.open else None
+    row = row or _breaker_row(session, body.scheduler, "act")  # a person's word: state known
+    row.open, row.reset_by, row.reset_at, row.cause = False, body.by, now, None
     action = DrainAction(at=now, host=None, scheduler=body.scheduler, kind="breaker_reset",
-                         mode=row.mode if row else "act", actor=body.by,
+                         mode=row.mode, actor=body.by,
                          reason=body.comment or ("reset" if was else "reset (was not open)"),
-                         details={"was_open": was})
+                         details={"was_open": was, **({"cause": cause} if cause else {})})
     session.add(action)
     _resolve(session, _breaker_labels(body.scheduler), now, f"reset by {body.by}")
     session.commit()

@@ -2,8 +2,9 @@
 
 The sweep engine (`probes.sweep.build_report`) does the measuring; this only maps the
 probe's settings onto its options (watchdog, idleness threshold, force), applies a
-host-name override and adds which job holds each GPU (`probes.agent.job_mapping`), so the
-worker stays ignorant of how a report is made.
+host-name override and adds which job holds each GPU (`probes.agent.job_mapping`) and the
+GPUs seen since boot (`probes.agent.gpus_seen`), so the worker stays ignorant of how a report
+is made.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from peerwatch.probes.agent.events import EventCollector, with_events
+from peerwatch.probes.agent.gpus_seen import SeenSinceBoot, with_seen
 from peerwatch.probes.agent.job_mapping import with_jobs
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.fabric import Fabric
@@ -37,9 +39,11 @@ def with_hostname(report: Report, hostname: str | None) -> Report:
 def report_builder(fabric: Fabric, settings: ProbeSettings,
                    now: Callable[[], datetime] = utcnow,
                    watchdog: bool = True,
-                   events: EventCollector | None = None) -> Callable[[ReportKind], Report]:
+                   events: EventCollector | None = None,
+                   seen: SeenSinceBoot | None = None) -> Callable[[ReportKind], Report]:
     """`build(kind)`: one inventory or sweep pass over `fabric`, as a `Report` carrying the
-    events gathered since the previous one (`events`; a simulated fabric's own when None)."""
+    events gathered since the previous one (`events`; a simulated fabric's own when None)
+    and, with `seen`, the GPUs NVML listed since the host booted."""
     options = sweep_options(settings, watchdog)
     drain = getattr(fabric, "drain_events", None)
     if events is None and drain is not None:
@@ -48,6 +52,7 @@ def report_builder(fabric: Fabric, settings: ProbeSettings,
     def build(kind: ReportKind) -> Report:
         report = build_report(fabric, kind, options, now=now)
         report = with_hostname(with_events(report, events), settings.hostname)
+        report = with_seen(report, seen)
         return with_jobs(report, settings.job_mapping_dir, settings.kubelet_socket)
 
     return build

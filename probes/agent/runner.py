@@ -14,13 +14,15 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from peerwatch.probes.agent.event_sources import open_events
+from peerwatch.probes.agent.gpus_seen import FILE_NAME, SeenSinceBoot
 from peerwatch.probes.agent.metrics_server import AgentExposition, MetricsServer
 from peerwatch.probes.agent.outbox import Outbox
 from peerwatch.probes.agent.passes import report_builder
 from peerwatch.probes.agent.sender import Backoff, Sender
-from peerwatch.probes.agent.spool import open_spool
+from peerwatch.probes.agent.spool import AnySpool, Spool, open_spool
 from peerwatch.probes.agent.worker import Clock, Meter, Sleep, Worker, process_usage
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.fabric import Fabric
@@ -41,6 +43,12 @@ def open_fabric_for(settings: ProbeSettings) -> Fabric:
     """The fabric the settings name: for a probe `auto` means the real GPUs or an error
     (`open_real_or_refuse`), never a simulated host."""
     return open_real_or_refuse(settings.fabric, hostname=settings.hostname)
+
+
+def seen_file(spool: AnySpool) -> Path | None:
+    """The seen-since-boot file beside the spooled reports (the spool's lock makes it this
+    agent's alone); None without a usable spool directory: the set stays in memory."""
+    return spool.directory / FILE_NAME if isinstance(spool, Spool) else None
 
 
 @contextmanager
@@ -67,7 +75,9 @@ def open_runtime(settings: ProbeSettings, *, fabric: Fabric | None = None,
         outbox = Outbox(sender, spool, backoff, clock, stop)
         events = open_events(fabric, settings.events, settings.kmsg_path)
         stack.callback(events.close)
-        build = report_builder(fabric, settings, now=wall, watchdog=watchdog, events=events)
+        seen = SeenSinceBoot(seen_file(spool))
+        build = report_builder(fabric, settings, now=wall, watchdog=watchdog, events=events,
+                               seen=seen)
         worker = Worker(build, outbox, settings, clock=clock, sleep=sleep, rng=rng, meter=meter)
         metrics = None
         if settings.metrics_port is not None:

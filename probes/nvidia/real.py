@@ -34,6 +34,7 @@ from peerwatch.probes.report import (
     LinkCounters,
     NvLinkPort,
     PairInfo,
+    PciGpu,
 )
 from peerwatch.probes.topology import normalize_bus_id, parse_cpulist
 
@@ -47,6 +48,7 @@ class RealFabric:
                  sysfs: Sysfs | None = None, timeout_s: float = 10.0,
                  runtime: HostRuntime | None = None, quick: bool = False) -> None:
         self._nvml = Nvml(module=nvml_module, sysfs=sysfs)
+        self._sysfs = sysfs or Sysfs()
         self._quick = quick
         self._runtime = runtime or HostRuntime()
         self._cupy_module = cupy_module
@@ -102,6 +104,10 @@ class RealFabric:
 
     def gpu_count(self) -> int:
         return self._nvml.gpu_count()
+
+    def pci_gpus(self) -> list[PciGpu] | None:
+        """The NVIDIA GPUs on the PCI bus, NVML's or not (probes/nvidia/sysfs.py)."""
+        return self._sysfs.nvidia_gpus()
 
     def gpu(self, index: int) -> GpuInfo:
         info = self._nvml.gpu(index)

@@ -1,4 +1,5 @@
-"""What Linux's /sys and /proc say about GPUs that NVML does not: NUMA node, RDMA NICs, peermem.
+"""What Linux's /sys and /proc say about GPUs that NVML does not: NUMA node, RDMA NICs, peermem,
+and which NVIDIA GPUs sit on the PCI bus (one that fell off the bus stays listed there).
 
 GPUDirect RDMA needs the `nvidia_peermem` kernel module and a NIC close to the GPU on PCIe;
 NVML knows neither. The root is injectable so tests build a small fake tree; where /sys shows
@@ -11,8 +12,23 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from peerwatch.probes.report import PathLevel
+from peerwatch.probes.report import PathLevel, PciGpu
 from peerwatch.probes.topology import PATH_ORDER, normalize_bus_id, sysfs_path_level
+
+NVIDIA_VENDOR = "0x10de"
+GPU_CLASSES = ("0x0300", "0x0302")  # VGA-compatible and 3D controllers (class code 0x03xxyy)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip().lower()
+    except OSError:
+        return None
+
+
+def _driver(device_dir: Path) -> str | None:
+    link = device_dir / "driver"
+    return link.resolve().name if link.exists() else None
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,26 @@ class Sysfs:
         except (OSError, ValueError):
             return None
         return node if node >= 0 else None  # -1: the kernel knows no node
+
+    def nvidia_gpus(self) -> list[PciGpu] | None:
+        """NVIDIA display and 3D controllers on the PCI bus (NVSwitches are bridges: not
+        listed), in bus order; None where /sys shows no PCI bus at all (a container without
+        /sys). A GPU bound to another driver (vfio-pci: passed to a VM) is not the host's to
+        judge and is left out; one with no driver bound (it failed to start) is listed."""
+        base = self.root / "sys/bus/pci/devices"
+        if not base.is_dir():
+            return None
+        found = []
+        for entry in sorted(base.iterdir()):
+            if _read(entry / "vendor") != NVIDIA_VENDOR:
+                continue
+            if not (_read(entry / "class") or "").startswith(GPU_CLASSES):
+                continue
+            driver = _driver(entry)
+            if driver in (None, "nvidia"):
+                found.append(PciGpu(pci_bus_id=entry.name, device=_read(entry / "device"),
+                                    driver=driver))
+        return found
 
     # ------------------------------------------------------------------ this process
 

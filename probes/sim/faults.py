@@ -21,7 +21,8 @@ checked against the preset when a fault goes in, so a typo fails at once.
     FabricManagerDown()                       no nv-fabricmanager process (fabric unchanged)
     PeerCopiesFail(a=0, b=1)                  links up, fabric COMPLETED, P2P copies fail
     DriverRestarted()                         the driver was (re)loaded now: links settle
-    GpuLost(gpu=4)                            GPU 4 fell off the bus (Xid 79): NVML says lost
+    GpuLost(gpu=4)                            GPU 4 fell off the bus (Xid 79): NVML says lost,
+                                              PCI still lists it (on_pci=False: gone there too)
     SwitchTrayLost(tray=4)                    rack presets: NVLink switch tray 4 is gone, every
                                               GPU loses the ports to it (2 of 18 on NVL72)
     InsufficientNvlinks(gpu=2)                GPU 2 trained too few NVLinks to join the fabric
@@ -219,9 +220,12 @@ class DriverRestarted:
 @dataclass(frozen=True)
 class GpuLost:
     """`gpu` fell off the bus (Xid 79): every NVML query of it answers "GPU is lost", so it
-    leaves the inventory and no test runs on it. Clearing it is the reset that brings it back."""
+    leaves the inventory and no test runs on it. Clearing it is the reset that brings it back.
+    It stays listed on the PCI bus (sysfs), as such a GPU usually does; `on_pci=False` models
+    one gone from the bus too (then only the agent's seen-since-boot set still names it)."""
 
     gpu: int
+    on_pci: bool = True
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from peerwatch.probes.report import (
     NvLinkPort,
     PairInfo,
     PcieLink,
+    PciGpu,
     RemoteType,
     test_scope,
     utcnow,
@@ -64,6 +65,7 @@ from peerwatch.probes.sim.simevents import SimEvents
 from peerwatch.probes.sim.simrun import Run, contention_rate, model_run
 from peerwatch.probes.sim.simtopo import SimTopology
 from peerwatch.probes.test_kinds import kind_of
+from peerwatch.probes.topology import normalize_bus_id
 
 LINK_CAPABILITIES = {"p2p_supported": True, "p2p_atomics": True, "sysmem_access": True,
                      "sysmem_atomics": True, "sli_bridge": True, "valid": True}
@@ -196,6 +198,14 @@ class SimulatedFabric:
 
     def gpu_count(self) -> int:
         return len(self.preset.gpus)
+
+    def pci_gpus(self) -> list[PciGpu]:
+        """The GPUs sysfs would list on the PCI bus: every slot of the preset, a lost GPU
+        included unless it left the bus too (`GpuLost(on_pci=False)`)."""
+        gone = {f.gpu for f in self._faults if isinstance(f, GpuLost) and not f.on_pci}
+        return [PciGpu(pci_bus_id=normalize_bus_id(slot.pci_bus_id) or slot.pci_bus_id,
+                       driver="nvidia")
+                for i, slot in enumerate(self.preset.gpus) if i not in gone]
 
     def gpu(self, index: int) -> GpuInfo:
         self._check_gpu(index)

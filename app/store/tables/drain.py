@@ -50,7 +50,9 @@ class DrainMark(Base):
 
 
 class DrainBreaker(Base):
-    """The circuit breaker of one scheduler; a row exists once it first tripped."""
+    """The circuit breaker of one scheduler; a row exists from peerwatch's first action on
+    that scheduler (migration 0025), so a server that has none while the scheduler shows
+    nodes out by peerwatch knows its drain state was lost."""
 
     __tablename__ = "drain_breakers"
 
@@ -61,3 +63,4 @@ class DrainBreaker(Base):
     reason: Mapped[str] = mapped_column(Text)
     reset_by: Mapped[str | None] = mapped_column(String(128))
     reset_at: Mapped[datetime | None]
+    cause: Mapped[str | None] = mapped_column(String(32))  # "limit" | "state_lost"

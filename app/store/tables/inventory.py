@@ -51,6 +51,9 @@ class Host(Base):
     # migration 0021: when ingest last stored Xid/SXid events of this host (the server's
     # clock): a judgement made before it has not read them (app/judging/unchanged.py).
     events_stored_at: Mapped[datetime | None]
+    # migration 0025: when the newest full sweep (every GPU tested, none skipped) arrived,
+    # on the server's clock: a node peerwatch took out returns only after one was judged.
+    full_sweep_at: Mapped[datetime | None]
 
 
 def last_heard_at(row: Host) -> datetime | None:
@@ -137,4 +140,7 @@ class HostRuntime(Base):
     probe_started_at: Mapped[datetime | None]
     driver_loaded_at: Mapped[datetime | None]
     fabric_manager: Mapped[dict[str, Any] | None]
+    # migration 0025: the GPU evidence of the newest report (probes/report.py GpuEvidence:
+    # the NVIDIA PCI functions, the GPUs seen since boot); None: the probe sent none
+    gpu_evidence: Mapped[dict[str, Any] | None]
     updated_at: Mapped[datetime]

@@ -18,10 +18,16 @@ def ago(seconds: float) -> datetime:
     return NOW - timedelta(seconds=seconds)
 
 
+WHOLE = {"nvml": 8, "inventory": 8, "pci": 8, "seen_since_boot": 8}
+
+
 def healthy(host: str) -> NodeFacts:
+    """Proven whole: every GPU the PCI bus and the boot's set name present, a full sweep
+    judged half an hour ago."""
     return NodeFacts(host, "healthy", "all pairs within 0.9 of expected", ago(86_400),
                      gpus_total=8, gpus=tuple(GpuFact(g, "healthy", "ok", ago(86_400))
-                                              for g in range(8)))
+                                              for g in range(8)),
+                     gpu_counts=dict(WHOLE), full_sweep_at=ago(1800))
 
 
 def gpu_down(host: str, for_s: float = 600) -> NodeFacts:
@@ -144,11 +150,28 @@ def test_the_breaker_trips_at_its_per_window_limit() -> None:
     assert got[:2] == [("n00", Do.TAKE_OUT), ("", Do.TRIP_BREAKER)]
 
 
-def test_the_breaker_trips_at_its_share_of_the_fleet_counting_anyones_drains() -> None:
+def test_the_breaker_trips_at_its_share_of_the_gpu_nodes_counting_only_its_own() -> None:
     policy = replace(ACT, breaker=BreakerLimits(600, max_per_window=100, max_share_out=0.3))
-    got = kinds(decide(policy, NOW, fleet(10, bad=3, out=2)))
-    assert got == [("n00", Do.TAKE_OUT), ("", Do.TRIP_BREAKER), ("n01", Do.HOLD),
-                   ("n02", Do.HOLD)]
+    f = fleet(10, bad=4, out=2)  # two nodes a person drained: they use no slot
+    assert kinds(decide(policy, NOW, f))[:3] == [
+        ("n00", Do.TAKE_OUT), ("n01", Do.TAKE_OUT), ("n02", Do.TAKE_OUT)]
+    ours = replace(f.nodes[9], ours=True, reason="peerwatch: GPU5 down")
+    f = replace(f, nodes=(*f.nodes[:9], ours), marks={"n09": Mark("n09", ago(60), "x")},
+                facts={**f.facts, "n09": gpu_down("n09")})
+    got = kinds(decide(policy, NOW, f))  # one of peerwatch's own is out: two slots left
+    assert got == [("n00", Do.TAKE_OUT), ("n01", Do.TAKE_OUT), ("", Do.TRIP_BREAKER),
+                   ("n02", Do.HOLD), ("n03", Do.HOLD)]
+    assert "30% of 10 GPU nodes out at once (1 out by peerwatch already)" in [
+        d.reason for d in decide(policy, NOW, f) if d.do is Do.TRIP_BREAKER][0]
+
+
+def test_the_breakers_share_counts_gpu_nodes_peerwatch_hears_from_not_cpu_nodes() -> None:
+    policy = replace(ACT, breaker=BreakerLimits(600, max_per_window=100, max_share_out=0.2))
+    f = fleet(10, bad=3)
+    cpu = tuple(SchedNode(f"cpu{i:02d}") for i in range(40))  # never report to the server
+    got = kinds(decide(policy, NOW, replace(f, nodes=(*f.nodes, *cpu))))
+    assert got == [("n00", Do.TAKE_OUT), ("n01", Do.TAKE_OUT), ("", Do.TRIP_BREAKER),
+                   ("n02", Do.HOLD)]  # 20 % of the 10 GPU nodes, not of all 50 nodes
 
 
 def test_an_open_breaker_holds_take_outs_but_not_returns() -> None:
