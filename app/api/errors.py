@@ -40,6 +40,12 @@ from peerwatch.app.api.response_headers import SecurityHeaders
 log = logging.getLogger("peerwatch.errors")
 
 RETRY_AFTER_S = 5
+# How deep an error's echoed input goes: a body nested hundreds deep would otherwise make
+# the 422's echo recurse past Python's limit (a 500 for the client's mistake).
+ECHO_DEPTH = 8
+ECHO_CHARS = 200  # of a string input a body error echoes (pydantic echoes a whole bad body)
+
+
 def unprocessable(field: str, message: str) -> RequestValidationError:
     """A 422 in FastAPI's own shape (a list naming the body field), as the API documents
     for every 422: for checks a route makes after the body parsed."""
@@ -68,22 +74,28 @@ def body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
     cleaned = []
     for e in errors:
         item = {k: v for k, v in e.items() if k not in ("url", "ctx", "input")}
-        if not isinstance(e.get("input"), dict | list):
-            item["input"] = _finite(e.get("input"))
+        value = e.get("input")
+        if isinstance(value, str | bytes) and len(value) > ECHO_CHARS:
+            item["input"] = f"{value[:ECHO_CHARS]!r}... ({len(value)} long)"
+        elif not isinstance(value, dict | list):
+            item["input"] = _finite(value)
         item["loc"] = ("body", *e["loc"])
         cleaned.append(item)
     return RequestValidationError(cleaned)
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: Any, depth: int = 0) -> Any:
     """`value` as plain JSON that always encodes: strings UTF-8-safe (lone surrogates
-    escaped), non-finite floats as text, anything else that is not a JSON type as its repr."""
+    escaped), non-finite floats as text, anything else that is not a JSON type as its repr,
+    nothing deeper than `ECHO_DEPTH` (cut off as "...")."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict | list | tuple) and depth >= ECHO_DEPTH:
+        return "..."
     if isinstance(value, dict):
-        return {str(json_safe(k)): json_safe(v) for k, v in value.items()}
+        return {str(json_safe(k)): json_safe(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
+        return [json_safe(v, depth + 1) for v in value]
     if isinstance(value, float):
         return _finite(value)
     if value is None or isinstance(value, bool | int):
@@ -96,7 +108,7 @@ def _echo(error: Any) -> Any:
     are not UTF-8, an exotic input), the safe form of the raw error instead."""
     try:
         return json_safe(jsonable_encoder(error))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return json_safe(error)
 
 
