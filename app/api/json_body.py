@@ -34,12 +34,13 @@ import orjson
 from fastapi import HTTPException, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from peerwatch.app.api.errors import body_errors
 
 NUL_ESCAPE = b"\\u0000"
+CLIENT_CLOSED_REQUEST = 499  # nginx's code: nobody is listening for the answer
 # The admin API's bodies (a silence of 32 matchers, a window, an ack) fit in a few KiB and
 # nest a few levels.
 ADMIN_BODY_LIMIT = 64 << 10
@@ -167,11 +168,16 @@ async def read_limited_body(request: Request, limit: int, what: str,
     if declared and declared.isdigit() and int(declared) > limit:
         raise _too_large(what, int(declared), limit, setting)
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(what, size, limit, setting)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(what, size, limit, setting)
+            chunks.append(chunk)
+    except ClientDisconnect:  # gone, or cut off by the body deadline (app/api/http_guard.py)
+        raise HTTPException(CLIENT_CLOSED_REQUEST,
+                            detail=f"the client went away before its {what} body arrived"
+                            ) from None
     return b"".join(chunks)
 
 

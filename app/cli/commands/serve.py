@@ -79,6 +79,9 @@ def listen_socket(host: str, port: int) -> socket.socket:
 def run(args: argparse.Namespace) -> int:
     import uvicorn  # by this command alone: `peerwatch --help` imports every command's module
 
+    from peerwatch.app.api.http_guard import guarded_protocol  # it imports uvicorn
+    from peerwatch.app.api.http_limits import HttpLimits
+
     try:  # first: a bad address is said before any database work or log line
         sock = listen_socket(args.host, args.port)
     except CannotListen as exc:
@@ -99,8 +102,9 @@ def run(args: argparse.Namespace) -> int:
         from peerwatch.app.runtime.local_probe import attach_local_probe
 
         attach_local_probe(app, args.host, args.port)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
-                                           log_level=args.log_level, log_config=config))
+    server = uvicorn.Server(uvicorn.Config(
+        app, host=args.host, port=args.port, log_level=args.log_level, log_config=config,
+        http=guarded_protocol(HttpLimits.from_settings(settings)), ws="none"))
     # this thread runs the event loop: short turns, so it answers first when it wakes
     shorten_turns(LOOP_SLICE_S)
     try:
