@@ -2,7 +2,8 @@
 can they stall ingest, or grow the server's memory?
 
 Each tree's server (`--before DIR`: a checkout of another commit, run first; then this
-tree) runs on SQLite in a temporary folder and meets two phases:
+tree) runs on SQLite in a temporary folder (`--database postgresql`: a throwaway database on
+the shared PostgreSQL) and meets two phases:
 
 1. slow posters: `--posters` (40) connections post a report with the probe token and send
    its body at 1 byte/s. Once they are all sending, a real probe (the agent's own `Sender`,
@@ -32,6 +33,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +61,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p = parser(__doc__, __file__)
     p.add_argument("--before", type=Path, default=None,
                    help="a checkout of the code to compare with (default: none, after only)")
+    p.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite",
+                   help="the server's database: SQLite in a temporary folder, or a throwaway "
+                   "database on the shared PostgreSQL (default: sqlite)")
     p.add_argument("--posters", type=int, default=sized(40, 4),
                    help="connections sending a report's body at 1 byte/s (default: 40)")
     p.add_argument("--probe-s", type=float, default=sized(5.0, 1.0),
@@ -230,14 +236,28 @@ async def big_headers(pid: int, port: int, args: argparse.Namespace) -> dict[str
 # --------------------------------------------------------------------------- the run
 
 
-def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="peerwatch-hostile-") as tmp:
+def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float] | None:
+    with tempfile.TemporaryDirectory(prefix="peerwatch-hostile-") as tmp, \
+            database(args.database, Path(tmp)) as url:
+        if url is None:
+            return None  # "postgresql: skipped" was said
         env = {"PEERWATCH_BODY_TIMEOUT_S": str(args.body_timeout_s)}
-        with serve_tree(tree, f"sqlite:///{tmp}/hostile.db", Path(tmp), env) as (base, pid):
+        with serve_tree(tree, url, Path(tmp), env) as (base, pid):
             port = int(base.rsplit(":", 1)[1])
             figures = asyncio.run(slow_posters(base, port, args))
             figures |= asyncio.run(big_headers(pid, port, args))
     return figures
+
+
+@contextmanager
+def database(kind: str, folder: Path) -> Iterator[str | None]:
+    if kind == "sqlite":
+        yield f"sqlite:///{folder}/hostile.db"
+        return
+    from bench.ingest import postgres_url  # it imports the app's test client: only here
+
+    with postgres_url() as url:
+        yield url
 
 
 TARGETS = {"probe_2xx_share": ("= 1", lambda v: v == 1.0),
