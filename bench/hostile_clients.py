@@ -241,7 +241,8 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float] | None:
             database(args.database, Path(tmp)) as url:
         if url is None:
             return None  # "postgresql: skipped" was said
-        env = {"PEERWATCH_BODY_TIMEOUT_S": str(args.body_timeout_s)}
+        env = {"PEERWATCH_BODY_TIMEOUT_S": str(args.body_timeout_s),
+               "PEERWATCH_MAX_CONNECTIONS_PER_ADDRESS": ""}  # empty: the server's default
         with serve_tree(tree, url, Path(tmp), env) as (base, pid):
             port = int(base.rsplit(":", 1)[1])
             figures = asyncio.run(slow_posters(base, port, args))

@@ -25,6 +25,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# A bench's simulated fleet posts from one loopback address, a real one from an address per
+# host: the per-address connection limit (app/api/http_guard.py) is off in the benches'
+# servers. A bench that measures it passes PEERWATCH_MAX_CONNECTIONS_PER_ADDRESS itself.
+FLEET_ENV = {"PEERWATCH_MAX_CONNECTIONS_PER_ADDRESS": "0"}
 STARTUP_S = 120.0  # generous: returns as soon as /healthz answers, even on a loaded machine
 
 
@@ -73,7 +77,7 @@ def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Ite
     port = free_port()
     proc = subprocess.Popen(
         serve_command(port, database_url),
-        env={**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), **env},
+        env={**os.environ, **FLEET_ENV, "PEERWATCH_DATA_DIR": str(data_dir), **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -108,8 +112,8 @@ def serve_tree(tree: Path, database_url: str, data_dir: Path,
     PEERWATCH_* settings (a tree that does not know one ignores it)."""
     port = free_port()
     path = f"{import_root(tree, data_dir)}{os.pathsep}{tree}"
-    env = {**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), "PEERWATCH_PROBE_TOKENS": TOKEN,
-           "PYTHONPATH": path, **(env or {})}
+    env = {**os.environ, **FLEET_ENV, "PEERWATCH_DATA_DIR": str(data_dir),
+           "PEERWATCH_PROBE_TOKENS": TOKEN, "PYTHONPATH": path, **(env or {})}
     proc = subprocess.Popen(serve_command(port, database_url), cwd=tree, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
