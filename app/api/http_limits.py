@@ -101,6 +101,3 @@ class PeerCounts:
         self._open[address] -= 1
         if self._open[address] <= 0:
             del self._open[address]
-
-    def open(self, address: str) -> int:
-        return self._open[address]
