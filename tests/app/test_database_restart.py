@@ -25,6 +25,8 @@ import httpx
 import pytest
 
 from bench.helpers.drill import PrivateCluster, Reports, private_cluster_possible, stored
+from peerwatch.probes.agent.sender import Outcome, Sender
+from peerwatch.probes.report import Report
 from tests.app.conftest import PROBE_TOKEN
 from tests.app.serve_process import serving
 from tests.conftest import eventually, require
@@ -35,8 +37,8 @@ Answer = tuple[int | None, bool]  # (status or None for no answer, came with Ret
 
 
 class Load:
-    """POSTERS probes posting fresh reports back to back, each sent again until stored,
-    after the answer's Retry-After, as the agent does."""
+    """POSTERS probes posting fresh reports back to back with the agent's `Sender`, each
+    sent again until stored, after the answer's Retry-After, as the agent does."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -62,13 +64,12 @@ class Load:
             thread.join()
 
     def _post(self) -> None:
-        headers = {"Authorization": f"Bearer {PROBE_TOKEN}", "Content-Type": "application/json"}
-        with httpx.Client(base_url=self.base, headers=headers, timeout=60) as client:
-            while not self._stop.is_set():
-                report = self.reports.new()
-                with self._lock:
-                    self.sent.append(str(report.report_id))
-                self._deliver(client, report.model_dump_json().encode())
+        sender = Sender(self.base, PROBE_TOKEN, 60.0)  # the agent's own, its one quick retry
+        while not self._stop.is_set():
+            report = self.reports.new()
+            with self._lock:
+                self.sent.append(str(report.report_id))
+            self._deliver(sender, report)
 
     def _read(self) -> None:
         with httpx.Client(base_url=self.base, timeout=60) as client:
@@ -82,23 +83,17 @@ class Load:
                     self.reads[answer] += 1
                 time.sleep(0.1)
 
-    def _deliver(self, client: httpx.Client, body: bytes) -> None:
+    def _deliver(self, sender: Sender, report: Report) -> None:
         for _ in range(MOST_TRIES):
-            try:
-                r = client.post("/api/v1/reports", content=body)
-            except httpx.TransportError:
-                self._note((None, False))
-                time.sleep(0.5)
-                continue
-            retry_after = r.headers.get("retry-after")
-            self._note((r.status_code, retry_after is not None))
-            if r.is_success:
+            answer = sender.send(report)
+            self._note((answer.status, answer.retry_after_s is not None))
+            if answer.outcome is Outcome.DELIVERED:
                 with self._lock:
                     self.stored += 1
                 return
-            if r.status_code not in (429, 503) or retry_after is None:
-                return  # an answer a probe would not retry: the test fails on it
-            time.sleep(float(retry_after))
+            if answer.status not in (429, 503) or answer.retry_after_s is None:
+                return  # an answer a probe would not wait for: the test fails on it
+            time.sleep(answer.retry_after_s)
 
     def _note(self, answer: Answer) -> None:
         with self._lock:
@@ -128,7 +123,7 @@ def test_postgres_restarted_under_load_is_503_never_500(tmp_path: Path,
         load = Load(served.base).start()
         try:
             assert eventually(lambda: load.stored >= 20), "nothing stored before the restart"
-            cluster.restart(down_s=1.0)  # pg_ctl stop -m fast: every connection cut
+            cluster.restart(down_s=2.0)  # pg_ctl stop -m fast: every connection cut
             before = load.stored
             assert eventually(lambda: load.stored >= before + 20), "nothing stored after it"
         finally:
@@ -140,6 +135,7 @@ def test_postgres_restarted_under_load_is_503_never_500(tmp_path: Path,
     assert not wrong, f"reads answered other than 200 or 503 with Retry-After: {wrong}"
     assert load.answers[(503, True)], f"the restart was never felt: {dict(load.answers)}"
     held = stored(cluster.url)
-    assert held.rows == held.distinct == len(load.sent) == load.stored, (held, len(load.sent))
+    assert held.rows == held.distinct == len(load.sent) == load.stored, (
+        held, len(load.sent), load.stored, dict(load.answers))
     for line in ("Exception in ASGI application", "database error during"):  # a 500's
         assert line not in log, log[-3000:]
