@@ -41,9 +41,9 @@ from bench.helpers.drill import (
     PrivateCluster,
     Reports,
     Server,
-    available,
     drain,
     outbox,
+    private_cluster_possible,
     serving,
     sqlite_url,
     stored,
@@ -113,8 +113,9 @@ def server_killed_mid_ingest() -> None:
 
 def postgres_restarted() -> None:
     fault = "PostgreSQL restarted"
-    if not available("initdb"):
-        skipped(fault, "initdb/runuser not found (a private cluster is needed)")
+    if not private_cluster_possible():
+        skipped(fault, "initdb/pg_ctl (or runuser, as root) not found: a private cluster "
+                "is needed")
         return
     try:
         cluster = PrivateCluster().start()

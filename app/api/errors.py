@@ -3,8 +3,11 @@ never a bare 500 for something the client or the database's weather caused.
 
 - Validation errors are rendered with every value made JSON-safe: a lone surrogate, a NaN or
   bytes echoed back from the input would otherwise make the 422 itself fail to render.
-- A database that cannot be reached (`OperationalError`: PostgreSQL restarting, SQLite
-  locked past its busy timeout) is a 503 with `Retry-After`, which probes retry.
+- A database that cannot be reached (`OperationalError`: PostgreSQL restarting or shutting
+  down, a connection refused or cut; `InterfaceError` and any error that invalidated its
+  connection: a connection found closed; SQLite locked past its busy timeout) is a 503 with
+  `Retry-After`, which probes retry. An ingest worker process sends it back as
+  `DatabaseUnavailable` (app/ingest/pool.py), answered the same.
 - A value the database refuses (`DataError`) is a 422: the wire schema bounds every value by
   its column, so this is a safety net, not a path.
 - A report_id reused for a different report is a 409.
@@ -29,7 +32,13 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
-from sqlalchemy.exc import DataError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import compile_path
@@ -40,6 +49,24 @@ from peerwatch.app.api.response_headers import SecurityHeaders
 log = logging.getLogger("peerwatch.errors")
 
 RETRY_AFTER_S = 5
+# How deep an error's echoed input goes: a body nested hundreds deep would otherwise make
+# the 422's echo recurse past Python's limit (a 500 for the client's mistake).
+ECHO_DEPTH = 8
+ECHO_CHARS = 200  # of a string input a body error echoes (pydantic echoes a whole bad body)
+
+
+class DatabaseUnavailable(Exception):
+    """The database could not be reached for a moment (503 with Retry-After): what an
+    ingest worker process raises in place of the driver's error, which names the server
+    and need not cross a process boundary."""
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Is `exc` the database's weather (retry later) rather than a fault of the request?"""
+    return isinstance(exc, OperationalError | InterfaceError | DatabaseUnavailable) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated)
+
+
 def unprocessable(field: str, message: str) -> RequestValidationError:
     """A 422 in FastAPI's own shape (a list naming the body field), as the API documents
     for every 422: for checks a route makes after the body parsed."""
@@ -68,22 +95,28 @@ def body_errors(errors: list[dict[str, Any]]) -> RequestValidationError:
     cleaned = []
     for e in errors:
         item = {k: v for k, v in e.items() if k not in ("url", "ctx", "input")}
-        if not isinstance(e.get("input"), dict | list):
-            item["input"] = _finite(e.get("input"))
+        value = e.get("input")
+        if isinstance(value, str | bytes) and len(value) > ECHO_CHARS:
+            item["input"] = f"{value[:ECHO_CHARS]!r}... ({len(value)} long)"
+        elif not isinstance(value, dict | list):
+            item["input"] = _finite(value)
         item["loc"] = ("body", *e["loc"])
         cleaned.append(item)
     return RequestValidationError(cleaned)
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: Any, depth: int = 0) -> Any:
     """`value` as plain JSON that always encodes: strings UTF-8-safe (lone surrogates
-    escaped), non-finite floats as text, anything else that is not a JSON type as its repr."""
+    escaped), non-finite floats as text, anything else that is not a JSON type as its repr,
+    nothing deeper than `ECHO_DEPTH` (cut off as "...")."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict | list | tuple) and depth >= ECHO_DEPTH:
+        return "..."
     if isinstance(value, dict):
-        return {str(json_safe(k)): json_safe(v) for k, v in value.items()}
+        return {str(json_safe(k)): json_safe(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
+        return [json_safe(v, depth + 1) for v in value]
     if isinstance(value, float):
         return _finite(value)
     if value is None or isinstance(value, bool | int):
@@ -96,7 +129,7 @@ def _echo(error: Any) -> Any:
     are not UTF-8, an exotic input), the safe form of the raw error instead."""
     try:
         return json_safe(jsonable_encoder(error))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return json_safe(error)
 
 
@@ -128,7 +161,10 @@ async def _data_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     """Any other database error: a 500 whose log names the statement and where it failed,
-    but neither its parameters nor the database's DETAIL line (which quotes the row)."""
+    but neither its parameters nor the database's DETAIL line (which quotes the row); one
+    that cut its connection is the database's weather: 503."""
+    if database_unavailable(exc):
+        return await _database_unavailable(request, exc)
     statement = (getattr(exc, "statement", None) or "")[:300]
     frames = "".join(traceback.format_tb(exc.__traceback__))
     log.error("database error during %s %s: %s; statement: %s\n%s", request.method,
@@ -169,6 +205,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(OperationalError, _database_unavailable)
+    app.add_exception_handler(InterfaceError, _database_unavailable)
+    app.add_exception_handler(DatabaseUnavailable, _database_unavailable)
     app.add_exception_handler(DataError, _data_error)
     app.add_exception_handler(SQLAlchemyError, _database_error)
     app.add_exception_handler(ReportConflict, _conflict)

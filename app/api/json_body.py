@@ -5,9 +5,12 @@ Refused, each with a 422 of type `json_invalid` naming the reason (and, where th
 can tell, the field: `loc` ["body", "results", 0, "value"]):
 text that is not JSON, bytes that are not UTF-8, the non-finite literals `NaN`,
 `Infinity` and `-Infinity` (and numbers too large to be finite, `1e400`), a NUL
-character (`\\u0000`) and a lone surrogate (`\\ud800`) anywhere in a string or a key. None
-of these can be stored or echoed back in JSON, so refusing them at the door is what keeps
-every later step (validation, the 422's echo, the database) from meeting them.
+character (`\\u0000`) and a lone surrogate (`\\ud800`) anywhere in a string or a key, an
+integer longer than Python reads (4300 digits: `int()` raises ValueError), JSON nested
+deeper than the parser recurses (and, on the admin routes, deeper than
+`ADMIN_BODY_DEPTH`). None of these can be stored or echoed back in JSON, so refusing them at
+the door is what keeps every later step (validation, the 422's echo, the database) from
+meeting them.
 
 orjson reads the body first: it refuses non-finite numbers, invalid UTF-8 and lone
 surrogates itself, so the common case costs one parse and a byte search for `\\u0000`.
@@ -31,15 +34,18 @@ import orjson
 from fastapi import HTTPException, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from peerwatch.app.api.deps import CREDENTIAL_CHECKS, bearer
 from peerwatch.app.api.errors import body_errors
 
 NUL_ESCAPE = b"\\u0000"
-# The admin API's bodies (a silence of 32 matchers, a window, an ack) fit in a few KiB.
+CLIENT_CLOSED_REQUEST = 499  # nginx's code: nobody is listening for the answer
+# The admin API's bodies (a silence of 32 matchers, a window, an ack) fit in a few KiB and
+# nest a few levels.
 ADMIN_BODY_LIMIT = 64 << 10
+ADMIN_BODY_DEPTH = 16
 
 
 def refuse(reason: str, loc: tuple[Any, ...] = ()) -> NoReturn:
@@ -47,17 +53,31 @@ def refuse(reason: str, loc: tuple[Any, ...] = ()) -> NoReturn:
                         "msg": f"body is not valid JSON: {reason}"}])
 
 
-class _NonFinite:
-    """Where the standard parser met `NaN`, `Infinity` or a number too large to be finite:
-    kept in the tree so that the refusal can name the field it was sent for."""
+class _Unreadable:
+    """Where the standard parser met a number no field can hold: `NaN`, `Infinity`, a
+    number too large to be finite, an integer too long for Python to read (past
+    `sys.get_int_max_str_digits()`, 4300 digits: `int()` raises ValueError). Kept in the
+    tree so that the refusal can name the field it was sent for."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text[:40]
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
-def _float_or_marker(text: str) -> float | _NonFinite:
+def _non_finite(text: str) -> _Unreadable:
+    return _Unreadable(f"{text[:40]} is not a finite JSON number (send finite numbers only)")
+
+
+def _float_or_marker(text: str) -> float | _Unreadable:
     value = float(text)
-    return _NonFinite(text) if value in (float("inf"), float("-inf")) else value
+    return _non_finite(text) if value in (float("inf"), float("-inf")) else value
+
+
+def _int_or_marker(text: str) -> int | _Unreadable:
+    try:
+        return int(text)
+    except ValueError:  # more digits than Python converts
+        return _Unreadable(f"an integer of {len(text.lstrip('-'))} digits is too large "
+                           "(no field holds more than 64 bits)")
 
 
 def _bad_text(text: str) -> str | None:
@@ -73,8 +93,8 @@ def _bad_text(text: str) -> str | None:
 def _problem(node: Any) -> str | None:
     if isinstance(node, str):
         return _bad_text(node)
-    if isinstance(node, _NonFinite):
-        return f"{node.text} is not a finite JSON number (send finite numbers only)"
+    if isinstance(node, _Unreadable):
+        return node.reason
     return None
 
 
@@ -101,7 +121,8 @@ def _standard_parse(body: bytes, what: str) -> Any:
     except UnicodeDecodeError as exc:
         refuse(f"bytes at {exc.start} are not UTF-8")
     try:
-        data = json.loads(text, parse_constant=_NonFinite, parse_float=_float_or_marker)
+        data = json.loads(text, parse_constant=_non_finite, parse_float=_float_or_marker,
+                          parse_int=_int_or_marker)
     except json.JSONDecodeError as exc:
         refuse(str(exc))
     except RecursionError as exc:
@@ -121,9 +142,24 @@ def load_json(body: bytes, what: str) -> Any:
     return data
 
 
-def too_deep(what: str) -> RequestValidationError:
+def too_deep(what: str, limit: int | None = None) -> RequestValidationError:
+    levels = f" (more than {limit} levels)" if limit else ""
     return body_errors([{"type": "json_invalid", "loc": (),
-                         "msg": f"body nests JSON too deeply for a {what}"}])
+                         "msg": f"body nests JSON too deeply for a {what}{levels}"}])
+
+
+def check_depth(data: Any, limit: int, what: str) -> None:
+    """422 for a body nested deeper than `limit` (iterative, so any depth orjson reads is
+    safe here): validating and echoing such a body recurses once per level, and a few
+    hundred levels were a RecursionError (500) in the 422's own echo."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node \
+            if isinstance(node, list) else ()
+        if children and depth > limit:
+            raise too_deep(what, limit)
+        stack.extend((child, depth + 1) for child in children)
 
 
 async def read_limited_body(request: Request, limit: int, what: str,
@@ -133,11 +169,16 @@ async def read_limited_body(request: Request, limit: int, what: str,
     if declared and declared.isdigit() and int(declared) > limit:
         raise _too_large(what, int(declared), limit, setting)
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(what, size, limit, setting)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(what, size, limit, setting)
+            chunks.append(chunk)
+    except ClientDisconnect:  # gone, or cut off by the body deadline (app/api/http_guard.py)
+        raise HTTPException(CLIENT_CLOSED_REQUEST,
+                            detail=f"the client went away before its {what} body arrived"
+                            ) from None
     return b"".join(chunks)
 
 
@@ -226,7 +267,9 @@ class StrictJsonRoute(APIRoute):
                                            "the admin API's limit")
             request._body = body  # Starlette's cache of body(): FastAPI reads it from there
             if body and _is_json(request):
-                request._json = load_json(body, "request")  # Starlette's cache of json()
+                data = load_json(body, "request")
+                check_depth(data, ADMIN_BODY_DEPTH, "request")
+                request._json = data  # Starlette's cache of json()
             return await handler(request)
 
         return read_then_handle

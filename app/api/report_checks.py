@@ -216,19 +216,24 @@ def too_many_items(gpus: int, results: int | None) -> list[dict[str, Any]]:
     return []
 
 
-def oversized_integers(data: Any, loc: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    """Integers in the raw JSON that no BIGINT column can hold (a counter gone haywire)."""
-    if isinstance(data, bool):
-        return []
-    if isinstance(data, int):
-        if abs(data) > INT64_MAX:
-            return [_error(loc, f"integer {data} does not fit in 64 bits", "int_too_large")]
-        return []
+def oversized_integers(data: Any) -> list[dict[str, Any]]:
+    """Integers in the raw JSON that no BIGINT column can hold (a counter gone haywire);
+    iterative, so a body nested as deep as the parser reads cannot overflow here."""
     found: list[dict[str, Any]] = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            found += oversized_integers(value, (*loc, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            found += oversized_integers(value, (*loc, i))
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack:
+        node, loc = stack.pop()
+        if isinstance(node, int) and not isinstance(node, bool) and abs(node) > INT64_MAX:
+            found.append(_error(loc, f"integer {_shown(node)} does not fit in 64 bits",
+                                "int_too_large"))
+        elif isinstance(node, dict):
+            stack.extend((value, (*loc, key)) for key, value in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((value, (*loc, i)) for i, value in reversed(list(enumerate(node))))
     return found
+
+
+def _shown(number: int) -> str:
+    """An integer as the error names it: a long one by its first digits and its length."""
+    text = str(number)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text.lstrip('-'))} digits)"

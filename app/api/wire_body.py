@@ -66,7 +66,10 @@ def validate_wire(model: type[M], body: bytes, what: str) -> M:
     except RecursionError as exc:
         raise too_deep(what) from exc
     except ValidationError as exc:
-        raise body_errors([dict(e) for e in exc.errors(include_url=False)]) from exc
+        errors = exc.errors(include_url=False)
+        if any(e["type"] == "json_invalid" and "recursion limit" in e["msg"] for e in errors):
+            raise too_deep(what) from exc  # pydantic's parser stops a few hundred levels in
+        raise body_errors([dict(e) for e in errors]) from exc
     except TypeError as exc:  # e.g. comparing a naive with an aware timestamp
         raise body_errors([{"type": "value_error", "loc": (), "msg": str(exc)}]) from exc
 

@@ -75,7 +75,8 @@ def demo_settings(options: DemoOptions, admin_token: str | None = None) -> Setti
                          database_url=f"sqlite:///{database}",
                          admin_token=admin_token, stale_after_s=60.0,
                          degraded_sustain_s=120.0, fleet_peer_min_hosts=DEMO_PEER_MIN_HOSTS,
-                         fleet_peer_refresh_s=60.0, ingest_wait_s=DEMO_INGEST_WAIT_S)
+                         fleet_peer_refresh_s=60.0, ingest_wait_s=DEMO_INGEST_WAIT_S,
+                         max_connections_per_address=0)  # the whole fleet posts from loopback
 
 
 def history_age_s(data_dir: Path, new_database: bool, now: float) -> float:

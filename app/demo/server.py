@@ -3,6 +3,7 @@
 The demo serves while its fleet and backfill run in other threads of the same process;
 tests use the same class to put a real server on a loopback port. Signals stay with the
 main thread (uvicorn installs no handlers outside it), so the caller decides how to stop.
+Connections are bounded as under `serve` (app/api/http_guard.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import time
 import uvicorn
 from fastapi import FastAPI
 
+from peerwatch.app.api.http_guard import guarded_protocol
+from peerwatch.app.api.http_limits import HttpLimits
+
 
 class ServerThread:
     def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0,
@@ -21,7 +25,9 @@ class ServerThread:
         # closed by the server just as the probe reuses it.
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level,
                                 lifespan="on", access_log=False,
-                                timeout_keep_alive=keep_alive_s)
+                                timeout_keep_alive=keep_alive_s, ws="none",
+                                http=guarded_protocol(HttpLimits.from_settings(
+                                    app.state.settings)))
         self.server = uvicorn.Server(config)
         self.host = host
         self._thread = threading.Thread(target=self.server.run, name="peerwatch-server",

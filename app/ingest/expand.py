@@ -28,6 +28,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from peerwatch.app.api.errors import database_unavailable
 from peerwatch.app.ingest.gate import gate_for
 from peerwatch.app.ingest.pool import IngestPool, Ticket
 from peerwatch.app.ingest.received import unexpanded
@@ -64,9 +65,9 @@ class Expansions:
         try:
             async with self.turn():
                 host = await pool.expand(ticket)
-        except Exception:  # noqa: BLE001 - it stays stored whole; the recovery job retries
+        except Exception as exc:  # noqa: BLE001 - it stays stored whole; the recovery job retries
             stats.expand_failed += 1
-            log.exception("expanding a received report failed; the recovery job retries it")
+            failed(exc, "expanding a received report failed; the recovery job retries it")
             return
         finally:
             stats.expanding -= 1
@@ -103,6 +104,17 @@ async def ingest_pool_job(app: Any) -> None:
         await asyncio.to_thread(pool.close)
 
 
+def failed(exc: Exception, what: str) -> None:
+    """Log a failed expansion: one line when the database is away for a moment (a
+    PostgreSQL restart fails every expansion under way; the recovery job stores them), the
+    stack for anything else."""
+    if database_unavailable(exc):
+        log.warning("%s: the database is unavailable (%s)", what,
+                    type(getattr(exc, "orig", None) or exc).__name__)
+    else:
+        log.error("%s", what, exc_info=exc)
+
+
 async def recover_once(app: Any, pool: IngestPool) -> int:
     """Expand the reports left received since before RECOVER_AFTER_S ago; how many."""
     cutoff = utcnow() - timedelta(seconds=RECOVER_AFTER_S)
@@ -112,9 +124,9 @@ async def recover_once(app: Any, pool: IngestPool) -> int:
         try:
             async with expansions_for(app).turn():
                 host = await pool.expand_stored(received_id)
-        except Exception:  # noqa: BLE001 - counted on the row; tried again next round
+        except Exception as exc:  # noqa: BLE001 - counted on the row; tried again next round
             gate.stats.expand_failed += 1
-            log.exception("recovering received report %d failed", received_id)
+            failed(exc, f"recovering received report {received_id} failed")
             continue
         if host is not None:
             recovered += 1
@@ -138,8 +150,8 @@ async def recovery_job(app: Any) -> None:
             continue
         try:
             count = await recover_once(app, pool)
-        except Exception:  # noqa: BLE001 - the server must keep serving
-            log.exception("recovering received reports failed; retrying")
+        except Exception as exc:  # noqa: BLE001 - the server must keep serving
+            failed(exc, "recovering received reports failed; retrying")
             continue
         if count:
             log.warning("expanded %d report(s) left received (stored whole, answered, "

@@ -40,9 +40,10 @@ from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from peerwatch.app.api.errors import DatabaseUnavailable, database_unavailable
 from peerwatch.app.ingest.posted import Pending, expand_pending, expand_stored, receive_posted
 from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime import heap
@@ -131,13 +132,18 @@ _pending: OrderedDict[int, Pending] = OrderedDict()  # received id -> the checke
 
 
 def _picklable(call: Callable[..., T]) -> Callable[..., T]:
-    """Its database errors as their message: an OperationalError need not pickle."""
+    """A database that cannot be reached as `DatabaseUnavailable` (503 with Retry-After, as
+    in-process): the driver's error need not pickle, and wrapped in a RuntimeError (as it
+    was) it was a 500 for every report in flight while PostgreSQL restarted."""
     @functools.wraps(call)
     def wrapped(*args: Any) -> T:
         try:
             return call(*args)
-        except OperationalError as exc:
-            raise RuntimeError(f"storing the report failed: {exc}") from None
+        except SQLAlchemyError as exc:
+            if not database_unavailable(exc):
+                raise
+            orig = getattr(exc, "orig", None) or exc
+            raise DatabaseUnavailable(type(orig).__name__) from None
     return wrapped
 
 

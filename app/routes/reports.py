@@ -28,7 +28,7 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
 from peerwatch.app.api.deps import ProbeDep, SettingsDep, forbidden_host
-from peerwatch.app.api.json_body import check_encoding, read_limited_body
+from peerwatch.app.api.json_body import CLIENT_CLOSED_REQUEST, check_encoding, read_limited_body
 from peerwatch.app.ingest.expand import expansions_for
 from peerwatch.app.ingest.gate import IngestGate, Saturated, gate_for
 from peerwatch.app.ingest.heard import heard_for
@@ -50,7 +50,6 @@ from peerwatch.probes.report import utcnow
 
 router = APIRouter(prefix="/api/v1/reports", tags=["ingest"])
 
-CLIENT_CLOSED_REQUEST = 499  # nginx's code: nobody is listening for the answer
 REPORT_SCHEMA_REF = "#/components/schemas/Report"
 
 

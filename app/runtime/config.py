@@ -95,6 +95,23 @@ class Settings(BaseSettings):
         "than refused when a sweep holds its slot a few ms longer than the estimate.")
     ingest_retry_after_s: int = Field(
         default=5, ge=1, description="Retry-After (seconds) sent with 429/503 when saturated.")
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="A request's line and headers must arrive within "
+        "this many seconds of its first byte (or of the connection, for its first request); "
+        "slower: 408 and the connection closed (app/api/http_guard.py).")
+    body_timeout_s: float = Field(
+        default=60.0, gt=0, description="A request's body must arrive whole within this "
+        "many seconds of its headers (16 MiB at about 2 Mbit/s); slower: 408 and the "
+        "connection closed. A report is given an ingest slot only once its body is here.")
+    max_header_bytes: int = Field(
+        default=64 << 10, ge=4096, description="Largest request line and headers together, "
+        "in bytes; more: 431 and the connection closed, before they are all received.")
+    max_headers: int = Field(
+        default=100, ge=8, description="Most header fields one request may carry; more: 431.")
+    max_connections_per_address: int = Field(
+        default=64, ge=0, description="Connections one client address may hold open at "
+        "once; one more is answered 429 (Retry-After) and closed. 0: no limit (behind a "
+        "proxy or NAT, where every probe shares one address).")
     judge_workers: int = Field(
         default=1, ge=1, description="Threads judging hosts after their reports are stored, "
         "in the judge process `serve` starts (app/judging/worker.py); SQLite judges "

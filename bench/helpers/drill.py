@@ -175,9 +175,29 @@ def tmpfs(path: Path, options: str) -> Iterator[Path | None]:
 # --------------------------------------------------------------------------- PostgreSQL
 
 
-def _as_postgres(*cmd: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["runuser", "-u", "postgres", "--", *cmd], capture_output=True,
-                          text=True, check=False)
+def pg_tool(name: str) -> str | None:
+    """PostgreSQL's `initdb` or `pg_ctl`: on the PATH, else Debian's newest
+    /usr/lib/postgresql/<version>/bin (the packages put only the clients on the PATH)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    versions = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
+                      key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+    return str(versions[-1]) if versions else None
+
+
+def private_cluster_possible() -> bool:
+    """initdb and pg_ctl are here, and (as root) `runuser` to run them as `postgres`."""
+    return all(pg_tool(t) for t in ("initdb", "pg_ctl")) and (
+        os.geteuid() != 0 or shutil.which("runuser") is not None)
+
+
+def _as_postgres(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`tool` run as `postgres` when we are root (initdb refuses root), else as ourselves."""
+    command = [pg_tool(tool) or tool, *args]
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", "postgres", "--", *command]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
 class PrivateCluster:
@@ -185,7 +205,8 @@ class PrivateCluster:
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="peerwatch-pg-"))
-        shutil.chown(self.dir, "postgres", "postgres")
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres", "postgres")
         self.port = free_port()
         self.data = self.dir / "data"
         self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/drill"
@@ -209,7 +230,11 @@ class PrivateCluster:
         return self
 
     def restart(self, down_s: float = 3.0) -> None:
-        """Stop (fast: connections cut), stay down `down_s`, start again."""
+        """Stop (fast: connections cut), stay down `down_s`, start again; 0: `pg_ctl
+        restart -m fast`."""
+        if not down_s:
+            self._ctl("restart", "-m", "fast")
+            return
         self._ctl("stop", "-m", "fast")
         time.sleep(down_s)
         self._ctl("start")
@@ -221,6 +246,3 @@ class PrivateCluster:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
-
-def available(tool: str) -> bool:
-    return shutil.which(tool) is not None and shutil.which("runuser") is not None

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.helpers.serve import FLEET_ENV
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -61,7 +63,8 @@ def serve_processes(n: int, env: dict[str, str], log_level: str = "warning",
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "peerwatch.app.cli", "serve", "--port", str(port),
                      "--no-local-probe", "--log-level", log_level],
-                    env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT))
+                    env={**os.environ, **FLEET_ENV, **env}, stdout=out,
+                    stderr=subprocess.STDOUT))
             bases.append(f"http://127.0.0.1:{port}")
         for base, proc, i in zip(bases, procs, range(n), strict=True):
             _wait_up(base, proc, logs / f"serve-{i}.log", timeout_s)

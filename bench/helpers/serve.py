@@ -25,6 +25,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# A bench's simulated fleet posts from one loopback address, a real one from an address per
+# host: the per-address connection limit (app/api/http_guard.py) is off in the benches'
+# servers. A bench that measures it passes PEERWATCH_MAX_CONNECTIONS_PER_ADDRESS itself.
+FLEET_ENV = {"PEERWATCH_MAX_CONNECTIONS_PER_ADDRESS": "0"}
 STARTUP_S = 120.0  # generous: returns as soon as /healthz answers, even on a loaded machine
 
 
@@ -73,7 +77,7 @@ def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Ite
     port = free_port()
     proc = subprocess.Popen(
         serve_command(port, database_url),
-        env={**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), **env},
+        env={**os.environ, **FLEET_ENV, "PEERWATCH_DATA_DIR": str(data_dir), **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -86,12 +90,30 @@ def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Ite
         raise RuntimeError(f"the server failed:\n{out.decode()[-3000:]}")
 
 
+def import_root(tree: Path, scratch: Path) -> Path:
+    """A folder from which `peerwatch.app` and `peerwatch.probes` import `tree`'s code. The
+    editable install maps them to this checkout whatever PYTHONPATH says (a `tree` on the
+    path has `app/`, not `peerwatch/app/`), so "before" ran this checkout's code: for
+    another tree, a `peerwatch/` of links to its `app/` and `probes/` goes first."""
+    root = scratch / "import-root"
+    package = root / "peerwatch"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in ("app", "probes"):
+        link = package / name
+        if not link.is_symlink():
+            link.symlink_to(tree.resolve() / name)
+    return root
+
+
 @contextmanager
-def serve_tree(tree: Path, database_url: str, data_dir: Path) -> Iterator[tuple[str, int]]:
-    """`peerwatch serve` run from `tree` (its `app/` is imported first): (url, pid)."""
+def serve_tree(tree: Path, database_url: str, data_dir: Path,
+               env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+    """`peerwatch serve` running `tree`'s code (`import_root`): (url, pid). `env`: more
+    PEERWATCH_* settings (a tree that does not know one ignores it)."""
     port = free_port()
-    env = {**os.environ, "PEERWATCH_DATA_DIR": str(data_dir), "PEERWATCH_PROBE_TOKENS": TOKEN,
-           "PYTHONPATH": str(tree)}
+    path = f"{import_root(tree, data_dir)}{os.pathsep}{tree}"
+    env = {**os.environ, **FLEET_ENV, "PEERWATCH_DATA_DIR": str(data_dir),
+           "PEERWATCH_PROBE_TOKENS": TOKEN, "PYTHONPATH": path, **(env or {})}
     proc = subprocess.Popen(serve_command(port, database_url), cwd=tree, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

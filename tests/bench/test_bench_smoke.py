@@ -36,7 +36,10 @@ MISSING_PART = re.compile(r"postgresql: skipped|skipped: no Chromium|skipped, \S
 LIMIT_S = 600
 # lines a bench must print with a figure, where its parts are here (not "skipped")
 PRINTS = {"overload": re.compile(r"^post_server_p99 +\S+ +[\d.]+ .*^burst_vs_cpu_allows +\S+ +"
-                                r"[\d.]+ ", re.MULTILINE | re.DOTALL)}
+                                r"[\d.]+ ", re.MULTILINE | re.DOTALL),
+          "hostile_clients": re.compile(r"^probe_2xx_share +\S+ +1\.00 .*^posters_answered_share"
+                                       r" +\S+ +1\.00 .*^rss_growth_mb +\S+ +[\d.]+ ",
+                                       re.MULTILINE | re.DOTALL)}
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:

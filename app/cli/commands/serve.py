@@ -15,9 +15,11 @@ import logging
 import socket
 import sys
 
+from peerwatch.app.api.keys import keyring_for
 from peerwatch.app.cli.environment import server_settings
 from peerwatch.app.cli.options import add_database_url, add_log_level, port_number
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.runtime.keyring import KeyringError
 from peerwatch.app.runtime.logs import configure_logging
 from peerwatch.app.runtime.priority import shorten_turns
 from peerwatch.app.server import SchemaBehind, build_server_app
@@ -82,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn  # by this command alone: `peerwatch --help` imports every command's module
 
     settings = settings_from_args(args)  # first: a wrong PEERWATCH_* value, one line
+    from peerwatch.app.api.http_guard import guarded_protocol  # it imports uvicorn
+    from peerwatch.app.api.http_limits import HttpLimits
+
     try:  # then a bad address, before any database work or log line
         sock = listen_socket(args.host, args.port)
     except CannotListen as exc:
@@ -90,19 +95,19 @@ def run(args: argparse.Namespace) -> int:
     config = configure_logging(args.log_level)  # every path below, local probe or not
     try:
         app = build_server_app(settings)
-    except SchemaBehind as exc:
+        keyring_for(app)  # the secret, made on first start: every credential comes from it
+    except (SchemaBehind, KeyringError) as exc:
         sock.close()
         print(f"peerwatch serve: error: {exc}", file=sys.stderr)
         return 1
-    if not settings.probe_tokens:
-        log.warning("PEERWATCH_PROBE_TOKENS is empty: every report will be refused (403)")
     if not args.no_local_probe:
         # the probe's agent, imported only when it runs beside the server
         from peerwatch.app.runtime.local_probe import attach_local_probe
 
         attach_local_probe(app, args.host, args.port)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
-                                           log_level=args.log_level, log_config=config))
+    server = uvicorn.Server(uvicorn.Config(
+        app, host=args.host, port=args.port, log_level=args.log_level, log_config=config,
+        http=guarded_protocol(HttpLimits.from_settings(settings)), ws="none"))
     # this thread runs the event loop: short turns, so it answers first when it wakes
     shorten_turns(LOOP_SLICE_S)
     try:

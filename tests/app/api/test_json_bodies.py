@@ -9,6 +9,7 @@ without editing this file."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -140,3 +141,45 @@ def test_admin_bodies_are_bounded_before_validation(client: TestClient) -> None:
         r = client.post(path, content=body, headers=_headers(path))
         assert r.status_code == 413 and "the admin API's limit" in r.text, (path, r.text)
     assert client.get("/api/v1/silences").json()["silences"] == []
+
+
+# Bodies that were a 500 with a traceback in the log (Python's 4300-digit limit on int(), a
+# RecursionError in the 422's own echo): (body, words the 422 must hold on every route).
+HOSTILE_BODIES: dict[str, tuple[bytes, str]] = {
+    "5000-digit integer in a field": (b'{"by": ' + b"9" * 5000 + b', "host": "a"}',
+                                      "an integer of 5000 digits is too large"),
+    "5000-digit integer alone": (b"-" + b"9" * 5000, "an integer of 5000 digits"),
+    "5000-digit integer deep in a list": (
+        b'{"results": [{"value": ' + b"7" * 5000 + b'}]}', "5000 digits"),
+    "object nested 900 deep": (b'{"a":' * 900 + b"1" + b"}" * 900, "nests JSON too deeply"),
+    "list nested 1000 deep with a long integer": (
+        b"[" * 1000 + b"1" * 25 + b"]" * 1000, ""),
+    "object nested 20 deep": (b'{"by":' * 20 + b"1" + b"}" * 20, ""),
+    "NaN": (b'{"by": NaN}', "NaN is not a finite JSON number"),
+    "invalid UTF-8": (b'{"by": "\xff"}', "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_BODIES))
+def test_hostile_bodies_are_a_4xx_naming_why_on_every_route(
+        case: str, client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+    body, words = HOSTILE_BODIES[case]
+    with caplog.at_level(logging.INFO):
+        for method, path in body_operations(client):
+            r = client.request(method, path, content=body, headers=_headers(path))
+            assert r.status_code == 422, (case, path, r.status_code, r.text[:300])
+            assert words in r.text, (case, path, r.text[:300])
+            assert len(r.content) < 4096, (case, path, "the 422 echoes the body back")
+    noisy = [rec for rec in caplog.records if rec.exc_info or rec.levelno >= logging.ERROR]
+    assert not noisy, [rec.getMessage()[:200] for rec in noisy]
+
+
+def test_a_long_integer_within_reach_is_named_by_its_field(client: TestClient) -> None:
+    data = _report()
+    data["inventory"]["gpus"][0]["memory_total_bytes"] = int("9" * 4000)
+    r = client.post("/api/v1/reports", content=json.dumps(data),
+                    headers=_headers("/api/v1/reports"))
+    assert r.status_code == 422, r.text[:300]
+    error = r.json()["detail"][0]
+    assert error["loc"] == ["body", "inventory", "gpus", 0, "memory_total_bytes"]
+    assert "(4000 digits) does not fit in 64 bits" in error["msg"]

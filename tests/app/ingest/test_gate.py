@@ -20,6 +20,7 @@ from peerwatch.app.routes import reports
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.report import Report
 from tests.app.factory import sweep
+from tests.conftest import eventually
 from tests.probes.live_server import TOKEN, live_server, server_settings, stored
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -188,6 +189,27 @@ def test_reports_arriving_together_are_let_in_only_as_far_as_slots_and_queue(
     assert codes == [201, 201, 503] + [429] * 5
     assert (gate.stats.refused_full, gate.stats.refused_wait, gate.stats.accepted) == (5, 1, 0)
     assert gate.stats.receiving == gate.stats.waiting == gate.stats.active == 0
+
+
+def test_a_body_still_arriving_stops_counting_at_the_door(tmp_path: Path) -> None:
+    """One slot, no queue, and a report whose body is still arriving: a newcomer is let in
+    once that body has been arriving for ARRIVING_S (a probe's takes milliseconds); counted
+    for as long as it took, 36 bodies sent at 1 byte/s shut the door on every real report."""
+    from peerwatch.app.ingest.gate import IngestGate, Saturated
+
+    gate = IngestGate(_settings(tmp_path, ingest_concurrency=1, ingest_queue=0),
+                      serialise_writers=False)
+
+    def newcomer_let_in() -> bool:
+        try:
+            with gate.receiving():
+                return True
+        except Saturated:
+            return False
+
+    with gate.receiving():  # the slow body, never finished here
+        assert eventually(newcomer_let_in), "a body arriving for ever kept the door shut"
+        assert gate.stats.receiving == 1
 
 
 def test_sqlite_locked_by_another_process_is_503_with_retry_after(tmp_path: Path) -> None:
