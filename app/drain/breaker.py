@@ -14,6 +14,7 @@ nothing is returned; the nodes are adopted meanwhile, so peerwatch still owns th
 from __future__ import annotations
 
 import math
+from datetime import datetime, timedelta
 
 from peerwatch.app.drain.facts import Breaker, Decision, Do, SchedNode
 from peerwatch.app.drain.policy import Policy
@@ -43,9 +44,17 @@ def room(policy: Policy, nodes: tuple[SchedNode, ...], hosts: set[str], breaker:
                       f"({out_now} out by peerwatch already)")
 
 
-def state_lost(nodes: tuple[SchedNode, ...], breaker: Breaker) -> list[str]:
-    """The nodes out by peerwatch on a scheduler the server holds no drain state for."""
-    return [] if breaker.known else sorted(n.name for n in nodes if n.ours)
+def state_lost(nodes: tuple[SchedNode, ...], breaker: Breaker, now: datetime,
+               grace_s: float) -> list[str]:
+    """The nodes out by peerwatch on a scheduler the server holds no drain state for, each
+    drained at least `grace_s` ago (or at a time the scheduler does not say). A younger
+    drain may be a round's own, made a moment before that round records it on the server
+    (overlapping health checks on a fresh server): not evidence that state was lost."""
+    if breaker.known:
+        return []
+    settled = now - timedelta(seconds=grace_s)
+    return sorted(n.name for n in nodes
+                  if n.ours and (n.out_since is None or n.out_since <= settled))
 
 
 def lost_trip(lost: list[str]) -> Decision:

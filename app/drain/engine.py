@@ -156,7 +156,7 @@ def decide(policy: Policy, now: datetime, fleet: Fleet, only: str | None = None
         (wanted if d.do is Do.TAKE_OUT else plain).append(d)
     gone = [Decision(name, Do.FORGET, "node no longer in the scheduler: peerwatch's mark "
                      "dropped") for name in sorted(set(fleet.marks) - listed)]
-    lost = state_lost(fleet.nodes, fleet.breaker)
+    lost = state_lost(fleet.nodes, fleet.breaker, now, policy.breaker.lost_grace_s)
     plain = _closed(plain, returns_closed(fleet.breaker, lost))
     first = [lost_trip(lost)] if lost else []  # recorded before the adoptions it explains
     return [*first, *plain, *apply_breaker(policy, fleet, wanted, lost), *gone]

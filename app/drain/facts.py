@@ -73,6 +73,9 @@ class SchedNode:
     ours: bool = False
     reason: str = ""
     gpus: int | None = None  # GPUs the scheduler gives the node (Slurm GRES, nvidia.com/gpu)
+    # when it was taken out, as the scheduler says (Slurm: the reason's [user@time];
+    # Kubernetes: peerwatch's annotation); None: it does not say
+    out_since: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,14 @@ def sched_node(node: dict[str, Any]) -> SchedNode:
     else:
         reason = "tainted" if out else ""
     return SchedNode(name=_meta(node)["name"], out=out, ours=ours, reason=reason,
-                     gpus=k8s_capacity_gpus(node))
+                     gpus=k8s_capacity_gpus(node), out_since=_note_time(note) if ours else None)
+
+
+def _note_time(note: dict[str, Any] | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str((note or {})["at"]).replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return None
 
 
 class KubernetesBackend:

@@ -32,6 +32,9 @@ class BreakerLimits:
     window_s: float = 600.0
     max_per_window: int = 5  # take-outs within window_s
     max_share_out: float = 0.2  # share of the GPU nodes peerwatch watches out by it at once
+    # a drain younger than this is not evidence that the server lost peerwatch's state: a
+    # round may have made it a moment before recording it (app/drain/breaker.py)
+    lost_grace_s: float = 120.0
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def _take_out_on(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _breaker(raw: dict[str, Any]) -> BreakerLimits:
-    _unknown("breaker", raw, ("window", "max_per_window", "max_share_out"))
+    _unknown("breaker", raw, ("window", "max_per_window", "max_share_out", "lost_grace"))
     base = BreakerLimits()
     share = raw.get("max_share_out", base.max_share_out)
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
@@ -130,7 +133,8 @@ def _breaker(raw: dict[str, Any]) -> BreakerLimits:
         window_s=duration("breaker.window", raw.get("window", base.window_s)),
         max_per_window=_integer("breaker.max_per_window",
                                 raw.get("max_per_window", base.max_per_window), 1),
-        max_share_out=float(share))
+        max_share_out=float(share),
+        lost_grace_s=duration("breaker.lost_grace", raw.get("lost_grace", base.lost_grace_s)))
 
 
 TOP = ("mode", "take_out_on", "debounce", "settle_after_boot", "return_after", "breaker",

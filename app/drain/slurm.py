@@ -13,6 +13,7 @@ the few milliseconds between the read and the write, which Slurm cannot close.
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 
 from peerwatch.app.drain.facts import BackedOff, SchedNode
 from peerwatch.app.drain.gpu_count import slurm_gres_gpus
@@ -62,14 +63,25 @@ def parse_node(line: str) -> SchedNode | None:
     for field in line.split():
         if field.startswith("State="):
             state = field.removeprefix("State=")
-    reason = ""
+    reason, since = "", None
     if " Reason=" in line:
         reason = line.split(" Reason=", 1)[1]
-        reason = reason.rsplit(" [", 1)[0] if " [" in reason else reason  # [user@time]
+        if " [" in reason:  # [user@time]
+            reason, stamp = reason.rsplit(" [", 1)
+            since = reason_time(stamp.rstrip("]").rpartition("@")[2])
     flags = set(state.replace("*", "").split("+"))
     out = bool(flags & set(OUT_FLAGS))
     return SchedNode(name=name, out=out, ours=out and reason.startswith(PREFIX),
-                     reason=reason.strip(), gpus=slurm_gres_gpus(line.split(" Reason=")[0]))
+                     reason=reason.strip(), gpus=slurm_gres_gpus(line.split(" Reason=")[0]),
+                     out_since=since)
+
+
+def reason_time(text: str) -> datetime | None:
+    """When the reason was set: slurmctld prints its local time without a zone."""
+    try:
+        return datetime.fromisoformat(text).astimezone(UTC)
+    except ValueError:
+        return None
 
 
 class SlurmBackend:

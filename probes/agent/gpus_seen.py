@@ -1,4 +1,4 @@
-"""The GPUs NVML has listed on this host since it booted, kept in `gpus-seen.json` in the
+"""The GPUs NVML has listed on this host since it booted, kept in `gpus-seen.state` in the
 agent's spool directory and keyed by the kernel's boot id.
 
 Why: a GPU that falls off the bus leaves NVML's list; the server notices only if it knew the
@@ -25,7 +25,7 @@ from peerwatch.probes.topology import normalize_bus_id
 log = logging.getLogger(__name__)
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
-FILE_NAME = "gpus-seen.json"
+FILE_NAME = "gpus-seen.state"  # JSON inside; not `*.json`, the spooled reports' ending
 
 
 def read_boot_id(path: Path = BOOT_ID) -> str | None:

@@ -73,7 +73,7 @@ def test_a_gpu_gone_from_the_bus_too_is_missing_by_the_agents_seen_set(
     boot = tmp_path / "boot_id"
     boot.write_text("6c7f5c6e-1d2b-4c3e-9a8f-0b1c2d3e4f50\n")
     fab = SimulatedFabric("hgx8", seed=1, hostname="gpu-b")
-    seen = SeenSinceBoot(tmp_path / "gpus-seen.json", boot)
+    seen = SeenSinceBoot(tmp_path / "gpus-seen.state", boot)
     build = report_builder(fab, ProbeSettings(job_mapping_dir=None, kubelet_socket=None),
                            watchdog=False, seen=seen)
     build(ReportKind.INVENTORY)  # the agent saw all eight (this server never hears of it)

@@ -9,9 +9,12 @@ person resets it; the HealthCheckProgram mode answers well within Slurm's 60 s.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,10 +49,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
 
 
+# The credential secret every drain server of this process uses, as a fleet's server keeps
+# its secret file while a database is wiped or replaced.
+SECRET = Path(tempfile.mkdtemp(prefix="peerwatch-drain-secret-")) / SECRET_FILE_NAME
+atexit.register(shutil.rmtree, SECRET.parent, True)
+
+
 @contextmanager
 def drain_server(tmp_path: Path) -> Iterator[str]:
     """A real `peerwatch serve` on a fresh SQLite database, with probe and admin tokens."""
-    env = {"PEERWATCH_PROBE_TOKENS": PROBE, "PEERWATCH_ADMIN_TOKEN": ADMIN}
+    env = {"PEERWATCH_PROBE_TOKENS": PROBE, "PEERWATCH_ADMIN_TOKEN": ADMIN,
+           "PEERWATCH_SECRET_FILE": str(SECRET)}
     with serve_process(f"sqlite:///{tmp_path / 'pw.db'}", tmp_path / "data", env) as url:
         yield url
 
@@ -94,8 +104,8 @@ def drain(cluster: Cluster, url: str, tmp_path: Path, policy: str, *extra: str
 
 def credentials(tmp_path: Path, extra: tuple[str, ...]) -> dict[str, str]:
     """The controller's drain credential and, for one node's round, that node's gate
-    credential, issued from the secret of the `server` fixture's data directory."""
-    keys = ensure_keys(tmp_path / "data" / SECRET_FILE_NAME)
+    credential, issued from the drain servers' secret."""
+    keys = ensure_keys(SECRET)
     env = {"PEERWATCH_DRAIN_TOKEN": issue(keys, Role.DRAIN, DRAIN_NAME)}
     if "--node" in extra:
         env["PEERWATCH_GATE_TOKEN"] = issue(keys, Role.GATE, extra[extra.index("--node") + 1])

@@ -14,6 +14,7 @@ breaker counts the GPU nodes it watches.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +31,8 @@ pytestmark = ONE_CLUSTER_AT_A_TIME
 
 GPU_NODES = ("gpu-b", "gpu-c", "gpu-d", "gpu-e")
 CPU_NODES = tuple(f"cpu-{i:02d}" for i in range(1, 9))
-ROOMY = ACT + "breaker: {max_per_window: 100, max_share_out: 1.0}\n"
+# lost_grace 0: the database is wiped seconds after the drains here, not minutes as for real
+ROOMY = ACT + "breaker: {max_per_window: 100, max_share_out: 1.0, lost_grace: 0}\n"
 OFF_BUS = (GpuLost(gpu=4),)  # NVML lost it; the PCI bus still lists it
 GONE = (GpuLost(gpu=4, on_pci=False),)  # gone from the bus too: only Slurm's GRES knows
 CUT = (LinksDown(gpu=5, count=18),)
@@ -55,10 +57,12 @@ def drained(cluster: Cluster, node: str) -> bool:
 
 def reset(url: str) -> None:
     done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--reset-breaker",
-                           "--server", url, "--token", ADMIN, "--by", "alice",
+                           "--server", url, "--by", "alice",
                            "--comment", "database wiped; drained nodes checked"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and "reset by alice" in done.stdout, done.stdout + done.stderr
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PEERWATCH_ADMIN_TOKEN": ADMIN})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reset by admin:admin-token (says alice)" in done.stdout, done.stdout
 
 
 def test_a_wiped_server_keeps_peerwatchs_nodes_out_until_proven(

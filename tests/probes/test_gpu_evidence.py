@@ -60,7 +60,7 @@ def test_the_simulated_pci_bus_keeps_a_gpu_nvml_lost() -> None:
 
 
 def test_the_gpus_seen_since_boot_outlive_the_agent_and_not_a_reboot(tmp_path: Path) -> None:
-    boot, path = tmp_path / "boot_id", tmp_path / "spool" / "gpus-seen.json"
+    boot, path = tmp_path / "boot_id", tmp_path / "spool" / "gpus-seen.state"
     path.parent.mkdir()
     boot.write_text("1f0e\n")
     fab = SimulatedFabric("hgx8")
@@ -77,7 +77,7 @@ def test_the_gpus_seen_since_boot_outlive_the_agent_and_not_a_reboot(tmp_path: P
 
 
 def test_an_unreadable_set_or_boot_id_never_stops_the_agent(tmp_path: Path) -> None:
-    path = tmp_path / "gpus-seen.json"
+    path = tmp_path / "gpus-seen.state"
     path.write_text("{not json")
     boot = tmp_path / "boot_id"
     boot.write_text("1f0e\n")
@@ -87,5 +87,5 @@ def test_an_unreadable_set_or_boot_id_never_stops_the_agent(tmp_path: Path) -> N
     blind = SeenSinceBoot(tmp_path / "other.json", tmp_path / "no-boot-id")
     assert len(blind.update(gpus, T0)) == 8 and blind.boot_id() is None
     assert not (tmp_path / "other.json").exists()  # without a boot id: memory only
-    readonly = SeenSinceBoot(tmp_path / "missing-dir" / "gpus-seen.json", boot)
+    readonly = SeenSinceBoot(tmp_path / "missing-dir" / "gpus-seen.state", boot)
     assert len(readonly.update(gpus, T0)) == 8  # cannot write: kept in memory, logged

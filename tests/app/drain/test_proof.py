@@ -4,6 +4,7 @@ the engine on plain values (docs/drain.md "Proof before a return", "The breaker"
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from peerwatch.app.drain.engine import Fleet, decide
 from peerwatch.app.drain.facts import Breaker, Do, Mark, SchedNode
@@ -83,6 +84,28 @@ def test_a_server_that_lost_peerwatchs_state_fails_closed() -> None:
     assert kinds(held) == [("n0", Do.HOLD), ("n1", Do.HOLD)]
     reset = kinds(replace(held, breaker=Breaker()))  # a person reset it: back to the rules
     assert reset[0] == ("n0", Do.RETURN) and ("n1", Do.HOLD) in reset  # n0 still uses a slot
+
+
+def test_a_drain_made_a_moment_ago_is_not_a_lost_state() -> None:
+    """Overlapping rounds on a fresh server: one drained the node and has not recorded it
+    yet when the next reads the state. A drain younger than the grace is not evidence that
+    the server lost anything; one older, or of a time the scheduler does not say, is."""
+    def lost(since: object) -> list[tuple[str, Do]]:
+        node = replace(OURS, out_since=since)
+        return kinds(Fleet((node,), {"n1": gpu_down("n1")}, {}, Breaker(known=False)))
+
+    assert ("", Do.TRIP_BREAKER) not in lost(ago(10))
+    assert lost(ago(600))[0] == ("", Do.TRIP_BREAKER)
+    assert lost(None)[0] == ("", Do.TRIP_BREAKER)
+
+
+def test_slurm_says_when_a_reason_was_set() -> None:
+    line = ("NodeName=n1 State=IDLE+DRAIN Reason=peerwatch: GPU5 down "
+            "[root@2026-12-06T05:03:10]")
+    node = parse_node(line)
+    assert node is not None and node.ours and node.reason == "peerwatch: GPU5 down"
+    assert node.out_since == datetime.fromisoformat("2026-12-06T05:03:10").astimezone(UTC)
+    assert parse_node("NodeName=n1 State=IDLE+DRAIN Reason=x [root@garbled]").out_since is None
 
 
 def test_a_fresh_scheduler_with_nothing_of_peerwatchs_out_starts_normally() -> None:

@@ -133,7 +133,7 @@ def test_wrong_token_is_logged_loudly_and_not_retried_forever(tmp_path: Path, ca
     assert attempts <= 3600 / runtime.settings.backoff_max_s + 2  # once per longest backoff
     assert runtime.outbox.stats.by_outcome == {Outcome.UNAUTHORIZED: attempts}
     assert "SERVER REFUSED THE PROBE (HTTP 403" in caplog.text
-    assert "not a valid probe token" in caplog.text  # the server's own words
+    assert "not a valid probe credential" in caplog.text  # the server's own words
     assert len(runtime.outbox.spool) == len(built) and db.report_ids == []  # kept, not lost
 
 
