@@ -6,6 +6,7 @@ path: a node listed as `a/b`, or with a newline or a space in its name, is never
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from peerwatch.app.drain.facts import SchedNode
 from peerwatch.probes.report import valid_hostname
@@ -29,7 +30,7 @@ def keep_valid(nodes: Iterable[SchedNode]) -> tuple[list[SchedNode], dict[str, s
     kept, refused = [], {}
     for node in nodes:
         try:
-            kept.append(SchedNode(checked(node.name), node.out, node.ours, node.reason))
+            kept.append(replace(node, name=checked(node.name)))
         except BadNodeName as exc:
             refused[node.name] = str(exc)
     return kept, refused

@@ -107,3 +107,11 @@ def test_a_round_leaves_a_node_named_off_the_rule_alone_and_says_so(server: str)
     assert api.nodes["k-bad"]["spec"]["unschedulable"] is True  # the round still ran
     written = {r.path.split("/")[4] for r in api.requests if r.method == "PATCH"}
     assert written == {"k-bad", "k-ok"}
+
+
+def test_a_kept_node_keeps_everything_the_scheduler_said() -> None:
+    """The name check passes the node through whole: its GPU count and drain time are what
+    proof and the breaker decide from."""
+    node = SchedNode("Gpu-1", out=True, ours=True, reason="peerwatch: x", gpus=8)
+    [kept], _ = keep_valid([node])
+    assert kept == node
