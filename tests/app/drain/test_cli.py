@@ -29,7 +29,8 @@ def test_a_bad_policy_names_its_key(tmp_path: Path) -> None:
     done = drain("--once", "--policy", str(bad))
     assert done.returncode == 2
     assert done.stderr.strip() == (f"peerwatch drain: error: {bad}: breaker.max_share: "
-                                   "unknown key (known: window, max_per_window, max_share_out)")
+                                   "unknown key (known: window, max_per_window, max_share_out, "
+                                   "lost_grace)")
     missing = drain("--once", "--policy", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "No such file or directory" in missing.stderr
 
