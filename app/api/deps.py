@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from peerwatch.app.api.keys import keyring_for
@@ -37,9 +38,18 @@ async def get_settings(request: Request) -> Settings:
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """One session per request; the route commits what it writes, the rest is rolled back."""
-    with request.app.state.sessionmaker() as session:
+    """One session per request; the route commits what it writes, the rest is rolled back.
+    A connection the database cut after the answer was sent (PostgreSQL restarting) fails
+    the closing rollback: the connection is dropped, and nothing reaches the client or the
+    log as an error for an answer already given."""
+    session = request.app.state.sessionmaker()
+    try:
         yield session
+    finally:
+        try:
+            session.close()
+        except DBAPIError:
+            session.invalidate()
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
