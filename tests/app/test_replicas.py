@@ -23,6 +23,7 @@ from peerwatch.app.store.db import make_engine
 from tests.app.conftest import PROBE_TOKEN, throwaway_pg_database
 from tests.app.factory import sweep
 from tests.conftest import SETTLE_S
+from tests.threaded_server import running
 
 HEADERS = {"Authorization": f"Bearer {PROBE_TOKEN}", "Content-Type": "application/json"}
 
@@ -59,13 +60,8 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _post(base: str, body: str) -> httpx.Response:

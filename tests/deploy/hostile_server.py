@@ -5,12 +5,13 @@ say), and records what it was asked."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.threaded_server import running
 
 
 @dataclass
@@ -29,16 +30,10 @@ class Hostile:
 def hostile_server() -> Iterator[Hostile]:
     """The server, running on a free loopback port until the block ends."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    state = Hostile(url=f"http://127.0.0.1:{server.server_address[1]}")
-    server.state = state  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(server) as url:
+        state = Hostile(url=url)
+        server.state = state  # type: ignore[attr-defined]
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=30)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -96,13 +96,13 @@ def drain(cluster: Cluster, url: str, tmp_path: Path, policy: str, *extra: str
     done = subprocess.run([sys.executable, "-m", "peerwatch.app.cli", "drain", "--once",
                            "--server", url,
                            "--policy", str(path), *extra],
-                          env={**cluster.env, **credentials(tmp_path, extra)},
+                          env={**cluster.env, **credentials(extra)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
 
-def credentials(tmp_path: Path, extra: tuple[str, ...]) -> dict[str, str]:
+def credentials(extra: tuple[str, ...]) -> dict[str, str]:
     """The controller's drain credential and, for one node's round, that node's gate
     credential, issued from the drain servers' secret."""
     keys = ensure_keys(SECRET)
@@ -298,7 +298,7 @@ def _loop(cluster: Cluster, url: str, policy: Path, log: Path) -> subprocess.Pop
         return subprocess.Popen(
             [sys.executable, "-m", "peerwatch.app.cli", "drain", "--server", url,
              "--policy", str(policy), "--interval", "0.5", "--lease-ttl", str(LEASE_TTL_S)],
-            env={**cluster.env, **credentials(policy.parent, ())}, stdout=out,
+            env={**cluster.env, **credentials(())}, stdout=out,
             stderr=subprocess.STDOUT)
 
 

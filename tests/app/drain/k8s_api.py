@@ -34,6 +34,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import kubernetes_validate
 
+from tests.threaded_server import running
+
 K8S = "1.33.0"
 MERGED_BY = {("status", "conditions"): "type"}  # strategic merge keys the backend meets
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$")
@@ -286,14 +288,8 @@ class _Handler(BaseHTTPRequestHandler):
 def serve(api: FakeKubeApi) -> Iterator[str]:
     """The fake on 127.0.0.1 (a free port), in a thread; its base URL."""
     handler = type("Handler", (_Handler,), {"api": api})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as url:
+        yield url
 
 
 def node(name: str, *, unschedulable: bool = False, taints: list | None = None

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import random
 import re
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +18,7 @@ from peerwatch.probes.agent.sender import RETRY_AFTER_JITTER, Backoff, Sender
 from peerwatch.probes.agent.spool import Spool
 from tests.probes.fakeclock import FakeClock
 from tests.probes.sample_reports import sample_report
+from tests.threaded_server import running
 
 RETRY_AFTER_S = 7
 
@@ -53,14 +53,8 @@ class Busy(BaseHTTPRequestHandler):
 @pytest.fixture
 def busy_server() -> Iterator[str]:
     Busy.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running(ThreadingHTTPServer(("127.0.0.1", 0), Busy)) as url:
+        yield url
 
 
 def test_retry_after_is_honoured_then_the_report_is_delivered_once(
