@@ -79,8 +79,10 @@ def collect_inventory(fabric: Fabric, errors: list[ProbeError]) -> Inventory:
     # Optional in the Fabric seam: a backend that can look for Fabric Manager says so.
     read_fm = getattr(fabric, "fabric_manager", None)
     fm = read_item(errors, f"{name}.fabric_manager", read_fm) if read_fm else None
+    read_imex = getattr(fabric, "imex", None)  # optional too: IMEX, where the host has it
+    imex = read_item(errors, f"{name}.imex", read_imex) if read_imex else None
     return Inventory(gpus=gpus, nvlinks=nvlinks, pairs=pairs, fabric_manager=fm,
-                     evidence=pci_evidence(fabric, errors))
+                     evidence=pci_evidence(fabric, errors), imex=imex)
 
 
 def pci_evidence(fabric: Fabric, errors: list[ProbeError]) -> GpuEvidence | None:
@@ -114,14 +116,23 @@ def collect_counters(
         if act is not None:
             activity.append(act)
     return CounterSample(at=at or utcnow(), links=links, pcie_replay=replay, activity=activity,
-                         clocks=collect_clocks(fabric, errors, indices))
+                         clocks=collect_clocks(fabric, errors, indices),
+                         aer=collect_per_gpu(fabric, errors, indices, "pcie_aer"))
 
 
 def collect_clocks(fabric: Fabric, errors: list[ProbeError], gpus: list[int]) -> list[GpuClocks]:
     """Clocks-event reasons, clocks, power and temperature of each GPU (probes/clocks.py):
     optional in the Fabric seam, so a backend without `clocks` sends none."""
-    read = getattr(fabric, "clocks", None)
+    return collect_per_gpu(fabric, errors, gpus, "clocks")
+
+
+def collect_per_gpu(fabric: Fabric, errors: list[ProbeError], gpus: list[int],
+                    method: str) -> list:  # type: ignore[type-arg]
+    """`fabric.<method>(gpu)` of each GPU, where the backend offers it (optional in the
+    Fabric seam: `clocks`, `pcie_aer`); an unsupported or failed one is left out."""
+    read = getattr(fabric, method, None)
     if read is None:
         return []
-    found = (read_item(errors, f"{fabric.name}.clocks gpu={g}", partial(read, g)) for g in gpus)
+    found = (read_item(errors, f"{fabric.name}.{method} gpu={g}", partial(read, g))
+             for g in gpus)
     return [c for c in found if c is not None]

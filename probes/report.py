@@ -33,12 +33,15 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.gpu_health import GpuDriverHealth, ImexStatus, PcieAer
 from peerwatch.probes.test_kinds import Scope, Unit, declared, kind_of, kinds
 
 # 2: per-GPU tests (h2d, d2h, local), a result naming one GPU as `src` with `dst` None.
 # 3: `events`, the Xid/SXid events the agent saw since its previous report (FabricEvent).
-SCHEMA_VERSION = 3
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
+# 4: the driver's own verdicts (probes/gpu_health.py): `GpuInfo.driver`, `CounterSample.aer`,
+#    `Inventory.imex`; each left out of the JSON when not read.
+SCHEMA_VERSION = 4
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)
 
 # Bounds that no real fabric reaches: anything beyond is a probe bug, not a measurement.
 MAX_BANDWIDTH_BPS = 10e12  # 10 TB/s
@@ -325,6 +328,8 @@ class GpuInfo(_Model):
     pcie: PcieLink = PcieLink()
     rdma: RdmaInfo = RdmaInfo()
     switch_fabric: SwitchFabricInfo | None = None
+    # schema 4: recovery action, ECC, row remapping, retired pages (probes/gpu_health.py)
+    driver: GpuDriverHealth | None = Field(default=None, exclude_if=lambda d: d is None)
 
 
 class NvLinkPort(_Model):
@@ -398,6 +403,7 @@ class Inventory(_Model):
     fabric_manager: FabricManagerInfo | None = None  # None: not looked for (older probes)
     # Left out of the JSON when None (older probes send none; older servers refuse the key).
     evidence: GpuEvidence | None = Field(default=None, exclude_if=lambda e: e is None)
+    imex: ImexStatus | None = Field(default=None, exclude_if=lambda e: e is None)  # schema 4
 
 
 # --------------------------------------------------------------------------- samples
@@ -434,6 +440,9 @@ class CounterSample(_Model):
     # Clocks, power, temperature and clocks-event reasons (probes/clocks.py), optional:
     # sampled with the counters before and after each sweep.
     clocks: list[GpuClocks] = Field(default_factory=list, max_length=MAX_GPUS)
+    # schema 4: PCIe AER counters of each GPU and its upstream bridge (probes/gpu_health.py)
+    aer: list[PcieAer] = Field(default_factory=list, max_length=MAX_GPUS,
+                               exclude_if=lambda aer: not aer)
 
 
 # --------------------------------------------------------------------------- results
@@ -614,7 +623,7 @@ class GpuJob(_Model):
 
 
 class Report(_Model):
-    schema_version: Literal[1, 2, 3] = 3  # SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3, 4] = 4  # SCHEMA_VERSION
     report_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     kind: ReportKind
     host: HostIdentity
@@ -637,6 +646,9 @@ class Report(_Model):
             raise ValueError("finished_at is before started_at")
         if self.events and self.schema_version < 3:
             raise ValueError("events need schema_version 3")
+        if self.schema_version < 4 and _driver_health_in(self):
+            raise ValueError("driver health (gpus[].driver, counters[].aer, imex) needs "
+                             "schema_version 4")
         known = {g.index for g in self.inventory.gpus}
         for r in self.results:
             if self.schema_version < 2 and r.test in GPU_TESTS:
@@ -648,6 +660,12 @@ class Report(_Model):
         if strays := sorted({j.gpu for j in self.jobs} - known):
             raise ValueError(f"jobs name GPU(s) {strays} not in inventory")
         return self
+
+
+def _driver_health_in(report: Report) -> bool:
+    inv = report.inventory
+    return (inv.imex is not None or any(g.driver is not None for g in inv.gpus)
+            or any(c.aer for c in report.counters))
 
 
 def utcnow() -> datetime:

@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.gpu_health import GpuDriverHealth, PcieAer
 from peerwatch.probes.errors import (
     BadProbeRequest,
     FabricUnavailable,
@@ -35,12 +36,14 @@ from peerwatch.probes.errors import (
 )
 from peerwatch.probes.nvidia.nvlink import NvLinks
 from peerwatch.probes.nvidia.nvml_clocks import read_clocks
+from peerwatch.probes.nvidia.aer import read_aer
 from peerwatch.probes.nvidia.nvml_fabric import (
     ChildCheck,
     FabricReader,
     child_fabric_check,
     fabric_check_main,
 )
+from peerwatch.probes.nvidia.nvml_health import read_driver_health
 from peerwatch.probes.nvidia.rdma import RdmaReader
 from peerwatch.probes.nvidia.sysfs import Sysfs
 from peerwatch.probes.report import (
@@ -190,6 +193,25 @@ class Nvml:
             out.append(getattr(entry.value, member))
         return out
 
+    def field_value(self, gpu: int, name: str, scope: int = 0) -> int:
+        """One field's value, or the reason it has none: NotSupported where this bindings
+        has no such field or the GPU does not offer it, NvmlQueryError for any other
+        failed entry (the entry's own nvmlReturn, named)."""
+        where = f"nvml.field gpu={gpu}"
+        field_id = getattr(self.module, name, None)
+        if field_id is None:
+            raise NotSupported(f"{where}: this nvidia-ml-py has no {name}")
+        (entry,) = self.call(where, "nvmlDeviceGetFieldValues", self.handle(gpu),
+                             [(field_id, scope)])
+        code = int(entry.nvmlReturn)
+        if code in self._absent or code == self._invalid:
+            raise NotSupported(f"{where}: {name}: {self.return_name(code)}")
+        if code != 0:
+            raise NvmlQueryError(f"{where}: {name}: {self.return_name(code)}")
+        vtype = int(entry.valueType)
+        member = _VALUE_MEMBERS[vtype] if 0 <= vtype < len(_VALUE_MEMBERS) else "ullVal"
+        return int(getattr(entry.value, member))
+
     def field(self, gpu: int, name: str, scope: int = 0) -> int | None:
         field_id = getattr(self.module, name, None)
         if field_id is None:
@@ -227,7 +249,17 @@ class Nvml:
             pcie=self._pcie(index),
             rdma=self._rdma(index),
             switch_fabric=self.switch_fabric(index) if nvlinks else None,
+            driver=self.driver_health(index),
         )
+
+    def driver_health(self, gpu: int) -> GpuDriverHealth:
+        """What the driver says of the GPU: recovery action, ECC, row remapping, retired
+        pages, each read alone (`nvml_health.py`)."""
+        return read_driver_health(self, gpu)
+
+    def pcie_aer(self, gpu: int) -> PcieAer:
+        """PCIe AER counters of the GPU and its upstream bridge, from sysfs (`aer.py`)."""
+        return read_aer(self._sysfs, gpu, self.bus_id(gpu))
 
     def cpu_affinity(self, gpu: int) -> str | None:
         """The GPU's local CPUs as a list ("0-31,64-95"), None when NVML cannot say."""

@@ -1,7 +1,7 @@
 """The narrow interface the NVML helpers read NVML through, owned by `nvml.py`.
 
 `nvml.py` imports pynvml and holds the session (`Nvml`); the helpers (`nvlink.py`,
-`nvml_clocks.py`, `nvml_fabric.py`) are handed that session and know it only by this
+`nvml_clocks.py`, `nvml_fabric.py`, `nvml_health.py`) are handed that session and know it only by this
 Protocol, so the imports run one way: nvml.py -> the helpers -> this module. As in
 dcgm-exporter's nvmlprovider, one owner speaks to the library; the rest ask the owner.
 """
@@ -24,6 +24,8 @@ class NvmlSession(Protocol):
     def maybe(self, where: str, name: str, *args: Any, per_link: bool = False) -> Any: ...
 
     def fields(self, gpu: int, ids: Sequence[tuple[int, int]]) -> list[int | float | None]: ...
+
+    def field_value(self, gpu: int, name: str, scope: int = 0) -> int: ...
 
     def link_count(self, gpu: int) -> int: ...
 

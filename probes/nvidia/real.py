@@ -20,9 +20,11 @@ from typing import Any
 
 import peerwatch.probes as probes
 from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.gpu_health import ImexStatus, PcieAer
 from peerwatch.probes.errors import FabricUnavailable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.nvidia.host_runtime import HostRuntime
+from peerwatch.probes.nvidia.imex import imex_status
 from peerwatch.probes.nvidia.nvml import Nvml
 from peerwatch.probes.nvidia.sysfs import Sysfs
 from peerwatch.probes.nvidia.transfers import Transfers
@@ -130,6 +132,12 @@ class RealFabric:
 
     def clocks(self, gpu: int) -> GpuClocks:
         return self._nvml.clocks(gpu)
+
+    def pcie_aer(self, gpu: int) -> PcieAer:
+        return self._nvml.pcie_aer(gpu)
+
+    def imex(self) -> ImexStatus:
+        return imex_status(self._runtime.root)
 
     def activity(self, gpu: int) -> GpuActivity:
         return self._nvml.activity(gpu)

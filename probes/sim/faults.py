@@ -33,6 +33,8 @@ checked against the preset when a fault goes in, so a typo fails at once.
                                               HW slowdown): NVML's reasons say so, tests slow
     AcsRedirect(bridge="0000:17:00.0")        ACS P2P redirect on a PCIe bridge above a GPU
     PeermemMissing()                          no nvidia_peermem (nor dma-buf): RDMA not ready
+    GpuRecoveryAction, RowRemapPending, RowRemapFailed, AerGrowth
+                                              the driver's own verdicts (driver_faults.py)
 
 Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
 a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
@@ -44,6 +46,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from peerwatch.probes.report import TestName
+from peerwatch.probes.sim.driver_faults import (
+    AerGrowth,
+    GpuRecoveryAction,
+    RowRemapFailed,
+    RowRemapPending,
+)
 
 ErrorCounter = Literal["replay", "recovery", "crc_flit", "crc_data", "ecc_data"]
 
@@ -339,6 +347,10 @@ Fault = (
     | ThrottledGpu
     | AcsRedirect
     | PeermemMissing
+    | GpuRecoveryAction
+    | RowRemapPending
+    | RowRemapFailed
+    | AerGrowth
 )
 
 

@@ -51,7 +51,7 @@ def clocks(faults: Sequence[Fault], gpu: int, violation_ns: Mapping[tuple[int, s
     return sample.model_copy(update=update)
 
 
-def _bridge(bus_id: str) -> str:
+def bridge_of(bus_id: str) -> str:
     """The modelled bridge above a GPU: one bus number up, device 0."""
     norm = normalize_bus_id(bus_id) or "0000:00:00.0"
     domain, bus, _ = norm.split(":")
@@ -70,7 +70,7 @@ def rdma(preset: Preset, faults: Sequence[Fault], index: int,
         peermem_registered=peermem, dmabuf=None if peermem is None else not no_peermem,
         nearest_nic=nic, nic_path=slot.rdma.nic_path,
         nic_port_state="ACTIVE" if nic else None,
-        path_bridges=[_bridge(slot.pci_bus_id)] if nic else None,
+        path_bridges=[bridge_of(slot.pci_bus_id)] if nic else None,
         acs_redirect=sorted({f.bridge for f in acs}) if nic else None,
         peer_acs_redirect={p: [f.bridge] for f in acs for p in f.gpus if p != index},
     )

@@ -5,7 +5,7 @@ reports, so they come from the same change. A link that goes down (`LinksDown`, 
 tray, too few NVLinks trained) logs an Xid 74 naming that link; `GpuLost` logs Xid 79 on its
 GPU; `SwitchTrayLost` a fatal SXid on the tray's NVSwitch; `LinkXid` repeats Xid 74 on one
 link that stays up (a marginal link), on the fabric's clock; `SwitchSxid` one SXid of the
-host's own NVSwitch. Events wait here until the report builder takes them, stamped then with
+host's own NVSwitch; `GpuRecoveryAction` the Xid 154 announcing it. Events wait here until the report builder takes them, stamped then with
 the report's wall time (the backfilled history has its own clock).
 """
 
@@ -15,7 +15,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from peerwatch.probes.report import EventKind, EventSource, FabricEvent
-from peerwatch.probes.sim.faults import Fault, GpuLost, LinkXid, SwitchSxid, SwitchTrayLost
+from peerwatch.probes.gpu_health import RECOVERY_ACTIONS
+from peerwatch.probes.sim.faults import (
+    Fault,
+    GpuLost,
+    GpuRecoveryAction,
+    LinkXid,
+    SwitchSxid,
+    SwitchTrayLost,
+)
 
 PortKey = tuple[int, int]
 
@@ -60,6 +68,11 @@ def on_inject(fault: Fault, pci_of: dict[int, str]) -> list[Pending]:
             name = f"tray{t}"
             return [Pending(EventKind.SXID, 20034, f"nvidia-nvswitch{t}: SXid ({name}): 20034, "
                             "Fatal, Link 0 LTSSM Fault Up", switch=name, link=0, fatal=True)]
+        case GpuRecoveryAction(gpu=g, action=action, xid=code) if code is not None:
+            value = RECOVERY_ACTIONS.index(action)
+            text = f"GPU recovery action changed from 0x0 (None) to {value:#x} ({action})"
+            return [Pending(EventKind.XID, code, xid_line(pci_of[g], code, text), gpu=g,
+                            pci=pci_of[g])]
         case SwitchSxid(switch=s, sxid=code, fatal=fatal, link=link):
             word = "Fatal" if fatal else "Non-fatal"
             name = f"nvswitch{s}"

@@ -28,6 +28,7 @@ from datetime import datetime
 
 import peerwatch.probes as probes
 from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.gpu_health import ImexStatus, PcieAer
 from peerwatch.probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.report import (
@@ -46,7 +47,7 @@ from peerwatch.probes.report import (
     test_scope,
     utcnow,
 )
-from peerwatch.probes.sim import simclocks, simfabric
+from peerwatch.probes.sim import simclocks, simdriver, simfabric
 from peerwatch.probes.sim.faults import (
     BusyGpu,
     Contention,
@@ -99,6 +100,7 @@ class SimulatedFabric:
         self._last_tick = clock()
         self._runs: Counter[str] = Counter()
         self._violation_ns: dict[tuple[int, str], float] = {}  # (gpu, power|thermal) -> ns
+        self._aer: dict[tuple[int, bool, str], float] = {}  # simdriver.grow_aer's counts
         self._hangs: list[threading.Event] = []
         self.started_at = started_at  # reported as the probe's start (None: not reported)
         self._driver_loaded_at: datetime | None = None
@@ -173,6 +175,7 @@ class SimulatedFabric:
             if dt <= 0:
                 return
             self._events.advance(now, self._pci_of())
+            simdriver.grow_aer(self._faults, self._aer, dt)
             for f in self._faults:
                 if isinstance(f, ErrorGrowth):
                     self._counters.add_errors(f.gpu, f.link, f.counter, f.per_second * dt)
@@ -221,7 +224,18 @@ class SimulatedFabric:
             rdma=simclocks.rdma(self.preset, self._faults, index,
                                 self.preset.rdma.gpudirect_supported),
             switch_fabric=simfabric.switch_fabric(self.preset, self._faults, index, self.rack),
+            driver=simdriver.driver_health(self._faults, index),
         )
+
+    def pcie_aer(self, gpu: int) -> PcieAer:
+        """PCIe AER counters of the GPU and its bridge (probes/sim/simdriver.py)."""
+        self._check_gpu(gpu)
+        with self._lock:
+            self._advance()
+            return simdriver.pcie_aer(gpu, self.preset.gpus[gpu].pci_bus_id, self._aer)
+
+    def imex(self) -> ImexStatus:
+        return simdriver.imex(self.preset.rack)
 
     def _uuid(self, index: int) -> str:
         slot = self.preset.gpus[index]

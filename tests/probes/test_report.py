@@ -80,7 +80,7 @@ def test_pair_needs_two_gpus() -> None:
 @pytest.mark.parametrize("test", GPU_TESTS)
 def test_a_per_gpu_result_names_exactly_one_gpu(test: TestName) -> None:
     ok = TransferResult(test=test, src=1, value=5e10, unit=Unit.BYTES_PER_SECOND)
-    assert _report([ok]).schema_version == SCHEMA_VERSION == 3
+    assert _report([ok]).schema_version == SCHEMA_VERSION == 4
     for wrong in ({"src": 0, "dst": 1}, {"src": 0, "dst": 0}, {}, {"src": 0, "gpus": [0, 1]}):
         with pytest.raises(ValidationError, match=f"{test} names one GPU"):
             TransferResult(test=test, value=5e10, unit=Unit.BYTES_PER_SECOND, **wrong)
@@ -97,4 +97,4 @@ def test_version_1_reports_stay_valid_but_cannot_carry_per_gpu_tests() -> None:
     old["results"].append(h2d.model_dump(mode="json"))
     with pytest.raises(ValidationError, match="test h2d needs schema_version 2"):
         Report.model_validate(old)
-    assert SUPPORTED_SCHEMA_VERSIONS == (1, 2, 3)
+    assert SUPPORTED_SCHEMA_VERSIONS == (1, 2, 3, 4)

@@ -60,7 +60,7 @@ EDITS: dict[str, Callable[[bytes], bytes]] = {
     "lone surrogate": _replace(b'"hostname":"once-h200x2"', b'"hostname":"o\\ud800"'),
     "bad UTF-8": _replace(b'"hostname":"once-h200x2"', b'"hostname":"o\xff"'),
     "duplicate key": _replace(b'"kind":"sweep"', b'"kind":"inventory","kind":"sweep"'),
-    "unknown version": _replace(b'"schema_version":3', b'"schema_version":9'),
+    "unknown version": _replace(b'"schema_version":4', b'"schema_version":9'),
     "trailing text": lambda body: body + b" x",
     "not an object": lambda body: b"[" + body + b"]",
     "too many results": lambda body: body.replace(

@@ -98,7 +98,7 @@ def test_unknown_schema_version_is_400_naming_supported(client: TestClient,
     body["surprise"] = "fields a future version adds"
     r = _post(client, body)
     assert r.status_code == 400
-    assert r.json()["detail"] == "unsupported schema_version 7; this server supports [1, 2, 3]"
+    assert r.json()["detail"] == "unsupported schema_version 7; this server supports [1, 2, 3, 4]"
     assert _counts(settings)["reports"] == 0
 
 
