@@ -9,6 +9,9 @@ what explains a slow pair, `app/analysis/health.py` for sustained and intermitte
 from __future__ import annotations
 
 from peerwatch.app.alerting.promql import Record
+from peerwatch.app.analysis.xid_catalog import P2P_XIDS
+
+P2P_CODES = "|".join(str(c) for c in sorted(P2P_XIDS))  # the Xid classes that explain pairs
 
 
 def on_the_pair(low: str) -> str:
@@ -72,7 +75,7 @@ SHARED: tuple[Record, ...] = (
             '  or max by (host, gpu) (peerwatch_fabric_event_findings{gpu!="", level="fault"}) '
             "> 0\n"
             '  or max by (host, gpu) (peerwatch_fabric_event_findings{gpu!="",\n'
-            '       xid=~"xid(48|62|64|74|79|94|95|119|120|140|144|145|146|147|148|149|150)"}) '
+            f'       xid=~"xid({P2P_CODES})"}}) '
             "> 0\n"
             ")\n"
         ),

@@ -11,6 +11,7 @@ PEERWATCH_ALERT_FOR_S.
 from __future__ import annotations
 
 from peerwatch.app.alerting.rule import Rule
+from peerwatch.app.alerting.rules_driver import DRIVER_RULES
 from peerwatch.app.alerting.rules_events import EVENT_RULES
 from peerwatch.app.alerting.rules_fabric import FABRIC_RULES
 from peerwatch.app.alerting.rules_fleet import FLEET_RULES
@@ -31,5 +32,6 @@ RULES: tuple[Rule, ...] = (
     *EVENT_RULES,
     *GPU_RULES,
     *PAIR_FAULT_RULES,
+    *DRIVER_RULES,
 )
 RULE_NAMES = frozenset(r.name for r in RULES)

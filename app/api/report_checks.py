@@ -187,6 +187,7 @@ def sample_problems(sample: CounterSample, known: set[int],
                               "(gpu, link)"))
     errors += _unknown_gpus([c.gpu for c in sample.links], known, (*loc, "links"), "links")
     errors += _unknown_gpus(sample.pcie_replay, known, (*loc, "pcie_replay"), "pcie_replay")
+    errors += _unknown_gpus([a.gpu for a in sample.aer], known, (*loc, "aer"), "aer")
     errors += _unknown_gpus([a.gpu for a in sample.activity], known, (*loc, "activity"),
                             "activity")
     return errors

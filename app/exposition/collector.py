@@ -128,15 +128,21 @@ def gpu_families(gpus: list[GpuVerdict]) -> Iterator[Metric]:
     throttle = _gauge("gpu_throttle", "1 for each kind (power, thermal, hw) the GPU's clocks "
                       "were held for, when held in most of its newest sweeps (its stored "
                       "verdict; app/analysis/throttle.py).", [*GPU, "kind"])
+    driver = _gauge("gpu_driver_problem", "1 for each finding of the GPU's driver in its "
+                    "stored verdict: kind recovery_action, row_remap_failure, "
+                    "ecc_uncorrected, row_remap_pending or aer, with the verdict it gave "
+                    "(app/analysis/gpu_health.py).", [*GPU, "kind", "verdict"])
     for g in gpus:
         verdict.add_metric([g.host, str(g.gpu), g.verdict], 1)
+        for kind, given in g.driver:
+            driver.add_metric([g.host, str(g.gpu), kind, given], 1)
         if g.present is not None:
             present.add_metric([g.host, str(g.gpu)], 1 if g.present else 0)
         for kind in g.fabric:
             fabric.add_metric([g.host, str(g.gpu), kind], 1)
         for kind in g.throttle:
             throttle.add_metric([g.host, str(g.gpu), kind], 1)
-    yield from (verdict, present, fabric, throttle)
+    yield from (verdict, present, fabric, throttle, driver)
 
 
 def alert_family(snap: FleetSnapshot) -> Metric:

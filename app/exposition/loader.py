@@ -72,7 +72,9 @@ def _gpu_verdicts(session: Session) -> list[GpuVerdict]:
         .order_by(Host.name, JudgedGpu.gpu))
     return [GpuVerdict(host=name, gpu=gpu, verdict=verdict, present=present,
                        fabric=tuple((facts or {}).get("fabric", ())),
-                       throttle=tuple(((facts or {}).get("throttle") or {}).get("kinds", ())))
+                       throttle=tuple(((facts or {}).get("throttle") or {}).get("kinds", ())),
+                       driver=tuple((f["kind"], f["verdict"]) for f in
+                                    ((facts or {}).get("driver") or {}).get("findings", ())))
             for name, gpu, verdict, present, facts in rows]
 
 

@@ -47,6 +47,7 @@ class GpuVerdict:
     present: bool | None = None  # in the newest inventory (False: fell off the bus)
     fabric: tuple[str, ...] = ()  # kinds of fabric contradiction in its stored verdict
     throttle: tuple[str, ...] = ()  # throttle kinds when throttled most of the time
+    driver: tuple[tuple[str, str], ...] = ()  # (kind, verdict) of each driver finding
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ def _row(host_id: int, m: MissingGpu, at: datetime) -> dict[str, Any]:
     return {"host_id": host_id, "index": m.index, "uuid": m.uuid, "name": m.name,
             "pci_bus_id": m.pci_bus_id, "memory_total_bytes": 0, "cpu_affinity": None,
             "numa_node": None, "nvlink_count": 0, "pcie": {}, "rdma": {},
-            "switch_fabric": None, "nvlink_domain": None, "present": False,
+            "switch_fabric": None, "nvlink_domain": None, "driver": None, "present": False,
             "last_seen_at": m.seen_at or at}
 
 

@@ -23,6 +23,7 @@ from peerwatch.app.ingest.host_row import HostState
 from peerwatch.app.ingest.host_runtime import record_runtime
 from peerwatch.app.store.inventory_memo import MEMO_KEY, InventoryMemo
 from peerwatch.app.store.tables.inventory import Gpu, NvLink, Pair
+from peerwatch.probes.gpu_health import AER_KINDS
 from peerwatch.probes.report import CounterSample, GpuInfo, Inventory, NvLinkPort, PairInfo, Report
 
 
@@ -34,6 +35,7 @@ def _gpu_fields(g: GpuInfo, at: datetime) -> dict[str, Any]:
         "pcie": g.pcie.model_dump(mode="json"), "rdma": g.rdma.model_dump(mode="json"),
         "switch_fabric": g.switch_fabric.model_dump(mode="json") if g.switch_fabric else None,
         "nvlink_domain": domain_key(g.switch_fabric.cluster_uuid) if g.switch_fabric else None,
+        "driver": g.driver.model_dump(mode="json") if g.driver else None,
         "present": True, "last_seen_at": at,
     }
 
@@ -179,4 +181,5 @@ def judged_error_total(counters: Sequence[CounterSample]) -> int | None:
         return None
     newest = max(counters, key=lambda c: c.at)
     total = sum((c.replay or 0) + (c.recovery or 0) + (c.crc_flit or 0) for c in newest.links)
+    total += sum(a.total(kind) or 0 for a in newest.aer for kind in AER_KINDS)  # AER too
     return total + sum(v or 0 for v in newest.pcie_replay.values())

@@ -16,6 +16,7 @@ from sqlalchemy import Table, insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from peerwatch.app.analysis.gpu_health import AER_COLUMNS
 from peerwatch.app.analysis.throttle import SweepThrottle, result_label, sweep_throttles
 from peerwatch.app.ingest.digest import report_digest_and_inventory
 from peerwatch.app.ingest.duplicate import stored_result
@@ -264,13 +265,16 @@ def _sample_rows(report: Report, host_id: int, report_pk: int,
         links.extend({**base, **vars(c)} for c in sample.links)
         activity = {a.gpu: a for a in sample.activity}
         clocks = {c.gpu: c for c in sample.clocks}
-        for gpu in sorted(set(activity) | set(sample.pcie_replay) | set(clocks)):
-            a = activity.get(gpu)
+        aer = {x.gpu: x for x in sample.aer}
+        for gpu in sorted(set(activity) | set(sample.pcie_replay) | set(clocks) | set(aer)):
+            a, e = activity.get(gpu), aer.get(gpu)
             gpus.append({
                 **base, "gpu": gpu, "pcie_replay": sample.pcie_replay.get(gpu),
                 "utilization_pct": a.utilization_pct if a else None,
                 "memory_used_bytes": a.memory_used_bytes if a else None,
                 "compute_processes": a.compute_processes if a else None,
                 **clock_columns(clocks.get(gpu), throttled.get(gpu)),
+                **{column: e.total(kind) if e else None
+                   for kind, column in AER_COLUMNS.items()},
             })
     return links, gpus

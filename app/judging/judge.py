@@ -39,6 +39,12 @@ from peerwatch.app.analysis.fabric_health import (
 from peerwatch.app.analysis.fabric_state import judge_host_fabric
 from peerwatch.app.analysis.flaps import downs_now, flapping, state_changes
 from peerwatch.app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
+from peerwatch.app.analysis.gpu_health import (
+    DriverFinding,
+    driver_facts,
+    driver_findings,
+    with_driver_verdicts,
+)
 from peerwatch.app.analysis.health import PairJudgement, TestJudgement, judge_pair, pair_label
 from peerwatch.app.analysis.jobs import with_fault_jobs, with_holders, with_job_notes
 from peerwatch.app.analysis.pair_faults import fault_facts
@@ -147,6 +153,18 @@ def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
 
 
 
+def _driver_findings(fabric: HostFabric, aer: dict[int, dict[str, float | None]],
+                     settings: Settings) -> dict[int, list[DriverFinding]]:
+    """GPU -> what its driver's reads say (recovery action, ECC, row remap, AER rates)."""
+    out = {}
+    for gpu, info in fabric.gpus.items():
+        found = driver_findings(info.driver, aer.get(gpu, {}),
+                                settings.thresholds.error_rate_per_s)
+        if found:
+            out[gpu] = found
+    return out
+
+
 @dataclass
 class Prior:
     """What the last stored judgement knew that the history alone does not say."""
@@ -239,6 +257,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
                                  tests, attributed.pattern, by_events.gpus),
                      checks, settings.fleet_peer_min_hosts)
     gpus = apply_to_gpus(gpus, events)
+    found = _driver_findings(fabric, loaded.aer_rates, settings)
+    gpus = with_driver_verdicts(gpus, found)  # the driver's own verdicts (gpu_health.py)
     gpus = with_throttle_verdicts(gpus, loaded.throttles, settings.throttle_sweeps_most,
                                   settings.throttle_sweeps_of)
     gpus = with_holders(gpus, loaded.jobs, row.last_report_at)  # "...; held by job 81252"
@@ -274,6 +294,9 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     for gpu, held in throttled_facts(loaded.throttles, settings.throttle_sweeps_most,
                                      settings.throttle_sweeps_of).items():
         health.gpu_facts[gpu] = {**health.gpu_facts.get(gpu, {}), "throttle": held}
+    for gpu, findings in found.items():
+        health.gpu_facts[gpu] = {**health.gpu_facts.get(gpu, {}),
+                                 "driver": driver_facts(findings)}
     health.peers = {**peers.facts(), **loaded.peer_basis}
     health.test_states, health.judged_report = states, judged_report
     health.events = events

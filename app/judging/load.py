@@ -30,7 +30,12 @@ from peerwatch.app.analysis.xid_judge import EventFact
 from peerwatch.app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
 from peerwatch.app.judging.running import Running, _us_of, sample
 from peerwatch.app.queries.common import pair_samples
-from peerwatch.app.queries.counters import link_rates, pcie_replay_rates, rate_window_start
+from peerwatch.app.queries.counters import (
+    aer_rates,
+    link_rates,
+    pcie_replay_rates,
+    rate_window_start,
+)
 from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.queries.fabric import load_fabric
 from peerwatch.app.queries.fleet_peers import Stats, group_stats
@@ -238,6 +243,8 @@ class Loaded:
     # GPU -> its throttle in each newest sweep, newest first (app/queries/throttle.py)
     throttles: dict[int, list[SweepThrottle | None]] = field(default_factory=dict)
     jobs: list[JobSpan] = field(default_factory=list)  # over the look-back
+    # GPU -> PCIe AER growth per second by kind (app/analysis/gpu_health.py)
+    aer_rates: dict[int, dict[str, float | None]] = field(default_factory=dict)
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,
@@ -264,6 +271,7 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
     return Loaded(
         fabric=fabric, tests=tests, link_rates=link_rates(session, row.id, since),
         pcie_replays=pcie_replay_rates(session, row.id, since),
+        aer_rates=aer_rates(session, row.id, since),
         peer_groups=pair_groups(row, fabric),
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},

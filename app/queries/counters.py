@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, select, tuple_
 from sqlalchemy.orm import Session
 
+from peerwatch.app.analysis.gpu_health import AER_COLUMNS
 from peerwatch.app.store.tables.history import GpuSample, LinkSample
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
@@ -126,6 +127,18 @@ def rate_window_start(session: Session, host_id: int, since: datetime,
         LinkSample.host_id == host_id, LinkSample.at < since,
         LinkSample.at >= since - timedelta(seconds=gap_s)))
     return min(since, _aware(before)) if before is not None else since
+
+
+def aer_rates(session: Session, host_id: int, since: datetime
+              ) -> dict[int, dict[str, float | None]]:
+    """Each GPU's PCIe AER growth per second since `since`, per kind (correctable,
+    nonfatal, fatal: the GPU and its bridge together), as the PCIe replay rates are."""
+    columns = tuple(AER_COLUMNS.values())
+    rows = _growth(session, GpuSample, (GpuSample.gpu,), columns,
+                   GpuSample.host_id == host_id, GpuSample.at >= since,
+                   GpuSample.aer_correctable.is_not(None))
+    return {gpu: {kind: _rate(*values[3 * i:3 * i + 3]) for i, kind in enumerate(AER_COLUMNS)}
+            for gpu, *values in rows}
 
 
 def pcie_replay_rates(session: Session, host_id: int, since: datetime) -> dict[int, float | None]:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.store.tables.inventory import Gpu, Host, NvLink, Pair
+from peerwatch.probes.gpu_health import GpuDriverHealth
 from peerwatch.probes.report import (
     GpuInfo,
     LinkState,
@@ -37,6 +38,7 @@ def _gpu_info(row: Gpu) -> GpuInfo:
         numa_node=row.numa_node, nvlink_count=row.nvlink_count, pcie=PcieLink(**row.pcie),
         rdma=RdmaInfo(**row.rdma),
         switch_fabric=SwitchFabricInfo(**row.switch_fabric) if row.switch_fabric else None,
+        driver=GpuDriverHealth(**row.driver) if row.driver else None,
     )
 
 

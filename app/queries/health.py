@@ -111,7 +111,7 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
     health.link_facts = {key: r["facts"] for key, r in rows["link"].items() if r["facts"]}
     health.pair_facts = {key: r["facts"] for key, r in rows["pair"].items() if r["facts"]}
     health.gpu_facts = {g: kept for (g,), r in rows["gpu"].items()
-                        if (kept := {k: r["facts"][k] for k in ("peer", "throttle")
+                        if (kept := {k: r["facts"][k] for k in ("peer", "throttle", "driver")
                                      if r["facts"].get(k)})}
     health.peers = top["facts"].get("peers") or {}
     return health

@@ -27,16 +27,16 @@ from types import ModuleType
 from typing import Any
 
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.gpu_health import GpuDriverHealth, PcieAer
 from peerwatch.probes.errors import (
     BadProbeRequest,
     FabricUnavailable,
     NotSupported,
     PeerwatchProbeError,
 )
+from peerwatch.probes.gpu_health import GpuDriverHealth, PcieAer
+from peerwatch.probes.nvidia.aer import read_aer
 from peerwatch.probes.nvidia.nvlink import NvLinks
 from peerwatch.probes.nvidia.nvml_clocks import read_clocks
-from peerwatch.probes.nvidia.aer import read_aer
 from peerwatch.probes.nvidia.nvml_fabric import (
     ChildCheck,
     FabricReader,

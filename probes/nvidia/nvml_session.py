@@ -1,8 +1,8 @@
 """The narrow interface the NVML helpers read NVML through, owned by `nvml.py`.
 
 `nvml.py` imports pynvml and holds the session (`Nvml`); the helpers (`nvlink.py`,
-`nvml_clocks.py`, `nvml_fabric.py`, `nvml_health.py`) are handed that session and know it only by this
-Protocol, so the imports run one way: nvml.py -> the helpers -> this module. As in
+`nvml_clocks.py`, `nvml_fabric.py`, `nvml_health.py`) are handed that session and know it
+only by this Protocol, so the imports run one way: nvml.py -> the helpers -> this module. As in
 dcgm-exporter's nvmlprovider, one owner speaks to the library; the rest ask the owner.
 """
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import peerwatch.probes as probes
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.gpu_health import ImexStatus, PcieAer
 from peerwatch.probes.errors import FabricUnavailable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
+from peerwatch.probes.gpu_health import ImexStatus, PcieAer
 from peerwatch.probes.nvidia.host_runtime import HostRuntime
 from peerwatch.probes.nvidia.imex import imex_status
 from peerwatch.probes.nvidia.nvml import Nvml

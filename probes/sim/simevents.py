@@ -5,8 +5,9 @@ reports, so they come from the same change. A link that goes down (`LinksDown`, 
 tray, too few NVLinks trained) logs an Xid 74 naming that link; `GpuLost` logs Xid 79 on its
 GPU; `SwitchTrayLost` a fatal SXid on the tray's NVSwitch; `LinkXid` repeats Xid 74 on one
 link that stays up (a marginal link), on the fabric's clock; `SwitchSxid` one SXid of the
-host's own NVSwitch; `GpuRecoveryAction` the Xid 154 announcing it. Events wait here until the report builder takes them, stamped then with
-the report's wall time (the backfilled history has its own clock).
+host's own NVSwitch; `GpuRecoveryAction` the Xid 154 announcing it. Events wait here until
+the report builder takes them, stamped then with the report's wall time (the backfilled
+history has its own clock).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from peerwatch.probes.report import EventKind, EventSource, FabricEvent
 from peerwatch.probes.gpu_health import RECOVERY_ACTIONS
+from peerwatch.probes.report import EventKind, EventSource, FabricEvent
 from peerwatch.probes.sim.faults import (
     Fault,
     GpuLost,

@@ -28,9 +28,9 @@ from datetime import datetime
 
 import peerwatch.probes as probes
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.gpu_health import ImexStatus, PcieAer
 from peerwatch.probes.errors import BadProbeRequest, GpuUnreachable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
+from peerwatch.probes.gpu_health import ImexStatus, PcieAer
 from peerwatch.probes.report import (
     FabricEvent,
     FabricManagerInfo,

@@ -131,6 +131,11 @@ class GpuSample(Base):
     clock_reasons: Mapped[int | None] = mapped_column(BigInteger)
     throttle: Mapped[str | None] = mapped_column(String(32))
     clocks: Mapped[dict[str, Any] | None]
+    # migration 0032: PCIe AER totals of the GPU and its upstream bridge together
+    # (probes/gpu_health.py PcieAer.total), judged by their rate as link errors are
+    aer_correctable: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    aer_nonfatal: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    aer_fatal: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
 class Baseline(Base):

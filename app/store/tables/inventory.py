@@ -82,6 +82,9 @@ class Gpu(Base):
     pcie: Mapped[dict[str, Any]]
     rdma: Mapped[dict[str, Any]]
     switch_fabric: Mapped[dict[str, Any] | None]
+    # migration 0032: what the driver says of the GPU (probes/gpu_health.py GpuDriverHealth:
+    # recovery action, ECC, row remapping, retired pages); None: the probe sent none
+    driver: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     # migration 0009: the NVLink domain (`switch_fabric`'s cluster UUID as 32 hex digits,
     # `app.analysis.domains.domain_key`), written with the inventory so that a domain's
     # GPUs are one indexed select away (`app/queries/domains.py`).
@@ -143,4 +146,7 @@ class HostRuntime(Base):
     # migration 0025: the GPU evidence of the newest report (probes/report.py GpuEvidence:
     # the NVIDIA PCI functions, the GPUs seen since boot); None: the probe sent none
     gpu_evidence: Mapped[dict[str, Any] | None]
+    # migration 0032: the IMEX daemon's state of the newest report (probes/gpu_health.py
+    # ImexStatus); None: the probe sent none
+    imex: Mapped[dict[str, Any] | None]
     updated_at: Mapped[datetime]

@@ -25,6 +25,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.alerting.rules import RULE_NAMES
 from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.sim.driver_faults import (
+    AerGrowth,
+    GpuRecoveryAction,
+    RowRemapFailed,
+    RowRemapPending,
+)
 from peerwatch.probes.sim.faults import (
     AcsRedirect,
     BandwidthFactor,
@@ -88,6 +94,10 @@ CATALOG: list[tuple[Fault, str]] = [
     (PeermemMissing(), "h200x2"),
     (LinkXid(gpu=1, link=3, every_s=120), "h200x2"),
     (SwitchSxid(), "hgx8"),
+    (GpuRecoveryAction(gpu=1, action="drain_p2p"), "h200x2"),
+    (RowRemapPending(gpu=1), "h200x2"),
+    (RowRemapFailed(gpu=1), "h200x2"),
+    (AerGrowth(gpu=1, kind="correctable", per_second=0.5), "h200x2"),
 ]
 
 

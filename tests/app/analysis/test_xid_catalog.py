@@ -64,3 +64,26 @@ def test_info_events_never_fault_and_switches_are_their_own_object() -> None:
     assert {f.level for f in judge_events(many, NOW)} == {"info"}
     (sw,) = judge_events([EventFact("sxid", 20034, _ago(5), switch="tray4", fatal=True)], NOW)
     assert (sw.level, sw.where) == ("fault", "NVSwitch tray4")
+
+
+def test_every_catalog_entry_has_an_action_and_a_chain() -> None:
+    """Completeness: every Xid of NVIDIA's catalog (1-172) and every SXid is here, each with
+    an action, an ordered chain, its meaning, object, severity and Xid 154 linkage."""
+    assert {code for kind, code in CATALOG if kind == "xid"} == set(range(1, 173))
+    for (kind, code), e in CATALOG.items():
+        assert e.action.strip() and e.chain and all(s.strip() for s in e.chain), (kind, code)
+        assert e.name and e.severity in ("info", "warning", "critical") and e.linkage
+        if kind == "xid":
+            assert e.mnemonic, code
+
+
+def test_the_well_known_xids_are_judged_with_their_buckets() -> None:
+    for code in (46, 109, 110, 136, 143, 155, 158):
+        e = lookup("xid", code)
+        assert (e.severity, e.immediate) == ("critical", "RESET_GPU"), code
+        assert "reset the GPU" in " ".join(e.chain) and "service" in e.chain[-1]
+    assert lookup("xid", 154).linkage.startswith("is Xid 154")
+    assert lookup("xid", 46).linkage.startswith("may set a recovery action")
+    assert lookup("xid", 13).linkage == "none" and lookup("xid", 13).severity == "info"
+    assert lookup("xid", 54).severity == "warning"
+    assert lookup("xid", 79).chain[:2] == ("drain the node", "restart the OS")
