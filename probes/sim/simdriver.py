@@ -22,6 +22,7 @@ from peerwatch.probes.gpu_health import (
 )
 from peerwatch.probes.sim.driver_faults import (
     AerGrowth,
+    DriverFault,
     GpuRecoveryAction,
     RowRemapFailed,
     RowRemapPending,
@@ -35,12 +36,13 @@ NO_RETIREMENT = ("not supported: nvml.retired_pages: nvmlDeviceGetRetiredPages: 
 AerCounted = Mapping[tuple[int, bool, str], float]
 
 
-def _of(faults: Sequence[Fault], cls: type, gpu: int) -> list:  # type: ignore[type-arg]
-    return [f for f in faults if isinstance(f, cls) and f.gpu == gpu]  # type: ignore[attr-defined]
+def _of(faults: Sequence[Fault], cls: type[DriverFault], gpu: int) -> list[DriverFault]:
+    return [f for f in faults if isinstance(f, cls) and f.gpu == gpu]
 
 
 def driver_health(faults: Sequence[Fault], gpu: int) -> GpuDriverHealth:
-    action = next((f.action for f in _of(faults, GpuRecoveryAction, gpu)), "none")
+    action = next((f.action for f in _of(faults, GpuRecoveryAction, gpu)
+                   if isinstance(f, GpuRecoveryAction)), "none")
     failed = bool(_of(faults, RowRemapFailed, gpu))
     pending = bool(_of(faults, RowRemapPending, gpu))
     return GpuDriverHealth(
