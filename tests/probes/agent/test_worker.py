@@ -80,15 +80,16 @@ def test_server_down_then_up_loses_nothing_and_doubles_nothing(tmp_path: Path) -
 def test_full_spool_drops_oldest_and_the_next_report_says_how_many(tmp_path: Path) -> None:
     port = free_port()
     settings = server_settings(tmp_path / "server")
-    # room for 9 of the ~17 KB inventory reports (each with its clocks sample), not 10
-    with probe(tmp_path, f"http://127.0.0.1:{port}", spool_max_bytes=160_000,
+    # room for 9 of the ~19 KB inventory reports (each with its clocks sample and the
+    # driver's health reads), not 10
+    with probe(tmp_path, f"http://127.0.0.1:{port}", spool_max_bytes=175_000,
                sweep_interval_s=10_000, sweep_jitter_s=0) as (runtime, clock, built):
         runtime.worker.run_pass(ReportKind.INVENTORY)
         size = len(built[0].model_dump_json())
         for _ in range(9):
             runtime.worker.run_pass(ReportKind.INVENTORY)
         kept = len(runtime.outbox.spool)
-        assert kept == 160_000 // size and runtime.outbox.spool.dropped() == 10 - kept
+        assert kept == 175_000 // size and runtime.outbox.spool.dropped() == 10 - kept
         with live_server(settings, port=port):
             clock.advance(400)
             report, submitted = runtime.worker.run_pass(ReportKind.INVENTORY)
