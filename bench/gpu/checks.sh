@@ -8,6 +8,9 @@
 #     /dev/kmsg read without error with its NVRM/Xid line counts (bench/gpu/events.py)
 #   evidence: per GPU, clocks-event reasons decoded, clocks/power/temperature, violation
 #     counters, and the GPUDirect RDMA readiness verdict with what it read (bench/gpu/evidence.py)
+#   driver: per GPU the driver's own verdicts (recovery action, ECC, row remapping, retired
+#     pages, PCIe AER of the GPU and its bridge) and IMEX, each a value or "not supported";
+#     the raw answers go to $RESULTS/driver_health.json (bench/gpu/driver_health.py)
 #   tests/gpu, then (E2E=1) bench/gpu/e2e.sh: serve + probe on the real fabric, stored verdicts
 # Usage from the repository root:  WHL=.whl E2E=1 bash bench/gpu/checks.sh
 set -uo pipefail
@@ -26,12 +29,14 @@ timeout 60 python3 bench/gpu/events.py >"$RESULTS/events.log" 2>&1
 echo "exit $?" >>"$RESULTS/events.log"
 timeout 60 python3 bench/gpu/evidence.py >"$RESULTS/evidence.log" 2>&1
 echo "exit $?" >>"$RESULTS/evidence.log"
+OUT=$RESULTS timeout 60 python3 bench/gpu/driver_health.py >"$RESULTS/driver.log" 2>&1
+echo "exit $?" >>"$RESULTS/driver.log"
 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu -ra >"$RESULTS/pytest.log" 2>&1
 echo "exit $?" >>"$RESULTS/pytest.log"
 if [ "${E2E:-0}" = 1 ]; then
   OUT=$RESULTS timeout 400 bash bench/gpu/e2e.sh >"$RESULTS/e2e.log" 2>&1
   echo "exit $?" >>"$RESULTS/e2e.log"
 fi
-for f in machine fabric one-gpu pcie snapshot events evidence pytest e2e; do
+for f in machine fabric one-gpu pcie snapshot events evidence driver pytest e2e; do
   [ -f "$RESULTS/$f.log" ] && { echo "== $f"; tail -n 30 "$RESULTS/$f.log"; }
 done
