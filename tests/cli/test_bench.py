@@ -36,6 +36,10 @@ def test_hgx8_json_has_all_56_ordered_pairs_for_every_pair_test(
             assert 0.9 < r["ratio"] < 1.1, r
     assert len(doc["inventory"]["gpus"]) == 8 and doc["cost"]["gpu_time_s"] > 0
     assert doc["host"]["fabric"] == "simulated:hgx8"
+    # the driver's own verdicts (schema 4): each GPU's reads, AER, IMEX
+    assert {g["driver"]["recovery_action"] for g in doc["inventory"]["gpus"]} == {"none"}
+    assert doc["inventory"]["imex"]["present"] is False
+    assert {a["gpu"] for a in doc["counters"][0]["aer"]} == set(range(8))
 
 
 def test_human_output_reads_like_nvbandwidth_and_nvidia_smi(

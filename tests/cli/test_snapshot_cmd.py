@@ -31,6 +31,8 @@ def test_summary_and_json_of_a_simulated_host() -> None:
                                "--phase", "prolog").stdout)
     assert doc["schema_version"] == 1 and doc["job_id"] == "5" and doc["phase"] == "prolog"
     assert doc["took_s"] < 1 and len(doc["inventory"]["gpus"]) == 8
+    assert all(g["driver"]["row_remap"]["failure"] is False for g in doc["inventory"]["gpus"])
+    assert len(doc["counters"]["aer"]) == 8 and "imex" in doc["inventory"]
 
 
 def test_diff_exits_like_diff1(tmp_path: Path) -> None:
