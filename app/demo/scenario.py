@@ -31,6 +31,8 @@ The live story (default fleet):
                       the test", the GPU is degraded on its own after 4 of 6 sweeps
     always  mesh4-03  ACS redirect on a bridge above GPU0/GPU1: their RDMA readiness poor
     always  mesh4-02  no nvidia_peermem: every GPU's RDMA readiness not ready
+    +50 .. +200 s     the driver's own verdicts: DRAIN_P2P, a pending and a failed row
+                      remap, rising PCIe AER errors (app/demo/driver_story.py)
 The backfilled day: hgx8-01 lost four links for an hour 10 h ago; hgx8-02 had a burst
 of replay errors 6 h ago; mesh4-01 was busy with a job on GPU2 during the working day;
 h200x2-02 had P2P disabled by a driver setting for an hour 20 h ago; the rack nvl72-a lost
@@ -45,6 +47,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from peerwatch.app.demo.driver_story import driver_story
 from peerwatch.app.demo.fleet import DemoHost, find_host, rack_name, rack_trays
 from peerwatch.probes.sim.faults import (
     AcsRedirect,
@@ -251,6 +254,7 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
         cast("h200x2", 2, 90, forever, _constant(LinksDown(gpu=1, count=2)),
              "two NVLinks of GPU1 go down, inside its maintenance window")
     _gpu_evidence_story(fleet, cast)
+    driver_story(fleet, cast)
 
     episodes += _rack_story(fleet)
     silent = find_host(fleet, "pcie4", 1)
