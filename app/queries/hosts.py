@@ -141,8 +141,8 @@ def host_detail(session: Session, name: str) -> HostDetail:
     host = get_host(session, name)
     fabric = load_fabric(session, host)
     samples = _latest_samples(session, host.id)
-    gpus = [GpuOut(**g.model_dump(exclude={"pcie", "rdma", "switch_fabric"}), pcie=g.pcie,
-                   rdma=g.rdma, switch_fabric=g.switch_fabric,
+    gpus = [GpuOut(**g.model_dump(exclude={"pcie", "rdma", "switch_fabric", "driver"}),
+                   pcie=g.pcie, rdma=g.rdma, switch_fabric=g.switch_fabric, driver=g.driver,
                    nvlinks_up=sum(1 for p in fabric.links_of(i) if p.state is LinkState.UP),
                    activity=_activity(samples.get(i)), clocks=_clocks(samples.get(i)),
                    rdma_readiness=RdmaReadinessOut.of(judge_rdma(i, g.rdma)))

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from peerwatch.app.analysis.clock import SKEW_DOC
 from peerwatch.app.schemas.common import Busy, Judged, PairRef, with_example
 from peerwatch.app.schemas.gpu_evidence import GpuClocksOut, RdmaReadinessOut
+from peerwatch.probes.gpu_health import GpuDriverHealth
 from peerwatch.probes.report import (
     LinkState,
     P2PCap,
@@ -80,6 +81,10 @@ class GpuOut(BaseModel):
                                         "why the GPU's clocks were held, if they were.")
     rdma_readiness: RdmaReadinessOut | None = Field(
         default=None, description="GPUDirect RDMA readiness judged from `rdma`.")
+    driver: GpuDriverHealth | None = Field(
+        default=None, description="What the driver says of the GPU, as last reported: its "
+        "recovery action, ECC counts, row remapping, retired pages; `unread` names each read "
+        "the GPU does not offer, with the reason (probes/gpu_health.py).")
 
 
 class NvLinkOut(BaseModel):

@@ -1,5 +1,6 @@
 // A GPU's own evidence in the host page's inventory: its clocks (held for power, heat or a HW
-// slowdown? the newest sample's NVML clocks-event reasons) and its GPUDirect RDMA readiness.
+// slowdown? the newest sample's NVML clocks-event reasons), its GPUDirect RDMA readiness and
+// what its driver says of it (recovery action, row remapping, ECC).
 
 import { h } from "../shared/dom.js";
 
@@ -14,6 +15,29 @@ export function clocksCell(c) {
   if (!c.label) return h("span", { class: "muted", title }, figures.join(" · "));
   return h("span", { class: "warn throttled", title },
     `⚠ ${c.label}`, h("span", { class: "muted" }, ` · ${figures.join(" · ")}`));
+}
+
+/** The driver's own verdict: "ok", or its recovery action / row remap / uncorrected ECC;
+ * every read on hover ("not supported" ones with the driver's reason). */
+export function driverCell(d) {
+  if (!d) return h("span", { class: "muted" }, "–");
+  const remap = d.row_remap;
+  const ecc = d.ecc;
+  const lines = [
+    `recovery action: ${d.recovery_action ?? "–"}`,
+    remap && `row remap: ${remap.corrected_rows} corrected, ${remap.uncorrected_rows} uncorrected` +
+      `${remap.pending ? ", pending" : ""}${remap.failure ? ", FAILED" : ""}`,
+    ecc && `ECC volatile: ${ecc.volatile_corrected ?? "–"} corrected, ${ecc.volatile_uncorrected ?? "–"} uncorrected`,
+    ...Object.entries(d.unread || {}).map(([k, why]) => `${k}: ${why}`),
+  ].filter(Boolean);
+  const words = [];
+  if (d.recovery_action && d.recovery_action !== "none") words.push(d.recovery_action.toUpperCase());
+  if (remap?.failure) words.push("remap failed");
+  else if (remap?.pending) words.push("remap pending");
+  if (ecc?.volatile_uncorrected) words.push("uncorrected ECC");
+  if (!words.length) return h("span", { class: "muted", title: lines.join("\n") }, "ok");
+  return h("span", { class: "warn", title: lines.join("\n"), "data-driver": "problem" },
+    `⚠ ${words.join(" · ")}`);
 }
 
 const RDMA_WORDS = { ready: "ready", poor: "poor", not_ready: "not ready", unknown: "–" };

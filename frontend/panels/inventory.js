@@ -4,7 +4,7 @@
 
 import { h } from "../shared/dom.js";
 import * as fmt from "../shared/format.js";
-import { clocksCell, rdmaCell } from "./gpu_evidence.js";
+import { clocksCell, driverCell, rdmaCell } from "./gpu_evidence.js";
 import { badge } from "../shared/palette.js";
 import { sortableTable } from "../shared/table.js";
 
@@ -59,6 +59,7 @@ export function inventoryTable(selected = () => null) {
         cell: (r) => clocksCell(r.gpu.clocks) },
       { key: "rdma", label: "RDMA", value: (r) => r.gpu.rdma_readiness?.readiness ?? null,
         cell: (r) => rdmaCell(r.gpu.rdma_readiness) },
+      { key: "driver", label: "Driver says", cell: (r) => driverCell(r.gpu.driver) },
       { key: "cpu", label: "CPU affinity", class: "mono", cell: (r) => r.gpu.cpu_affinity ?? "–" },
     ],
   });

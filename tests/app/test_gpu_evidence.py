@@ -28,7 +28,8 @@ from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.app.store.tables.history import GpuSample, Measurement
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.report import CounterSample, Report, TestName
+from peerwatch.probes.report import CounterSample, Report, ReportKind, TestName
+from peerwatch.probes.sim.driver_faults import GpuRecoveryAction
 from peerwatch.probes.sim.faults import AcsRedirect, PeermemMissing, ThrottledGpu
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import SweepOptions, build_report
@@ -210,3 +211,18 @@ def test_scheduler_rdma_follows_the_newest_inventory(client: TestClient) -> None
     assert rdma_ready_left_out([PeermemMissing()], at)
     assert not rdma_ready_left_out([], at + timedelta(minutes=1))  # nvidia_peermem loaded
     assert rdma_ready_left_out([PeermemMissing()], at + timedelta(minutes=2))  # and gone
+
+
+def test_host_page_shows_what_the_driver_says(client: TestClient) -> None:
+    """The host answer carries each GPU's driver reads; the health answer its verdict with
+    the driver's words and action (the host page's "Why" and "Driver says" columns)."""
+    fab = SimulatedFabric("h200x2", hostname="drv-page",
+                          faults=[GpuRecoveryAction(gpu=1, action="drain_p2p")])
+    _post(client, build_report(fab, ReportKind.INVENTORY))
+    gpus = client.get("/api/v1/hosts/drv-page").json()["gpus"]
+    assert gpus[1]["driver"]["recovery_action"] == "drain_p2p"
+    assert gpus[0]["driver"]["recovery_action"] == "none"
+    assert "retired_pages" in gpus[0]["driver"]["unread"]
+    health = client.get("/api/v1/hosts/drv-page/health").json()
+    gpu1 = {g["gpu"]: g for g in health["gpus"]}[1]
+    assert gpu1["verdict"] == "down" and "DRAIN_P2P" in gpu1["reason"]
