@@ -12,7 +12,7 @@ import socket
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from peerwatch.probes.clocks import GpuClocks
 from peerwatch.probes.errors import NotSupported, PeerwatchProbeError
@@ -127,7 +127,7 @@ def collect_clocks(fabric: Fabric, errors: list[ProbeError], gpus: list[int]) ->
 
 
 def collect_per_gpu(fabric: Fabric, errors: list[ProbeError], gpus: list[int],
-                    method: str) -> list:  # type: ignore[type-arg]
+                    method: str) -> list[Any]:
     """`fabric.<method>(gpu)` of each GPU, where the backend offers it (optional in the
     Fabric seam: `clocks`, `pcie_aer`); an unsupported or failed one is left out."""
     read = getattr(fabric, method, None)
