@@ -3,7 +3,7 @@ item named by its index (the check tests the whole list at once first, then walk
 
 from __future__ import annotations
 
-from peerwatch.app.api.report_checks import inventory_problems
+from peerwatch.app.api.report_checks import inventory_problems, sample_problems
 from peerwatch.probes.report import Inventory, ReportKind
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import build_report
@@ -29,3 +29,14 @@ def test_a_port_and_a_pair_naming_an_unlisted_gpu_are_named() -> None:
         (("inventory", "nvlinks", 3, "gpu"), "nvlink names GPU(s) [9] not in inventory"),
         (("inventory", "pairs", 5), "pair names GPU(s) [11] not in inventory"),
     ]
+
+
+def test_aer_counters_naming_an_unlisted_gpu_are_named() -> None:
+    report = build_report(SimulatedFabric("h200x2", hostname="aer-stray"),
+                          kind=ReportKind.INVENTORY)
+    sample = report.counters[0]
+    stray = sample.aer[0].model_copy(update={"gpu": 7})
+    problems = sample_problems(sample.model_copy(update={"aer": [*sample.aer, stray]}),
+                               {g.index for g in report.inventory.gpus}, ("counters", 0))
+    assert [(p["loc"], p["msg"]) for p in problems] == [
+        (("counters", 0, "aer"), "aer names GPU(s) [7] not in inventory")]
