@@ -27,7 +27,7 @@ from peerwatch.app.schemas.hosts import (
 )
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.app.store.tables.history import GpuSample, ReportRow
-from peerwatch.app.store.tables.inventory import Host
+from peerwatch.app.store.tables.inventory import Host, HostRuntime
 from peerwatch.app.store.tables.judged import (
     JudgedGpu,
     JudgedHost,
@@ -36,6 +36,7 @@ from peerwatch.app.store.tables.judged import (
     JudgedTest,
 )
 from peerwatch.probes.clocks import GpuClocks
+from peerwatch.probes.gpu_health import ImexStatus
 from peerwatch.probes.report import LinkState, TestName
 
 FIRING = "firing"
@@ -158,4 +159,10 @@ def host_detail(session: Session, name: str) -> HostDetail:
         nvlinks=[NvLinkOut(**p.model_dump(exclude={"capabilities"})) for p in fabric.nvlinks],
         pairs=[PairOut(**p.model_dump()) for _, p in sorted(fabric.pairs.items())],
         last_sweep=_last_sweep(session, host.id),
+        imex=_imex(session, host.id),
     )
+
+
+def _imex(session: Session, host_id: int) -> ImexStatus | None:
+    row = session.get(HostRuntime, host_id)
+    return None if row is None or row.imex is None else ImexStatus.model_validate(row.imex)

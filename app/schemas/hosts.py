@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from peerwatch.app.analysis.clock import SKEW_DOC
 from peerwatch.app.schemas.common import Busy, Judged, PairRef, with_example
 from peerwatch.app.schemas.gpu_evidence import GpuClocksOut, RdmaReadinessOut
-from peerwatch.probes.gpu_health import GpuDriverHealth
+from peerwatch.probes.gpu_health import GpuDriverHealth, ImexStatus
 from peerwatch.probes.report import (
     LinkState,
     P2PCap,
@@ -171,3 +171,7 @@ class HostDetail(BaseModel):
     nvlinks: list[NvLinkOut]
     pairs: list[PairOut]
     last_sweep: ReportOut | None = Field(description="The latest sweep: its cost and errors.")
+    imex: ImexStatus | None = Field(
+        default=None, description="The IMEX daemon as the newest report read it (`present` "
+        "false where IMEX is not installed): shown beside the measured bandwidth, never "
+        "trusted alone. Null: the probe sent none.")

@@ -171,9 +171,11 @@ export function mount(root, route) {
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
         `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
+        // IMEX where the host has it, beside the measured bandwidth (never trusted alone)
+        d.imex?.present ? `IMEX ${d.imex.state ?? "?"}` : null,
         sweep ? `last sweep ${fmt.age(sweep.finished_at)} ago: ${sweep.gpu_time_s.toFixed(2)} s GPU, ` +
           `${sweep.wall_time_s.toFixed(1)} s wall, ${fmt.bytes(sweep.device_memory_bytes_max)} peak` : "no sweep yet",
-      ].map((t) => h("span", {}, t))));
+      ].filter((t) => t !== null).map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
     replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
   }

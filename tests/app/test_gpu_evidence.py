@@ -223,6 +223,8 @@ def test_host_page_shows_what_the_driver_says(client: TestClient) -> None:
     assert gpus[1]["driver"]["recovery_action"] == "drain_p2p"
     assert gpus[0]["driver"]["recovery_action"] == "none"
     assert "retired_pages" in gpus[0]["driver"]["unread"]
+    imex = client.get("/api/v1/hosts/drv-page").json()["imex"]
+    assert imex["present"] is False and imex["how"].startswith("not present")
     health = client.get("/api/v1/hosts/drv-page/health").json()
     gpu1 = {g["gpu"]: g for g in health["gpus"]}[1]
     assert gpu1["verdict"] == "down" and "DRAIN_P2P" in gpu1["reason"]
