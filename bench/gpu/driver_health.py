@@ -18,6 +18,7 @@ answered every read with a value or a clean "not supported".
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import socket
@@ -56,6 +57,8 @@ def plain(value: Any) -> Any:
     fields = getattr(value, "_fields_", None)
     if fields is not None:
         return {f[0]: plain(getattr(value, f[0])) for f in fields}
+    if isinstance(value, ctypes.Array):  # field values: ctypes instances have a __dict__ too
+        return [plain(v) for v in value]
     if hasattr(value, "__dict__"):
         return {k: plain(v) for k, v in vars(value).items() if not k.startswith("_")}
     try:
@@ -165,8 +168,8 @@ def lines(found: dict[str, Any]) -> tuple[list[str], bool]:
                                              ("device", "bridge", "bridge_counts", "unread")}
         out.append(f"GPU{g['index']} {'pcie_aer':16} {shown}")
     imex = found["imex"]
-    out.append(f"imex {'present' if imex['present'] else 'not present'}: "
-               f"{imex.get('state')} ({imex.get('how')})")
+    state = f"{imex.get('state')} " if imex["present"] else ""
+    out.append(f"imex {state}({imex.get('how')})")
     return out, clean
 
 
