@@ -35,6 +35,7 @@ from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.bulk import insert_rows
 from peerwatch.app.store.tables.events import FabricEventRow
+from peerwatch.app.ingest.sparse_links import sparse_link_rows
 from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measurement, ReportRow
 from peerwatch.probes.agent.clock_offset import offset_of
 from peerwatch.probes.clocks import GpuClocks
@@ -179,6 +180,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     throttled = report_throttles(report)
     measurements = _measurement_rows(report, host.id, report_pk, throttled)
     links, gpus = _sample_rows(report, host.id, report_pk, throttled)
+    links = sparse_link_rows(session, host, links, report.finished_at, newest)
     events = event_rows(report, host.id, report_pk)
     if events:  # the judgement fast path steps aside until they are judged (unchanged.py)
         values["events_stored_at"] = now

@@ -83,8 +83,16 @@ class Measurement(Base):
     throttle: Mapped[str | None] = mapped_column(String(200))
 
 
+# Every port of a host is written whole at least this often (by its readings' time); in
+# between a port's row is written only when an error counter moved (app/ingest/
+# sparse_links.py), so a rate query reaches back this far for each port's last value.
+LINK_KEYFRAME_S = 300.0
+
+
 class LinkSample(Base):
-    """Cumulative counters of one NVLink port at one time (judge rates, never sizes)."""
+    """Cumulative counters of one NVLink port at one time (judge rates, never sizes). Sparse:
+    a reading whose error counters equal the port's previous one is not stored between
+    keyframes (LINK_KEYFRAME_S), so the series' tx/rx bytes are as fine as the keyframes."""
 
     __tablename__ = "link_samples"
     # (host_id, at): a host's newest window across all its links, what judging reads (0004)
