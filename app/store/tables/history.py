@@ -95,9 +95,8 @@ class LinkSample(Base):
     keyframes (LINK_KEYFRAME_S), so the series' tx/rx bytes are as fine as the keyframes."""
 
     __tablename__ = "link_samples"
-    # (host_id, at): a host's newest window across all its links, what judging reads (0004)
-    __table_args__ = (Index(None, "host_id", "gpu", "link", "at"), Index(None, "at"),
-                      Index(None, "host_id", "at"))
+    # (host_id, at): a host's window across all its links, what every read asks (0026)
+    __table_args__ = (Index(None, "host_id", "at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     report_id: Mapped[int] = mapped_column(
@@ -120,8 +119,7 @@ class GpuSample(Base):
     """Per-GPU counters and activity at one time: PCIe replays, utilization, processes."""
 
     __tablename__ = "gpu_samples"
-    __table_args__ = (Index(None, "host_id", "gpu", "at"), Index(None, "at"),
-                      Index(None, "host_id", "at"))
+    __table_args__ = (Index(None, "host_id", "at"),)  # what every read asks (0026)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     report_id: Mapped[int] = mapped_column(
