@@ -15,8 +15,8 @@ counter grows (a healthy fleet). The table sizes (`pg_total_relation_size`: heap
 TOAST, partitions summed into their parent) are read before the first post, after the first
 20 minutes of reports (a host's own rows: inventory, judged state; shown apart) and after
 the last report is judged and rolled up; the growth after the first 20 minutes over hosts
-x days is a host's cost per day, and x 10,000 hosts x 30 days the fleet's (raw samples are kept `retention_raw_days`,
-14 by default; rollups and report rows longer).
+x days is a host's cost per day, and x 10,000 hosts x 30 days the fleet's (raw samples are
+kept `retention_raw_days`, 14 by default; rollups and report rows longer).
 
 `--before DIR` runs a checkout of another commit first (`git archive <commit> | tar -x -C
 DIR`), with the same hosts, hours and traffic, so the two compare in one run. Target: <= 10
@@ -51,7 +51,8 @@ HERE = Path(__file__).resolve().parent.parent
 INVENTORY_S, SWEEP_S = 30, 600  # the probe's real cadence
 MAINTENANCE_S = 5.0  # the bench's server rolls up every 5 s, so the rollups count too
 IN_FLIGHT = 4  # hosts posting at once: as fast as the server takes them, not a flood
-FIRST = timedelta(minutes=sized(20, 10))  # two sweeps (one at smoke size): a host's own rows, and its first partitions
+# two sweeps (one at smoke size): a host's own rows, and its first partitions
+FIRST = timedelta(minutes=sized(20, 10))
 FLEET_HOSTS, FLEET_DAYS = 10_000, 30
 TARGET_MB_PER_DAY, TARGET_FLEET_TB = 10.0, 3.0
 MB, TB = 1e6, 1e12
@@ -100,10 +101,16 @@ def schedule(hours: float, end: datetime) -> list[tuple[datetime, str]]:
 
 
 async def _post(http: httpx.AsyncClient, base: str, host: str, body: str) -> None:
+    """Post until stored, as the agent does: a refusal waits its Retry-After, a connection
+    the server closed is tried again (the same report id: never stored twice)."""
     while True:
         headers = probe_headers(host)
-        answer = await http.post(f"{base}/api/v1/reports", content=as_sent(base, body, headers),
-                                 headers=headers)
+        try:
+            answer = await http.post(f"{base}/api/v1/reports",
+                                     content=as_sent(base, body, headers), headers=headers)
+        except httpx.TransportError:
+            await asyncio.sleep(1.0)
+            continue
         learn_gzip(base, answer)
         if answer.status_code in (200, 201, 202):
             return

@@ -30,12 +30,12 @@ from peerwatch.app.ingest.inventory import (
     store_inventory,
 )
 from peerwatch.app.ingest.received import claim
+from peerwatch.app.ingest.sparse_links import sparse_link_rows
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.bulk import insert_rows
 from peerwatch.app.store.tables.events import FabricEventRow
-from peerwatch.app.ingest.sparse_links import sparse_link_rows
 from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measurement, ReportRow
 from peerwatch.probes.agent.clock_offset import offset_of
 from peerwatch.probes.clocks import GpuClocks

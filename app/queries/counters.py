@@ -125,7 +125,7 @@ def _stepped(session: Session, model: type[LinkSample] | type[GpuSample],
     for c in counters:
         counted = and_(steps.c[c].is_not(None), steps.c.at > steps.c.prev_at,
                        steps.c.at > after if after is not None else true())
-        grown = func.sum(case((counted, steps.c[c])))
+        grown: Any = func.sum(case((counted, steps.c[c])))
         if sparse:  # read at all: 0 where no step counts
             grown = case((func.count(steps.c[c]) > 0, func.coalesce(grown, 0)))
         aggregates += [grown,

@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.ingest import rows as ingest_service
 from peerwatch.app.main import create_app
+from peerwatch.app.queries.counters import link_rates
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
-from peerwatch.app.queries.counters import link_rates
 from peerwatch.app.store.tables.history import (
     LINK_KEYFRAME_S,
     GpuSample,
