@@ -16,7 +16,9 @@ TOAST, partitions summed into their parent) are read before the first post, afte
 20 minutes of reports (a host's own rows: inventory, judged state; shown apart) and after
 the last report is judged and rolled up; the growth after the first 20 minutes over hosts
 x days is a host's cost per day, and x 10,000 hosts x 30 days the fleet's (raw samples are
-kept `retention_raw_days`, 14 by default; rollups and report rows longer).
+kept `retention_raw_days`, 14 by default; rollups and report rows longer). `received_reports`
+is working space (a body waits there until its rows are written): its size is shown, not
+counted per day.
 
 `--before DIR` runs a checkout of another commit first (`git archive <commit> | tar -x -C
 DIR`), with the same hosts, hours and traffic, so the two compare in one run. Target: <= 10
@@ -53,6 +55,9 @@ MAINTENANCE_S = 5.0  # the bench's server rolls up every 5 s, so the rollups cou
 IN_FLIGHT = 4  # hosts posting at once: as fast as the server takes them, not a flood
 # two sweeps (one at smoke size): a host's own rows, and its first partitions
 FIRST = timedelta(minutes=sized(20, 10))
+# working space, not history: a report's body waits here until its rows are written, then
+# its row is deleted; vacuum reuses the space, so its size follows the load, not the days
+WORKING = ("received_reports",)
 FLEET_HOSTS, FLEET_DAYS = 10_000, 30
 TARGET_MB_PER_DAY, TARGET_FLEET_TB = 10.0, 3.0
 MB, TB = 1e6, 1e12
@@ -185,7 +190,8 @@ def _minus(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 def per_host_day(grown: Grown, args: argparse.Namespace) -> dict[str, float]:
     """Each table's growth per host per day, after the first FIRST_S."""
     days = grown.rest_hours / 24
-    return {name: size / args.hosts / days for name, size in grown.rest.items()}
+    return {name: size / args.hosts / days for name, size in grown.rest.items()
+            if name not in WORKING}
 
 
 def report_for(args: argparse.Namespace):  # noqa: ANN201 - the runner's callback
@@ -201,6 +207,11 @@ def report_for(args: argparse.Namespace):  # noqa: ANN201 - the runner's callbac
                 continue  # tables a host does not grow
             ratio = f"{value / old:.3f}" if old else "-"
             print(f"{name:28} {_mb(old):>9} {value / MB:9.2f} {ratio:>13}")
+        for name in WORKING:  # printed, not in the total: see WORKING
+            old_size = before.rest.get(name, 0) / MB if before else None
+            print(f"{name + ' (working space)':28} "
+                  f"{'-' if old_size is None else f'{old_size:.2f}':>9} "
+                  f"{after.rest.get(name, 0) / MB:9.2f}  MB at the end, all hosts")
         first = sum(after.first.values()) / args.hosts
         old_first = sum(before.first.values()) / args.hosts if before else None
         print(f"{'first_reports_mb_per_host':28} {_mb(old_first):>9} {first / MB:9.2f}")

@@ -54,9 +54,10 @@ def sparse_link_rows(session: Session, host: HostState, rows: list[dict[str, Any
 
 
 def _keyframe_due(readings: LinkReadings | None, at: datetime) -> bool:
-    """Every port is written: nothing trusted known before, a reading not after the last
-    one, or the last keyframe LINK_KEYFRAME_S or more before."""
-    return (readings is None or at <= readings.at
+    """Every port is written: nothing trusted known before, a reading before the last one
+    (a repeat at the same time, as a sweep's two samples of a quick pass, is compared), or
+    the last keyframe LINK_KEYFRAME_S or more before."""
+    return (readings is None or at < readings.at
             or (at - readings.keyframe_at).total_seconds() >= LINK_KEYFRAME_S)
 
 
