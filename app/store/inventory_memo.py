@@ -22,15 +22,15 @@ class Stamped(Protocol):
 Port = tuple[int, int]  # (gpu, link)
 
 
+Errors = tuple[int | None, ...]  # a port's error counters, in `sparse_links.ERRORS` order
+
+
 @dataclass(frozen=True)
 class LinkReadings:
-    """A host's newest NVLink counter reading as this process stored it (`app/ingest/
-    sparse_links.py`): each port's error counters, when it was read, and when every port was
-    last written whole (the keyframe the rate queries reach back to)."""
+    """What a host's NVLink ports read last (`app/ingest/sparse_links.py`): each port's error
+    counters then, and when its newest row was written (a rate query reaches back to it)."""
 
-    errors: dict[Port, tuple[int | None, ...]]
-    at: datetime
-    keyframe_at: datetime
+    ports: dict[Port, tuple[Errors, datetime]]
 
 
 class InventoryMemo:

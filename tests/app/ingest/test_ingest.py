@@ -19,6 +19,7 @@ from peerwatch.app.main import create_app
 from peerwatch.app.queries.counters import link_rates
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
+from peerwatch.app.store.inventory_memo import MEMO_KEY, InventoryMemo
 from peerwatch.app.store.tables.history import (
     LINK_KEYFRAME_S,
     GpuSample,
@@ -199,13 +200,19 @@ def test_new_report_id_stores_again(client: TestClient, settings: Settings) -> N
     assert _counts(settings)["measurements"] == 4
 
 
+@pytest.mark.parametrize("memo", ["kept", "lost"])
 def test_unmoved_link_counters_are_stored_only_at_keyframes(client: TestClient,
-                                                             settings: Settings) -> None:
-    """An inventory report every 30 s: every port is written at the first and at each keyframe
-    (LINK_KEYFRAME_S), in between only the port whose error counters moved; the rates the
-    judge reads are those of every reading."""
+                                                             settings: Settings,
+                                                             memo: str) -> None:
+    """An inventory report every 30 s: every port is written first, then only when its error
+    counters moved or its newest row is LINK_KEYFRAME_S old; the rates the judge reads are
+    those of every reading. The same rows when the process's memo is lost before each
+    report (another worker, a restart): what each port read is then read back."""
     ports = {(0, 0): 100, (0, 1): 100, (1, 0): 100}
+    info = client.app.state.sessionmaker.kw["info"]  # type: ignore[attr-defined]
     for i in range(12):
+        if memo == "lost":
+            info[MEMO_KEY] = InventoryMemo()
         errors = {(0, 1): 8 if i >= 6 else 5}
         report = sweep(at=T0 + timedelta(seconds=30 * i), counters=ports, error_counts=errors,
                        tests=(), kind=ReportKind.INVENTORY)
@@ -213,14 +220,16 @@ def test_unmoved_link_counters_are_stored_only_at_keyframes(client: TestClient,
     engine = make_engine(settings)
     try:
         with Session(engine) as s:
-            rows = s.execute(select(LinkSample.at, LinkSample.gpu, LinkSample.link)).all()
+            rows = s.execute(select(LinkSample.at, LinkSample.gpu, LinkSample.link)
+                             .order_by(LinkSample.at, LinkSample.gpu, LinkSample.link)).all()
             host_id = s.scalar(select(Host.id))
             rates = link_rates(s, host_id, T0)
     finally:
         engine.dispose()
-    keyframes = {T0, T0 + timedelta(seconds=LINK_KEYFRAME_S)}
-    assert sorted(at for at, *_ in rows if at in keyframes) == sorted([*keyframes] * 3)
-    assert [(g, k) for at, g, k in rows if at not in keyframes] == [(0, 1)]  # it moved once
-    assert len(rows) == 7  # of 36 readings
+    second = T0 + timedelta(seconds=LINK_KEYFRAME_S)
+    assert [(at - T0, (g, k)) for at, g, k in rows] == [  # 6 of 36 readings
+        (timedelta(0), (0, 0)), (timedelta(0), (0, 1)), (timedelta(0), (1, 0)),
+        (timedelta(seconds=180), (0, 1)),  # it moved
+        (second - T0, (0, 0)), (second - T0, (1, 0))]  # unmoved for LINK_KEYFRAME_S
     assert rates[(0, 1)]["replay"] == pytest.approx(3 / 330)
     assert rates[(0, 0)] == rates[(1, 0)] == {"replay": 0.0, "recovery": 0.0, "crc_flit": 0.0}
