@@ -180,7 +180,8 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     throttled = report_throttles(report)
     measurements = _measurement_rows(report, host.id, report_pk, throttled)
     links, gpus = _sample_rows(report, host.id, report_pk, throttled)
-    links = sparse_link_rows(session, host, links, report.finished_at, newest)
+    # the GPU rows are the host's reading times the link rates span: without them, dense
+    links = sparse_link_rows(session, host, links, report.finished_at, newest and bool(gpus))
     events = event_rows(report, host.id, report_pk)
     if events:  # the judgement fast path steps aside until they are judged (unchanged.py)
         values["events_stored_at"] = now
