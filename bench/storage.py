@@ -20,6 +20,12 @@ kept `retention_raw_days`, 14 by default; rollups and report rows longer). `rece
 is working space (a body waits there until its rows are written): its size is shown, not
 counted per day.
 
+Beside the bytes, the CPU the server side spent on those reports (the server process, its
+ingest workers and judge, and its database's PostgreSQL backends: bench/helpers/cpu.py, less
+what the idle server uses meanwhile) per host per 10 min of probe time; the target is <= 0.3
+s, 2,000 hosts a core. Its reports are sent back to back, so the server's gaps at the real
+cadence are not in it.
+
 `--before DIR` runs a checkout of another commit first (`git archive <commit> | tar -x -C
 DIR`), with the same hosts, hours and traffic, so the two compare in one run. Target: <= 10
 MB per host per day, <= 3 TB for 10,000 hosts x 30 days. Under PEERWATCH_BENCH_SIZE=smoke:
@@ -43,11 +49,12 @@ from sqlalchemy import create_engine, text
 
 from bench.helpers.agent_wire import AgentWire
 from bench.helpers.cli import before_and_after, parser
+from bench.helpers.cpu import backends_cpu_s, serve_parts_s
 from bench.helpers.fleet_load import GZIP_BASES, as_sent, host_name, learn_gzip, probe_headers
 from bench.helpers.serve import serve_tree
 from bench.helpers.size import sized
 from bench.ingest import postgres_url
-from bench.serve_cost import wait_idle
+from bench.serve_cost import idle_rate, wait_idle
 
 HERE = Path(__file__).resolve().parent.parent
 INVENTORY_S, SWEEP_S = 30, 600  # the probe's real cadence
@@ -60,6 +67,8 @@ FIRST = timedelta(minutes=sized(20, 10))
 WORKING = ("received_reports",)
 FLEET_HOSTS, FLEET_DAYS = 10_000, 30
 TARGET_MB_PER_DAY, TARGET_FLEET_TB = 10.0, 3.0
+TARGET_CPU_S = 0.3  # server tree + PostgreSQL per host per 10 min: 2,000 hosts a core
+IDLE_S = sized(10.0, 1.0)  # the idle server's CPU rate, sampled before the measured part
 MB, TB = 1e6, 1e12
 
 SIZES = text("""
@@ -158,6 +167,10 @@ class Grown:
     first: dict[str, int]
     rest: dict[str, int]
     rest_hours: float
+    cpu_s: float  # the server side's CPU over the rest, less what it uses idle meanwhile
+
+    def cpu_per_host_10_min(self, hosts: int) -> float:
+        return self.cpu_s / hosts / (self.rest_hours * 6)
 
 
 def run_one(tree: Path, args: argparse.Namespace) -> Grown | None:
@@ -170,17 +183,26 @@ def run_one(tree: Path, args: argparse.Namespace) -> Grown | None:
         if url is None:
             return None
         env = {"PEERWATCH_MAINTENANCE_INTERVAL_S": str(MAINTENANCE_S)}
-        with serve_tree(tree, url, Path(tmp), env) as (base, _pid):
+        with serve_tree(tree, url, Path(tmp), env) as (base, pid):
             empty, t0 = table_bytes(url), time.monotonic()
             sent = asyncio.run(feed(base, wires, plan[:split]))
             settled(base)
-            warm = table_bytes(url)
+            warm, idle = table_bytes(url), sum(idle_rate(base, pid, url, IDLE_S).values())
+            cpu0, t1 = tree_cpu_s(pid, url), time.monotonic()
             sent += asyncio.run(feed(base, wires, plan[split:]))
+            wait_idle(base)
+            cpu = tree_cpu_s(pid, url) - cpu0 - idle * (time.monotonic() - t1)
             settled(base)
             full = table_bytes(url)
         print(f"  {tree}: {sent} reports in {time.monotonic() - t0:.0f} s")
     rest_hours = (plan[-1][0] - plan[split][0]).total_seconds() / 3600 + INVENTORY_S / 3600
-    return Grown(_minus(warm, empty), _minus(full, warm), rest_hours)
+    return Grown(_minus(warm, empty), _minus(full, warm), rest_hours, cpu)
+
+
+def tree_cpu_s(pid: int, url: str) -> float:
+    """CPU seconds so far of the server process, its ingest workers and judge, and the
+    PostgreSQL backends of its database (bench/helpers/cpu.py)."""
+    return sum(serve_parts_s(pid).values()) + backends_cpu_s(url)
 
 
 def _minus(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
@@ -222,6 +244,11 @@ def report_for(args: argparse.Namespace):  # noqa: ANN201 - the runner's callbac
         print(f"{'fleet_tb_10000_hosts_30_days':28} "
               f"{'-' if old_total is None else f'{old_total * fleet / TB:.2f}':>9} "
               f"{total * fleet / TB:9.2f} {'':>13} <= {TARGET_FLEET_TB:g}")
+        cpu = after.cpu_per_host_10_min(args.hosts)
+        old_cpu = before.cpu_per_host_10_min(args.hosts) if before else None
+        print(f"{'cpu_s_per_host_per_10_min':28} "
+              f"{'-' if old_cpu is None else f'{old_cpu:.3f}':>9} {cpu:9.3f} "
+              f"{f'{cpu / old_cpu:.3f}' if old_cpu else '-':>13} <= {TARGET_CPU_S:g}")
     return report
 
 
