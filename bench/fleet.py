@@ -35,10 +35,11 @@ import httpx
 from sqlalchemy import create_engine, select, text
 
 from bench.helpers.cli import parser
-from bench.helpers.cpu import servers_cpu_split
+from bench.helpers.cpu import backends_cpu_s, servers_cpu_split
 from bench.helpers.false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
 from bench.helpers.fleet_history import ceiling, fill_history
 from bench.helpers.fleet_load import (
+    INVENTORY_S,
     TOKEN,
     Record,
     burst,
@@ -148,7 +149,19 @@ def ingest_rows(table: Table, warm: Record, loaded: Record, args: argparse.Names
     table.add("/healthz p99 during load", pct(loaded.healthz_ms, 0.99), "ms", 50.0)
 
 
-def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, float],
+def tree_rows(table: Table, cpu_s: float, seconds: float, args: argparse.Namespace) -> None:
+    """The whole server side's CPU (the servers, their ingest workers and judges, and the
+    PostgreSQL backends of their database) per host per 10 min of the probes' real cadence,
+    and the hosts one core carries at that cadence: the issue-37 target is <= 0.3 s, 2,000."""
+    real_s = seconds * args.compress  # the probe time the fleet's reports covered
+    per_host = cpu_s / args.hosts / (real_s / 600) if real_s > 0 else float("nan")
+    table.add("server tree + PostgreSQL CPU per host per 10 min", per_host, "s", 0.3,
+              fmt="{:.3f}")
+    table.add("  hosts per core at the real cadence", 600 / per_host if per_host else 0, "",
+              fmt="{:,.0f}")
+
+
+def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, ...],
                records: list[Record], measured_from: float) -> None:
     """Judge lag (each replica's recent p99, the worse shown), the stale/skew alerts raised
     on probes that were not silent (`bench/helpers/false_alarms.py`) from `measured_from` (epoch s)
@@ -178,6 +191,7 @@ def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, float
     table.add("server processes' CPU during settle + load", cpu[0] / seconds, "cores",
               fmt="{:.2f}")
     table.add("  their judge and ingest processes'", cpu[1] / seconds, "cores", fmt="{:.2f}")
+    table.add("PostgreSQL backends' CPU meanwhile", cpu[2] / seconds, "cores", fmt="{:.2f}")
 
 
 def stored_alarms(url: str) -> list[Raised]:
@@ -243,21 +257,23 @@ def run(url: str, args: argparse.Namespace) -> Table:
     env = {"PEERWATCH_DATABASE_URL": url, "PEERWATCH_PROBE_TOKENS": TOKEN}
     with serve_processes(SERVERS, env) as bases:
         print(f"  warm-up: {args.hosts} hosts, one sweep + one inventory each", flush=True)
-        warm = asyncio.run(warm_up(bases, args.hosts, tpl))
+        warm = asyncio.run(warm_up(bases, args.hosts, tpl, INVENTORY_S / args.compress))
         print(f"  load: {args.duration:.0f} s at {args.compress:g}x cadence, after the judges "
               f"caught up (at most {args.settle:.0f} s)", flush=True)
-        cpu0 = servers_cpu_split()
+        cpu0 = (*servers_cpu_split(), backends_cpu_s(url))
         window = asyncio.run(load(bases, args.hosts, tpl, args.compress, args.duration,
                                   args.settle))
-        cpu1 = servers_cpu_split()
+        cpu1 = (*servers_cpu_split(), backends_cpu_s(url))
         loaded = window.measured
         caught_up = window.settle.seconds < args.settle - 1
         table.add("judges caught up with the warm-up after" if caught_up else
                   "judges still behind the warm-up at the settle cap", window.settle.seconds,
                   "s", fmt="{:,.0f}")
         ingest_rows(table, warm, loaded, args)
-        judge_rows(table, bases, url, (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]),
+        judge_rows(table, bases, url, tuple(b - a for a, b in zip(cpu0, cpu1, strict=True)),
                    [warm, window.settle, loaded], time.time() - loaded.seconds)
+        tree_rows(table, sum(cpu1) - sum(cpu0), sum(r.seconds for r in
+                                                   (window.settle, loaded)), args)
         table.print()  # the load's figures at once: the history fill and reads take longest
         print("  (load figures above; burst, history and reads follow)", flush=True)
         print(f"  burst: {args.burst:.0f} s of back-to-back sweeps, then the raw ceiling",

@@ -89,7 +89,7 @@ def per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: i
     """CPU ms per report of `kind`, by where it ran: the server process, its ingest workers,
     its judge and PostgreSQL's backends, less what each uses idle meanwhile."""
     tpl = templates()[kind]
-    idle = _idle_rate(base, pid, url)
+    idle = idle_rate(base, pid, url)
     start, t0 = _parts_s(pid, url), time.monotonic()
     for i in range(count):
         host = host_name(i % hosts)
@@ -100,7 +100,7 @@ def per_report_ms(base: str, pid: int, url: str, kind: str, count: int, hosts: i
             for part in start}
 
 
-def _idle_rate(base: str, pid: int, url: str, seconds: float = IDLE_SAMPLE_S) -> Parts:
+def idle_rate(base: str, pid: int, url: str, seconds: float = IDLE_SAMPLE_S) -> Parts:
     """CPU seconds per second each part of the idle server (its scans, figures, the
     readiness polls of `wait_idle`) and its backends use: taken off the reports' figures."""
     start, t0 = _parts_s(pid, url), time.monotonic()

@@ -42,6 +42,9 @@ class BackfillPlan:
     inventory_every_s: float = 1_800.0
     sweep_every_s: float = 7_200.0  # a multiple of inventory_every_s
     pause_s: float = 0.01  # after each report, so live probes' writes get the database
+    # ...and at least this share of the time the report took to store: the backfill writes
+    # at most half the time, so the live probes' reports never queue behind it into 429s
+    yield_share: float = 1.0
 
 
 @dataclass
@@ -113,8 +116,10 @@ class Backfill:
                 host.clock.now = self._t + plan.span_s
                 apply_faults(host.fabric, self.scenario.faults_at(host.name, self._t))
                 map_host(host.mapping, self.fleet, host.host, self._t)  # the jobs then
+                took = time.perf_counter()
                 self._ingest(host.build(kind))
-                self.stop.wait(plan.pause_s)
+                took = time.perf_counter() - took
+                self.stop.wait(max(plan.pause_s, plan.yield_share * took))
         return self._finish(started, done=True)
 
     def _ingest(self, report: Report) -> None:

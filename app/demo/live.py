@@ -83,8 +83,8 @@ class LiveFleet:
     def start(self) -> None:
         self.started_at = time.monotonic()
         self._apply(0.0)  # faults that hold from the start are there for the first report
-        for live in self.hosts:
-            live.thread = threading.Thread(target=self._run_host, args=(live,),
+        for i, live in enumerate(self.hosts):
+            live.thread = threading.Thread(target=self._run_host, args=(live, i),
                                            name=f"demo-{live.host.name}", daemon=True)
             live.thread.start()
         self._director.start()
@@ -102,7 +102,16 @@ class LiveFleet:
                              job_mapping_dir=self.mapping_root / host.name,
                              kubelet_socket=None)
 
-    def _run_host(self, live: LiveHost) -> None:
+    def first_report_s(self, i: int) -> float:
+        """When host `i` starts, seconds after the fleet: the hosts spread evenly over one
+        inventory interval, as a fleet's probes come up over minutes, not in one instant.
+        All at once, a fresh demo's 30 first reports (and their first sweeps) met its own
+        server's admission limit, and its probes logged 429s over the URL and credential."""
+        return self.intervals.inventory_s * i / max(1, len(self.hosts))
+
+    def _run_host(self, live: LiveHost, i: int) -> None:
+        if live.stop.wait(self.first_report_s(i)):
+            return  # stopped before its turn came
         try:
             skew = timedelta(seconds=self.scenario.clock_skew_s(live.host.name))
             with open_runtime(self._settings(live.host), fabric=live.fabric, meter=thread_usage,

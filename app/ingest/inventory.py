@@ -118,6 +118,7 @@ def _grouped(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 _PENDING_KEY = "peerwatch.inventory_pending"
+LINKS_PENDING_KEY = "peerwatch.links_pending"  # app/ingest/sparse_links.py
 
 
 def _fingerprint(report: Report, inventory_json: bytes) -> bytes:
@@ -130,13 +131,17 @@ def _fingerprint(report: Report, inventory_json: bytes) -> bytes:
 def remember_committed(session: Session) -> None:
     """After a commit: the inventory written in it is now what the memo may trust."""
     pending = session.info.pop(_PENDING_KEY, None)
+    links = session.info.pop(LINKS_PENDING_KEY, None)
     memo = session.info.get(MEMO_KEY)
     if pending is not None and memo is not None:
         memo.remember(*pending)
+    if links is not None and memo is not None:
+        memo.remember_links(*links)
 
 
 def forget_uncommitted(session: Session) -> None:
     session.info.pop(_PENDING_KEY, None)
+    session.info.pop(LINKS_PENDING_KEY, None)
 
 
 def store_inventory(session: Session, host: HostState, report: Report, now: datetime,

@@ -31,6 +31,7 @@ from peerwatch.app.ingest.inventory import (
     store_inventory,
 )
 from peerwatch.app.ingest.received import claim
+from peerwatch.app.ingest.sparse_links import sparse_link_rows
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.ingest import IngestResult
@@ -180,6 +181,8 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     throttled = report_throttles(report)
     measurements = _measurement_rows(report, host.id, report_pk, throttled)
     links, gpus = _sample_rows(report, host.id, report_pk, throttled)
+    # the GPU rows are the host's reading times the link rates span: without them, dense
+    links = sparse_link_rows(session, host, links, report.finished_at, newest and bool(gpus))
     events = event_rows(report, host.id, report_pk)
     if events:  # the judgement fast path steps aside until they are judged (unchanged.py)
         values["events_stored_at"] = now

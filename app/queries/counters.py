@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, func, select, tuple_
+from sqlalchemy import and_, case, func, select, true, tuple_
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.gpu_health import AER_COLUMNS
-from peerwatch.app.store.tables.history import GpuSample, LinkSample
+from peerwatch.app.store.tables.history import LINK_KEYFRAME_S, GpuSample, LinkSample
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 JUDGED = ("replay", "recovery", "crc_flit")  # what `app.analysis.fabric_health` judges
@@ -26,17 +26,42 @@ JUDGED = ("replay", "recovery", "crc_flit")  # what `app.analysis.fabric_health`
 def link_rates(session: Session, host_id: int, since: datetime,
                counters: Sequence[str] = JUDGED) -> dict[tuple[int, int], dict[str, float | None]]:
     """Growth per second of `counters` of every link since `since` (None: fewer than two
-    readings)."""
+    readings), over the host's readings from `since` on.
+
+    The link rows are sparse (app/ingest/sparse_links.py): a reading equal in its error
+    counters to the port's one before is not stored, except at keyframes. So each port's
+    value at `since` is its newest row at or before it, which a keyframe puts at most
+    LINK_KEYFRAME_S back (where a reading stands at `since`, as `rate_window_start` finds),
+    growth is counted on the steps that end after `since`, and every rate spans the host's
+    readings in the window, first to last, as each port's did when every reading was kept."""
+    first, last = host_readings_span(session, host_id, since)
+    if first is None or last is None:
+        return {}
+    reach = since - timedelta(seconds=LINK_KEYFRAME_S) if first == since else since
     rows = _growth(session, LinkSample, (LinkSample.gpu, LinkSample.link), counters,
-                   LinkSample.host_id == host_id, LinkSample.at >= since)
+                   LinkSample.host_id == host_id, LinkSample.at >= reach,
+                   after=since if reach < since else None, sparse=True)
+    span = (None, None) if first == last else (first, last)
     out: dict[tuple[int, int], dict[str, float | None]] = {}
     for gpu, link, *values in rows:
-        out[(gpu, link)] = {c: _rate(*values[3 * i:3 * i + 3]) for i, c in enumerate(counters)}
+        out[(gpu, link)] = {c: _rate(values[3 * i], *span) for i, c in enumerate(counters)}
     return out
 
 
+def host_readings_span(session: Session, host_id: int, since: datetime
+                       ) -> tuple[datetime | None, datetime | None]:
+    """The first and last time the host's counters were read from `since` on: its GPU rows
+    (one per GPU and reading) and its link rows (a keyframe's, or a moved port's)."""
+    spans = [session.execute(select(func.min(m.at), func.max(m.at)).where(
+        m.host_id == host_id, m.at >= since)).one() for m in (GpuSample, LinkSample)]
+    firsts = [_aware(f) for f, _ in spans if f is not None]
+    lasts = [_aware(la) for _, la in spans if la is not None]
+    return (min(firsts) if firsts else None), (max(lasts) if lasts else None)
+
+
 def _growth(session: Session, model: type[LinkSample] | type[GpuSample],
-            partition: tuple[Any, ...], counters: Sequence[str], *where: Any) -> list[Any]:
+            partition: tuple[Any, ...], counters: Sequence[str], *where: Any,
+            after: datetime | None = None, sparse: bool = False) -> list[Any]:
     """Per `partition` (its columns first), each counter's (growth, first, last) over the
     rows `where` selects: each reading minus the one before it (a reset counts as growth
     from zero), summed over the steps forward in time, and when the first counted step
@@ -46,18 +71,23 @@ def _growth(session: Session, model: type[LinkSample] | type[GpuSample],
     the answer follows from plain aggregates, exactly: `_unmoved` reads them first (one
     grouped scan, no window function), and only the partitions with a counter that moved or was not
     read every time go through the window functions (`_stepped`), which cost time per
-    reading on SQLite (an 8-GPU host's 900 s window holds ~4,600 link readings)."""
-    unmoved, moved = _unmoved(session, model, partition, counters, *where)
+    reading on SQLite (an 8-GPU host's 900 s window holds ~4,600 link readings).
+
+    `after`: only the steps ending after it count (the rows before it give each partition's
+    value there). `sparse`: a reading left out repeats the one before, so a counter read at
+    all grew 0 where no step of it counts (the caller spans the rates)."""
+    unmoved, moved = _unmoved(session, model, partition, counters, *where, sparse=sparse)
     if moved:
         keys = tuple_(*partition) if len(partition) > 1 else partition[0]
         unmoved += _stepped(session, model, partition, counters, *where,
-                            keys.in_(moved if len(partition) > 1 else [k[0] for k in moved]))
+                            keys.in_(moved if len(partition) > 1 else [k[0] for k in moved]),
+                            after=after, sparse=sparse)
     return unmoved
 
 
 def _unmoved(session: Session, model: type[LinkSample] | type[GpuSample],
-             partition: tuple[Any, ...], counters: Sequence[str], *where: Any
-             ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+             partition: tuple[Any, ...], counters: Sequence[str], *where: Any,
+             sparse: bool = False) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(the rows `_stepped` would give for the partitions whose every counter was read every
     time and never changed, the other partitions' keys). For such a counter every step
     grows by 0; a step counts when it moves forward in time, so there is one exactly when
@@ -74,13 +104,14 @@ def _unmoved(session: Session, model: type[LinkSample] | type[GpuSample],
                for i in range(0, len(values), 3)):
             moved.append(tuple(key))
             continue
-        step = (0, first, last) if first != last else (None, None, None)
+        step = (0, first, last) if first != last or sparse else (None, None, None)
         unmoved.append((*key, *(step * len(counters))))
     return unmoved, moved
 
 
 def _stepped(session: Session, model: type[LinkSample] | type[GpuSample],
-             partition: tuple[Any, ...], counters: Sequence[str], *where: Any) -> list[Any]:
+             partition: tuple[Any, ...], counters: Sequence[str], *where: Any,
+             after: datetime | None = None, sparse: bool = False) -> list[Any]:
     """`_growth` by window functions: each reading minus the one before it."""
     def previous(column: Any) -> Any:
         return func.lag(column).over(partition_by=partition, order_by=(model.at, model.id))
@@ -93,8 +124,12 @@ def _stepped(session: Session, model: type[LinkSample] | type[GpuSample],
     steps = select(*cols).where(*where).subquery()
     aggregates = []
     for c in counters:
-        counted = and_(steps.c[c].is_not(None), steps.c.at > steps.c.prev_at)
-        aggregates += [func.sum(case((counted, steps.c[c]))),
+        counted = and_(steps.c[c].is_not(None), steps.c.at > steps.c.prev_at,
+                       steps.c.at > after if after is not None else true())
+        grown: Any = func.sum(case((counted, steps.c[c])))
+        if sparse:  # read at all: 0 where no step counts
+            grown = case((func.count(steps.c[c]) > 0, func.coalesce(grown, 0)))
+        aggregates += [grown,
                        func.min(case((counted, steps.c.prev_at))),
                        func.max(case((counted, steps.c.at)))]
     keys = [steps.c[col.key] for col in partition]
@@ -123,10 +158,11 @@ def rate_window_start(session: Session, host_id: int, since: datetime,
     it, so a report gap longer than the window (but shorter than the staleness limit) still
     measures the growth across the gap instead of reading "no rate": a link whose errors
     kept growing stays degraded and its alert does not resolve and fire again as new."""
-    before = session.scalar(select(func.max(LinkSample.at)).where(
-        LinkSample.host_id == host_id, LinkSample.at < since,
-        LinkSample.at >= since - timedelta(seconds=gap_s)))
-    return min(since, _aware(before)) if before is not None else since
+    befores = [session.scalar(select(func.max(m.at)).where(
+        m.host_id == host_id, m.at < since, m.at >= since - timedelta(seconds=gap_s)))
+        for m in (GpuSample, LinkSample)]  # the host's readings: see host_readings_span
+    found = [_aware(b) for b in befores if b is not None]
+    return min(since, max(found)) if found else since
 
 
 def aer_rates(session: Session, host_id: int, since: datetime

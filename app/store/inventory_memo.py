@@ -5,6 +5,7 @@ sessionmaker that holds it needs nothing above the store.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -18,6 +19,20 @@ class Stamped(Protocol):
     last_report_at: datetime | None
 
 
+Port = tuple[int, int]  # (gpu, link)
+
+
+Errors = tuple[int | None, ...]  # a port's error counters, in `sparse_links.ERRORS` order
+
+
+@dataclass(frozen=True)
+class LinkReadings:
+    """What a host's NVLink ports read last (`app/ingest/sparse_links.py`): each port's error
+    counters then, and when its newest row was written (a rate query reaches back to it)."""
+
+    ports: dict[Port, tuple[Errors, datetime]]
+
+
 class InventoryMemo:
     """What this process last committed as each host's inventory: its fingerprint and the
     host's `last_report_at` it set. If the host still shows that `last_report_at`, no report
@@ -27,6 +42,7 @@ class InventoryMemo:
 
     def __init__(self) -> None:
         self._stored: dict[int, tuple[bytes, datetime]] = {}
+        self._links: dict[int, tuple[LinkReadings, datetime]] = {}
 
     def unchanged(self, host: Stamped, fingerprint: bytes) -> bool:
         return (host.last_report_at is not None
@@ -34,3 +50,14 @@ class InventoryMemo:
 
     def remember(self, host_id: int, fingerprint: bytes, version: datetime) -> None:
         self._stored[host_id] = (fingerprint, version)
+
+    def links(self, host: Stamped) -> LinkReadings | None:
+        """The host's newest link readings, if this process stored them last (the host
+        still shows the `last_report_at` it set): else None, and every port is written."""
+        kept = self._links.get(host.id)
+        if kept is None or host.last_report_at is None or kept[1] != host.last_report_at:
+            return None
+        return kept[0]
+
+    def remember_links(self, host_id: int, readings: LinkReadings, version: datetime) -> None:
+        self._links[host_id] = (readings, version)

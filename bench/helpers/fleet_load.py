@@ -11,7 +11,8 @@ would have every simulated host post as one (as "__HOST__" did, lowercased on th
 
 Three phases:
 - `warm_up`: every host posts one sweep and then one inventory report, one at a time per
-  server: the quiet per-report server cost (the `Server-Timing` header);
+  server: the quiet per-report server cost (the `Server-Timing` header); a host warmed
+  keeps posting its inventory at its cadence meanwhile, as a probe does;
 - `load`: every host on its own compressed cadence (a sweep every 600/k s, inventory every
   30/k s, random phases), one post in flight per host as a probe does, 429/503 answered by
   waiting `Retry-After` with jitter and sending the same report again (the probe spools it),
@@ -50,7 +51,7 @@ TOKEN = "bench-token"
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
            WIRE_HEADER: wire_fingerprint()}  # a current probe's: its bodies are known by bytes
 PROBE_TIMEOUT_S = 10.0  # the probe's own request timeout
-WARM_UP_TIMEOUT_S = 120.0
+WARM_UP_TIMEOUT_S = 600.0  # how long a host's first reports may keep being retried
 INVENTORY_S, SWEEP_S = 30.0, 600.0  # the probe's real cadence
 DRAIN_S = 600.0  # generous: a loaded machine's judges catch up with a burst's backlog
 
@@ -200,30 +201,62 @@ def client(hosts: int, timeout_s: float = PROBE_TIMEOUT_S) -> httpx.AsyncClient:
                              limits=httpx.Limits(max_connections=hosts + 16))
 
 
-async def warm_up(bases: list[str], hosts: int, tpl: dict[str, Template]) -> Record:
+async def warm_up(bases: list[str], hosts: int, tpl: dict[str, Template],
+                  inventory_every_s: float = INVENTORY_S) -> Record:
+    """Every host's first sweep and inventory, one host at a time per server, as a fleet
+    reconnects after a server restart. Each behaves as its probe does: a request it gave up
+    on (the probe's own timeout) or that was refused is sent again, and once its first two
+    reports are in it keeps posting its inventory every `inventory_every_s` until the
+    warm-up ends (a probe does not fall silent while others catch up; those posts are not
+    in the record). A request never outlives the probe's timeout, so no clock reading
+    carries minutes of queueing, and no host the server has heard goes quiet: the
+    warm-up raised ProbeStale and ProbeClockSkew alerts for what only the bench did."""
     record, queue = Record(), asyncio.Queue[int]()
     for i in range(hosts):
         queue.put_nowait(i)
+    done = asyncio.Event()
 
-    async def worker(http: httpx.AsyncClient, base: str) -> None:
+    async def keep_heard(http: httpx.AsyncClient, base: str, name: str) -> None:
+        while not done.is_set():
+            try:
+                await asyncio.wait_for(done.wait(), inventory_every_s)
+                return
+            except TimeoutError:
+                body = tpl["inventory"].body(name, datetime.now(UTC))
+                await _until_stored(http, base, "inventory", body, Record(), name)
+
+    async def worker(http: httpx.AsyncClient, base: str, kept: list[asyncio.Task]) -> None:
         while not queue.empty():
             name = host_name(queue.get_nowait())
             for kind in ("sweep", "inventory"):
                 body = tpl[kind].body(name, datetime.now(UTC))
-                answer = await post(http, base, kind, body, record, name)
-                # refused (the server's expansions are behind): wait as a probe does
-                while answer is not None and answer.status_code in (429, 503):
-                    await asyncio.sleep(_retry_after(answer))
-                    answer = await post(http, base, kind, body, record, name)
-                if answer is None or answer.status_code not in (200, 201):
-                    raise RuntimeError(f"warm-up post failed: {answer and answer.text[:300]}")
+                await _until_stored(http, base, kind, body, record, name, WARM_UP_TIMEOUT_S)
+            kept.append(asyncio.create_task(keep_heard(http, base, name)))
 
     started = time.perf_counter()
-    # setup, not a figure: each host's first sweep may take long on a loaded machine
-    async with client(len(bases), WARM_UP_TIMEOUT_S) as http:
-        await asyncio.gather(*(worker(http, base) for base in bases))
+    kept: list[asyncio.Task] = []
+    async with client(hosts + len(bases)) as http:
+        await asyncio.gather(*(worker(http, base, kept) for base in bases))
+        done.set()
+        await asyncio.gather(*kept)
     record.seconds = time.perf_counter() - started
     return record
+
+
+async def _until_stored(http: httpx.AsyncClient, base: str, kind: str, body: str,
+                        record: Record, name: str, most_s: float = DRAIN_S) -> None:
+    """Post until stored, as the probe's spool does: a refusal waits its Retry-After, a
+    request that timed out is sent again; RuntimeError on any other answer, or after
+    `most_s` (setup, not a figure: a loaded machine's first sweeps may take long)."""
+    deadline = time.monotonic() + most_s
+    while time.monotonic() < deadline:
+        answer = await post(http, base, kind, body, record, name)
+        if answer is not None and answer.status_code in (200, 201, 202):
+            return
+        if answer is not None and answer.status_code not in (429, 503):
+            raise RuntimeError(f"warm-up post failed: {answer.status_code} {answer.text[:300]}")
+        await asyncio.sleep(_retry_after(answer))
+    raise RuntimeError(f"warm-up: {name}'s {kind} not stored within {most_s:g} s")
 
 
 def _retry_after(response: httpx.Response | None) -> float:

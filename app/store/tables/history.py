@@ -83,13 +83,20 @@ class Measurement(Base):
     throttle: Mapped[str | None] = mapped_column(String(200))
 
 
+# Every port of a host is written whole at least this often (by its readings' time); in
+# between a port's row is written only when an error counter moved (app/ingest/
+# sparse_links.py), so a rate query reaches back this far for each port's last value.
+LINK_KEYFRAME_S = 300.0
+
+
 class LinkSample(Base):
-    """Cumulative counters of one NVLink port at one time (judge rates, never sizes)."""
+    """Cumulative counters of one NVLink port at one time (judge rates, never sizes). Sparse:
+    a reading whose error counters equal the port's previous one is not stored between
+    keyframes (LINK_KEYFRAME_S), so the series' tx/rx bytes are as fine as the keyframes."""
 
     __tablename__ = "link_samples"
-    # (host_id, at): a host's newest window across all its links, what judging reads (0004)
-    __table_args__ = (Index(None, "host_id", "gpu", "link", "at"), Index(None, "at"),
-                      Index(None, "host_id", "at"))
+    # (host_id, at): a host's window across all its links, what every read asks (0026)
+    __table_args__ = (Index(None, "host_id", "at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     report_id: Mapped[int] = mapped_column(
@@ -112,8 +119,7 @@ class GpuSample(Base):
     """Per-GPU counters and activity at one time: PCIe replays, utilization, processes."""
 
     __tablename__ = "gpu_samples"
-    __table_args__ = (Index(None, "host_id", "gpu", "at"), Index(None, "at"),
-                      Index(None, "host_id", "at"))
+    __table_args__ = (Index(None, "host_id", "at"),)  # what every read asks (0026)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     report_id: Mapped[int] = mapped_column(

@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 import httpx
 import psutil
+import pytest
 
 from peerwatch.app.demo.fleet import plan_fleet
 from peerwatch.app.demo.run import history_age_s
@@ -227,3 +228,21 @@ def test_one_hgx8_board_is_slow_from_the_start_and_the_demo_judges_groups_of_thr
     assert not any(isinstance(f, BandwidthFactor) for f in story.faults_at("hgx8-01", 0))
     assert demo_settings(DemoOptions(data_dir=tmp_path)).fleet_peer_min_hosts == 3
     assert default_scenario(plan_fleet(4)).faults_at("hgx8-01", 0) == frozenset()
+
+
+def test_the_live_hosts_start_spread_over_one_inventory_interval(tmp_path: Path) -> None:
+    """A fresh demo's probes do not all send their first reports in one instant (its own
+    server refused them, 429, over the URL it had just printed): host i starts i/n of an
+    inventory interval after the fleet, the first at once, all within the interval."""
+    from peerwatch.app.demo.live import LiveFleet, LiveIntervals
+
+    fleet = plan_fleet(12, seed=1)
+    live = LiveFleet(fleet, default_scenario(fleet), "http://127.0.0.1:1", lambda _: "token",
+                     tmp_path / "spool", LiveIntervals(inventory_s=6.0))
+    try:
+        starts = [live.first_report_s(i) for i in range(len(fleet))]
+    finally:
+        for host in live.hosts:
+            host.fabric.close()
+    assert starts[0] == 0.0 and starts == sorted(set(starts)) and max(starts) < 6.0
+    assert starts[1] - starts[0] == pytest.approx(0.5)

@@ -12,16 +12,25 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from peerwatch.app.ingest import rows as ingest_service
 from peerwatch.app.main import create_app
+from peerwatch.app.queries.counters import link_rates
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
-from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measurement, ReportRow
+from peerwatch.app.store.inventory_memo import MEMO_KEY, InventoryMemo
+from peerwatch.app.store.tables.history import (
+    LINK_KEYFRAME_S,
+    GpuSample,
+    LinkSample,
+    Measurement,
+    ReportRow,
+)
 from peerwatch.app.store.tables.inventory import Gpu, Host
-from peerwatch.probes.report import TestName, utcnow
+from peerwatch.probes.report import ReportKind, TestName, utcnow
 from tests.app.conftest import probe_headers
-from tests.app.factory import sweep
+from tests.app.factory import T0, sweep
 from tests.app.judged_client import JudgedClient
 
 URL = "/api/v1/reports"
@@ -189,3 +198,38 @@ def test_new_report_id_stores_again(client: TestClient, settings: Settings) -> N
     assert _post(client, a.model_dump_json()).status_code == 201
     assert _post(client, b.model_dump_json()).status_code == 201
     assert _counts(settings)["measurements"] == 4
+
+
+@pytest.mark.parametrize("memo", ["kept", "lost"])
+def test_unmoved_link_counters_are_stored_only_at_keyframes(client: TestClient,
+                                                             settings: Settings,
+                                                             memo: str) -> None:
+    """An inventory report every 30 s: every port is written first, then only when its error
+    counters moved or its newest row is LINK_KEYFRAME_S old; the rates the judge reads are
+    those of every reading. The same rows when the process's memo is lost before each
+    report (another worker, a restart): what each port read is then read back."""
+    ports = {(0, 0): 100, (0, 1): 100, (1, 0): 100}
+    info = client.app.state.sessionmaker.kw["info"]  # type: ignore[attr-defined]
+    for i in range(12):
+        if memo == "lost":
+            info[MEMO_KEY] = InventoryMemo()
+        errors = {(0, 1): 8 if i >= 6 else 5}
+        report = sweep(at=T0 + timedelta(seconds=30 * i), counters=ports, error_counts=errors,
+                       tests=(), kind=ReportKind.INVENTORY)
+        assert _post(client, report.model_dump_json()).status_code == 201
+    engine = make_engine(settings)
+    try:
+        with Session(engine) as s:
+            rows = s.execute(select(LinkSample.at, LinkSample.gpu, LinkSample.link)
+                             .order_by(LinkSample.at, LinkSample.gpu, LinkSample.link)).all()
+            host_id = s.scalar(select(Host.id))
+            rates = link_rates(s, host_id, T0)
+    finally:
+        engine.dispose()
+    second = T0 + timedelta(seconds=LINK_KEYFRAME_S)
+    assert [(at - T0, (g, k)) for at, g, k in rows] == [  # 6 of 36 readings
+        (timedelta(0), (0, 0)), (timedelta(0), (0, 1)), (timedelta(0), (1, 0)),
+        (timedelta(seconds=180), (0, 1)),  # it moved
+        (second - T0, (0, 0)), (second - T0, (1, 0))]  # unmoved for LINK_KEYFRAME_S
+    assert rates[(0, 1)]["replay"] == pytest.approx(3 / 330)
+    assert rates[(0, 0)] == rates[(1, 0)] == {"replay": 0.0, "recovery": 0.0, "crc_flit": 0.0}

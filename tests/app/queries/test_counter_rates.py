@@ -18,7 +18,7 @@ from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.counters import link_rates, pcie_replay_rates
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
-from peerwatch.app.store.tables.history import GpuSample, LinkSample, ReportRow
+from peerwatch.app.store.tables.history import LINK_KEYFRAME_S, GpuSample, LinkSample, ReportRow
 from peerwatch.app.store.tables.inventory import Host
 from tests.app.factory import T0
 from tests.app.statement_log import statements
@@ -66,12 +66,44 @@ def stored(settings: Settings) -> Iterator[Stored]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sparse_rows_give_the_rates_of_every_reading(stored: Stored, seed: int) -> None:
+    """Rows left out where a port's error counters repeat its reading before (keyframes
+    every LINK_KEYFRAME_S keep every port), as ingest stores them: the rates of the window
+    are those of every reading, reset and all."""
+    s, host, report = stored
+    rng = random.Random(seed)
+    times = [T0 + timedelta(seconds=30 * i) for i in range(40)]
+    since = times[25]
+    expected = {}
+    for link in range(3):
+        replay = [v if rng.random() < 0.8 else 0 for v in _readings(rng, 40)]
+        kept = [(t, r) for t, r in zip(times, replay, strict=True) if t >= since]
+        expected[(0, link)] = rate_per_s(kept)
+        keyframe = None
+        for i, (at, r) in enumerate(zip(times, replay, strict=True)):
+            if keyframe is None or (at - keyframe).total_seconds() >= LINK_KEYFRAME_S:
+                keyframe = at
+            elif replay[i - 1] == r:
+                continue  # unchanged since the reading before: not stored
+            s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0, link=link,
+                             replay=r, recovery=r, crc_flit=r))
+    for at in times:  # the host's GPU rows: one per reading
+        s.add(GpuSample(report_id=report.id, host_id=host.id, at=at, gpu=0, pcie_replay=0))
+    s.commit()
+    got = link_rates(s, host.id, since)
+    for key, value in expected.items():
+        assert got[key]["replay"] == pytest.approx(value), key
+    assert all(got[key]["replay"] is not None for key in expected)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sql_rates_equal_the_pure_rates(stored: Stored, seed: int) -> None:
     s, host, report = stored
     rng = random.Random(seed)
     expected = {}
+    # a probe reads every port of the host at once: one time per reading, for every link
+    times = [T0 + timedelta(seconds=30 * i + rng.randint(0, 5)) for i in range(20)]
     for link in range(3):
-        times = [T0 + timedelta(seconds=30 * i + rng.randint(0, 5)) for i in range(20)]
         replay = _readings(rng, 20)
         crc = [None if link == 2 else v for v in _readings(rng, 20)]
         for at, r, c in zip(times, replay, crc, strict=True):
@@ -125,8 +157,10 @@ def test_counters_that_did_not_move_are_rated_without_window_functions(
     steady = [T0 + timedelta(seconds=30 * i) for i in range(6)]
     readings = {  # link -> (time, replay, crc_flit) of each reading
         0: [(t, 5, 9) for t in steady],  # held still: rate 0
-        1: [(steady[0], 5, 9)],  # one reading: no rate
-        2: [(steady[1], 5, 9), (steady[1], 5, 9)],  # two at one time: no step forward
+        # stored once while the host's readings went on: its later readings were left out
+        # as repeats (app/ingest/sparse_links.py), so it held still over them: rate 0
+        1: [(steady[0], 5, 9)],
+        2: [(steady[1], 5, 9), (steady[1], 5, 9)],
         3: [(t, 5, 9 if i != 2 else None) for i, t in enumerate(steady)],  # one unread
         4: [(t, 5 + i, 9) for i, t in enumerate(steady)],  # replay moved
         5: [(t, 5 if i < 3 else 0, 9) for i, t in enumerate(steady)],  # a reset to 0
@@ -147,11 +181,13 @@ def test_counters_that_did_not_move_are_rated_without_window_functions(
             held = link_rates(s, host.id, T0)  # nothing moved: no window function at all
     engine.dispose()
     for link, points in readings.items():
+        if link in (1, 2):
+            points = [*points, (steady[-1], *points[-1][1:])]  # the repeats left out
         expected = {"replay": rate_per_s([(t, r) for t, r, _ in points]),
                     "crc_flit": rate_per_s([(t, c) for t, _, c in points])}
         for counter, value in expected.items():
             assert got[(0, link)][counter] == pytest.approx(value), (link, counter)
-    assert got[(0, 0)]["replay"] == 0.0 and got[(0, 1)]["replay"] is None
+    assert got[(0, 0)]["replay"] == 0.0 and got[(0, 1)]["replay"] == 0.0
     assert len(windowed) == 1, seen  # links 3, 4 and 5 only
     assert held == {key: got[key] for key in ((0, 0), (0, 1), (0, 2))}
     assert not [q for q in still if "lag(" in q.lower()], still

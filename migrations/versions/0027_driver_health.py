@@ -2,16 +2,16 @@
 (`gpus.driver`), the host's IMEX state (`host_runtime.imex`) and the PCIe AER totals of each
 GPU sample (`gpu_samples.aer_*`), judged by their rate.
 
-Revision ID: 0032
-Revises: 0025
+Revision ID: 0027
+Revises: 0026
 """
 from typing import Sequence, Union
 
 from alembic import op
 import sqlalchemy as sa
 
-revision: str = '0032'
-down_revision: Union[str, Sequence[str], None] = '0025'
+revision: str = '0027'
+down_revision: Union[str, Sequence[str], None] = '0026'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
