@@ -63,20 +63,85 @@ function shortLabel(e) {
   return e.label;
 }
 
-/** Plotly shapes and labels for `events` within [since, until]. */
+/** Point events of one kind and label that recur (an Xid every 30 s) as one band from the
+ * first to the last with their count; spans (maintenance) and single events as they are. */
+export function foldRepeats(events) {
+  const groups = new Map();
+  const out = [];
+  for (const e of events) {
+    if (e.end) {
+      out.push(e);
+      continue;
+    }
+    const key = `${e.kind}|${e.label}`;
+    const g = groups.get(key);
+    if (!g) groups.set(key, { ...e, first: e.at, last: e.at, count: e.count || 1, times: 1 });
+    else Object.assign(g, { first: e.at < g.first ? e.at : g.first, last: e.at > g.last ? e.at : g.last,
+      count: g.count + (e.count || 1), times: g.times + 1 });
+  }
+  for (const g of groups.values()) {
+    out.push(g.times > 1 ? { ...g, at: g.first, end: g.last, band: true } : g);
+  }
+  return out;
+}
+
+const BAND_FILL = "rgba(86,180,233,0.08)";
+
+function markShape(e, since, until) {
+  const name = `event ${e.kind}`;
+  if (!e.end) {
+    return { type: "line", xref: "x", yref: "paper", x0: e.at, x1: e.at, y0: 0, y1: 1, name,
+      line: { color: colourOf(e.kind), width: 1, dash: "dot" } };
+  }
+  const x0 = e.at < since ? since : e.at;
+  const x1 = e.end > until ? until : e.end;
+  return e.band
+    ? { type: "rect", xref: "x", yref: "paper", x0, x1, y0: 0, y1: 1, name, layer: "below",
+      fillcolor: colourOf(e.kind), opacity: 0.14, line: { color: colourOf(e.kind), width: 1 } }
+    : { type: "rect", xref: "x", yref: "paper", x0, x1, y0: 0, y1: 1, fillcolor: BAND_FILL,
+      line: { width: 0 }, layer: "below", name };
+}
+
+const LABEL_ROWS = 3;
+// Which labels get a row first when they crowd: faults before jobs and maintenance.
+const LABEL_PRIORITY = { link: 0, xid: 0, job: 2, maintenance: 3 };
+
+/** Rows for the labels (0 = right above the plot), the faults' first: a label goes in the
+ * first row with no label within a short label's width of it, else it is left out (its mark
+ * and hover stay). */
+function labelRows(marks, since, until) {
+  const gap = (Date.parse(until) - Date.parse(since)) / 14; // about a short label's width
+  const placed = Array.from({ length: LABEL_ROWS }, () => []);
+  const rows = Array(marks.length).fill(-1);
+  const order = marks.map((e, i) => i).sort((a, b) =>
+    (LABEL_PRIORITY[marks[a].kind] ?? 1) - (LABEL_PRIORITY[marks[b].kind] ?? 1) || a - b);
+  for (const i of order) {
+    const e = marks[i];
+    const x = Date.parse(e.at < since ? since : e.at);
+    const row = placed.findIndex((xs) => xs.every((other) => Math.abs(x - other) >= gap));
+    if (row >= 0) placed[row].push(x);
+    rows[i] = row;
+  }
+  return rows;
+}
+
+/** Plotly shapes and labels for `events` within [since, until]: repeats folded into bands
+ * ("⚡ Xid 74 ×14"), labels stacked in up to three rows so none overprints another. */
 export function eventMarks(events, since, until) {
-  const inside = events.filter((e) => e.at <= until && (e.end || e.at) >= since);
-  const shapes = inside.map((e) => (e.end
-    ? { type: "rect", xref: "x", yref: "paper", x0: e.at < since ? since : e.at, x1: e.end > until ? until : e.end,
-      y0: 0, y1: 1, fillcolor: "rgba(86,180,233,0.08)", line: { width: 0 }, layer: "below", name: `event ${e.kind}` }
-    : { type: "line", xref: "x", yref: "paper", x0: e.at, x1: e.at, y0: 0, y1: 1, name: `event ${e.kind}`,
-      line: { color: colourOf(e.kind), width: 1, dash: "dot" } }));
+  const inside = foldRepeats(events.filter((e) => e.at <= until && (e.end || e.at) >= since))
+    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  const shapes = inside.map((e) => markShape(e, since, until));
+  const rows = labelRows(inside, since, until);
   // Short labels above the plot (the hover has the whole): "↓ GPU3 link 16", "▶ 81240", "⚒".
-  const labels = inside.map((e) => ({ x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper",
-    yanchor: "bottom", showarrow: false, text: esc(shortLabel(e)), textangle: 0,
+  const labels = inside.flatMap((e, i) => (rows[i] < 0 ? [] : [{
+    x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper", yanchor: "bottom",
+    yshift: rows[i] * 11, xanchor: "left", showarrow: false, textangle: 0,
+    text: esc(shortLabel(e) + (e.band ? ` ×${e.count}` : "")),
     font: { size: 9, color: colourOf(e.kind) === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
-    hovertext: esc(`${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }));
-  return { shapes, labels };
+    hovertext: esc(e.band ? `${e.label} ×${e.count}, ${fmt.time(e.first)} – ${fmt.time(e.last)}`
+      : `${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }]));
+  const top = 30 + 11 * Math.max(0, ...rows); // the margin the stacked labels need
+  return { shapes, labels, top };
 }
 
 /** The series of a Plotly chart as CSV: one row per point, "series,time,value". */

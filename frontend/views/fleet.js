@@ -9,7 +9,7 @@ import { activeMaintenance, maintenanceTag } from "../panels/maintenance.js";
 import { drainMarks, drainTags } from "../panels/drain.js";
 import { domainsPanel } from "./domain.js";
 import { VERDICTS, verdictOf } from "../shared/palette.js";
-import { hostFaults, topFault } from "../shared/faults.js";
+import { hostFaults, moreWords, topFault } from "../shared/faults.js";
 import { hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
   worstFiringByHost } from "../shared/severity.js";
 import { href, hostHref, updateParams } from "../shared/router.js";
@@ -63,7 +63,7 @@ function reasonCell(r) {
   return h("span", { class: `top-fault scope-${fault.scope}`, title: r.reason, "data-scope": fault.scope },
     known, text,
     more ? h("a", { class: "more", href: href("alerts", [], { host: r.host }),
-      title: "every fault of this host" }, ` +${more} more`) : null,
+      title: "every fault of this host", "data-hidden": top.hidden.join("|") }, moreWords(top)) : null,
     !r.stale && r.since && r.verdict !== "healthy"
       ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null,
     maintenanceTag(r.maintenance));

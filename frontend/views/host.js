@@ -20,7 +20,7 @@ import { hostAlertPeriods, pairProblems } from "../panels/host_problems.js";
 import { seriesFigure } from "../charts/series.js";
 import { jobLinks } from "./job.js";
 import { linkNotices, scrollToTarget } from "../panels/host_links.js";
-import { hostFaults, topFault } from "../shared/faults.js";
+import { hostFaults, moreWords, topFault } from "../shared/faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "../shared/severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "../shared/stale.js";
 import { topologyFigure } from "../charts/topology.js";
@@ -130,7 +130,8 @@ export function mount(root, route) {
     const marks = eventMarks(events, since, until);
     const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
       annotations: [...(fig.layout.annotations || []), ...marks.labels],
-      xaxis: { ...fig.layout.xaxis, ...CROSSHAIR } };
+      xaxis: { ...fig.layout.xaxis, ...CROSSHAIR },
+      margin: { ...fig.layout.margin, t: Math.max(fig.layout.margin?.t ?? 28, marks.top) } };
     return { data: fig.data, layout };
   }
 
@@ -185,7 +186,7 @@ export function mount(root, route) {
     if (!top) return null;
     return h("p", { class: "top-line", "data-scope": top.fault.scope },
       h("b", {}, data.detail.stale ? `last known at ${fmt.time(data.detail.last_report_at)}: ` : "Top fault: "),
-      top.fault.text, top.more ? h("span", { class: "muted" }, ` +${top.more} more below`) : null);
+      top.fault.text, top.more ? h("span", { class: "muted" }, `${moreWords(top)} (below)`) : null);
   }
 
   function problemItem(p) {
