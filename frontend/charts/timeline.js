@@ -28,6 +28,28 @@ export function windowOf(params) {
   return { since: iso(until - span), until: iso(until), absolute: false };
 }
 
+/** One line per range parameter the page could not follow (issue 40: `from=21:00Z` was
+ * dropped without a word while the charts ran to now). */
+export function rangeNotices(params) {
+  const lines = [];
+  const fallback = `showing the last ${RANGES[params.range] ? params.range : DEFAULT_RANGE}`;
+  for (const key of ["from", "to"]) {
+    if (params[key] && !valid(params[key])) {
+      lines.push(`${key}=${params[key]} is not a date and time (write it as 2026-12-01T21:00Z); ${fallback}.`);
+    }
+  }
+  if (valid(params.from) && valid(params.to) && Date.parse(params.from) >= Date.parse(params.to)) {
+    lines.push(`from=${params.from} is not before to=${params.to}; ${fallback}.`);
+  } else if (Boolean(params.from) !== Boolean(params.to) && (valid(params.from) || valid(params.to))) {
+    lines.push(`A range needs both from= and to=; ${fallback}.`);
+  }
+  if (params.range && !RANGES[params.range]) {
+    lines.push(`There is no range "${params.range}"; showing the last ${DEFAULT_RANGE} ` +
+      `(ranges: ${Object.keys(RANGES).join(", ")}).`);
+  }
+  return lines;
+}
+
 const localInput = (isoText) => isoText.slice(0, 16); // "2026-12-01T21:05" (UTC, as shown)
 
 /** The range bar: relative buttons, and from/to (UTC) for an absolute range. */

@@ -9,6 +9,7 @@ import { activatable, esc, h, replace } from "../shared/dom.js";
 import * as fmt from "../shared/format.js";
 import { baseLayout, OKABE_ITO } from "../shared/palette.js";
 import { draw, emptyNote, onPlotly, purge, windowTrace } from "../charts/plot.js";
+import { CROSSHAIR } from "../charts/timeline.js";
 
 const JOBS_SHOWN = 20;
 const SEVERITY_CLASS = { critical: "v-down", warning: "v-degraded", info: "" };
@@ -55,7 +56,8 @@ function timelineFigure(jobs, since, until) {
     marker("epilog", "square", OKABE_ITO.orange)];
   const layout = baseLayout({
     height: Math.max(140, 60 + 22 * shown.length), hovermode: "closest",
-    margin: { l: 70, r: 12, t: 10, b: 36 }, xaxis: { type: "date", title: { text: "UTC" } },
+    margin: { l: 70, r: 12, t: 10, b: 36 },
+    xaxis: { type: "date", title: { text: "UTC" }, range: [since, until], ...CROSSHAIR },
     yaxis: { type: "category", title: { text: "job" } },
     legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 1, xanchor: "right" },
     annotations: shown.length ? [] : [emptyNote("no job snapshots of this host")],
@@ -99,6 +101,7 @@ export function jobsPanel(host) {
 
   return {
     el: section,
+    chart: el.chart, // one of the page's time charts: linked zoom and crosshair
     async load() {
       try {
         jobs = jobsOf((await api.snapshots(host)).snapshots);

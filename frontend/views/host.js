@@ -24,7 +24,7 @@ import { hostFaults, moreWords, topFault } from "../shared/faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "../shared/severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "../shared/stale.js";
 import { topologyFigure } from "../charts/topology.js";
-import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, windowOf } from "../charts/timeline.js";
+import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, rangeNotices, windowOf } from "../charts/timeline.js";
 import { hostEvents, loadingSources } from "../charts/marks.js";
 import { topologyList } from "../panels/topology_list.js";
 
@@ -85,7 +85,7 @@ export function mount(root, route) {
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
     el.pairHead, el.pairNote, el.series, el.pairFacts);
-  const inventory = inventoryTable(() => params.gpu ?? null);
+  const inventory = inventoryTable(() => selectedGpu());
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
   const jobs = jobsPanel(name);
   const xids = eventsPanel(name); // Xid/SXid events: a list and marks on the time charts
@@ -107,9 +107,19 @@ export function mount(root, route) {
     el.probeErrors);
 
   const test = () => (TESTS.includes(params.test) ? params.test : TESTS[0]);
+  const hasGpu = (g) => !data.detail || data.detail.gpus.some((x) => x.index === g);
+  /** The URL's pair when this host has both GPUs (before its record loads: as written); a
+   * pair it lacks is a notice (linkNotices) and selects nothing: no phantom cell. */
+  const selectedPair = () => {
+    const pair = parsePair(params.pair);
+    return pair && pair.every(hasGpu) ? pair : null;
+  };
+  /** The URL's GPU when this host has it (the inventory's outlined row), else null. */
+  const selectedGpu = () => (params.gpu !== undefined && params.gpu !== "" && hasGpu(Number(params.gpu))
+    ? String(params.gpu) : null);
   const rangeKey = (p) => `${p.range}|${p.from}|${p.to}`;
 
-  const timeCharts = () => [el.series, el.throughput, el.errors, el.infoErrors];
+  const timeCharts = () => [el.series, el.throughput, el.errors, el.infoErrors, jobs.chart];
   /** One zoom and one crosshair across the time charts drawn so far. */
   function linkTimeCharts() {
     linkZoom(timeCharts);
@@ -133,6 +143,12 @@ export function mount(root, route) {
       xaxis: { ...fig.layout.xaxis, ...CROSSHAIR },
       margin: { ...fig.layout.margin, t: Math.max(fig.layout.margin?.t ?? 28, marks.top) } };
     return { data: fig.data, layout };
+  }
+
+  /** The jobs chart, in the page's window and linked with the other time charts. */
+  async function renderJobs() {
+    await jobs.render(window_(params));
+    linkTimeCharts();
   }
 
   function pickPair(src, dst, testName = test()) {
@@ -221,7 +237,7 @@ export function mount(root, route) {
   }
 
   async function renderPair() {
-    const pair = parsePair(params.pair);
+    const pair = selectedPair();
     pairPanel.hidden = !pair || !data.series;
     if (pairPanel.hidden) return;
     const s = data.series;
@@ -276,7 +292,7 @@ export function mount(root, route) {
 
   /** The selected pair's series; a pair the API does not know is a notice, never a blank page. */
   async function loadPair() {
-    const pair = parsePair(params.pair);
+    const pair = selectedPair();
     data.seriesError = null;
     try {
       data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(params) }) : null;
@@ -289,7 +305,8 @@ export function mount(root, route) {
   }
 
   function renderNotices() {
-    const lines = linkNotices(params, data.detail, parsePair(params.pair), data.seriesError, TESTS);
+    const lines = [...linkNotices(params, data.detail, parsePair(params.pair), data.seriesError, TESTS),
+      ...rangeNotices(params)];
     replace(el.notices, lines.map((t) => h("p", { class: "notice", role: "status" }, `⚠ ${t}`)));
   }
 
@@ -426,7 +443,7 @@ export function mount(root, route) {
       try {
         await loadBelow(true, true);
         renderPanelNotes();
-        await Promise.all([renderPair(), renderLinks(), jobs.render(window_(params))]);
+        await Promise.all([renderPair(), renderLinks(), renderJobs()]);
       } finally {
         delete root.dataset.pending;
       }
@@ -446,8 +463,8 @@ export function mount(root, route) {
     replace(el.topoList, topology ? topologyList(topology) : null);
     await Promise.all([
       topo ? draw(el.topo, topo.data, topo.layout) : null,
-      data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
-      xids.render(), renderPair(), lower ? renderLinks() : null, lower ? jobs.render(window_(params)) : null,
+      data.matrix ? matrix.set(shown("matrix"), selectedPair()) : null,
+      xids.render(), renderPair(), lower ? renderLinks() : null, lower ? renderJobs() : null,
     ]);
   }
 
@@ -457,7 +474,7 @@ export function mount(root, route) {
     const key = `${params.pair}|${params.gpu}|${params.link}`;
     if (key === targeted) return;
     targeted = key;
-    scrollToTarget(root, params, parsePair(params.pair) && data.series ? el.series : null);
+    scrollToTarget(root, params, selectedPair() && data.series ? el.series : null);
   }
 
   let below = null; // the first view's panels below the fold, loading after its first draw
@@ -491,9 +508,9 @@ export function mount(root, route) {
       await loadPair();
       renderHead();
       renderNotices();
-      await Promise.all([matrix.set(shown("matrix"), parsePair(params.pair)), renderPair(),
+      await Promise.all([matrix.set(shown("matrix"), selectedPair()), renderPair(),
         rangeKey(before) !== rangeKey(params) ? renderLinks() : null,
-        rangeKey(before) !== rangeKey(params) ? jobs.render(window_(params)) : null]);
+        rangeKey(before) !== rangeKey(params) ? renderJobs() : null]);
       if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
       showTarget();
     },
