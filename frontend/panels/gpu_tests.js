@@ -51,6 +51,6 @@ export function gpuTestsTable(health) {
   return h("div", { class: "gpu-tests" },
     h("h3", {}, "Per GPU: PCIe and local copies ",
       h("span", { class: "muted" }, "GB/s, ratio to what the PCIe link offers")),
-    h("table", { class: "grid", "aria-label": "Per-GPU copies" }, h("thead", {}, head),
-      h("tbody", {}, rows)));
+    h("div", { class: "table-scroll" }, h("table", { class: "grid", "aria-label": "Per-GPU copies" },
+      h("thead", {}, head), h("tbody", {}, rows))));
 }

@@ -84,7 +84,7 @@ const COLUMNS = [
   { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(heardAt(r)),
     cell: (r) => h("span", { title: `received ${fmt.time(heardAt(r))} (server clock)`,
       class: r.stale ? "stale-text" : null }, fmt.age(heardAt(r))) },
-  { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
+  { key: "fabric", label: "Fabric", class: "fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
 ];
 
 function gpusCell(r) {

@@ -206,7 +206,8 @@ export function mount(root, route) {
   }
 
   function problemItem(p) {
-    const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what },
+    const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what, "data-gpu": p.gpu ?? null,
+      "data-links": p.links ? p.links.join(",") : null },
       h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason,
       p.since ? h("span", { class: "muted since" }, ` — ${fmt.since(p.since)}`) : null);
     if (p.pair) {

@@ -72,7 +72,7 @@ function runnerUps(p) {
     { key: "est", label: "Estimated pairs", cell: (r) => r.estimated_pairs.map(pairText).join(", ") || "none" },
   ] });
   t.setRows(p.runner_ups);
-  return t.el;
+  return h("div", { class: "table-scroll" }, t.el);
 }
 
 function excluded(p) {
@@ -83,7 +83,7 @@ function excluded(p) {
     { key: "reason", label: "Why left out", class: "reason", cell: (r) => r.reason },
   ] });
   t.setRows(p.excluded);
-  return t.el;
+  return h("div", { class: "table-scroll" }, t.el);
 }
 
 export function mount(root, route) {
