@@ -177,17 +177,18 @@ export function chartCsv(el) {
   return rows.map((r) => r.map(cell).join(",")).join("\n") + "\n";
 }
 
-/** A "CSV" button that downloads `chart`'s series as `<name>.csv`. */
-export function csvButton(chart, name) {
+/** A "⤓ CSV: <what>" button that downloads `chart`'s series as `<name>.csv` (three buttons
+ * side by side all said "CSV"). */
+export function csvButton(chart, name, what) {
   return h("button", { type: "button", class: "csv", "data-chart": chart.id,
-    "aria-label": `Download ${name} as CSV`, on: { click: () => {
+    title: `Download this chart's series as CSV`, on: { click: () => {
       const url = URL.createObjectURL(new Blob([chartCsv(chart)], { type: "text/csv" }));
       const a = h("a", { href: url, download: `${name()}.csv` });
       document.body.append(a);
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 1000);
-    } } }, "CSV");
+    } } }, h("span", { "aria-hidden": "true" }, "⤓ "), `CSV: ${what}`);
 }
 
 /** A zoom (drag) on one of `charts` sets the same time range on the others; a double-click

@@ -127,24 +127,46 @@ function matches(host, query, verdicts) {
   return query.toLowerCase().split(/\s+/).every((word) => hay.includes(word));
 }
 
+/** A summary chip: coloured when its count says something, quiet at 0 (issue 40: "0 down"
+ * in red on an empty fleet read as an alarm). */
+function countChip(n, look, attrs, ...content) {
+  return h("span", { ...attrs, class: n ? `chip ${look}` : "chip quiet", "data-count": n }, ...content);
+}
+
 function summary(hosts) {
   const count = (pred) => hosts.filter(pred).length;
   const fresh = hosts.filter((x) => !x.stale);
   const gpus = fresh.reduce((a, x) => a + x.gpus_total, 0);
   const healthy = fresh.reduce((a, x) => a + x.gpus_healthy, 0);
   const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
-  const chips = Object.keys(VERDICTS).map((v) =>
-    h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph", "aria-hidden": "true" },
-      VERDICTS[v].glyph), ` ${count((x) => shownVerdict(x) === v)} ${v}`));
-  const severities = ["critical", "warning"].map((s) => h("span", { class: `chip sev-${s}`, "data-severity": s },
-    h("span", { class: "glyph", "aria-hidden": "true" }, SEVERITY_LOOK[s].glyph),
-    ` ${count((x) => x.worst_alert === s)} with ${s} firing`));
+  const chips = Object.keys(VERDICTS).map((v) => {
+    const n = count((x) => shownVerdict(x) === v);
+    return countChip(n, `v-${v}`, { "data-verdict": v }, h("span", { class: "glyph", "aria-hidden": "true" },
+      VERDICTS[v].glyph), ` ${n} ${v}`);
+  });
+  const severities = ["critical", "warning"].map((s) => {
+    const n = count((x) => x.worst_alert === s);
+    return countChip(n, `sev-${s}`, { "data-severity": s },
+      h("span", { class: "glyph", "aria-hidden": "true" }, SEVERITY_LOOK[s].glyph), ` ${n} with ${s} firing`);
+  });
   return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
-    h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`), ...severities,
-    h("span", { class: "chip" }, `⚒ ${count((x) => x.maintenance)} in maintenance`),
+    countChip(count((x) => x.stale), "", {}, `◌ ${count((x) => x.stale)} stale`), ...severities,
+    countChip(count((x) => x.maintenance), "", {}, `⚒ ${count((x) => x.maintenance)} in maintenance`),
     h("span", { class: "chip", title: "GPUs of hosts that report (stale hosts are unknown)" },
       h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
-    h("a", { class: `chip${firing ? " firing" : ""}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
+    h("a", { class: `chip${firing ? " firing" : " quiet"}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
+}
+
+/** What an empty fleet says: how to connect the first probe (README, docs/security.md). */
+function firstProbe() {
+  const server = location.origin;
+  return h("section", { class: "panel first-probe", id: "first-probe" },
+    h("h2", {}, "No host has reported yet"),
+    h("p", {}, "Connect the first probe: issue its credential on this server, then start the agent on the GPU host."),
+    h("pre", {}, h("code", {}, `peerwatch token issue --host <gpu-host> --out probe.token   # here, on the server\n` +
+      `peerwatch probe --server ${server} --token-file probe.token   # on <gpu-host>`)),
+    h("p", { class: "muted" }, "Its first report appears here within a minute; ",
+      h("a", { href: "/docs" }, "the API"), " says what a report holds."));
 }
 
 function heatCell(host) {
@@ -181,6 +203,7 @@ export function mount(root, route) {
   });
   table.el.dataset.skipTarget = "the hosts table";
   const peers = peersPanel();
+  const empty = h("div");
 
   replace(root,
     h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
@@ -188,7 +211,7 @@ export function mount(root, route) {
       h("div", { class: "toolbar" }, search, h("span", { class: "toggles", role: "group",
         "aria-label": "Show only" }, toggles), count),
       grid),
-    domains,
+    domains, empty,
     h("section", { class: "panel table-wrap" }, table.el),
     peers.el);
 
@@ -207,6 +230,7 @@ export function mount(root, route) {
     const verdicts = selectedVerdicts();
     for (const t of toggles) t.setAttribute("aria-pressed", String(verdicts.has(t.dataset.verdict)));
     replace(chips, summary(hosts));
+    replace(empty, hosts.length ? null : firstProbe());
     const shown = hosts.filter((x) => matches(x, params.q, verdicts));
     count.textContent = shown.length === hosts.length ? `${hosts.length} hosts`
       : `${shown.length} of ${hosts.length} hosts`;

@@ -188,8 +188,9 @@ export function mount(root, route) {
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
         `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
-        sweep ? `last sweep ${fmt.age(sweep.finished_at)} ago: ${sweep.gpu_time_s.toFixed(2)} s GPU, ` +
-          `${sweep.wall_time_s.toFixed(1)} s wall, ${fmt.bytes(sweep.device_memory_bytes_max)} peak` : "no sweep yet",
+        sweep ? `last sweep ${fmt.age(sweep.finished_at)} ago, took ${sweep.wall_time_s.toFixed(1)} s ` +
+          `(${sweep.gpu_time_s.toFixed(2)} s of GPU time summed over GPUs, ` +
+          `${fmt.bytes(sweep.device_memory_bytes_max)} GPU memory at most)` : "no sweep yet",
       ].map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
     replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
@@ -248,7 +249,7 @@ export function mount(root, route) {
     } } }, `⇄ GPU${pair[1]} → GPU${pair[0]}`);
     replace(el.pairHead, h("h2", {}, `${fmt.pair(pair[0], pair[1])} · ${s.test}`), swap,
       h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`),
-      csvButton(el.series, () => `${name}-GPU${pair[0]}-GPU${pair[1]}-${s.test}`));
+      csvButton(el.series, () => `${name}-GPU${pair[0]}-GPU${pair[1]}-${s.test}`, "pair history"));
     const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "",
       ...jobLinks(s.jobs));
@@ -267,8 +268,9 @@ export function mount(root, route) {
         : ports ? h("span", { class: "chip v-healthy" }, `✓ all ${ports} NVLink ports up`)
           : h("span", { class: "chip" }, "no NVLink: PCIe only"),
       h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`),
-      csvButton(el.throughput, () => `${name}-nvlink-throughput`), csvButton(el.errors, () => `${name}-link-errors`),
-      csvButton(el.infoErrors, () => `${name}-corrected-errors`));
+      csvButton(el.throughput, () => `${name}-nvlink-throughput`, "throughput"),
+      csvButton(el.errors, () => `${name}-link-errors`, "errors"),
+      csvButton(el.infoErrors, () => `${name}-corrected-errors`, "corrected errors"));
     const t = marked(throughputFigure(ls), ls.since, ls.until);
     const e = marked(errorFigure(ls), ls.since, ls.until);
     const i = marked(errorFigure(ls, true), ls.since, ls.until);

@@ -11,6 +11,7 @@ import * as fmt from "../shared/format.js";
 import { href, hostHref } from "../shared/router.js";
 import { jobSpans } from "../charts/job_marks.js";
 import { rollUp, where } from "../shared/event_rollup.js";
+import { scrollBox } from "../shared/table.js";
 
 export const jobHref = (job) => href("job", [job]);
 
@@ -20,7 +21,7 @@ const isProblem = (severity) => severity === "critical" || severity === "warning
 
 function table(label, heads, rows, empty) {
   if (!rows.length) return h("p", { class: "muted" }, empty);
-  return h("div", { class: "table-scroll" }, h("table", { class: "job-table", "aria-label": label },
+  return scrollBox(`${label}, scrolls sideways`, h("table", { class: "job-table", "aria-label": label },
     h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, rows)));
 }
