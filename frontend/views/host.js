@@ -182,7 +182,7 @@ export function mount(root, route) {
       severityTag(worstFiring(data.alerts)), maintenanceBadge(data.maintenance),
       maintenanceTag(data.maintenance),
       ...drainTags(data.drain),
-      alertChip(), hl ? topLine(hl) : null,
+      alertChip(), domainLink(), hl ? topLine(hl) : null,
       hl ? h("p", { class: "reason-line" }, hl.reason,
         hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
       h("p", { class: "meta" }, [
@@ -194,6 +194,14 @@ export function mount(root, route) {
       ].map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
     replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
+  }
+
+  /** A tray's way up to its rack: "NVLink domain fcbd9a15… · degraded". */
+  function domainLink() {
+    const d = data.domain;
+    if (!d) return null;
+    return h("a", { class: `chip domain-link v-${d.verdict}`, href: href("domain", [d.id]) },
+      `NVLink domain ${d.id.slice(0, 8)}… · ${d.verdict}`);
   }
 
   /** The most urgent fault, as on the host's fleet row ("+N more" below it). */
@@ -384,6 +392,18 @@ export function mount(root, route) {
     renderPanelNotes();
   }
 
+  /** The NVLink domain (GB200 NVL72 rack) this tray belongs to, for the link in the header;
+   * null for a host whose GPUs report no fabric cluster, or when the domains do not answer. */
+  async function loadDomain() {
+    if (!data.detail?.gpus.some((g) => g.switch_fabric?.cluster_uuid)) return null;
+    try {
+      return (await api.domains()).domains.find((d) => d.hosts.includes(name)) ?? null;
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      return null;
+    }
+  }
+
   let loadedAt = {}; // the host's changed_at (and stale, and the series' window) last loaded
 
   /**
@@ -405,13 +425,14 @@ export function mount(root, route) {
    * (`alerts`) the alerts again with the resolved ones (the pair history's shading);
    * `full`: the slow-changing ones too. */
   async function loadBelow(full, alerts) {
-    const [links, , marks, all] = await Promise.all([
+    const [links, , marks, all, domain] = await Promise.all([
       part("links", () => api.linkSeries(name, window_(params))),
       full ? part("jobs", () => jobs.load()) : null,
       full ? loadMarks() : data.marks,
       alerts ? hostAlerts(true) : null,
+      full ? loadDomain() : data.domain,
     ]);
-    Object.assign(data, { links, marks });
+    Object.assign(data, { links, marks, domain });
     if (all) data.alerts = all;
   }
 
@@ -446,6 +467,7 @@ export function mount(root, route) {
       try {
         await loadBelow(true, true);
         renderPanelNotes();
+        if (data.domain) renderHead(); // the tray's link to its domain
         await Promise.all([renderPair(), renderLinks(), renderJobs()]);
       } finally {
         delete root.dataset.pending;
