@@ -65,7 +65,8 @@ def job_page(session: Session, job: str) -> JobOut:
     gpus: dict[str, set[int]] = defaultdict(set)
     for h in held:
         gpus[h.host].add(h.gpu)
-    host_ids = dict(session.execute(select(Host.name, Host.id).where(Host.name.in_(list(gpus)))).all())
+    host_ids = dict(session.execute(
+        select(Host.name, Host.id).where(Host.name.in_(list(gpus)))).all())
     return JobOut(job=job, first_seen=start, last_seen=end, hosts=sorted(gpus), held=held,
                   alerts=_alerts(session, gpus, start, end),
                   verdicts=_verdicts(session, host_ids, gpus, end))

@@ -86,7 +86,8 @@ def test_a_link_alert_scrolls_to_and_outlines_its_link(page, fleet: Fleet) -> No
     assert outline == "solid"
 
 
-def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet, browser_context) -> None:  # type: ignore[no-untyped-def]
+def test_ack_and_silence_with_the_token_kept_for_the_tab(  # type: ignore[no-untyped-def]
+        page, fleet: Fleet, browser_context) -> None:
     _, watch = browser_context
     open_view(page, f"/#/alerts?host={FAULTY}", "alerts")
     line = page.locator("tbody.group").filter(has_text="GPU3: links 16–17").first
@@ -138,8 +139,10 @@ def test_ack_and_silence_with_the_token_kept_for_the_tab(page, fleet: Fleet, bro
     made = silenced.value.json()
     matchers = [{k: m[k] for k in ("name", "value")} for m in made["matchers"]]
     # the GPU's alerts (several rules, links 16 and 17) are one silence: what they all share
-    assert {"name": "host", "value": FAULTY} in matchers and {"name": "gpu", "value": "3"} in matchers
-    wait_until(page, "() => document.querySelector('.action-status').textContent.includes('(1 silence)')")
+    assert {"name": "host", "value": FAULTY} in matchers
+    assert {"name": "gpu", "value": "3"} in matchers
+    wait_until(page, "() => document.querySelector('.action-status').textContent"
+                     ".includes('(1 silence)')")
     assert len(posted) == 1, posted
     assert made["created_by"] == said
     assert made["comment"] == "cable reseat booked, ticket 4711"

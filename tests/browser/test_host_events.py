@@ -59,7 +59,8 @@ def test_a_recurring_event_is_one_row_and_one_band(page, fleet: Fleet) -> None: 
     assert f"×{rows.first.get_attribute('data-count')}" in rows.first.inner_text()
     wait_until(page, "() => (document.getElementById('throughput-chart')._fullLayout?.shapes || [])"
                      ".some(s => s.name === 'event xid')")
-    layout = page.evaluate("() => { const l = document.getElementById('throughput-chart')._fullLayout;"
+    layout = page.evaluate("() => { const l = document.getElementById('throughput-chart')"
+                           "._fullLayout;"
                            " return {shapes: l.shapes.map(s => [s.name, s.type]),"
                            " notes: l.annotations.map(a => a.text)}; }")
     xid_shapes = [s for s in layout["shapes"] if s[0] == "event xid"]

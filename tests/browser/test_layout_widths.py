@@ -20,11 +20,14 @@ WIDTHS = (390, 1440)
 OVERFLOW = """width => ({scroll: document.documentElement.scrollWidth, inner: window.innerWidth,
   wide: [...document.querySelectorAll('main *')].filter(e => {
     const r = e.getBoundingClientRect();
-    return r.right > width + 1 && ![...e.children].some(c => c.getBoundingClientRect().right > width + 1);
+    return r.right > width + 1
+      && ![...e.children].some(c => c.getBoundingClientRect().right > width + 1);
   }).slice(0, 6).map(e => `${e.tagName}.${e.getAttribute('class')}#${e.id}`),
   tables: [...document.querySelectorAll('main table')].filter(t => t.offsetParent).map(t => {
     let box = t.parentElement;
-    while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+    while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) {
+      box = box.parentElement;
+    }
     const cell = t.querySelector('tbody tr td, thead tr th');
     return {label: t.getAttribute('aria-label') || t.className, width: t.scrollWidth,
             room: box ? box.clientWidth : window.innerWidth,

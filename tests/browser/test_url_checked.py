@@ -48,7 +48,8 @@ def test_an_absolute_range_reaches_the_jobs_chart(page, fleet: Fleet) -> None:  
         assert high.replace("T", " ").startswith(to.strftime("%Y-%m-%d %H:%M")), (chart, high)
     assert page.evaluate("() => document.getElementById('jobs-chart').layout.xaxis.showspikes")
     drag_zoom(page, "throughput-chart")  # a zoom on one time chart zooms the jobs chart too
-    wait_until(page, """() => { const r = id => JSON.stringify(document.getElementById(id).layout.xaxis.range);
+    wait_until(page, """() => {
+      const r = id => JSON.stringify(document.getElementById(id).layout.xaxis.range);
       return r('jobs-chart') === r('throughput-chart'); }""")
 
 

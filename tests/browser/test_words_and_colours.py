@@ -22,7 +22,8 @@ def test_a_healthy_matrix_cell_is_not_a_warning_colour(page, fleet: Fleet) -> No
     open_view(page, f"/#/host/{FAULTY}", "host")
     page.locator("#matrix-chart[data-ready]").wait_for()
     heat = page.evaluate("() => { const t = document.getElementById('matrix-chart').data"
-                         ".find(d => d.type === 'heatmap'); return {scale: t.colorscale, zmin: t.zmin,"
+                         ".find(d => d.type === 'heatmap');"
+                         " return {scale: t.colorscale, zmin: t.zmin,"
                          " zmax: t.zmax}; }")
     assert isinstance(heat["scale"], list), heat  # its own scale, not a named one (cividis)
     healthy_from = (0.9 - heat["zmin"]) / (heat["zmax"] - heat["zmin"])  # ratio 0.9 and up
@@ -58,7 +59,8 @@ def test_an_empty_fleet_says_how_to_connect_the_first_probe(fresh_page, fleet: F
     text = box.inner_text()
     assert "peerwatch token issue --host" in text
     assert f"peerwatch probe --server {fleet.url} --token-file" in text
-    classes = page.locator(".chips .chip[data-count]").evaluate_all("cs => cs.map(c => c.className)")
+    chips = page.locator(".chips .chip[data-count]")
+    classes = chips.evaluate_all("cs => cs.map(c => c.className)")
     assert classes and all("quiet" in c for c in classes), classes
 
 
