@@ -128,20 +128,23 @@ const LABEL_ROWS = 3;
 // Which labels get a row first when they crowd: faults before jobs and maintenance.
 const LABEL_PRIORITY = { link: 0, xid: 0, job: 2, maintenance: 3 };
 
+const LABEL_CHAR_PX = 5.6; // a 9 px label's average character width
+
 /** Rows for the labels (0 = right above the plot), the faults' first: a label goes in the
- * first row with no label within a short label's width of it, else it is left out (its mark
- * and hover stay). */
-function labelRows(marks, since, until) {
-  const gap = (Date.parse(until) - Date.parse(since)) / 14; // about a short label's width
+ * first row where it overlaps no other (each spans its text's width from its time, on a
+ * plot `widthPx` wide), else it is left out (its mark and hover stay). */
+function labelRows(marks, texts, since, until, widthPx) {
+  const t0 = Date.parse(since);
+  const perPx = (Date.parse(until) - t0) / Math.max(100, widthPx - 80); // ms per pixel of plot
   const placed = Array.from({ length: LABEL_ROWS }, () => []);
   const rows = Array(marks.length).fill(-1);
   const order = marks.map((e, i) => i).sort((a, b) =>
     (LABEL_PRIORITY[marks[a].kind] ?? 1) - (LABEL_PRIORITY[marks[b].kind] ?? 1) || a - b);
   for (const i of order) {
-    const e = marks[i];
-    const x = Date.parse(e.at < since ? since : e.at);
-    const row = placed.findIndex((xs) => xs.every((other) => Math.abs(x - other) >= gap));
-    if (row >= 0) placed[row].push(x);
+    const x0 = Math.max(t0, Date.parse(marks[i].at));
+    const x1 = x0 + (texts[i].length * LABEL_CHAR_PX + 8) * perPx;
+    const row = placed.findIndex((spans) => spans.every(([a, b]) => x1 <= a || x0 >= b));
+    if (row >= 0) placed[row].push([x0, x1]);
     rows[i] = row;
   }
   return rows;
@@ -149,16 +152,17 @@ function labelRows(marks, since, until) {
 
 /** Plotly shapes and labels for `events` within [since, until]: repeats folded into bands
  * ("⚡ Xid 74 ×14"), labels stacked in up to three rows so none overprints another. */
-export function eventMarks(events, since, until) {
+export function eventMarks(events, since, until, widthPx = 600) {
   const inside = foldRepeats(events.filter((e) => e.at <= until && (e.end || e.at) >= since))
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
   const shapes = inside.map((e) => markShape(e, since, until));
-  const rows = labelRows(inside, since, until);
+  const texts = inside.map((e) => shortLabel(e) + (e.band ? ` ×${e.count}` : ""));
+  const rows = labelRows(inside, texts, since, until, widthPx);
   // Short labels above the plot (the hover has the whole): "↓ GPU3 link 16", "▶ 81240", "⚒".
   const labels = inside.flatMap((e, i) => (rows[i] < 0 ? [] : [{
     x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper", yanchor: "bottom",
     yshift: rows[i] * 11, xanchor: "left", showarrow: false, textangle: 0,
-    text: esc(shortLabel(e) + (e.band ? ` ×${e.count}` : "")),
+    text: esc(texts[i]),
     font: { size: 9, color: colourOf(e.kind) === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
     hovertext: esc(e.band ? `${e.label} ×${e.count}, ${fmt.time(e.first)} – ${fmt.time(e.last)}`
       : `${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }]));

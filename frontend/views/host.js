@@ -134,10 +134,10 @@ export function mount(root, route) {
   }
 
   /** A time figure with the host's events marked on it and a crosshair. */
-  function marked(fig, since, until) {
+  function marked(fig, since, until, el = null) {
     const events = hostEvents({ health: data.health, alerts: data.alerts, maintenance: data.maintenance,
       jobEvents: [...jobs.events(), ...xids.events()] }, data.marks || {});
-    const marks = eventMarks(events, since, until);
+    const marks = eventMarks(events, since, until, el?.clientWidth || 600);
     const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
       annotations: [...(fig.layout.annotations || []), ...marks.labels],
       xaxis: { ...fig.layout.xaxis, ...CROSSHAIR },
@@ -183,8 +183,7 @@ export function mount(root, route) {
       maintenanceTag(data.maintenance),
       ...drainTags(data.drain),
       alertChip(), domainLink(), hl ? topLine(hl) : null,
-      hl ? h("p", { class: "reason-line" }, hl.reason,
-        hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
+      hl ? reasonLine(hl) : null,
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
         `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
@@ -194,6 +193,20 @@ export function mount(root, route) {
       ].map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
     replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
+  }
+
+  let reasonOpen = false; // the folded reason, kept open across refreshes once opened
+
+  /** The verdict's whole reason: said once. A healthy host's is one short line; a host at
+   * fault has its top fault above and its problems below, so the long reason (figures,
+   * catalog references) sits behind a fold. */
+  function reasonLine(hl) {
+    if (hl.verdict === "healthy") return h("p", { class: "reason-line" }, hl.reason);
+    const since = hl.since ? ` — ${hl.verdict} ${fmt.since(hl.since)}` : "";
+    const fold = h("details", { class: "reason-line", open: reasonOpen || null },
+      h("summary", {}, `The whole verdict reason${since}`), h("p", {}, hl.reason));
+    fold.addEventListener("toggle", () => { reasonOpen = fold.open; });
+    return fold;
   }
 
   /** A tray's way up to its rack: "NVLink domain fcbd9a15… · degraded". */
@@ -261,7 +274,7 @@ export function mount(root, route) {
     const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "",
       ...jobLinks(s.jobs));
-    const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until);
+    const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until, el.series);
     await draw(el.series, traces, layout);
     linkTimeCharts();
   }
@@ -279,9 +292,9 @@ export function mount(root, route) {
       csvButton(el.throughput, () => `${name}-nvlink-throughput`, "throughput"),
       csvButton(el.errors, () => `${name}-link-errors`, "errors"),
       csvButton(el.infoErrors, () => `${name}-corrected-errors`, "corrected errors"));
-    const t = marked(throughputFigure(ls), ls.since, ls.until);
-    const e = marked(errorFigure(ls), ls.since, ls.until);
-    const i = marked(errorFigure(ls, true), ls.since, ls.until);
+    const t = marked(throughputFigure(ls), ls.since, ls.until, el.throughput);
+    const e = marked(errorFigure(ls), ls.since, ls.until, el.errors);
+    const i = marked(errorFigure(ls, true), ls.since, ls.until, el.infoErrors);
     await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
       draw(el.infoErrors, i.data, i.layout)]);
     linkTimeCharts();
