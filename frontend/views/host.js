@@ -227,10 +227,20 @@ export function mount(root, route) {
       top.fault.text, top.more ? h("span", { class: "muted" }, `${moreWords(top)} (below)`) : null);
   }
 
+  /** A problem's reason, short: what is wrong up to the catalog's action and references,
+   * which fold behind "what to do" (issue 40: a 5-line paragraph repeated per pair). */
+  function shortReason(reason) {
+    const cut = String(reason).search(/; action: | \[/);
+    if (cut < 0) return [reason];
+    return [reason.slice(0, cut), " ", h("details", { class: "more-reason" },
+      h("summary", {}, "what to do"), reason.slice(cut).replace(/^; /, ""))];
+  }
+
   function problemItem(p) {
     const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what, "data-gpu": p.gpu ?? null,
       "data-links": p.links ? p.links.join(",") : null },
-      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason,
+      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ",
+      ...shortReason(p.reason),
       p.since ? h("span", { class: "muted since" }, ` — ${fmt.since(p.since)}`) : null);
     if (p.pair) {
       li.title = `open ${p.what} ${p.test}`;

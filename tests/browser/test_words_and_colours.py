@@ -70,3 +70,19 @@ def test_every_csv_button_names_its_chart(page, fleet: Fleet) -> None:  # type: 
     labels = page.locator("button.csv").all_inner_texts()
     assert len(labels) == 4 and len(set(labels)) == 4, labels
     assert all(label.startswith("⤓ CSV: ") for label in labels), labels
+
+
+def test_a_fact_is_said_once_and_reasons_are_short(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    """The host's long reason repeats its top fault and its problem lines: it is folded; a
+    problem line says what is wrong, the catalog's action behind "what to do"."""
+    open_view(page, f"/#/host/{FAULTY}", "host")
+    health = fleet.api(f"/hosts/{FAULTY}/health")
+    assert health["verdict"] != "healthy"
+    fold = page.locator(".host-head details.reason-line")
+    assert fold.get_attribute("open") is None
+    assert not fold.locator("p").is_visible()
+    assert fold.locator("p").text_content() == health["reason"]  # all of it, one click away
+    head = page.locator(".host-head").inner_text()
+    assert health["reason"] not in head
+    for line in page.locator(".problem-list li").all_inner_texts():
+        assert "action:" not in line and "[NVIDIA" not in line, line
