@@ -390,8 +390,10 @@ export function mount(root, route) {
   /**
    * Every refresh asks for what changes with each report (the host, its health, topology,
    * matrix, series, active alerts; unchanged answers come back as bodiless 304s, see
-   * app/api/conditional_get.py); what changes slowly (resolved alerts, maintenance windows, job
-   * snapshots) only every SLOW_EVERY-th refresh.
+   * app/api/conditional_get.py); the link counters only when a new report came or the
+   * window moved; what changes slowly (resolved alerts, maintenance windows, job snapshots,
+   * Xid/SXid events) only every SLOW_EVERY-th refresh (issue 40: an open page made 30
+   * requests a minute, all answered in full).
    */
   async function loadAll({ first = false } = {}) {
     const full = refreshes % SLOW_EVERY === 0;
@@ -405,8 +407,8 @@ export function mount(root, route) {
       hostAlerts(full && !first), kept("series", seriesKey()) ? data.series : part("series", loadPair),
       full ? activeMaintenance(name) : data.maintenanceMap,
       full ? drainMarks(name) : data.drainMap,
-      first ? null : loadBelow(full, false),
-      part("events", () => xids.load(window_(params))),
+      first ? null : loadBelow(full, false, known),
+      full ? part("events", () => xids.load(window_(params))) : null,
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, alerts, series,
       maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null,
@@ -447,17 +449,22 @@ export function mount(root, route) {
   /** What only the panels below the fold need (link counters, jobs, other mark sources) and
    * (`alerts`) the alerts again with the resolved ones (the pair history's shading);
    * `full`: the slow-changing ones too. */
-  async function loadBelow(full, alerts) {
+  async function loadBelow(full, alerts, known = null) {
+    const key = `${known?.last_report_at}|${JSON.stringify(window_(params))}`;
+    const sameLinks = known && key === linksKey && data.links && !failed.links;
     const [links, , marks, all, domain] = await Promise.all([
-      part("links", () => api.linkSeries(name, window_(params))),
+      sameLinks ? data.links : part("links", () => api.linkSeries(name, window_(params))),
       full ? part("jobs", () => jobs.load()) : null,
       full ? loadMarks() : data.marks,
       alerts ? hostAlerts(true) : null,
       full ? loadDomain() : data.domain,
     ]);
     Object.assign(data, { links, marks, domain });
+    if (known) linksKey = key; // the report and window these counters are of
     if (all) data.alerts = all;
   }
+
+  let linksKey = null;
 
   /** "⚠ topology: could not refresh (500 …); last good data 21:04 (3 min ago)". */
   function panelNote(key, label) {
