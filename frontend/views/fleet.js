@@ -84,7 +84,9 @@ const COLUMNS = [
   { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(heardAt(r)),
     cell: (r) => h("span", { title: `received ${fmt.time(heardAt(r))} (server clock)`,
       class: r.stale ? "stale-text" : null }, fmt.age(heardAt(r))) },
-  { key: "fabric", label: "Fabric", class: "fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
+  { key: "fabric", label: "Fabric", class: "fabric", value: (r) => r.fabric,
+    // "simulated:<wbr>hgx8": a narrow column breaks after the colon, not inside a word
+    cell: (r) => r.fabric.split(":").flatMap((part, i) => (i ? [":", h("wbr"), part] : [part])) },
 ];
 
 function gpusCell(r) {
