@@ -66,6 +66,7 @@ export const api = {
   matrix: (name, test, opts) => getJSON(`${host(name)}/matrix`, { test }, opts),
   series: (name, params, opts) => getJSON(`${host(name)}/series`, params, opts),
   linkSeries: (name, params, opts) => getJSON(`${host(name)}/links/series`, params, opts),
+  gpuSeries: (name, params, opts) => getJSON(`${host(name)}/gpus/series`, params, opts),
   alerts: (params, opts) => getJSON("/alerts", params, opts),
   alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
   ack: (id, body, token) => postJSON(`/alerts/${encodeURIComponent(id)}/ack`, body, token),

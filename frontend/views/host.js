@@ -18,6 +18,7 @@ import { draw, plotly, purge } from "../charts/plot.js";
 import { href, updateParams } from "../shared/router.js";
 import { hostAlertPeriods, pairProblems } from "../panels/host_problems.js";
 import { seriesFigure } from "../charts/series.js";
+import { gpuSeriesFigure } from "../charts/gpu_series.js";
 import { jobLinks } from "./job.js";
 import { linkNotices, scrollToTarget } from "../panels/host_links.js";
 import { hostFaults, moreWords, topFault } from "../shared/faults.js";
@@ -82,6 +83,10 @@ export function mount(root, route) {
     infoErrors: h("div", { class: "chart", id: "info-errors-chart", role: "figure",
       "aria-label": "Corrected NVLink error rates over time (informational)" }),
     probeErrors: h("div"),
+    gpusNote: h("div"),
+    gpus: h("div", { class: "chart", id: "gpu-series-chart", role: "figure",
+      "aria-label": "Per GPU: SM clock, power and temperature over time" }),
+    gpusHead: h("div", { class: "panel-head" }),
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
     el.pairHead, el.pairNote, el.series, el.pairFacts);
@@ -99,6 +104,7 @@ export function mount(root, route) {
         h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrixNote, el.matrix, el.live,
         el.gpuTests)),
     el.rangeBar, pairPanel,
+    h("section", { class: "panel", id: "gpu-series-panel" }, el.gpusHead, el.gpusNote, el.gpus),
     h("section", { class: "panel" }, el.linksHead, el.linksNote,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
     xids.el, jobs.el,
@@ -119,7 +125,7 @@ export function mount(root, route) {
     ? String(params.gpu) : null);
   const rangeKey = (p) => `${p.range}|${p.from}|${p.to}`;
 
-  const timeCharts = () => [el.series, el.throughput, el.errors, el.infoErrors, jobs.chart];
+  const timeCharts = () => [el.series, el.gpus, el.throughput, el.errors, el.infoErrors, jobs.chart];
   /** One zoom and one crosshair across the time charts drawn so far. */
   function linkTimeCharts() {
     linkZoom(timeCharts);
@@ -306,8 +312,19 @@ export function mount(root, route) {
     const e = marked(errorFigure(ls), ls.since, ls.until, el.errors);
     const i = marked(errorFigure(ls, true), ls.since, ls.until, el.infoErrors);
     await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
-      draw(el.infoErrors, i.data, i.layout)]);
+      draw(el.infoErrors, i.data, i.layout), renderGpus()]);
     linkTimeCharts();
+  }
+
+  /** The GPUs' clock, power and temperature beside the bandwidth (item 6 of issue 40). */
+  async function renderGpus() {
+    const g = data.gpus;
+    if (!g) return;
+    replace(el.gpusHead, h("h2", {}, "GPU clocks · power · temperature"),
+      h("span", { class: "muted" }, "sampled around each sweep; dotted: power limit, slowdown temperature"),
+      csvButton(el.gpus, () => `${name}-gpu-clocks-power-temperature`, "clocks, power, temperature"));
+    const f = marked(gpuSeriesFigure(g), g.since, g.until, el.gpus);
+    await draw(el.gpus, f.data, f.layout);
   }
 
   function renderProbeErrors() {
@@ -452,14 +469,15 @@ export function mount(root, route) {
   async function loadBelow(full, alerts, known = null) {
     const key = `${known?.last_report_at}|${JSON.stringify(window_(params))}`;
     const sameLinks = known && key === linksKey && data.links && !failed.links;
-    const [links, , marks, all, domain] = await Promise.all([
+    const [links, gpus, , marks, all, domain] = await Promise.all([
       sameLinks ? data.links : part("links", () => api.linkSeries(name, window_(params))),
+      sameLinks ? data.gpus : part("gpus", () => api.gpuSeries(name, window_(params))),
       full ? part("jobs", () => jobs.load()) : null,
       full ? loadMarks() : data.marks,
       alerts ? hostAlerts(true) : null,
       full ? loadDomain() : data.domain,
     ]);
-    Object.assign(data, { links, marks, domain });
+    Object.assign(data, { links, gpus, marks, domain });
     if (known) linksKey = key; // the report and window these counters are of
     if (all) data.alerts = all;
   }
@@ -479,6 +497,7 @@ export function mount(root, route) {
     replace(el.topoNote, panelNote("topology", "topology"));
     replace(el.matrixNote, panelNote("matrix", "matrix"));
     replace(el.linksNote, panelNote("links", "link counters"));
+    replace(el.gpusNote, panelNote("gpus", "GPU clocks"));
     replace(el.pairNote, panelNote("series", "pair history"));
   }
 
@@ -556,8 +575,8 @@ export function mount(root, route) {
       }
       if (before.test !== params.test) data.matrix = await loadMatrix();
       if (rangeKey(before) !== rangeKey(params)) {
-        [data.links, data.marks] = await Promise.all([api.linkSeries(name, window_(params)), loadMarks(),
-          xids.load(window_(params))]);
+        [data.links, data.marks, data.gpus] = await Promise.all([api.linkSeries(name, window_(params)),
+          loadMarks(), api.gpuSeries(name, window_(params)), xids.load(window_(params))]);
         xids.render();
       }
       await loadPair();
@@ -574,7 +593,7 @@ export function mount(root, route) {
       return `${name}${verdict ? ` · ${verdict}` : ""}`;
     },
     destroy() {
-      purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors);
+      purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors, el.gpus);
       jobs.destroy();
     },
   };

@@ -68,7 +68,7 @@ def test_every_csv_button_names_its_chart(page, fleet: Fleet) -> None:  # type: 
     open_view(page, f"/#/host/{FAULTY}?pair=1-2&test=ce_write", "host")
     page.locator("#series-chart[data-ready]").wait_for()
     labels = page.locator("button.csv").all_inner_texts()
-    assert len(labels) == 4 and len(set(labels)) == 4, labels
+    assert len(labels) == 5 and len(set(labels)) == 5, labels
     assert all(label.startswith("⤓ CSV: ") for label in labels), labels
 
 
