@@ -28,6 +28,13 @@ export function windowOf(params) {
   return { since: iso(until - span), until: iso(until), absolute: false };
 }
 
+/** The zoom kept in the URL (`zoom=<ISO>~<ISO>`, set by a drag on any time chart): [from,
+ * to] when both parse and from < to, else null. */
+export function zoomOf(params) {
+  const [a, b] = String(params.zoom || "").split("~");
+  return valid(a) && valid(b) && Date.parse(a) < Date.parse(b) ? [iso(a), iso(b)] : null;
+}
+
 /** One line per range parameter the page could not follow (issue 40: `from=21:00Z` was
  * dropped without a word while the charts ran to now). */
 export function rangeNotices(params) {
@@ -42,6 +49,9 @@ export function rangeNotices(params) {
     lines.push(`from=${params.from} is not before to=${params.to}; ${fallback}.`);
   } else if (Boolean(params.from) !== Boolean(params.to) && (valid(params.from) || valid(params.to))) {
     lines.push(`A range needs both from= and to=; ${fallback}.`);
+  }
+  if (params.zoom && !zoomOf(params)) {
+    lines.push(`zoom=${params.zoom} is not two times from~to (e.g. 2026-12-01T21:00Z~2026-12-01T22:00Z); not zoomed.`);
   }
   if (params.range && !RANGES[params.range]) {
     lines.push(`There is no range "${params.range}"; showing the last ${DEFAULT_RANGE} ` +
@@ -196,8 +206,9 @@ export function csvButton(chart, name, what) {
 }
 
 /** A zoom (drag) on one of `charts` sets the same time range on the others; a double-click
- * on one returns them all to the page's window. */
-export function linkZoom(chartsNow) {
+ * on one returns them all to the page's window. `onZoom([from, to] | null)` after each (the
+ * page keeps it in its URL). */
+export function linkZoom(chartsNow, onZoom = () => {}) {
   let applying = false;
   for (const el of chartsNow().filter((c) => c.on)) {
     onPlotly(el, "plotly_relayout", async (change) => {
@@ -211,6 +222,7 @@ export function linkZoom(chartsNow) {
         const Plotly = await plotly();
         await Promise.all(chartsNow().filter((c) => c !== el && c.data).map((c) => Plotly.relayout(c,
           reset ? { "xaxis.autorange": true } : { "xaxis.range": range })));
+        onZoom(reset ? null : range);
       } finally {
         applying = false;
       }

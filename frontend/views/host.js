@@ -25,7 +25,8 @@ import { hostFaults, moreWords, topFault } from "../shared/faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "../shared/severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "../shared/stale.js";
 import { topologyFigure } from "../charts/topology.js";
-import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, rangeNotices, windowOf } from "../charts/timeline.js";
+import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, rangeNotices, windowOf,
+  zoomOf } from "../charts/timeline.js";
 import { hostEvents, loadingSources } from "../charts/marks.js";
 import { topologyList } from "../panels/topology_list.js";
 
@@ -126,9 +127,30 @@ export function mount(root, route) {
   const rangeKey = (p) => `${p.range}|${p.from}|${p.to}`;
 
   const timeCharts = () => [el.series, el.gpus, el.throughput, el.errors, el.infoErrors, jobs.chart];
+  const zoomed = new WeakSet(); // charts the URL's zoom was applied to
+
+  /** The URL's zoom (`zoom=from~to`), once on each time chart drawn: as a relayout, which
+   * the chart then keeps through refreshes as if the user had dragged it (uirevision). */
+  function zoomFromUrl() {
+    const zoom = zoomOf(params);
+    if (!zoom || !window.Plotly) return;
+    for (const c of timeCharts().filter((x) => x.data && !zoomed.has(x))) {
+      zoomed.add(c);
+      window.Plotly.relayout(c, { "xaxis.range": zoom });
+    }
+  }
+
+  /** A user's zoom (or its reset) into the URL; the charts drawn already show it. */
+  function keepZoom(range) {
+    for (const c of timeCharts()) if (c.data) zoomed.add(c);
+    const utc = (t) => new Date(String(t).replace(" ", "T") + (/Z$/.test(t) ? "" : "Z")).toISOString();
+    updateParams({ zoom: range ? range.map(utc).join("~") : "" });
+  }
+
   /** One zoom and one crosshair across the time charts drawn so far. */
   function linkTimeCharts() {
-    linkZoom(timeCharts);
+    zoomFromUrl();
+    linkZoom(timeCharts, keepZoom);
     linkCrosshair(timeCharts);
   }
 
@@ -198,7 +220,7 @@ export function mount(root, route) {
           `${fmt.bytes(sweep.device_memory_bytes_max)} GPU memory at most)` : "no sweep yet",
       ].map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
-    replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
+    replace(el.rangeBar, rangeBar(params, (changes) => updateParams({ ...changes, zoom: "" })));
   }
 
   let reasonOpen = false; // the folded reason, kept open across refreshes once opened
@@ -569,6 +591,12 @@ export function mount(root, route) {
       await below?.catch(() => {});
       const before = params;
       params = next.params;
+      const { zoom: _was, ...rest } = before;
+      const { zoom: _now, ...restNow } = params;
+      if (data.detail && JSON.stringify(rest) === JSON.stringify(restNow)) {
+        renderNotices(); // only the zoom moved: the charts already show it
+        return;
+      }
       if (!data.detail) { // the first load failed (e.g. the server was away): load it all now
         await this.refresh();
         return;

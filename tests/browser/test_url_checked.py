@@ -66,3 +66,27 @@ def test_an_error_view_sets_its_own_title(page, fleet: Fleet, browser_context, p
     wait_until(page, "t => document.title === t", title)
     open_view(page, "/#/fleet", "fleet")
     watch.problems[:] = [p for p in watch.problems if "status of 404" not in p]
+
+
+def test_the_zoom_is_kept_in_the_url(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    """A drag on a time chart puts the zoom in the URL; the URL opened again draws every time
+    chart zoomed to it; a zoom that does not parse is a notice."""
+    open_view(page, f"/#/host/{FAULTY}?pair=1-2&range=6h", "host")
+    page.locator("#throughput-chart[data-ready]").wait_for()
+    drag_zoom(page, "throughput-chart")
+    wait_until(page, "() => location.hash.includes('zoom=')")
+    zoomed = page.evaluate("location.hash")
+    open_view(page, "/#/fleet", "fleet")
+    open_view(page, "/" + zoomed, "host")
+    wait_until(page, "() => document.getElementById('gpu-series-chart').dataset.ready === 'true'")
+    ranges = page.evaluate("""() => ['series-chart', 'throughput-chart', 'errors-chart',
+      'gpu-series-chart'].map(id => document.getElementById(id).layout.xaxis.range
+      .map(t => new Date(String(t).replace(' ', 'T') + (String(t).endsWith('Z') ? '' : 'Z'))
+      .getTime()))""")
+    assert all(abs(r[0] - ranges[0][0]) < 1000 and abs(r[1] - ranges[0][1]) < 1000
+               for r in ranges), (zoomed, ranges)
+    width_h = (ranges[0][1] - ranges[0][0]) / 3.6e6
+    assert width_h < 4  # zoomed in from the 6 h window
+    open_view(page, f"/#/host/{FAULTY}?range=6h&zoom=yesterday", "host")
+    notices = page.locator("#link-notices .notice").all_inner_texts()
+    assert any("zoom=yesterday" in n for n in notices), notices
