@@ -4,7 +4,7 @@
 // power limit and slowdown temperature as dotted lines. A slow pair reads against a power cap
 // or a hot GPU at the same time (the crosshair and zoom are the page's, timeline.js).
 
-import { baseLayout, SERIES, THEME } from "../shared/palette.js";
+import { baseLayout, OKABE_ITO, SERIES, THEME } from "../shared/palette.js";
 import { emptyNote, windowTrace } from "./plot.js";
 
 const PANELS = [
@@ -13,11 +13,15 @@ const PANELS = [
   { key: "temperature_c", axis: "y3", title: "°C", domain: [0, 0.3], limit: "slowdown_temperature_c" },
 ];
 
+// no green: it says "healthy" on this page, and a GPU's line says nothing of the kind (a
+// stale host's page draws no green at all)
+const COLOURS = SERIES.filter((c) => c !== OKABE_ITO.green);
+
 function traces(gpus) {
   return gpus.flatMap((g, i) => PANELS.map((p) => ({
     type: "scatter", mode: "lines+markers", name: `GPU${g.gpu}`, legendgroup: `GPU${g.gpu}`,
     showlegend: p.axis === "y", x: g.at, y: g[p.key], yaxis: p.axis, connectgaps: false,
-    marker: { size: 3 }, line: { color: SERIES[i % SERIES.length], width: 1.2 },
+    marker: { size: 3 }, line: { color: COLOURS[i % COLOURS.length], width: 1.2 },
     hovertemplate: `GPU${g.gpu} %{y} ${p.title}<extra></extra>`,
   })));
 }
