@@ -15,8 +15,9 @@ import * as alerts from "./views/alerts.js";
 import * as placement from "./views/placement.js";
 import * as domain from "./views/domain.js";
 import * as job from "./views/job.js";
+import * as compare from "./views/compare.js";
 
-const VIEWS = { fleet, host, alerts, placement, domain, job };
+const VIEWS = { fleet, host, alerts, placement, domain, job, compare };
 // Seconds between refreshes: 15, or `?refresh=N` in the page URL (N >= 1), e.g. for a wall screen.
 const REFRESH_MS = Math.max(1, Number(new URLSearchParams(location.search).get("refresh")) || 15) * 1000;
 

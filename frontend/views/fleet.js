@@ -1,7 +1,7 @@
 // Fleet: every host at a glance. A heat grid (one cell per host, worst first, still readable at
 // 1000 hosts) above a sortable, filterable table. Filter and sort live in the URL.
 
-import { api } from "../shared/api.js";
+import { api, TESTS } from "../shared/api.js";
 import { h, replace } from "../shared/dom.js";
 import { peersPanel } from "../panels/fleet_peers.js";
 import * as fmt from "../shared/format.js";
@@ -10,6 +10,7 @@ import { drainMarks, drainTags } from "../panels/drain.js";
 import { domainsPanel } from "./domain.js";
 import { VERDICTS, verdictOf } from "../shared/palette.js";
 import { hostFaults, moreWords, topFault } from "../shared/faults.js";
+import { MAX_HOSTS } from "./compare.js";
 import { hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
   worstFiringByHost } from "../shared/severity.js";
 import { href, hostHref, updateParams } from "../shared/router.js";
@@ -159,6 +160,13 @@ function summary(hosts) {
     h("a", { class: `chip${firing ? " firing" : " quiet"}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
 }
 
+/** "compare these 3": the hosts the filter shows (up to 8), one pair's history overlaid. */
+function compareLink(shown) {
+  if (shown.length < 2 || shown.length > MAX_HOSTS) return null;
+  return [" · ", h("a", { href: href("compare", [], { hosts: shown.map((x) => x.host).join(","),
+    test: TESTS[0], pair: "0-1" }), id: "compare-link" }, `compare these ${shown.length}`)];
+}
+
 /** What an empty fleet says: how to connect the first probe (README, docs/security.md). */
 function firstProbe() {
   const server = location.origin;
@@ -234,8 +242,8 @@ export function mount(root, route) {
     replace(chips, summary(hosts));
     replace(empty, hosts.length ? null : firstProbe());
     const shown = hosts.filter((x) => matches(x, params.q, verdicts));
-    count.textContent = shown.length === hosts.length ? `${hosts.length} hosts`
-      : `${shown.length} of ${hosts.length} hosts`;
+    replace(count, shown.length === hosts.length ? `${hosts.length} hosts`
+      : `${shown.length} of ${hosts.length} hosts`, compareLink(shown));
     table.setRows(shown);
     replace(grid, table.sortedRows().map(heatCell));
   }

@@ -52,7 +52,8 @@ def views(fleet: Fleet) -> list[tuple[str, str]]:
     domains = fleet.api("/domains")["domains"]
     return [("/#/fleet", "fleet"), ("/#/host/hgx8-01?range=24h", "host"),
             (f"/#/host/{fleet.faulty}?pair=1-2", "host"), ("/#/alerts", "alerts"),
-            ("/#/placement", "placement"), ("/#/job/81240", "job")] + \
+            ("/#/placement", "placement"), ("/#/job/81240", "job"),
+            (f"/#/compare?hosts=hgx8-01,{fleet.faulty}&pair=0-1", "compare")] + \
         [(f"/#/domain/{domains[0]['id']}", "domain")] * bool(domains)
 
 
