@@ -15,8 +15,9 @@ import * as alerts from "./views/alerts.js";
 import * as placement from "./views/placement.js";
 import * as domain from "./views/domain.js";
 import * as job from "./views/job.js";
+import * as compare from "./views/compare.js";
 
-const VIEWS = { fleet, host, alerts, placement, domain, job };
+const VIEWS = { fleet, host, alerts, placement, domain, job, compare };
 // Seconds between refreshes: 15, or `?refresh=N` in the page URL (N >= 1), e.g. for a wall screen.
 const REFRESH_MS = Math.max(1, Number(new URLSearchParams(location.search).get("refresh")) || 15) * 1000;
 
@@ -46,10 +47,13 @@ function serial(entry, work) {
 let lastGood = null; // when a view last drew from a full answer of the server
 const lastGoodWords = () => fmt.lastGood(lastGood);
 
-/** The page's title: `<what it shows> · peerwatch`, from the view when it can say more. */
-function setTitle(entry) {
+/** The page's title: `<what it shows> · peerwatch`, from the view when it can say more;
+ * `trouble` ("not found") when the view could not load (issue 40: #/host/nope kept the
+ * previous host's title). */
+function setTitle(entry, trouble = null) {
   const said = entry.view.title?.();
-  document.title = `${said || entry.name[0].toUpperCase() + entry.name.slice(1)} · peerwatch`;
+  const what = said || entry.name[0].toUpperCase() + entry.name.slice(1);
+  document.title = `${what}${trouble ? ` · ${trouble}` : ""} · peerwatch`;
 }
 
 /** After a new view's first draw, the keyboard and a screen reader start at its heading. */
@@ -80,6 +84,7 @@ async function settle(promise, entry, hash = location.hash, { fresh = false } = 
     main.dataset.error = error.message;
     const away = !error.status; // no answer at all: the server (or the network) is away
     const why = away ? "the server did not answer" : error.detail || error.message;
+    if (!main.dataset.ready) setTitle(entry, away ? "server away" : error.status === 404 ? "not found" : "error");
     errorBox.textContent = `Could not load this page: ${why}` +
       (main.dataset.ready ? ` — showing what was loaded before; ${lastGoodWords()}` : "");
     main.prepend(errorBox);

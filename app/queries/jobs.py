@@ -16,6 +16,7 @@ from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.queries.common import NotFound
 from peerwatch.app.schemas.jobs import JobAlertOut, JobOut, JobSpanOut, JobVerdictOut
 from peerwatch.app.store.tables.alerts import Alert
+from peerwatch.app.store.tables.fleet import JobSnapshot
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.jobs import GpuJobSpan
 from peerwatch.app.store.tables.judged import (
@@ -50,23 +51,44 @@ def pair_jobs(session: Session, host: Host, gpus: Iterable[int], since: datetime
 
 def job_page(session: Session, job: str) -> JobOut:
     """Every GPU `job` held, the alerts active on them while it ran and the verdicts that
-    began before it ended; NotFound when no report ever named it."""
+    began before it ended; NotFound when neither a report's job mapping nor a job snapshot
+    ever named it (a job from before the mapping was reported still has its snapshots)."""
     rows = session.execute(
         select(GpuJobSpan, Host.name).join(Host, Host.id == GpuJobSpan.host_id)
         .where(GpuJobSpan.job == job).order_by(Host.name, GpuJobSpan.gpu)).all()
-    if not rows:
-        raise NotFound("job", job)
     held = [JobSpanOut(host=name, gpu=s.gpu, job=s.job, source=s.source,
                        first_seen=s.first_seen, last_seen=s.last_seen) for s, name in rows]
+    held += _snapshot_spans(session, job, {h.host for h in held})
+    if not held:
+        raise NotFound("job", job)
     start, end = min(h.first_seen for h in held), max(h.last_seen for h in held)
     gpus: dict[str, set[int]] = defaultdict(set)
-    host_ids: dict[str, int] = {}
-    for s, name in rows:
-        gpus[name].add(s.gpu)
-        host_ids[name] = s.host_id
+    for h in held:
+        gpus[h.host].add(h.gpu)
+    host_ids = dict(session.execute(
+        select(Host.name, Host.id).where(Host.name.in_(list(gpus)))).all())
     return JobOut(job=job, first_seen=start, last_seen=end, hosts=sorted(gpus), held=held,
                   alerts=_alerts(session, gpus, start, end),
                   verdicts=_verdicts(session, host_ids, gpus, end))
+
+
+def _snapshot_spans(session: Session, job: str, mapped: set[str]) -> list[JobSpanOut]:
+    """The GPUs in the job's snapshots on hosts whose job mapping never named it, from its
+    first snapshot to its last (source "snapshots")."""
+    snaps = session.scalars(select(JobSnapshot).where(JobSnapshot.job_id == job)
+                            .order_by(JobSnapshot.host, JobSnapshot.taken_at)).all()
+    by_host: dict[str, list[JobSnapshot]] = defaultdict(list)
+    for snap in snaps:
+        if snap.host not in mapped:
+            by_host[snap.host].append(snap)
+    out = []
+    for host, taken in sorted(by_host.items()):
+        indexes = sorted({g.get("index") for s in taken for g in s.body.get("inventory", {})
+                          .get("gpus", []) if isinstance(g.get("index"), int)})
+        out += [JobSpanOut(host=host, gpu=gpu, job=job, source="snapshots",
+                           first_seen=taken[0].taken_at, last_seen=taken[-1].taken_at)
+                for gpu in indexes]
+    return out
 
 
 def _concerns(labels: dict[str, Any], gpus: set[int]) -> bool:

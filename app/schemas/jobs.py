@@ -15,7 +15,8 @@ class JobSpanOut(BaseModel):
     host: str
     gpu: int
     job: str
-    source: str = Field(description="mapping_dir (the Slurm prolog's files) or kubernetes.")
+    source: str = Field(description="mapping_dir (the Slurm prolog's files), kubernetes, or "
+                        "snapshots (a job only its prolog/epilog snapshots name).")
     first_seen: datetime = Field(description="Start of the first report naming the job.")
     last_seen: datetime = Field(description="End of the last report naming the job.")
 

@@ -1,12 +1,12 @@
 // The bandwidth matrix of one test, from GET /hosts/{host}/matrix?test=: a heatmap with
-// GPU(row) -> GPU(column), coloured by measured/expected (cividis: bright = as expected,
-// dark = slow), the measured value printed in each cell, and degraded or down pairs marked
+// GPU(row) -> GPU(column), coloured by measured/expected (palette.js RATIO_SCALE: blue = as
+// expected, orange to vermillion = slow), the measured value printed in each cell, and degraded or down pairs marked
 // with their verdict's shape. Click a cell, or focus the chart and use the arrow keys and
 // Enter, to open that pair's time series.
 
 import { esc, h } from "../shared/dom.js";
 import * as fmt from "../shared/format.js";
-import { baseLayout, VERDICTS, verdictOf } from "../shared/palette.js";
+import { baseLayout, RATIO_SCALE, VERDICTS, verdictOf } from "../shared/palette.js";
 import { draw, onPlotly, wrapHover } from "./plot.js";
 
 function cellText(cell, unit) {
@@ -109,7 +109,7 @@ export function matrixFigure(matrix, { selected = null, cursor = null } = {}) {
     type: "heatmap", name: matrix.test, x: gpus, y: gpus, z, text, hovertext: hover,
     hoverinfo: "text", texttemplate: "%{text}", xgap: 2, ygap: 2,
     textfont: { size: gpus.length > 8 ? 9 : 12 },
-    colorscale: "Cividis", zmin: 0.3, zmax: 1.05,
+    colorscale: RATIO_SCALE, zmin: 0.3, zmax: 1.05,
     colorbar: { title: { text: "measured /<br>expected", side: "top" }, thickness: 10, len: 0.9,
       tickfont: { size: 10 } },
   };
@@ -198,5 +198,5 @@ export function matrixLegend() {
   return h("span", { class: "legend" }, ["degraded", "down"].map((v) =>
     h("span", { class: `chip v-${v}` }, h("span", { class: "glyph" }, VERDICTS[v].glyph), ` ${v}`)),
   h("span", { class: "chip" }, "□ selected"),
-  h("span", { class: "muted" }, "colour = measured/expected (cividis), bright = as expected"));
+  h("span", { class: "muted" }, "colour = measured/expected: blue = as expected, orange = slow"));
 }

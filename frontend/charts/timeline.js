@@ -28,6 +28,38 @@ export function windowOf(params) {
   return { since: iso(until - span), until: iso(until), absolute: false };
 }
 
+/** The zoom kept in the URL (`zoom=<ISO>~<ISO>`, set by a drag on any time chart): [from,
+ * to] when both parse and from < to, else null. */
+export function zoomOf(params) {
+  const [a, b] = String(params.zoom || "").split("~");
+  return valid(a) && valid(b) && Date.parse(a) < Date.parse(b) ? [iso(a), iso(b)] : null;
+}
+
+/** One line per range parameter the page could not follow (issue 40: `from=21:00Z` was
+ * dropped without a word while the charts ran to now). */
+export function rangeNotices(params) {
+  const lines = [];
+  const fallback = `showing the last ${RANGES[params.range] ? params.range : DEFAULT_RANGE}`;
+  for (const key of ["from", "to"]) {
+    if (params[key] && !valid(params[key])) {
+      lines.push(`${key}=${params[key]} is not a date and time (write it as 2026-12-01T21:00Z); ${fallback}.`);
+    }
+  }
+  if (valid(params.from) && valid(params.to) && Date.parse(params.from) >= Date.parse(params.to)) {
+    lines.push(`from=${params.from} is not before to=${params.to}; ${fallback}.`);
+  } else if (Boolean(params.from) !== Boolean(params.to) && (valid(params.from) || valid(params.to))) {
+    lines.push(`A range needs both from= and to=; ${fallback}.`);
+  }
+  if (params.zoom && !zoomOf(params)) {
+    lines.push(`zoom=${params.zoom} is not two times from~to (e.g. 2026-12-01T21:00Z~2026-12-01T22:00Z); not zoomed.`);
+  }
+  if (params.range && !RANGES[params.range]) {
+    lines.push(`There is no range "${params.range}"; showing the last ${DEFAULT_RANGE} ` +
+      `(ranges: ${Object.keys(RANGES).join(", ")}).`);
+  }
+  return lines;
+}
+
 const localInput = (isoText) => isoText.slice(0, 16); // "2026-12-01T21:05" (UTC, as shown)
 
 /** The range bar: relative buttons, and from/to (UTC) for an absolute range. */
@@ -63,20 +95,89 @@ function shortLabel(e) {
   return e.label;
 }
 
-/** Plotly shapes and labels for `events` within [since, until]. */
-export function eventMarks(events, since, until) {
-  const inside = events.filter((e) => e.at <= until && (e.end || e.at) >= since);
-  const shapes = inside.map((e) => (e.end
-    ? { type: "rect", xref: "x", yref: "paper", x0: e.at < since ? since : e.at, x1: e.end > until ? until : e.end,
-      y0: 0, y1: 1, fillcolor: "rgba(86,180,233,0.08)", line: { width: 0 }, layer: "below", name: `event ${e.kind}` }
-    : { type: "line", xref: "x", yref: "paper", x0: e.at, x1: e.at, y0: 0, y1: 1, name: `event ${e.kind}`,
-      line: { color: colourOf(e.kind), width: 1, dash: "dot" } }));
+/** Point events of one kind and label that recur (an Xid every 30 s) as one band from the
+ * first to the last with their count; spans (maintenance) and single events as they are. */
+export function foldRepeats(events) {
+  const groups = new Map();
+  const out = [];
+  for (const e of events) {
+    if (e.end) {
+      out.push(e);
+      continue;
+    }
+    const key = `${e.kind}|${e.label}`;
+    const g = groups.get(key);
+    if (!g) groups.set(key, { ...e, first: e.at, last: e.at, count: e.count || 1, times: 1 });
+    else Object.assign(g, { first: e.at < g.first ? e.at : g.first, last: e.at > g.last ? e.at : g.last,
+      count: g.count + (e.count || 1), times: g.times + 1 });
+  }
+  for (const g of groups.values()) {
+    out.push(g.times > 1 ? { ...g, at: g.first, end: g.last, band: true } : g);
+  }
+  return out;
+}
+
+const BAND_FILL = "rgba(86,180,233,0.08)";
+
+function markShape(e, since, until) {
+  const name = `event ${e.kind}`;
+  if (!e.end) {
+    return { type: "line", xref: "x", yref: "paper", x0: e.at, x1: e.at, y0: 0, y1: 1, name,
+      line: { color: colourOf(e.kind), width: 1, dash: "dot" } };
+  }
+  const x0 = e.at < since ? since : e.at;
+  const x1 = e.end > until ? until : e.end;
+  return e.band
+    ? { type: "rect", xref: "x", yref: "paper", x0, x1, y0: 0, y1: 1, name, layer: "below",
+      fillcolor: colourOf(e.kind), opacity: 0.14, line: { color: colourOf(e.kind), width: 1 } }
+    : { type: "rect", xref: "x", yref: "paper", x0, x1, y0: 0, y1: 1, fillcolor: BAND_FILL,
+      line: { width: 0 }, layer: "below", name };
+}
+
+const LABEL_ROWS = 3;
+// Which labels get a row first when they crowd: faults before jobs and maintenance.
+const LABEL_PRIORITY = { link: 0, xid: 0, job: 2, maintenance: 3 };
+
+const LABEL_CHAR_PX = 5.6; // a 9 px label's average character width
+
+/** Rows for the labels (0 = right above the plot), the faults' first: a label goes in the
+ * first row where it overlaps no other (each spans its text's width from its time, on a
+ * plot `widthPx` wide), else it is left out (its mark and hover stay). */
+function labelRows(marks, texts, since, until, widthPx) {
+  const t0 = Date.parse(since);
+  const perPx = (Date.parse(until) - t0) / Math.max(100, widthPx - 80); // ms per pixel of plot
+  const placed = Array.from({ length: LABEL_ROWS }, () => []);
+  const rows = Array(marks.length).fill(-1);
+  const order = marks.map((e, i) => i).sort((a, b) =>
+    (LABEL_PRIORITY[marks[a].kind] ?? 1) - (LABEL_PRIORITY[marks[b].kind] ?? 1) || a - b);
+  for (const i of order) {
+    const x0 = Math.max(t0, Date.parse(marks[i].at));
+    const x1 = x0 + (texts[i].length * LABEL_CHAR_PX + 8) * perPx;
+    const row = placed.findIndex((spans) => spans.every(([a, b]) => x1 <= a || x0 >= b));
+    if (row >= 0) placed[row].push([x0, x1]);
+    rows[i] = row;
+  }
+  return rows;
+}
+
+/** Plotly shapes and labels for `events` within [since, until]: repeats folded into bands
+ * ("⚡ Xid 74 ×14"), labels stacked in up to three rows so none overprints another. */
+export function eventMarks(events, since, until, widthPx = 600) {
+  const inside = foldRepeats(events.filter((e) => e.at <= until && (e.end || e.at) >= since))
+    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  const shapes = inside.map((e) => markShape(e, since, until));
+  const texts = inside.map((e) => shortLabel(e) + (e.band ? ` ×${e.count}` : ""));
+  const rows = labelRows(inside, texts, since, until, widthPx);
   // Short labels above the plot (the hover has the whole): "↓ GPU3 link 16", "▶ 81240", "⚒".
-  const labels = inside.map((e) => ({ x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper",
-    yanchor: "bottom", showarrow: false, text: esc(shortLabel(e)), textangle: 0,
+  const labels = inside.flatMap((e, i) => (rows[i] < 0 ? [] : [{
+    x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper", yanchor: "bottom",
+    yshift: rows[i] * 11, xanchor: "left", showarrow: false, textangle: 0,
+    text: esc(texts[i]),
     font: { size: 9, color: colourOf(e.kind) === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
-    hovertext: esc(`${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }));
-  return { shapes, labels };
+    hovertext: esc(e.band ? `${e.label} ×${e.count}, ${fmt.time(e.first)} – ${fmt.time(e.last)}`
+      : `${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }]));
+  const top = 30 + 11 * Math.max(0, ...rows); // the margin the stacked labels need
+  return { shapes, labels, top };
 }
 
 /** The series of a Plotly chart as CSV: one row per point, "series,time,value". */
@@ -90,22 +191,24 @@ export function chartCsv(el) {
   return rows.map((r) => r.map(cell).join(",")).join("\n") + "\n";
 }
 
-/** A "CSV" button that downloads `chart`'s series as `<name>.csv`. */
-export function csvButton(chart, name) {
+/** A "⤓ CSV: <what>" button that downloads `chart`'s series as `<name>.csv` (three buttons
+ * side by side all said "CSV"). */
+export function csvButton(chart, name, what) {
   return h("button", { type: "button", class: "csv", "data-chart": chart.id,
-    "aria-label": `Download ${name} as CSV`, on: { click: () => {
+    title: `Download this chart's series as CSV`, on: { click: () => {
       const url = URL.createObjectURL(new Blob([chartCsv(chart)], { type: "text/csv" }));
       const a = h("a", { href: url, download: `${name()}.csv` });
       document.body.append(a);
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 1000);
-    } } }, "CSV");
+    } } }, h("span", { "aria-hidden": "true" }, "⤓ "), `CSV: ${what}`);
 }
 
 /** A zoom (drag) on one of `charts` sets the same time range on the others; a double-click
- * on one returns them all to the page's window. */
-export function linkZoom(chartsNow) {
+ * on one returns them all to the page's window. `onZoom([from, to] | null)` after each (the
+ * page keeps it in its URL). */
+export function linkZoom(chartsNow, onZoom = () => {}) {
   let applying = false;
   for (const el of chartsNow().filter((c) => c.on)) {
     onPlotly(el, "plotly_relayout", async (change) => {
@@ -119,6 +222,7 @@ export function linkZoom(chartsNow) {
         const Plotly = await plotly();
         await Promise.all(chartsNow().filter((c) => c !== el && c.data).map((c) => Plotly.relayout(c,
           reset ? { "xaxis.autorange": true } : { "xaxis.range": range })));
+        onZoom(reset ? null : range);
       } finally {
         applying = false;
       }

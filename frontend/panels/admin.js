@@ -31,6 +31,14 @@ export function matchersOf(a) {
     .map((k) => ({ name: k, value: String(labels[k]) }));
 }
 
+/** The matchers every one of `alerts` shares (a host's alerts: its host; an object's: its
+ * host and object labels): one silence covers them all, and expires in one click (issue 40:
+ * silencing a host made one silence per alert). */
+export function commonMatchers(alerts) {
+  const [first, ...rest] = alerts.map(matchersOf);
+  return (first || []).filter((m) => rest.every((ms) => ms.some((o) => o.name === m.name && o.value === m.value)));
+}
+
 /** The token form: shown folded; "ack"/"silence" without a token unfolds it. */
 export function adminPanel(onChange) {
   const token = h("input", { type: "password", id: "admin-token", autocomplete: "off",
@@ -45,12 +53,24 @@ export function adminPanel(onChange) {
     h("button", { type: "button", on: { click: () => { session.forget(); show(); onChange(); } } }, "Forget"),
     state);
   const el = h("details", { class: "admin" }, h("summary", {}, "Acknowledge and silence (admin token)"), form);
-  form.addEventListener("submit", (event) => {
+  form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (!token.value || !name.value) {
       state.textContent = "both the token and your name are needed";
       return;
     }
+    // checked on entry (GET /admin/check changes nothing): a mistyped token is said now,
+    // not when the first ack fails
+    state.textContent = "checking the token…";
+    try {
+      await api.adminCheck(token.value);
+    } catch (error) {
+      state.textContent = error.status === 401 || error.status === 403
+        ? "this token is not an admin credential: not kept" : `could not check the token: ${error.detail || error.message}`;
+      state.dataset.refused = "true";
+      return;
+    }
+    delete state.dataset.refused;
     session.save(token.value, name.value);
     token.value = "";
     show();
@@ -96,10 +116,13 @@ export function actionButtons(alerts, panel, done, what = "") {
     return `acknowledged ${active.length} alert${active.length === 1 ? "" : "s"}${what ? ` of ${what}` : ""}`;
   });
   const silence = guard(async () => {
-    await Promise.all(active.map((a) => api.silence({ matchers: matchersOf(a),
+    const shared = commonMatchers(active);
+    const sets = shared.length ? [shared] : active.map(matchersOf); // alerts of no common label
+    await Promise.all(sets.map((matchers) => api.silence({ matchers,
       duration_s: Number(hours.value) * 3600, created_by: session.name(),
       comment: panel.comment() }, session.token())));
-    return `silenced ${active.length} alert${active.length === 1 ? "" : "s"} for ${hours.value} h`;
+    return `silenced ${active.length} alert${active.length === 1 ? "" : "s"}${what ? ` of ${what}` : ""} ` +
+      `for ${hours.value} h (${sets.length} silence${sets.length === 1 ? "" : "s"})`;
   });
   const label = (verb) => `${verb} ${active.length} active alert${active.length === 1 ? "" : "s"}${what ? ` of ${what}` : ""}`;
   return h("span", { class: "actions" },

@@ -61,12 +61,20 @@ export function peersPanel() {
         replace(body, note, h("p", { class: "muted" }, "No peer groups yet: they are computed by the server's periodic round from judged pairs."));
         return;
       }
-      const judging = data.groups.filter((g) => g.eligible);
+      // groups with something to say (a pair far below its peers) first; the rest folded (issue
+      // 40: "Fleet peers" was ~90 rows of "none")
+      const judging = data.groups.filter((g) => g.eligible && g.below.length);
+      const quiet = data.groups.filter((g) => g.eligible && !g.below.length);
       const small = data.groups.filter((g) => !g.eligible);
       replace(body, note, siblingsList(data.siblings),
         judging.length ? h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Peer groups (scrolls)" },
           groupTable(judging, "Peer groups"))
-          : h("p", { class: "muted" }, `No group has ${data.min_hosts} hosts yet: nobody is judged against peers.`),
+          : h("p", { class: "muted", id: "peers-all-quiet" }, quiet.length
+            ? "No pair or GPU is far below its peers." : `No group has ${data.min_hosts} hosts yet: nobody is judged against peers.`),
+        quiet.length ? h("details", { class: "quiet-groups" },
+          h("summary", {}, `${quiet.length} group${quiet.length === 1 ? "" : "s"} with nobody far below its peers`),
+          h("div", { class: "table-wrap", tabindex: 0, role: "region",
+            "aria-label": "Peer groups with nobody below (scrolls)" }, groupTable(quiet, "Peer groups with nobody below"))) : null,
         small.length ? h("details", { class: "small-groups" },
           h("summary", {}, `${small.length} groups too small to judge anybody`),
           h("div", { class: "table-wrap", tabindex: 0, role: "region",

@@ -6,6 +6,7 @@
 // A one-GPU host has no pair to measure: this table is its measured fabric.
 
 import { GPU_TESTS, TEST_ABOUT, TEST_LABEL } from "../shared/api.js";
+import { scrollBox } from "../shared/table.js";
 import { h } from "../shared/dom.js";
 import * as fmt from "../shared/format.js";
 import { verdictOf, VERDICTS } from "../shared/palette.js";
@@ -51,6 +52,6 @@ export function gpuTestsTable(health) {
   return h("div", { class: "gpu-tests" },
     h("h3", {}, "Per GPU: PCIe and local copies ",
       h("span", { class: "muted" }, "GB/s, ratio to what the PCIe link offers")),
-    h("table", { class: "grid", "aria-label": "Per-GPU copies" }, h("thead", {}, head),
-      h("tbody", {}, rows)));
+    scrollBox("Per-GPU copies, scrolls sideways", h("table", { class: "grid", "aria-label": "Per-GPU copies" },
+      h("thead", {}, head), h("tbody", {}, rows))));
 }

@@ -40,8 +40,8 @@ function outline(root, el) {
 export function scrollToTarget(root, params, seriesEl) {
   const row = (gpu) => root.querySelector(`table[aria-label="GPU inventory"] tbody tr[data-key="${CSS.escape(String(gpu))}"]`);
   if (params.link !== undefined && params.gpu !== undefined) {
-    const what = `GPU${params.gpu} link ${params.link}`;
-    const item = [...root.querySelectorAll(".problem-list li")].find((li) => li.dataset.what === what);
+    const item = [...root.querySelectorAll(".problem-list li[data-links]")].find((li) =>
+      li.dataset.gpu === String(params.gpu) && li.dataset.links.split(",").includes(String(params.link)));
     outline(root, item || row(params.gpu));
   } else if (params.gpu !== undefined && params.gpu !== "") {
     outline(root, row(params.gpu));

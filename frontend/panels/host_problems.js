@@ -20,6 +20,27 @@ function worstTest(pair) {
   return bad.sort((a, b) => rank(b) - rank(a))[0];
 }
 
+/** A GPU's non-healthy links of one verdict as one line (issue 40: a tray listed 17 lines,
+ * one per link): "GPU3 links 16, 17", the reason of the first and how many say the same. */
+function linkProblems(links) {
+  const byGpu = new Map();
+  for (const l of links) {
+    if (l.verdict === "healthy") continue;
+    const key = `${l.gpu}|${l.verdict}`;
+    if (!byGpu.has(key)) byGpu.set(key, []);
+    byGpu.get(key).push(l);
+  }
+  return [...byGpu.values()].map((ls) => {
+    const first = ls.reduce((a, b) => ((a.since || "~") <= (b.since || "~") ? a : b));
+    const numbers = ls.map((l) => l.link).sort((a, b) => a - b);
+    const what = numbers.length > 1 ? `GPU${first.gpu} links ${numbers.join(", ")}` : `GPU${first.gpu} link ${numbers[0]}`;
+    const others = new Set(ls.map((l) => l.reason)).size - 1;
+    const reason = others > 0 ? `${first.reason} (and ${others} more like it)` : first.reason;
+    return ranked({ verdict: first.verdict, what, reason, since: first.since, gpu: first.gpu,
+      links: numbers }, 1);
+  });
+}
+
 /** Non-healthy links, pairs and GPUs in the one order of faults.js (severity, then scope: a GPU
  * lost, links down, a slow pair, below its fleet peers; then age):
  * [{verdict, what, reason, since, pair?, test?}] (`since`: when the object entered its
@@ -27,12 +48,7 @@ function worstTest(pair) {
 export function pairProblems(health) {
   if (!health) return [];
   const items = [];
-  for (const l of health.links) {
-    if (l.verdict !== "healthy") {
-      items.push(ranked({ verdict: l.verdict, what: `GPU${l.gpu} link ${l.link}`, reason: l.reason,
-        since: l.since }, 1));
-    }
-  }
+  items.push(...linkProblems(health.links));
   for (const p of health.pairs) {
     const t = worstTest(p);
     if (!t) continue;

@@ -45,9 +45,6 @@ export function inventoryTable(selected = () => null) {
       { key: "reason", label: "Why", class: "reason why",
         cell: (r) => (r.health && r.health.verdict !== "healthy"
           ? h("span", { title: r.health.reason }, r.health.reason) : "") },
-      { key: "name", label: "Name", value: (r) => r.gpu.name, cell: (r) => r.gpu.name },
-      { key: "uuid", label: "UUID", class: "mono", cell: (r) => r.gpu.uuid },
-      { key: "bus", label: "PCI bus", class: "mono", value: (r) => r.gpu.pci_bus_id, cell: (r) => r.gpu.pci_bus_id },
       { key: "pcie", label: "PCIe now / max", cell: (r) => pcieCell(r.gpu.pcie) },
       { key: "nvlink", label: "NVLink up / total", value: (r) => r.gpu.nvlinks_up - r.gpu.nvlink_count,
         cell: (r) => nvlinkCell(r.gpu, r.downPorts) },
@@ -60,6 +57,10 @@ export function inventoryTable(selected = () => null) {
       { key: "rdma", label: "RDMA", value: (r) => r.gpu.rdma_readiness?.readiness ?? null,
         cell: (r) => rdmaCell(r.gpu.rdma_readiness) },
       { key: "driver", label: "Driver says", cell: (r) => driverCell(r.gpu.driver) },
+      { key: "name", label: "Name", value: (r) => r.gpu.name, cell: (r) => r.gpu.name },
+      { key: "uuid", label: "UUID", class: "mono clip uuid",
+        cell: (r) => h("span", { title: r.gpu.uuid }, r.gpu.uuid) },
+      { key: "bus", label: "PCI bus", class: "mono", value: (r) => r.gpu.pci_bus_id, cell: (r) => r.gpu.pci_bus_id },
       { key: "cpu", label: "CPU affinity", class: "mono", cell: (r) => r.gpu.cpu_affinity ?? "–" },
     ],
   });

@@ -9,6 +9,7 @@ import { activatable, esc, h, replace } from "../shared/dom.js";
 import * as fmt from "../shared/format.js";
 import { baseLayout, OKABE_ITO } from "../shared/palette.js";
 import { draw, emptyNote, onPlotly, purge, windowTrace } from "../charts/plot.js";
+import { CROSSHAIR } from "../charts/timeline.js";
 
 const JOBS_SHOWN = 20;
 const SEVERITY_CLASS = { critical: "v-down", warning: "v-degraded", info: "" };
@@ -30,14 +31,23 @@ function markerHover(s) {
     `${s.gpus} GPUs, ${s.links_down} NVLink port(s) down<br>click for what changed`;
 }
 
+/** Whether a job ran at some time in [since, until] (a running one: from its prolog on). */
+const overlaps = (j, since, until) => (j.prolog?.taken_at ?? j.epilog.taken_at) <= until
+  && (j.epilog?.taken_at ?? until) >= since;
+
+/** The jobs of the page's window only, their spans clipped to it (issue 40: the chart ran
+ * over every snapshot, whatever the range): its axis autoranges over the window, so the
+ * page's zoom, kept by uirevision, is never overridden by a fixed range. */
 function timelineFigure(jobs, since, until) {
-  const shown = jobs.slice(0, JOBS_SHOWN).reverse(); // oldest at the bottom
+  const shown = jobs.filter((j) => overlaps(j, since, until)).slice(0, JOBS_SHOWN).reverse();
   const spans = { x: [], y: [] };
   const points = { prolog: [], epilog: [] };
+  const inside = (s) => s && s.taken_at >= since && s.taken_at <= until;
   for (const j of shown) {
-    for (const phase of ["prolog", "epilog"]) if (j[phase]) points[phase].push(j[phase]);
+    for (const phase of ["prolog", "epilog"]) if (inside(j[phase])) points[phase].push(j[phase]);
     if (j.prolog && j.epilog) {
-      spans.x.push(j.prolog.taken_at, j.epilog.taken_at, null);
+      spans.x.push(j.prolog.taken_at < since ? since : j.prolog.taken_at,
+        j.epilog.taken_at > until ? until : j.epilog.taken_at, null);
       spans.y.push(j.job, j.job, null);
     }
   }
@@ -55,10 +65,11 @@ function timelineFigure(jobs, since, until) {
     marker("epilog", "square", OKABE_ITO.orange)];
   const layout = baseLayout({
     height: Math.max(140, 60 + 22 * shown.length), hovermode: "closest",
-    margin: { l: 70, r: 12, t: 10, b: 36 }, xaxis: { type: "date", title: { text: "UTC" } },
+    margin: { l: 70, r: 12, t: 10, b: 36 },
+    xaxis: { type: "date", title: { text: "UTC" }, ...CROSSHAIR },
     yaxis: { type: "category", title: { text: "job" } },
     legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 1, xanchor: "right" },
-    annotations: shown.length ? [] : [emptyNote("no job snapshots of this host")],
+    annotations: shown.length ? [] : [emptyNote(jobs.length ? "no job ran in this range" : "no job snapshots of this host")],
   });
   layout.uirevision = "jobs";
   return { data, layout };
@@ -99,6 +110,7 @@ export function jobsPanel(host) {
 
   return {
     el: section,
+    chart: el.chart, // one of the page's time charts: linked zoom and crosshair
     async load() {
       try {
         jobs = jobsOf((await api.snapshots(host)).snapshots);

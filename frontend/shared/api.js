@@ -32,12 +32,13 @@ async function answerOf(response, url) {
   return body;
 }
 
-export async function getJSON(path, params = {}, { signal } = {}) {
+export async function getJSON(path, params = {}, { signal, token } = {}) {
   const query = new URLSearchParams(
     Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""),
   ).toString();
   const url = `${BASE}${path}${query ? `?${query}` : ""}`;
-  return answerOf(await fetch(url, { signal, headers: { Accept: "application/json" } }), url);
+  const headers = { Accept: "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+  return answerOf(await fetch(url, { signal, headers }), url);
 }
 
 /** POST a JSON body with the admin token (in a header: never in the URL). */
@@ -65,12 +66,14 @@ export const api = {
   matrix: (name, test, opts) => getJSON(`${host(name)}/matrix`, { test }, opts),
   series: (name, params, opts) => getJSON(`${host(name)}/series`, params, opts),
   linkSeries: (name, params, opts) => getJSON(`${host(name)}/links/series`, params, opts),
+  gpuSeries: (name, params, opts) => getJSON(`${host(name)}/gpus/series`, params, opts),
   alerts: (params, opts) => getJSON("/alerts", params, opts),
   alert: (id, opts) => getJSON(`/alerts/${encodeURIComponent(id)}`, {}, opts),
   ack: (id, body, token) => postJSON(`/alerts/${encodeURIComponent(id)}/ack`, body, token),
   silence: (body, token) => postJSON("/silences", body, token),
   silences: (expired, opts) => getJSON("/silences", { expired: expired ? "true" : null }, opts),
   expireSilence: (id, token) => deleteJSON(`/silences/${encodeURIComponent(id)}`, token),
+  adminCheck: (token) => getJSON("/admin/check", {}, { token }),
   maintenance: (params, opts) => getJSON("/maintenance", params, opts),
   drainMarks: (params, opts) => getJSON("/drain/marks", params, opts),
   schedulerHosts: (minHealthy, opts) => getJSON("/scheduler/hosts", { min_healthy_gpus: minHealthy }, opts),

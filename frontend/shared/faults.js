@@ -67,7 +67,16 @@ function onePerObject(sorted) {
   });
 }
 
-/** {fault, more}: the most urgent fault and how many others there are, or null. */
+/** A fault's kind in a word or two, for "+2 more: NVLinkDown, XidError". */
+const kindOf = (f) => f.alertname || (f.text.length > 32 ? `${f.text.slice(0, 31)}…` : f.text);
+
+/** {fault, more, hidden}: the most urgent fault, how many others there are and their kinds
+ * (each once, most urgent first: "+1 more" alone hid an Xid behind a slow pair), or null. */
 export function topFault(faults) {
-  return faults.length ? { fault: faults[0], more: faults.length - 1 } : null;
+  if (!faults.length) return null;
+  const hidden = [...new Set(faults.slice(1).map(kindOf))];
+  return { fault: faults[0], more: faults.length - 1, hidden };
 }
+
+/** " +2 more: NVLinkDown, XidError" (the kinds hidden behind the top fault). */
+export const moreWords = (top) => ` +${top.more} more: ${top.hidden.join(", ")}`;

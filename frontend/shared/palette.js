@@ -1,7 +1,9 @@
 // One colour-blind-safe palette for every view (Okabe & Ito, "Color Universal Design").
 // A verdict is never colour alone: each has a glyph and its word next to it, and on charts a
-// marker shape of its own. Heatmaps use cividis (readable with any colour-vision deficiency):
-// bright = as fast as expected, dark = slow.
+// marker shape of its own. The bandwidth heatmap runs from vermillion (slow) through orange to
+// a calm blue (as fast as expected): orange against blue reads apart with any colour-vision
+// deficiency, and "as expected" is no longer cividis's bright yellow, which an operator read
+// as a warning (issue 40).
 
 import { h } from "./dom.js";
 
@@ -9,6 +11,10 @@ export const OKABE_ITO = {
   orange: "#E69F00", sky: "#56B4E9", green: "#009E73", yellow: "#F0E442",
   blue: "#0072B2", vermillion: "#D55E00", purple: "#CC79A7", grey: "#999999",
 };
+
+/** measured/expected 0.3 -> 1.05: vermillion, orange, then blues; healthy cells are blue. */
+export const RATIO_SCALE = [[0, "#9c3d00"], [0.35, OKABE_ITO.vermillion], [0.62, OKABE_ITO.orange],
+  [0.8, "#4a7fa8"], [1, "#2b5c8a"]];
 
 export const VERDICTS = {
   healthy: { color: OKABE_ITO.green, glyph: "✓", symbol: "circle", rank: 0 },

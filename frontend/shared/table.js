@@ -25,6 +25,12 @@ export function sortRows(rows, column, dir) {
   });
 }
 
+/** A box a wide table scrolls in, on its own (the page never scrolls sideways): focusable and
+ * named, so the keyboard can scroll it too. Its first column stays pinned (style.css). */
+export function scrollBox(label, table) {
+  return h("div", { class: "table-scroll", tabindex: 0, role: "region", "aria-label": label }, table);
+}
+
 export function sortableTable({ columns, rowKey, onActivate, sort = {}, onSort, caption, label,
   limit = Infinity, rowClass = () => null }) {
   // `limit`: rows drawn at first (a 1000-row table costs the browser a second of layout);

@@ -102,7 +102,8 @@ export function mount(root, route) {
       shownDomain = await api.domain(id);
       render(shownDomain);
     },
-    title: () => (shownDomain ? `NVLink domain ${shortId(shownDomain.id)} · ${shownDomain.verdict}` : "NVLink domain"),
+    title: () => (shownDomain ? `NVLink domain ${shortId(shownDomain.id)} · ${shownDomain.verdict}`
+      : `NVLink domain ${shortId(id)}`),
     async update() {},
     destroy() {},
   };

@@ -1,7 +1,7 @@
 // Fleet: every host at a glance. A heat grid (one cell per host, worst first, still readable at
 // 1000 hosts) above a sortable, filterable table. Filter and sort live in the URL.
 
-import { api } from "../shared/api.js";
+import { api, TESTS } from "../shared/api.js";
 import { h, replace } from "../shared/dom.js";
 import { peersPanel } from "../panels/fleet_peers.js";
 import * as fmt from "../shared/format.js";
@@ -9,7 +9,8 @@ import { activeMaintenance, maintenanceTag } from "../panels/maintenance.js";
 import { drainMarks, drainTags } from "../panels/drain.js";
 import { domainsPanel } from "./domain.js";
 import { VERDICTS, verdictOf } from "../shared/palette.js";
-import { hostFaults, topFault } from "../shared/faults.js";
+import { hostFaults, moreWords, topFault } from "../shared/faults.js";
+import { MAX_HOSTS } from "./compare.js";
 import { hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
   worstFiringByHost } from "../shared/severity.js";
 import { href, hostHref, updateParams } from "../shared/router.js";
@@ -63,7 +64,7 @@ function reasonCell(r) {
   return h("span", { class: `top-fault scope-${fault.scope}`, title: r.reason, "data-scope": fault.scope },
     known, text,
     more ? h("a", { class: "more", href: href("alerts", [], { host: r.host }),
-      title: "every fault of this host" }, ` +${more} more`) : null,
+      title: "every fault of this host", "data-hidden": top.hidden.join("|") }, moreWords(top)) : null,
     !r.stale && r.since && r.verdict !== "healthy"
       ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null,
     maintenanceTag(r.maintenance));
@@ -84,7 +85,9 @@ const COLUMNS = [
   { key: "age", label: "Last report", class: "num", value: (r) => fmt.ageSeconds(heardAt(r)),
     cell: (r) => h("span", { title: `received ${fmt.time(heardAt(r))} (server clock)`,
       class: r.stale ? "stale-text" : null }, fmt.age(heardAt(r))) },
-  { key: "fabric", label: "Fabric", value: (r) => r.fabric, cell: (r) => r.fabric },
+  { key: "fabric", label: "Fabric", class: "fabric", value: (r) => r.fabric,
+    // "simulated:<wbr>hgx8": a narrow column breaks after the colon, not inside a word
+    cell: (r) => r.fabric.split(":").flatMap((part, i) => (i ? [":", h("wbr"), part] : [part])) },
 ];
 
 function gpusCell(r) {
@@ -127,24 +130,53 @@ function matches(host, query, verdicts) {
   return query.toLowerCase().split(/\s+/).every((word) => hay.includes(word));
 }
 
+/** A summary chip: coloured when its count says something, quiet at 0 (issue 40: "0 down"
+ * in red on an empty fleet read as an alarm). */
+function countChip(n, look, attrs, ...content) {
+  return h("span", { ...attrs, class: n ? `chip ${look}` : "chip quiet", "data-count": n }, ...content);
+}
+
 function summary(hosts) {
   const count = (pred) => hosts.filter(pred).length;
   const fresh = hosts.filter((x) => !x.stale);
   const gpus = fresh.reduce((a, x) => a + x.gpus_total, 0);
   const healthy = fresh.reduce((a, x) => a + x.gpus_healthy, 0);
   const firing = hosts.reduce((a, x) => a + x.alerts_firing, 0);
-  const chips = Object.keys(VERDICTS).map((v) =>
-    h("span", { class: `chip v-${v}`, "data-verdict": v }, h("span", { class: "glyph", "aria-hidden": "true" },
-      VERDICTS[v].glyph), ` ${count((x) => shownVerdict(x) === v)} ${v}`));
-  const severities = ["critical", "warning"].map((s) => h("span", { class: `chip sev-${s}`, "data-severity": s },
-    h("span", { class: "glyph", "aria-hidden": "true" }, SEVERITY_LOOK[s].glyph),
-    ` ${count((x) => x.worst_alert === s)} with ${s} firing`));
+  const chips = Object.keys(VERDICTS).map((v) => {
+    const n = count((x) => shownVerdict(x) === v);
+    return countChip(n, `v-${v}`, { "data-verdict": v }, h("span", { class: "glyph", "aria-hidden": "true" },
+      VERDICTS[v].glyph), ` ${n} ${v}`);
+  });
+  const severities = ["critical", "warning"].map((s) => {
+    const n = count((x) => x.worst_alert === s);
+    return countChip(n, `sev-${s}`, { "data-severity": s },
+      h("span", { class: "glyph", "aria-hidden": "true" }, SEVERITY_LOOK[s].glyph), ` ${n} with ${s} firing`);
+  });
   return [h("span", { class: "chip" }, h("b", {}, hosts.length), " hosts"), ...chips,
-    h("span", { class: "chip" }, `◌ ${count((x) => x.stale)} stale`), ...severities,
-    h("span", { class: "chip" }, `⚒ ${count((x) => x.maintenance)} in maintenance`),
+    countChip(count((x) => x.stale), "", {}, `◌ ${count((x) => x.stale)} stale`), ...severities,
+    countChip(count((x) => x.maintenance), "", {}, `⚒ ${count((x) => x.maintenance)} in maintenance`),
     h("span", { class: "chip", title: "GPUs of hosts that report (stale hosts are unknown)" },
       h("b", {}, `${healthy} / ${gpus}`), " GPUs healthy"),
-    h("a", { class: `chip${firing ? " firing" : ""}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
+    h("a", { class: `chip${firing ? " firing" : " quiet"}`, href: "#/alerts" }, `● ${firing} alerts firing`)];
+}
+
+/** "compare these 3": the hosts the filter shows (up to 8), one pair's history overlaid. */
+function compareLink(shown) {
+  if (shown.length < 2 || shown.length > MAX_HOSTS) return null;
+  return [" · ", h("a", { href: href("compare", [], { hosts: shown.map((x) => x.host).join(","),
+    test: TESTS[0], pair: "0-1" }), id: "compare-link" }, `compare these ${shown.length}`)];
+}
+
+/** What an empty fleet says: how to connect the first probe (README, docs/security.md). */
+function firstProbe() {
+  const server = location.origin;
+  return h("section", { class: "panel first-probe", id: "first-probe" },
+    h("h2", {}, "No host has reported yet"),
+    h("p", {}, "Connect the first probe: issue its credential on this server, then start the agent on the GPU host."),
+    h("pre", {}, h("code", {}, `peerwatch token issue --host <gpu-host> --out probe.token   # here, on the server\n` +
+      `peerwatch probe --server ${server} --token-file probe.token   # on <gpu-host>`)),
+    h("p", { class: "muted" }, "Its first report appears here within a minute; ",
+      h("a", { href: "/docs" }, "the API"), " says what a report holds."));
 }
 
 function heatCell(host) {
@@ -181,6 +213,7 @@ export function mount(root, route) {
   });
   table.el.dataset.skipTarget = "the hosts table";
   const peers = peersPanel();
+  const empty = h("div");
 
   replace(root,
     h("div", { class: "page-head" }, h("h1", {}, "Fleet"), chips),
@@ -188,7 +221,7 @@ export function mount(root, route) {
       h("div", { class: "toolbar" }, search, h("span", { class: "toggles", role: "group",
         "aria-label": "Show only" }, toggles), count),
       grid),
-    domains,
+    domains, empty,
     h("section", { class: "panel table-wrap" }, table.el),
     peers.el);
 
@@ -207,9 +240,10 @@ export function mount(root, route) {
     const verdicts = selectedVerdicts();
     for (const t of toggles) t.setAttribute("aria-pressed", String(verdicts.has(t.dataset.verdict)));
     replace(chips, summary(hosts));
+    replace(empty, hosts.length ? null : firstProbe());
     const shown = hosts.filter((x) => matches(x, params.q, verdicts));
-    count.textContent = shown.length === hosts.length ? `${hosts.length} hosts`
-      : `${shown.length} of ${hosts.length} hosts`;
+    replace(count, shown.length === hosts.length ? `${hosts.length} hosts`
+      : `${shown.length} of ${hosts.length} hosts`, compareLink(shown));
     table.setRows(shown);
     replace(grid, table.sortedRows().map(heatCell));
   }

@@ -18,13 +18,15 @@ import { draw, plotly, purge } from "../charts/plot.js";
 import { href, updateParams } from "../shared/router.js";
 import { hostAlertPeriods, pairProblems } from "../panels/host_problems.js";
 import { seriesFigure } from "../charts/series.js";
+import { gpuSeriesFigure } from "../charts/gpu_series.js";
 import { jobLinks } from "./job.js";
 import { linkNotices, scrollToTarget } from "../panels/host_links.js";
-import { hostFaults, topFault } from "../shared/faults.js";
+import { hostFaults, moreWords, topFault } from "../shared/faults.js";
 import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "../shared/severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "../shared/stale.js";
 import { topologyFigure } from "../charts/topology.js";
-import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, windowOf } from "../charts/timeline.js";
+import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, rangeNotices, windowOf,
+  zoomOf } from "../charts/timeline.js";
 import { hostEvents, loadingSources } from "../charts/marks.js";
 import { topologyList } from "../panels/topology_list.js";
 
@@ -82,10 +84,14 @@ export function mount(root, route) {
     infoErrors: h("div", { class: "chart", id: "info-errors-chart", role: "figure",
       "aria-label": "Corrected NVLink error rates over time (informational)" }),
     probeErrors: h("div"),
+    gpusNote: h("div"),
+    gpus: h("div", { class: "chart", id: "gpu-series-chart", role: "figure",
+      "aria-label": "Per GPU: SM clock, power and temperature over time" }),
+    gpusHead: h("div", { class: "panel-head" }),
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
     el.pairHead, el.pairNote, el.series, el.pairFacts);
-  const inventory = inventoryTable(() => params.gpu ?? null);
+  const inventory = inventoryTable(() => selectedGpu());
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
   const jobs = jobsPanel(name);
   const xids = eventsPanel(name); // Xid/SXid events: a list and marks on the time charts
@@ -99,6 +105,7 @@ export function mount(root, route) {
         h("h2", {}, "Bandwidth matrix"), el.testPick, matrixLegend()), el.matrixNote, el.matrix, el.live,
         el.gpuTests)),
     el.rangeBar, pairPanel,
+    h("section", { class: "panel", id: "gpu-series-panel" }, el.gpusHead, el.gpusNote, el.gpus),
     h("section", { class: "panel" }, el.linksHead, el.linksNote,
       h("div", { class: "two-col" }, el.throughput, el.errors), el.infoErrors),
     xids.el, jobs.el,
@@ -107,12 +114,43 @@ export function mount(root, route) {
     el.probeErrors);
 
   const test = () => (TESTS.includes(params.test) ? params.test : TESTS[0]);
+  const hasGpu = (g) => !data.detail || data.detail.gpus.some((x) => x.index === g);
+  /** The URL's pair when this host has both GPUs (before its record loads: as written); a
+   * pair it lacks is a notice (linkNotices) and selects nothing: no phantom cell. */
+  const selectedPair = () => {
+    const pair = parsePair(params.pair);
+    return pair && pair.every(hasGpu) ? pair : null;
+  };
+  /** The URL's GPU when this host has it (the inventory's outlined row), else null. */
+  const selectedGpu = () => (params.gpu !== undefined && params.gpu !== "" && hasGpu(Number(params.gpu))
+    ? String(params.gpu) : null);
   const rangeKey = (p) => `${p.range}|${p.from}|${p.to}`;
 
-  const timeCharts = () => [el.series, el.throughput, el.errors, el.infoErrors];
+  const timeCharts = () => [el.series, el.gpus, el.throughput, el.errors, el.infoErrors, jobs.chart];
+  const zoomed = new WeakSet(); // charts the URL's zoom was applied to
+
+  /** The URL's zoom (`zoom=from~to`), once on each time chart drawn: as a relayout, which
+   * the chart then keeps through refreshes as if the user had dragged it (uirevision). */
+  function zoomFromUrl() {
+    const zoom = zoomOf(params);
+    if (!zoom || !window.Plotly) return;
+    for (const c of timeCharts().filter((x) => x.data && !zoomed.has(x))) {
+      zoomed.add(c);
+      window.Plotly.relayout(c, { "xaxis.range": zoom });
+    }
+  }
+
+  /** A user's zoom (or its reset) into the URL; the charts drawn already show it. */
+  function keepZoom(range) {
+    for (const c of timeCharts()) if (c.data) zoomed.add(c);
+    const utc = (t) => new Date(String(t).replace(" ", "T") + (/Z$/.test(t) ? "" : "Z")).toISOString();
+    updateParams({ zoom: range ? range.map(utc).join("~") : "" });
+  }
+
   /** One zoom and one crosshair across the time charts drawn so far. */
   function linkTimeCharts() {
-    linkZoom(timeCharts);
+    zoomFromUrl();
+    linkZoom(timeCharts, keepZoom);
     linkCrosshair(timeCharts);
   }
 
@@ -124,14 +162,21 @@ export function mount(root, route) {
   }
 
   /** A time figure with the host's events marked on it and a crosshair. */
-  function marked(fig, since, until) {
+  function marked(fig, since, until, el = null) {
     const events = hostEvents({ health: data.health, alerts: data.alerts, maintenance: data.maintenance,
       jobEvents: [...jobs.events(), ...xids.events()] }, data.marks || {});
-    const marks = eventMarks(events, since, until);
+    const marks = eventMarks(events, since, until, el?.clientWidth || 600);
     const layout = { ...fig.layout, shapes: [...(fig.layout.shapes || []), ...marks.shapes],
       annotations: [...(fig.layout.annotations || []), ...marks.labels],
-      xaxis: { ...fig.layout.xaxis, ...CROSSHAIR } };
+      xaxis: { ...fig.layout.xaxis, ...CROSSHAIR },
+      margin: { ...fig.layout.margin, t: Math.max(fig.layout.margin?.t ?? 28, marks.top) } };
     return { data: fig.data, layout };
+  }
+
+  /** The jobs chart, in the page's window and linked with the other time charts. */
+  async function renderJobs() {
+    await jobs.render(window_(params));
+    linkTimeCharts();
   }
 
   function pickPair(src, dst, testName = test()) {
@@ -165,19 +210,41 @@ export function mount(root, route) {
       severityTag(worstFiring(data.alerts)), maintenanceBadge(data.maintenance),
       maintenanceTag(data.maintenance),
       ...drainTags(data.drain),
-      alertChip(), hl ? topLine(hl) : null,
-      hl ? h("p", { class: "reason-line" }, hl.reason,
-        hl.since && hl.verdict !== "healthy" ? h("span", { class: "muted since" }, ` — ${hl.verdict} ${fmt.since(hl.since)}`) : null) : null,
+      alertChip(), domainLink(), hl ? topLine(hl) : null,
+      hl ? reasonLine(hl) : null,
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
         `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
         // IMEX where the host has it, beside the measured bandwidth (never trusted alone)
         d.imex?.present ? `IMEX ${d.imex.state ?? "?"}` : null,
-        sweep ? `last sweep ${fmt.age(sweep.finished_at)} ago: ${sweep.gpu_time_s.toFixed(2)} s GPU, ` +
-          `${sweep.wall_time_s.toFixed(1)} s wall, ${fmt.bytes(sweep.device_memory_bytes_max)} peak` : "no sweep yet",
+        sweep ? `last sweep ${fmt.age(sweep.finished_at)} ago, took ${sweep.wall_time_s.toFixed(1)} s ` +
+          `(${sweep.gpu_time_s.toFixed(2)} s of GPU time summed over GPUs, ` +
+          `${fmt.bytes(sweep.device_memory_bytes_max)} GPU memory at most)` : "no sweep yet",
       ].filter((t) => t !== null).map((t) => h("span", {}, t))));
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
-    replace(el.rangeBar, rangeBar(params, (changes) => updateParams(changes)));
+    replace(el.rangeBar, rangeBar(params, (changes) => updateParams({ ...changes, zoom: "" })));
+  }
+
+  let reasonOpen = false; // the folded reason, kept open across refreshes once opened
+
+  /** The verdict's whole reason: said once. A healthy host's is one short line; a host at
+   * fault has its top fault above and its problems below, so the long reason (figures,
+   * catalog references) sits behind a fold. */
+  function reasonLine(hl) {
+    if (hl.verdict === "healthy") return h("p", { class: "reason-line" }, hl.reason);
+    const since = hl.since ? ` — ${hl.verdict} ${fmt.since(hl.since)}` : "";
+    const fold = h("details", { class: "reason-line", open: reasonOpen || null },
+      h("summary", {}, `The whole verdict reason${since}`), h("p", {}, hl.reason));
+    fold.addEventListener("toggle", () => { reasonOpen = fold.open; });
+    return fold;
+  }
+
+  /** A tray's way up to its rack: "NVLink domain fcbd9a15… · degraded". */
+  function domainLink() {
+    const d = data.domain;
+    if (!d) return null;
+    return h("a", { class: `chip domain-link v-${d.verdict}`, href: href("domain", [d.id]) },
+      `NVLink domain ${d.id.slice(0, 8)}… · ${d.verdict}`);
   }
 
   /** The most urgent fault, as on the host's fleet row ("+N more" below it). */
@@ -187,12 +254,23 @@ export function mount(root, route) {
     if (!top) return null;
     return h("p", { class: "top-line", "data-scope": top.fault.scope },
       h("b", {}, data.detail.stale ? `last known at ${fmt.time(data.detail.last_report_at)}: ` : "Top fault: "),
-      top.fault.text, top.more ? h("span", { class: "muted" }, ` +${top.more} more below`) : null);
+      top.fault.text, top.more ? h("span", { class: "muted" }, `${moreWords(top)} (below)`) : null);
+  }
+
+  /** A problem's reason, short: what is wrong up to the catalog's action and references,
+   * which fold behind "what to do" (issue 40: a 5-line paragraph repeated per pair). */
+  function shortReason(reason) {
+    const cut = String(reason).search(/; action: | \[/);
+    if (cut < 0) return [reason];
+    return [reason.slice(0, cut), " ", h("details", { class: "more-reason" },
+      h("summary", {}, "what to do"), reason.slice(cut).replace(/^; /, ""))];
   }
 
   function problemItem(p) {
-    const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what },
-      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ", p.reason,
+    const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what, "data-gpu": p.gpu ?? null,
+      "data-links": p.links ? p.links.join(",") : null },
+      h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ",
+      ...shortReason(p.reason),
       p.since ? h("span", { class: "muted since" }, ` — ${fmt.since(p.since)}`) : null);
     if (p.pair) {
       li.title = `open ${p.what} ${p.test}`;
@@ -222,7 +300,7 @@ export function mount(root, route) {
   }
 
   async function renderPair() {
-    const pair = parsePair(params.pair);
+    const pair = selectedPair();
     pairPanel.hidden = !pair || !data.series;
     if (pairPanel.hidden) return;
     const s = data.series;
@@ -232,11 +310,11 @@ export function mount(root, route) {
     } } }, `⇄ GPU${pair[1]} → GPU${pair[0]}`);
     replace(el.pairHead, h("h2", {}, `${fmt.pair(pair[0], pair[1])} · ${s.test}`), swap,
       h("span", { class: "muted" }, `${s.source} · step ${s.step_s} s`),
-      csvButton(el.series, () => `${name}-GPU${pair[0]}-GPU${pair[1]}-${s.test}`));
+      csvButton(el.series, () => `${name}-GPU${pair[0]}-GPU${pair[1]}-${s.test}`, "pair history"));
     const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "",
       ...jobLinks(s.jobs));
-    const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until);
+    const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until, el.series);
     await draw(el.series, traces, layout);
     linkTimeCharts();
   }
@@ -251,14 +329,26 @@ export function mount(root, route) {
         : ports ? h("span", { class: "chip v-healthy" }, `✓ all ${ports} NVLink ports up`)
           : h("span", { class: "chip" }, "no NVLink: PCIe only"),
       h("span", { class: "muted" }, `${fmt.time(ls.since)} – ${fmt.time(ls.until)}`),
-      csvButton(el.throughput, () => `${name}-nvlink-throughput`), csvButton(el.errors, () => `${name}-link-errors`),
-      csvButton(el.infoErrors, () => `${name}-corrected-errors`));
-    const t = marked(throughputFigure(ls), ls.since, ls.until);
-    const e = marked(errorFigure(ls), ls.since, ls.until);
-    const i = marked(errorFigure(ls, true), ls.since, ls.until);
+      csvButton(el.throughput, () => `${name}-nvlink-throughput`, "throughput"),
+      csvButton(el.errors, () => `${name}-link-errors`, "errors"),
+      csvButton(el.infoErrors, () => `${name}-corrected-errors`, "corrected errors"));
+    const t = marked(throughputFigure(ls), ls.since, ls.until, el.throughput);
+    const e = marked(errorFigure(ls), ls.since, ls.until, el.errors);
+    const i = marked(errorFigure(ls, true), ls.since, ls.until, el.infoErrors);
     await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
-      draw(el.infoErrors, i.data, i.layout)]);
+      draw(el.infoErrors, i.data, i.layout), renderGpus()]);
     linkTimeCharts();
+  }
+
+  /** The GPUs' clock, power and temperature beside the bandwidth (item 6 of issue 40). */
+  async function renderGpus() {
+    const g = data.gpus;
+    if (!g) return;
+    replace(el.gpusHead, h("h2", {}, "GPU clocks · power · temperature"),
+      h("span", { class: "muted" }, "sampled around each sweep; dotted: power limit, slowdown temperature"),
+      csvButton(el.gpus, () => `${name}-gpu-clocks-power-temperature`, "clocks, power, temperature"));
+    const f = marked(gpuSeriesFigure(g), g.since, g.until, el.gpus);
+    await draw(el.gpus, f.data, f.layout);
   }
 
   function renderProbeErrors() {
@@ -277,7 +367,7 @@ export function mount(root, route) {
 
   /** The selected pair's series; a pair the API does not know is a notice, never a blank page. */
   async function loadPair() {
-    const pair = parsePair(params.pair);
+    const pair = selectedPair();
     data.seriesError = null;
     try {
       data.series = pair ? await api.series(name, { src: pair[0], dst: pair[1], test: test(), ...window_(params) }) : null;
@@ -290,7 +380,8 @@ export function mount(root, route) {
   }
 
   function renderNotices() {
-    const lines = linkNotices(params, data.detail, parsePair(params.pair), data.seriesError, TESTS);
+    const lines = [...linkNotices(params, data.detail, parsePair(params.pair), data.seriesError, TESTS),
+      ...rangeNotices(params)];
     replace(el.notices, lines.map((t) => h("p", { class: "notice", role: "status" }, `⚠ ${t}`)));
   }
 
@@ -340,8 +431,10 @@ export function mount(root, route) {
   /**
    * Every refresh asks for what changes with each report (the host, its health, topology,
    * matrix, series, active alerts; unchanged answers come back as bodiless 304s, see
-   * app/api/conditional_get.py); what changes slowly (resolved alerts, maintenance windows, job
-   * snapshots) only every SLOW_EVERY-th refresh.
+   * app/api/conditional_get.py); the link counters only when a new report came or the
+   * window moved; what changes slowly (resolved alerts, maintenance windows, job snapshots,
+   * Xid/SXid events) only every SLOW_EVERY-th refresh (issue 40: an open page made 30
+   * requests a minute, all answered in full).
    */
   async function loadAll({ first = false } = {}) {
     const full = refreshes % SLOW_EVERY === 0;
@@ -355,14 +448,26 @@ export function mount(root, route) {
       hostAlerts(full && !first), kept("series", seriesKey()) ? data.series : part("series", loadPair),
       full ? activeMaintenance(name) : data.maintenanceMap,
       full ? drainMarks(name) : data.drainMap,
-      first ? null : loadBelow(full, false),
-      part("events", () => xids.load(window_(params))),
+      first ? null : loadBelow(full, false, known),
+      full ? part("events", () => xids.load(window_(params))) : null,
     ]);
     Object.assign(data, { detail, health, topology, matrix: mx, alerts, series,
       maintenanceMap: maintenance, maintenance: maintenance?.get(name) ?? null,
       drainMap: drain, drain: drain?.get(name) ?? null });
     loadedAt = { changed: detail.changed_at, stale: detail.stale, series: seriesKey() };
     renderPanelNotes();
+  }
+
+  /** The NVLink domain (GB200 NVL72 rack) this tray belongs to, for the link in the header;
+   * null for a host whose GPUs report no fabric cluster, or when the domains do not answer. */
+  async function loadDomain() {
+    if (!data.detail?.gpus.some((g) => g.switch_fabric?.cluster_uuid)) return null;
+    try {
+      return (await api.domains()).domains.find((d) => d.hosts.includes(name)) ?? null;
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      return null;
+    }
   }
 
   let loadedAt = {}; // the host's changed_at (and stale, and the series' window) last loaded
@@ -385,16 +490,23 @@ export function mount(root, route) {
   /** What only the panels below the fold need (link counters, jobs, other mark sources) and
    * (`alerts`) the alerts again with the resolved ones (the pair history's shading);
    * `full`: the slow-changing ones too. */
-  async function loadBelow(full, alerts) {
-    const [links, , marks, all] = await Promise.all([
-      part("links", () => api.linkSeries(name, window_(params))),
+  async function loadBelow(full, alerts, known = null) {
+    const key = `${known?.last_report_at}|${JSON.stringify(window_(params))}`;
+    const sameLinks = known && key === linksKey && data.links && !failed.links;
+    const [links, gpus, , marks, all, domain] = await Promise.all([
+      sameLinks ? data.links : part("links", () => api.linkSeries(name, window_(params))),
+      sameLinks ? data.gpus : part("gpus", () => api.gpuSeries(name, window_(params))),
       full ? part("jobs", () => jobs.load()) : null,
       full ? loadMarks() : data.marks,
       alerts ? hostAlerts(true) : null,
+      full ? loadDomain() : data.domain,
     ]);
-    Object.assign(data, { links, marks });
+    Object.assign(data, { links, gpus, marks, domain });
+    if (known) linksKey = key; // the report and window these counters are of
     if (all) data.alerts = all;
   }
+
+  let linksKey = null;
 
   /** "⚠ topology: could not refresh (500 …); last good data 21:04 (3 min ago)". */
   function panelNote(key, label) {
@@ -409,6 +521,7 @@ export function mount(root, route) {
     replace(el.topoNote, panelNote("topology", "topology"));
     replace(el.matrixNote, panelNote("matrix", "matrix"));
     replace(el.linksNote, panelNote("links", "link counters"));
+    replace(el.gpusNote, panelNote("gpus", "GPU clocks"));
     replace(el.pairNote, panelNote("series", "pair history"));
   }
 
@@ -427,7 +540,8 @@ export function mount(root, route) {
       try {
         await loadBelow(true, true);
         renderPanelNotes();
-        await Promise.all([renderPair(), renderLinks(), jobs.render(window_(params))]);
+        if (data.domain) renderHead(); // the tray's link to its domain
+        await Promise.all([renderPair(), renderLinks(), renderJobs()]);
       } finally {
         delete root.dataset.pending;
       }
@@ -447,8 +561,8 @@ export function mount(root, route) {
     replace(el.topoList, topology ? topologyList(topology) : null);
     await Promise.all([
       topo ? draw(el.topo, topo.data, topo.layout) : null,
-      data.matrix ? matrix.set(shown("matrix"), parsePair(params.pair)) : null,
-      xids.render(), renderPair(), lower ? renderLinks() : null, lower ? jobs.render(window_(params)) : null,
+      data.matrix ? matrix.set(shown("matrix"), selectedPair()) : null,
+      xids.render(), renderPair(), lower ? renderLinks() : null, lower ? renderJobs() : null,
     ]);
   }
 
@@ -458,7 +572,7 @@ export function mount(root, route) {
     const key = `${params.pair}|${params.gpu}|${params.link}`;
     if (key === targeted) return;
     targeted = key;
-    scrollToTarget(root, params, parsePair(params.pair) && data.series ? el.series : null);
+    scrollToTarget(root, params, selectedPair() && data.series ? el.series : null);
   }
 
   let below = null; // the first view's panels below the fold, loading after its first draw
@@ -479,22 +593,28 @@ export function mount(root, route) {
       await below?.catch(() => {});
       const before = params;
       params = next.params;
+      const { zoom: _was, ...rest } = before;
+      const { zoom: _now, ...restNow } = params;
+      if (data.detail && JSON.stringify(rest) === JSON.stringify(restNow)) {
+        renderNotices(); // only the zoom moved: the charts already show it
+        return;
+      }
       if (!data.detail) { // the first load failed (e.g. the server was away): load it all now
         await this.refresh();
         return;
       }
       if (before.test !== params.test) data.matrix = await loadMatrix();
       if (rangeKey(before) !== rangeKey(params)) {
-        [data.links, data.marks] = await Promise.all([api.linkSeries(name, window_(params)), loadMarks(),
-          xids.load(window_(params))]);
+        [data.links, data.marks, data.gpus] = await Promise.all([api.linkSeries(name, window_(params)),
+          loadMarks(), api.gpuSeries(name, window_(params)), xids.load(window_(params))]);
         xids.render();
       }
       await loadPair();
       renderHead();
       renderNotices();
-      await Promise.all([matrix.set(shown("matrix"), parsePair(params.pair)), renderPair(),
+      await Promise.all([matrix.set(shown("matrix"), selectedPair()), renderPair(),
         rangeKey(before) !== rangeKey(params) ? renderLinks() : null,
-        rangeKey(before) !== rangeKey(params) ? jobs.render(window_(params)) : null]);
+        rangeKey(before) !== rangeKey(params) ? renderJobs() : null]);
       if (before.gpu !== params.gpu) inventory.setRows(inventoryRows(data.detail, shown("health")));
       showTarget();
     },
@@ -503,7 +623,7 @@ export function mount(root, route) {
       return `${name}${verdict ? ` · ${verdict}` : ""}`;
     },
     destroy() {
-      purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors);
+      purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors, el.gpus);
       jobs.destroy();
     },
   };

@@ -8,7 +8,7 @@ import { h, replace } from "../shared/dom.js";
 import * as fmt from "../shared/format.js";
 import { draw, plotly, purge } from "../charts/plot.js";
 import { hostHref, updateParams } from "../shared/router.js";
-import { sortableTable } from "../shared/table.js";
+import { scrollBox, sortableTable } from "../shared/table.js";
 import { topologyFigure } from "../charts/topology.js";
 
 const PATTERNS = { ring: "ring all-reduce", all_to_all: "all-to-all" };
@@ -72,7 +72,7 @@ function runnerUps(p) {
     { key: "est", label: "Estimated pairs", cell: (r) => r.estimated_pairs.map(pairText).join(", ") || "none" },
   ] });
   t.setRows(p.runner_ups);
-  return t.el;
+  return scrollBox("Runner-up sets, scrolls sideways", t.el);
 }
 
 function excluded(p) {
@@ -83,7 +83,7 @@ function excluded(p) {
     { key: "reason", label: "Why left out", class: "reason", cell: (r) => r.reason },
   ] });
   t.setRows(p.excluded);
-  return t.el;
+  return scrollBox("GPUs left out, scrolls sideways", t.el);
 }
 
 export function mount(root, route) {

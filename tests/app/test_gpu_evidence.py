@@ -228,3 +228,26 @@ def test_host_page_shows_what_the_driver_says(client: TestClient) -> None:
     health = client.get("/api/v1/hosts/drv-page/health").json()
     gpu1 = {g["gpu"]: g for g in health["gpus"]}[1]
     assert gpu1["verdict"] == "down" and "DRAIN_P2P" in gpu1["reason"]
+def test_gpu_series_are_the_stored_clocks_samples(client: TestClient) -> None:
+    """GET /hosts/{host}/gpus/series: per GPU, the SM clock, power and temperature of each
+    clocks sample the sweeps carried (the host page draws them beside the bandwidth)."""
+    opts = SweepOptions(tests=(TestName.CE_WRITE,))
+    fab = SimulatedFabric("hgx8", seed=3, hostname="hgx-a", faults=[ThrottledGpu(gpu=3)])
+    report = build_report(fab, options=opts)
+    _post(client, report)
+    answer = client.get("/api/v1/hosts/hgx-a/gpus/series")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    sent = {c.gpu: c for sample in report.counters for c in sample.clocks}
+    assert [g["gpu"] for g in body["gpus"]] == sorted(sent)
+    capped = body["gpus"][3]
+    samples = [c for s in report.counters for c in s.clocks if c.gpu == 3]
+    assert len(capped["at"]) == len(samples) > 0
+    assert capped["power_w"] == [round(c.power_mw / 1000, 1) for c in samples]
+    assert capped["sm_clock_mhz"] == [c.sm_clock_mhz for c in samples]
+    assert capped["temperature_c"] == [c.temperature_c for c in samples]
+    assert capped["power_limit_w"] == 450
+    assert client.get("/api/v1/hosts/nope/gpus/series").status_code == 404
+    old = client.get("/api/v1/hosts/hgx-a/gpus/series",
+                     params={"until": "2000-01-01T00:00:00Z"}).json()
+    assert old["gpus"] == []

@@ -192,6 +192,11 @@ def wait_until(page, predicate: str, arg: object = None, timeout_s: float = SETT
         page.wait_for_timeout(50)
 
 
+def is_pair_series(r) -> bool:  # type: ignore[no-untyped-def]
+    """The pair's series answer (not the link counters' or the GPUs' series)."""
+    return "/series?" in r.url and "/links/" not in r.url and "/gpus/" not in r.url
+
+
 def wait_hash(page, part: str) -> None:  # type: ignore[no-untyped-def]
     wait_until(page, "part => location.hash.includes(part)", part)
 

@@ -5,7 +5,8 @@
     python -m tests.browser.docs_shots http://127.0.0.1:8101 docs/img "" domain   # only these
 
 Pages: the fleet, the HGX board that lost two NVLinks (hgx8-01), the host that stopped
-reporting (pcie4-01), the alerts page and the demo's NVL72 rack (its NVLink domain page);
+reporting (pcie4-01), the alerts page, the demo's NVL72 rack (its NVLink domain page) and
+job 81240's page (its snapshots' diff, events, alerts and verdicts in one timeline);
 each full-page at 1440 px, plus the alerts, fleet and host pages at a phone's width, and
 hgx8-01's time charts with the mouse on one (the crosshair on all, the event marks).
 """
@@ -25,10 +26,11 @@ SHOTS = {
     "stale-host": ("#/host/pcie4-01", "host"),
     "alerts": ("#/alerts?state=all", "alerts"),
     "domain": (f"#/domain/{rack_cluster_uuid('nvl72-a')}", "domain"),
+    "job-page": ("#/job/81240", "job"),
 }
 
 
-PHONE = ("alerts", "fleet", "faulty-board")  # also taken at a phone's width
+PHONE = ("alerts", "fleet", "faulty-board", "job-page")  # also taken at a phone's width
 
 
 def wait_drawn(page, view: str, hash_: str, timeout_s: float = 60) -> None:  # type: ignore[no-untyped-def]

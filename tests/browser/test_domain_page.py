@@ -86,6 +86,12 @@ def test_a_tray_opens_its_host_page(page, fleet: Fleet) -> None:  # type: ignore
     page.locator('.tray-grid tr[data-host="nvl72-a-tray03"] a.host').click()
     wait_hash(page, "#/host/nvl72-a-tray03")
     page.wait_for_selector('main[data-ready="host"]:not(:has([data-pending]))')
+    # and the tray's page links back up to its domain (issue 40)
+    back = page.locator("a.domain-link")
+    assert back.get_attribute("href") == f"#/domain/{DOMAIN}"
+    back.click()
+    wait_hash(page, f"#/domain/{DOMAIN}")
+    page.wait_for_selector('main[data-ready="domain"]')
 
 
 def test_an_unknown_domain_says_so(page, browser_context) -> None:  # type: ignore[no-untyped-def]

@@ -24,7 +24,12 @@ def test_peer_groups_and_the_slow_host_are_shown(page, fleet: Fleet) -> None:  #
     section = page.get_by_role("region", name="Fleet peers")
     section.wait_for()
     judging = section.get_by_role("table", name="Peer groups", exact=True).locator("tbody tr")
-    assert judging.count() == sum(g["eligible"] for g in data["groups"]) > 0
+    # groups with something to say in view; those with nobody below folded (issue 40)
+    assert judging.count() == sum(g["eligible"] and bool(g["below"]) for g in data["groups"]) > 0
+    quiet = section.locator("details.quiet-groups")
+    assert quiet.get_attribute("open") is None
+    assert quiet.locator("tbody tr").count() == sum(g["eligible"] and not g["below"]
+                                                   for g in data["groups"]) > 0
     small = section.locator("details.small-groups")
     assert small.locator("tbody tr").count() == sum(not g["eligible"] for g in data["groups"])
     small.locator("summary").click()  # collapsed until asked for
@@ -35,6 +40,8 @@ def test_peer_groups_and_the_slow_host_are_shown(page, fleet: Fleet) -> None:  #
     group = h200[0]
     key = f'{group["gpu_model"]}|{group["topology"]}|{group["driver"]}|ce_write'
     row = section.locator(f'tr[data-group="{key}"]')
+    if row.is_hidden():
+        quiet.locator("summary").click()
     text = row.inner_text()
     assert _gbps(group["median"]) in text and _gbps(group["low"]) in text
     assert f'\t{group["hosts"]}\t' in text

@@ -7,7 +7,15 @@ from datetime import datetime
 
 import pytest
 
-from tests.browser.conftest import FAULTY, Fleet, open_view, screenshot, wait_hash, wait_until
+from tests.browser.conftest import (
+    FAULTY,
+    Fleet,
+    is_pair_series,
+    open_view,
+    screenshot,
+    wait_hash,
+    wait_until,
+)
 from tests.browser.plotly import (
     annotations,
     click_cell,
@@ -68,7 +76,7 @@ def test_faulty_links_are_drawn_degraded(page, fleet: Fleet) -> None:  # type: i
 def test_click_a_cell_opens_the_pair_series(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, f"/#/host/{FAULTY}?test=ce_write", "host")
     assert page.locator("#pair-panel").is_hidden()
-    with page.expect_response(lambda r: "/series?" in r.url and "/links/" not in r.url) as answer:
+    with page.expect_response(is_pair_series) as answer:
         click_cell(page, "matrix-chart", row=1, col=2)
     wait_hash(page, "pair=1-2")
     page.wait_for_selector("#series-chart[data-ready]")

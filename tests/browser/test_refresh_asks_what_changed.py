@@ -39,3 +39,25 @@ def test_an_open_host_page_asks_again_only_for_what_changed(fresh_page, fleet: F
     # host may have changed between the page's last load and `before`), never all three
     assert len(judged) <= len(JUDGED), judged
     assert page.locator("#topology-chart[data-ready]").count() == 1  # still drawn
+
+
+def test_slow_panels_are_not_asked_every_refresh(fresh_page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    """Xid/SXid events are asked with the slow reads (every 4th refresh), the link counters
+    only when a new report came or the window moved: over 8 refreshes, not 8 times each."""
+    page = fresh_page
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/v1/hosts/" in r.url else None)
+    open_view(page, f"/?refresh=1#/host/{MAINTAINED}", "host")
+    wait_until(page, "() => !document.querySelector('main [data-pending]')")
+    asked.clear()
+    reports = {fleet.api(f"/hosts/{MAINTAINED}")["last_report_at"]}
+    start = page.evaluate(UPDATES)
+    wait_until(page, f"() => ({UPDATES})() >= {start + 9}")  # eight whole refreshes
+    reports.add(fleet.api(f"/hosts/{MAINTAINED}")["last_report_at"])
+    paths = [u.split("?")[0] for u in asked]
+    events = [p for p in paths if p.endswith("/events")]
+    links = [p for p in paths if p.endswith("/links/series")]
+    assert len(events) <= 3, events  # 9 refreshes at most: the 4th and 8th (and one more)
+    # one per new report or minute the window moved (and the first after the first view)
+    assert len(links) <= 2 * len(reports) + 2, (links, reports)
+    assert len(links) < 8

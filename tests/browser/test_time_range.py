@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.browser.conftest import FAULTY, Fleet, open_view, wait_until
+from tests.browser.conftest import FAULTY, Fleet, is_pair_series, open_view, wait_until
 from tests.browser.plotly import double_click_until, drag_zoom
 from tests.conftest import SETTLE_S
 
@@ -29,7 +29,7 @@ def test_an_absolute_range_from_the_url_is_what_every_chart_asks_for(page, fleet
             f"&to={to.strftime(stamp)}")
     open_view(page, "/#/alerts", "alerts")
     with page.expect_response(lambda r: "/links/series?" in r.url) as links, \
-            page.expect_response(lambda r: "/series?" in r.url and "/links/" not in r.url) as pair:
+            page.expect_response(is_pair_series) as pair:
         open_view(page, path, "host")
     for answer in (links.value, pair.value):
         assert f"since={since.strftime(stamp).replace(':', '%3A')}" in answer.url, answer.url

@@ -130,6 +130,10 @@ def test_top_fault_of_a_host_with_a_lost_gpu_and_a_slow_pair_is_the_gpu(page, fl
     assert row.get_attribute("data-scope") == "0"  # a GPU lost, before the slow pair
     text = row.inner_text()
     assert "GPU6" in text and "more" in text, text
+    # "+N more" names the kinds it hides (issue 40: an Xid hid behind "+1 more")
+    hidden = row.locator("a.more")
+    assert "P2PBandwidthDegraded" in hidden.inner_text()
+    assert set(hidden.get_attribute("data-hidden").split("|")) <= names - {"GPUMissing"}
     first_link = row.locator("a").first.get_attribute("href")
     assert "gpu=6" in first_link
     # the host page: the same fault leads its header line and its problem list

@@ -168,3 +168,17 @@ def test_old_snapshots_are_pruned_with_the_raw_samples(client: TestClient,
             assert session.scalar(select(func.count()).select_from(JobSnapshot)) == 1
     finally:
         engine.dispose()
+
+
+def test_a_job_only_its_snapshots_name_has_a_page(client: TestClient) -> None:
+    """No report's job mapping named job 4242 (it ran before the mapping was set up): its
+    page is still there, its GPUs those of its snapshots, so the dashboard can read its diff."""
+    assert client.get("/api/v1/jobs/4242").status_code == 404
+    before, after = job_pair()
+    post(client, before)
+    post(client, after)
+    page = client.get("/api/v1/jobs/4242").json()
+    assert page["hosts"] == ["node-a"]
+    assert [(s["gpu"], s["source"]) for s in page["held"]] == [(g, "snapshots") for g in range(8)]
+    assert page["first_seen"] == before.taken_at.isoformat().replace("+00:00", "Z")
+    assert page["last_seen"] == after.taken_at.isoformat().replace("+00:00", "Z")
