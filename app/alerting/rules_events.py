@@ -28,6 +28,7 @@ from sqlalchemy import or_, select
 from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.alerting.switch_pages import nvlink_domain, switch_explains
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.analysis.xid_judge import EventFinding
 from peerwatch.app.store.tables.alerts import Alert
@@ -37,6 +38,7 @@ def _labels(ctx: HostContext, f: EventFinding) -> dict[str, str]:
     labels = {"host": ctx.name, "xid": f"{f.entry.kind}{f.entry.code}"}
     if f.entry.object == "switch":
         labels["switch"] = f.switch or "unknown"
+        labels["nvlink_domain"] = nvlink_domain(ctx)
     else:
         labels["gpu"] = str(f.gpu) if f.gpu is not None else "unknown"
         if f.entry.object == "link" and f.link is not None:
@@ -47,7 +49,7 @@ def _labels(ctx: HostContext, f: EventFinding) -> dict[str, str]:
 def _related(ctx: HostContext, f: EventFinding) -> str:
     """Which other alerts this event stands for, in words."""
     if f.entry.object == "switch":
-        return "the NVLink and pair alerts of the GPUs behind this switch"
+        return switch_explains(ctx)
     pairs = sorted({f"GPU{s}->GPU{d}" for (s, d, _), j in ctx.health.tests.items()
                     if s != d and f.gpu in (s, d) and j.verdict.value != "healthy"})
     link = (f"NVLinkErrorsIncreasing of NVLink {f.link} and "

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.pair_faults import apart_among, largest_set, stored_faults
 from peerwatch.app.analysis.rdma import judge_rdma
+from peerwatch.app.analysis.switch_fold import offerable
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.queries.health import NOT_JUDGED
 from peerwatch.app.schemas.scheduler import GpuRdma, SchedulableHost, UnhealthyGpu
@@ -28,6 +29,16 @@ class _Gpu(NamedTuple):
     gpu: int
     verdict: str
     reason: str
+    offered: bool  # healthy, or only its bandwidth reduced by a lost switch
+
+
+def _reduced_of(session: Session) -> set[tuple[int, int]]:
+    """(host id, GPU) of the degraded GPUs a job may still use (`switch_fold.offerable`):
+    only degraded rows' facts are read, few."""
+    rows = session.execute(select(JudgedGpu.host_id, JudgedGpu.gpu, JudgedGpu.facts)
+                           .where(JudgedGpu.verdict == Verdict.DEGRADED.value))
+    return {(h, g) for h, g, facts in rows
+            if offerable(Verdict.DEGRADED.value, (facts or {}).get("fabric", ()))}
 
 
 @lru_cache(maxsize=RDMA_MEMO)
@@ -89,7 +100,7 @@ def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | No
         return f"stale: {row.reason}"
     if row.verdict == Verdict.DOWN:
         return f"down: {row.reason}"
-    good = [g.gpu for g in gpus if g.verdict == Verdict.HEALTHY]
+    good = [g.gpu for g in gpus if g.offered]
     if only_ready:
         ready = {r.gpu for r in rdma or [] if r.readiness == "ready"}
         good = [g for g in good if g in ready]
@@ -106,7 +117,9 @@ def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | No
         host=row.name, gpus_total=len(gpus), healthy_gpus=good,
         cuda_visible_devices=",".join(map(str, together)), apart=apart,
         unhealthy=[UnhealthyGpu(gpu=g.gpu, verdict=Verdict(g.verdict), reason=g.reason)
-                   for g in gpus if g.verdict != Verdict.HEALTHY],
+                   for g in gpus if not g.offered],
+        reduced=[UnhealthyGpu(gpu=g.gpu, verdict=Verdict(g.verdict), reason=g.reason)
+                 for g in gpus if g.offered and g.verdict != Verdict.HEALTHY],
         last_report_at=row.last_report_at, judged_at=row.judged_at, rdma=rdma or [],
     )
 
@@ -119,10 +132,12 @@ def schedulable(session: Session, wanted: int, rdma_ready: bool = False
     Plain columns, not ORM objects: at 1350 hosts (7200 GPUs) loading every judged GPU's
     row with its facts was most of the answer's time (bench/domains.py's reference)."""
     gpus: dict[int, list[_Gpu]] = defaultdict(list)
+    reduced = _reduced_of(session)
     for host_id, gpu, verdict, reason in session.execute(
             select(JudgedGpu.host_id, JudgedGpu.gpu, JudgedGpu.verdict, JudgedGpu.reason)
             .order_by(JudgedGpu.host_id, JudgedGpu.gpu)):
-        gpus[host_id].append(_Gpu(gpu, verdict, reason))
+        gpus[host_id].append(_Gpu(gpu, verdict, reason, verdict == Verdict.HEALTHY.value
+                                  or (host_id, gpu) in reduced))
     hosts: list[SchedulableHost] = []
     left_out: dict[str, str] = {}
     rows = session.execute(select(Host.id, Host.name, Host.last_report_at, JudgedHost.verdict,

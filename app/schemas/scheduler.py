@@ -44,6 +44,10 @@ class SchedulableHost(JudgedAt):
         "a pair fault between them (copies failing or slow, or P2P lost, while each works "
         "with its other peers; app/analysis/pair_faults.py). Both are offered, never together.")
     unhealthy: list[UnhealthyGpu] = Field(description="The others, each with its reason.")
+    reduced: list[UnhealthyGpu] = Field(
+        default_factory=list, description="GPUs offered (in `healthy_gpus`) though degraded: "
+        "their bandwidth is reduced by a lost NVSwitch (some NVLinks down with it, none cut "
+        "off; app/analysis/switch_fold.py), each with its reason.")
     last_report_at: datetime | None
     rdma: list[GpuRdma] = Field(
         default_factory=list, description="GPUDirect RDMA readiness of each GPU "
