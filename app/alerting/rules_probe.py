@@ -12,7 +12,7 @@ from __future__ import annotations
 from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
-from peerwatch.app.alerting.rules_events import event_explained
+from peerwatch.app.alerting.rules_events import event_explained, off_bus
 from peerwatch.app.analysis.clock import describe_skew, skew_way
 from peerwatch.app.analysis.text import fmt_duration
 from peerwatch.app.store.tables.inventory import Gpu, last_heard_at
@@ -80,7 +80,22 @@ def gpu_missing(ctx: HostContext) -> list[Finding]:
             description=_missing_text(gpu, row) + " Its pairs are not judged and the "
                         "scheduler leaves it out." + seen,
             dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
-    return out
+    return out + _off_bus_still_listed(ctx)
+
+
+def _off_bus_still_listed(ctx: HostContext) -> list[Finding]:
+    """A GPU that logged Xid 79 (fallen off the bus) while the report still lists it: the
+    same fault as its disappearance a report later, so the same alert (one page, whichever
+    report carries which; XidFault leaves Xid 79 to this rule)."""
+    return [Finding(
+        labels={"host": ctx.name, "gpu": str(gpu)},
+        summary=f"GPU{gpu} is missing from {ctx.name}",
+        description=f"GPU{gpu} of {ctx.name} logged {f.entry.label} ({f.entry.name}) and is "
+                    "gone for every use, though the newest inventory still lists it (the "
+                    "driver reports it lost on the next read). Its pairs are not trusted and "
+                    f"the scheduler leaves it out. {f.reason()}.",
+        dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0)
+        for gpu, f in sorted(off_bus(ctx).items()) if gpu not in ctx.fabric.missing_gpus]
 
 
 def probe_failing(ctx: HostContext) -> list[Finding]:
@@ -182,7 +197,11 @@ PROBE_RULES: tuple[Rule, ...] = (
                      "the bus, Xid 79): the server's inventory knows it, an agent restarted "
                      "since would not."
                  ),
-                 expr="max by (host, gpu) (peerwatch_gpu_present) == 0",
+                 expr=(
+                     "max by (host, gpu) (peerwatch_gpu_present) == 0\n"
+                     "or on (host, gpu) (max by (host, gpu) (peerwatch_fabric_event_findings"
+                     '{level="fault", xid="xid79"}) > bool 0) == 1\n'
+                 ),
                  for_="0m",
                  labels={"peer_gpu": "{{ $labels.gpu }}"},
                  annotations={

@@ -41,6 +41,7 @@ from peerwatch.app.analysis.flaps import downs_now, flapping, state_changes
 from peerwatch.app.analysis.fleet_peers import flag_gpus, flag_pairs, worst_checks
 from peerwatch.app.analysis.health import PairJudgement, TestJudgement, judge_pair, pair_label
 from peerwatch.app.analysis.jobs import with_fault_jobs, with_holders, with_job_notes
+from peerwatch.app.analysis.off_bus import off_bus_gpus
 from peerwatch.app.analysis.pair_faults import fault_facts
 from peerwatch.app.analysis.pattern_wait import bad_from, hold_facts, without_held
 from peerwatch.app.analysis.switch_fold import REDUCED, folded_gpus
@@ -96,7 +97,8 @@ def _attribute(fabric: HostFabric, pairs: list[PairJudgement], events: list[Even
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     plain = judge_host_fabric(fabric.host.name, fabric.gpus, ports, (), None,
                               had=_ports_had(fabric), switches=switches)
-    trusted = trust(pairs, untrusted_causes(plain.gpus, fabric.missing_gpus))
+    gone = {**{g: None for g in off_bus_gpus(events)}, **fabric.missing_gpus}
+    trusted = trust(pairs, untrusted_causes(plain.gpus, gone))
     by_events = explain_by_events(trusted, events, starts)
     return by_pattern(by_events.pairs), by_events
 
@@ -138,11 +140,13 @@ def _still_reduced(gpus: list[GpuJudgement], first: dict[int, str]) -> list[GpuJ
             if REDUCED in g.fabric and g.reason != first.get(g.gpu) else g for g in gpus]
 
 
-def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
-                         ) -> dict[PairKey, TestJudgement]:
-    """A pair with a GPU missing from the newest inventory is unknown, however healthy its
+def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement],
+                         off_bus: Mapping[int, object]) -> dict[PairKey, TestJudgement]:
+    """A pair with a GPU missing from the newest inventory, or one that logged Xid 79
+    (fallen off the bus, `off_bus.py`) while still listed, is unknown, however healthy its
     samples from before the GPU vanished were."""
-    gone = set(fabric.missing_gpus)
+    gone = {g: "is missing from the newest inventory" for g in fabric.missing_gpus}
+    gone.update({g: "fell off the bus (Xid 79)" for g in off_bus if g not in gone})
     if not gone:
         return tests
     out = {}
@@ -150,8 +154,8 @@ def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
         missing = [g for g in (t.src, t.dst) if g in gone]
         out[key] = t if not missing else replace(
             t, verdict=Verdict.UNKNOWN, low_since=None,
-            reason=f"{pair_label(t.src, t.dst, t.test)} not judged: GPU{missing[0]} is "
-                   "missing from the newest inventory")
+            reason=f"{pair_label(t.src, t.dst, t.test)} not judged: GPU{missing[0]} "
+                   f"{gone[missing[0]]}")
     return out
 
 
@@ -226,14 +230,15 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     fabric = loaded.fabric
     row = fabric.host
     tests, states, judged_report = _tests_of(loaded, settings, now, prior)
-    tests = _unknown_without_gpu(fabric, tests)
+    events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
+    off_bus = off_bus_gpus(events)
+    tests = _unknown_without_gpu(fabric, tests, off_bus)
     throttled = throttle_explains(loaded.throttles, settings.throttle_sweeps_most,
                                   settings.throttle_sweeps_of)  # a slow pair on a throttled
     tests = explain_tests(tests, throttled)  # GPU is not the fabric's fault (throttle.py)
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     flagged_pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks,
                                       settings.fleet_peer_floor, settings.fleet_peer_min_hosts)
-    events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
     starts = _bad_starts(flagged_pairs, prior)
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     switches = folded_gpus(ports, events)  # ports lost with a faulty NVSwitch

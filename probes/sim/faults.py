@@ -25,6 +25,8 @@ checked against the preset when a fault goes in, so a typo fails at once.
                                               PCI still lists it (on_pci=False: gone there too)
     SwitchTrayLost(tray=4)                    rack presets: NVLink switch tray 4 is gone, every
                                               GPU loses the ports to it (2 of 18 on NVL72)
+    NvSwitchLost(switch=0, links=(2, 3))      the host's NVSwitch 0 fails (fatal SXid): links
+                                              2 and 3 of every GPU go down, limited capacity
     InsufficientNvlinks(gpu=2)                GPU 2 trained too few NVLinks to join the fabric
     CliqueMoved(clique_id=2)                  this tray sits in another clique than its rack
     LinkXid(gpu=3, link=5, every_s=120)       GPU 3's NVLink 5 logs Xid 74 every 2 min, stays up
@@ -239,6 +241,17 @@ class SwitchTrayLost:
 
 
 @dataclass(frozen=True)
+class NvSwitchLost:
+    """The host's NVSwitch `switch` fails (a fatal SXid 20034, its links' LTSSM down): the
+    ports of every GPU wired to it (`links`) go down, each logging Xid 74, and the fabric
+    health says degraded bandwidth (summary limited capacity). On an HGX board every GPU
+    keeps its ports to the other switches: bandwidth reduced, nothing cut off."""
+
+    switch: int = 0
+    links: tuple[int, ...] = (2, 3)
+
+
+@dataclass(frozen=True)
 class InsufficientNvlinks:
     """`gpu` trained too few NVLinks to join the fabric: its last `links_down` ports are down
     and the health mask says incorrect configuration, insufficient NVLinks (summary
@@ -332,6 +345,7 @@ Fault = (
     | DriverRestarted
     | GpuLost
     | SwitchTrayLost
+    | NvSwitchLost
     | InsufficientNvlinks
     | CliqueMoved
     | LinkXid
@@ -357,7 +371,7 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
         case PeerCopiesFail(a=a, b=b):
             return (a, b)
         case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved() \
-                | SwitchSxid() | PeermemMissing():
+                | SwitchSxid() | PeermemMissing() | NvSwitchLost():
             return ()
         case AcsRedirect(gpus=gs):
             return gs

@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from peerwatch.probes.report import EventKind, EventSource, FabricEvent
-from peerwatch.probes.sim.faults import Fault, GpuLost, LinkXid, SwitchSxid, SwitchTrayLost
+from peerwatch.probes.sim.faults import (
+    Fault,
+    GpuLost,
+    LinkXid,
+    NvSwitchLost,
+    SwitchSxid,
+    SwitchTrayLost,
+)
 
 PortKey = tuple[int, int]
 
@@ -60,6 +67,11 @@ def on_inject(fault: Fault, pci_of: dict[int, str]) -> list[Pending]:
             name = f"tray{t}"
             return [Pending(EventKind.SXID, 20034, f"nvidia-nvswitch{t}: SXid ({name}): 20034, "
                             "Fatal, Link 0 LTSSM Fault Up", switch=name, link=0, fatal=True)]
+        case NvSwitchLost(switch=s, links=links):
+            name = f"nvswitch{s}"
+            return [Pending(EventKind.SXID, 20034, f"nvidia-nvswitch{s}: SXid ({name}): 20034, "
+                            f"Fatal, Link {links[0]} LTSSM Fault Up", switch=name,
+                            link=links[0], fatal=True)]
         case SwitchSxid(switch=s, sxid=code, fatal=fatal, link=link):
             word = "Fatal" if fatal else "Non-fatal"
             name = f"nvswitch{s}"
