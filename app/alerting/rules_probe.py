@@ -14,6 +14,7 @@ from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.alerting.rules_events import event_explained, off_bus
 from peerwatch.app.analysis.clock import describe_skew, skew_way
+from peerwatch.app.analysis.gpu_evidence import expected_only
 from peerwatch.app.analysis.text import fmt_duration
 from peerwatch.app.store.tables.inventory import Gpu, last_heard_at
 
@@ -57,6 +58,10 @@ def probe_clock_skew(ctx: HostContext) -> list[Finding]:
 def _missing_text(gpu: int, row: Gpu) -> str:
     """A GPU NVML named (seen by the server, or by the agent since boot), or one known only
     from the PCI bus (no UUID: NVML never listed it to anyone)."""
+    if expected_only(row.pci_bus_id):
+        return (f"GPU{gpu} is one of the GPUs this host should have (the agent's "
+                "PEERWATCH_EXPECTED_GPUS) that neither NVML nor the PCI bus lists: it fell off "
+                "the bus, or its slot, riser or board lost it.")
     if not row.uuid:
         return (f"GPU{gpu} ({row.name}, {row.pci_bus_id}) is on the PCI bus but NVML does not "
                 "list it: it fell off the bus (Xid 79) or its driver never started.")

@@ -17,9 +17,9 @@ from peerwatch.probes.sim.faults import (
     Fault,
     InsufficientNvlinks,
     LinksDown,
+    NvSwitchLost,
     P2PDisabled,
     PcieDowntrained,
-    NvSwitchLost,
     SwitchTrayLost,
 )
 from peerwatch.probes.sim.presets import Calibration, Preset

@@ -285,3 +285,18 @@ def test_the_invariant_holds_for_switch_faults_and_xid_79_in_either_order(
         if i in (0, 1, 12, 23):
             _check(host, faults.DriverRestarted())  # the fault's name is only a label here
         host.step(30, "sweep" if i % 10 == 9 else "inventory")
+
+
+def test_the_invariant_holds_for_a_gpu_only_the_expected_count_names(
+        sessions: sessionmaker[Session], sqlite_settings: Settings) -> None:
+    """A fresh server's first report from a host whose GPU1 left NVML and the PCI bus before
+    the agent saw it: the expected count (8) names it missing at once, paged, not offered."""
+    host = SimHost(sessions, sqlite_settings, preset="hgx8", hostname="inv-count",
+                   expected_gpus=8)
+    host.inject(faults.GpuLost(gpu=1, on_pci=False))
+    host.step(30, "sweep")
+    _check(host, faults.GpuLost(gpu=1, on_pci=False))
+    assert [(a.rule, a.labels["gpu"]) for a in host.alerts("firing")] == [("GPUMissing", "1")]
+    for i in range(12):
+        host.step(30, "sweep" if i % 10 == 9 else "inventory")
+    _check(host, faults.GpuLost(gpu=1, on_pci=False))
