@@ -185,7 +185,9 @@ export function mount(root, route) {
     if (!top) return null;
     return h("p", { class: "top-line", "data-scope": top.fault.scope },
       h("b", {}, data.detail.stale ? `last known at ${fmt.time(data.detail.last_report_at)}: ` : "Top fault: "),
-      top.fault.text, top.more ? h("span", { class: "muted" }, ` +${top.more} more below`) : null);
+      top.fault.text,
+      top.fault.start ? h("span", { class: "muted since" }, ` — ${fmt.since(top.fault.start)}`) : null,
+      top.more ? h("span", { class: "muted" }, ` +${top.more} more below`) : null);
   }
 
   function problemItem(p) {
