@@ -12,12 +12,15 @@ baseline beyond an allowance `k` and fires when the sum reaches `h`:
 With k = 0.03 and h = 0.15 a 10 % step adds 0.07 a sweep and fires on its third sweep, a
 15 % step on its second; noise of the simulator's size (0.4 % bandwidth, 1.2 % latency per
 sample) never reaches h (it would take a run of values each ~5 % low). It also needs two
-clearly low values (below 1 - 2k) since the sum last stood at 0, so one odd sample, however
-low, is the k-of-n rule's business, never a step. Hysteresis: a key already low holds while
+clearly low values (below 1 - 2k) since the sum last stood at 0, the newest among them, so
+one odd sample, however low, is the k-of-n rule's business, never a step, and values a
+throttle slowed (explained while it lasted, `throttle.py`) fire nothing once the GPU runs
+free again. Hysteresis: a key already low holds while
 the sum stays above h / 2, so a step that sits on its line does not fire, resolve and fire
-again. And a value below 1 - 2k of the baseline is not learned by it
+again. And a value the sum counts (below 1 - k of the baseline) is not learned by it
 (`judging/pair_tests.py`), so a step never becomes the key's normal: it stays found until the
-figures come back (or the baseline window forgets the old normal).
+figures come back. A lasting shift of 3-6 % is neither paged nor learned: the baseline
+keeps the old normal (a re-judgement from history, `reseed`, starts it afresh).
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def step_down(test: TestName, values: Sequence[float], baseline: float | None,
     start = max((i + 1 for i, s in enumerate(sums) if s == 0.0), default=0)
     run = ratios[start:]
     low = sum(1 for r in run if r < rule.clearly_low)
-    fires = sums[-1] >= rule.alarm and low >= rule.min_low
+    fires = sums[-1] >= rule.alarm and low >= rule.min_low and ratios[-1] < rule.clearly_low
     holds = holding and sums[-1] >= rule.alarm / 2 and low >= 1
     if not (fires or holds):
         return None

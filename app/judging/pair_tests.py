@@ -69,12 +69,12 @@ def teaches(test: TestName, expect: KeyExpectation, floor_ratio: float
 
 def not_a_step(test: TestName, state: Running, rules: TestRules
                ) -> Callable[[float], bool]:
-    """Is a value no step below the key's baseline (`change_point.py`)? One clearly below
-    it is not learned: a step must not become the key's normal."""
+    """Is a value no step below the key's baseline (`change_point.py`)? One the change
+    test counts (below 1 - k of it) is not learned: a step must not become its normal."""
     base = state.baseline(rules.min_samples)
     if base is None:
         return lambda value: True
-    floor = rules.step.clearly_low
+    floor = 1.0 - rules.step.allowance
     return lambda value: ratio(test, value, base[0]) >= floor
 
 
