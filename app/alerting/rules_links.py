@@ -113,7 +113,9 @@ def p2p_access_lost(ctx: HostContext) -> list[Finding]:
 
 
 LINK_RULES: tuple[Rule, ...] = (
-    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports an NVLink port down",
+    Rule("NVLinkDown", "critical", 60.0, nvlink_down,
+         "NVML reports an NVLink port down (not one lost with a faulty NVSwitch: that "
+         "switch's `XidFault` lists it)",
          label_names="host, gpu, link",
          series=("peerwatch_nvlink_up",),
          twins=(
@@ -138,7 +140,8 @@ LINK_RULES: tuple[Rule, ...] = (
          )),
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
          "a GPU has fewer active NVLinks than the ports it has had (reported now or seen before; "
-         "a SKU's designed count where it wires fewer)",
+         "a SKU's designed count where it wires fewer); not for links lost with a faulty "
+         "NVSwitch (its `XidFault` is the page)",
          label_names="host, gpu",
          series=("peerwatch_gpu_nvlink_active_links", "peerwatch_gpu_nvlink_links"),
          twins=(

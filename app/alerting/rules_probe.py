@@ -60,8 +60,8 @@ def _missing_text(gpu: int, row: Gpu) -> str:
     from the PCI bus (no UUID: NVML never listed it to anyone)."""
     if expected_only(row.pci_bus_id):
         return (f"GPU{gpu} is one of the GPUs this host should have (the agent's "
-                "PEERWATCH_EXPECTED_GPUS) that neither NVML nor the PCI bus lists: it fell off "
-                "the bus, or its slot, riser or board lost it.")
+                "PEERWATCH_PROBE_EXPECTED_GPUS) that neither NVML nor the PCI bus lists: it "
+                "fell off the bus, or its slot, riser or board lost it.")
     if not row.uuid:
         return (f"GPU{gpu} ({row.name}, {row.pci_bus_id}) is on the PCI bus but NVML does not "
                 "list it: it fell off the bus (Xid 79) or its driver never started.")
@@ -190,9 +190,10 @@ PROBE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("GPUMissing", "critical", 0.0, gpu_missing,
-         "a GPU seen before (by the server, by the agent since boot) or on the PCI bus is "
-         "missing from the newest inventory (fell off the bus, Xid 79); its pairs are unknown "
-         "and the scheduler leaves it out",
+         "a GPU seen before (by the server, by the agent since boot), on the PCI bus or in "
+         "the host's expected count is missing from the newest inventory, or logged Xid 79 "
+         "(fell off the bus) while still listed: one page whichever comes first; its pairs "
+         "are unknown and the scheduler leaves it out",
          label_names="host, gpu",
          series=("peerwatch_gpu_present",),
          twins=(

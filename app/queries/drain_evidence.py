@@ -43,7 +43,7 @@ def _reported(evidence: dict | None) -> dict[str, int]:
         if isinstance(listed, list):
             out[source] = len(listed)
     expected = (evidence or {}).get("expected")
-    if isinstance(expected, int):  # the agent's PEERWATCH_EXPECTED_GPUS
+    if isinstance(expected, int):  # the agent's PEERWATCH_PROBE_EXPECTED_GPUS
         out["expected"] = expected
     return out
 

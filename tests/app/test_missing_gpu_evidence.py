@@ -104,7 +104,7 @@ def test_a_probe_without_evidence_is_accepted_and_judged_as_before(client: TestC
 def test_a_gpu_gone_before_the_agent_saw_it_is_missing_by_the_expected_count(
         client: TestClient, tmp_path: Path) -> None:
     """GPU7 gone from NVML and the PCI bus before the agent started (its seen set never
-    named it): the host's expected count (PEERWATCH_EXPECTED_GPUS=8) makes it missing from
+    named it): the host's expected count (PEERWATCH_PROBE_EXPECTED_GPUS=8) makes it missing from
     the first report a fresh server sees, not a whole 7-GPU host."""
     fab = SimulatedFabric("hgx8", seed=1, hostname="gpu-e",
                           faults=[GpuLost(gpu=7, on_pci=False)])
@@ -122,7 +122,7 @@ def test_a_gpu_gone_before_the_agent_saw_it_is_missing_by_the_expected_count(
     assert gpu7["verdict"] == "down" and "missing" in gpu7["reason"]
     [alert] = firing(client, "gpu-e")
     assert alert["labels"]["gpu"] == "7"
-    assert "PEERWATCH_EXPECTED_GPUS" in alert["annotations"]["description"]
+    assert "PEERWATCH_PROBE_EXPECTED_GPUS" in alert["annotations"]["description"]
     post(client, build(ReportKind.INVENTORY))  # the next report: the same row, one alert
     assert [a["labels"]["gpu"] for a in firing(client, "gpu-e")] == ["7"]
     assert len(node(client, "gpu-e")["gpus"]) == 8

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Literal
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -57,7 +58,7 @@ def episodes(rng: random.Random, sweeps: int, gpus: int, first: int) -> list[Epi
         out.append(Episode(start, start + rng.randint(0, 2), Contention(gpu=g, peer=peer)))
     for _ in range(max(1, round(sweeps / per_day))):
         start = rng.randrange(first, sweeps)
-        reason = rng.choice(("power", "thermal", "hw"))
+        reason: Literal["power", "thermal", "hw"] = rng.choice(("power", "thermal", "hw"))
         out.append(Episode(start, start + rng.randint(0, 7), ThrottledGpu(
             gpu=rng.randrange(gpus), reason=reason, factor=round(rng.uniform(0.88, 0.95), 3))))
     return out

@@ -42,7 +42,7 @@ class SimHost:
     options: SweepOptions = QUICK
     start: datetime = START
     t: float = 0.0
-    expected_gpus: int | None = None  # the agent's PEERWATCH_EXPECTED_GPUS
+    expected_gpus: int | None = None  # the agent's PEERWATCH_PROBE_EXPECTED_GPUS
 
     def __post_init__(self) -> None:
         self.fabric = SimulatedFabric(self.preset, seed=7, clock=lambda: self.t,
