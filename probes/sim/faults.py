@@ -224,10 +224,14 @@ class GpuLost:
     """`gpu` fell off the bus (Xid 79): every NVML query of it answers "GPU is lost", so it
     leaves the inventory and no test runs on it. Clearing it is the reset that brings it back.
     It stays listed on the PCI bus (sysfs), as such a GPU usually does; `on_pci=False` models
-    one gone from the bus too (then only the agent's seen-since-boot set still names it)."""
+    one gone from the bus too (then only the agent's seen-since-boot set still names it).
+    `still_listed=True` is the moment before: the Xid 79 is logged while NVML still answers
+    for the GPU, so the report carrying the event lists it (replace the fault with
+    `GpuLost(gpu)` to take the GPU away on the next report)."""
 
     gpu: int
     on_pci: bool = True
+    still_listed: bool = False
 
 
 @dataclass(frozen=True)
