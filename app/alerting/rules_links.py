@@ -117,7 +117,7 @@ LINK_RULES: tuple[Rule, ...] = (
          "NVML reports an NVLink port down (not one lost with a faulty NVSwitch: that "
          "switch's `XidFault` lists it)",
          label_names="host, gpu, link",
-         series=("peerwatch_nvlink_up",),
+         series=("peerwatch_nvlink_up", "peerwatch_gpu_fabric_problem"),
          twins=(
              Twin(
                  note="`peer_gpu` lets Alertmanager mute pair alerts whose peer this is.",
@@ -143,7 +143,8 @@ LINK_RULES: tuple[Rule, ...] = (
          "a SKU's designed count where it wires fewer); not for links lost with a faulty "
          "NVSwitch (its `XidFault` is the page)",
          label_names="host, gpu",
-         series=("peerwatch_gpu_nvlink_active_links", "peerwatch_gpu_nvlink_links"),
+         series=("peerwatch_gpu_nvlink_active_links", "peerwatch_gpu_nvlink_links",
+                 "peerwatch_gpu_fabric_problem"),
          twins=(
              Twin(
                  note=(

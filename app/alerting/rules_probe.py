@@ -195,7 +195,7 @@ PROBE_RULES: tuple[Rule, ...] = (
          "(fell off the bus) while still listed: one page whichever comes first; its pairs "
          "are unknown and the scheduler leaves it out",
          label_names="host, gpu",
-         series=("peerwatch_gpu_present",),
+         series=("peerwatch_gpu_present", "peerwatch_fabric_event_findings"),
          twins=(
              Twin(
                  note=(

@@ -16,8 +16,9 @@ clearly low values (below 1 - 2k) since the sum last stood at 0, the newest amon
 one odd sample, however low, is the k-of-n rule's business, never a step, and values a
 throttle slowed (explained while it lasted, `throttle.py`) fire nothing once the GPU runs
 free again. Hysteresis: a key already low holds while
-the sum stays above h / 2, so a step that sits on its line does not fire, resolve and fire
-again. And a value the sum counts (below 1 - k of the baseline) is not learned by it
+the sum stays above h / 2 and its newest two values are not both back (at 1 - k or better),
+so a step that sits on its line does not fire, resolve and fire again, and two good sweeps
+clear it. And a value the sum counts (below 1 - k of the baseline) is not learned by it
 (`judging/pair_tests.py`), so a step never becomes the key's normal: it stays found until the
 figures come back. A lasting shift of 3-6 % is neither paged nor learned: the baseline
 keeps the old normal (a re-judgement from history, `reseed`, starts it afresh).
@@ -51,7 +52,7 @@ class StepDown:
     ratio: float  # median ratio of the run's values to the baseline
 
     def text(self, rule: StepRule) -> str:
-        return (f"stepped down to {self.ratio:.2f} of its baseline (change test: CUSUM "
+        return (f"stepped down to {self.ratio:.2f} of its own baseline (change test: CUSUM "
                 f"{self.score:.2f} >= {rule.alarm:g})")
 
 
@@ -78,7 +79,8 @@ def step_down(test: TestName, values: Sequence[float], baseline: float | None,
     run = ratios[start:]
     low = sum(1 for r in run if r < rule.clearly_low)
     fires = sums[-1] >= rule.alarm and low >= rule.min_low and ratios[-1] < rule.clearly_low
-    holds = holding and sums[-1] >= rule.alarm / 2 and low >= 1
+    back = all(r >= 1.0 - rule.allowance for r in ratios[-rule.min_low:])
+    holds = holding and sums[-1] >= rule.alarm / 2 and not back
     if not (fires or holds):
         return None
     return StepDown(sums[-1], start, sorted(run)[len(run) // 2])
