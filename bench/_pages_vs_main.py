@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -42,22 +41,8 @@ def _cases() -> dict[str, Any]:
             "GPU7 gone before the agent saw it, fresh server, 8 expected": ("hgx8", 1, "count")}
 
 
-def _group(labels: dict[str, str], route: dict[str, Any]) -> tuple[str, ...]:
-    group_by = route["group_by"]
-    for child in route.get("routes", []):
-        ok = True
-        for m in child.get("matchers", []):
-            name, op, value = re.fullmatch(r'\s*(\w+)\s*(=~|=)\s*"(.*)"\s*', m).groups()  # type: ignore[union-attr]
-            have = labels.get(name, "")
-            ok &= have == value if op == "=" else re.fullmatch(value, have) is not None
-        if ok:
-            return (child["receiver"], *(labels.get(k, "") for k in child.get("group_by", group_by)))
-    return (route["receiver"], *(labels.get(k, "") for k in group_by))
-
-
 def run_here() -> dict[str, Any]:
-    """Every case through this tree: {case: {critical, pages, rules}}."""
-    import yaml
+    """Every case through this tree: {case: {alerts (their labels), rules}}."""
     from sqlalchemy.orm import sessionmaker
 
     from peerwatch.app.ingest.rows import ingest
@@ -69,7 +54,6 @@ def run_here() -> dict[str, Any]:
     from peerwatch.probes.sweep import build_report
     from tests.app.alerting.simhost import SimHost
 
-    route = yaml.safe_load(Path("deploy/alertmanager/alertmanager.yml").read_text())["route"]
     out = {}
     for name, (preset, n, what) in _cases().items():
         tmp = Path(tempfile.mkdtemp())
@@ -107,16 +91,27 @@ def run_here() -> dict[str, Any]:
                     h.step(30, "sweep" if i % 10 == 0 else "inventory")
                 for a in h.alerts("pending") + h.alerts("firing"):
                     seen[(a.rule, tuple(sorted(a.labels.items())))] = dict(a.labels)
-        critical = [labels for labels in seen.values() if labels["severity"] == "critical"]
         rules: dict[str, int] = {}
         for rule, _ in seen:
             rules[rule] = rules.get(rule, 0) + 1
-        out[name] = {"critical": len(critical),
-                     "pages": len({_group(labels, route) for labels in critical}),
-                     "notifications": len({_group(labels, route) for labels in seen.values()}),
-                     "rules": rules}
+        out[name] = {"alerts": list(seen.values()), "rules": rules}
         engine.dispose()
     return out
+
+
+def _counted(found: dict[str, Any], tree: Path) -> dict[str, Any]:
+    """Critical alerts, critical pages and all notifications by the tree's own
+    deploy/alertmanager/alertmanager.yml (`tests/app/alerting/pages.py`'s reading)."""
+    from tests.app.alerting.pages import group_key
+
+    config = tree / "deploy" / "alertmanager" / "alertmanager.yml"
+    for case in found.values():
+        alerts = case.pop("alerts")
+        critical = [a for a in alerts if a["severity"] == "critical"]
+        case["critical"] = len(critical)
+        case["pages"] = len({group_key(a, config) for a in critical})
+        case["notifications"] = len({group_key(a, config) for a in alerts})
+    return found
 
 
 def _in_tree(tree: Path) -> dict[str, Any]:
@@ -125,7 +120,7 @@ def _in_tree(tree: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": f"{pkg}:{tree}", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--here"], cwd=tree,
                           env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _counted(json.loads(done.stdout.strip().splitlines()[-1]), tree)
 
 
 def main(ref: str = "main") -> int:
