@@ -15,7 +15,8 @@ sample) never reaches h (it would take a run of values each ~5 % low). It also n
 clearly low values (below 1 - 2k) since the sum last stood at 0, the newest among them, so
 one odd sample, however low, is the k-of-n rule's business, never a step, and values a
 throttle slowed (explained while it lasted, `throttle.py`) fire nothing once the GPU runs
-free again. Hysteresis: a key already low holds while
+free again; nor does a key whose newest sample was contended (`judging/pair_tests.py`:
+other traffic on the link may have slowed the values before it too, unseen). Hysteresis: a key already low holds while
 the sum stays above h / 2 and its newest two values are not both back (at 1 - k or better),
 so a step that sits on its line does not fire, resolve and fire again, and two good sweeps
 clear it. And a value the sum counts (below 1 - k of the baseline) is not learned by it

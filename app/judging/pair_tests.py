@@ -104,6 +104,8 @@ def with_step(j: TestJudgement, samples: list[Sample], base: tuple[float, float,
     its own baseline (`change_point.step_down`); any other verdict as it is."""
     if j.verdict is not Verdict.HEALTHY or base is None:
         return j
+    if samples and samples[-1].contended and not holding:
+        return j  # other traffic on the link now: the figures before it may be its too
     judged = [s for s in samples if s.judged]
     found = step_down(j.test, [s.value for s in judged if s.value is not None], base[0],
                       rule, holding)
