@@ -11,17 +11,20 @@ baseline beyond an allowance `k` and fires when the sum reaches `h`:
 
 With k = 0.03 and h = 0.15 a 10 % step adds 0.07 a sweep and fires on its third sweep, a
 15 % step on its second; noise of the simulator's size (0.4 % bandwidth, 1.2 % latency per
-sample) never reaches h (it would take a run of values each ~5 % low). It also needs two
-clearly low values (below 1 - 2k) since the sum last stood at 0, the newest among them, so
-one odd sample, however low, is the k-of-n rule's business, never a step, and values a
-throttle slowed (explained while it lasted, `throttle.py`) fire nothing once the GPU runs
-free again; nor does a key whose newest sample was contended (`judging/pair_tests.py`:
-other traffic on the link may have slowed the values before it too, unseen). Hysteresis: a key already low holds while
-the sum stays above h / 2 and its newest two values are not both back (at 1 - k or better),
-so a step that sits on its line does not fire, resolve and fire again, and two good sweeps
-clear it. And a value the sum counts (below 1 - k of the baseline) is not learned by it
-(`judging/pair_tests.py`), so a step never becomes the key's normal: it stays found until the
-figures come back. A lasting shift of 3-6 % is neither paged nor learned: the baseline
+sample) never reaches h (it would take a run of values each ~5 % low). It also needs its
+newest two values both clearly low (below 1 - 2k): a step lasts, so one odd sample, however
+low, and a fault that comes and goes (low in every other sweep) are the k-of-n rule's
+business, never a step; values a throttle slowed (explained while it lasted,
+`throttle.py`) fire nothing once the GPU runs free again; nor does a key whose newest sample
+was contended (`judging/pair_tests.py`: other traffic on the link may have slowed the
+values before it too, unseen).
+
+Hysteresis: a key already low holds while the sum stays above h / 2 and its newest two
+values stay below 1 - k (a looser line than the one that fired it), so a step that sits on
+its line does not fire, resolve and fire again; one good sweep clears it. A value the sum
+counts (below 1 - k of the baseline) is not learned by the baseline
+(`judging/pair_tests.py`), so a step never becomes the key's normal: it stays found until
+the figures come back. A lasting shift of 3-6 % is neither paged nor learned: the baseline
 keeps the old normal (a re-judgement from history, `reseed`, starts it afresh).
 """
 
@@ -78,10 +81,11 @@ def step_down(test: TestName, values: Sequence[float], baseline: float | None,
         return None
     start = max((i + 1 for i, s in enumerate(sums) if s == 0.0), default=0)
     run = ratios[start:]
-    low = sum(1 for r in run if r < rule.clearly_low)
-    fires = sums[-1] >= rule.alarm and low >= rule.min_low and ratios[-1] < rule.clearly_low
-    back = all(r >= 1.0 - rule.allowance for r in ratios[-rule.min_low:])
-    holds = holding and sums[-1] >= rule.alarm / 2 and not back
+    newest = ratios[-rule.min_low:]  # a step is lasting: its newest values all clearly low
+    fires = sums[-1] >= rule.alarm and len(newest) == rule.min_low \
+        and all(r < rule.clearly_low for r in newest)
+    holds = holding and sums[-1] >= rule.alarm / 2 and len(newest) == rule.min_low \
+        and all(r < 1.0 - rule.allowance for r in newest)  # still below its line, looser
     if not (fires or holds):
         return None
     return StepDown(sums[-1], start, sorted(run)[len(run) // 2])
