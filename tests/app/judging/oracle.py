@@ -14,15 +14,15 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.baseline import healthy_values, robust_baseline
-from peerwatch.app.analysis.health import BaselineRef, Sample, TestJudgement, judge_test
 from peerwatch.app.analysis.change_point import StepRule
+from peerwatch.app.analysis.health import BaselineRef, Sample, TestJudgement, judge_test
 from peerwatch.app.analysis.off_bus import off_bus_gpus
 from peerwatch.app.analysis.xid_judge import judge_events
 from peerwatch.app.judging.judge import _unknown_without_gpu
 from peerwatch.app.judging.load import baseline_values
 from peerwatch.app.judging.pair_tests import with_step
-from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.queries.common import pair_samples
+from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
