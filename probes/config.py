@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, TestName, valid_hostname
+from peerwatch.probes.report import GPU_TESTS, MAX_GPUS, PAIR_TESTS, TestName, valid_hostname
 
 ENV_PREFIX = "PEERWATCH_PROBE_"
 
@@ -54,6 +54,10 @@ class ProbeSettings(BaseSettings):
     idle_max_utilization_pct: float = Field(default=10.0, ge=0, le=100)
     force: bool = False  # probe busy GPUs too (maintenance windows)
     watchdog_timeout_s: float = Field(default=30.0, gt=0)  # one transfer test's limit
+
+    # How many GPUs this host should have (e.g. its Slurm Gres count); None: not said. A
+    # report listing fewer, and no evidence for the rest, names the rest missing.
+    expected_gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
 
     # Xid/SXid events (NVML events and the kernel log) ride on the reports; off: none read.
     events: bool = True

@@ -394,6 +394,11 @@ class GpuEvidence(_Model):
     pci: list[PciGpu] | None = Field(default=None, max_length=MAX_GPUS)
     boot_id: Text64 | None = None
     seen_since_boot: list[SeenGpu] | None = Field(default=None, max_length=MAX_GPUS)
+    # How many GPUs the host should have, as its operator or scheduler says (the agent's
+    # PEERWATCH_PROBE_EXPECTED_GPUS, e.g. Slurm's Gres count): what names a GPU gone from NVML
+    # and the PCI bus before the agent ever saw it. Left out when None (older servers).
+    expected: int | None = Field(default=None, ge=1, le=MAX_GPUS,
+                                 exclude_if=lambda n: n is None)
 
 
 class Inventory(_Model):

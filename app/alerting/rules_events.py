@@ -28,6 +28,8 @@ from sqlalchemy import or_, select
 from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
+from peerwatch.app.alerting.switch_pages import nvlink_domain, switch_explains
+from peerwatch.app.analysis.off_bus import fell_off, off_bus_gpus
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.analysis.xid_judge import EventFinding
 from peerwatch.app.store.tables.alerts import Alert
@@ -37,6 +39,7 @@ def _labels(ctx: HostContext, f: EventFinding) -> dict[str, str]:
     labels = {"host": ctx.name, "xid": f"{f.entry.kind}{f.entry.code}"}
     if f.entry.object == "switch":
         labels["switch"] = f.switch or "unknown"
+        labels["nvlink_domain"] = nvlink_domain(ctx)
     else:
         labels["gpu"] = str(f.gpu) if f.gpu is not None else "unknown"
         if f.entry.object == "link" and f.link is not None:
@@ -47,7 +50,7 @@ def _labels(ctx: HostContext, f: EventFinding) -> dict[str, str]:
 def _related(ctx: HostContext, f: EventFinding) -> str:
     """Which other alerts this event stands for, in words."""
     if f.entry.object == "switch":
-        return "the NVLink and pair alerts of the GPUs behind this switch"
+        return switch_explains(ctx)
     pairs = sorted({f"GPU{s}->GPU{d}" for (s, d, _), j in ctx.health.tests.items()
                     if s != d and f.gpu in (s, d) and j.verdict.value != "healthy"})
     link = (f"NVLinkErrorsIncreasing of NVLink {f.link} and "
@@ -64,8 +67,13 @@ def _paged_elsewhere(ctx: HostContext, f: EventFinding) -> bool:
     """A lost GPU is GPUMissing's page; a link down now or flapping the link-state rules'
     (NVLinkDown, NVLinkFlapping): each names the event."""
     if f.entry.object == "gpu":
-        return f.gpu in ctx.fabric.missing_gpus
+        return f.gpu in ctx.fabric.missing_gpus or fell_off(f)
     return f.entry.object == "link" and (f.gpu, f.link) in links_paged_by_state(ctx)
+
+
+def off_bus(ctx: HostContext) -> dict[int, EventFinding]:
+    """GPUs whose held Xid 79 says they fell off the bus: GPUMissing's page (`off_bus.py`)."""
+    return off_bus_gpus(ctx.events)
 
 
 def links_paged_by_state(ctx: HostContext) -> set[tuple[int, int]]:
@@ -171,7 +179,7 @@ EVENT_RULES: tuple[Rule, ...] = (
                  ),
                  expr=(
                      "max by (host, gpu, link, switch, xid) "
-                     '(peerwatch_fabric_event_findings{level="fault"}) > 0\n'
+                     '(peerwatch_fabric_event_findings{level="fault", xid!="xid79"}) > 0\n'
                      "  unless on (host, gpu) (max by (host, gpu) (peerwatch_gpu_present) == 0)\n"
                      "  unless on (host, gpu, link) peerwatch:nvlink_paged_by_state\n"
                  ),

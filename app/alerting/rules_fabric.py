@@ -86,7 +86,8 @@ def gpu_peer_copies_slow(ctx: HostContext) -> list[Finding]:
 
 FABRIC_RULES: tuple[Rule, ...] = (
     Rule("NVSwitchFabricNotReady", "critical", 120.0, fabric_not_ready,
-         "a GPU's fabric registration is not COMPLETED, failed, or unhealthy where the SKU has one",
+         "a GPU's fabric registration is not COMPLETED, failed, or unhealthy where the SKU has "
+         "one (limited capacity, a COMPLETED fabric with less bandwidth, is not this rule's)",
          label_names="host, gpu",
          series=("peerwatch_gpu_fabric_problem",),
          twins=(

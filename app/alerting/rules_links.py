@@ -17,19 +17,26 @@ from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.alerting.rules_events import event_faulted_links, link_events
+from peerwatch.app.alerting.switch_pages import switch_folded
 from peerwatch.app.analysis.fabric_expect import design_links_for
 from peerwatch.app.analysis.health import p2p_problem
 from peerwatch.app.analysis.text import fmt_duration
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.probes.report import LinkState
 
+# A GPU whose down NVLinks went with a faulty NVSwitch: XidFault{switch} is their page
+# (app/alerting/switch_pages.py); the server stores it as fabric kind `switch`.
+SWITCH_FOLDED = ("\nunless on (host, gpu) (max by (host, gpu) "
+                 '(peerwatch_gpu_fabric_problem{kind="switch"}) == 1)\n')
+
 
 def nvlink_down(ctx: HostContext) -> list[Finding]:
     links = ctx.fabric.nvlinks
     events = link_events(ctx)  # the Xid the link logged, if any: this is its one page
+    folded = switch_folded(ctx)  # down with a faulty NVSwitch: XidFault{switch}'s page
     out = []
     for j in ctx.links:
-        if j.verdict is not Verdict.DOWN:
+        if j.verdict is not Verdict.DOWN or j.gpu in folded:
             continue
         mine = [p for p in links if p.gpu == j.gpu]
         up = sum(1 for p in mine if p.state is LinkState.UP)
@@ -44,9 +51,10 @@ def nvlink_down(ctx: HostContext) -> list[Finding]:
 
 def nvlink_width_reduced(ctx: HostContext) -> list[Finding]:
     out = []
+    folded = switch_folded(ctx)
     for gpu, had in sorted(ctx.ports_had.items()):
-        if gpu not in ctx.fabric.gpus:
-            continue  # a GPU missing from the inventory is the host verdict's business
+        if gpu not in ctx.fabric.gpus or gpu in folded:
+            continue  # missing: the host verdict's business; behind a lost switch: its page
         up = sum(1 for p in ctx.fabric.links_of(gpu) if p.state is LinkState.UP)
         had = design_links_for(ctx.fabric.gpus[gpu].name, had)[0]  # 12 of 18 by design: 12
         if up >= had:
@@ -105,13 +113,15 @@ def p2p_access_lost(ctx: HostContext) -> list[Finding]:
 
 
 LINK_RULES: tuple[Rule, ...] = (
-    Rule("NVLinkDown", "critical", 60.0, nvlink_down, "NVML reports an NVLink port down",
+    Rule("NVLinkDown", "critical", 60.0, nvlink_down,
+         "NVML reports an NVLink port down (not one lost with a faulty NVSwitch: that "
+         "switch's `XidFault` lists it)",
          label_names="host, gpu, link",
-         series=("peerwatch_nvlink_up",),
+         series=("peerwatch_nvlink_up", "peerwatch_gpu_fabric_problem"),
          twins=(
              Twin(
                  note="`peer_gpu` lets Alertmanager mute pair alerts whose peer this is.",
-                 expr="peerwatch_nvlink_up == 0",
+                 expr=("peerwatch_nvlink_up == 0" + SWITCH_FOLDED),
                  for_="1m",
                  labels={"peer_gpu": "{{ $labels.gpu }}"},
                  annotations={
@@ -130,16 +140,19 @@ LINK_RULES: tuple[Rule, ...] = (
          )),
     Rule("NVLinkWidthReduced", "warning", 60.0, nvlink_width_reduced,
          "a GPU has fewer active NVLinks than the ports it has had (reported now or seen before; "
-         "a SKU's designed count where it wires fewer)",
+         "a SKU's designed count where it wires fewer); not for links lost with a faulty "
+         "NVSwitch (its `XidFault` is the page)",
          label_names="host, gpu",
-         series=("peerwatch_gpu_nvlink_active_links", "peerwatch_gpu_nvlink_links"),
+         series=("peerwatch_gpu_nvlink_active_links", "peerwatch_gpu_nvlink_links",
+                 "peerwatch_gpu_fabric_problem"),
          twins=(
              Twin(
                  note=(
                      "Fewer active links than the ports this GPU has had (reported now or since "
                      "the agent started)."
                  ),
-                 expr="peerwatch_gpu_nvlink_active_links < peerwatch_gpu_nvlink_links",
+                 expr=("peerwatch_gpu_nvlink_active_links < peerwatch_gpu_nvlink_links"
+                       + SWITCH_FOLDED),
                  for_="1m",
                  labels={"peer_gpu": "{{ $labels.gpu }}"},
                  annotations={

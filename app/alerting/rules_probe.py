@@ -12,8 +12,9 @@ from __future__ import annotations
 from peerwatch.app.alerting.context import HostContext
 from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
-from peerwatch.app.alerting.rules_events import event_explained
+from peerwatch.app.alerting.rules_events import event_explained, off_bus
 from peerwatch.app.analysis.clock import describe_skew, skew_way
+from peerwatch.app.analysis.gpu_evidence import expected_only
 from peerwatch.app.analysis.text import fmt_duration
 from peerwatch.app.store.tables.inventory import Gpu, last_heard_at
 
@@ -57,6 +58,10 @@ def probe_clock_skew(ctx: HostContext) -> list[Finding]:
 def _missing_text(gpu: int, row: Gpu) -> str:
     """A GPU NVML named (seen by the server, or by the agent since boot), or one known only
     from the PCI bus (no UUID: NVML never listed it to anyone)."""
+    if expected_only(row.pci_bus_id):
+        return (f"GPU{gpu} is one of the GPUs this host should have (the agent's "
+                "PEERWATCH_PROBE_EXPECTED_GPUS) that neither NVML nor the PCI bus lists: it "
+                "fell off the bus, or its slot, riser or board lost it.")
     if not row.uuid:
         return (f"GPU{gpu} ({row.name}, {row.pci_bus_id}) is on the PCI bus but NVML does not "
                 "list it: it fell off the bus (Xid 79) or its driver never started.")
@@ -80,7 +85,22 @@ def gpu_missing(ctx: HostContext) -> list[Finding]:
             description=_missing_text(gpu, row) + " Its pairs are not judged and the "
                         "scheduler leaves it out." + seen,
             dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0))
-    return out
+    return out + _off_bus_still_listed(ctx)
+
+
+def _off_bus_still_listed(ctx: HostContext) -> list[Finding]:
+    """A GPU that logged Xid 79 (fallen off the bus) while the report still lists it: the
+    same fault as its disappearance a report later, so the same alert (one page, whichever
+    report carries which; XidFault leaves Xid 79 to this rule)."""
+    return [Finding(
+        labels={"host": ctx.name, "gpu": str(gpu)},
+        summary=f"GPU{gpu} is missing from {ctx.name}",
+        description=f"GPU{gpu} of {ctx.name} logged {f.entry.label} ({f.entry.name}) and is "
+                    "gone for every use, though the newest inventory still lists it (the "
+                    "driver reports it lost on the next read). Its pairs are not trusted and "
+                    f"the scheduler leaves it out. {f.reason()}.",
+        dashboard=dashboard_path(ctx.name, gpu=gpu), value=0.0)
+        for gpu, f in sorted(off_bus(ctx).items()) if gpu not in ctx.fabric.missing_gpus]
 
 
 def probe_failing(ctx: HostContext) -> list[Finding]:
@@ -170,11 +190,12 @@ PROBE_RULES: tuple[Rule, ...] = (
              ),
          )),
     Rule("GPUMissing", "critical", 0.0, gpu_missing,
-         "a GPU seen before (by the server, by the agent since boot) or on the PCI bus is "
-         "missing from the newest inventory (fell off the bus, Xid 79); its pairs are unknown "
-         "and the scheduler leaves it out",
+         "a GPU seen before (by the server, by the agent since boot), on the PCI bus or in "
+         "the host's expected count is missing from the newest inventory, or logged Xid 79 "
+         "(fell off the bus) while still listed: one page whichever comes first; its pairs "
+         "are unknown and the scheduler leaves it out",
          label_names="host, gpu",
-         series=("peerwatch_gpu_present",),
+         series=("peerwatch_gpu_present", "peerwatch_fabric_event_findings"),
          twins=(
              Twin(
                  note=(
@@ -182,7 +203,11 @@ PROBE_RULES: tuple[Rule, ...] = (
                      "the bus, Xid 79): the server's inventory knows it, an agent restarted "
                      "since would not."
                  ),
-                 expr="max by (host, gpu) (peerwatch_gpu_present) == 0",
+                 expr=(
+                     "max by (host, gpu) (peerwatch_gpu_present) == 0\n"
+                     "or on (host, gpu) (max by (host, gpu) (peerwatch_fabric_event_findings"
+                     '{level="fault", xid="xid79"}) > bool 0) == 1\n'
+                 ),
                  for_="0m",
                  labels={"peer_gpu": "{{ $labels.gpu }}"},
                  annotations={

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from peerwatch.app.analysis.fabric_state import GpuFabricVerdict
-from peerwatch.app.analysis.health import PairJudgement
+from peerwatch.app.analysis.health import CONFOUNDED, PairJudgement
 from peerwatch.app.analysis.verdict import Verdict
 
 BAD = (Verdict.DEGRADED, Verdict.DOWN)
@@ -154,4 +154,6 @@ def pair_facts(p: PairJudgement) -> dict[str, int | str]:
         out["cause"] = p.cause
     if p.by_event:
         out["by_event"] = 1
+    if p.verdict is Verdict.UNKNOWN and CONFOUNDED in p.reason:
+        out["unjudged"] = "throttle"  # a test confounded by a throttled GPU (health.py)
     return out

@@ -35,6 +35,7 @@ from peerwatch.app.analysis.fabric_state import (
     judge_gpu_fabric,
 )
 from peerwatch.app.analysis.health import Judgement, PairJudgement, TestJudgement, Thresholds
+from peerwatch.app.analysis.switch_fold import REDUCED, reduced_only
 from peerwatch.app.analysis.text import fmt_rate
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.probes.report import GpuInfo, LinkState, NvLinkPort
@@ -83,6 +84,7 @@ class GpuFacts:
     had: int = 0  # NVLink ports it has had, listed now or before (an unlisted one counts)
     pattern: PatternFault | None = None  # bad with every peer (`attribution.py`)
     event: PatternFault | None = None  # pairs it explains by an Xid (`xid_attribution.py`)
+    switch: str | None = None  # the NVSwitch whose fault explains its down ports
 
 
 def judge_link(port: NvLinkPort, rates: Mapping[str, float | None],
@@ -154,11 +156,13 @@ def judge_gpu(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu} is missing from the newest inventory",
                             gpu)
     fabric = judge_gpu_fabric(gpu, facts.info, facts.ports, pairs, facts.design_overrides,
-                              facts.had)
+                              facts.had, facts.switch)
     down, degraded = _gpu_problems(gpu, facts, links, pairs, fabric)
     alone = facts.pattern is not None and down + degraded == [facts.pattern.text]
     kinds = tuple(sorted({f.kind for f in fabric.findings if f.kind}
-                         | ({PEER_SLOW} if alone else set())))  # else another fault's page
+                         | ({PEER_SLOW} if alone else set())  # else another fault's page
+                         | ({REDUCED} if not down and reduced_only(  # a lost switch's only
+                             [(f.kind, f.text) for f in fabric.findings], degraded) else set())))
     if down:
         return GpuJudgement(Verdict.DOWN, f"GPU{gpu}: " + "; ".join(down + degraded), gpu, kinds)
     if degraded:

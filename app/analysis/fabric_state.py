@@ -9,6 +9,8 @@ links. So each finding here names the contradiction and what to do about it:
     fabric not COMPLETED (in_progress): P2P cannot be trusted          -> degraded / down
     fabric registration status <error>                                 -> down
     fabric health unhealthy / limited capacity (mask issues)           -> degraded
+    NVLinks lost with a faulty NVSwitch, some still up (switch_fold.py) -> degraded,
+                                        bandwidth reduced, pairs judged as measured
     k of n NVLinks wired by design up (all down: down)                 -> degraded / down
     links up, fabric COMPLETED, P2P supported, but peer copies fail    -> down, only with
                                         every peer and where every premise holds; a pair
@@ -47,7 +49,8 @@ class FabricFinding:
     verdict: Verdict
     what: str
     action: str  # "" where the finding is a plain fact (links down: the link rules act)
-    kind: str = ""  # registration | status | health | links | peer_copies | fabric_manager
+    kind: str = ""  # registration | status | health | capacity | links | switch |
+    # peer_copies | fabric_manager
     short: str = ""  # why the GPU's pairs cannot be trusted, for theirs ("fabric in progress")
 
     @property
@@ -90,19 +93,30 @@ def _registration(info: GpuInfo, exp: FabricExpectation) -> list[FabricFinding]:
             f"fabric registration failed ({fab.status})"))
     if fab.health in ("unhealthy", "limited_capacity") or fab.health_issues:
         issues = f" ({', '.join(fab.health_issues)})" if fab.health_issues else ""
+        # limited capacity is a COMPLETED fabric with less bandwidth, not one not ready:
+        # its pairs are judged by what they measure (kind `capacity`, not `health`)
+        kind = "capacity" if fab.health == "limited_capacity" else "health"
         out.append(FabricFinding(
             Verdict.DEGRADED, f"fabric health {fab.health or 'reports issues'}{issues}",
-            HEALTH_ACTION, "health", f"fabric health {fab.health or 'reports issues'}"))
+            HEALTH_ACTION, kind, f"fabric health {fab.health or 'reports issues'}"))
     return out
 
 
-def _links(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> list[FabricFinding]:
+def _links(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation,
+           switch: str | None = None) -> list[FabricFinding]:
+    """`switch`: the NVSwitch whose fault explains the GPU's down ports (`switch_fold.py`):
+    still up on some, the GPU is not cut off, only its bandwidth reduced (kind `switch`)."""
     if not exp.nvlink or not ports:
         return []
     up = sum(1 for p in ports if p.state is LinkState.UP)
     if up == 0:
         return [FabricFinding(Verdict.DOWN, f"all {exp.design_links} NVLinks down", "",
                               "links", "has every NVLink down")]
+    if up < exp.design_links and switch is not None:
+        return [FabricFinding(Verdict.DEGRADED, f"{up}/{exp.design_links} NVLinks up, the "
+                              f"rest lost with NVSwitch {switch}: bandwidth reduced to "
+                              f"{up}/{exp.design_links}, not cut off", "", "switch",
+                              f"lost NVLinks with NVSwitch {switch}")]
     if up < exp.design_links:
         return [FabricFinding(Verdict.DEGRADED, f"{up}/{exp.design_links} NVLinks up", "",
                               "links", f"has {up}/{exp.design_links} NVLinks up")]
@@ -160,11 +174,11 @@ def _summary(gpu: int, ports: Sequence[NvLinkPort], exp: FabricExpectation) -> s
 def judge_gpu_fabric(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
                      pairs: Sequence[PairJudgement] = (),
                      overrides: Mapping[str, int] | None = None,
-                     had: int = 0) -> GpuFabricVerdict:
+                     had: int = 0, switch: str | None = None) -> GpuFabricVerdict:
     """One GPU's fabric: registration, links against the design, peer copies.
-    `had`: ports the GPU has had (see `expect_gpu`)."""
+    `had`: ports the GPU has had (see `expect_gpu`); `switch`: see `_links`."""
     exp = expect_gpu(info, ports, overrides, had)
-    findings = _registration(info, exp) + _links(gpu, ports, exp)
+    findings = _registration(info, exp) + _links(gpu, ports, exp, switch)
     findings += _peer_copies(gpu, info, ports, exp, pairs, bool(findings))
     if not findings:
         return GpuFabricVerdict(gpu, Verdict.HEALTHY, _summary(gpu, ports, exp), exp)
@@ -196,11 +210,13 @@ def judge_host_fabric(host: str, gpus: Mapping[int, GpuInfo],
                       pairs: Sequence[PairJudgement] = (),
                       fabric_manager: FabricManagerInfo | None = None,
                       overrides: Mapping[str, int] | None = None,
-                      had: Mapping[int, int] | None = None) -> HostFabricVerdict:
+                      had: Mapping[int, int] | None = None,
+                      switches: Mapping[int, str] | None = None) -> HostFabricVerdict:
     """Every GPU's fabric verdict plus the host-level Fabric Manager check.
-    `had`: GPU -> ports it has had (see `expect_gpu`)."""
+    `had`: GPU -> ports it has had (see `expect_gpu`); `switches`: GPU -> the NVSwitch
+    whose fault explains its down ports (`switch_fold.folded_gpus`)."""
     verdicts = tuple(judge_gpu_fabric(g, info, ports_by_gpu.get(g, ()), pairs, overrides,
-                                      (had or {}).get(g, 0))
+                                      (had or {}).get(g, 0), (switches or {}).get(g))
                      for g, info in sorted(gpus.items()))
     fm = fabric_manager_finding([v.expectation for v in verdicts], fabric_manager)
     host_findings = (fm,) if fm else ()

@@ -1,6 +1,7 @@
 """Which GPUs a host has that NVML does not list now, from the probe's evidence: the NVIDIA
-functions on the PCI bus (a GPU that fell off the bus usually stays there) and the GPUs the
-agent saw since boot. Pure: values in, values out.
+functions on the PCI bus (a GPU that fell off the bus usually stays there), the GPUs the
+agent saw since boot, and the count the host should have (`expected`: its operator's or
+scheduler's word; the GPUs it names beyond the others get the next free indexes). Pure.
 
 This is what makes "healthy" mean complete: without it a GPU absent from the first report a
 server sees (a new server, a wiped database, an agent restarted after the fault) is never
@@ -73,5 +74,19 @@ def missing_gpus(evidence: GpuEvidence | None, present: Sequence[GpuInfo],
         i = _pick(key, position, known, used, held)
         used.add(i)
         found[key] = MissingGpu(i, key, "", name, None)
+    for slot in range((evidence.expected or 0) - len(here) - len(found)):
+        key = f"{EXPECTED}{slot}"  # stable across reports: the same row each time
+        hole = min(set(range(evidence.expected or 0)) - used, default=max(used, default=-1) + 1)
+        i = _pick(key, hole, known, used, held)  # the first index no GPU holds
+        used.add(i)
+        found[key] = MissingGpu(i, key, "", name, None)
     return sorted(found.values(), key=lambda m: m.index)
+
+
+EXPECTED = "expected:"  # the address of a GPU known only from the expected count
+
+
+def expected_only(pci_bus_id: str) -> bool:
+    """A missing GPU named by the host's expected count alone: no PCI address, no UUID."""
+    return pci_bus_id.startswith(EXPECTED)
 

@@ -288,6 +288,11 @@ def p2p_problem(pair: PairInfo | None) -> str | None:
     return None
 
 
+# Words a test's reason carries when a throttled GPU confounded it (`throttle.py`): the
+# pair is unknown, not healthy, while any of its tests reads so.
+CONFOUNDED = "not judged as a fabric fault"
+
+
 def judge_pair(src: int, dst: int, tests: Sequence[TestJudgement],
                pair: PairInfo | None) -> PairJudgement:
     """The pair's verdict: its worst judged test, or P2P lost on an NVLink pair."""
@@ -301,6 +306,12 @@ def judge_pair(src: int, dst: int, tests: Sequence[TestJudgement],
         reason = ordered[0].reason if ordered else f"GPU{src}->GPU{dst} not measured yet"
         return PairJudgement(Verdict.UNKNOWN, reason, src, dst, ordered)
     bad = max(judged, key=lambda t: (SEVERITY[t.verdict], -(t.ratio_expected or 1.0)))
+    confounded = [t for t in ordered if t.verdict is Verdict.UNKNOWN and CONFOUNDED in t.reason]
+    if bad.verdict is Verdict.HEALTHY and confounded:  # one answer: not "healthy" from the
+        # tests the throttle left alone while the others could not be judged
+        return PairJudgement(Verdict.UNKNOWN, f"GPU{src}->GPU{dst} unknown: "
+                             f"{len(confounded)} of {len(ordered)} tests not judged; "
+                             f"{confounded[0].reason}", src, dst, ordered)
     if bad.verdict is Verdict.HEALTHY:
         reason = f"GPU{src}->GPU{dst}: {len(judged)} test(s) healthy; {bad.reason}"
         return PairJudgement(Verdict.HEALTHY, reason, src, dst, ordered)

@@ -25,7 +25,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from peerwatch.app.analysis.fabric_health import GpuJudgement
-from peerwatch.app.analysis.health import Judgement, PairJudgement, TestJudgement
+from peerwatch.app.analysis.health import (
+    CONFOUNDED,
+    Judgement,
+    PairJudgement,
+    TestJudgement,
+)
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.probes.clocks import KIND_WORDS, GpuClocks, throttle_kinds
 
@@ -101,7 +106,7 @@ def result_label(gpus: Iterable[int], throttled: Mapping[int, SweepThrottle]) ->
 
 
 def _explained(label: str, reason: str) -> str:
-    return f"slow, {label} during the test (not judged as a fabric fault): {reason}"
+    return f"slow, {label} during the test ({CONFOUNDED}): {reason}"
 
 
 def _explain_test(j: TestJudgement, now: Mapping[int, SweepThrottle]) -> TestJudgement:

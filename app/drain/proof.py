@@ -23,9 +23,10 @@ from datetime import datetime
 from peerwatch.app.drain.facts import Mark, NodeFacts, SchedNode
 from peerwatch.app.drain.policy import Fault, Policy
 
-INDEPENDENT = ("pci", "seen_since_boot")
+INDEPENDENT = ("pci", "seen_since_boot", "expected")
 SOURCE_WORDS = {"inventory": "the server's GPU rows", "pci": "the PCI bus",
-                "seen_since_boot": "the GPUs seen since boot", "scheduler": "the scheduler"}
+                "seen_since_boot": "the GPUs seen since boot", "scheduler": "the scheduler",
+                "expected": "the host's expected count"}
 
 
 def _at(t: datetime) -> str:

@@ -26,7 +26,7 @@ from peerwatch.app.alerting.settings import AlertingSettings, MetricsDetail
 from peerwatch.app.analysis.clock import SKEW_DOC
 from peerwatch.app.exposition.events import event_families
 from peerwatch.app.exposition.holds import held_families
-from peerwatch.app.exposition.pair_faults import pair_fault_family
+from peerwatch.app.exposition.pair_faults import pair_fault_family, unjudged_family
 from peerwatch.app.exposition.snapshot import FleetSnapshot, GpuVerdict, HostFacts
 
 HOST = ["host"]
@@ -53,7 +53,8 @@ class PeerwatchCollector(Collector):
         snap = self._load(self._gpus)
         families: list[Metric] = [*host_families(snap.hosts), alert_family(snap),
                                   *peer_gap_families(snap), *held_families(snap.held),
-                                  pair_fault_family(snap.pair_faults)]
+                                  pair_fault_family(snap.pair_faults),
+                                  unjudged_family(snap.unjudged)]
         if snap.events is not None:
             families += event_families(snap.events)
         if self._gpus:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.exposition.events import load_events
 from peerwatch.app.exposition.holds import held_of
-from peerwatch.app.exposition.pair_faults import bad_pair_rows, pair_faults_of
+from peerwatch.app.exposition.pair_faults import bad_pair_rows, pair_faults_of, unjudged_of
 from peerwatch.app.exposition.snapshot import (
     AlertCount,
     FleetSnapshot,
@@ -39,7 +39,8 @@ def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
                          alerts=_alerts(session), peer_gaps=_peer_gaps(session),
                          host_peer_gaps=_host_peer_gaps(session),
                          events=load_events(session), held=held_of(bad_pairs),
-                         pair_faults=pair_faults_of(bad_pairs))
+                         pair_faults=pair_faults_of(bad_pairs),
+                         unjudged=unjudged_of(bad_pairs))
 
 
 def _hosts(session: Session) -> list[HostFacts]:

@@ -58,3 +58,28 @@ def pair_fault_family(faults: Iterable[PairFaultRow]) -> Metric:
     for f in faults:
         family.add_metric([f.host, str(f.gpu), str(f.peer_gpu), f.kind], 1)
     return family
+
+
+@dataclass(frozen=True)
+class UnjudgedPair:
+    host: str
+    gpu: int
+    peer_gpu: int
+    cause: str
+
+
+def unjudged_of(bad_rows: Iterable[BadPairRow]) -> list[UnjudgedPair]:
+    """Ordered pairs unknown because a test was confounded (a throttled GPU): the rows'
+    facts say `unjudged` (`analysis/attribution.pair_facts`)."""
+    return [UnjudgedPair(host, src, dst, str(cause)) for host, src, dst, facts in bad_rows
+            if (cause := (facts or {}).get("unjudged"))]
+
+
+def unjudged_family(pairs: Iterable[UnjudgedPair]) -> Metric:
+    family = GaugeMetricFamily(
+        "peerwatch_pair_unjudged", "1 for each ordered pair whose verdict is unknown because "
+        "a test of it ran while one end was throttled (cause throttle): /health's answer.",
+        labels=["host", "gpu", "peer_gpu", "cause"])
+    for p in pairs:
+        family.add_metric([p.host, str(p.gpu), str(p.peer_gpu), p.cause], 1)
+    return family

@@ -88,3 +88,4 @@ class FleetSnapshot:
     events: Any = None  # app.exposition.events.EventSeries: Xid/SXid counters and findings
     held: list[Any] = field(default_factory=list)  # app.exposition.holds.PairHeld: pages held
     pair_faults: list[Any] = field(default_factory=list)  # metrics_pair_faults.PairFaultRow
+    unjudged: list[Any] = field(default_factory=list)  # pair_faults.UnjudgedPair

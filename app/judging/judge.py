@@ -47,8 +47,10 @@ from peerwatch.app.analysis.gpu_health import (
 )
 from peerwatch.app.analysis.health import PairJudgement, TestJudgement, judge_pair, pair_label
 from peerwatch.app.analysis.jobs import with_fault_jobs, with_holders, with_job_notes
+from peerwatch.app.analysis.off_bus import off_bus_gpus
 from peerwatch.app.analysis.pair_faults import fault_facts
 from peerwatch.app.analysis.pattern_wait import bad_from, hold_facts, without_held
+from peerwatch.app.analysis.switch_fold import REDUCED, folded_gpus
 from peerwatch.app.analysis.text import fmt_duration
 from peerwatch.app.analysis.throttle import (
     explain_pairs,
@@ -93,15 +95,16 @@ def _ports_had(fabric: HostFabric) -> dict[int, int]:
 
 
 def _attribute(fabric: HostFabric, pairs: list[PairJudgement], events: list[EventFinding],
-               starts: dict[tuple[int, int], datetime]
+               starts: dict[tuple[int, int], datetime], switches: Mapping[int, str]
                ) -> tuple[Attribution, EventAttribution]:
     """The pairs attributed to the object at fault: an untrusted GPU, then an Xid one end
     logged while the pair was bad, then the pattern (`analysis/attribution.py`,
     `analysis/xid_attribution.py`)."""
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     plain = judge_host_fabric(fabric.host.name, fabric.gpus, ports, (), None,
-                              had=_ports_had(fabric))
-    trusted = trust(pairs, untrusted_causes(plain.gpus, fabric.missing_gpus))
+                              had=_ports_had(fabric), switches=switches)
+    gone = {**{g: None for g in off_bus_gpus(events)}, **fabric.missing_gpus}
+    trusted = trust(pairs, untrusted_causes(plain.gpus, gone))
     by_events = explain_by_events(trusted, events, starts)
     return by_pattern(by_events.pairs), by_events
 
@@ -116,7 +119,8 @@ def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float
                 links: list[LinkJudgement], pairs: list[PairJudgement],
                 tests: dict[PairKey, TestJudgement],
                 pattern: Mapping[int, PatternFault],
-                by_event: Mapping[int, PatternFault]) -> list[GpuJudgement]:
+                by_event: Mapping[int, PatternFault],
+                switches: Mapping[int, str]) -> list[GpuJudgement]:
     own: dict[int, list[TestJudgement]] = defaultdict(list)  # each GPU's tests, by name
     for (s, d, _), j in sorted(tests.items(), key=lambda kv: kv[0][2]):  # StrEnum: by name
         if s == d:
@@ -129,17 +133,26 @@ def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float
                          pcie_check_generation=settings.pcie_check_generation,
                          tests=tuple(own.get(gpu, ())),
                          had=had.get(gpu, 0), pattern=pattern.get(gpu),
-                         event=by_event.get(gpu))
+                         event=by_event.get(gpu), switch=switches.get(gpu))
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
 
 
-def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
-                         ) -> dict[PairKey, TestJudgement]:
-    """A pair with a GPU missing from the newest inventory is unknown, however healthy its
+def _still_reduced(gpus: list[GpuJudgement], first: dict[int, str]) -> list[GpuJudgement]:
+    """A GPU offered at reduced bandwidth (kind `reduced`, `switch_fold.py`) stays so only
+    while nothing else (an Xid, a throttle, its fleet peers) has added to its reason."""
+    return [replace(g, fabric=tuple(k for k in g.fabric if k != REDUCED))
+            if REDUCED in g.fabric and g.reason != first.get(g.gpu) else g for g in gpus]
+
+
+def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement],
+                         off_bus: Mapping[int, object]) -> dict[PairKey, TestJudgement]:
+    """A pair with a GPU missing from the newest inventory, or one that logged Xid 79
+    (fallen off the bus, `off_bus.py`) while still listed, is unknown, however healthy its
     samples from before the GPU vanished were."""
-    gone = set(fabric.missing_gpus)
+    gone = {g: "is missing from the newest inventory" for g in fabric.missing_gpus}
+    gone.update({g: "fell off the bus (Xid 79)" for g in off_bus if g not in gone})
     if not gone:
         return tests
     out = {}
@@ -147,8 +160,8 @@ def _unknown_without_gpu(fabric: HostFabric, tests: dict[PairKey, TestJudgement]
         missing = [g for g in (t.src, t.dst) if g in gone]
         out[key] = t if not missing else replace(
             t, verdict=Verdict.UNKNOWN, low_since=None,
-            reason=f"{pair_label(t.src, t.dst, t.test)} not judged: GPU{missing[0]} is "
-                   "missing from the newest inventory")
+            reason=f"{pair_label(t.src, t.dst, t.test)} not judged: GPU{missing[0]} "
+                   f"{gone[missing[0]]}")
     return out
 
 
@@ -235,32 +248,35 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     fabric = loaded.fabric
     row = fabric.host
     tests, states, judged_report = _tests_of(loaded, settings, now, prior)
-    tests = _unknown_without_gpu(fabric, tests)
+    events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
+    off_bus = off_bus_gpus(events)
+    tests = _unknown_without_gpu(fabric, tests, off_bus)
     throttled = throttle_explains(loaded.throttles, settings.throttle_sweeps_most,
                                   settings.throttle_sweeps_of)  # a slow pair on a throttled
     tests = explain_tests(tests, throttled)  # GPU is not the fabric's fault (throttle.py)
     checks = checks_against(loaded.peer_groups, loaded.peer_stats, tests, settings)
     flagged_pairs, peers = flag_pairs(_judge_pairs(fabric, tests), checks,
                                       settings.fleet_peer_floor, settings.fleet_peer_min_hosts)
-    events = judge_events(loaded.events, now)  # Xid/SXid faults worsen their object
     starts = _bad_starts(flagged_pairs, prior)
-    attributed, by_events = _attribute(fabric, flagged_pairs, events, starts)
+    ports = {g: fabric.links_of(g) for g in fabric.gpus}
+    switches = folded_gpus(ports, events)  # ports lost with a faulty NVSwitch
+    attributed, by_events = _attribute(fabric, flagged_pairs, events, starts, switches)
     pairs = explain_pairs(list(attributed.pairs), throttled)
     pairs = with_fault_jobs(pairs, loaded.jobs, starts)  # "...; during job 4711"
     holds = hold_facts(pairs, prior.pair_facts, now, settings.pattern_wait_s)
     held_pairs = {k for k, f in holds.items() if "waits_for" in f}
     seen_by_gpus = without_held(pairs, held_pairs)
-    ports = {g: fabric.links_of(g) for g in fabric.gpus}
     links, link_facts = _judge_links(settings, fabric, loaded.link_rates, now, prior)
     links = apply_to_links(links, events)
-    gpus = flag_gpus(_judge_gpus(settings, fabric, loaded.pcie_replays, links, seen_by_gpus,
-                                 tests, attributed.pattern, by_events.gpus),
-                     checks, settings.fleet_peer_min_hosts)
+    judged = _judge_gpus(settings, fabric, loaded.pcie_replays, links, seen_by_gpus,
+                         tests, attributed.pattern, by_events.gpus, switches)
+    gpus = flag_gpus(judged, checks, settings.fleet_peer_min_hosts)
     gpus = apply_to_gpus(gpus, events)
     found = _driver_findings(fabric, loaded.aer_rates, settings)
     gpus = with_driver_verdicts(gpus, found)  # the driver's own verdicts (gpu_health.py)
     gpus = with_throttle_verdicts(gpus, loaded.throttles, settings.throttle_sweeps_most,
                                   settings.throttle_sweeps_of)
+    gpus = _still_reduced(gpus, {g.gpu: g.reason for g in judged})
     gpus = with_holders(gpus, loaded.jobs, row.last_report_at)  # "...; held by job 81252"
     links = with_holders(links, loaded.jobs, row.last_report_at)
     heard = last_heard_at(row)
@@ -268,7 +284,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
     fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, seen_by_gpus,
-                                       loaded.fabric_manager, had=_ports_had(fabric))
+                                       loaded.fabric_manager, had=_ports_had(fabric),
+                                       switches=switches)
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     if peers.below and judgement.verdict is Verdict.DEGRADED:
         rest = judgement.reason.removeprefix(f"{row.name}: ")

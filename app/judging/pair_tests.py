@@ -11,11 +11,19 @@ for each test measured in it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from peerwatch.app.analysis.change_point import StepRule, step_down
 from peerwatch.app.analysis.expected import ratio
-from peerwatch.app.analysis.health import BaselineRef, TestJudgement, Thresholds, judge_test
+from peerwatch.app.analysis.health import (
+    BaselineRef,
+    Sample,
+    TestJudgement,
+    Thresholds,
+    judge_test,
+)
+from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.judging.expectations import Expectations, KeyExpectation
 from peerwatch.app.judging.load import TestInputs
 from peerwatch.app.judging.running import Running, advance, from_history
@@ -35,6 +43,7 @@ class TestRules:
     max_samples: int  # ... and forgets over about this many
     floor_ratio: float  # a value below this of its expectation is a fault, not a normal
     baseline_window_s: float
+    step: StepRule = StepRule()  # the change test on the ratio to the baseline
 
 
 def rules_of(settings: Settings) -> TestRules:
@@ -58,6 +67,21 @@ def teaches(test: TestName, expect: KeyExpectation, floor_ratio: float
     return lambda value: ratio(test, value, now) >= floor_ratio
 
 
+def not_a_step(test: TestName, state: Running, rules: TestRules
+               ) -> Callable[[float], bool]:
+    """Is a value no step below the key's baseline (`change_point.py`)? One the change
+    test counts (below 1 - k of it) is not learned: a step must not become its normal."""
+    base = state.baseline(rules.min_samples)
+    if base is None:
+        return lambda value: True
+    floor = 1.0 - rules.step.allowance
+    return lambda value: ratio(test, value, base[0]) >= floor
+
+
+def _both(a: Callable[[float], bool], b: Callable[[float], bool]) -> Callable[[float], bool]:
+    return lambda value: a(value) and b(value)
+
+
 def _states(inputs: TestInputs, expectations: Expectations, rules: TestRules
             ) -> dict[PairKey, Running]:
     states = dict(inputs.states)
@@ -66,10 +90,32 @@ def _states(inputs: TestInputs, expectations: Expectations, rules: TestRules
                                    teaches(key[2], expectations.of(key), rules.floor_ratio),
                                    rules.keep, rules.max_samples, rules.baseline_window_s)
     for key, samples in inputs.new.items():
-        states[key] = advance(states.get(key, Running()), samples,
-                              teaches(key[2], expectations.of(key), rules.floor_ratio),
-                              rules.keep, rules.max_samples, rules.baseline_window_s)
+        state = states.get(key, Running())
+        states[key] = advance(state, samples, _both(
+            teaches(key[2], expectations.of(key), rules.floor_ratio),
+            not_a_step(key[2], state, rules)),
+            rules.keep, rules.max_samples, rules.baseline_window_s)
     return states
+
+
+def with_step(j: TestJudgement, samples: list[Sample], base: tuple[float, float, int] | None,
+              rule: StepRule, holding: bool) -> TestJudgement:
+    """A healthy verdict made degraded where its newest judged values stepped down against
+    its own baseline (`change_point.step_down`); any other verdict as it is."""
+    if j.verdict is not Verdict.HEALTHY or base is None:
+        return j
+    if samples and samples[-1].contended and not holding:
+        return j  # other traffic on the link now: the figures before it may be its too
+    judged = [s for s in samples if s.judged]
+    found = step_down(j.test, [s.value for s in judged if s.value is not None], base[0],
+                      rule, holding)
+    if found is None:
+        return j
+    began = judged[found.since].at
+    if holding and j.low_since is not None:
+        began = min(began, j.low_since)
+    return replace(j, verdict=Verdict.DEGRADED, low_since=began,
+                   reason=f"{j.reason.split('; low for')[0]}; {found.text(rule)}")
 
 
 def judge_tests(inputs: TestInputs, fabric: HostFabric, expectations: Expectations,
@@ -91,8 +137,11 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, expectations: Expectatio
         s, d, t = key
         state = states.get(key, Running())
         base = state.baseline(rules.min_samples)
-        out[key] = judge_test(s, d, t, window.get(key, []), expectations.of(key).full,
-                              BaselineRef(base[0], rules.baseline_window_s) if base else None,
-                              rules.th, inputs.low_before.get(key))
+        before = inputs.low_before.get(key)
+        out[key] = with_step(
+            judge_test(s, d, t, window.get(key, []), expectations.of(key).full,
+                       BaselineRef(base[0], rules.baseline_window_s) if base else None,
+                       rules.th, before), window.get(key, []), base, rules.step,
+            before is not None)
         stored[key] = state.pack(base)
     return out, stored

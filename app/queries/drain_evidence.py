@@ -42,6 +42,9 @@ def _reported(evidence: dict | None) -> dict[str, int]:
         listed = (evidence or {}).get(key)
         if isinstance(listed, list):
             out[source] = len(listed)
+    expected = (evidence or {}).get("expected")
+    if isinstance(expected, int):  # the agent's PEERWATCH_PROBE_EXPECTED_GPUS
+        out["expected"] = expected
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from peerwatch.app.analysis.health import CONFOUNDED
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.queries.common import NotFound
 from peerwatch.app.queries.health import host_health
@@ -24,6 +25,9 @@ def _shown(health: HostHealth, key: PairKey) -> tuple[Verdict, str]:
     if (judged.verdict is Verdict.HEALTHY and pair is not None and pair.cause is not None
             and pair.verdict is not Verdict.HEALTHY):
         return pair.verdict, f"not trusted: {pair.cause}; {judged.reason}"
+    if judged.verdict is Verdict.HEALTHY and pair is not None \
+            and pair.verdict is Verdict.UNKNOWN and CONFOUNDED in pair.reason:
+        return pair.verdict, f"{pair.reason} (this test alone: {judged.reason})"
     return judged.verdict, judged.reason
 
 

@@ -12,7 +12,7 @@ from peerwatch.app.analysis.health import Sample
 from peerwatch.app.analysis.pair_faults import stored_faults
 from peerwatch.app.analysis.placement import FabricView, GpuState, PairVerdict
 from peerwatch.app.analysis.placement_inputs import measured_matrix, view_from_inventory
-from peerwatch.app.analysis.verdict import Verdict
+from peerwatch.app.analysis.switch_fold import offerable
 from peerwatch.app.records.health import HostHealth
 from peerwatch.app.records.keys import PairKey
 from peerwatch.probes.report import Inventory
@@ -38,7 +38,8 @@ def placement_view(health: HostHealth) -> tuple[FabricView, datetime | None]:
     inventory = Inventory(gpus=[fabric.gpus[i] for i in sorted(fabric.gpus)],
                           nvlinks=fabric.nvlinks, pairs=list(fabric.pairs.values()))
     measured, newest = measured_matrix(_evidence(health))
-    gpu_verdicts = {g.gpu: (g.verdict is Verdict.HEALTHY, g.reason) for g in health.gpus}
+    gpu_verdicts = {g.gpu: (offerable(g.verdict.value, g.fabric), g.reason)
+                    for g in health.gpus}
     pairs = {(p.src, p.dst): PairVerdict(p.verdict.value, p.reason)
              for p in health.judgement.pairs}
     view = view_from_inventory(inventory, measured, gpu_verdicts, pairs)

@@ -14,9 +14,15 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.pair_faults import apart_among, largest_set, stored_faults
 from peerwatch.app.analysis.rdma import judge_rdma
+from peerwatch.app.analysis.switch_fold import offerable
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.queries.health import NOT_JUDGED
-from peerwatch.app.schemas.scheduler import GpuRdma, SchedulableHost, UnhealthyGpu
+from peerwatch.app.schemas.scheduler import (
+    GpuRdma,
+    SchedulableHost,
+    UnhealthyGpu,
+    UnknownPair,
+)
 from peerwatch.app.store.tables.inventory import Gpu, Host
 from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost, JudgedPair
 from peerwatch.probes.report import RdmaInfo
@@ -28,6 +34,16 @@ class _Gpu(NamedTuple):
     gpu: int
     verdict: str
     reason: str
+    offered: bool  # healthy, or only its bandwidth reduced by a lost switch
+
+
+def _reduced_of(session: Session) -> set[tuple[int, int]]:
+    """(host id, GPU) of the degraded GPUs a job may still use (`switch_fold.offerable`):
+    only degraded rows' facts are read, few."""
+    rows = session.execute(select(JudgedGpu.host_id, JudgedGpu.gpu, JudgedGpu.facts)
+                           .where(JudgedGpu.verdict == Verdict.DEGRADED.value))
+    return {(h, g) for h, g, facts in rows
+            if offerable(Verdict.DEGRADED.value, (facts or {}).get("fabric", ()))}
 
 
 @lru_cache(maxsize=RDMA_MEMO)
@@ -71,6 +87,20 @@ def apart_of(session: Session, by_name: bool = False) -> dict[Any, list[tuple[in
     return {h: sorted(stored_faults(found)) for h, found in rows.items()}
 
 
+def unknown_pairs_of(session: Session) -> dict[int, list[UnknownPair]]:
+    """Host id -> its pairs unknown because a throttled GPU confounded a test (their rows'
+    facts say `unjudged`): few rows, only unknown pairs are read."""
+    out: dict[int, list[UnknownPair]] = defaultdict(list)
+    for host_id, src, dst, reason, facts in session.execute(
+            select(JudgedPair.host_id, JudgedPair.src, JudgedPair.dst, JudgedPair.reason,
+                   JudgedPair.facts)
+            .where(JudgedPair.verdict == Verdict.UNKNOWN.value)
+            .order_by(JudgedPair.host_id, JudgedPair.src, JudgedPair.dst)):
+        if (facts or {}).get("unjudged"):
+            out[host_id].append(UnknownPair(src=src, dst=dst, reason=reason))
+    return out
+
+
 def _kept_apart(good: list[int], apart: list[tuple[int, int]], wanted: int) -> str:
     pairs = ", ".join(f"GPU{a} and GPU{b}" for a, b in apart)
     return (f"{len(largest_set(good, apart))} of {len(good)} healthy GPUs may share a job "
@@ -78,8 +108,8 @@ def _kept_apart(good: list[int], apart: list[tuple[int, int]], wanted: int) -> s
 
 
 def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | None = None,
-               only_ready: bool = False, faults: list[tuple[int, int]] | None = None
-               ) -> SchedulableHost | str:
+               only_ready: bool = False, faults: list[tuple[int, int]] | None = None,
+               unknown: list[UnknownPair] | None = None) -> SchedulableHost | str:
     """The host as a candidate for a job of `wanted` GPUs, or why it cannot take one;
     `only_ready`: only RDMA-ready GPUs count (the caller asked for `rdma_ready`); `faults`:
     its pair faults, whose two GPUs are both offered but never in one set."""
@@ -89,7 +119,7 @@ def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | No
         return f"stale: {row.reason}"
     if row.verdict == Verdict.DOWN:
         return f"down: {row.reason}"
-    good = [g.gpu for g in gpus if g.verdict == Verdict.HEALTHY]
+    good = [g.gpu for g in gpus if g.offered]
     if only_ready:
         ready = {r.gpu for r in rdma or [] if r.readiness == "ready"}
         good = [g for g in good if g in ready]
@@ -106,8 +136,11 @@ def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | No
         host=row.name, gpus_total=len(gpus), healthy_gpus=good,
         cuda_visible_devices=",".join(map(str, together)), apart=apart,
         unhealthy=[UnhealthyGpu(gpu=g.gpu, verdict=Verdict(g.verdict), reason=g.reason)
-                   for g in gpus if g.verdict != Verdict.HEALTHY],
+                   for g in gpus if not g.offered],
+        reduced=[UnhealthyGpu(gpu=g.gpu, verdict=Verdict(g.verdict), reason=g.reason)
+                 for g in gpus if g.offered and g.verdict != Verdict.HEALTHY],
         last_report_at=row.last_report_at, judged_at=row.judged_at, rdma=rdma or [],
+        unknown_pairs=[p for p in unknown or () if {p.src, p.dst} <= set(good)],
     )
 
 
@@ -119,20 +152,22 @@ def schedulable(session: Session, wanted: int, rdma_ready: bool = False
     Plain columns, not ORM objects: at 1350 hosts (7200 GPUs) loading every judged GPU's
     row with its facts was most of the answer's time (bench/domains.py's reference)."""
     gpus: dict[int, list[_Gpu]] = defaultdict(list)
+    reduced = _reduced_of(session)
     for host_id, gpu, verdict, reason in session.execute(
             select(JudgedGpu.host_id, JudgedGpu.gpu, JudgedGpu.verdict, JudgedGpu.reason)
             .order_by(JudgedGpu.host_id, JudgedGpu.gpu)):
-        gpus[host_id].append(_Gpu(gpu, verdict, reason))
+        gpus[host_id].append(_Gpu(gpu, verdict, reason, verdict == Verdict.HEALTHY.value
+                                  or (host_id, gpu) in reduced))
     hosts: list[SchedulableHost] = []
     left_out: dict[str, str] = {}
     rows = session.execute(select(Host.id, Host.name, Host.last_report_at, JudgedHost.verdict,
                                   JudgedHost.stale, JudgedHost.reason, JudgedHost.judged_at)
                            .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
                            .order_by(Host.name))
-    rdma, apart = _rdma_of(session), apart_of(session)
+    rdma, apart, unknown = _rdma_of(session), apart_of(session), unknown_pairs_of(session)
     for row in rows:
         found = _candidate(row, gpus.get(row.id, []), wanted, rdma.get(row.id, []),
-                           rdma_ready, apart.get(row.id))
+                           rdma_ready, apart.get(row.id), unknown.get(row.id))
         if isinstance(found, str):
             left_out[row.name] = found
         else:

@@ -26,6 +26,13 @@ class UnhealthyGpu(BaseModel):
     reason: str = Field(examples=["GPU5: 18/18 NVLinks down"])
 
 
+class UnknownPair(BaseModel):
+    src: int
+    dst: int
+    reason: str = Field(examples=["GPU0->GPU3 unknown: 2 of 3 tests not judged; slow, GPU3 "
+                                  "in HW slowdown during the test ..."])
+
+
 class GpuRdma(BaseModel):
     gpu: int
     readiness: str = Field(examples=["ready", "poor", "not_ready", "unknown"])
@@ -44,6 +51,15 @@ class SchedulableHost(JudgedAt):
         "a pair fault between them (copies failing or slow, or P2P lost, while each works "
         "with its other peers; app/analysis/pair_faults.py). Both are offered, never together.")
     unhealthy: list[UnhealthyGpu] = Field(description="The others, each with its reason.")
+    reduced: list[UnhealthyGpu] = Field(
+        default_factory=list, description="GPUs offered (in `healthy_gpus`) though degraded: "
+        "their bandwidth is reduced by a lost NVSwitch (some NVLinks down with it, none cut "
+        "off; app/analysis/switch_fold.py), each with its reason.")
+    unknown_pairs: list[UnknownPair] = Field(
+        default_factory=list, description="Pairs of offered GPUs whose bandwidth is unknown "
+        "now: a test of theirs ran while one end was throttled (power cap, thermal, HW "
+        "slowdown), so it was not judged (app/analysis/throttle.py). The same answer as "
+        "/health, the matrix and /metrics (`peerwatch_pair_unjudged`).")
     last_report_at: datetime | None
     rdma: list[GpuRdma] = Field(
         default_factory=list, description="GPUDirect RDMA readiness of each GPU "

@@ -23,10 +23,13 @@ export function objectOf(a) {
       params: { gpu: l.gpu, link: l.link } };
   }
   if (l.gpu !== undefined) return { key: `gpu ${l.gpu}`, label: `GPU${l.gpu}`, params: { gpu: l.gpu } };
+  // a lost NVSwitch's page (it stands for the links of the GPUs behind it), not "host"
+  if (l.switch !== undefined) return { key: `switch ${l.switch}`, label: `NVSwitch ${l.switch}`, params: {} };
   return { key: "host", label: "host", params: {} };
 }
 
-/** One alert's own subject: "GPU1 → GPU2 ce_write", "GPU3 link 16", "GPU3", "host". */
+/** One alert's own subject: "GPU1 → GPU2 ce_write", "GPU3 link 16", "GPU3", "NVSwitch
+ * nvswitch0", "host". */
 export function subject(a) {
   const l = a.labels || {};
   if (l.gpu !== undefined && l.peer_gpu !== undefined) {

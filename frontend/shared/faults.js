@@ -26,7 +26,7 @@ export function alertFault(a) {
   const params = l.gpu !== undefined && l.peer_gpu !== undefined
     ? { pair: `${l.gpu}-${l.peer_gpu}`, test: l.test } : l.gpu !== undefined ? { gpu: l.gpu, link: l.link } : {};
   return { key: groupOf(a).key, severity: a.severity, scope: scopeOfRule(a.alertname),
-    start: a.fired_at || a.active_since,
+    start: a.active_since || a.fired_at, // when the fault began, not when it paged
     firing: a.state === "firing", text: a.annotations?.summary || `${a.alertname}`,
     alertname: a.alertname, href: hostHref(a.host, params) };
 }

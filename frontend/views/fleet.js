@@ -65,8 +65,9 @@ function reasonCell(r) {
     known, text,
     more ? h("a", { class: "more", href: href("alerts", [], { host: r.host }),
       title: "every fault of this host", "data-hidden": top.hidden.join("|") }, moreWords(top)) : null,
-    !r.stale && r.since && r.verdict !== "healthy"
-      ? h("span", { class: "since" }, ` — ${r.verdict} ${fmt.since(r.since)}`) : null,
+    // the top fault's own start (its alert's), not the host's earlier state
+    !r.stale && (fault.start || r.since) && r.verdict !== "healthy"
+      ? h("span", { class: "since" }, ` — ${fmt.since(fault.start || r.since)}`) : null,
     maintenanceTag(r.maintenance));
 }
 

@@ -254,7 +254,9 @@ export function mount(root, route) {
     if (!top) return null;
     return h("p", { class: "top-line", "data-scope": top.fault.scope },
       h("b", {}, data.detail.stale ? `last known at ${fmt.time(data.detail.last_report_at)}: ` : "Top fault: "),
-      top.fault.text, top.more ? h("span", { class: "muted" }, `${moreWords(top)} (below)`) : null);
+      top.fault.text,
+      top.fault.start ? h("span", { class: "muted since" }, ` — ${fmt.since(top.fault.start)}`) : null,
+      top.more ? h("span", { class: "muted" }, `${moreWords(top)} (below)`) : null);
   }
 
   /** A problem's reason, short: what is wrong up to the catalog's action and references,

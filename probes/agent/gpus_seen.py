@@ -101,3 +101,13 @@ def with_seen(report: Report, seen: SeenSinceBoot | None) -> Report:
     evidence = old.model_copy(update={"boot_id": seen.boot_id(), "seen_since_boot": listed})
     inventory = report.inventory.model_copy(update={"evidence": evidence})
     return report.model_copy(update={"inventory": inventory})
+
+
+def with_expected(report: Report, expected: int | None) -> Report:
+    """`report` with the GPU count the host should have in its evidence (None: unchanged)."""
+    if expected is None:
+        return report
+    old = report.inventory.evidence or GpuEvidence()
+    inventory = report.inventory.model_copy(
+        update={"evidence": old.model_copy(update={"expected": expected})})
+    return report.model_copy(update={"inventory": inventory})

@@ -2,9 +2,9 @@
 
 The sweep engine (`probes.sweep.build_report`) does the measuring; this only maps the
 probe's settings onto its options (watchdog, idleness threshold, force), applies a
-host-name override and adds which job holds each GPU (`probes.agent.job_mapping`) and the
-GPUs seen since boot (`probes.agent.gpus_seen`), so the worker stays ignorant of how a report
-is made.
+host-name override and adds which job holds each GPU (`probes.agent.job_mapping`), the
+GPUs seen since boot and the count the host should have (`probes.agent.gpus_seen`), so the
+worker stays ignorant of how a report is made.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from peerwatch.probes.agent.events import EventCollector, with_events
-from peerwatch.probes.agent.gpus_seen import SeenSinceBoot, with_seen
+from peerwatch.probes.agent.gpus_seen import SeenSinceBoot, with_expected, with_seen
 from peerwatch.probes.agent.job_mapping import with_jobs
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.fabric import Fabric
@@ -52,7 +52,7 @@ def report_builder(fabric: Fabric, settings: ProbeSettings,
     def build(kind: ReportKind) -> Report:
         report = build_report(fabric, kind, options, now=now)
         report = with_hostname(with_events(report, events), settings.hostname)
-        report = with_seen(report, seen)
+        report = with_expected(with_seen(report, seen), settings.expected_gpus)
         return with_jobs(report, settings.job_mapping_dir, settings.kubelet_socket)
 
     return build

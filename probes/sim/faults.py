@@ -25,6 +25,8 @@ checked against the preset when a fault goes in, so a typo fails at once.
                                               PCI still lists it (on_pci=False: gone there too)
     SwitchTrayLost(tray=4)                    rack presets: NVLink switch tray 4 is gone, every
                                               GPU loses the ports to it (2 of 18 on NVL72)
+    NvSwitchLost(switch=0, links=(2, 3))      the host's NVSwitch 0 fails (fatal SXid): links
+                                              2 and 3 of every GPU go down, limited capacity
     InsufficientNvlinks(gpu=2)                GPU 2 trained too few NVLinks to join the fabric
     CliqueMoved(clique_id=2)                  this tray sits in another clique than its rack
     LinkXid(gpu=3, link=5, every_s=120)       GPU 3's NVLink 5 logs Xid 74 every 2 min, stays up
@@ -230,10 +232,14 @@ class GpuLost:
     """`gpu` fell off the bus (Xid 79): every NVML query of it answers "GPU is lost", so it
     leaves the inventory and no test runs on it. Clearing it is the reset that brings it back.
     It stays listed on the PCI bus (sysfs), as such a GPU usually does; `on_pci=False` models
-    one gone from the bus too (then only the agent's seen-since-boot set still names it)."""
+    one gone from the bus too (then only the agent's seen-since-boot set still names it).
+    `still_listed=True` is the moment before: the Xid 79 is logged while NVML still answers
+    for the GPU, so the report carrying the event lists it (replace the fault with
+    `GpuLost(gpu)` to take the GPU away on the next report)."""
 
     gpu: int
     on_pci: bool = True
+    still_listed: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,6 +250,17 @@ class SwitchTrayLost:
     the whole rack, so a scenario injects it on every compute tray of the rack."""
 
     tray: int
+
+
+@dataclass(frozen=True)
+class NvSwitchLost:
+    """The host's NVSwitch `switch` fails (a fatal SXid 20034, its links' LTSSM down): the
+    ports of every GPU wired to it (`links`) go down, each logging Xid 74, and the fabric
+    health says degraded bandwidth (summary limited capacity). On an HGX board every GPU
+    keeps its ports to the other switches: bandwidth reduced, nothing cut off."""
+
+    switch: int = 0
+    links: tuple[int, ...] = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -340,6 +357,7 @@ Fault = (
     | DriverRestarted
     | GpuLost
     | SwitchTrayLost
+    | NvSwitchLost
     | InsufficientNvlinks
     | CliqueMoved
     | LinkXid
@@ -369,7 +387,7 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
         case PeerCopiesFail(a=a, b=b):
             return (a, b)
         case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved() \
-                | SwitchSxid() | PeermemMissing():
+                | SwitchSxid() | PeermemMissing() | NvSwitchLost():
             return ()
         case AcsRedirect(gpus=gs):
             return gs

@@ -22,6 +22,7 @@ from peerwatch.probes.sim.faults import (
     GpuLost,
     GpuRecoveryAction,
     LinkXid,
+    NvSwitchLost,
     SwitchSxid,
     SwitchTrayLost,
 )
@@ -74,6 +75,11 @@ def on_inject(fault: Fault, pci_of: dict[int, str]) -> list[Pending]:
             text = f"GPU recovery action changed from 0x0 (None) to {value:#x} ({action})"
             return [Pending(EventKind.XID, code, xid_line(pci_of[g], code, text), gpu=g,
                             pci=pci_of[g])]
+        case NvSwitchLost(switch=s, links=links):
+            name = f"nvswitch{s}"
+            return [Pending(EventKind.SXID, 20034, f"nvidia-nvswitch{s}: SXid ({name}): 20034, "
+                            f"Fatal, Link {links[0]} LTSSM Fault Up", switch=name,
+                            link=links[0], fatal=True)]
         case SwitchSxid(switch=s, sxid=code, fatal=fatal, link=link):
             word = "Fatal" if fatal else "Non-fatal"
             name = f"nvswitch{s}"

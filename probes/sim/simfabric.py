@@ -25,6 +25,7 @@ from peerwatch.probes.sim.faults import (
     FabricUnhealthy,
     Fault,
     InsufficientNvlinks,
+    NvSwitchLost,
     PeerCopiesFail,
     SwitchTrayLost,
 )
@@ -72,6 +73,8 @@ def switch_fabric(preset: Preset, faults: Sequence[Fault], gpu: int,
     if preset.rack is not None:
         fields["cluster_uuid"] = rack_cluster_uuid(rack or preset.rack.name)
         _rack_faults(fields, faults, gpu)
+    if any(isinstance(f, NvSwitchLost) for f in faults):
+        _worse_health(fields, "limited_capacity", DEGRADED_BANDWIDTH)
     for f in faults:
         if isinstance(f, FabricNotCompleted) and _applies(f.gpu, gpu):
             fields["state"] = f.state
@@ -84,6 +87,7 @@ def switch_fabric(preset: Preset, faults: Sequence[Fault], gpu: int,
 
 def check_fault(preset: Preset, fault: Fault) -> None:
     """BadProbeRequest for a rack fault the preset cannot suffer (no rack, no such tray)."""
+    check_switch(preset, fault)
     if isinstance(fault, SwitchTrayLost | CliqueMoved) and preset.rack is None:
         raise BadProbeRequest(f"{type(fault).__name__} needs a rack preset (nvl72), "
                               f"not {preset.name!r}")
@@ -91,6 +95,18 @@ def check_fault(preset: Preset, fault: Fault) -> None:
             not 0 <= fault.tray < preset.rack.switch_trays:
         raise BadProbeRequest(f"switch tray {fault.tray} is not one of the rack's "
                               f"{preset.rack.switch_trays} (0..{preset.rack.switch_trays - 1})")
+
+
+def check_switch(preset: Preset, fault: Fault) -> None:
+    """BadProbeRequest for a lost NVSwitch on a preset with none, or links it lacks."""
+    if not isinstance(fault, NvSwitchLost):
+        return
+    if preset.nvlink.fabric != "nvswitch":
+        raise BadProbeRequest(f"NvSwitchLost needs an NVSwitch preset, not {preset.name!r}")
+    bad = [k for k in fault.links if not 0 <= k < preset.nvlink.links_per_gpu]
+    if bad or not fault.links:
+        raise BadProbeRequest(f"NvSwitchLost links {list(fault.links)}: each must be one of "
+                              f"0..{preset.nvlink.links_per_gpu - 1}")
 
 
 def fabric_manager(preset: Preset, faults: Sequence[Fault]) -> FabricManagerInfo:

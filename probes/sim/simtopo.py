@@ -17,6 +17,7 @@ from peerwatch.probes.sim.faults import (
     Fault,
     InsufficientNvlinks,
     LinksDown,
+    NvSwitchLost,
     P2PDisabled,
     PcieDowntrained,
     SwitchTrayLost,
@@ -79,13 +80,15 @@ class SimTopology:
         return [Port(gpu, wired + i, None, None, False, wired=False) for i in range(extra)]
 
     def _rack_ports_down(self, faults: tuple[Fault, ...], links: int) -> set[tuple[int, int]]:
-        """(gpu, link) ports a lost switch tray or an under-trained GPU takes down."""
+        """(gpu, link) ports a lost switch (tray) or an under-trained GPU takes down."""
         down: set[tuple[int, int]] = set()
         per_tray = self.preset.rack.ports_per_switch_tray if self.preset.rack else 0
         for f in faults:
             if isinstance(f, SwitchTrayLost):
                 lost = range(f.tray * per_tray, (f.tray + 1) * per_tray)
                 down.update((g, k) for g in range(self.count) for k in lost)
+            elif isinstance(f, NvSwitchLost):
+                down.update((g, k) for g in range(self.count) for k in f.links if k < links)
             elif isinstance(f, InsufficientNvlinks):
                 down.update((f.gpu, k) for k in range(max(0, links - f.links_down), links))
         return down

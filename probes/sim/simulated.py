@@ -362,7 +362,8 @@ class SimulatedFabric:
 
     def _check_gpu(self, index: int) -> None:
         self._check_index(index)
-        if any(isinstance(f, GpuLost) and f.gpu == index for f in self._faults):
+        if any(isinstance(f, GpuLost) and f.gpu == index and not f.still_listed
+               for f in self._faults):
             raise GpuUnreachable(f"GPU {index}: GPU is lost (NVML_ERROR_GPU_IS_LOST, "
                                  "simulated Xid 79)")
 

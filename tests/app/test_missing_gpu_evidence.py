@@ -99,3 +99,30 @@ def test_a_probe_without_evidence_is_accepted_and_judged_as_before(client: TestC
     n = node(client, "gpu-c")
     assert n["gpu_counts"] == {"nvml": 7, "inventory": 7}  # nothing says an eighth exists
     assert firing(client, "gpu-c") == []
+
+
+def test_a_gpu_gone_before_the_agent_saw_it_is_missing_by_the_expected_count(
+        client: TestClient, tmp_path: Path) -> None:
+    """GPU7 gone from NVML and the PCI bus before the agent started (its seen set never
+    named it): the host's expected count (PEERWATCH_PROBE_EXPECTED_GPUS=8) makes it missing from
+    the first report a fresh server sees, not a whole 7-GPU host."""
+    fab = SimulatedFabric("hgx8", seed=1, hostname="gpu-e",
+                          faults=[GpuLost(gpu=7, on_pci=False)])
+    settings = ProbeSettings(token="t", expected_gpus=8, spool_dir=tmp_path / "spool")
+    build = report_builder(fab, settings, seen=SeenSinceBoot(tmp_path / "seen.state",
+                                                             boot_id_path=tmp_path / "boot"))
+    (tmp_path / "boot").write_text("boot-1\n")
+    report = build(ReportKind.INVENTORY)
+    assert report.inventory.evidence is not None and report.inventory.evidence.expected == 8
+    post(client, report)
+    n = node(client, "gpu-e")
+    assert n["gpu_counts"] == {"nvml": 7, "inventory": 8, "pci": 7, "seen_since_boot": 7,
+                               "expected": 8}
+    [gpu7] = [g for g in n["gpus"] if g["gpu"] == 7]
+    assert gpu7["verdict"] == "down" and "missing" in gpu7["reason"]
+    [alert] = firing(client, "gpu-e")
+    assert alert["labels"]["gpu"] == "7"
+    assert "PEERWATCH_PROBE_EXPECTED_GPUS" in alert["annotations"]["description"]
+    post(client, build(ReportKind.INVENTORY))  # the next report: the same row, one alert
+    assert [a["labels"]["gpu"] for a in firing(client, "gpu-e")] == ["7"]
+    assert len(node(client, "gpu-e")["gpus"]) == 8

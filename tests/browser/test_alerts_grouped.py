@@ -20,7 +20,9 @@ def object_key(a: dict) -> str:
     if "peer_gpu" in labels:
         lo, hi = sorted((int(labels["gpu"]), int(labels["peer_gpu"])))
         return f"pair {lo}-{hi}"
-    return f"gpu {labels['gpu']}" if "gpu" in labels else "host"
+    if "gpu" in labels:
+        return f"gpu {labels['gpu']}"
+    return f"switch {labels['switch']}" if "switch" in labels else "host"
 
 
 def start(a: dict) -> str:

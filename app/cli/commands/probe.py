@@ -66,6 +66,9 @@ _OPTIONS: list[tuple[str, str, Any, str]] = [
      "comma-separated tests whose series /metrics exposes"),
     ("--kmsg-path", "kmsg_path", str,
      "kernel log device read for Xid/SXid lines (docs/events.md)"),
+    ("--expected-gpus", "expected_gpus", int,
+     "GPUs this host should have (e.g. its Slurm Gres count): fewer listed is GPUMissing "
+     "from the first report (docs/verdict-truth.md)"),
 ]
 
 

@@ -20,6 +20,7 @@ from peerwatch.app.ingest.rows import ingest
 from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.alerts import Alert, AlertEvent
+from peerwatch.probes.agent.gpus_seen import with_expected
 from peerwatch.probes.report import GPU_TESTS, Report, ReportKind, TestName
 from peerwatch.probes.sim.faults import Fault
 from peerwatch.probes.sim.simulated import SimulatedFabric
@@ -41,6 +42,7 @@ class SimHost:
     options: SweepOptions = QUICK
     start: datetime = START
     t: float = 0.0
+    expected_gpus: int | None = None  # the agent's PEERWATCH_PROBE_EXPECTED_GPUS
 
     def __post_init__(self) -> None:
         self.fabric = SimulatedFabric(self.preset, seed=7, clock=lambda: self.t,
@@ -57,7 +59,8 @@ class SimHost:
         """One report of the fabric, carrying the Xid/SXid events its faults logged since the
         last (what the agent's report builder adds, `probes/agent/passes.py`): a link going down
         logs Xid 74 on it, a GPU falling off the bus Xid 79 (`probes/sim/simevents.py`)."""
-        report = build_report(self.fabric, kind, self.options, now=now or self.now)
+        report = with_expected(build_report(self.fabric, kind, self.options,
+                                            now=now or self.now), self.expected_gpus)
         events = self.fabric.drain_events(report.started_at)
         return report.model_copy(update={"events": events}) if events else report
 

@@ -49,6 +49,7 @@ from peerwatch.probes.sim.faults import (
     InsufficientNvlinks,
     LinksDown,
     LinkXid,
+    NvSwitchLost,
     P2PDisabled,
     PcieDowntrained,
     PeerCopiesFail,
@@ -87,6 +88,7 @@ CATALOG: list[tuple[Fault, str]] = [
     (DriverRestarted(), "h200x2"),
     (GpuLost(gpu=1), "h200x2"),
     (SwitchTrayLost(tray=4), "nvl72"),
+    (NvSwitchLost(switch=0, links=(2, 3)), "hgx8"),
     (InsufficientNvlinks(gpu=2), "nvl72"),
     (CliqueMoved(clique_id=2), "nvl72"),
     (ThrottledGpu(gpu=1, reason="power"), "h200x2"),
@@ -304,3 +306,22 @@ def test_prometheus_follows_a_link_that_drops_once_and_comes_back(
         assert set(fired) == set(range(62, back))
         assert set().union(*fired.values()) == {"NVLinkDown", "NVLinkWidthReduced"}
     assert_prometheus_agrees(host, f"drop-{down_min}m", expected(host.firing), tmp_path)
+
+
+def test_prometheus_pages_an_xid_79_once_when_the_event_comes_first(
+        sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path) -> None:
+    """The report carrying GPU1's Xid 79 still lists it; the next one lists it gone: one
+    GPUMissing from the first of them, on both sides, and no XidFault."""
+    host = TwinHost(sessions, sqlite_settings, preset="h200x2")
+    host.run(60)
+    first = GpuLost(gpu=1, still_listed=True)
+    host.inject(first)
+    host.run(1)
+    host.sim.clear(first)
+    host.inject(GpuLost(gpu=1))
+    host.run(12)
+    names = {_name(a) for step in range(61, host.steps + 1) for a in host.firing[step]}
+    assert "GPUMissing" in names and "XidFault" not in names, names
+    assert any(_name(a) == "GPUMissing" for a in host.firing[61])  # from the event's report
+    want = expected(host.firing, host.intermittent)
+    assert_prometheus_agrees(host, "xid79-event-first", want, tmp_path)

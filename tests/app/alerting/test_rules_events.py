@@ -100,8 +100,8 @@ def test_a_non_fatal_sxid_is_a_warning_on_its_switch(ev: EventHost) -> None:
     ev.step(30)
     ev.inject(SwitchSxid(switch=0, sxid=12028))
     ev.step(30)
-    assert ev.active() == {"XidWarning": {(("host", "sim-a"), ("switch", "nvswitch0"),
-                                           ("xid", "sxid12028"))}}
+    assert ev.active() == {"XidWarning": {(("host", "sim-a"), ("nvlink_domain", "sim-a"),
+                                           ("switch", "nvswitch0"), ("xid", "sxid12028"))}}
 
 
 def test_the_rules_go_on_from_the_events_their_judgement_judged(ev: EventHost) -> None:

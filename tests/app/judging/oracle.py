@@ -2,7 +2,9 @@
 key judged from the samples of its look-back window re-read from history, against a baseline
 recomputed from history as ingest did (`services/baselines.py` before the running state, at
 its most exact: every measured key refreshed at every sweep), the low runs' starts carried
-from the oracle's own previous judgement."""
+from the oracle's own previous judgement. The rules added since are applied the same way
+on its own figures: the change test (`pair_tests.with_step`, on its window and baseline) and
+a GPU's Xid 79 making its keys unknown (its events judged from the stored facts)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,15 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.baseline import healthy_values, robust_baseline
+from peerwatch.app.analysis.change_point import StepRule
 from peerwatch.app.analysis.health import BaselineRef, Sample, TestJudgement, judge_test
+from peerwatch.app.analysis.off_bus import off_bus_gpus
+from peerwatch.app.analysis.xid_judge import judge_events
 from peerwatch.app.judging.judge import _unknown_without_gpu
 from peerwatch.app.judging.load import baseline_values
+from peerwatch.app.judging.pair_tests import with_step
 from peerwatch.app.queries.common import pair_samples
+from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
@@ -56,8 +63,9 @@ class Oracle:
               now: datetime, sweep: bool = True) -> dict[PairKey, TestJudgement]:
         """After a sweep, judged from history; else the last verdicts reused, as the old
         judgement did (only a GPU gone from the inventory makes its keys unknown)."""
+        off_bus = off_bus_gpus(judge_events(load_event_facts(session, row.id, now), now))
         if not sweep:
-            self.last = _unknown_without_gpu(fabric, self.last)
+            self.last = _unknown_without_gpu(fabric, self.last, off_bus)
             self.low_before = {k: t.low_since for k, t in self.last.items()
                                if t.low_since is not None}
             return self.last
@@ -67,7 +75,7 @@ class Oracle:
         samples = pair_samples(session, row.id, newest - timedelta(seconds=lookback))
         self._refresh(session, fabric, {k for k, ss in samples.items()
                                         if any(x.judged for x in ss)}, newest)
-        self.last = _unknown_without_gpu(fabric, self._judge_tests(fabric, samples))
+        self.last = _unknown_without_gpu(fabric, self._judge_tests(fabric, samples), off_bus)
         self.low_before = {k: t.low_since for k, t in self.last.items()
                            if t.low_since is not None}
         return self.last
@@ -79,11 +87,16 @@ class Oracle:
                                if t not in GPU_TESTS}
         keys |= {(g, g, t) for g in fabric.gpus for t in tests if t in GPU_TESTS}
         window = self.settings.baseline_window_s
-        return {
-            (s, d, t): judge_test(s, d, t, samples.get((s, d, t), []),
-                                  fabric.full_expectation(t, s, d),
-                                  BaselineRef(self.baselines[(s, d, t)], window)
-                                  if (s, d, t) in self.baselines else None,
-                                  self.settings.thresholds, self.low_before.get((s, d, t)))
-            for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
-        }
+        out = {}
+        for (s, d, t) in sorted(keys, key=lambda k: (k[0], k[1], k[2].value)):
+            base = self.baselines.get((s, d, t))
+            before = self.low_before.get((s, d, t))
+            judged = judge_test(s, d, t, samples.get((s, d, t), []),
+                                fabric.full_expectation(t, s, d),
+                                BaselineRef(base, window) if base is not None else None,
+                                self.settings.thresholds, before)
+            kept = [x for x in samples.get((s, d, t), []) if x.judged][
+                -self.settings.intermittent_of:]  # the judged values the state keeps
+            out[(s, d, t)] = with_step(judged, kept, (base, 0.0, 0) if base else None,
+                                       StepRule(), before is not None)
+        return out

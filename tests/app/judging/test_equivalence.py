@@ -62,7 +62,8 @@ FAULTS: list[Fault] = [
     Contention(gpu=0, peer=1), BusyGpu(gpu=1), HostCopySlow(gpu=1, factor=0.4),
     DriverRestarted(),
 ]
-BASELINE_RATIO = re.compile(r"\d+\.\d\d of its [^,;)]* baseline")
+# the figures against the baseline (the change test's sum too: app/analysis/change_point.py)
+BASELINE_RATIO = re.compile(r"\d+\.\d\d of its [^,;)]* baseline|CUSUM \d+\.\d\d")
 
 
 def _compare(host: SimHost, oracle: Oracle, since: dict, cut: set, at: datetime,
