@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from peerwatch.probes.errors import NotSupported  # noqa: E402
+from peerwatch.probes.errors import FabricUnavailable, NotSupported  # noqa: E402
 from peerwatch.probes.gpu_health import READS  # noqa: E402
 from peerwatch.probes.nvidia.aer import FILES, device_dir, upstream_bridge  # noqa: E402
 from peerwatch.probes.nvidia.imex import imex_status  # noqa: E402
@@ -168,13 +168,17 @@ def lines(found: dict[str, Any]) -> tuple[list[str], bool]:
                                              ("device", "bridge", "bridge_counts", "unread")}
         out.append(f"GPU{g['index']} {'pcie_aer':16} {shown}")
     imex = found["imex"]
-    state = f"{imex.get('state')} " if imex["present"] else ""
-    out.append(f"imex {state}({imex.get('how')})")
+    seen = f"present: {imex.get('state')}" if imex["present"] else "not present"
+    out.append(f"imex {seen} ({imex.get('how')})")
     return out, clean
 
 
 def main() -> int:
-    found = record(load_pynvml(), Sysfs())
+    try:
+        found = record(load_pynvml(), Sysfs())
+    except FabricUnavailable as exc:  # no driver here: say so, as every GPU bench does
+        print(f"skipped: no GPU here ({type(exc).__name__}: {exc})")
+        return 0
     out_dir = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="driver-health-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "driver_health.json"
@@ -186,4 +190,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench.helpers.cli import no_options
+
+    no_options(__doc__, __file__)
     sys.exit(main())

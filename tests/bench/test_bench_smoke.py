@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHES = sorted(f"{prefix}{m.name}" for folder, prefix in (("bench", ""), ("bench/gpu", "gpu."))
                  for m in pkgutil.iter_modules([str(ROOT / folder)])
                  if not m.ispkg and not m.name.startswith("_"))
-GPU_ONLY = {"gpu.events", "gpu.evidence", "gpu.fabric_check", "gpu.pcie", "gpu.snapshot",
-            "probe_accuracy", "probe_contention"}
+GPU_ONLY = {"gpu.driver_health", "gpu.events", "gpu.evidence", "gpu.fabric_check", "gpu.pcie",
+            "gpu.snapshot", "probe_accuracy", "probe_contention"}
 # what a bench prints where a real part it needs is missing; CI has them all
 MISSING_PART = re.compile(r"postgresql: skipped|skipped: no Chromium|skipped, \S+ unreachable")
 LIMIT_S = 600
