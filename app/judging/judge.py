@@ -104,9 +104,18 @@ def _attribute(fabric: HostFabric, pairs: list[PairJudgement], events: list[Even
     plain = judge_host_fabric(fabric.host.name, fabric.gpus, ports, (), None,
                               had=_ports_had(fabric), switches=switches)
     gone = {**{g: None for g in off_bus_gpus(events)}, **fabric.missing_gpus}
-    trusted = trust(pairs, untrusted_causes(plain.gpus, gone))
+    causes = {**_recovery_causes(fabric), **untrusted_causes(plain.gpus, gone)}
+    trusted = trust(pairs, causes)
     by_events = explain_by_events(trusted, events, starts)
     return by_pattern(by_events.pairs), by_events
+
+
+def _recovery_causes(fabric: HostFabric) -> dict[int, str]:
+    """GPU -> why its pairs cannot be trusted where its driver asks for a recovery action
+    (DRAIN_P2P: its peer-to-peer fabric must not be used), however well they measured."""
+    return {gpu: f"has driver recovery action {info.driver.recovery_action.upper()} pending"
+            for gpu, info in fabric.gpus.items() if info.driver is not None
+            and info.driver.recovery_action not in (None, "none")}
 
 
 def _bad_starts(pairs: list[PairJudgement], prior: Prior) -> dict[tuple[int, int], datetime]:

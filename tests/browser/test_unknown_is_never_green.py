@@ -12,6 +12,7 @@ import pytest
 from tests.browser.conftest import FAULTY, STALE, Fleet, open_view, screenshot
 from tests.browser.demo_fleet import LOST
 from tests.browser.plotly import trace
+from tests.conftest import eventually
 
 pytestmark = pytest.mark.browser
 
@@ -164,8 +165,9 @@ GREENS = """root => {
 
 def test_a_stale_host_is_drawn_with_no_green_element(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
     open_view(page, "/#/fleet", "fleet")
-    healthy_row = page.locator("tbody tr:has(.badge.v-healthy)").first
-    assert healthy_row.evaluate(GREENS)  # the check does see green where there is some
+    healthy_row = page.locator("tbody tr:has(.badge.v-healthy):visible").first
+    # the check does see green where there is some (polled: a refresh may redraw the row)
+    assert eventually(lambda: healthy_row.evaluate(GREENS)), healthy_row.inner_html()
     row = page.locator(f'tbody tr[data-key="{STALE}"]')
     assert row.evaluate(GREENS) == []
     assert "? " in row.locator("td").nth(3).inner_text()  # GPUs unknown, not "4 / 4"

@@ -50,6 +50,10 @@ def test_a_driver_fault_is_judged_alerted_exported_and_left_out(
              for a in host.alerts("pending") + host.alerts("firing")}
     assert (rule, "1", kind) in pages, pages
     assert all(1 not in h.healthy_gpus for h in offered)  # the scheduler leaves GPU1 out
+    pairs = [p for p in health.judgement.pairs if 1 in (p.src, p.dst)]
+    if kind == "recovery_action":  # DRAIN_P2P: no figure through GPU1 is offered as healthy
+        assert pairs and all(p.verdict is not Verdict.HEALTHY and "DRAIN_P2P" in p.reason
+                             for p in pairs), [(p.verdict, p.reason) for p in pairs]
     exported = {g.gpu: g.driver for g in snapshot.gpus if g.host == host.hostname}
     assert (kind, verdict.value) in exported[1] and exported[0] == (), exported
 

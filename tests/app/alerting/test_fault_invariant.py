@@ -61,7 +61,8 @@ EXTRA: list[faults.Fault] = [  # variants the defaults do not reach
     faults.LinksDown(gpu=1, count=2), faults.PcieDowntrained(gpu=1, gen=4, width=16),
     faults.FabricNotCompleted(state="not_started", gpu=2), faults.HostCopySlow(gpu=1),
 ]
-UNTRUSTING = {"NVSwitchFabricNotReady", "NVLinkWidthReduced", "GPUMissing"}
+UNTRUSTING = {"NVSwitchFabricNotReady", "NVLinkWidthReduced", "GPUMissing",
+              "GPURecoveryActionRequired"}  # the driver asks: its pairs are not to be used
 # Alerts that say their object's verdict is unchanged, by design: one Xid 74 (or a non-fatal
 # SXid) below the catalog's threshold is a warning, never a fault (app/judging/events.py).
 VERDICT_KEPT = {"XidWarning"}

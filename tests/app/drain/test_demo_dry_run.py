@@ -41,7 +41,8 @@ def test_drain_dry_run_decides_over_the_demo_fleet(tmp_path: Path) -> None:
     try:
         out = ""
         deadline = time.monotonic() + 180
-        while "mesh4-01: take_out:" not in out:
+        # the demo's hosts start spread over one inventory interval: wait for all of them
+        while "mesh4-01: take_out:" not in out or not all(f"{h}:" in out for h in HOSTS):
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             assert time.monotonic() < deadline, f"no take-out decided:\n{out}"
             time.sleep(1)

@@ -212,7 +212,7 @@ def _gpu_verdict(host: SimHost, gpu: int) -> Verdict:
 
 @pytest.mark.parametrize(("code", "link", "rule", "verdict"), [
     (74, 3, "XidWarning", Verdict.HEALTHY),  # one NVLink error: an alert, the verdict kept
-    (79, None, "XidFault", Verdict.DOWN),  # off the bus: the GPU is down at once
+    (79, None, "GPUMissing", Verdict.DOWN),  # off the bus: down at once, one page (issue 38)
 ], ids=["xid74", "xid79"])
 def test_an_xid_on_an_unchanged_inventory_is_judged_at_that_report(
         host: SimHost, engine: Engine, code: int, link: int | None, rule: str,
