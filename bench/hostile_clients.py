@@ -40,7 +40,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.helpers.cli import before_and_after, parser
+from bench.helpers.cli import before_and_after, compare_parser
 from bench.helpers.drill import Reports
 from bench.helpers.fleet_load import TOKEN
 from bench.helpers.serve import serve_tree
@@ -58,9 +58,7 @@ FAILED: list[str] = []  # checks (not timings) the "after" tree failed
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = parser(__doc__, __file__)
-    p.add_argument("--before", type=Path, default=None,
-                   help="a checkout of the code to compare with (default: none, after only)")
+    p = compare_parser(__doc__, __file__)
     p.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite",
                    help="the server's database: SQLite in a temporary folder, or a throwaway "
                    "database on the shared PostgreSQL (default: sqlite)")

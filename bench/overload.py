@@ -45,7 +45,7 @@ from pathlib import Path
 import httpx
 
 from bench.helpers import sched, side_probe
-from bench.helpers.cli import before_and_after, parser
+from bench.helpers.cli import before_and_after, compare_parser
 from bench.helpers.cpu import backends_cpu_s, cpu_split
 from bench.helpers.fleet_load import (
     Record,
@@ -69,9 +69,7 @@ TARGETS = {"post_p99": "<= 20", "refused_p99": "<= 50", "healthz_p99": "<= 50",
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = parser(__doc__, __file__)
-    p.add_argument("--before", type=Path, default=None,
-                   help="a checkout of the code to compare with (default: none, after only)")
+    p = compare_parser(__doc__, __file__)
     p.add_argument("--hosts", type=int, default=sized(200, 3),
                    help="real-cadence hosts (default: 200)")
     p.add_argument("--cadence-s", type=float, default=sized(60.0, 3.0),

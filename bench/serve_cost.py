@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.helpers.cli import before_and_after, parser
+from bench.helpers.cli import before_and_after, compare_parser
 from bench.helpers.cpu import backends_cpu_s, serve_parts_s
 from bench.helpers.fleet_load import GZIP_BASES, as_sent, host_name, probe_headers, templates
 from bench.helpers.serve import serve_tree
@@ -41,9 +41,7 @@ TARGETS_MS = {"sweep": (60.0, 90.0), "inventory": (12.0, None)}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = parser(__doc__, __file__)
-    p.add_argument("--before", type=Path, default=None,
-                   help="a checkout of the code to compare with (default: none)")
+    p = compare_parser(__doc__, __file__)
     p.add_argument("--hosts", type=int, default=sized(10, 2), help="hosts (default: 10)")
     p.add_argument("--reports", type=int, default=sized(30, 2),
                    help="reports of each kind measured (default: 30)")

@@ -48,7 +48,7 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench.helpers.agent_wire import AgentWire
-from bench.helpers.cli import before_and_after, parser
+from bench.helpers.cli import before_and_after, compare_parser
 from bench.helpers.cpu import backends_cpu_s, serve_parts_s
 from bench.helpers.fleet_load import GZIP_BASES, as_sent, host_name, learn_gzip, probe_headers
 from bench.helpers.serve import serve_tree
@@ -80,9 +80,7 @@ SIZES = text("""
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = parser(__doc__, __file__)
-    p.add_argument("--before", type=Path, default=None,
-                   help="a checkout of the code to compare with (default: none)")
+    p = compare_parser(__doc__, __file__)
     p.add_argument("--hosts", type=int, default=sized(4, 2), help="hosts (default: 4)")
     p.add_argument("--hours", type=float, default=sized(1.5, 0.25),
                    help="hours of probe time each host reports (default: 1.5)")

@@ -33,6 +33,14 @@ def parser(doc: str | None, file: str) -> argparse.ArgumentParser:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def compare_parser(doc: str | None, file: str) -> argparse.ArgumentParser:
+    """`parser` with `--before`, for a bench that compares two trees (`before_and_after`)."""
+    p = parser(doc, file)
+    p.add_argument("--before", type=Path, default=None,
+                   help="a checkout of the code to compare with (default: none, after only)")
+    return p
+
+
 def no_options(doc: str | None, file: str, argv: Sequence[str] | None = None) -> None:
     """A bench that takes no arguments (`argv`: the command line's, by default): `--help`
     is answered, anything else refused."""
