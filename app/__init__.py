@@ -31,6 +31,8 @@ this list (and `peerwatch.probes`, whose wire schema the server validates report
                  No Settings, no database, no API shapes: values in, values out.
     drain/       `peerwatch drain`, a client of the server: it speaks HTTP to it and imports
                  no other layer (its engine is pure; its backends call scontrol/Kubernetes).
+    pairs/       `peerwatch pairs`, a client of the server like drain/: submits the planned
+                 cross-host pair jobs through Slurm or Kubernetes, and runs a job's ranks.
 
 Judge once: verdicts are computed when something changes (after an ingest, or in the
 periodic round for time-based changes) and stored in the `judged_*` tables; every reader —

@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI, Request, status
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
+from starlette.routing import BaseRoute
 
 from peerwatch.app import routes
 from peerwatch.app.api.conditional_get import ConditionalGet
@@ -31,16 +32,20 @@ from peerwatch.app.exposition.ingest import INGEST_PATH, IngestMetricsMiddleware
 from peerwatch.app.exposition.judge import JudgeQueueCollector, judge_lag_histogram
 from peerwatch.app.ingest.expand import ingest_pool_job, recovery_job
 from peerwatch.app.ingest.heard import HeardBook, heard_flush_job
+from peerwatch.app.ingest.held import HeldReports
 from peerwatch.app.ingest.pool import IngestPool
 from peerwatch.app.judging.queue import JudgeQueue, Judges, judge_queue_job
 from peerwatch.app.judging.service import alerting_loop, close_alerting, service_for
 from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.judging.shards import JudgeShards, judge_process_job
 from peerwatch.app.queries import NotFound
+from peerwatch.app.queries.network_kept import KeptJudgements
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.runtime.leadership import Leadership
 from peerwatch.app.store.db import make_engine
+from peerwatch.probes.heartbeat import HEARTBEATS_PATH
+from peerwatch.probes.report import utcnow
 
 API_PREFIX = "/api/v1"
 
@@ -63,6 +68,22 @@ def discover_routers() -> list[APIRouter]:
     return found
 
 
+# The routes every probe calls, every 30 s each (a heartbeat, a report): matched first.
+PROBE_PATHS = frozenset({HEARTBEATS_PATH, INGEST_PATH})
+
+
+def probes_first(routes: list[BaseRoute]) -> list[BaseRoute]:
+    """`routes` with the routers serving the probes' POSTs first. A request is matched
+    against the routes in order until one matches in full, and the heartbeat's router
+    came 13th of 22: matching was ~28 % of a heartbeat's CPU in this process. Their paths
+    are their own (one POST each), so no other route answers differently; the OpenAPI
+    document keeps the module-name order (`app.state.documented_routes`)."""
+    def serves_probes(route: BaseRoute) -> bool:
+        inner = getattr(getattr(route, "original_router", route), "routes", [route])
+        return any(getattr(r, "path", None) in PROBE_PATHS for r in inner)
+    return sorted(routes, key=lambda r: not serves_probes(r))  # stable: the rest in order
+
+
 async def _not_found(_request: Request, exc: Exception) -> JSONResponse:
     """Any query's NotFound, as a 404 naming what was not found."""
     return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
@@ -80,7 +101,7 @@ def _install_judges(app: FastAPI, settings: Settings, in_process: bool) -> None:
                             settings.judge_workers, on_lag=observe)
         app.state.background_jobs += [alerting_loop, judge_queue_job]
     else:
-        judges = JudgeShards(settings, on_lag=observe)
+        judges = JudgeShards(settings, on_lag=observe, listening_since=app.state.listening_since)
         app.state.background_jobs.append(judge_process_job)
         app.state.ingest_pool = IngestPool(settings)  # reports parsed and stored apart too
         app.state.background_jobs += [ingest_pool_job, recovery_job]
@@ -112,6 +133,9 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     app = FastAPI(title="peerwatch", version="0.1.0", description=DESCRIPTION,
                   lifespan=lifespan, docs_url=None, redoc_url=None)  # /docs: routes/docs.py
     app.state.settings = settings
+    # when this replica began to take reports: a restart's silence is not the probes'
+    # (app/alerting/listening.py)
+    app.state.listening_since = utcnow()
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     # Whether this replica runs the once-only periodic jobs (app/runtime/leadership.py).
@@ -122,6 +146,8 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     check_credentials(app)
     for router in discover_routers():
         app.include_router(router)
+    app.state.documented_routes = list(app.router.routes)  # the document keeps this order
+    app.router.routes[:] = probes_first(app.router.routes)
     app.add_exception_handler(NotFound, _not_found)
     install_error_handlers(app)
     app.add_middleware(ServerTiming)
@@ -131,6 +157,12 @@ def create_app(settings: Settings | None = None, judge_in_process: bool = True) 
     app.state.ingest_stats = IngestStats()  # this replica's ingest health, for /metrics
     _install_judges(app, settings, judge_in_process)
     app.state.heard = HeardBook()  # arrivals and refusals by host, written in batches
+    # the full report of each host a heartbeat may stand on (app/ingest/held.py); a host
+    # the database no longer has is forgotten by the heard book's flush
+    app.state.held = HeldReports()
+    # the fleet's network judgement, kept between host pages' polls (queries/network_kept.py)
+    app.state.network_judgements = KeptJudgements()
+    app.state.heard.on_missing = app.state.held.forget
     app.add_middleware(IngestMetricsMiddleware, stats=app.state.ingest_stats)
     # ETags on the read API: a polling dashboard is sent a bodiless 304 when nothing changed.
     app.add_middleware(ConditionalGet)

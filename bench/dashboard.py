@@ -11,14 +11,21 @@ same code the POST route runs, without HTTP), which takes a while on a busy mach
 timing starts after.
 
 Two figures per page:
-- cold: a new tab loads the page (plotly.js from the server, 4.8 MB, parsed and compiled);
+- cold: a new tab loads the page (plotly.js, 1.5 MB, from the browser's cache, parsed and
+  compiled: Playwright's contexts keep no V8 code cache);
 - warm: the page is already open and the route changes (a click in the dashboard).
 Each total is split into the time the page waited for the API (the slowest request, from
 the browser's Resource Timing) and the rest, spent in the browser (scripts, layout, Plotly).
 
 References (stated budgets): the host page should draw within 1 s and the fleet page of 1000
 hosts within 3 s, warm; a cold first load (a new tab) within 1.5 s for the host and Placement
-pages and 5 s for the fleet. Ratios below 1 are in budget.
+pages and 5 s for the fleet. Ratios below 1 are in budget. A host page left open should cost
+at most 16 API requests and 10 KiB a minute while nothing changes on the server.
+
+Before -> after (`--before REF`, main by default; `--before none` skips it): REF's tree
+(`git archive REF`) and this one, each seeded alike and served by its own process
+(bench/helpers/dashboard_trees.py), the host page's cold load timed alternately on each, then
+each left open: the two figures issue 40 set, the cold host page and the open page's cost.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.helpers.chromium import CHROMIUM, CHROMIUM_ARGS, wait_drawn
+from bench.helpers.cli import parser
+from bench.helpers.dashboard_trees import before_and_after
 from bench.helpers.page_profile import (
     PageCost,
     PollCost,
@@ -128,6 +137,9 @@ def serving(settings: Settings) -> Iterator[str]:
 COMPLETE = "() => !document.querySelector('main [data-pending]')"
 
 
+PLOTLY_MS = """() => performance.getEntriesByType('resource')
+  .filter(e => e.name.includes('/plotly-')).reduce((a, e) => Math.max(a, e.responseEnd), 0)"""
+
 API_MS = """path => performance.getEntriesByType('resource')
   .filter(e => new URL(e.name).pathname.startsWith(path))
   .reduce((a, e) => Math.max(a, e.duration), 0)"""
@@ -139,6 +151,7 @@ class Timing:
     api_s: float  # the slowest API request the page waited for
     cost: PageCost | None = None  # a cold load's requests, bytes and CPU (load-independent)
     complete_s: float | None = None  # until the panels drawn after the first view were too
+    plotly_s: float | None = None  # until plotly.js was in hand (downloaded or from the cache)
 
     @property
     def browser_s(self) -> float:
@@ -177,8 +190,10 @@ def warm(page: Any, view: str, hash_: str, away: str) -> Timing:
 def median(timings: list[Timing]) -> Timing:
     """The median total and API time; the cost of the run with the median total."""
     middle = sorted(timings, key=lambda t: t.total_s)[len(timings) // 2]
+    plotly = [t.plotly_s for t in timings if t.plotly_s is not None]
     return Timing(statistics.median(t.total_s for t in timings),
-                  statistics.median(t.api_s for t in timings), middle.cost, middle.complete_s)
+                  statistics.median(t.api_s for t in timings), middle.cost, middle.complete_s,
+                  statistics.median(plotly) if plotly else None)
 
 
 def measure(url: str) -> dict[str, dict[str, Timing]]:
@@ -237,7 +252,93 @@ def report(figures: dict[str, dict[str, Timing]]) -> None:
         print_profile(host, LABELS["host"])
 
 
-def main() -> int:
+COMPARED_RUNS = sized(5, 1)  # cold host loads on each tree, alternated
+POLL_BUDGET = (16, 10.0)  # API requests, KiB a minute: a host page left open, nothing new
+
+
+# When the page itself saw <main> drawn, and every panel too (ms since its navigation
+# started), whatever the tree: a script polling the page (`wait_drawn`) waits while the
+# page's thread draws the panels below the fold, so its own reading runs late by that.
+DRAWN_HOOK = """(() => { const seen = () => { const m = document.querySelector('main');
+  if (!m || !m.dataset.ready) return;
+  window.__drawnAt ??= performance.now();
+  if (!m.querySelector('[data-pending]')) window.__completeAt ??= performance.now(); };
+  new MutationObserver(seen).observe(document, { subtree: true, attributes: true,
+    attributeFilter: ['data-ready', 'data-pending'] }); })();"""
+
+
+def cold_as_seen(context: Any, url: str, hash_: str) -> Timing:
+    """A cold load of `hash_`, timed by the page (DRAWN_HOOK, in `context`)."""
+    page = context.new_page()
+    page.goto(f"{url}/?refresh=86400{hash_}")
+    wait_drawn(page, "host", hash_)
+    while not page.evaluate(COMPLETE):
+        page.wait_for_timeout(10)
+    drawn, complete = page.evaluate("() => [window.__drawnAt, window.__completeAt]")
+    api = page.evaluate(API_MS, "/api/v1/") / 1000
+    plotly = page.evaluate(PLOTLY_MS) / 1000
+    page.close()
+    return Timing(drawn / 1000, api, None, complete / 1000, plotly)
+
+
+def compare(urls: dict[str, str]) -> dict[str, tuple[Timing, PollCost]]:
+    """The host page's cold load on each tree (alternated, after one load each to fill the
+    browser's cache as a user's is), and the page left open on each."""
+    from playwright.sync_api import sync_playwright
+
+    hash_ = ROUTES["host"]
+    runs: dict[str, list[Timing]] = {side: [] for side in urls}
+    polls = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1440, "height": 1000})
+        context.add_init_script(DRAWN_HOOK)
+        for url in urls.values():
+            cold_as_seen(context, url, hash_)
+        for i in range(COMPARED_RUNS):
+            for side in (list(urls) if i % 2 == 0 else list(urls)[::-1]):
+                runs[side].append(cold_as_seen(context, urls[side], hash_))
+        for side, url in urls.items():
+            polls[side] = polling_cost(context, url, hash_)
+        browser.close()
+    return {side: (median(runs[side]), polls[side]) for side in urls}
+
+
+def print_compared(ref: str, found: dict[str, tuple[Timing, PollCost]]) -> None:
+    (was, was_poll), (now, now_poll) = found["before"], found["after"]
+    per = 60 / 15  # refreshes a minute at the page's usual 15 s
+
+    def minute(cost: PollCost, value: float) -> float:
+        return cost.per_refresh(value) * per
+
+    print(f"before -> after: {ref}'s tree (git archive {ref}) -> this tree, each seeded alike "
+          f"({HOSTS} hosts) and served by its own process; cold loads alternated, median of "
+          f"{COMPARED_RUNS}, timed by the page from its navigation on; machine load "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"  {LABELS['host']}, cold, first view drawn: {was.total_s * 1000:.0f} ms -> "
+          f"{now.total_s * 1000:.0f} ms (budget {COLD_BUDGET_S['host'] * 1000:.0f} ms)")
+    if was.plotly_s is not None and now.plotly_s is not None:
+        print(f"  of which: plotly.js in hand (from the cache) at {was.plotly_s * 1000:.0f} -> "
+              f"{now.plotly_s * 1000:.0f} ms, the slowest API answer took {was.api_s * 1000:.0f} "
+              f"-> {now.api_s * 1000:.0f} ms; the rest is plotly.js's running and the drawing")
+    if was.complete_s is not None and now.complete_s is not None:
+        print(f"  {LABELS['host']}, cold, every panel drawn: {was.complete_s * 1000:.0f} ms -> "
+              f"{now.complete_s * 1000:.0f} ms")
+    print(f"  {LABELS['host']}, left open, nothing new: "
+          f"{minute(was_poll, was_poll.api_requests):.0f} -> "
+          f"{minute(now_poll, now_poll.api_requests):.0f} API requests a minute "
+          f"({minute(was_poll, was_poll.not_modified):.0f} -> "
+          f"{minute(now_poll, now_poll.not_modified):.0f} of them 304), "
+          f"{minute(was_poll, was_poll.bytes) / 1024:.1f} -> "
+          f"{minute(now_poll, now_poll.bytes) / 1024:.1f} KiB a minute "
+          f"(budget {POLL_BUDGET[0]} requests, {POLL_BUDGET[1]:g} KiB)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__, __file__)
+    p.add_argument("--before", default="main", metavar="REF",
+                   help="the git ref to compare with (default: main; 'none': no comparison)")
+    args = p.parse_args(argv)
     if not CHROMIUM.is_file():
         print(f"skipped: no Chromium at {CHROMIUM} (apt-get install chromium)")
         return 0
@@ -251,11 +352,14 @@ def main() -> int:
     print(f"machine load (1-min average, {os.cpu_count()} CPUs): {load[0]:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after")
     report(figures)
+    if args.before != "none":
+        print(f"seeding {HOSTS} hosts for each of {args.before}'s tree and this one ...",
+              flush=True)
+        with before_and_after(args.before, HOSTS) as urls:
+            if urls is not None:
+                print_compared(args.before, compare(urls))
     return 0
 
 
 if __name__ == "__main__":
-    from bench.helpers.cli import no_options
-
-    no_options(__doc__, __file__)
     raise SystemExit(main())

@@ -1,10 +1,14 @@
 """A simulated fleet against 2 `peerwatch serve` processes on PostgreSQL, through HTTP.
 
 N `hgx8` hosts (8 x H200 behind NVSwitch, the probes/ simulated preset) post what their
-probes post — a full sweep every 10 min and an inventory report every 30 s — with each
-probe's cadence compressed k times, to two real server processes sharing one throwaway
-PostgreSQL database. Then the database gets at least 20 M measurement rows of history
-(COPY, through the same tables) and the read side is timed. Printed, as a table with the
+probes post — a full sweep every 10 min and, every 30 s, what the agent sends for its
+inventory pass: the report in full when its fingerprint changed or a keyframe is due (every
+5 min), else a heartbeat (`bench/helpers/agent_wire.py`, the agent of this tree; a 409 is
+answered with the report in full) — with each probe's cadence compressed k times, to two
+real server processes sharing one throwaway PostgreSQL database. Half the hosts carry
+NVLink traffic (their byte counters grow), none an error (a healthy fleet). Then the
+database gets at least 20 M measurement rows of history (COPY, through the same tables) and
+the read side is timed. Printed, as a table with the
 fleet's targets and the machine it ran on:
 
 - ingest cost per sweep and per inventory report: the server's own time (`Server-Timing`),
@@ -29,16 +33,19 @@ import asyncio
 import os
 import platform
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 from sqlalchemy import create_engine, select, text
 
+from bench.helpers.agent_wire import AgentWire
 from bench.helpers.cli import parser
 from bench.helpers.cpu import backends_cpu_s, servers_cpu_split
 from bench.helpers.false_alarms import FALSE_ALARMS, Raised, epoch, false_alarms
 from bench.helpers.fleet_history import ceiling, fill_history
 from bench.helpers.fleet_load import (
+    HEARTBEAT,
     INVENTORY_S,
     TOKEN,
     Record,
@@ -50,6 +57,7 @@ from bench.helpers.fleet_load import (
     warm_up,
 )
 from bench.helpers.fleet_reads import Timed, fleet_page, median, read_figures
+from bench.helpers.judge_lag import Buckets, lag_buckets, lag_quantile
 from bench.helpers.replicas import serve_processes
 from bench.helpers.size import sized
 from bench.ingest import postgres_url
@@ -58,8 +66,10 @@ from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.retention import run_maintenance
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.app.store.tables.inventory import Host
+from peerwatch.probes.agent.changes import KEYFRAME_S
 
 SERVERS = 2
+HERE = Path(__file__).resolve().parent.parent
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -71,6 +81,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    "(default: 10)")
     p.add_argument("--duration", type=float, default=sized(60.0, 3.0),
                    help="seconds of compressed-cadence load (default: 60)")
+    p.add_argument("--warm-up-per-server", type=int, default=1,
+                   help="hosts warming up at once per server (default: 1, so the warm-up's "
+                   "server time per report is its own; more on a machine too loaded for "
+                   "1000 hosts' first reports one at a time within a run's time)")
+    p.add_argument("--warm-up-hosts", type=int, default=None,
+                   help="hosts that warm up (default: all); the rest start cold at their "
+                   "cadence when the load starts, their first inventory in full and their "
+                   "first sweep at its phase, as probes starting with the server")
     p.add_argument("--settle", type=float, default=sized(600.0, 30.0),
                    help="after the warm-up, seconds at most the fleet runs at its cadence, "
                    "unmeasured, until the judges have caught up with every host's first "
@@ -135,6 +153,13 @@ def ingest_rows(table: Table, warm: Record, loaded: Record, args: argparse.Names
     offered = args.hosts * per_host * args.compress
     table.add("reports/s sustained", len(loaded.accepted()) / loaded.seconds, "/s",
               0.97 * offered, higher_is_better=True)
+    beats = loaded.accepted(HEARTBEAT)
+    table.add("  of them heartbeats (the rest in full)", 100 * len(beats)
+              / max(1, len(loaded.accepted())), "%", fmt="{:.0f}")
+    table.add("  409s answered with a full report", loaded.count(409), "", fmt="{:,.0f}")
+    beat_ms = [s.server_ms for s in beats if s.server_ms is not None]
+    if beat_ms:
+        table.add("server time per heartbeat (median, under load)", median(beat_ms), "ms")
     table.add("  = real-cadence hosts carried", len(loaded.accepted()) / loaded.seconds
               / per_host, "hosts", fmt="{:,.0f}")
     latency = [s.latency_ms for s in loaded.accepted()]
@@ -162,14 +187,22 @@ def tree_rows(table: Table, cpu_s: float, seconds: float, args: argparse.Namespa
 
 
 def judge_rows(table: Table, bases: list[str], url: str, cpu: tuple[float, ...],
-               records: list[Record], measured_from: float) -> None:
-    """Judge lag (each replica's recent p99, the worse shown), the stale/skew alerts raised
-    on probes that were not silent (`bench/helpers/false_alarms.py`) from `measured_from` (epoch s)
-    on, and where the CPU went from the settle's start (`records[1:]`: settle, measured)."""
+               records: list[Record], measured_from: float,
+               lag_spans: list[tuple[Buckets, Buckets]]) -> None:
+    """Judge lag while measured (each replica's p99 from its lag histogram at the measured
+    part's start and end, the worse shown: `bench/helpers/judge_lag.py`) and over its last
+    2,048 judgements (`/readyz`: after a warm-up, mostly its backlog), the stale/skew alerts
+    raised on probes that were not silent (`bench/helpers/false_alarms.py`) from
+    `measured_from` (epoch s) on, and where the CPU went from the settle's start
+    (`records[1:]`: settle, measured)."""
+    measured = [q for a, b in lag_spans if (q := lag_quantile(a, b)) is not None]
+    if measured:
+        table.add("judge lag p99 while measured (worse replica, bucket bound)", max(measured),
+                  "s", 5.0)
     judges = [httpx.get(f"{b}/readyz", timeout=60).json().get("judge") or {} for b in bases]
     lags = [j["lag_p99_s"] for j in judges if j.get("lag_p99_s") is not None]
     if lags:
-        table.add("judge lag p99 (worse replica, recent)", max(lags), "s", 5.0)
+        table.add("  p99 of the last 2,048 judgements, warm-up backlog included", max(lags), "s")
     table.add("judgements failed", sum(j.get("failed", 0) for j in judges), "", 0,
               fmt="{:,.0f}")
     raised = stored_alarms(url)
@@ -253,17 +286,24 @@ def stored_rows(url: str) -> tuple[int, int]:
 
 def run(url: str, args: argparse.Namespace) -> Table:
     tpl = templates()
+    wires = [AgentWire(HERE, host_name(i), busy=i % 2 == 0, keyframe_s=KEYFRAME_S / args.compress)
+             for i in range(args.hosts)]
     table = Table()
     env = {"PEERWATCH_DATABASE_URL": url, "PEERWATCH_PROBE_TOKENS": TOKEN}
     with serve_processes(SERVERS, env) as bases:
-        print(f"  warm-up: {args.hosts} hosts, one sweep + one inventory each", flush=True)
-        warm = asyncio.run(warm_up(bases, args.hosts, tpl, INVENTORY_S / args.compress))
+        warming = min(args.hosts, args.warm_up_hosts or args.hosts)
+        print(f"  warm-up: {warming} of {args.hosts} hosts, one sweep + one inventory each, "
+              f"{args.warm_up_per_server} at a time per server", flush=True)
+        warm = asyncio.run(warm_up(bases, warming, tpl, INVENTORY_S / args.compress,
+                                   wires, args.warm_up_per_server))
+        print(f"  warm-up took {warm.seconds:.0f} s (load {os.getloadavg()[0]:.1f})", flush=True)
         print(f"  load: {args.duration:.0f} s at {args.compress:g}x cadence, after the judges "
               f"caught up (at most {args.settle:.0f} s)", flush=True)
         cpu0 = (*servers_cpu_split(), backends_cpu_s(url))
         window = asyncio.run(load(bases, args.hosts, tpl, args.compress, args.duration,
-                                  args.settle))
+                                  args.settle, wires=wires))
         cpu1 = (*servers_cpu_split(), backends_cpu_s(url))
+        lag_end = [lag_buckets(base) for base in bases]
         loaded = window.measured
         caught_up = window.settle.seconds < args.settle - 1
         table.add("judges caught up with the warm-up after" if caught_up else
@@ -271,7 +311,8 @@ def run(url: str, args: argparse.Namespace) -> Table:
                   "s", fmt="{:,.0f}")
         ingest_rows(table, warm, loaded, args)
         judge_rows(table, bases, url, tuple(b - a for a, b in zip(cpu0, cpu1, strict=True)),
-                   [warm, window.settle, loaded], time.time() - loaded.seconds)
+                   [warm, window.settle, loaded], time.time() - loaded.seconds,
+                   list(zip(window.lag_start, lag_end, strict=False)))
         tree_rows(table, sum(cpu1) - sum(cpu0), sum(r.seconds for r in
                                                    (window.settle, loaded)), args)
         table.print()  # the load's figures at once: the history fill and reads take longest

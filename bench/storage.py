@@ -40,6 +40,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,6 +56,9 @@ from bench.helpers.serve import serve_tree
 from bench.helpers.size import sized
 from bench.ingest import postgres_url
 from bench.serve_cost import idle_rate, wait_idle
+from peerwatch.app.ingest.heard import HEARD_FLUSH_S
+from peerwatch.probes.agent.sender import REPORTS_PATH
+from peerwatch.probes.heartbeat import HEARTBEATS_PATH
 
 HERE = Path(__file__).resolve().parent.parent
 INVENTORY_S, SWEEP_S = 30, 600  # the probe's real cadence
@@ -68,9 +72,14 @@ WORKING = ("received_reports",)
 FLEET_HOSTS, FLEET_DAYS = 10_000, 30
 TARGET_MB_PER_DAY, TARGET_FLEET_TB = 10.0, 3.0
 TARGET_CPU_S = 0.3  # server tree + PostgreSQL per host per 10 min: 2,000 hosts a core
+TARGET_HEARTBEAT_MS = 1.0  # server tree + PostgreSQL per heartbeat
+HEARTBEATS = sized(3000, 200)  # heartbeats timed apart, for their own CPU figure
 IDLE_S = sized(10.0, 1.0)  # the idle server's CPU rate, sampled before the measured part
 MB, TB = 1e6, 1e12
 
+UPDATED = "judged_tests"  # rewritten in place every sweep: its row versions are counted
+STATS = text("SELECT n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+             "WHERE relid = to_regclass(:t)")
 SIZES = text("""
     SELECT coalesce(pg_partition_root(c.oid), c.oid)::regclass::text AS name,
            sum(pg_total_relation_size(c.oid))
@@ -103,6 +112,19 @@ def table_bytes(url: str) -> dict[str, int]:
         engine.dispose()
 
 
+def row_versions(url: str, table: str) -> tuple[int, ...]:
+    """(live rows, dead row versions, updates, HOT updates) of `table` so far
+    (pg_stat_user_tables): a HOT update leaves its old version on its page, where the
+    next read prunes it, without a new index entry."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(STATS, {"t": table}).first()
+            return tuple(int(v) for v in found) if found else (0, 0, 0, 0)
+    finally:
+        engine.dispose()
+
+
 def schedule(hours: float, end: datetime) -> list[tuple[datetime, str]]:
     """One host's reports over `hours` up to `end`: (time, kind), in time order."""
     start = end - timedelta(hours=hours)
@@ -112,38 +134,49 @@ def schedule(hours: float, end: datetime) -> list[tuple[datetime, str]]:
             for k in range(steps)]
 
 
-async def _post(http: httpx.AsyncClient, base: str, host: str, body: str) -> None:
+async def _post(http: httpx.AsyncClient, base: str, host: str, body: str,
+                path: str = REPORTS_PATH) -> int:
     """Post until stored, as the agent does: a refusal waits its Retry-After, a connection
-    the server closed is tried again (the same report id: never stored twice)."""
+    the server closed is tried again (the same report id: never stored twice). A heartbeat
+    goes plain, and its 409 (send a full report) is answered to the caller."""
+    beat = path == HEARTBEATS_PATH
     while True:
         headers = probe_headers(host)
         try:
-            answer = await http.post(f"{base}/api/v1/reports",
-                                     content=as_sent(base, body, headers), headers=headers)
+            answer = await http.post(f"{base}{path}", headers=headers,
+                                     content=body.encode() if beat
+                                     else as_sent(base, body, headers))
         except httpx.TransportError:
             await asyncio.sleep(1.0)
             continue
-        learn_gzip(base, answer)
-        if answer.status_code in (200, 201, 202):
-            return
+        if not beat:
+            learn_gzip(base, answer)
+        if answer.status_code in (200, 201, 202, 204) or beat and answer.status_code == 409:
+            return answer.status_code
         if answer.status_code not in (429, 503):
             raise RuntimeError(f"{host}: POST answered {answer.status_code}: "
                                f"{answer.text[:300]}")
         await asyncio.sleep(float(answer.headers.get("retry-after", 1)))
 
 
-async def feed(base: str, wires: list[AgentWire], plan: list[tuple[datetime, str]]) -> int:
-    """Every host's reports of `plan`, each host's in time order: posts sent."""
+async def feed(base: str, wires: list[AgentWire], plan: list[tuple[datetime, str]]
+               ) -> Counter[str]:
+    """Every host's reports of `plan`, each host's in time order: posts sent, by form (a
+    heartbeat where the tree's agent sends one, "full" otherwise)."""
     gate = asyncio.Semaphore(IN_FLIGHT)
-    sent = 0
+    sent: Counter[str] = Counter()
 
     async def host(wire: AgentWire, http: httpx.AsyncClient) -> None:
-        nonlocal sent
         for at, kind in plan:
-            body = wire.body(kind, at)
+            path, body = wire.post_for(kind, at)
             async with gate:
-                await _post(http, base, wire.host, body)
-            sent += 1
+                status = await _post(http, base, wire.host, body, path)
+                if status == 409:  # the server asks for a full report: sent at once
+                    wire.resync()
+                    sent["resync"] += 1
+                    path, body = REPORTS_PATH, wire.full(kind, at)
+                    await _post(http, base, wire.host, body)
+            sent["heartbeat" if path == HEARTBEATS_PATH else "full"] += 1
 
     async with httpx.AsyncClient(timeout=120) as http:
         await asyncio.gather(*(host(wire, http) for wire in wires))
@@ -166,6 +199,8 @@ class Grown:
     rest: dict[str, int]
     rest_hours: float
     cpu_s: float  # the server side's CPU over the rest, less what it uses idle meanwhile
+    heartbeat_ms: float | None = None  # server-side CPU per heartbeat (None: none sent)
+    versions: tuple[int, ...] = (0, 0, 0, 0)  # UPDATED's row_versions at the end
 
     def cpu_per_host_10_min(self, hosts: int) -> float:
         return self.cpu_s / hosts / (self.rest_hours * 6)
@@ -191,10 +226,36 @@ def run_one(tree: Path, args: argparse.Namespace) -> Grown | None:
             wait_idle(base)
             cpu = tree_cpu_s(pid, url) - cpu0 - idle * (time.monotonic() - t1)
             settled(base)
-            full = table_bytes(url)
-        print(f"  {tree}: {sent} reports in {time.monotonic() - t0:.0f} s")
+            full, versions = table_bytes(url), row_versions(url, UPDATED)
+            beat_ms = heartbeat_ms(base, wires, pid, url, idle) if wires[0].heartbeats else None
+        print(f"  {tree}: {dict(sent)} posts in {time.monotonic() - t0:.0f} s")
     rest_hours = (plan[-1][0] - plan[split][0]).total_seconds() / 3600 + INVENTORY_S / 3600
-    return Grown(_minus(warm, empty), _minus(full, warm), rest_hours, cpu)
+    return Grown(_minus(warm, empty), _minus(full, warm), rest_hours, cpu, beat_ms, versions)
+
+
+def heartbeat_ms(base: str, wires: list[AgentWire], pid: int, url: str, idle: float) -> float:
+    """Server-side CPU (serve tree + PostgreSQL backends, less idle) per heartbeat: HEARTBEATS
+    of them on each host's newest full report, IN_FLIGHT at once, and the heard book's
+    batched UPDATE of their last-heard times (waited for) counted in."""
+    async def beat_all() -> int:
+        gate, refused = asyncio.Semaphore(IN_FLIGHT), 0
+
+        async def one(wire: AgentWire, http: httpx.AsyncClient) -> None:
+            nonlocal refused
+            async with gate:
+                if await _post(http, base, wire.host, wire.heartbeat(), HEARTBEATS_PATH) != 204:
+                    refused += 1
+
+        async with httpx.AsyncClient(timeout=120) as http:
+            await asyncio.gather(*(one(wires[k % len(wires)], http) for k in range(HEARTBEATS)))
+        return refused
+
+    cpu0, t0 = tree_cpu_s(pid, url), time.monotonic()
+    if refused := asyncio.run(beat_all()):
+        raise RuntimeError(f"{refused} of {HEARTBEATS} heartbeats were not answered 204")
+    time.sleep(2 * HEARD_FLUSH_S)  # their last-heard times written
+    cpu = tree_cpu_s(pid, url) - cpu0 - idle * (time.monotonic() - t0)
+    return 1000 * cpu / HEARTBEATS
 
 
 def tree_cpu_s(pid: int, url: str) -> float:
@@ -242,12 +303,29 @@ def report_for(args: argparse.Namespace):  # noqa: ANN201 - the runner's callbac
         print(f"{'fleet_tb_10000_hosts_30_days':28} "
               f"{'-' if old_total is None else f'{old_total * fleet / TB:.2f}':>9} "
               f"{total * fleet / TB:9.2f} {'':>13} <= {TARGET_FLEET_TB:g}")
+        _versions(before, after)
         cpu = after.cpu_per_host_10_min(args.hosts)
         old_cpu = before.cpu_per_host_10_min(args.hosts) if before else None
         print(f"{'cpu_s_per_host_per_10_min':28} "
               f"{'-' if old_cpu is None else f'{old_cpu:.3f}':>9} {cpu:9.3f} "
               f"{f'{cpu / old_cpu:.3f}' if old_cpu else '-':>13} <= {TARGET_CPU_S:g}")
+        beat = after.heartbeat_ms
+        old_beat = before.heartbeat_ms if before else None
+        print(f"{'heartbeat_server_cpu_ms':28} {'-' if old_beat is None else f'{old_beat:.3f}':>9} "
+              f"{'-' if beat is None else f'{beat:.3f}':>9} {'':>13} <= {TARGET_HEARTBEAT_MS:g}")
     return report
+
+
+def _versions(before: Grown | None, after: Grown) -> None:
+    """UPDATED's rows at the end: live, dead versions, updates and the share of them HOT."""
+    for i, label in enumerate(("live_rows", "dead_rows", "updates")):
+        old = "-" if before is None else str(before.versions[i])
+        print(f"{f'{UPDATED}_{label}':28} {old:>9} {after.versions[i]:9d}")
+
+    def hot(g: Grown) -> str:
+        return f"{g.versions[3] / g.versions[2]:.1%}" if g.versions[2] else "-"
+    print(f"{f'{UPDATED}_hot_updates':28} {hot(before) if before else '-':>9} "
+          f"{hot(after):>9}")
 
 
 def _mb(value: float | None) -> str:

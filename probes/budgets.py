@@ -17,6 +17,12 @@ Warm-up is counted in the same unit as `copies` and comes on top of `copies * sa
     allreduce   64 MiB    4       3        1        0.97    3.4 ms   128 + NCCL's 484
     h2d, d2h    8 MiB     2       3        1        0.98    1.1 ms   8 (+ 8 pinned on the host)
     local       192 MiB   3       3        1        0.98    1.2 ms   384
+    a2a_ce      32 MiB    2       3        1        -       4.6 ms*  448 on 8 GPUs (2 x 7 x 32)
+    a2a_nccl    16 MiB    4       3        1        -       4.6 ms*  224 on 8 GPUs + NCCL's
+
+a2a_* (all-to-all, one run over every GPU: `bytes_per_copy` is one flow's buffer, per peer)
+have not run on a multi-GPU host yet: * is the simulated hgx8's GPU time for the whole run,
+shared among its per-GPU results (bench/gpu/all_to_all.py measures it on hardware).
 
 h2d, d2h and local run on every GPU (one H200, PCIe Gen5 x16, bench/gpu/pcie.py: ratios to
 nvbandwidth's method reimplemented in the same run; 3.4 ms for the three together). Host

@@ -15,7 +15,14 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from peerwatch.probes.report import GPU_TESTS, MAX_GPUS, PAIR_TESTS, TestName, valid_hostname
+from peerwatch.probes.report import (
+    GPU_TESTS,
+    JOINT_TESTS,
+    MAX_GPUS,
+    PAIR_TESTS,
+    TestName,
+    valid_hostname,
+)
 
 ENV_PREFIX = "PEERWATCH_PROBE_"
 
@@ -54,6 +61,9 @@ class ProbeSettings(BaseSettings):
     idle_max_utilization_pct: float = Field(default=10.0, ge=0, le=100)
     force: bool = False  # probe busy GPUs too (maintenance windows)
     watchdog_timeout_s: float = Field(default=30.0, gt=0)  # one transfer test's limit
+    # NVLS (NVLink SHARP, multicast) all-reduce: off unless the operator opts in; on, the
+    # probe's NCCL runs with NCCL_NVLS_ENABLE=1 and sweeps add `nvls_allreduce`.
+    nvls: bool = False
 
     # How many GPUs this host should have (e.g. its Slurm Gres count); None: not said. A
     # report listing fewer, and no evidence for the rest, names the rest missing.
@@ -79,7 +89,11 @@ class ProbeSettings(BaseSettings):
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_addr: str = "0.0.0.0"
     metrics_tests: Annotated[list[TestName], NoDecode, BeforeValidator(_csv)] = Field(
-        default_factory=lambda: [*PAIR_TESTS, *GPU_TESTS], min_length=1)
+        default_factory=lambda: [*PAIR_TESTS, *GPU_TESTS, *JOINT_TESTS], min_length=1)
+    # Opt-in test kinds added to every sweep (gdr_loopback: GPUDirect RDMA through each
+    # GPU's nearest NIC, docs/network.md); none by default.
+    opt_in_tests: Annotated[list[TestName], NoDecode, BeforeValidator(_csv)] = Field(
+        default_factory=list)
 
     @field_validator("server_url")
     @classmethod

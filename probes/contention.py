@@ -41,7 +41,7 @@ class ContentionRule:
 def directions(spec: TestSpec) -> list[Direction]:
     """The (gpu, tx|rx, peer) directions the test's data travels over."""
     scope = test_scope(spec.test)
-    if scope == "set":
+    if scope == "set" or spec.joint:  # a ring, an all-to-all: every GPU's links, both ways
         return [(g, way, None) for g in spec.gpus for way in ("tx", "rx")]
     if scope == "gpu":  # PCIe and local memory: no NVLink counter can tell
         return []
@@ -55,7 +55,8 @@ def directions(spec: TestSpec) -> list[Direction]:
 
 def own_bytes(spec: TestSpec, wire: Mapping[int, int], direction: Direction) -> int:
     gpu, way, peer = direction
-    if way == "tx" or test_scope(spec.test) == "set":  # a ring receives what it sends
+    if way == "tx" or test_scope(spec.test) == "set" or spec.joint:
+        # a ring receives what it sends; so does each GPU of an all-to-all
         return wire.get(gpu, 0)
     return wire.get(peer, 0) if peer is not None else 0
 

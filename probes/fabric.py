@@ -28,14 +28,16 @@ from peerwatch.probes.report import (
     TestName,
     test_scope,
 )
+from peerwatch.probes.test_kinds import kind_of
 
 
 @dataclass(frozen=True)
 class TestSpec:
     """One transfer test to run: what, between which GPUs, and how much it may cost.
 
-    Data flows src -> dst for every pair test (see `TestName`). `gpus` is used by allreduce;
-    a per-GPU test (`GPU_TESTS`: h2d, d2h, local) names its GPU as `src`, `dst` None.
+    Data flows src -> dst for every pair test (see `TestName`). `gpus` is used by allreduce
+    and by a joint per-GPU test (all-to-all: one run over `gpus`, one figure per GPU);
+    another per-GPU test (`GPU_TESTS`: h2d, d2h, local) names its GPU as `src`, `dst` None.
     `bytes_per_copy * copies * samples` bounds the traffic; warm-up copies come on top.
     """
 
@@ -50,8 +52,13 @@ class TestSpec:
     samples: int = 3
     warmup: int = 1
 
+    @property
+    def joint(self) -> bool:
+        """One run over `gpus` giving one result per GPU (`TestKind.joint`)."""
+        return kind_of(self.test).joint
+
     def label(self) -> str:
-        if test_scope(self.test) == "set":
+        if test_scope(self.test) == "set" or self.joint:
             return f"{self.test} gpus={','.join(map(str, self.gpus))}"
         if self.dst is None:
             return f"{self.test} GPU{self.src}"
@@ -68,6 +75,8 @@ class Measurement:
     wire_bytes: bytes the test itself sent out of each GPU over its links during the whole
         test (warm-up included); the sweep subtracts them from the NVLink TX counter deltas
         to find the bytes that were someone else's.
+    per_gpu: for a joint test (all-to-all), each GPU's own samples; the sweep makes one
+        result of each. `samples` then holds the slowest GPU's.
     """
 
     samples: list[float]
@@ -75,6 +84,7 @@ class Measurement:
     device_memory_bytes: int
     verified: bool
     wire_bytes: dict[int, int] = field(default_factory=dict)
+    per_gpu: dict[int, list[float]] = field(default_factory=dict)
 
     @property
     def value(self) -> float:

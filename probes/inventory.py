@@ -82,7 +82,8 @@ def collect_inventory(fabric: Fabric, errors: list[ProbeError]) -> Inventory:
     read_imex = getattr(fabric, "imex", None)  # optional too: IMEX, where the host has it
     imex = read_item(errors, f"{name}.imex", read_imex) if read_imex else None
     return Inventory(gpus=gpus, nvlinks=nvlinks, pairs=pairs, fabric_manager=fm,
-                     evidence=pci_evidence(fabric, errors), imex=imex)
+                     evidence=pci_evidence(fabric, errors), imex=imex,
+                     nics=collect_host(fabric, errors, "nics"))
 
 
 def pci_evidence(fabric: Fabric, errors: list[ProbeError]) -> GpuEvidence | None:
@@ -117,7 +118,17 @@ def collect_counters(
             activity.append(act)
     return CounterSample(at=at or utcnow(), links=links, pcie_replay=replay, activity=activity,
                          clocks=collect_clocks(fabric, errors, indices),
-                         aer=collect_per_gpu(fabric, errors, indices, "pcie_aer"))
+                         aer=collect_per_gpu(fabric, errors, indices, "pcie_aer"),
+                         nic_ports=collect_host(fabric, errors, "nic_ports"))
+
+
+def collect_host(fabric: Fabric, errors: list[ProbeError], method: str) -> list[Any]:
+    """`fabric.<method>()` where the backend offers it (optional in the Fabric seam:
+    `nics`, `nic_ports`); an unsupported or failed read is an empty list and a named error."""
+    read = getattr(fabric, method, None)
+    if read is None:
+        return []
+    return read_item(errors, f"{fabric.name}.{method}", read) or []
 
 
 def collect_clocks(fabric: Fabric, errors: list[ProbeError], gpus: list[int]) -> list[GpuClocks]:

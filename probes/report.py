@@ -34,14 +34,17 @@ from pydantic_core import core_schema
 
 from peerwatch.probes.clocks import GpuClocks
 from peerwatch.probes.gpu_health import GpuDriverHealth, ImexStatus, PcieAer
-from peerwatch.probes.test_kinds import Scope, Unit, declared, kind_of, kinds
+from peerwatch.probes.nics import MAX_NICS, MAX_PORTS, NicDevice, NicPort
+from peerwatch.probes.test_kinds import Scope, Unit, declared, default_kinds, kind_of, kinds
 
 # 2: per-GPU tests (h2d, d2h, local), a result naming one GPU as `src` with `dst` None.
 # 3: `events`, the Xid/SXid events the agent saw since its previous report (FabricEvent).
 # 4: the driver's own verdicts (probes/gpu_health.py): `GpuInfo.driver`, `CounterSample.aer`,
 #    `Inventory.imex`; each left out of the JSON when not read.
+# 5: RDMA NICs (probes/nics.py): `Inventory.nics`, `CounterSample.nic_ports`; left out of
+#    the JSON when empty. A probe sends 5 only when it has NICs to tell of.
 SCHEMA_VERSION = 4
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 
 # Bounds that no real fabric reaches: anything beyond is a probe bug, not a measurement.
 MAX_BANDWIDTH_BPS = 10e12  # 10 TB/s
@@ -163,6 +166,14 @@ class TestName(StrEnum):
     H2D = "h2d"  # copy engine, pinned host memory on the GPU's NUMA node -> the GPU
     D2H = "d2h"  # copy engine, the GPU -> pinned host memory on its NUMA node
     LOCAL = "local"  # copy engine within the GPU's own memory; read + write counted once
+    # schema 5, opt-in: GPU memory through the GPU's nearest RDMA NIC and back (GPUDirect)
+    GDR_LOOPBACK = "gdr_loopback"
+    # All-to-all, one run over every probed GPU, one per-GPU result each (`src`, dst None):
+    A2A_CE = "a2a_ce"  # copy engines, every GPU to every other at once; what src sent per s
+    A2A_NCCL = "a2a_nccl"  # NCCL grouped send/recv all-to-all; what src sent per s
+    NVLS_ALLREDUCE = "nvls_allreduce"  # NCCL all-reduce over NVLink SHARP, opt-in; bus bw
+    # Cross-host (schema 5): src on the reporting host, dst on `peer_host`.
+    NET_WRITE = "net_write"  # NCCL send/recv of GPU memory over the network
 
     @classmethod
     def _missing_(cls, value: object) -> TestName | None:
@@ -186,6 +197,15 @@ def declared_tests() -> tuple[TestName, ...]:
     return tuple(TestName(k.name) for k in kinds())
 
 
+def default_tests(nvls: bool = False,
+                  opted_in: tuple[TestName, ...] = ()) -> tuple[TestName, ...]:
+    """What a sweep runs unless told otherwise: every declared test but the opt-in ones,
+    which run only where the operator opted in (`nvls`: NVLS all-reduce; `opted_in`: by name,
+    e.g. gdr_loopback)."""
+    named = {t.value for t in opted_in} | ({TestName.NVLS_ALLREDUCE.value} if nvls else set())
+    return tuple(TestName(k.name) for k in default_kinds(named))
+
+
 def test_scope(test: TestName) -> Scope:
     """What a result of `test` names: "pair" (src -> dst), "gpu" (src alone) or "set" (gpus)."""
     return kind_of(test).scope
@@ -197,7 +217,12 @@ def unit_of(test: TestName) -> Unit:
 
 # Fixed views of the table's built-in rows, for readers that list them (the CLI, alert rules);
 # code that must also see a kind declared at run time asks `test_scope` instead.
-GPU_TESTS: tuple[TestName, ...] = tuple(t for t in TestName if test_scope(t) == "gpu")
+GPU_TESTS: tuple[TestName, ...] = tuple(  # the opt-in (gdr_loopback: NIC_TESTS) and joint apart
+    t for t in TestName if test_scope(t) == "gpu" and not kind_of(t).opt_in
+    and not kind_of(t).joint)
+NIC_TESTS: tuple[TestName, ...] = tuple(t for t in TestName if kind_of(t).expect.model == "nic")
+# Joint tests (all-to-all): one run over every probed GPU, one per-GPU result each.
+JOINT_TESTS: tuple[TestName, ...] = tuple(t for t in TestName if kind_of(t).joint)
 PCIE_TESTS: tuple[TestName, ...] = tuple(
     t for t in GPU_TESTS if kind_of(t).expect.model == "host_copy")
 PAIR_TESTS: tuple[TestName, ...] = tuple(t for t in TestName if test_scope(t) == "pair")
@@ -284,6 +309,10 @@ class RdmaInfo(_Model):
     acs_unread: list[Text16] = Field(default_factory=list, max_length=64)  # config unread
     peer_acs_redirect: dict[GpuIndex, list[Text16]] = Field(
         default_factory=dict, max_length=MAX_GPUS)  # GPU k: bridges to it with ACS on
+    # schema 5: the nearest NIC's port rate (its best ACTIVE port), bytes per second: what
+    # the gdr_loopback test is expected to reach. Left out of the JSON when unknown.
+    nic_rate_bps: Annotated[float, Field(gt=0, le=MAX_BANDWIDTH_BPS, allow_inf_nan=False)] | \
+        None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SwitchFabricInfo(_Model):
@@ -409,6 +438,8 @@ class Inventory(_Model):
     # Left out of the JSON when None (older probes send none; older servers refuse the key).
     evidence: GpuEvidence | None = Field(default=None, exclude_if=lambda e: e is None)
     imex: ImexStatus | None = Field(default=None, exclude_if=lambda e: e is None)  # schema 4
+    nics: list[NicDevice] = Field(default_factory=list, max_length=MAX_NICS,
+                                  exclude_if=lambda nics: not nics)  # schema 5
 
 
 # --------------------------------------------------------------------------- samples
@@ -448,9 +479,27 @@ class CounterSample(_Model):
     # schema 4: PCIe AER counters of each GPU and its upstream bridge (probes/gpu_health.py)
     aer: list[PcieAer] = Field(default_factory=list, max_length=MAX_GPUS,
                                exclude_if=lambda aer: not aer)
+    # schema 5: each RDMA NIC port's state, rate and counters (probes/nics.py)
+    nic_ports: list[NicPort] = Field(default_factory=list, max_length=MAX_PORTS,
+                                     exclude_if=lambda ports: not ports)
 
 
 # --------------------------------------------------------------------------- results
+
+
+# Which job held a GPU: a Slurm job id ("4711", "4711_3" of an array, "4711+1" of a
+# heterogeneous job) or a Kubernetes pod ("namespace:pod"); see probes/agent/job_mapping.py.
+# The id travels in URL paths (/api/v1/jobs/{job}): no "/", "?", "%" or space. A Slurm id
+# fits this rule and a snapshot's (probes/snapshot.py) alike.
+JOB_ID_RULE = "1 to 128 letters, digits, '_', '-', '.', '+', ':', starting with a letter or digit"
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}")
+MAX_JOBS_PER_GPU = 16  # shared GPUs (MPS, shards) run a few jobs at once, not hundreds
+
+
+def valid_job_id(value: str) -> str:
+    if not JOB_ID.fullmatch(value):
+        raise ValueError(f"job id {value[:80]!r} breaks the rule: {JOB_ID_RULE}")
+    return value
 
 
 class TransferResult(_Model):
@@ -462,9 +511,11 @@ class TransferResult(_Model):
     (NVLink TX counters around the window minus the probe's own bytes); `contended` says
     they were large enough that the value must not be read as the link's capability.
 
-    `peer_host` (part of schema v2, optional): a cross-host pair test over a rack-scale NVLink
-    domain (GB200 NVL72), `src` on the reporting host and `dst` on `peer_host`. No probe sends
-    it yet and the server answers 422 to it (docs/domains.md says why and what is missing).
+    `peer_host` (part of schema v2, optional): a cross-host pair test, `src` on the reporting
+    host and `dst` on `peer_host`: over the network (`net_write`, a `host_pair` test, schema 5)
+    or a rack-scale NVLink domain (GB200 NVL72). The server stores it as a host pair
+    (docs/network.md). `job` (schema 5) is the scheduler job that ran it, `line_rate_bps`
+    (schema 5) the line rate of the slower NIC of the two as the ranks read it.
     """
 
     test: TestName
@@ -486,6 +537,11 @@ class TransferResult(_Model):
     foreign_bytes: Bytes = 0
     started_at: Timestamp | None = None
     error: Text2000 | None = None
+    # schema 5, cross-host only; left out when None so older servers never see the keys
+    job: Annotated[str, AfterValidator(valid_job_id)] | None = Field(
+        default=None, exclude_if=lambda j: j is None)
+    line_rate_bps: float | None = Field(default=None, gt=0, le=MAX_BANDWIDTH_BPS,
+                                        allow_inf_nan=False, exclude_if=lambda r: r is None)
 
     @model_validator(mode="after")
     def _consistent(self) -> TransferResult:
@@ -501,7 +557,12 @@ class TransferResult(_Model):
             v = next(v for v in [self.value, *self.samples] if v is not None and v > limit)
             raise ValueError(f"value {v:g} {self.unit.value} is beyond any real fabric")
         scope = test_scope(self.test)
-        if scope == "set":
+        if (self.job is not None or self.line_rate_bps is not None) and self.peer_host is None:
+            raise ValueError("job and line_rate_bps belong to a cross-host result (peer_host)")
+        if scope == "host_pair":
+            if self.peer_host is None or self.src is None or self.dst is None or self.gpus:
+                raise ValueError(f"{self.test} is cross-host: src, dst and peer_host set")
+        elif scope == "set":
             if len(self.gpus) < 2 or self.peer_host is not None:
                 raise ValueError(f"{self.test} needs at least two gpus of the reporting host")
         elif scope == "gpu":
@@ -599,21 +660,6 @@ class HostIdentity(_Model):
     driver_loaded_at: Timestamp | None = None
 
 
-# Which job held a GPU: a Slurm job id ("4711", "4711_3" of an array, "4711+1" of a
-# heterogeneous job) or a Kubernetes pod ("namespace:pod"); see probes/agent/job_mapping.py.
-# The id travels in URL paths (/api/v1/jobs/{job}): no "/", "?", "%" or space. A Slurm id
-# fits this rule and a snapshot's (probes/snapshot.py) alike.
-JOB_ID_RULE = "1 to 128 letters, digits, '_', '-', '.', '+', ':', starting with a letter or digit"
-JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,127}")
-MAX_JOBS_PER_GPU = 16  # shared GPUs (MPS, shards) run a few jobs at once, not hundreds
-
-
-def valid_job_id(value: str) -> str:
-    if not JOB_ID.fullmatch(value):
-        raise ValueError(f"job id {value[:80]!r} breaks the rule: {JOB_ID_RULE}")
-    return value
-
-
 class JobSource(StrEnum):
     MAPPING_DIR = "mapping_dir"  # the dcgm-exporter --hpc-job-mapping-dir files (Slurm prolog)
     KUBERNETES = "kubernetes"  # the kubelet's pod-resources socket
@@ -628,7 +674,7 @@ class GpuJob(_Model):
 
 
 class Report(_Model):
-    schema_version: Literal[1, 2, 3, 4] = 4  # SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3, 4, 5] = 4  # SCHEMA_VERSION (5: cross-host results)
     report_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     kind: ReportKind
     host: HostIdentity
@@ -654,10 +700,19 @@ class Report(_Model):
         if self.schema_version < 4 and _driver_health_in(self):
             raise ValueError("driver health (gpus[].driver, counters[].aer, imex) needs "
                              "schema_version 4")
+        if self.schema_version < 5 and nics_in(self):
+            raise ValueError("RDMA NICs (inventory.nics, counters[].nic_ports) need "
+                             "schema_version 5")
         known = {g.index for g in self.inventory.gpus}
         for r in self.results:
+            if self.schema_version < 5 and (test_scope(r.test) == "host_pair" or r.job
+                                            or r.line_rate_bps):
+                raise ValueError(f"cross-host test {r.test} (job, line_rate_bps) needs "
+                                 "schema_version 5")
             if self.schema_version < 2 and r.test in GPU_TESTS:
                 raise ValueError(f"test {r.test} needs schema_version 2")
+            if self.schema_version < 5 and r.test in NIC_TESTS:
+                raise ValueError(f"test {r.test} needs schema_version 5")
             used = r.local_gpus()
             if not used <= known:
                 missing = sorted(used - known)
@@ -671,6 +726,11 @@ def _driver_health_in(report: Report) -> bool:
     inv = report.inventory
     return (inv.imex is not None or any(g.driver is not None for g in inv.gpus)
             or any(c.aer for c in report.counters))
+
+
+def nics_in(report: Report) -> bool:
+    """Does the report tell of RDMA NICs (the fields of schema 5)?"""
+    return bool(report.inventory.nics) or any(c.nic_ports for c in report.counters)
 
 
 def utcnow() -> datetime:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -38,7 +39,9 @@ from peerwatch.probes.errors import (
 )
 from peerwatch.probes.fabric import Fabric, TestSpec
 from peerwatch.probes.inventory import collect_counters, collect_inventory, read_host, read_item
+from peerwatch.probes.joint import named, split
 from peerwatch.probes.report import (
+    NIC_TESTS,
     GpuActivity,
     Inventory,
     LinkCounters,
@@ -50,11 +53,12 @@ from peerwatch.probes.report import (
     SweepCost,
     TestName,
     TransferResult,
-    declared_tests,
+    default_tests,
     test_scope,
     unit_of,
     utcnow,
 )
+from peerwatch.probes.test_kinds import kind_of
 from peerwatch.probes.watchdog import Watchdog
 
 
@@ -62,7 +66,7 @@ from peerwatch.probes.watchdog import Watchdog
 class SweepOptions:
     """What to run and within which limits. `gpus=None` means every GPU of the host."""
 
-    tests: tuple[TestName, ...] = field(default_factory=declared_tests)
+    tests: tuple[TestName, ...] = field(default_factory=default_tests)
     gpus: tuple[int, ...] | None = None
     budgets: Mapping[TestName, Budget] = field(default_factory=lambda: DEFAULT_BUDGETS)
     timeout_s: float | None = 30.0  # watchdog per test
@@ -93,11 +97,17 @@ class SweepOutcome:
 
 def plan(tests: tuple[TestName, ...], gpus: list[int],
          budgets: Mapping[TestName, Budget]) -> list[TestSpec]:
-    """Every ordered pair of `gpus` for each pair test, one allreduce over all of them, each
-    GPU for a per-GPU test."""
+    """Every ordered pair of `gpus` for each pair test, one allreduce (and one joint test:
+    all-to-all) over all of them, each GPU for a per-GPU test."""
     specs: list[TestSpec] = []
     for test in dict.fromkeys(tests):
+        if test_scope(test) == "host_pair":  # run by a scheduler job on two hosts, not here
+            continue
         budget = budgets.get(test, DEFAULT_BUDGETS[test])
+        if kind_of(test).joint:
+            if len(gpus) >= 2:
+                specs.append(budget.spec(test, gpus=tuple(gpus)))
+            continue
         if test_scope(test) == "gpu":
             specs += [budget.spec(test, g) for g in gpus]
             continue
@@ -110,7 +120,7 @@ def plan(tests: tuple[TestName, ...], gpus: list[int],
 
 
 def spec_gpus(spec: TestSpec) -> tuple[int, ...]:
-    if test_scope(spec.test) == "set":
+    if test_scope(spec.test) == "set" or spec.joint:
         return spec.gpus
     if test_scope(spec.test) == "gpu":
         assert spec.src is not None
@@ -168,18 +178,33 @@ class _Sweep:
                 keep.append(g)
         return keep
 
+    def without_nic(self, specs: list[TestSpec]) -> list[TestSpec]:
+        """The specs less the NIC tests (gdr_loopback) of GPUs with no RDMA NIC: skipped,
+        one line each saying so (a host without NICs has nothing to measure there)."""
+        nic = {g.index: g.rdma.nearest_nic for g in self.inventory.gpus}
+        keep = []
+        for spec in specs:
+            if spec.test in NIC_TESTS and spec.src is not None and not nic.get(spec.src):
+                self.errors.append(ProbeError(
+                    where=f"{self.fabric.name}.{spec.test.value} gpu={spec.src}",
+                    message="skipped: no RDMA NIC near this GPU (/sys/class/infiniband shows "
+                            "none): GPUDirect RDMA cannot be measured here"))
+                continue
+            keep.append(spec)
+        return keep
+
     def run(self) -> SweepOutcome:
         wall0, cpu0 = time.perf_counter(), time.process_time()
-        specs = plan(self.options.tests, self.idle(self.selected()), self.options.budgets)
+        specs = self.without_nic(plan(self.options.tests, self.idle(self.selected()),
+                                      self.options.budgets))
         results: list[TransferResult] = []
         try:
             for i, spec in enumerate(specs, 1):
                 ready = self._unhung(spec)
-                result = self._one(ready) if ready else None
-                if result is not None:
-                    results.append(result)
+                done = self._joint(ready) if ready else []
+                results += done
                 if self.progress:
-                    self.progress(SweepProgress(i, len(specs), spec, result))
+                    self.progress(SweepProgress(i, len(specs), spec, done[0] if done else None))
         finally:
             self.watchdog.close()
         cost = SweepCost(
@@ -193,8 +218,9 @@ class _Sweep:
         return SweepOutcome(results, cost, self.errors)
 
     def _unhung(self, spec: TestSpec) -> TestSpec | None:
-        """The spec without hung GPUs (allreduce shrinks to the rest), or None to skip it."""
-        if test_scope(spec.test) == "set":
+        """The spec without hung GPUs (allreduce and all-to-all shrink to the rest), or None
+        to skip it."""
+        if test_scope(spec.test) == "set" or spec.joint:
             rest = tuple(g for g in spec.gpus if g not in self.hung)
             return replace(spec, gpus=rest) if len(rest) >= 2 else None
         return None if any(g in self.hung for g in spec_gpus(spec)) else spec
@@ -212,7 +238,14 @@ class _Sweep:
                     self.errors.append(ProbeError(where=where, message=str(exc)[:2000]))
         return out
 
-    def _one(self, spec: TestSpec) -> TransferResult:
+    def _joint(self, spec: TestSpec) -> list[TransferResult]:
+        """A test's results: one, or a joint test's one per GPU (`probes/joint.py`)."""
+        per_gpu: dict[int, list[float]] = {}
+        one = self._one(spec, per_gpu)
+        return split(spec, one, per_gpu) if spec.joint else [one]
+
+    def _one(self, spec: TestSpec, per_gpu: dict[int, list[float]]) -> TransferResult:
+        """Run one spec under the watchdog; a joint test's per-GPU samples go in `per_gpu`."""
         gpus = spec_gpus(spec)
         before = self._counters(gpus)
         started = self.now()
@@ -226,9 +259,11 @@ class _Sweep:
         except Exception as exc:  # one failing test must never stop the sweep
             return _failed(spec, started, f"{type(exc).__name__}: {exc}")
         foreign = foreign_bytes(spec, m.wire_bytes, before, self._counters(gpus), self.ports)
+        per_gpu.update(m.per_gpu)
         try:
+            src, dst, gpus_named = named(spec)
             return TransferResult(
-                test=spec.test, src=spec.src, dst=spec.dst, gpus=list(spec.gpus),
+                test=spec.test, src=src, dst=dst, gpus=gpus_named,
                 value=m.value, unit=unit_of(spec.test), samples=m.samples,
                 bytes_per_copy=spec.bytes_per_copy, copies=spec.copies,
                 gpu_time_s=m.gpu_time_s, device_memory_bytes=m.device_memory_bytes,
@@ -241,7 +276,8 @@ class _Sweep:
 
 
 def _failed(spec: TestSpec, started: datetime, message: str) -> TransferResult:
-    return TransferResult(test=spec.test, src=spec.src, dst=spec.dst, gpus=list(spec.gpus),
+    src, dst, gpus = named(spec)
+    return TransferResult(test=spec.test, src=src, dst=dst, gpus=gpus,
                           unit=unit_of(spec.test), bytes_per_copy=spec.bytes_per_copy,
                           copies=spec.copies, started_at=started, error=message[:2000])
 
@@ -290,6 +326,9 @@ def build_report(
         results, cost = outcome.results, outcome.cost
         errors += outcome.errors
         counters.append(collect_counters(fabric, errors, indices, at=now()))
+    nics = (bool(inventory.nics) or any(c.nic_ports for c in counters)
+            or any(r.test in NIC_TESTS for r in results))
+    version: Literal[4, 5] = 5 if nics else 4  # SCHEMA_VERSION, or 5 for the NIC fields
     return Report(kind=kind, host=host, started_at=started, finished_at=max(now(), started),
                   inventory=inventory, counters=counters, results=results, cost=cost,
-                  errors=errors)
+                  errors=errors, schema_version=version)

@@ -16,16 +16,17 @@ ratios); the efficiencies are measured, not datasheet (`app/analysis/expected.py
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
 MiB = 1 << 20
 
-Scope = Literal["pair", "gpu", "set"]
-ExpectModel = Literal["copy", "latency", "staged", "host_copy", "none"]
+Scope = Literal["pair", "gpu", "set", "host_pair"]
+ExpectModel = Literal["copy", "latency", "staged", "host_copy", "nic", "all_to_all", "none"]
 SimModel = Literal["copy", "sm_copy", "staged", "latency", "host_copy", "local_copy",
-                   "allreduce"]
+                   "allreduce", "nic_loopback", "all_to_all"]
 
 STAGED_EFFICIENCY = 0.60  # through pinned host memory: D2H then H2D, overlapped
 STAGED_BIDIR_EFFICIENCY = 0.83  # both ways staged: 52.3 GB/s total over PCIe 5 x16 (measured)
@@ -51,8 +52,11 @@ class Expect:
     """Which expectation model the server judges a kind by, and with what efficiency.
 
     copy: NVLink width x link rate x `nvlink`, or the PCIe floor x `pcie` on a PCIe P2P path;
+    all_to_all: what one GPU sends to all the others at once (`app/analysis/all_to_all.py`),
+    each flow at its path's rate x `nvlink` or `pcie`, flows sharing a link sharing it;
     staged: always through host memory; latency: a healthy path's pointer-chase time;
-    host_copy: the GPU's own PCIe link x `host`; none: judged against its own baseline only.
+    host_copy: the GPU's own PCIe link x `host`; nic: the line rate of the GPU's nearest RDMA
+    NIC (or its PCIe link, if slower) x `nic`; none: judged against its own baseline only.
     `staged` is the efficiency when P2P is unavailable and the copy goes through host.
     """
 
@@ -61,6 +65,7 @@ class Expect:
     pcie: float | None = None
     staged: float = STAGED_EFFICIENCY
     host: float | None = None
+    nic: float | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class Sim:
     model: SimModel
     calibrated_as: str | None = None
     ways: int = 1
+    # a joint test whose GPU's time ends only when its receives have landed too (NCCL's
+    # all-to-all kernel), not when its own sends have (copy engines)
+    both_ends: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,13 @@ class TestKind:
     sim: Sim
     about: str
     label: str | None = None
+    # One run over every selected GPU at once that gives one result per GPU (all-to-all):
+    # planned once per sweep, not once per GPU, though each GPU's figure is judged alone.
+    joint: bool = False
+    # Run only when asked for (`--tests`, PEERWATCH_PROBE_OPT_IN_TESTS, or NVLS all-reduce by
+    # `probes/config.py`'s `nvls`: multicast stays off by default), never by default: it puts
+    # traffic where jobs may be (a NIC port), or needs what few hosts have.
+    opt_in: bool = False
 
     @property
     def calibration(self) -> str:
@@ -97,7 +112,7 @@ class TestKind:
     def peer_to_peer(self) -> bool:
         """Does it copy directly between GPUs, so that P2P failing fails it (not staged
         through host, not NCCL's own transport)?"""
-        return self.scope != "set" and self.sim.model != "staged"
+        return self.scope in ("pair", "gpu") and self.sim.model != "staged"
 
     @property
     def both_ways(self) -> bool:
@@ -144,6 +159,37 @@ TEST_KINDS: tuple[TestKind, ...] = (
     TestKind("local", "gpu", _BPS, Cost(192 * MiB, copies=3), Expect("none"),
              Sim("local_copy"), "within the GPU: copy engine, read + write counted once",
              label="within GPU"),
+    # GPUDirect RDMA measured (docs/network.md): the GPU's memory written through its
+    # nearest RDMA NIC and back into it (ib_write_bw --use_cuda over the NIC's own port).
+    # The efficiency is perftest's usual share of a 400G NDR port (about 48 of 50 GB/s),
+    # not yet measured here: no lent machine has an RDMA NIC.
+    TestKind("gdr_loopback", "gpu", _BPS, Cost(8 * MiB, copies=16), Expect("nic", nic=0.85),
+             Sim("nic_loopback"), "GPUDirect RDMA: GPU memory through its nearest NIC and "
+             "back (loopback), against the NIC's line rate", label="GPU ⇄ NIC", opt_in=True),
+    # All-to-all (MoE token routing): every GPU sends one buffer to every other GPU at once;
+    # each GPU's figure is what it sent to its peers over its own time. `bytes_per_copy` is
+    # one flow's buffer (per peer). Efficiencies: provisional, not yet measured on a
+    # multi-GPU host (docs/probe-tests.md says so; bench/gpu/all_to_all.py measures them).
+    TestKind("a2a_ce", "gpu", _BPS, Cost(32 * MiB, copies=2),
+             Expect("all_to_all", nvlink=0.75, pcie=0.70), Sim("all_to_all", "ce_write"),
+             "all-to-all by copy engines: each GPU sends to every other GPU at once (what it "
+             "sent, per second)", label="all-to-all CE", joint=True),
+    TestKind("a2a_nccl", "gpu", _BPS, Cost(16 * MiB, copies=4),
+             Expect("all_to_all", nvlink=0.70, pcie=0.60),
+             Sim("all_to_all", "ce_write", both_ends=True),
+             "NCCL all-to-all (grouped send/recv): what each GPU sent to its peers, per second",
+             label="all-to-all NCCL", joint=True),
+    TestKind("nvls_allreduce", "set", _BPS, Cost(64 * MiB, copies=4),
+             Expect("copy", nvlink=0.69, pcie=0.60), Sim("allreduce"),
+             "NCCL all-reduce over NVLink SHARP (multicast), bus bandwidth; opt-in",
+             label="NVLS all-reduce", opt_in=True),
+    # Cross-host (schema 5): run by a scheduler job on two idle nodes, never by a host's own
+    # sweep; `src` on the reporting host, `dst` on `peer_host`; judged by app/analysis/network.py
+    # against the network map (NIC line rate), its baseline and its fleet peers.
+    TestKind("net_write", "host_pair", _BPS, _CE, Expect("none"),
+             Sim("copy", calibrated_as="ce_write"),
+             "GPU memory to a GPU on another host over the network (NCCL send/recv)",
+             label="host → host"),
 )
 
 _index: tuple[tuple[TestKind, ...], dict[str, TestKind]] = ((), {})
@@ -162,6 +208,13 @@ def kind_of(name: str) -> TestKind:
         by_name = {k.name: k for k in TEST_KINDS}
         _index = (TEST_KINDS, by_name)
     return by_name[name]
+
+
+def default_kinds(opted_in: Collection[str] = ()) -> tuple[TestKind, ...]:
+    """The kinds a sweep runs unless told otherwise: every kind but the opt-in ones, which
+    run only where the operator named them (`opted_in`: nvls_allreduce by the probe's `nvls`,
+    gdr_loopback by its `opt_in_tests`)."""
+    return tuple(k for k in TEST_KINDS if not k.opt_in or k.name in opted_in)
 
 
 def declared(name: str) -> bool:

@@ -16,6 +16,7 @@ from functools import cached_property
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from peerwatch.app.alerting.listening import Listening
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.fabric_health import LinkJudgement
 from peerwatch.app.analysis.health import Thresholds
@@ -24,7 +25,7 @@ from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.app.store.tables.history import Measurement, ReportRow, gpus_of
 from peerwatch.app.store.tables.inventory import Host, NvLink
 
 
@@ -45,6 +46,7 @@ class HostContext:
     settings: Settings
     alerting: AlertingSettings
     health: HostHealth  # the judged state just stored for this host
+    listening: Listening | None = None  # since when this server heard probes (restarts)
 
     @property
     def name(self) -> str:
@@ -92,9 +94,10 @@ class HostContext:
             select(Measurement).where(Measurement.report_id == sweep,
                                       Measurement.error.is_not(None))
             .order_by(Measurement.test, Measurement.src, Measurement.dst))
-        return [FailedTest(m.test, m.src, m.dst, list(m.gpus), m.error or "") for m in rows]
+        return [FailedTest(m.test, m.src, m.dst, gpus_of(m.gpus), m.error or "") for m in rows]
 
 
 def load_context(session: Session, host: Host, now: datetime, settings: Settings,
-                 alerting: AlertingSettings, health: HostHealth) -> HostContext:
-    return HostContext(session, host, now, settings, alerting, health)
+                 alerting: AlertingSettings, health: HostHealth,
+                 listening: Listening | None = None) -> HostContext:
+    return HostContext(session, host, now, settings, alerting, health, listening)

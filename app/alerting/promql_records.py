@@ -9,6 +9,7 @@ what explains a slow pair, `app/analysis/health.py` for sustained and intermitte
 from __future__ import annotations
 
 from peerwatch.app.alerting.promql import Record
+from peerwatch.app.alerting.promql_network import NETWORK_RECORDS
 from peerwatch.app.analysis.xid_catalog import P2P_XIDS
 
 P2P_CODES = "|".join(str(c) for c in sorted(P2P_XIDS))  # the Xid classes that explain pairs
@@ -302,4 +303,83 @@ SHARED: tuple[Record, ...] = (
             "events, which those pages name."
         ),
     ),
+    Record(
+        "peerwatch:gpu_all_to_all_ratio",
+        expr=(
+            'peerwatch_gpu_copy_bandwidth_bytes_per_second{test=~"a2a_ce|a2a_nccl"}\n'
+            "  / on (host, gpu, test) group_left ()\n"
+            "    max by (host, gpu, test) (peerwatch_gpu_all_to_all_expected_bytes_per_second)\n"
+        ),
+        comment=(
+            "A GPU's all-to-all figure (a2a_ce, a2a_nccl: the agent's newest) over what its "
+            "topology offers it with every GPU sending at once: the server's expectation "
+            "(app/analysis/all_to_all.py), exported as "
+            "peerwatch_gpu_all_to_all_expected_bytes_per_second (`max by`: several replicas "
+            "count once)."
+        ),
+    ),
+    Record(
+        "peerwatch:gpu_all_to_all_low",
+        expr="peerwatch:gpu_all_to_all_ratio < bool 0.70",
+        comment=(
+            "1 when the newest all-to-all is low (below 0.70, "
+            "PEERWATCH_DEGRADED_RATIO_EXPECTED), 0 when it is not."
+        ),
+    ),
+    Record(
+        "peerwatch:gpu_all_to_all_low_two_sweeps",
+        expr=(
+            "peerwatch:gpu_all_to_all_ratio < 0.70\n"
+            "and on (host, gpu, test) (\n"
+            "    min_over_time(peerwatch:gpu_all_to_all_low[9m]) == 1\n"
+            "      and on (host) changes(peerwatch_probe_last_sweep_timestamp_seconds[9m]) > 0\n"
+            "  or min_over_time(peerwatch:gpu_all_to_all_low[12m]) == 1\n"
+            ")\n"
+        ),
+        comment=(
+            "Low in each of the last two sweeps, counted as "
+            "peerwatch:p2p_pair_test_low_two_sweeps counts them (its comment says why 9 and 12 "
+            "min), per GPU and all-to-all test."
+        ),
+    ),
+    Record(
+        "peerwatch:gpu_gdr_ratio",
+        expr=(
+            'peerwatch_gpu_copy_bandwidth_bytes_per_second{test="gdr_loopback"}\n'
+            "  / on (host, gpu, test) group_left (nic)\n"
+            "    max by (host, gpu, test, nic) (peerwatch_gpu_gdr_expected_bytes_per_second)\n"
+        ),
+        comment=(
+            "A GPU's GPUDirect RDMA loopback (the agent's newest gdr_loopback) over what its "
+            "nearest NIC offers: the server's expectation (app/analysis/expected.py "
+            "`expected_nic`), exported with the NIC's name as "
+            "peerwatch_gpu_gdr_expected_bytes_per_second (`max by`: several replicas count "
+            "once)."
+        ),
+    ),
+    Record(
+        "peerwatch:gpu_gdr_low",
+        expr="peerwatch:gpu_gdr_ratio < bool 0.70",
+        comment=(
+            "1 when the newest gdr_loopback is low (below 0.70, "
+            "PEERWATCH_DEGRADED_RATIO_EXPECTED), 0 when it is not."
+        ),
+    ),
+    Record(
+        "peerwatch:gpu_gdr_low_two_sweeps",
+        expr=(
+            "peerwatch:gpu_gdr_ratio < 0.70\n"
+            "and on (host, gpu, test) (\n"
+            "    min_over_time(peerwatch:gpu_gdr_low[9m]) == 1\n"
+            "      and on (host) changes(peerwatch_probe_last_sweep_timestamp_seconds[9m]) > 0\n"
+            "  or min_over_time(peerwatch:gpu_gdr_low[12m]) == 1\n"
+            ")\n"
+        ),
+        comment=(
+            "Low in each of the last two sweeps, counted as "
+            "peerwatch:p2p_pair_test_low_two_sweeps counts them (its comment says why 9 and 12 "
+            "min), per GPU and NIC."
+        ),
+    ),
+    *NETWORK_RECORDS,
 )

@@ -13,7 +13,8 @@ from peerwatch.app.alerting.promql import Twin
 from peerwatch.app.alerting.rule import Finding, Rule, dashboard_path
 from peerwatch.app.analysis.health import TestJudgement
 from peerwatch.app.analysis.verdict import Verdict
-from peerwatch.probes.report import PCIE_TESTS, test_scope
+from peerwatch.probes.report import NIC_TESTS, PCIE_TESTS, test_scope
+from peerwatch.probes.test_kinds import kind_of
 
 
 def pcie_link_downtrained(ctx: HostContext) -> list[Finding]:
@@ -46,8 +47,9 @@ def pcie_bandwidth_degraded(ctx: HostContext) -> list[Finding]:
     slow: dict[int, list[TestJudgement]] = {}
     for (src, dst, test), j in sorted(ctx.health.tests.items(),
                                       key=lambda kv: (kv[0][0], kv[0][2])):
-        if (src != dst or test_scope(test) != "gpu" or j.verdict is not Verdict.DEGRADED
-                or j.low_since is None or src in explained):
+        if (src != dst or test_scope(test) != "gpu" or kind_of(test).joint
+                or j.verdict is not Verdict.DEGRADED
+                or j.low_since is None or src in explained or test in NIC_TESTS):
             continue
         slow.setdefault(src, []).append(j)
     out = []

@@ -21,10 +21,14 @@ from peerwatch.app.store.tables.inventory import Gpu, last_heard_at
 
 def probe_stale(ctx: HostContext) -> list[Finding]:
     """The stored host verdict's staleness (server clock, PEERWATCH_STALE_AFTER_S): the
-    same threshold the host verdict and the scheduler use."""
+    same threshold the host verdict and the scheduler use. Not paged while a restarted
+    server's fleet comes back (app/alerting/listening.py)."""
     if not ctx.health.stale:
         return []
     heard = last_heard_at(ctx.host)
+    if ctx.listening is not None and ctx.listening.excuses(heard, ctx.now,
+                                                           ctx.settings.stale_after_s):
+        return []
     age = (ctx.now - heard).total_seconds() if heard else None
     since = f"for {fmt_duration(age)}" if age is not None else "ever"
     return [Finding(
@@ -126,17 +130,30 @@ PROBE_RULES: tuple[Rule, ...] = (
          "the host verdict is stale: no report for `PEERWATCH_STALE_AFTER_S` (90 s) by the "
          "server's clock — the same limit the verdict and the scheduler use",
          label_names="host",
-         series=("peerwatch_probe_last_received_timestamp_seconds",),
+         series=("peerwatch_probe_last_received_timestamp_seconds",
+                 "peerwatch_server_listening_since_timestamp_seconds",
+                 "peerwatch_server_quiet_from_timestamp_seconds"),
          twins=(
              Twin(
                  note=(
                      "Three inventory intervals (3 x 30 s) without a report, by the server's "
                      "clock (the server's /metrics; `max by` so that scraping several replicas "
-                     "pages once)."
+                     "pages once); unless, within 390 s of every replica's start, the host "
+                     "was last heard before it and was fresh when the server went quiet: its "
+                     "probe may still be backing off (app/alerting/listening.py)."
                  ),
                  expr=(
                      "time() - max by (host) (peerwatch_probe_last_received_timestamp_seconds) "
-                     "> 90"
+                     "> 90\n"
+                     "unless on (host) (\n"
+                     "  max by (host) (peerwatch_probe_last_received_timestamp_seconds)\n"
+                     "    < on () group_left ()\n"
+                     "      min(peerwatch_server_listening_since_timestamp_seconds)\n"
+                     "    >= on () group_left ()\n"
+                     "      (min(peerwatch_server_quiet_from_timestamp_seconds) - 90)\n"
+                     "  and on ()\n"
+                     "  (time() - min(peerwatch_server_listening_since_timestamp_seconds) < 390)\n"
+                     ")"
                  ),
                  for_="0m",
                  annotations={

@@ -50,6 +50,13 @@ class AlertingSettings(BaseSettings):
     alert_eval_interval_s: float = Field(
         default=30.0, ge=0, description="How often the server evaluates every rule (0: never)."
     )
+    probe_stale_restart_grace_s: float = Field(
+        default=390.0, ge=0,
+        description="After the server starts, a host last heard before the start that was "
+        "fresh when the server went away is not paged stale for this long: its probe may "
+        "still be backing off (up to 300 s, plus PEERWATCH_STALE_AFTER_S). Its verdict is "
+        "still stale and its GPUs unscheduled until it reports. 0: no grace.",
+    )
     alert_resolved_keep_days: float = Field(
         default=30.0, gt=0, description="Resolved alerts and their history are kept this long."
     )

@@ -33,8 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from peerwatch.app.analysis.expected import ratio
-from peerwatch.probes.report import TestName
+from peerwatch.probes.report import TestName, Unit, unit_of
 
 
 @dataclass(frozen=True)
@@ -75,10 +74,15 @@ def step_down(test: TestName, values: Sequence[float], baseline: float | None,
     against `baseline`, or None; `holding`: the key was low when last judged (hysteresis)."""
     if baseline is None or baseline <= 0 or not values:
         return None
-    ratios = [ratio(test, v, baseline) for v in values]
-    sums = lower_cusum(ratios, rule.allowance)
-    if sums[-1] <= 0:
+    inverse = unit_of(test) is Unit.SECONDS  # `expected.ratio`, its orientation looked up
+    ratios = [0.0 if v <= 0 else baseline / v if inverse else v / baseline  # once (~416
+              for v in values]  # keys a sweep, each with its k-of-n window of values)
+    last, k = 0.0, rule.allowance  # `lower_cusum`'s newest sum first, inline: most keys
+    for r in ratios:  # end at 0 (no step), and need no more
+        last = max(0.0, last + (1.0 - r) - k)
+    if last <= 0:
         return None
+    sums = lower_cusum(ratios, k)
     start = max((i + 1 for i, s in enumerate(sums) if s == 0.0), default=0)
     run = ratios[start:]
     newest = ratios[-rule.min_low:]  # a step is lasting: its newest values all clearly low

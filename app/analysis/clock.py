@@ -27,3 +27,19 @@ def skew_way(skew_s: float) -> str:
 def describe_skew(skew_s: float) -> str:
     """ "5 min ahead of the server's (-300 s)": the size in words and the signed figure."""
     return f"{fmt_duration(abs(skew_s))} {skew_way(skew_s)} the server's ({skew_s:+.0f} s)"
+
+
+CLOCK_NOTE_DOC = ("Set when the probe's clock is off the server's by more than "
+                  "PEERWATCH_CLOCK_SKEW_WARN_S, from its first such report on (the "
+                  "ProbeClockSkew alert waits 10 min before it fires): its times, and so "
+                  "its verdict, are not trusted yet. Null while the clock is within the limit.")
+
+
+def clock_note(skew_s: float | None, limit_s: float) -> str | None:
+    """What a dashboard says of a host whose probe clock is off by more than `limit_s`:
+    plainly, from the first report (issue 40: a probe 3 min behind showed a healthy row
+    with 0 alerts for the 10 min the alert waits). None within the limit."""
+    if skew_s is None or abs(skew_s) <= limit_s:
+        return None
+    return (f"probe clock {describe_skew(skew_s)}: its report times, and the verdict drawn "
+            f"from them, are not trusted until the host's clock is set right (NTP)")

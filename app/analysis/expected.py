@@ -145,6 +145,8 @@ def expected_gpu(test: TestName, gpu: GpuInfo) -> Expectation | None:
     shows its cost instead of lowering the bar, and the basis says how it trained. None for
     `local` (memory bandwidth is not in the inventory: it is judged against its own
     baseline) and where the link is unknown."""
+    if kind_of(test).expect.model == "nic":
+        return expected_nic(test, gpu)
     eff = kind_of(test).expect.host
     p = gpu.pcie
     gen, width = p.gen_max or p.gen_current, p.width_max or p.width_current
@@ -156,6 +158,20 @@ def expected_gpu(test: TestName, gpu: GpuInfo) -> Expectation | None:
     if now != (gen, width):
         basis += f"; trained gen{now[0]} x{now[1]} now"
     return Expectation(rate * eff, unit_of(test), basis)
+
+
+def expected_nic(test: TestName, gpu: GpuInfo) -> Expectation | None:
+    """GPUDirect RDMA through the GPU's nearest NIC: the NIC's line rate (bits / 8), or the
+    GPU's PCIe link where that is slower, x the kind's efficiency. None where the inventory
+    names no NIC rate (no NIC, or a probe of schema 4)."""
+    eff, line = kind_of(test).expect.nic, gpu.rdma.nic_rate_bps
+    if eff is None or not line:
+        return None
+    rate, basis = line, f"{gpu.rdma.nearest_nic} line rate {_gbps(line)}"
+    pcie = pcie_bps(at_slot_maximum(gpu))
+    if pcie is not None and pcie < line:
+        rate, basis = pcie, f"PCIe {_gbps(pcie)} (below {gpu.rdma.nearest_nic}'s {_gbps(line)})"
+    return Expectation(rate * eff, unit_of(test), f"{basis} x {eff:.2f}")
 
 
 def ratio(test: TestName, measured: float, expect: float) -> float:

@@ -39,6 +39,7 @@ from peerwatch.app.analysis.switch_fold import REDUCED, reduced_only
 from peerwatch.app.analysis.text import fmt_rate
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.probes.report import GpuInfo, LinkState, NvLinkPort
+from peerwatch.probes.test_kinds import kind_of
 
 ERROR_COUNTERS = ("replay", "recovery")
 PEER_SLOW = "peer_slow"  # the GPU's copies run slow with every peer: GPUPeerCopiesSlow's
@@ -134,6 +135,8 @@ def _gpu_problems(gpu: int, facts: GpuFacts, links: Sequence[LinkJudgement],
     if facts.pcie_replay_per_s:
         degraded.append(f"PCIe replays growing {fmt_rate(facts.pcie_replay_per_s)}")
     for t in facts.tests:  # h2d/d2h/local slow or failing: the reason names figure and basis
+        if kind_of(t.test).expect.model == "nic":
+            continue  # GPUDirect through the NIC: the NIC path's, not the GPU's (network.md)
         if t.verdict is Verdict.DOWN:
             down.append(t.reason)
         elif t.verdict is Verdict.DEGRADED:

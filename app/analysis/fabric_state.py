@@ -144,9 +144,9 @@ def _peer_copies(gpu: int, info: GpuInfo, ports: Sequence[NvLinkPort],
     mine = [p for p in pairs if gpu in (p.src, p.dst)
             and ((p.explained_by == gpu and not p.by_event)  # an Xid's: XidFault's page
                  or (p.explained_by is None and p.cause is None))]
-    failed = [(p, t) for p in mine for t in p.tests
-              if kind_of(t.test).peer_to_peer and t.latest is not None
-              and t.latest.error is not None]
+    failed = [(p, t) for p in mine for t in p.tests  # a failure first: most tests have none
+              if t.latest is not None and t.latest.error is not None
+              and kind_of(t.test).peer_to_peer]
     if not failed:
         return []
     pair, test = failed[0]

@@ -28,7 +28,7 @@ from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from peerwatch.app.analysis.expected import Expectation, ratio
+from peerwatch.app.analysis.expected import Expectation, oriented, ratio
 from peerwatch.app.analysis.text import fmt_duration, fmt_value, fmt_window
 from peerwatch.app.analysis.verdict import SEVERITY, Verdict
 from peerwatch.probes.report import P2PCap, P2PStatus, PairInfo, TestName, Unit, unit_of
@@ -150,16 +150,42 @@ def describe(src: int, dst: int, test: TestName, value: float, expect: Expectati
 
 
 def _describe(label: str, test: TestName, value: float, expect: Expectation | None,
-              baseline: BaselineRef | None, r_e: float | None, r_b: float | None) -> str:
-    """`describe` from the label and ratios its caller has worked out already."""
-    unit = unit_of(test)
+              baseline: BaselineRef | None, r_e: float | None, r_b: float | None,
+              unit: Unit | None = None) -> str:
+    """`describe` from the label and ratios its caller has worked out already (`unit`: the
+    test's, when known). The words of the expectation and the baseline window, the same
+    for every sweep of a key, are worked out once (`_words`)."""
+    unit = unit_of(test) if unit is None else unit
     parts = []
     if expect is not None and r_e is not None:
-        parts.append(f"{r_e:.2f} of expected {fmt_value(expect.value, unit)} ({expect.basis})")
+        parts.append(f"{r_e:.2f} of expected {_words(expect.value, unit, expect.basis)}")
     if baseline is not None and r_b is not None:
-        parts.append(f"{r_b:.2f} of its {fmt_window(baseline.window_s)} baseline")
+        parts.append(f"{r_b:.2f} of its {_window_words(baseline.window_s)} baseline")
     head = f"{label} {fmt_value(value, unit)}"
     return f"{head} is {' and '.join(parts)}" if parts else f"{head} (no expectation yet)"
+
+
+_WORDS: dict[tuple[float, Unit, str], str] = {}
+_WINDOW_WORDS: dict[float, str] = {}
+WORDS_KEPT = 100_000  # a bound, not an eviction policy: refilled by one sweep of each key
+
+
+def _words(value: float, unit: Unit, basis: str) -> str:
+    """ "397 GB/s (NV18 ...)": an expectation's words, kept by its figures."""
+    key = (value, unit, basis)
+    found = _WORDS.get(key)
+    if found is None:
+        if len(_WORDS) >= WORDS_KEPT:
+            _WORDS.clear()
+        found = _WORDS[key] = f"{fmt_value(value, unit)} ({basis})"
+    return found
+
+
+def _window_words(seconds: float) -> str:
+    found = _WINDOW_WORDS.get(seconds)
+    if found is None:
+        found = _WINDOW_WORDS[seconds] = fmt_window(seconds)
+    return found
 
 
 def _failure(src: int, dst: int, test: TestName, samples: Sequence[Sample]) -> Judgement:
@@ -182,35 +208,49 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     On the hot path of every sweep (~416 keys on an 8-GPU host): each judged sample's low
     flag is worked out once, and the verdict built once."""
     label = pair_label(src, dst, test)
-    common = {**_TEST_FIELDS, "src": src, "dst": dst, "test": test,
-              "latest": samples[-1] if samples else None,
-              "expected": expect.value if expect else None,
-              "expected_basis": expect.basis if expect else None,
-              "baseline": baseline.value if baseline else None}
+    made = _new(TestJudgement)  # as `_test_judgement`, its fields set in place
+    common = made.__dict__
+    common.update(_TEST_FIELDS)
+    common["src"], common["dst"], common["test"] = src, dst, test
+    common["latest"] = samples[-1] if samples else None
+    if expect is not None:
+        common["expected"], common["expected_basis"] = expect.value, expect.basis
+    if baseline is not None:
+        common["baseline"] = baseline.value
 
     def verdict(v: Verdict, reason: str, **judged: Any) -> TestJudgement:
-        return _test_judgement({**common, "verdict": v, "reason": reason, **judged})
+        common["verdict"], common["reason"] = v, reason
+        if judged:
+            common.update(judged)
+        return made
 
     if not samples:
         return verdict(Verdict.UNKNOWN, f"{label} not measured yet")
     if samples[-1].error is not None:
         j = _failure(src, dst, test, samples)
         return verdict(j.verdict, j.reason)
-    judged = [s for s in samples if s.judged]
+    judged = [s for s in samples  # `Sample.judged`, inline (~2,500 samples a sweep)
+              if s.error is None and s.value is not None and not s.contended]
     if not judged:
         n = sum(1 for s in samples if s.contended)
         return verdict(Verdict.UNKNOWN, f"{label}: only contended samples recently ({n}); "
                                         "other traffic was on the link")
     newest = judged[-1]
     assert newest.value is not None
-    r_e, r_b = _ratios(test, newest.value, expect, baseline)
-    figures = {"value": newest.value, "value_at": newest.at, "ratio_expected": r_e,
+    unit = unit_of(test)
+    inverse = unit is Unit.SECONDS  # `ratio`'s orientation, looked up once
+    value = newest.value
+    r_e = None if expect is None else oriented(value, expect.value, inverse)
+    r_b = None if baseline is None else oriented(value, baseline.value, inverse)
+    figures = {"value": value, "value_at": newest.at, "ratio_expected": r_e,
                "ratio_baseline": r_b}
-    text = _describe(label, test, newest.value, expect, baseline, r_e, r_b)
+    text = _describe(label, test, value, expect, baseline, r_e, r_b, unit)
     if samples[-1].contended:
         text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
                  "of other traffic, not judged)")
-    low = _low_flags(test, judged, expect, baseline, th)
+    low = _low_flags(test, judged, expect, baseline, th, inverse)
+    if True not in low:  # no low sample: no run, nothing intermittent (the usual key)
+        return verdict(Verdict.HEALTHY, text, **figures)
     run_from = len(judged)  # the newest consecutive low samples: judged[run_from:]
     while run_from and low[run_from - 1]:
         run_from -= 1
@@ -240,12 +280,14 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
 
 
 def _low_flags(test: TestName, judged: Sequence[Sample], expect: Expectation | None,
-               baseline: BaselineRef | None, th: Thresholds) -> list[bool]:
+               baseline: BaselineRef | None, th: Thresholds,
+               inverse: bool | None = None) -> list[bool]:
     """Whether each judged sample is low, as `is_low`, with the two limits worked out once:
     measured/expected < ratio_expected or measured/baseline < ratio_baseline."""
     e = expect.value if expect else None
     b = baseline.value if baseline else None
-    inverse = unit_of(test) is Unit.SECONDS  # `ratio`'s orientation, looked up once
+    if inverse is None:  # `ratio`'s orientation, looked up once
+        inverse = unit_of(test) is Unit.SECONDS
     r_e, r_b = th.ratio_expected, th.ratio_baseline
     flags = []
     for s in judged:  # `oriented` inline (~2,500 samples a sweep): the same divisions

@@ -51,6 +51,7 @@ from collections.abc import Callable
 from peerwatch.app.analysis import placement_search as search
 from peerwatch.app.analysis.pair_faults import apart_among, compatible, largest_set
 from peerwatch.app.analysis.placement_explain import answer, kept_apart, left_out
+from peerwatch.app.analysis.placement_measured import with_measured
 from peerwatch.app.analysis.placement_problem import Problem, tie_key
 from peerwatch.app.analysis.placement_types import (
     MODELS,
@@ -118,7 +119,8 @@ def place(
         if not g.healthy
     ] + kept_apart(left_out(problem, chosen, ranked, band_floor, pat, tie_tolerance),
                    [problem.index(m) for m in chosen.members], apart)
-    return answer(problem, pat, k, chosen, ranked[1 : 1 + runner_ups], excluded, exact)
+    return with_measured(view, answer(problem, pat, k, chosen, ranked[1 : 1 + runner_ups],
+                                      excluded, exact))
 
 
 # --------------------------------------------------------------------------- internals

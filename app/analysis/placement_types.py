@@ -101,6 +101,11 @@ class FabricView:
     kinds: Mapping[Pair, LinkKind] = field(default_factory=dict)
     pair_verdicts: Mapping[Pair, PairVerdict] = field(default_factory=dict)
     apart: Sequence[Pair] = ()  # pair faults: GPUs that must not share a job (pair_faults.py)
+    # The host's measured all-to-all: each GPU's newest judged figure (bytes/s it sent its
+    # peers, every GPU of the run sending at once; 0 where its newest run failed) and the
+    # test it comes from; empty where none was measured (placement_measured.py).
+    all_to_all: Mapping[int, float] = field(default_factory=dict)
+    all_to_all_test: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,3 +138,4 @@ class Placement:
     runner_ups: tuple[CandidateSet, ...]
     excluded: tuple[Exclusion, ...]
     warnings: tuple[str, ...] = ()
+    source: str = "predicted"  # predicted_bps: "measured" (all_to_all run) or "predicted"

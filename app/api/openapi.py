@@ -32,7 +32,7 @@ def install_openapi(app: FastAPI) -> None:
         if app.openapi_schema:
             return app.openapi_schema
         doc = get_openapi(title=app.title, version=app.version, description=app.description,
-                          routes=app.routes)
+                          routes=getattr(app.state, "documented_routes", app.routes))
         schemas = doc.setdefault("components", {}).setdefault("schemas", {})
         for model in EXTRA_SCHEMAS:
             schema = model.model_json_schema(ref_template="#/components/schemas/{model}")

@@ -7,7 +7,8 @@ clocks far in the future (which would pin "latest" to a time that never comes), 
 than the inventory allows (each (src, dst, test) at most once; counter rows at most four
 samples of each NVLink port the inventory lists) and a `report_id` reused for a
 different report (`ReportConflict`; `app/ingest/digest.py` tells one), and cross-host
-results (`peer_host`, docs/domains.md), which this server does not store yet. Each problem
+results (`peer_host`) at most once per (test, src, peer_host, dst) and within
+`MAX_CROSS_HOST_RESULTS` (stored as host pairs: docs/network.md). Each problem
 is returned in pydantic's error shape, with the field path, so the 422 names the field.
 Here, in the HTTP frame, because the body readers (`wire_body.py`) refuse an oversized
 report before validating it and a job snapshot (`app/services/snapshots.py`) is checked
@@ -104,7 +105,14 @@ def _check_counter_rows(report: Report) -> Iterator[dict[str, Any]]:
                      "samples of each)")
 
 
+# Cross-host results per report: a pair job's rank sends a few (one per test); a probe of
+# an NVL72 tray at most one per local GPU x peer GPU x test of a tray's neighbours.
+MAX_CROSS_HOST_RESULTS = 1024
+
+
 def _result_key(result: Any) -> tuple[Any, ...]:
+    if result.peer_host is not None:
+        return (result.test.value, result.src, result.peer_host, result.dst)
     if test_scope(result.test) == "set":
         return (result.test.value, tuple(sorted(result.gpus)))
     return (result.test.value, result.src, result.dst)
@@ -112,17 +120,21 @@ def _result_key(result: Any) -> tuple[Any, ...]:
 
 def _check_results(report: Report) -> Iterator[dict[str, Any]]:
     limit = result_limit(len(report.inventory.gpus))
-    if len(report.results) > limit:
+    cross = sum(r.peer_host is not None for r in report.results)
+    if cross > MAX_CROSS_HOST_RESULTS:
+        yield _error(("results",), f"{cross} cross-host results, at most "
+                     f"{MAX_CROSS_HOST_RESULTS} per report")
+        return
+    if len(report.results) - cross > limit:
         yield _error(("results",), f"{len(report.results)} results, but a host of "
                      f"{len(report.inventory.gpus)} GPUs allows at most {limit} (each pair "
                      "test once per ordered pair, each per-GPU test once per GPU)")
         return
     seen: set[tuple[Any, ...]] = set()
     for i, result in enumerate(report.results):
-        if result.peer_host is not None:
-            yield _error(("results", i, "peer_host"), "cross-host results are not stored by "
-                         f"this server yet (GPU{result.src} -> {result.peer_host} "
-                         f"GPU{result.dst}): send them once a server version stores them")
+        if result.peer_host is not None and result.peer_host == report.host.hostname:
+            yield _error(("results", i, "peer_host"), f"peer_host {result.peer_host!r} is "
+                         "the reporting host: a cross-host result names another host")
             continue
         key = _result_key(result)
         if key in seen:

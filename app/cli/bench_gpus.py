@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from peerwatch.app.cli.bench_expect import Expectations, Judged
-from peerwatch.probes.report import GPU_TESTS, Report, TestName
+from peerwatch.probes.report import GPU_TESTS, JOINT_TESTS, Report, TestName
 
 ABOUT_GPU = ("h2d / d2h: copy engine, pinned host memory on the GPU's NUMA node <-> the GPU; "
              "local: copy within the GPU's memory (read + write counted once)")
@@ -34,7 +34,7 @@ def _cell(j: Judged | None) -> Text:
 def render_gpu_tests(console: Console, report: Report,
                      tests: tuple[TestName, ...] | list[TestName]) -> None:
     """GB/s per GPU and test, with the ratio to expected in brackets and the basis."""
-    shown = [t for t in GPU_TESTS if t in tests]
+    shown = [t for t in (*GPU_TESTS, *JOINT_TESTS) if t in tests]
     judge = Expectations(report.inventory)
     by_key = {(r.test, r.src): judge.judge(r) for r in report.results if r.test in shown}
     gpus = sorted({gpu for _, gpu in by_key if gpu is not None})

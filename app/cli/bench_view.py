@@ -15,6 +15,7 @@ from peerwatch.app.cli.bench_expect import Expectations, Judged
 from peerwatch.app.cli.bench_gpus import render_gpu_tests
 from peerwatch.probes.report import (
     GPU_TESTS,
+    JOINT_TESTS,
     TEST_ABOUT,
     GpuInfo,
     LinkState,
@@ -23,6 +24,7 @@ from peerwatch.probes.report import (
     Report,
     TestName,
     TransferResult,
+    test_scope,
 )
 
 P2P_ABBREV = {
@@ -67,12 +69,12 @@ def _matrix(title: str, gpus: list[int], cell: dict[tuple[int, int], Text]) -> G
 
 def render_results(console: Console, report: Report, tests: list[TestName]) -> None:
     gpus = sorted(g.index for g in report.inventory.gpus)
-    for test in [t for t in tests if t not in GPU_TESTS]:
+    for test in [t for t in tests if t not in (*GPU_TESTS, *JOINT_TESTS)]:
         results = [r for r in report.results if r.test is test]
-        if test is TestName.ALLREDUCE:
+        if test_scope(test) == "set":
             for r in results:
                 value = "ERR" if r.value is None else f"{r.value / 1e9:.1f} GB/s"
-                console.print(f"[bold]allreduce[/] ({TEST_ABOUT[test]}) over GPUs "
+                console.print(f"[bold]{test.value}[/] ({TEST_ABOUT[test]}) over GPUs "
                               f"{','.join(map(str, r.gpus))}: {value}")
             console.print()
             continue
@@ -126,7 +128,7 @@ def _ratio_text(j: Judged) -> Text:
 
 
 def render_ratios(console: Console, report: Report, tests: list[TestName]) -> None:
-    pair_tests = [t for t in tests if t is not TestName.ALLREDUCE and t not in GPU_TESTS]
+    pair_tests = [t for t in tests if test_scope(t) == "pair"]
     if not pair_tests:
         return
     judge = Expectations(report.inventory)

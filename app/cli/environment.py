@@ -40,6 +40,8 @@ OTHER_NAMES = frozenset({
     # the client commands: drain, maintenance, snapshot (app/cli/credential.py)
     "PEERWATCH_SERVER_URL", "PEERWATCH_DRAIN_POLICY", "PEERWATCH_DRAIN_TOKEN",
     "PEERWATCH_GATE_TOKEN", "PEERWATCH_GATE_TOKEN_FILE",
+    # a pair job's rank (app/pairs/rank.py, app/cli/commands/pairs.py; the Kubernetes Job)
+    "PEERWATCH_PAIRS_NODE", "PEERWATCH_PAIRS_SIMNET",
     # docker-compose.yml
     "PEERWATCH_BIND",
     # no longer read: the server says so itself (app/alerting/settings.py)
@@ -48,6 +50,7 @@ OTHER_NAMES = frozenset({
     "PEERWATCH_REQUIRE_SERVICES", "PEERWATCH_TEST_PG_PORT", "PEERWATCH_CHROMIUM",
     "PEERWATCH_FUZZ_EXAMPLES", "PEERWATCH_FUZZ_RANDOM", "PEERWATCH_FUZZ_STATEFUL_EXAMPLES",
     "PEERWATCH_BENCH_HOSTS", "PEERWATCH_BENCH_SIZE",
+    "PEERWATCH_CALLGRIND_OUT",  # bench/helpers/instructions.py: the counted child's dumps
 })
 
 

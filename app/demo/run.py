@@ -23,10 +23,12 @@ from typing import Any, TextIO
 import psutil
 from sqlalchemy import func, select
 
+from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.demo.backfill import Backfill, BackfillPlan
 from peerwatch.app.demo.fleet import DEFAULT_HOSTS, DEFAULT_RACKS, plan_fleet, plan_racks
 from peerwatch.app.demo.jobs import store_demo_jobs
 from peerwatch.app.demo.live import LiveFleet, LiveIntervals
+from peerwatch.app.demo.network import run_network_story
 from peerwatch.app.demo.scenario import Scenario, default_scenario
 from peerwatch.app.demo.server import ServerThread
 from peerwatch.app.runtime.config import Settings
@@ -190,6 +192,13 @@ def _backfill(backfill: Backfill, live: LiveFleet, stop: threading.Event, out: T
           flush=True)
     if backfill.stop.is_set():
         return
+    try:
+        hosts = [h.name for h in backfill.fleet if h.rack is None]
+        story = run_network_story(backfill.sessions, backfill.settings, AlertingSettings(),
+                                  hosts)
+        print(f"  {story}", file=out, flush=True)
+    except Exception:  # noqa: BLE001 - the live demo goes on without the network story
+        log.exception("demo network story failed")
     try:
         stats = backfill.run()
     except Exception:  # noqa: BLE001 - the live demo goes on without history

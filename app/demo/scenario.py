@@ -69,6 +69,7 @@ from peerwatch.probes.sim.faults import (
     SwitchTrayLost,
     ThrottledGpu,
 )
+from peerwatch.probes.sim.nic_faults import NicPathSys, NicPortFlapping
 
 HOUR = 3600.0
 FaultsOverTime = Callable[[float], tuple[Fault, ...]]  # seconds since the episode began
@@ -255,6 +256,13 @@ def default_scenario(fleet: list[DemoHost]) -> Scenario:
              "two NVLinks of GPU1 go down, inside its maintenance window")
     _gpu_evidence_story(fleet, cast)
     driver_story(fleet, cast)
+    # RDMA NICs (docs/network.md): a flapping port and a GPU whose NIC is across the sockets
+    if _exists(fleet, "hgx8", 3):
+        cast("hgx8", 3, 40, forever, _constant(NicPortFlapping(nic="mlx5_6", every_s=120)),
+             "mlx5_6's port goes down and back every 2 min (NICPortFlapping)")
+    if _exists(fleet, "hgx8", 2):  # a small fleet keeps hgx8-01's story as it is
+        cast("hgx8", 2, 0, forever, _constant(NicPathSys(gpu=5)),
+             "GPU5's nearest NIC sits across the sockets: its PCIe path is SYS (RDMA poor)")
 
     episodes += _rack_story(fleet)
     silent = find_host(fleet, "pcie4", 1)

@@ -24,8 +24,11 @@ from prometheus_client.registry import Collector
 
 from peerwatch.app.alerting.settings import AlertingSettings, MetricsDetail
 from peerwatch.app.analysis.clock import SKEW_DOC
+from peerwatch.app.exposition.all_to_all import all_to_all_families
 from peerwatch.app.exposition.events import event_families
+from peerwatch.app.exposition.gdr import gdr_families
 from peerwatch.app.exposition.holds import held_families
+from peerwatch.app.exposition.nics import nic_families
 from peerwatch.app.exposition.pair_faults import pair_fault_family, unjudged_family
 from peerwatch.app.exposition.snapshot import FleetSnapshot, GpuVerdict, HostFacts
 
@@ -54,11 +57,12 @@ class PeerwatchCollector(Collector):
         families: list[Metric] = [*host_families(snap.hosts), alert_family(snap),
                                   *peer_gap_families(snap), *held_families(snap.held),
                                   pair_fault_family(snap.pair_faults),
-                                  unjudged_family(snap.unjudged)]
+                                  unjudged_family(snap.unjudged), *nic_families(snap.hosts)]
         if snap.events is not None:
             families += event_families(snap.events)
         if self._gpus:
-            families += gpu_families(snap.gpus)
+            families += [*gpu_families(snap.gpus), *all_to_all_families(snap.all_to_all),
+                         *gdr_families(snap.gdr)]
         return families
 
 
@@ -88,9 +92,10 @@ def host_families(hosts: list[HostFacts]) -> Iterator[Metric]:
         ("host_gpus_healthy", "GPUs whose verdict is healthy.", lambda h: h.gpus_healthy),
         ("host_p2p_bandwidth_ratio_min", "Lowest judged measured/expected bandwidth among "
          "the host's pairs and tests.", lambda h: h.worst_ratio),
-        ("probe_last_received_timestamp_seconds", "When the server received the host's "
-         "newest report, by the server's clock (judge staleness by this).",
-         lambda h: _timestamp(h.last_received_at)),
+        ("probe_last_received_timestamp_seconds", "When the server last heard from the "
+         "host's probe: its newest report or heartbeat, or a report refused while busy, by "
+         "the server's clock (judge staleness by this).",
+         lambda h: _timestamp(h.last_heard_at or h.last_received_at)),
         ("host_last_sweep_timestamp_seconds", "When the host's newest stored sweep finished, "
          "by the probe's clock.", lambda h: _timestamp(h.last_sweep_at)),
         ("host_refused_reports", "Reports of the host the server refused (429/503: busy) "

@@ -14,7 +14,9 @@ from collections import Counter
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
+from peerwatch.app.exposition.all_to_all import load_all_to_all
 from peerwatch.app.exposition.events import load_events
+from peerwatch.app.exposition.gdr import load_gdr
 from peerwatch.app.exposition.holds import held_of
 from peerwatch.app.exposition.pair_faults import bad_pair_rows, pair_faults_of, unjudged_of
 from peerwatch.app.exposition.snapshot import (
@@ -27,7 +29,7 @@ from peerwatch.app.exposition.snapshot import (
 )
 from peerwatch.app.queries.busy import refused_after
 from peerwatch.app.store.tables.alerts import Alert
-from peerwatch.app.store.tables.inventory import Gpu, Host
+from peerwatch.app.store.tables.inventory import Gpu, Host, newest_heard
 from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost, JudgedPair
 
 
@@ -40,7 +42,9 @@ def load_snapshot(session: Session, gpus: bool = True) -> FleetSnapshot:
                          host_peer_gaps=_host_peer_gaps(session),
                          events=load_events(session), held=held_of(bad_pairs),
                          pair_faults=pair_faults_of(bad_pairs),
-                         unjudged=unjudged_of(bad_pairs))
+                         unjudged=unjudged_of(bad_pairs),
+                         all_to_all=load_all_to_all(session) if gpus else [],
+                         gdr=load_gdr(session) if gpus else [])
 
 
 def _hosts(session: Session) -> list[HostFacts]:
@@ -48,7 +52,7 @@ def _hosts(session: Session) -> list[HostFacts]:
         select(Host.name, Host.fabric, Host.driver_version, Host.cuda_version,
                Host.probe_version, Host.last_received_at, Host.last_sweep_at,
                Host.clock_skew_s, Host.refused_reports, Host.last_refused_at,
-               JudgedHost.verdict, JudgedHost.since,
+               Host.last_report_at, Host.last_heard_at, JudgedHost.verdict, JudgedHost.since,
                JudgedHost.stale, JudgedHost.gpus_total, JudgedHost.gpus_healthy,
                JudgedHost.worst_ratio, JudgedHost.facts)
         .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
@@ -57,12 +61,15 @@ def _hosts(session: Session) -> list[HostFacts]:
         host=r.name, fabric=r.fabric, driver_version=r.driver_version,
         cuda_version=r.cuda_version, probe_version=r.probe_version,
         last_received_at=r.last_received_at, last_sweep_at=r.last_sweep_at,
+        last_heard_at=newest_heard(r.last_received_at, r.last_report_at, r.last_refused_at,
+                                   r.last_heard_at),
         clock_skew_s=r.clock_skew_s, verdict=r.verdict,
         refused_reports=refused_after(r.last_refused_at, r.last_received_at,
                                       r.refused_reports), last_refused_at=r.last_refused_at,
         verdict_since=r.since, stale=r.stale, gpus_total=r.gpus_total,
         gpus_healthy=r.gpus_healthy, worst_ratio=r.worst_ratio,
-        fabric_problems=tuple((r.facts or {}).get("fabric", ()))) for r in rows]
+        fabric_problems=tuple((r.facts or {}).get("fabric", ())),
+        nics=tuple((r.facts or {}).get("nics", ()))) for r in rows]
 
 
 def _gpu_verdicts(session: Session) -> list[GpuVerdict]:

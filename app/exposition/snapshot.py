@@ -25,6 +25,9 @@ class HostFacts:
     cuda_version: str | None = None
     probe_version: str | None = None
     last_received_at: datetime | None = None  # the server's clock
+    # when the server last heard the probe: a report, a heartbeat or a refused report (the
+    # server's clock; `inventory.last_heard_at`); None: as last_received_at
+    last_heard_at: datetime | None = None
     last_sweep_at: datetime | None = None  # the probe's clock
     clock_skew_s: float | None = None  # receive time - report time, newest report
     refused_reports: int = 0  # refused (429/503) since its newest stored report
@@ -37,6 +40,7 @@ class HostFacts:
     gpus_healthy: int | None = None
     worst_ratio: float | None = None
     fabric_problems: tuple[str, ...] = ()  # host-level fabric contradictions (Fabric Manager)
+    nics: tuple[dict[str, Any], ...] = ()  # each RDMA NIC port as judged (nic_health.py)
 
 
 @dataclass(frozen=True)
@@ -89,3 +93,5 @@ class FleetSnapshot:
     held: list[Any] = field(default_factory=list)  # app.exposition.holds.PairHeld: pages held
     pair_faults: list[Any] = field(default_factory=list)  # metrics_pair_faults.PairFaultRow
     unjudged: list[Any] = field(default_factory=list)  # pair_faults.UnjudgedPair
+    all_to_all: list[Any] = field(default_factory=list)  # all_to_all.AllToAllFigure
+    gdr: list[Any] = field(default_factory=list)  # gdr.GdrExpectation

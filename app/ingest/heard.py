@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -75,6 +76,9 @@ class HeardBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[str, Noted] = {}
+        # told the names of a flush that have no host row (a wiped database, a pruned
+        # host): `app/ingest/held.py` forgets their state, so their next heartbeat resyncs
+        self.on_missing: Callable[[set[str]], None] | None = None
 
     def heard(self, host: str | None, at: datetime) -> None:
         """A request of `host`'s arrived at `at` (before any wait)."""
@@ -129,6 +133,7 @@ class HeardBook:
                                            .where(HOSTS.c.name.in_(sorted(rows)))
                                            .with_for_update(skip_locked=True, key_share=True)))
                 busy = {h: n for h, n in rows.items() if h not in free}
+                missing = _missing(session, busy) if self.on_missing and busy else set()
                 written = [{"host": h, "count": n.refused, "refused": n.refused_at,
                             "heard": n.heard_at} for h, n in sorted(rows.items()) if h in free]
                 if written:
@@ -138,7 +143,15 @@ class HeardBook:
             self._put_back(rows)  # kept for the next flush: nothing is lost to a hiccup
             raise
         self._put_back(busy)
+        if missing and self.on_missing is not None:
+            self.on_missing(missing)
         return len(written)
+
+
+def _missing(session: Session, busy: dict[str, Noted]) -> set[str]:
+    """The names of `busy` with no host row at all (the rest are only locked now)."""
+    there = set(session.scalars(select(HOSTS.c.name).where(HOSTS.c.name.in_(sorted(busy)))))
+    return set(busy) - there
 
 
 def _newest(column: Any, value: Any) -> Any:

@@ -18,6 +18,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.domains import domain_key
+from peerwatch.app.analysis.nic_health import judged_total
 from peerwatch.app.ingest.gpu_evidence import store_missing
 from peerwatch.app.ingest.host_row import HostState
 from peerwatch.app.ingest.host_runtime import record_runtime
@@ -119,6 +120,7 @@ def _grouped(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 _PENDING_KEY = "peerwatch.inventory_pending"
 LINKS_PENDING_KEY = "peerwatch.links_pending"  # app/ingest/sparse_links.py
+NICS_PENDING_KEY = "peerwatch.nics_pending"  # app/ingest/sparse_nics.py
 
 
 def _fingerprint(report: Report, inventory_json: bytes) -> bytes:
@@ -132,16 +134,20 @@ def remember_committed(session: Session) -> None:
     """After a commit: the inventory written in it is now what the memo may trust."""
     pending = session.info.pop(_PENDING_KEY, None)
     links = session.info.pop(LINKS_PENDING_KEY, None)
+    nics = session.info.pop(NICS_PENDING_KEY, None)
     memo = session.info.get(MEMO_KEY)
     if pending is not None and memo is not None:
         memo.remember(*pending)
     if links is not None and memo is not None:
         memo.remember_links(*links)
+    if nics is not None and memo is not None:
+        memo.remember_nics(*nics)
 
 
 def forget_uncommitted(session: Session) -> None:
     session.info.pop(_PENDING_KEY, None)
     session.info.pop(LINKS_PENDING_KEY, None)
+    session.info.pop(NICS_PENDING_KEY, None)
 
 
 def store_inventory(session: Session, host: HostState, report: Report, now: datetime,
@@ -181,10 +187,11 @@ def _upsert(session: Session, host: HostState, inv: Inventory, at: datetime) -> 
 
 def judged_error_total(counters: Sequence[CounterSample]) -> int | None:
     """The judged error counters (replay, recovery, CRC flit, PCIe replay) of the newest
-    counter sample, summed: when it has not moved, no link or GPU error rate can have grown."""
+    counter sample, summed: when it has not moved, no link, GPU or NIC error rate can have grown."""
     if not counters:
         return None
     newest = max(counters, key=lambda c: c.at)
     total = sum((c.replay or 0) + (c.recovery or 0) + (c.crc_flit or 0) for c in newest.links)
     total += sum(a.total(kind) or 0 for a in newest.aer for kind in AER_KINDS)  # AER too
+    total += judged_total(newest.nic_ports)  # and the RDMA NIC ports' (nic_health.py)
     return total + sum(v or 0 for v in newest.pcie_replay.values())

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, insert
+from sqlalchemy import Table, bindparam, exists, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,7 @@ from peerwatch.app.ingest.duplicate import stored_result
 from peerwatch.app.ingest.events import event_rows
 from peerwatch.app.ingest.gpu_evidence import full_sweep
 from peerwatch.app.ingest.gpu_jobs import store_gpu_jobs
+from peerwatch.app.ingest.host_pairs import cross_host, host_pair_rows
 from peerwatch.app.ingest.host_row import identity_columns, is_newest, lock_host, write_host
 from peerwatch.app.ingest.inventory import (
     forget_uncommitted,
@@ -32,12 +33,16 @@ from peerwatch.app.ingest.inventory import (
 )
 from peerwatch.app.ingest.received import claim
 from peerwatch.app.ingest.sparse_links import sparse_link_rows
+from peerwatch.app.ingest.sparse_nics import sparse_nic_rows
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.bulk import insert_rows
+from peerwatch.app.store.clocks_row import packed_clocks
 from peerwatch.app.store.tables.events import FabricEventRow
 from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measurement, ReportRow
+from peerwatch.app.store.tables.network import HostPairResult
+from peerwatch.app.store.tables.nics import NicPortSample
 from peerwatch.probes.agent.clock_offset import offset_of
 from peerwatch.probes.clocks import GpuClocks
 from peerwatch.probes.report import (
@@ -51,7 +56,19 @@ ATTEMPTS = 3
 CLOCK_TRANSIT_BOUND_S = 10.0  # the probe's request timeout (PEERWATCH_PROBE_REQUEST_TIMEOUT_S)
 # the report row through its table, not the ORM's bulk insert: built once, no ORM step
 _REPORTS: Table = ReportRow.__table__  # type: ignore[assignment]
-INSERT_REPORT = insert(_REPORTS).returning(_REPORTS.c.id)
+_COLUMNS = [c for c in _REPORTS.c if c.name != "id"]
+# Nothing when the report_id is stored: unique only with finished_at (the partition column,
+# migration 0029), so a report_id reused with another finished_at is found here and answered
+# as the duplicate or the conflict it is (`stored_result`).
+INSERT_REPORT = insert(_REPORTS).from_select(
+    [c.name for c in _COLUMNS],
+    select(*(bindparam(c.name, type_=c.type) for c in _COLUMNS)).where(~exists().where(
+        _REPORTS.c.report_id == bindparam("report_id", type_=_REPORTS.c.report_id.type))),
+).returning(_REPORTS.c.id)
+
+
+class ReportGone(RuntimeError):
+    """A report_id seen stored and then not found (pruned meanwhile): tried again."""
 
 
 def sent_at_of(header: str | None) -> datetime | None:
@@ -142,7 +159,7 @@ def _ingest(session: Session, report: Report, settings: Settings, now: datetime,
             session.commit()
             remember_committed(session)
             return result
-        except IntegrityError:
+        except (IntegrityError, ReportGone):
             session.rollback()
             forget_uncommitted(session)
             if attempt == ATTEMPTS - 1:
@@ -154,8 +171,13 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
            digest: str, inventory_json: bytes, sent_at: datetime | None) -> IngestResult:
     host = lock_host(session, report.host, now)
     # one INSERT, not an ORM flush; the unique report_id is checked here, before other work
-    report_pk: int = session.execute(INSERT_REPORT,
-                                      _report_row(report, host.id, now, digest)).scalar_one()
+    report_pk = session.execute(INSERT_REPORT, _report_row(report, host.id, now,
+                                                           digest)).scalar()
+    if report_pk is None:  # stored before: a retry's duplicate, or a ReportConflict
+        stored = stored_result(session, report, digest)
+        if stored is None:
+            raise ReportGone(report.report_id)
+        return stored
     # the host row's new values, written in one UPDATE at the end
     values: dict[str, Any] = {"last_received_at": now,
                               "refused_reports": 0}  # "N refused" counts from the last stored
@@ -183,11 +205,15 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
     links, gpus = _sample_rows(report, host.id, report_pk, throttled)
     # the GPU rows are the host's reading times the link rates span: without them, dense
     links = sparse_link_rows(session, host, links, report.finished_at, newest and bool(gpus))
+    nics = sparse_nic_rows(session, host, nic_rows(report, host.id, report_pk),
+                           {g["at"] for g in gpus}, report.finished_at, newest)
     events = event_rows(report, host.id, report_pk)
     if events:  # the judgement fast path steps aside until they are judged (unchanged.py)
         values["events_stored_at"] = now
     for model, rows in ((Measurement, measurements), (LinkSample, links), (GpuSample, gpus),
-                        (FabricEventRow, events)):
+                        (FabricEventRow, events),
+                        (NicPortSample, nics),
+                        (HostPairResult, host_pair_rows(report, now))):
         insert_rows(session, model, rows)
     store_gpu_jobs(session, host.id, report)  # which job held each GPU
     write_host(session, host, values)
@@ -195,13 +221,24 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
                         measurements=len(measurements), counter_samples=len(links))
 
 
+def nic_rows(report: Report, host_id: int, report_pk: int) -> list[dict[str, Any]]:
+    """One nic_port_samples row per NIC port and reading (schema 5; none before), before
+    `sparse_nic_rows` leaves out the repeats."""
+    return [{"report_id": report_pk, "host_id": host_id, "at": sample.at,
+             "device": p.device, "port": p.port, "state": p.state, "phys_state": p.phys_state,
+             "rate_gbps": p.rate_gbps, "link_layer": p.link_layer,
+             "counters": dict(p.counters)}
+            for sample in report.counters for p in sample.nic_ports]
+
+
 def clock_columns(c: GpuClocks | None, throttle: SweepThrottle | None) -> dict[str, Any]:
-    """A gpu_samples row's clocks columns (migration 0017): all None without a sample."""
+    """A gpu_samples row's clocks columns (migration 0017; the sample as a list since 0033,
+    app/store/clocks_row.py): all None without a sample."""
     if c is None:
         return {"clock_reasons": None, "throttle": None, "clocks": None}
     return {"clock_reasons": c.reasons,
             "throttle": ",".join(throttle.kinds) if throttle else None,
-            "clocks": c.model_dump(mode="json", exclude={"gpu", "reasons"})}
+            "clocks": packed_clocks(c.model_dump(mode="json", exclude={"gpu", "reasons"}))}
 
 
 def _report_row(report: Report, host_id: int, now: datetime, digest: str) -> dict[str, Any]:
@@ -241,15 +278,14 @@ def _measurement_rows(report: Report, host_id: int, report_pk: int,
                       throttled: dict[int, SweepThrottle]) -> list[dict[str, Any]]:
     rows = []
     for r in report.results:
+        if cross_host(r):  # host_pair_results (host_pairs.py)
+            continue
         src, dst = stored_pair(r)
         rows.append({
             "report_id": report_pk, "host_id": host_id, "test": r.test.value,
             "src": src, "dst": dst,
-            "gpus": list(r.gpus), "value": r.value, "unit": r.unit.value,
-            "samples": list(r.samples), "bytes_per_copy": r.bytes_per_copy,
-            "copies": r.copies, "gpu_time_s": r.gpu_time_s,
-            "device_memory_bytes": r.device_memory_bytes, "verified": r.verified,
-            "contended": r.contended, "foreign_bytes": r.foreign_bytes, "error": r.error,
+            "gpus": list(r.gpus) or None, "value": r.value,  # NULLs: migration 0034
+            "contended": r.contended, "foreign_bytes": r.foreign_bytes or None, "error": r.error,
             "measured_at": r.started_at or report.started_at,
             "throttle": result_label(r.local_gpus(), throttled),
         })

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.alerting.context import load_context
 from peerwatch.app.alerting.engine import Outcome, apply_findings, findings_of
+from peerwatch.app.alerting.listening import Listening
 from peerwatch.app.alerting.rule import Finding, Rule
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.judging.transaction import judging
@@ -22,7 +23,7 @@ from peerwatch.app.runtime.config import Settings
 def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
                   settings: Settings, alerting: AlertingSettings,
                   rules: Sequence[Rule], due_before: datetime | None = None,
-                  rejudge: bool = False) -> Outcome:
+                  rejudge: bool = False, listening: Listening | None = None) -> Outcome:
     """Judge `host` at `now`, store its state, evaluate the rules over that state and commit
     both together: the alerts fire from exactly the verdicts every reader sees.
 
@@ -40,7 +41,7 @@ def evaluate_host(sessions: sessionmaker[Session], host: str, now: datetime,
         if judged.row is not None:
             assert judged.health is not None  # judged in full (the fast path is `unchanged`)
             ctx = load_context(judged.session, judged.row, now, settings, alerting,
-                               judged.health)
+                               judged.health, listening)
             findings = findings_of(ctx, rules)
         outcome = apply_findings(judged.session, host, findings, now, alerting,
                                  {r.name for r in rules})

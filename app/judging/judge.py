@@ -47,6 +47,7 @@ from peerwatch.app.analysis.gpu_health import (
 )
 from peerwatch.app.analysis.health import PairJudgement, TestJudgement, judge_pair, pair_label
 from peerwatch.app.analysis.jobs import with_fault_jobs, with_holders, with_job_notes
+from peerwatch.app.analysis.nic_health import NicLimits, judge_nics
 from peerwatch.app.analysis.off_bus import off_bus_gpus
 from peerwatch.app.analysis.pair_faults import fault_facts
 from peerwatch.app.analysis.pattern_wait import bad_from, hold_facts, without_held
@@ -71,6 +72,8 @@ from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import checks_against
 from peerwatch.app.store.tables.inventory import Host, last_heard_at
+from peerwatch.probes.report import TestName
+from peerwatch.probes.test_kinds import kind_of
 
 
 def _judge_pairs(fabric: HostFabric,
@@ -131,8 +134,8 @@ def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float
                 by_event: Mapping[int, PatternFault],
                 switches: Mapping[int, str]) -> list[GpuJudgement]:
     own: dict[int, list[TestJudgement]] = defaultdict(list)  # each GPU's tests, by name
-    for (s, d, _), j in sorted(tests.items(), key=lambda kv: kv[0][2]):  # StrEnum: by name
-        if s == d:
+    for (s, d, t), j in sorted(tests.items(), key=lambda kv: kv[0][2]):  # StrEnum: by name
+        if s == d and not _joint_failure(t, j):
             own[s].append(j)
     out = []
     had = _ports_had(fabric)
@@ -146,6 +149,12 @@ def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float
         out.append(judge_gpu(gpu, facts, [j for j in links if j.gpu == gpu],
                              [p for p in pairs if gpu in (p.src, p.dst)]))
     return out
+
+
+def _joint_failure(test: TestName, j: TestJudgement) -> bool:
+    """A failed joint test (all-to-all): one GPU hangs or fails it on every GPU, so its
+    failure is no GPU's own; ProbeFailing pages it and the pair tests find the GPU."""
+    return kind_of(test).joint and j.verdict is Verdict.DOWN
 
 
 def _still_reduced(gpus: list[GpuJudgement], first: dict[int, str]) -> list[GpuJudgement]:
@@ -324,6 +333,8 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
         health.gpu_facts[gpu] = {**health.gpu_facts.get(gpu, {}),
                                  "driver": driver_facts(findings)}
     health.peers = {**peers.facts(), **loaded.peer_basis}
+    health.nics = [j.as_dict() for j in judge_nics(loaded.nic_readings, loaded.nic_types,
+                                                     NicLimits())]
     health.test_states, health.judged_report = states, judged_report
     health.events = events
     return health

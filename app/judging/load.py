@@ -8,7 +8,7 @@ report, bounded in time so PostgreSQL reads only the newest day partitions. Hist
 only to seed a key that has no state yet (a host's first sweep, a new pair, the rows of a
 database migrated from before the state was stored) or when an operator asks for a
 re-judgement: the look-back window's samples and each key's newest healthy values for its
-baseline, each key through the (host, src, dst, test, measured_at) index.
+baseline, each key through the (host, src, dst, test) index (migration 0033).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from peerwatch.app.analysis.fleet_peers import GroupKey
 from peerwatch.app.analysis.health import Sample
 from peerwatch.app.analysis.jobs import JobSpan
+from peerwatch.app.analysis.nic_health import Reading
 from peerwatch.app.analysis.throttle import SweepThrottle
 from peerwatch.app.analysis.xid_judge import EventFact
 from peerwatch.app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
@@ -40,13 +41,14 @@ from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.queries.fabric import load_fabric
 from peerwatch.app.queries.fleet_peers import Stats, group_stats
 from peerwatch.app.queries.jobs import host_spans
+from peerwatch.app.queries.nics import nic_inventory, port_readings
 from peerwatch.app.queries.page_holds import fabric_manager_of
 from peerwatch.app.queries.throttle import throttle_history
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import host_driver, host_models, pair_groups
-from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.app.store.tables.history import Measurement, ReportRow, foreign_bytes_of
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import FabricManagerInfo, TestName
 
@@ -101,7 +103,8 @@ def new_results(session: Session, host_id: int, after_report: int
     for src, dst, name, at, value, contended, error, foreign in session.execute(
             query.order_by(Measurement.measured_at, Measurement.id)):
         assert src is not None and dst is not None  # the query asked for pair tests only
-        out[(src, dst, _test_of(name))].append(sample(at, value, contended, error, foreign))
+        out[(src, dst, _test_of(name))].append(
+            sample(at, value, contended, error, foreign_bytes_of(foreign)))
     return out, max(ids)
 
 
@@ -109,8 +112,9 @@ def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], sin
                     until: datetime, per_key: int
                     ) -> dict[PairKey, list[tuple[datetime, float]]]:
     """The newest `per_key` judged (when, value)s of each key, oldest first, each read
-    through the (host, src, dst, test, measured_at) index: the cost follows `per_key`, not
-    the window."""
+    through the (host, src, dst, test) index: on PostgreSQL the window's day partitions
+    bound the time (a key has a row a sweep, 144 a day), the index no longer holds it
+    (0033: deduplicated, ~8 bytes a row instead of ~70)."""
     values: dict[PairKey, list[tuple[datetime, float]]] = defaultdict(list)
     ordered = sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
     for start in range(0, len(ordered), BATCH):
@@ -162,6 +166,8 @@ class TestInputs:
     """What the (pair, test) judgements of one sweep go on from."""
 
     states: dict[PairKey, Running] = field(default_factory=dict)  # stored, to carry on
+    bases: dict[PairKey, tuple[float, float, int] | None] = field(
+        default_factory=dict)  # the baseline stored with each state (`Running.pack`)
     low_before: dict[PairKey, datetime] = field(default_factory=dict)  # stored low runs
     new: dict[PairKey, list[Sample]] = field(default_factory=dict)  # since the last judgement
     history: dict[PairKey, list[Sample]] = field(default_factory=dict)  # window, to seed
@@ -185,7 +191,7 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
         if r["low_since"] is not None:
             out.low_before[key] = r["low_since"]
         if r.get("state") is not None and not reseed:
-            out.states[key] = Running.unpack(r["state"])
+            out.states[key], out.bases[key] = Running.unpack_with_base(r["state"])
     everything = judged_report is None or reseed
     if everything:  # the newest report first: one stored in between is judged again, not lost
         out.judged_report = newest_report(session, host_id)
@@ -195,8 +201,12 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
         assert judged_report is not None
         new, newest = new_results(session, host_id, judged_report)
         out.judged_report = newest or judged_report
-        out.seeded = {k for k in new.keys() | stored_keys
-                      if k not in out.states or _out_of_order(out.states[k], new.get(k))}
+        states = out.states  # a key without a state, or with results older than its state:
+        out.seeded = {k for k in stored_keys if k not in states}  # (one pass over each set,
+        for k, samples in new.items():  # no union of ~416 keys built and walked again)
+            state = states.get(k)
+            if state is None or _out_of_order(state, samples):
+                out.seeded.add(k)
     if everything or out.seeded:
         history = pair_samples(session, host_id, window[0])
         out.seeded |= set(history) if everything else set()
@@ -245,6 +255,9 @@ class Loaded:
     jobs: list[JobSpan] = field(default_factory=list)  # over the look-back
     # GPU -> PCIe AER growth per second by kind (app/analysis/gpu_health.py)
     aer_rates: dict[int, dict[str, float | None]] = field(default_factory=dict)
+    # RDMA NIC ports' readings over the rate window, and each NIC's type (nic_health.py)
+    nic_readings: dict[tuple[str, int], list[Reading]] = field(default_factory=dict)
+    nic_types: dict[str, str | None] = field(default_factory=dict)
 
 
 def load_host(session: Session, settings: Settings, row: Host, now: datetime,
@@ -272,6 +285,8 @@ def load_host(session: Session, settings: Settings, row: Host, now: datetime,
         fabric=fabric, tests=tests, link_rates=link_rates(session, row.id, since),
         pcie_replays=pcie_replay_rates(session, row.id, since),
         aer_rates=aer_rates(session, row.id, since),
+        nic_readings=port_readings(session, row.id, since),
+        nic_types={n["name"]: n.get("hca_type") for n in nic_inventory(session, row.id)},
         peer_groups=pair_groups(row, fabric),
         peer_stats=group_stats(session, host_models(fabric), host_driver(row)),
         peer_basis={"changed_at": stamp.isoformat() if stamp else None},

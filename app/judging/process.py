@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 from peerwatch.app.judging.queue import QueueLoad
 from peerwatch.app.judging.worker import wake_message
@@ -39,9 +41,13 @@ class JudgeProcess:
     """The judge child of this server process, as the app's judge queue."""
 
     def __init__(self, settings: Settings, on_lag: Callable[[float], None] | None = None,
-                 shard: tuple[int, int] = (0, 1)) -> None:
+                 shard: tuple[int, int] = (0, 1), listening_since: datetime | None = None
+                 ) -> None:
         self.settings = settings
         self.shard = shard  # (this child's index, of how many): the hosts it judges
+        # the server's start, kept across the child's restarts: a judge restarted while
+        # the server listened gives no probe a restart's grace (app/alerting/listening.py)
+        self.listening_since = listening_since
         self._on_lag = on_lag
         self._child: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -56,10 +62,11 @@ class JudgeProcess:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setblocking(False)
         command = [sys.executable, "-m", "peerwatch.app.cli", "judge", "--wake-fd",
-                   str(theirs.fileno()),
-                   "--database-url", self.settings.database_url]
+                   str(theirs.fileno())]
         if self.shard[1] > 1:
             command += ["--shard", f"{self.shard[0]}/{self.shard[1]}"]
+        if self.listening_since is not None:
+            command += ["--listening-since", self.listening_since.isoformat()]
         nice = self.settings.judge_nice
         nice = self.settings.worker_nice if nice is None else nice
         if nice:  # below the server's event loop (app/runtime/priority.py) and, at will, its ingest
@@ -67,7 +74,11 @@ class JudgeProcess:
         # a process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
         # reaches the server, which stops its judge in order (SIGTERM, then waits), rather
         # than both at once, with the server restarting a judge that had stopped on its own
-        self._child = subprocess.Popen(command, pass_fds=(theirs.fileno(),), process_group=0)
+        # the database URL (it may hold a password) in the child's environment, never in
+        # its command line, which every user of the machine can read
+        env = {**os.environ, "PEERWATCH_DATABASE_URL": self.settings.database_url}
+        self._child = subprocess.Popen(command, pass_fds=(theirs.fileno(),), process_group=0,
+                                       env=env)
         theirs.close()
         self._sock = ours
         log.info("judge process %d started", self._child.pid)

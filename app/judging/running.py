@@ -115,14 +115,6 @@ def _us_of(s: Sample) -> int:
     return _us(s.at) if us is None else us
 
 
-def _judged_values(s: Sample) -> tuple[int, float]:
-    """A kept judged sample as stored: (`_us_of(s)`, `_v(s)`), inline (~2,500 a sweep)."""
-    d = s.__dict__
-    us, value = d.get("_us"), d["value"]
-    assert value is not None
-    return (_us(s.at) if us is None else us), value
-
-
 def _v(sample: Sample) -> float:
     """A kept judged or contended sample's value (only failures have none)."""
     assert sample.value is not None
@@ -208,15 +200,43 @@ class Running(NamedTuple):
     def pack(self, base: tuple[float, float, int] | None) -> bytes:
         """The state as stored (`packed.py`), with its baseline summed up for readers
         (centre, spread, n: the series' baseline)."""
-        return packed.pack(self.blocks, self.part, [_judged_values(s) for s in self.judged],
-                           [(_us_of(s), _v(s), s.foreign_bytes) for s in self.contended],
-                           [(_us_of(s), s.error or "") for s in self.failures], base)
+        flat: list[float] = []  # (at µs, value) of each judged sample, flat: `_us_of` and
+        add = flat.append  # `_v` inline (~2,500 a sweep; every kept sample, `sample` and
+        for s in self.judged:  # `_Kept` alike, holds its fields in its __dict__)
+            d = s.__dict__
+            us = d.get("_us")
+            add(_us(s.at) if us is None else us)
+            value = d["value"]
+            assert value is not None  # a judged sample has a value
+            add(value)
+        return packed.pack_flat(self.blocks, self.part, flat,
+                                [(_us_of(s), _v(s), s.foreign_bytes) for s in self.contended],
+                                [(_us_of(s), s.error or "") for s in self.failures], base)
 
     @classmethod
     def unpack(cls, data: bytes) -> Running:
         """A stored state back; its samples built as `sample` builds them, inline (~2,500
         judged samples come back every 8-GPU sweep)."""
-        blocks, part, judged, contended, failures, _ = packed.unpack(data)
+        return cls.unpack_with_base(data)[0]
+
+    def stored_baseline(self, stored: tuple[float, float, int] | None, min_samples: int
+                        ) -> tuple[float, float, int] | None:
+        """`baseline(min_samples)`, taken from `stored` (what `pack` stored beside these
+        same blocks and values) where it must be the same: its count is theirs and reaches
+        `min_samples`, or there is none and they do not (a changed setting: worked out)."""
+        n = BLOCK * len(self.blocks) + len(self.part)
+        enough = n >= max(1, min_samples)
+        if stored is not None and enough and stored[2] == n:
+            return stored
+        if stored is None and not enough:
+            return None
+        return self.baseline(min_samples)
+
+    @classmethod
+    def unpack_with_base(cls, data: bytes
+                         ) -> tuple[Running, tuple[float, float, int] | None]:
+        """`unpack`, and the baseline stored beside the state (`pack`)."""
+        blocks, part, judged, contended, failures, base = packed.unpack(data)
         kept = []
         for us, value in judged:  # a `_Kept` of (us, value), its `at` lazy; not contended,
             s = _new(_Kept)  # no error, no foreign bytes: the dataclass's defaults, as class
@@ -228,7 +248,8 @@ class Running(NamedTuple):
             blocks, part, tuple(kept),
             tuple([_sample(at, v, True, None, fb) for at, v, fb in contended]) if contended
             else (),
-            tuple([_sample(at, None, False, e) for at, e in failures]) if failures else ())
+            tuple([_sample(at, None, False, e) for at, e in failures]) if failures else ()
+        ), base
 
 
 def learn(state: Running, value: float, at: datetime, max_samples: int,
@@ -257,10 +278,16 @@ def advance(state: Running, new: Iterable[Sample], teaches: Callable[[float], bo
             state = Running(state.blocks, state.part, state.judged,
                             (*state.contended, s)[-CONTENDED_KEPT:])
         else:
-            assert s.value is not None  # value is None exactly when error is set
-            if teaches(s.value):
-                state = learn(state, s.value, s.at, max_samples, window_s)
-            state = Running(state.blocks, state.part, (*state.judged, s)[-keep:])
+            value = s.value
+            assert value is not None  # value is None exactly when error is set
+            if not teaches(value):
+                state = Running(state.blocks, state.part, (*state.judged, s)[-keep:])
+            elif len(state.part) < BLOCK - 1:  # `learn` inline where no block fills (~19
+                state = Running(state.blocks, (*state.part, value),  # of 20 sweeps)
+                                (*state.judged, s)[-keep:])
+            else:
+                state = learn(state, value, s.at, max_samples, window_s)
+                state = Running(state.blocks, state.part, (*state.judged, s)[-keep:])
     return state
 
 

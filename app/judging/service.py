@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.alerting.alertmanager import AlertmanagerClient
 from peerwatch.app.alerting.engine import ACTIVE, Outcome
+from peerwatch.app.alerting.listening import Listening, quiet_from
 from peerwatch.app.alerting.notify import Delivery, deliver
 from peerwatch.app.alerting.rule import Rule
 from peerwatch.app.alerting.rules import RULES
@@ -47,15 +49,22 @@ def wall_clock() -> datetime:
 
 class AlertingService:
     def __init__(self, sessions: sessionmaker[Session], settings: Settings,
-                 alerting: AlertingSettings, rules: Sequence[Rule] = RULES) -> None:
+                 alerting: AlertingSettings, rules: Sequence[Rule] = RULES,
+                 listening_since: datetime | None = None) -> None:
+        """`listening_since`: when the server this judges for began to take reports (None:
+        unknown, no restart grace; app/alerting/listening.py)."""
         self.sessions = sessions
         self.settings = settings
         self.alerting = alerting
         self.rules = rules
+        self.listening_since = listening_since
+        self._listening: Listening | None = None
         self.client = (AlertmanagerClient(alerting.alertmanager_url,
                                           alerting.alertmanager_timeout_s)
                        if alerting.alertmanager_url else None)
         self._delivering = threading.Lock()
+        self._deliveries: list[threading.Thread] = []  # after_ingest's, joined by close()
+        self._deliveries_lock = threading.Lock()
 
     # ----------------------------------------------------------------- the work
 
@@ -64,9 +73,22 @@ class AlertingService:
         """`rejudge` (an operator's request): judge the (pair, test) verdicts from history,
         seeding every key's running state afresh."""
         return evaluate_host(self.sessions, host, now or datetime.now(UTC), self.settings,
-                             self.alerting, self.rules, due_before, rejudge)
+                             self.alerting, self.rules, due_before, rejudge, self.listening())
 
-    def evaluate_all(self, now: datetime | None = None, only_due: bool = False) -> list[Outcome]:
+    def listening(self) -> Listening | None:
+        """Since when this server listened, and when the fleet's server went quiet before:
+        read once (what was heard before the start never changes)."""
+        if self.listening_since is None or self.alerting.probe_stale_restart_grace_s <= 0:
+            return None
+        if self._listening is None or self._listening.since != self.listening_since:
+            with self.sessions() as session:
+                quiet = quiet_from(session, self.listening_since)
+            self._listening = Listening(self.listening_since, quiet,
+                                        self.alerting.probe_stale_restart_grace_s)
+        return self._listening
+
+    def evaluate_all(self, now: datetime | None = None, only_due: bool = False,
+                     stopping: threading.Event | None = None) -> list[Outcome]:
         """Judge and evaluate every known host, and any host that still has active alerts
         (even if deleted).
 
@@ -79,7 +101,8 @@ class AlertingService:
         Without `now` (the real round) each host is judged at the time it is judged: a round
         over a large fleet takes a while, and a judgement stamped with the round's start
         would claim to predate reports it read (and be judged again by every scan). A given
-        `now` (a replay, a test's clock) judges every host at that instant.
+        `now` (a replay, a test's clock) judges every host at that instant. Once `stopping`
+        is set no further host is begun: the process is ending, the next round has them.
         """
         given = now
         clock: Callable[[], datetime] = wall_clock if given is None else (lambda: given)
@@ -96,6 +119,8 @@ class AlertingService:
                 hosts -= set(session.scalars(fresh))
         outcomes = []
         for host in sorted(hosts):
+            if stopping is not None and stopping.is_set():
+                break
             try:  # each host at the time it is judged: a long round's hosts are not back-dated
                 outcomes.append(self.evaluate_host(host, clock(), due_before))
             except Exception:  # one host's failure never stops the others
@@ -140,9 +165,16 @@ class AlertingService:
             log.exception("judging after ingest failed for host %s", host)
             return None
         if self.client is not None and (outcome.fired or outcome.resolved):
-            threading.Thread(target=self._deliver_quietly, name="peerwatch-alert-delivery",
-                             daemon=True).start()
+            self._start_delivery()
         return outcome
+
+    def _start_delivery(self) -> None:
+        """Deliver now, off the judging thread; kept until it ends, for close() to wait on."""
+        thread = threading.Thread(target=self._deliver_quietly, name="peerwatch-alert-delivery",
+                                  daemon=True)
+        with self._deliveries_lock:
+            self._deliveries = [t for t in self._deliveries if t.is_alive()] + [thread]
+            thread.start()
 
     def refresh_peers(self, now: datetime | None = None, only_due: bool = False
                       ) -> Refresh | None:
@@ -156,14 +188,18 @@ class AlertingService:
             session.commit()
             return done
 
-    def tick(self, now: datetime | None = None) -> None:
+    def tick(self, now: datetime | None = None, stopping: threading.Event | None = None
+             ) -> None:
         """One periodic round: recompute the fleet's peer stats, evaluate all hosts, deliver,
-        prune. Never raises."""
+        prune. Never raises. `stopping` (the judge process's): once set, the round ends
+        after the host being judged, so a stop need not wait for a whole fleet's round."""
         try:
             self.refresh_peers(now, only_due=True)
         except Exception:
             log.exception("recomputing the fleet peer stats failed")
-        self.evaluate_all(now, only_due=True)
+        self.evaluate_all(now, only_due=True, stopping=stopping)
+        if stopping is not None and stopping.is_set():
+            return
         self._deliver_quietly(now)
         try:
             self.prune(now)
@@ -176,7 +212,15 @@ class AlertingService:
         except Exception:
             log.exception("alert delivery failed")
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Wait (up to `timeout_s`) for deliveries under way, then close the client: a
+        delivery's database work must not outlive the process's shutdown
+        (app/judging/worker.py `_stop` says why)."""
+        deadline = time.monotonic() + timeout_s
+        with self._deliveries_lock:
+            running = list(self._deliveries)
+        for thread in running:
+            thread.join(max(0.0, deadline - time.monotonic()))
         if self.client is not None:
             self.client.close()
 
@@ -190,7 +234,8 @@ def service_for(app: Any) -> AlertingService:
     service: AlertingService | None = getattr(state, "alerting", None)
     if service is None:
         alerting = getattr(state, "alerting_settings", None) or AlertingSettings()
-        service = AlertingService(state.sessionmaker, state.settings, alerting)
+        service = AlertingService(state.sessionmaker, state.settings, alerting,
+                                  listening_since=getattr(state, "listening_since", None))
         state.alerting = service
     return service
 

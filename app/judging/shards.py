@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from peerwatch.app.judging.process import RESTART_S, JudgeProcess
@@ -34,10 +35,11 @@ def shard_count(settings: Settings) -> int:
 class JudgeShards:
     """The server's judge children, one per shard of the hosts."""
 
-    def __init__(self, settings: Settings, on_lag: Callable[[float], None] | None = None
-                 ) -> None:
+    def __init__(self, settings: Settings, on_lag: Callable[[float], None] | None = None,
+                 listening_since: datetime | None = None) -> None:
         count = shard_count(settings)
-        self.children = [JudgeProcess(settings, on_lag, shard=(i, count)) for i in range(count)]
+        self.children = [JudgeProcess(settings, on_lag, shard=(i, count),
+                                      listening_since=listening_since) for i in range(count)]
 
     def submit(self, host: str, arrived: float | None = None) -> None:
         self.children[shard_of(host, len(self.children))].submit(host, arrived)

@@ -32,6 +32,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
@@ -52,6 +53,7 @@ from peerwatch.app.store.tables.judged import JudgedHost
 log = logging.getLogger("peerwatch.judge")
 
 FIGURES_S = 0.5
+STOP_S = 25.0  # to finish at shutdown: the server kills its judge after its own 30 s
 MAX_LAGS_PER_MESSAGE = 2000  # ~20 kB: well under a local socket's message limit
 
 
@@ -89,13 +91,14 @@ class JudgeWorker:
     """The judge process's parts: the queue, its sources, and the figures it sends back."""
 
     def __init__(self, settings: Settings, wake: socket.socket | None = None,
-                 alerting: AlertingSettings | None = None, shard: tuple[int, int] = (0, 1)
-                 ) -> None:
+                 alerting: AlertingSettings | None = None, shard: tuple[int, int] = (0, 1),
+                 listening_since: datetime | None = None) -> None:
         self.settings = settings
         self.shard = shard  # (index, count): the scan picks up this share of the hosts
         self.engine = make_engine(settings)
         self.service = AlertingService(make_sessionmaker(self.engine), settings,
-                                       alerting or AlertingSettings())
+                                       alerting or AlertingSettings(),
+                                       listening_since=listening_since)
         self.wake = wake
         self.stopping = threading.Event()
         self._submitted: dict[str, float] = {}  # host -> newest submit here (epoch s)
@@ -163,7 +166,7 @@ class JudgeWorker:
     def _round_once(self) -> None:
         """The periodic round, in the one judge process holding the round lock."""
         if self._round_lead.held():
-            self.service.tick()
+            self.service.tick(stopping=self.stopping)
 
     def _send_figures_once(self) -> None:
         if self.wake is None:
@@ -181,35 +184,53 @@ class JudgeWorker:
     def run(self) -> int:
         """Judge until SIGTERM/SIGINT or until the server closes the socket."""
         self._round_lead = Leadership(self.engine, JUDGE_ROUND_LOCK)
-        threads = [threading.Thread(target=self._every, args=(self.settings.judge_scan_s,
-                                                              "_scan_once"), daemon=True),
-                   threading.Thread(target=self._every, args=(FIGURES_S, "_send_figures_once"),
-                                    daemon=True)]
+        sources = [self._thread("scan", self._every, self.settings.judge_scan_s, "_scan_once"),
+                   self._thread("figures", self._every, FIGURES_S, "_send_figures_once")]
         interval = self.service.alerting.alert_eval_interval_s
         if interval > 0:
-            threads.append(threading.Thread(target=self._every, args=(interval, "_round_once"),
-                                            daemon=True))
+            sources.append(self._thread("round", self._every, interval, "_round_once"))
         if self.wake is not None:
             self.wake.settimeout(1.0)
-            threads.append(threading.Thread(target=self._read_wakes, daemon=True))
+            sources.append(self._thread("wakes", self._read_wakes))
         heap.settle()  # before judging: full collections then skip start-up's objects
         self.queue.start()
-        for thread in threads:
+        for thread in sources:
             thread.start()
         self._scan_once()  # what was left behind by a judge that died, at once
         self.stopping.wait()
-        self.queue.stop()
-        self._round_lead.release()
-        self.service.close()
-        self.engine.dispose()
+        self._stop(sources)
         return 0
+
+    @staticmethod
+    def _thread(name: str, target: Callable[..., None], *args: object) -> threading.Thread:
+        return threading.Thread(target=target, args=args, name=f"peerwatch-judge-{name}",
+                                daemon=True)
+
+    def _stop(self, sources: list[threading.Thread]) -> None:
+        """Stop in order, within STOP_S: the sources (a scan or round under way finishes),
+        the queue's judgements, delivery, the engine. No thread of the judge may still run
+        at interpreter exit: each connection checkout is a `weakref.finalize`, and one made
+        or ended while CPython 3.11's exit hook iterates the finalizers fails it
+        ("dictionary changed size during iteration"). Daemon threads all the same: one
+        stuck past STOP_S must not keep the process from ending (the server kills it)."""
+        deadline = time.monotonic() + STOP_S
+        for thread in sources:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.queue.stop(max(0.0, deadline - time.monotonic()))
+        self._round_lead.release()
+        self.service.close(max(0.0, deadline - time.monotonic()))
+        self.engine.dispose()
+        if any(t.is_alive() for t in sources):
+            log.warning("judge process: a scan or round still ran after %g s; left to end",
+                        STOP_S)
 
 
 def run_judge_process(settings: Settings, wake_fd: int | None,
-                      shard: tuple[int, int] = (0, 1)) -> int:
+                      shard: tuple[int, int] = (0, 1),
+                      listening_since: datetime | None = None) -> int:
     """`peerwatch judge`'s body: stop cleanly on SIGTERM/SIGINT."""
     wake = socket.socket(fileno=wake_fd) if wake_fd is not None else None
-    worker = JudgeWorker(settings, wake, shard=shard)
+    worker = JudgeWorker(settings, wake, shard=shard, listening_since=listening_since)
 
     def stop(_signum: int, _frame: object) -> None:
         worker.stopping.set()

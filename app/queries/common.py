@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from peerwatch.app.analysis.health import Sample
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.store import packed
-from peerwatch.app.store.tables.history import Measurement
+from peerwatch.app.store.tables.history import Measurement, foreign_bytes_of
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import TestName
@@ -57,7 +57,8 @@ def pair_samples(session: Session, host_id: int, since: datetime,
             query.order_by(Measurement.measured_at, Measurement.id)):
         assert src is not None and dst is not None  # the query asked for pair tests only
         out[(src, dst, TestName(name))].append(
-            Sample(at=at, value=value, contended=contended, error=error, foreign_bytes=foreign))
+            Sample(at=at, value=value, contended=contended, error=error,
+                   foreign_bytes=foreign_bytes_of(foreign)))
     return out
 
 

@@ -17,7 +17,7 @@ from sqlalchemy import and_, case, func, select, true, tuple_
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.gpu_health import AER_COLUMNS
-from peerwatch.app.store.tables.history import LINK_KEYFRAME_S, GpuSample, LinkSample
+from peerwatch.app.store.tables.history import LINK_IDLE_KEYFRAME_S, GpuSample, LinkSample
 
 COUNTERS = ("tx_bytes", "rx_bytes", "replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 JUDGED = ("replay", "recovery", "crc_flit")  # what `app.analysis.fabric_health` judges
@@ -29,18 +29,18 @@ def link_rates(session: Session, host_id: int, since: datetime,
     readings), over the host's readings from `since` on.
 
     The link rows are sparse (app/ingest/sparse_links.py): a reading equal in its error
-    counters to the port's one before is not stored, except at keyframes. So each port's
-    value at `since` is its newest row at or before it, which a keyframe puts at most
-    LINK_KEYFRAME_S back (where a reading stands at `since`, as `rate_window_start` finds),
-    growth is counted on the steps that end after `since`, and every rate spans the host's
-    readings in the window, first to last, as each port's did when every reading was kept."""
+    counters to the port's stored row before is not stored, except at keyframes. So each
+    port's value at the window's first reading is its newest row at or before it, which a
+    keyframe puts at most LINK_IDLE_KEYFRAME_S back, growth is counted on the steps that end
+    after that reading, and every rate spans the host's readings in the window, first to
+    last, as each port's did when every reading was kept (a port unmoved all along grew 0)."""
     first, last = host_readings_span(session, host_id, since)
     if first is None or last is None:
         return {}
-    reach = since - timedelta(seconds=LINK_KEYFRAME_S) if first == since else since
+    reach = first - timedelta(seconds=LINK_IDLE_KEYFRAME_S)
     rows = _growth(session, LinkSample, (LinkSample.gpu, LinkSample.link), counters,
                    LinkSample.host_id == host_id, LinkSample.at >= reach,
-                   after=since if reach < since else None, sparse=True)
+                   after=first, sparse=True)
     span = (None, None) if first == last else (first, last)
     out: dict[tuple[int, int], dict[str, float | None]] = {}
     for gpu, link, *values in rows:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.queries.common import get_host
+from peerwatch.app.store.clocks_row import clocks_of
 from peerwatch.app.store.tables.history import GpuSample
 
 DEFAULT_RANGE = timedelta(hours=6)
@@ -38,7 +39,7 @@ def gpu_series(session: Session, name: str, since: datetime | None, until: datet
         lambda: {"at": [], "sm_clock_mhz": [], "power_w": [], "temperature_c": []})
     limits: dict[int, dict[str, Any]] = {}
     for gpu, at, clocks in reversed(rows):
-        c = clocks or {}
+        c = clocks_of(clocks) or {}
         series = gpus[gpu]
         series["at"].append(at)
         series["sm_clock_mhz"].append(c.get("sm_clock_mhz"))

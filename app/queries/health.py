@@ -114,6 +114,7 @@ def health_from_rows(row: Host, fabric: HostFabric, rows: StoredRows) -> HostHea
                         if (kept := {k: r["facts"][k] for k in ("peer", "throttle", "driver")
                                      if r["facts"].get(k)})}
     health.peers = top["facts"].get("peers") or {}
+    health.nics = top["facts"].get("nics") or []
     return health
 
 

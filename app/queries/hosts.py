@@ -13,6 +13,7 @@ from peerwatch.app.queries.busy import busy_fields
 from peerwatch.app.queries.common import get_host
 from peerwatch.app.queries.fabric import load_fabric
 from peerwatch.app.queries.health import NOT_JUDGED
+from peerwatch.app.queries.nics import nic_inventory
 from peerwatch.app.schemas.common import PairRef
 from peerwatch.app.schemas.gpu_evidence import GpuClocksOut, RdmaReadinessOut
 from peerwatch.app.schemas.hosts import (
@@ -25,6 +26,8 @@ from peerwatch.app.schemas.hosts import (
     ProbeErrorOut,
     ReportOut,
 )
+from peerwatch.app.schemas.nics import NicOut
+from peerwatch.app.store.clocks_row import clocks_of
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.app.store.tables.history import GpuSample, ReportRow
 from peerwatch.app.store.tables.inventory import Host, HostRuntime
@@ -57,7 +60,8 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
                            last_report_at=host.last_report_at,
                            last_received_at=host.last_received_at,
                            last_sweep_at=host.last_sweep_at, stale=True,
-                           alerts_firing=alerts_firing, **busy_fields(host, None))
+                           alerts_firing=alerts_firing, clock_skew_s=host.clock_skew_s,
+                           **busy_fields(host, None))
     worst = None
     if judged.worst_test is not None and judged.worst_ratio is not None:
         assert judged.worst_src is not None and judged.worst_dst is not None
@@ -68,7 +72,8 @@ def _summary(host: Host, judged: JudgedHost | None, alerts_firing: int) -> HostS
         reason=judged.reason, since=judged.since, gpus_total=judged.gpus_total,
         gpus_healthy=judged.gpus_healthy, worst_pair=worst, last_report_at=host.last_report_at,
         last_received_at=host.last_received_at, last_sweep_at=host.last_sweep_at,
-        stale=judged.stale, alerts_firing=alerts_firing, **busy_fields(host, judged.judged_at),
+        stale=judged.stale, alerts_firing=alerts_firing, clock_skew_s=host.clock_skew_s,
+        **busy_fields(host, judged.judged_at),
     )
 
 
@@ -102,7 +107,7 @@ def _clocks(r: GpuSample | None) -> GpuClocksOut | None:
     if r is None or r.clocks is None:
         return None
     try:
-        c = GpuClocks(gpu=r.gpu, reasons=r.clock_reasons, **r.clocks)
+        c = GpuClocks(gpu=r.gpu, reasons=r.clock_reasons, **(clocks_of(r.clocks) or {}))
     except ValueError:
         return None  # written by another version of the schema: not shown, not a 500
     return GpuClocksOut.of(r.at, c, r.throttle.split(",") if r.throttle else [])
@@ -160,7 +165,15 @@ def host_detail(session: Session, name: str) -> HostDetail:
         pairs=[PairOut(**p.model_dump()) for _, p in sorted(fabric.pairs.items())],
         last_sweep=_last_sweep(session, host.id),
         imex=_imex(session, host.id),
+        nics=_nics(session, host.id),
     )
+
+
+def _nics(session: Session, host_id: int) -> list[NicOut]:
+    """Each NIC of the newest report with its ports as last judged (the host's facts)."""
+    facts = session.scalar(select(JudgedHost.facts).where(JudgedHost.host_id == host_id))
+    judged = (facts or {}).get("nics") or []
+    return [NicOut.of(device, judged) for device in nic_inventory(session, host_id)]
 
 
 def _imex(session: Session, host_id: int) -> ImexStatus | None:

@@ -15,7 +15,7 @@ from peerwatch.app.analysis.placement_inputs import measured_matrix, view_from_i
 from peerwatch.app.analysis.switch_fold import offerable
 from peerwatch.app.records.health import HostHealth
 from peerwatch.app.records.keys import PairKey
-from peerwatch.probes.report import Inventory
+from peerwatch.probes.report import Inventory, TestName
 
 
 def _evidence(health: HostHealth) -> dict[PairKey, list[Sample]]:
@@ -45,4 +45,22 @@ def placement_view(health: HostHealth) -> tuple[FabricView, datetime | None]:
     view = view_from_inventory(inventory, measured, gpu_verdicts, pairs)
     gone = [GpuState(g.gpu, False, g.reason) for g in health.gpus if g.gpu not in fabric.gpus]
     apart = sorted(stored_faults((s, d, f) for (s, d), f in health.pair_facts.items()))
-    return replace(view, gpus=[*view.gpus, *gone], apart=apart), newest
+    test, figures = measured_all_to_all(health)
+    return replace(view, gpus=[*view.gpus, *gone], apart=apart, all_to_all=figures,
+                   all_to_all_test=test), newest
+
+
+def measured_all_to_all(health: HostHealth) -> tuple[str | None, dict[int, float]]:
+    """Each GPU's newest judged all-to-all figure, of `a2a_nccl` where measured (what MoE
+    frameworks run), else `a2a_ce`; 0 for a GPU whose newest run failed."""
+    for test in (TestName.A2A_NCCL, TestName.A2A_CE):
+        figures = {}
+        for (src, dst, t), j in health.tests.items():
+            if t is not test or src != dst:
+                continue
+            failed = j.latest is not None and j.latest.error is not None
+            if failed or j.value is not None:
+                figures[src] = 0.0 if failed else float(j.value or 0.0)
+        if figures:
+            return test.value, figures
+    return None, {}

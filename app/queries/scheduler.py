@@ -21,6 +21,7 @@ from peerwatch.app.schemas.scheduler import (
     GpuRdma,
     SchedulableHost,
     UnhealthyGpu,
+    UnhealthyNicPort,
     UnknownPair,
 )
 from peerwatch.app.store.tables.inventory import Gpu, Host
@@ -141,7 +142,15 @@ def _candidate(row: Any, gpus: list[_Gpu], wanted: int, rdma: list[GpuRdma] | No
                  for g in gpus if g.offered and g.verdict != Verdict.HEALTHY],
         last_report_at=row.last_report_at, judged_at=row.judged_at, rdma=rdma or [],
         unknown_pairs=[p for p in unknown or () if {p.src, p.dst} <= set(good)],
+        unhealthy_nics=unhealthy_nics(getattr(row, "facts", None)),
     )
+
+
+def unhealthy_nics(facts: dict[str, Any] | None) -> list[UnhealthyNicPort]:
+    """The host's NIC ports not healthy, from its stored judgement's facts."""
+    return [UnhealthyNicPort(nic=p["nic"], port=p["port"], verdict=p["verdict"],
+                             reason=p["reason"])
+            for p in (facts or {}).get("nics", ()) if p["verdict"] != Verdict.HEALTHY.value]
 
 
 def schedulable(session: Session, wanted: int, rdma_ready: bool = False
@@ -161,7 +170,8 @@ def schedulable(session: Session, wanted: int, rdma_ready: bool = False
     hosts: list[SchedulableHost] = []
     left_out: dict[str, str] = {}
     rows = session.execute(select(Host.id, Host.name, Host.last_report_at, JudgedHost.verdict,
-                                  JudgedHost.stale, JudgedHost.reason, JudgedHost.judged_at)
+                                  JudgedHost.stale, JudgedHost.reason, JudgedHost.judged_at,
+                                  JudgedHost.facts)
                            .outerjoin(JudgedHost, JudgedHost.host_id == Host.id)
                            .order_by(Host.name))
     rdma, apart, unknown = _rdma_of(session), apart_of(session), unknown_pairs_of(session)

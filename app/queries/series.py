@@ -29,7 +29,11 @@ from peerwatch.app.schemas.series import (
     SeriesResponse,
 )
 from peerwatch.app.store.sql import epoch_seconds
-from peerwatch.app.store.tables.history import Measurement, MeasurementRollup
+from peerwatch.app.store.tables.history import (
+    Measurement,
+    MeasurementRollup,
+    foreign_bytes_of,
+)
 from peerwatch.probes.report import TestName, unit_of
 
 TARGET_BUCKETS = 300
@@ -81,7 +85,7 @@ def _points(session: Session, where: list, which: ColumnElement[bool]) -> list[S
         select(Measurement.measured_at, Measurement.value, Measurement.foreign_bytes,
                Measurement.error, Measurement.throttle).where(*where, which)
         .order_by(Measurement.measured_at.desc()).limit(MAX_LISTED))
-    return [SeriesPoint(at=at, value=v, foreign_bytes=fb, error=err, throttle=th)
+    return [SeriesPoint(at=at, value=v, foreign_bytes=foreign_bytes_of(fb), error=err, throttle=th)
             for at, v, fb, err, th in reversed(rows.all())]
 
 

@@ -11,15 +11,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.throttle import SweepThrottle, clocks_detail
+from peerwatch.app.store.clocks_row import clocks_of
 from peerwatch.app.store.tables.history import GpuSample, ReportRow
 from peerwatch.probes.clocks import GpuClocks
 
 MARGIN = timedelta(days=1)  # a sample taken before its report started (a skewed probe)
 
 
-def _clocks(gpu: int, reasons: int | None, stored: dict | None) -> GpuClocks | None:
+def _clocks(gpu: int, reasons: int | None, stored: list | dict | None) -> GpuClocks | None:
     try:
-        return GpuClocks(gpu=gpu, reasons=reasons, **(stored or {}))
+        return GpuClocks(gpu=gpu, reasons=reasons, **(clocks_of(stored) or {}))
     except ValueError:
         return None  # a row written by another version: no detail, the kinds still stand
 

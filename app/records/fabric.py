@@ -10,11 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from peerwatch.app.analysis.all_to_all import A2AFlow, Path, expected_all_to_all
 from peerwatch.app.analysis.expected import (
+    DEFAULT_NVLINK_SPEED_BPS,
     Expectation,
     at_slot_maximum,
     expected,
     expected_gpu,
+    pcie_bps,
     trained_below,
 )
 from peerwatch.app.store.tables.inventory import Gpu, Host
@@ -27,6 +30,7 @@ from peerwatch.probes.report import (
     TestName,
     test_scope,
 )
+from peerwatch.probes.test_kinds import kind_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,6 +87,8 @@ class HostFabric:
     def expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach with the NVLinks it has up now; for a per-GPU test
         (stored as src == dst) what the GPU's PCIe link offers."""
+        if kind_of(test).expect.model == "all_to_all":
+            return self._all_to_all(test, src, full=False) if src == dst else None
         if test_scope(test) == "gpu":
             gpu = self.gpus.get(src)
             return expected_gpu(test, gpu) if gpu is not None and src == dst else None
@@ -108,6 +114,8 @@ class HostFabric:
     def full_expectation(self, test: TestName, src: int, dst: int) -> Expectation | None:
         """What the pair should reach at its full NVLink width, saying how many links are up
         when some are not: lost links show their cost instead of lowering the bar."""
+        if kind_of(test).expect.model == "all_to_all":
+            return self._all_to_all(test, src, full=True) if src == dst else None
         now = self.expectation(test, src, dst)
         pair = self.pairs.get((src, dst))
         if now is None or pair is None:
@@ -138,6 +146,33 @@ class HostFabric:
             return now  # NVLink or latency: the PCIe link is not on the path's figure
         return Expectation(best.value, best.unit,
                            f"{best.basis}; trained {', '.join(below)} now")
+
+    def _all_to_all(self, test: TestName, gpu: int, *, full: bool) -> Expectation | None:
+        """What `gpu` should send in an all-to-all over every GPU of the host
+        (`analysis/all_to_all.py`): with the NVLinks up now, or (`full`) at every pair's
+        full width and each PCIe link at its slot's maximum, so lost links show their cost."""
+        flows = []
+        for (a, b), pair in self.pairs.items():
+            if a not in self.gpus or b not in self.gpus:
+                continue
+            width, switched = self.full_width(a, b) if full else (
+                pair.nvlink_width, pair.via_nvswitch)
+            ends = [at_slot_maximum(self.gpus[g]) if full else self.gpus[g] for g in (a, b)]
+            speed = (self.link_speed_bps(a, b) or self._seen_speed(a, b)
+                     or DEFAULT_NVLINK_SPEED_BPS)
+            path: Path = ("staged" if pair.can_access_peer is False else
+                    ("nvswitch" if switched else "direct") if width else "pcie")
+            flows.append(A2AFlow(a, b, path, width * speed, pcie_bps(ends[0]),
+                                 pcie_bps(ends[1])))
+        found = expected_all_to_all(test, gpu, flows)
+        if found is None or not full:
+            return found
+        now = self.expectation(test, gpu, gpu)
+        if now is not None and now.value < found.value * 0.999:
+            return Expectation(found.value, found.unit,
+                               f"{found.basis}; {now.value / 1e9:.1f} GB/s with the links "
+                               "up now")
+        return found
 
     def _seen_speed(self, src: int, dst: int) -> float | None:
         speeds = [p.speed_bps for p in self.gone_links if p.gpu in (src, dst) and p.speed_bps]

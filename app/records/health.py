@@ -36,6 +36,9 @@ class HostHealth:
     pair_facts: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     gpu_facts: dict[int, dict[str, Any]] = field(default_factory=dict)  # a GPU's own tests
     peers: dict[str, Any] = field(default_factory=dict)
+    # each RDMA NIC port's verdict, reason, findings, rates and newest counters
+    # (app/analysis/nic_health.py NicPortJudgement.as_dict), stored in the host's facts
+    nics: list[dict[str, Any]] = field(default_factory=list)
     # what the next judgement goes on from (app/judging/running.py): each (pair, test)'s
     # running state, and the newest report judged
     test_states: dict[PairKey, bytes] = field(default_factory=dict)  # packed.py

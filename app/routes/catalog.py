@@ -24,8 +24,9 @@ class TestOut(BaseModel):
     __test__ = False  # not a pytest class
 
     name: TestName
-    scope: Literal["pair", "gpu", "set"] = Field(
-        description="pair: src -> dst; gpu: one GPU (src); set: a GPU set (allreduce)")
+    scope: Literal["pair", "gpu", "set", "host_pair"] = Field(
+        description="pair: src -> dst; gpu: one GPU (src); set: a GPU set (allreduce); "
+                    "host_pair: src on the host -> dst on peer_host (GET /api/v1/network/pairs)")
     unit: str = Field(description="B/s or s (latency: lower is better)")
     about: str
     label: str = Field(description="a short title for a column of this test")

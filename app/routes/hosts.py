@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import RequestValidationError
 
+from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.analysis.clock import clock_note
 from peerwatch.app.api.deps import HostPath, SessionDep, SettingsDep
 from peerwatch.app.api.errors import query_unprocessable
 from peerwatch.app.queries import host_health, host_summaries, latest_matrix
@@ -47,13 +49,26 @@ def _unprocessable(exc: ValueError) -> RequestValidationError:
 
 
 @router.get("", response_model=HostsResponse, summary="Every host with its health summary")
-def list_hosts(session: SessionDep) -> HostsResponse:
-    return HostsResponse(generated_at=utcnow(), hosts=host_summaries(session))
+def list_hosts(request: Request, session: SessionDep) -> HostsResponse:
+    limit = _skew_limit_s(request)
+    hosts = [h.model_copy(update={"clock_note": clock_note(h.clock_skew_s, limit)})
+             if not h.stale else h for h in host_summaries(session)]
+    return HostsResponse(generated_at=utcnow(), hosts=hosts)
 
 
 @router.get("/{host}", response_model=HostDetail, summary="A host's inventory")
-def get_host_detail(host: HostPath, session: SessionDep) -> HostDetail:
-    return host_detail(session, host)
+def get_host_detail(request: Request, host: HostPath, session: SessionDep) -> HostDetail:
+    detail = host_detail(session, host)
+    if detail.stale:  # a stale host says so already; its last skew is history
+        return detail
+    return detail.model_copy(update={"clock_note": clock_note(detail.clock_skew_s,
+                                                              _skew_limit_s(request))})
+
+
+def _skew_limit_s(request: Request) -> float:
+    """ProbeClockSkew's limit, as the judging service reads it (app/judging/service.py)."""
+    alerting = getattr(request.app.state, "alerting_settings", None) or AlertingSettings()
+    return float(alerting.clock_skew_warn_s)
 
 
 @router.get("/{host}/topology", response_model=TopologyResponse,

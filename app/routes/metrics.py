@@ -13,13 +13,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from peerwatch.app.alerting.listening import listening_families
 from peerwatch.app.exposition.collector import PeerwatchCollector
 from peerwatch.app.exposition.drain import drain_families
 from peerwatch.app.exposition.ingest import IngestStats
 from peerwatch.app.exposition.loader import load_snapshot
+from peerwatch.app.exposition.network import network_families
 from peerwatch.app.exposition.snapshot import FleetSnapshot
 from peerwatch.app.judging.service import service_for
 from peerwatch.probes.metrics_text import render
+from peerwatch.probes.report import utcnow
 
 router = APIRouter(tags=["metrics"])
 
@@ -47,6 +50,10 @@ def metrics(request: Request) -> Response:
     body = render(collector_for(request).collect())
     with request.app.state.sessionmaker() as session:
         body += render(drain_families(session))
+        body += render(network_families(session, request.app.state.settings, utcnow()))
+    listening = service_for(request.app).listening()
+    if listening is not None:
+        body += render(listening_families(listening))
     stats: IngestStats | None = getattr(request.app.state, "ingest_stats", None)
     if stats is not None:
         body += generate_latest(stats.registry)

@@ -32,6 +32,7 @@ from peerwatch.app.api.json_body import CLIENT_CLOSED_REQUEST, check_encoding, r
 from peerwatch.app.ingest.expand import expansions_for
 from peerwatch.app.ingest.gate import IngestGate, Saturated, gate_for
 from peerwatch.app.ingest.heard import heard_for
+from peerwatch.app.ingest.held import held_for
 from peerwatch.app.ingest.pool import IngestPool, Ticket, pool_for
 from peerwatch.app.ingest.posted import (
     DatabaseLocked,
@@ -95,6 +96,7 @@ async def post_report(request: Request, response: Response, speaker: ProbeDep,
         heard.note(host, arrived)
         raise
     heard.stored(result.host, arrived)
+    held_for(request.app).noted(result.host, result.report_id)  # a heartbeat may stand on it
     if result.duplicate:
         response.status_code = status.HTTP_200_OK
     elif not later:  # judged after the answer, by the judge queue (app/judging/queue.py)

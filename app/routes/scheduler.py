@@ -2,6 +2,7 @@
 
 `/scheduler/hosts` lists the hosts that are fresh, not down and have enough healthy GPUs;
 `/scheduler/cliques` names the NVLink cliques (rack-scale domains) with k healthy GPUs;
+`/scheduler/nodes` picks k healthy nodes by measured cross-host bandwidth (docs/network.md);
 `/scheduler/placement` runs `app.analysis.placement` on one host's health verdicts and latest
 measured matrix. Unknown hosts answer 404 naming the host (the `NotFound` handler in
 `app.main`); `gpus` < 1 or an unknown `pattern` 422; too few healthy GPUs 409 with the numbers
@@ -21,9 +22,18 @@ from peerwatch.app.api.deps import SessionDep, SettingsDep
 from peerwatch.app.api.errors import query_unprocessable
 from peerwatch.app.queries import host_health
 from peerwatch.app.queries.domains import clique_fits
+from peerwatch.app.queries.network import places as choice_places
+from peerwatch.app.queries.network_plan import node_choice
 from peerwatch.app.queries.placement import placement_view
 from peerwatch.app.queries.scheduler import schedulable
 from peerwatch.app.schemas.domains import CliquesResponse
+from peerwatch.app.schemas.network import (
+    LeftOutNode,
+    NodeOut,
+    NodePairOut,
+    NodesResponse,
+    NotEnoughNodesAnswer,
+)
 from peerwatch.app.schemas.scheduler import (
     NotEnoughGpusAnswer,
     NotEnoughGpusDetail,
@@ -104,3 +114,34 @@ def placement(
     return PlacementResponse.model_validate(
         {**result.__dict__, "host": health.host.name, "measured_at": measured_at,
          "judged_at": health.generated_at, "warnings": warnings})
+
+
+@router.get("/nodes", response_model=NodesResponse,
+            summary="k healthy nodes whose measured pairwise bandwidth is best",
+            responses={409: {"description": "Fewer than k healthy nodes on the network map "
+                                            "(`detail` names why each other was left out).",
+                             "model": NotEnoughNodesAnswer}})
+def nodes(session: SessionDep, settings: SettingsDep,
+          count: Annotated[int, Query(ge=1, le=4096, description="Nodes the job needs (k).")]
+          ) -> NodesResponse:
+    """Same NVL72 domain first, then the same leaf, then across the spine; the slowest
+    measured pair among the chosen, and every other host in `left_out` with why."""
+    now = utcnow()
+    choice, left_out = node_choice(session, settings, now, count)
+    left = [LeftOutNode(host=h, why=w) for h, w in sorted(left_out.items())]
+    if choice is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, detail={
+            "message": f"fewer than {count} healthy nodes on the network map",
+            "left_out": [x.model_dump() for x in left]})
+    chosen = set(choice.nodes)
+    places = choice_places(session)
+    return NodesResponse(
+        generated_at=now, count=count,
+        nodes=[NodeOut(host=h, leaf=places[h].leaf if h in places else None,
+                       domain=places[h].domain if h in places else None) for h in choice.nodes],
+        pairs=[NodePairOut(host=a, peer_host=b, measured_bps=m, verdict=v)
+               for (a, b), (m, v) in sorted(choice.pairs.items())],
+        min_pair_bps=choice.min_bps, why=choice.why,
+        left_out=[x for x in left if x.host not in chosen]
+        + [LeftOutNode(host=h, why="healthy, but a closer or faster set was chosen")
+           for h in sorted(set(places) - chosen - set(left_out))])

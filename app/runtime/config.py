@@ -212,6 +212,11 @@ class Settings(BaseSettings):
         "(CRC_DATA/ECC_DATA count corrected errors and are not judged)."
     )
 
+    # --- the network between hosts (docs/network.md)
+    network_retest_s: float = Field(
+        default=21_600.0, gt=0, description="A host pair tested this recently is not planned "
+        "again (its hosts' suspects are: they are retested first).")
+
     # --- fleet peers (docs/fleet-peers.md)
     fleet_peer_floor: float = Field(
         default=0.93, gt=0, le=1, description="A pair (or a host's median over its pairs) "

@@ -7,9 +7,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from peerwatch.app.analysis.clock import SKEW_DOC
+from peerwatch.app.analysis.clock import CLOCK_NOTE_DOC, SKEW_DOC
 from peerwatch.app.schemas.common import Busy, Judged, PairRef, with_example
 from peerwatch.app.schemas.gpu_evidence import GpuClocksOut, RdmaReadinessOut
+from peerwatch.app.schemas.nics import NicOut
 from peerwatch.probes.gpu_health import GpuDriverHealth, ImexStatus
 from peerwatch.probes.report import (
     LinkState,
@@ -37,6 +38,8 @@ class HostSummary(Judged, Busy):
     last_sweep_at: datetime | None
     stale: bool = Field(description="No report for longer than PEERWATCH_STALE_AFTER_S.")
     alerts_firing: int = Field(default=0, description="Firing alerts labelled with this host.")
+    clock_skew_s: float | None = Field(default=None, description=SKEW_DOC)
+    clock_note: str | None = Field(default=None, description=CLOCK_NOTE_DOC)
 
 
 class HostsResponse(BaseModel):
@@ -161,6 +164,7 @@ class HostDetail(BaseModel):
         default=None, description="When the newest report arrived, by the server's clock "
         "(what staleness is judged by).")
     clock_skew_s: float | None = Field(default=None, description=SKEW_DOC)
+    clock_note: str | None = Field(default=None, description=CLOCK_NOTE_DOC)
     stale: bool
     changed_at: datetime | None = Field(
         default=None, description="When what the host's health, topology, matrix and pair "
@@ -175,3 +179,7 @@ class HostDetail(BaseModel):
         default=None, description="The IMEX daemon as the newest report read it (`present` "
         "false where IMEX is not installed): shown beside the measured bandwidth, never "
         "trusted alone. Null: the probe sent none.")
+    nics: list[NicOut] = Field(
+        default_factory=list, description="The host's RDMA NICs (InfiniBand/RoCE) as the "
+        "newest report read them, each port as judged: state, rate, counters and their "
+        "rates (docs/network.md). Empty: the probe sent none (schema 5).")

@@ -8,7 +8,7 @@ filled from them with `model_validate(..., from_attributes=True)`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +39,13 @@ class GpuRdma(BaseModel):
     reason: str
 
 
+class UnhealthyNicPort(BaseModel):
+    nic: str = Field(examples=["mlx5_1"])
+    port: int
+    verdict: str = Field(examples=["down", "degraded"])
+    reason: str = Field(examples=["mlx5_1 port 1 flapping: link_downed +0.0167/s ..."])
+
+
 class SchedulableHost(JudgedAt):
     host: str
     gpus_total: int
@@ -64,6 +71,11 @@ class SchedulableHost(JudgedAt):
     rdma: list[GpuRdma] = Field(
         default_factory=list, description="GPUDirect RDMA readiness of each GPU "
         "(app/analysis/rdma.py): a field, never a veto unless `rdma_ready` is asked for.")
+    unhealthy_nics: list[UnhealthyNicPort] = Field(
+        default_factory=list, description="RDMA NIC ports (InfiniBand/RoCE) not healthy: "
+        "down, flapping, link errors rising, trained below their rate or congested "
+        "(app/analysis/nic_health.py; the same words as /health and the NIC alerts). A "
+        "field for multi-node jobs, never a veto of the host's GPUs.")
 
 
 class SchedulerHostsResponse(BaseModel):
@@ -145,6 +157,10 @@ class PlacementResponse(JudgedAt):
     weakest_pair: tuple[int, int] | None = Field(description="The pair that limits the set.")
     estimated_pairs: list[tuple[int, int]]
     model: str = Field(description="How predicted_bps was worked out.")
+    source: Literal["measured", "predicted"] = Field(
+        default="predicted", description="measured: predicted_bps is the host's measured "
+        "all-to-all (a2a_nccl, else a2a_ce: the chosen set is the one it ran over, its "
+        "slowest GPU's figure); predicted: worked out from pair figures (`model`).")
     exact: bool = Field(description="Every set (and ring order) was tried; else greedy search.")
     measured_at: datetime | None = Field(description="Latest measurement the matrix used.")
     runner_ups: list[CandidateSetOut]

@@ -23,14 +23,26 @@ Port = tuple[int, int]  # (gpu, link)
 
 
 Errors = tuple[int | None, ...]  # a port's error counters, in `sparse_links.ERRORS` order
+Traffic = tuple[int | None, ...]  # its tx/rx byte counters, in `sparse_links.TRAFFIC` order
+NicKey = tuple[str, int]  # (device, port)
 
 
 @dataclass(frozen=True)
 class LinkReadings:
-    """What a host's NVLink ports read last (`app/ingest/sparse_links.py`): each port's error
-    counters then, and when its newest row was written (a rate query reaches back to it)."""
+    """What a host's NVLink ports' newest stored rows read (`app/ingest/sparse_links.py`):
+    each port's error and tx/rx counters in its newest row, and that row's time (a rate
+    query reaches back to it)."""
 
-    ports: dict[Port, tuple[Errors, datetime]]
+    ports: dict[Port, tuple[Errors, Traffic, datetime]]
+
+
+@dataclass(frozen=True)
+class NicSnapshot:
+    """A host's newest stored RDMA port reading (`app/ingest/sparse_nics.py`): every port's
+    values then, and its time."""
+
+    ports: dict[NicKey, tuple[object, ...]]
+    at: datetime
 
 
 class InventoryMemo:
@@ -43,6 +55,7 @@ class InventoryMemo:
     def __init__(self) -> None:
         self._stored: dict[int, tuple[bytes, datetime]] = {}
         self._links: dict[int, tuple[LinkReadings, datetime]] = {}
+        self._nics: dict[int, tuple[NicSnapshot, datetime]] = {}
 
     def unchanged(self, host: Stamped, fingerprint: bytes) -> bool:
         return (host.last_report_at is not None
@@ -61,3 +74,13 @@ class InventoryMemo:
 
     def remember_links(self, host_id: int, readings: LinkReadings, version: datetime) -> None:
         self._links[host_id] = (readings, version)
+
+    def nics(self, host: Stamped) -> NicSnapshot | None:
+        """The host's newest stored NIC reading, on the same terms as `links`."""
+        kept = self._nics.get(host.id)
+        if kept is None or host.last_report_at is None or kept[1] != host.last_report_at:
+            return None
+        return kept[0]
+
+    def remember_nics(self, host_id: int, snapshot: NicSnapshot, version: datetime) -> None:
+        self._nics[host_id] = (snapshot, version)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
 VERSION = 1
@@ -45,16 +44,48 @@ def pack(blocks: Sequence[Block], part: Sequence[float], judged: Sequence[tuple[
          contended: Sequence[tuple[int, float, int]], failures: Sequence[tuple[int, str]],
          base: Base | None) -> bytes:
     """The state's values (times in µs since the epoch, a block's in s) as bytes."""
-    values: list[Any] = [*chain.from_iterable(blocks), *part, *chain.from_iterable(judged),
-                         *chain.from_iterable(contended), *(base or ())]
-    out = [HEADER.pack(VERSION, len(blocks), len(part), len(judged), len(contended),
-                       len(failures), base is not None),
-           _body(len(blocks), len(part), len(judged), len(contended),
-                 base is not None).pack(*values)]
+    flat: list[Any] = []
+    for j in judged:
+        flat.extend(j)
+    return pack_flat(blocks, part, flat, contended, failures, base)
+
+
+def pack_flat(blocks: Sequence[Block], part: Sequence[float], judged: list[Any],
+              contended: Sequence[tuple[int, float, int]], failures: Sequence[tuple[int, str]],
+              base: Base | None) -> bytes:
+    """`pack`, the judged samples given flat (at µs, value, at µs, value, ...), as the
+    judgement builds them from its samples without a tuple each. On every sweep's path
+    (~416 states): the values go into one list by `extend`, the header and body are one
+    `struct` call (the `Struct` of each shape kept in a plain dict)."""
+    nb, np_, nj, nc, ne = len(blocks), len(part), len(judged) // 2, len(contended), len(failures)
+    shape = (nb, np_, nj, nc, ne, base is not None)
+    body = _SHAPES.get(shape)
+    if body is None:
+        if len(_SHAPES) >= SHAPES_KEPT:
+            _SHAPES.clear()
+        body = _SHAPES[shape] = struct.Struct(
+            HEADER.format + _body(nb, np_, nj, nc, base is not None).format[1:])
+    values: list[Any] = [VERSION, nb, np_, nj, nc, ne, base is not None]
+    for b in blocks:
+        values.extend(b)
+    values.extend(part)
+    values.extend(judged)
+    for c in contended:
+        values.extend(c)
+    if base is not None:
+        values.extend(base)
+    out = body.pack(*values)
+    if not failures:
+        return out
+    parts = [out]
     for at, error in failures:
         text = error.encode()
-        out.append(struct.pack("<qI", at, len(text)) + text)
-    return b"".join(out)
+        parts.append(struct.pack("<qI", at, len(text)) + text)
+    return b"".join(parts)
+
+
+SHAPES_KEPT = 4096  # header + body shapes; a bound, not an eviction policy
+_SHAPES: dict[tuple[int, int, int, int, int, bool], struct.Struct] = {}
 
 
 Unpacked = tuple[tuple[Block, ...], tuple[float, ...], tuple[tuple[int, float], ...],

@@ -8,9 +8,21 @@ since the previous run (a probe's spool delivering old reports late), so rollups
 without bookkeeping.
 Only hours whose raw samples are still complete are ever re-aggregated.
 
-On PostgreSQL the raw tables are partitioned by day (`app/store/partitions.py`): the job
-first makes the days ahead, and pruning drops whole expired days instead of deleting rows
-(so raw samples stay up to a day longer than `retention_raw_days`). An advisory lock lets
+An hour is complete when it has ended and every host heard lately has a sweep stored that
+finished past it (`_rollup_end`): each rollup row is then written once. Rolling up an hour
+whose results were still coming in (a spool's backlog, a fleet's history sent at once)
+rewrote each of its rows at every pass, each rewrite a dead version and, on full pages, a
+new index entry (docs/scale.md: 2.4x the bytes of the rows written once; a fillfactor
+made the rewrites HOT but not the table smaller). A host heard lately but far behind (a
+probe clock hours slow, sweeps paused) holds the rollups back at most ROLLUP_HOLD_MAX; the
+series read the hours not rolled up from the raw rows meanwhile (app/queries/series.py).
+
+On PostgreSQL the raw tables and job snapshots are partitioned by day, report rows and
+rollups by month (`app/store/partitions.py`): the job first makes the periods ahead, and
+pruning drops whole expired partitions instead of deleting rows (so raw samples stay up to
+a day longer than `retention_raw_days`, reports and rollups up to a month longer than
+`retention_rollup_days`). What is still deleted row by row is small: the rows of the
+default partitions, a few job spans per job, the fabric events. An advisory lock lets
 exactly one replica run the job at a time; the others skip. `run_maintenance` is safe to
 call as often as you like.
 """
@@ -20,12 +32,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, case, delete, func, insert, select, text
+from sqlalchemy import Engine, case, delete, func, or_, select, text, tuple_
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store import partitions
 from peerwatch.app.store.sql import epoch_seconds, from_epoch_seconds
+from peerwatch.app.store.tables.events import FabricEventRow
 from peerwatch.app.store.tables.fleet import JobSnapshot
 from peerwatch.app.store.tables.history import (
     GpuSample,
@@ -34,9 +49,12 @@ from peerwatch.app.store.tables.history import (
     MeasurementRollup,
     ReportRow,
 )
+from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.jobs import GpuJobSpan
+from peerwatch.app.store.tables.nics import NicPortSample
 
 HOUR = timedelta(hours=1)
+ROLLUP_HOLD_MAX = timedelta(hours=6)  # the longest one host's reports hold the rollups back
 MAINTENANCE_LOCK_ID = 0x7065_6572_6D61  # "perma"
 
 
@@ -89,10 +107,36 @@ def _rollup_start(session: Session, settings: Settings, now: datetime) -> dateti
     return max(floor_hour(min(candidates)), complete_from)
 
 
+def _rollup_end(session: Session, settings: Settings, now: datetime) -> datetime:
+    """Where the hours complete by `now` end: the hour of `now`, or the hour of the oldest
+    newest sweep (`last_sweep_at`, its finish by the probe's clock) among the hosts heard
+    within `stale_after_s`, but not before ROLLUP_HOLD_MAX back. A sweep's results are
+    measured from its start, minutes before its finish; a host sweeps one at a time, so
+    once a sweep that finished past an hour is stored, no result of that hour is still to
+    come. A host not heard lately (stale) holds nothing back: its hours are as complete
+    as they will be."""
+    lo = now - timedelta(seconds=settings.stale_after_s)
+    heard = or_(Host.last_received_at.between(lo, now), Host.last_heard_at.between(lo, now))
+    slowest = session.scalar(select(func.min(Host.last_sweep_at)).where(heard))
+    end = floor_hour(now)
+    if slowest is None:
+        return end
+    return max(min(end, floor_hour(slowest)), floor_hour(now - ROLLUP_HOLD_MAX))
+
+
+ROLLUP_KEY = ("host_id", "src", "dst", "test", "hour")
+ROLLUP_VALUES = ("count", "min", "max", "sum", "contended_count", "error_count")
+
+
 def roll_up(session: Session, start: datetime, end: datetime) -> int:
-    """Replace the rollups of hours [start, end) by aggregates of the raw measurements."""
-    session.execute(delete(MeasurementRollup).where(MeasurementRollup.hour >= start,
-                                                    MeasurementRollup.hour < end))
+    """Make the rollups of hours [start, end) the aggregates of the raw measurements.
+
+    One upsert that rewrites only the rows whose aggregate changed: an hour re-rolled for a
+    late report rewrites the keys that report measured, and an update in place lets
+    PostgreSQL reuse the page of the version it replaces, where deleting every row of the
+    hours and inserting them again left a dead copy of each per run (7 per row when a
+    spool's backlog came in over an hour) for vacuum to find. No row of those hours can be
+    left without raw rows: only hours whose raw samples are complete are rolled up."""
     hour = epoch_seconds(Measurement.measured_at) // 3600
     ok = Measurement.error.is_(None) & Measurement.contended.is_(False)
     judged = case((ok, Measurement.value), else_=None)
@@ -109,9 +153,17 @@ def roll_up(session: Session, start: datetime, end: datetime) -> int:
         .group_by(Measurement.host_id, Measurement.src, Measurement.dst, Measurement.test,
                   hour)
     )
-    cols = ["host_id", "src", "dst", "test", "hour", "count", "min", "max", "sum",
-            "contended_count", "error_count"]
-    session.execute(insert(MeasurementRollup).from_select(cols, aggregate))
+    upsert = (postgresql_insert if session.get_bind().dialect.name == "postgresql"
+              else sqlite_insert)
+    statement = upsert(MeasurementRollup).from_select([*ROLLUP_KEY, *ROLLUP_VALUES],
+                                                      aggregate)
+    table = MeasurementRollup.__table__
+    stored = tuple_(*(table.c[c] for c in ROLLUP_VALUES))  # type: ignore[attr-defined]
+    fresh = tuple_(*(statement.excluded[c] for c in ROLLUP_VALUES))
+    session.execute(statement.on_conflict_do_update(
+        index_elements=list(ROLLUP_KEY),
+        set_={c: statement.excluded[c] for c in ROLLUP_VALUES},
+        where=stored.is_distinct_from(fresh)))
     # Counted, not taken from rowcount: drivers disagree on it for INSERT ... SELECT.
     return session.scalar(select(func.count()).select_from(MeasurementRollup).where(
         MeasurementRollup.hour >= start, MeasurementRollup.hour < end)) or 0
@@ -121,32 +173,37 @@ def prune(session: Session, settings: Settings, now: datetime,
           out: MaintenanceResult) -> dict[str, int]:
     raw_cutoff = now - timedelta(seconds=settings.retention_raw_s)
     rollup_cutoff = now - timedelta(seconds=settings.retention_rollup_s)
-    statements = {
+    cutoffs = {"measurements": raw_cutoff, "link_samples": raw_cutoff,
+               "gpu_samples": raw_cutoff, "job_snapshots": raw_cutoff,
+               "reports": rollup_cutoff, "measurement_rollups": rollup_cutoff}
+    deletes = {
         "measurement_rollups": delete(MeasurementRollup).where(
             MeasurementRollup.hour < rollup_cutoff),
         "reports": delete(ReportRow).where(ReportRow.finished_at < rollup_cutoff),
         "job_snapshots": delete(JobSnapshot).where(JobSnapshot.taken_at < raw_cutoff),
+        "measurements": delete(Measurement).where(Measurement.measured_at < raw_cutoff),
+        "link_samples": delete(LinkSample).where(LinkSample.at < raw_cutoff),
+        "gpu_samples": delete(GpuSample).where(GpuSample.at < raw_cutoff),
+    }
+    statements = {
         # which job held a GPU: a few rows per job, kept as long as the reports naming it
         "gpu_jobs": delete(GpuJobSpan).where(GpuJobSpan.last_seen < rollup_cutoff),
+        # NIC port readings: raw samples, never partitioned (a few rows per report)
+        "nic_port_samples": delete(NicPortSample).where(NicPortSample.at < raw_cutoff),
+        # a report's events, kept as long as it (rare: a report with an Xid)
+        "fabric_events": delete(FabricEventRow).where(FabricEventRow.at < rollup_cutoff),
     }
-    if partitions.is_partitioned(session.connection()):
-        out.dropped = partitions.drop_days_before(session.connection(), raw_cutoff)
-        pruned = partitions.prune_default(session.connection(), raw_cutoff)
-    else:
-        statements |= {
-            "measurements": delete(Measurement).where(Measurement.measured_at < raw_cutoff),
-            "link_samples": delete(LinkSample).where(LinkSample.at < raw_cutoff),
-            "gpu_samples": delete(GpuSample).where(GpuSample.at < raw_cutoff),
-        }
-        pruned = {}
+    conn, pruned = session.connection(), dict[str, int]()
+    for table in partitions.partitioned_tables(conn):  # PostgreSQL: whole partitions
+        del deletes[table]
+        out.dropped += partitions.drop_days_before(conn, cutoffs[table], [table])
+        pruned |= partitions.prune_default(conn, cutoffs[table], [table])
     return pruned | {name: max(session.execute(stmt).rowcount or 0, 0)  # type: ignore[attr-defined]
-                     for name, stmt in statements.items()}
+                     for name, stmt in (deletes | statements).items()}
 
 
 def make_days_ahead(session: Session, now: datetime) -> list[str]:
     """PostgreSQL: the partitions from yesterday to `AHEAD_DAYS` ahead of `now`."""
-    if not partitions.is_partitioned(session.connection()):
-        return []
     today = partitions.today(now)
     return partitions.ensure_days(session.connection(), today - partitions.DAY,
                                   today + timedelta(days=partitions.AHEAD_DAYS))
@@ -167,7 +224,7 @@ def run_maintenance(engine: Engine, settings: Settings,
         if not _locked(session):
             return MaintenanceResult(skipped=True)
         out = MaintenanceResult(made=make_days_ahead(session, now))
-        start, end = _rollup_start(session, settings, now), floor_hour(now)
+        start, end = _rollup_start(session, settings, now), _rollup_end(session, settings, now)
         if start is not None and start < end:
             out.rolled_from, out.rolled_until = start, end
             out.rollup_rows = roll_up(session, start, end)

@@ -35,8 +35,7 @@ from peerwatch.app.store import partitions
 from peerwatch.probes.report import Report
 
 CHUNK_BYTES = 4 << 20
-MEASUREMENT_COLUMNS = ("report_id, host_id, test, src, dst, gpus, value, unit, samples, "
-                       "bytes_per_copy, copies, gpu_time_s, device_memory_bytes, verified, "
+MEASUREMENT_COLUMNS = ("report_id, host_id, test, src, dst, gpus, value, "
                        "contended, foreign_bytes, error, measured_at")
 REPORT_COLUMNS = ("id, report_id, host_id, schema_version, kind, started_at, finished_at, "
                   "received_at, gpu_time_s, wall_time_s, device_memory_bytes_max, "
@@ -60,9 +59,7 @@ def _measurement_middles(template: Report) -> list[str]:
     out = []
     for r in template.results:
         cols = [r.test.value, *stored_pair(r),
-                json.dumps(list(r.gpus)), r.value, r.unit.value, json.dumps(list(r.samples)),
-                r.bytes_per_copy, r.copies, r.gpu_time_s, r.device_memory_bytes, r.verified,
-                r.contended, r.foreign_bytes, r.error]
+                json.dumps(list(r.gpus)), r.value, r.contended, r.foreign_bytes, r.error]
         out.append("\t".join(_text(c) for c in cols))
     return out
 
@@ -178,8 +175,6 @@ def _ingest_rows(template: Report, host_id: int, report_pk: int,
     for r in template.results:
         measurements.append((report_pk, host_id, r.test.value, *stored_pair(r),
                              json.dumps(list(r.gpus)), r.value,
-                             r.unit.value, json.dumps(list(r.samples)), r.bytes_per_copy,
-                             r.copies, r.gpu_time_s, r.device_memory_bytes, r.verified,
                              r.contended, r.foreign_bytes, r.error, at))
     links, gpus = [], []
     for sample in template.counters:
@@ -195,7 +190,7 @@ INSERT_REPORT = (f"INSERT INTO reports ({REPORT_COLUMNS.split(', ', 1)[1]}) VALU
                  "(%s, %s, 1, 'sweep', %s, %s, %s, 1.0, 40.0, 0, 1.0, 0, 0, '[]', '[]') "
                  "RETURNING id")
 INSERT_MEASUREMENT = (f"INSERT INTO measurements ({MEASUREMENT_COLUMNS}) VALUES "
-                      f"({', '.join(['%s'] * 18)})")
+                      f"({', '.join(['%s'] * 11)})")
 INSERT_LINK = ("INSERT INTO link_samples (report_id, host_id, at, gpu, link, tx_bytes, "
                "rx_bytes, replay, recovery, crc_flit, crc_data, ecc_data) VALUES "
                f"({', '.join(['%s'] * 12)})")

@@ -9,14 +9,20 @@ its CPU on sending, not on building reports. The host mark is already in its can
 checks it stands exactly once, as the report's host name: a mark that no longer matches
 would have every simulated host post as one (as "__HOST__" did, lowercased on the way in).
 
+What a host posts at each report time is its `Wire`'s: `FullReports` (every report in full,
+as an agent before issue 37 did) unless the caller passes others, such as bench/fleet.py's
+`AgentWire`s (bench/helpers/agent_wire.py: what the tree's agent sends, a heartbeat in place
+of an unchanged inventory, a full report at once when the server answers 409).
+
 Three phases:
 - `warm_up`: every host posts one sweep and then one inventory report, one at a time per
   server: the quiet per-report server cost (the `Server-Timing` header); a host warmed
-  keeps posting its inventory at its cadence meanwhile, as a probe does;
+  keeps posting what its agent posts at the inventory cadence meanwhile, as a probe does;
 - `load`: every host on its own compressed cadence (a sweep every 600/k s, inventory every
   30/k s, random phases), one post in flight per host as a probe does, 429/503 answered by
-  waiting `Retry-After` with jitter and sending the same report again (the probe spools it),
-  while /healthz is polled every 100 ms;
+  waiting `Retry-After` with jitter and sending the same report again (the probe spools it;
+  a refused heartbeat is skipped, as the agent never spools one), while /healthz is polled
+  every 100 ms;
 - `burst`: a few posters sending sweeps back to back: the API's rows/s at saturation.
 """
 
@@ -27,19 +33,24 @@ import gzip
 import random
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 import httpx
 
+from bench.helpers.judge_lag import Buckets, lag_buckets
 from peerwatch.probes.agent.clock_offset import OFFSET_HEADER, offset_sample
 from peerwatch.probes.agent.sender import (
     GZIP_LEVEL,
     HOST_HEADER,
+    REPORTS_PATH,
     SENT_AT_HEADER,
     WIRE_HEADER,
     reads_gzip,
 )
+from peerwatch.probes.heartbeat import HEARTBEATS_PATH, RESYNC_STATUS
 from peerwatch.probes.report import Report, ReportKind, valid_hostname, wire_fingerprint
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import SweepOptions, build_report
@@ -113,6 +124,53 @@ def host_name(i: int) -> str:
     return f"hgx8-{i:04d}"
 
 
+class Wire(Protocol):
+    """What one simulated host's agent posts (`AgentWire` in bench/helpers/agent_wire.py)."""
+
+    host: str
+
+    def post_for(self, kind: str, at: datetime) -> tuple[str, str]:
+        """(path, body) the agent posts for its `kind` report at `at`."""
+        ...
+
+    def full(self, kind: str, at: datetime) -> str:
+        """The report in full (after a 409)."""
+        ...
+
+    def resync(self) -> None:
+        """The server holds no full report of this host: the next goes in full."""
+        ...
+
+
+@dataclass
+class FullReports:
+    """An agent that sends every report in full (before issue 37): the overload bench's."""
+
+    host: str
+    tpl: dict[str, Template]
+
+    def post_for(self, kind: str, at: datetime) -> tuple[str, str]:
+        return REPORTS_PATH, self.full(kind, at)
+
+    def full(self, kind: str, at: datetime) -> str:
+        return self.tpl[kind].body(self.host, at)
+
+    def resync(self) -> None:
+        pass
+
+
+def full_wires(hosts: int, tpl: dict[str, Template]) -> list[FullReports]:
+    return [FullReports(host_name(i), tpl) for i in range(hosts)]
+
+
+HEARTBEAT = "heartbeat"  # a Sample's kind for a heartbeat's post
+ACCEPTED = (200, 201, 202, 204)  # a duplicate, stored, taken to store, a heartbeat taken
+
+
+def sample_kind(path: str, kind: str) -> str:
+    return HEARTBEAT if path == HEARTBEATS_PATH else kind
+
+
 @dataclass
 class Sample:
     kind: str
@@ -130,7 +188,7 @@ class Record:
     seconds: float = 0.0
 
     def accepted(self, kind: str | None = None) -> list[Sample]:
-        return [s for s in self.samples if s.status in (200, 201)
+        return [s for s in self.samples if s.status in ACCEPTED
                 and (kind is None or s.kind == kind)]
 
     def count(self, *statuses: int) -> int:
@@ -176,14 +234,18 @@ def learn_gzip(base: str, response: httpx.Response) -> None:
 
 
 async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
-               record: Record, host: str) -> httpx.Response | None:
+               record: Record, host: str, path: str = REPORTS_PATH) -> httpx.Response | None:
+    """One attempt, as the agent's Sender makes it: a report gzip-compressed once the server
+    said it reads gzip, a heartbeat plain (its answers say nothing of gzip)."""
     started = time.perf_counter()
     record.tried.setdefault(host, []).append(time.time())
     sent = datetime.now(UTC)
     headers = probe_headers(host)
+    beat = path == HEARTBEATS_PATH
     try:
-        response = await client.post(f"{base}/api/v1/reports",
-                                     content=as_sent(base, body, headers), headers=headers)
+        response = await client.post(f"{base}{path}", headers=headers,
+                                     content=body.encode() if beat
+                                     else as_sent(base, body, headers))
     except httpx.HTTPError:
         record.samples.append(Sample(kind, 0, (time.perf_counter() - started) * 1000, None))
         return None
@@ -192,7 +254,8 @@ async def post(client: httpx.AsyncClient, base: str, kind: str, body: str,
     offset = offset_sample(sent, datetime.now(UTC), response.headers.get("date"))
     if offset is not None:
         OFFSETS[host] = offset
-    learn_gzip(base, response)
+    if not beat:
+        learn_gzip(base, response)
     return response
 
 
@@ -202,61 +265,93 @@ def client(hosts: int, timeout_s: float = PROBE_TIMEOUT_S) -> httpx.AsyncClient:
 
 
 async def warm_up(bases: list[str], hosts: int, tpl: dict[str, Template],
-                  inventory_every_s: float = INVENTORY_S) -> Record:
-    """Every host's first sweep and inventory, one host at a time per server, as a fleet
-    reconnects after a server restart. Each behaves as its probe does: a request it gave up
-    on (the probe's own timeout) or that was refused is sent again, and once its first two
-    reports are in it keeps posting its inventory every `inventory_every_s` until the
-    warm-up ends (a probe does not fall silent while others catch up; those posts are not
-    in the record). A request never outlives the probe's timeout, so no clock reading
-    carries minutes of queueing, and no host the server has heard goes quiet: the
-    warm-up raised ProbeStale and ProbeClockSkew alerts for what only the bench did."""
-    record, queue = Record(), asyncio.Queue[int]()
-    for i in range(hosts):
-        queue.put_nowait(i)
+                  inventory_every_s: float = INVENTORY_S,
+                  wires: Sequence[Wire] | None = None, per_server: int = 1) -> Record:
+    """Every host's first sweep and inventory, `per_server` hosts at a time per server (one:
+    each report's server time is its own), as a fleet reconnects after a server restart.
+    Each behaves as its probe does: a request it gave up on (the probe's own timeout) or
+    that was refused is sent again, and once its first two reports are in it keeps posting
+    what its agent posts every `inventory_every_s` until the warm-up ends (a probe does not
+    fall silent while others catch up; those posts are not in the record). A request never
+    outlives the probe's timeout, so no clock reading carries minutes of queueing, and no
+    host the server has heard goes quiet: the warm-up raised ProbeStale and ProbeClockSkew
+    alerts for what only the bench did."""
+    wires = wires if wires is not None else full_wires(hosts, tpl)
+    record, queue = Record(), asyncio.Queue[Wire]()
+    for wire in wires[:hosts]:
+        queue.put_nowait(wire)
     done = asyncio.Event()
 
-    async def keep_heard(http: httpx.AsyncClient, base: str, name: str) -> None:
+    async def keep_heard(http: httpx.AsyncClient, base: str, wire: Wire) -> None:
         while not done.is_set():
             try:
                 await asyncio.wait_for(done.wait(), inventory_every_s)
                 return
             except TimeoutError:
-                body = tpl["inventory"].body(name, datetime.now(UTC))
-                await _until_stored(http, base, "inventory", body, Record(), name)
+                await deliver(http, base, wire, "inventory", Record,
+                              time.monotonic() + DRAIN_S)
 
     async def worker(http: httpx.AsyncClient, base: str, kept: list[asyncio.Task]) -> None:
         while not queue.empty():
-            name = host_name(queue.get_nowait())
+            wire = queue.get_nowait()
             for kind in ("sweep", "inventory"):
-                body = tpl[kind].body(name, datetime.now(UTC))
-                await _until_stored(http, base, kind, body, record, name, WARM_UP_TIMEOUT_S)
-            kept.append(asyncio.create_task(keep_heard(http, base, name)))
+                await _until_stored(http, base, wire, kind, record)
+            kept.append(asyncio.create_task(keep_heard(http, base, wire)))
 
     started = time.perf_counter()
     kept: list[asyncio.Task] = []
     async with client(hosts + len(bases)) as http:
-        await asyncio.gather(*(worker(http, base, kept) for base in bases))
+        await asyncio.gather(*(worker(http, base, kept) for base in bases
+                               for _ in range(per_server)))
         done.set()
         await asyncio.gather(*kept)
     record.seconds = time.perf_counter() - started
     return record
 
 
-async def _until_stored(http: httpx.AsyncClient, base: str, kind: str, body: str,
-                        record: Record, name: str, most_s: float = DRAIN_S) -> None:
-    """Post until stored, as the probe's spool does: a refusal waits its Retry-After, a
-    request that timed out is sent again; RuntimeError on any other answer, or after
-    `most_s` (setup, not a figure: a loaded machine's first sweeps may take long)."""
-    deadline = time.monotonic() + most_s
-    while time.monotonic() < deadline:
-        answer = await post(http, base, kind, body, record, name)
-        if answer is not None and answer.status_code in (200, 201, 202):
-            return
-        if answer is not None and answer.status_code not in (429, 503):
-            raise RuntimeError(f"warm-up post failed: {answer.status_code} {answer.text[:300]}")
-        await asyncio.sleep(_retry_after(answer))
-    raise RuntimeError(f"warm-up: {name}'s {kind} not stored within {most_s:g} s")
+async def _until_stored(http: httpx.AsyncClient, base: str, wire: Wire, kind: str,
+                        record: Record) -> None:
+    """A host's first `kind` report, in full, posted until stored as the probe's spool does;
+    RuntimeError on any other answer, or after WARM_UP_TIMEOUT_S (setup, not a figure: a
+    loaded machine's first sweeps may take long)."""
+    wire.resync()  # a fresh agent's first inventory goes in full (a sweep always does)
+    deadline = time.monotonic() + WARM_UP_TIMEOUT_S
+    status = await deliver(http, base, wire, kind, lambda: record, deadline)
+    if status is None or status in (429, 503):
+        raise RuntimeError(f"warm-up: {wire.host}'s {kind} not stored within "
+                           f"{WARM_UP_TIMEOUT_S:g} s")
+    if status not in ACCEPTED:
+        raise RuntimeError(f"warm-up: {wire.host}'s {kind} answered {status}")
+
+
+async def deliver(http: httpx.AsyncClient, base: str, wire: Wire, kind: str,
+                  record: Callable[[], Record], deadline: float) -> int | None:
+    """Post what `wire`'s agent posts for its `kind` report now, as the agent does
+    (`probes/agent/worker.py`): a report again until it is stored or `deadline` (monotonic)
+    passes, waiting out each refusal (the spool keeps it; a timed-out request is sent
+    again, the same report id); a heartbeat once (never spooled: a refused one is
+    skipped), and at its 409 the report in full at once. Each attempt goes to `record()`'s
+    record; the last answer's status is returned (None: no answer)."""
+    at = datetime.now(UTC)
+    path, body = wire.post_for(kind, at)
+    while True:
+        answer = await post(http, base, sample_kind(path, kind), body, record(), wire.host,
+                            path)
+        status = None if answer is None else answer.status_code
+        if status in ACCEPTED:
+            return status
+        if path == HEARTBEATS_PATH:
+            if status != RESYNC_STATUS:
+                return status
+            wire.resync()
+            path, body = REPORTS_PATH, wire.full(kind, at)
+            continue
+        if status is not None and status not in (429, 503) and status < 500:
+            return status  # refused for good (4xx): the agent drops it too
+        wait = _retry_after(answer) * random.uniform(0.5, 1.5)
+        if time.monotonic() + wait >= deadline:
+            return status
+        await asyncio.sleep(wait)
 
 
 def _retry_after(response: httpx.Response | None) -> float:
@@ -275,13 +370,15 @@ class Window:
     end: float
     settle: Record = field(default_factory=Record)
     measured: Record = field(default_factory=Record)
+    # each replica's judge lag histogram when the measured part began (judge_lag.py)
+    lag_start: list[Buckets] = field(default_factory=list)
 
     def record(self) -> Record:
         return self.measured if time.monotonic() >= self.measure_from else self.settle
 
 
-async def _probe(http: httpx.AsyncClient, base: str, name: str, tpl: dict[str, Template],
-                 compress: float, start: float, window: Window) -> None:
+async def _probe(http: httpx.AsyncClient, base: str, wire: Wire, compress: float,
+                 start: float, window: Window) -> None:
     every = {"inventory": INVENTORY_S / compress, "sweep": SWEEP_S / compress}
     due = {kind: start + random.random() * every[kind] for kind in every}
     while True:
@@ -290,12 +387,7 @@ async def _probe(http: httpx.AsyncClient, base: str, name: str, tpl: dict[str, T
             return
         await asyncio.sleep(max(0.0, due[kind] - time.monotonic()))
         window.record().late_s.append(time.monotonic() - due[kind])
-        body = tpl[kind].body(name, datetime.now(UTC))
-        while time.monotonic() < window.end:
-            answer = await post(http, base, kind, body, window.record(), name)
-            if answer is not None and answer.status_code in (200, 201):
-                break
-            await asyncio.sleep(_retry_after(answer) * random.uniform(0.5, 1.5))
+        await deliver(http, base, wire, kind, window.record, window.end)
         due[kind] += every[kind]
 
 
@@ -352,22 +444,33 @@ async def _settle(http: httpx.AsyncClient, bases: list[str], window: Window, mos
     window.measure_from = time.monotonic()
     window.end = window.measure_from + duration_s
     window.settle.seconds = window.measure_from - started
+    window.lag_start = await lags_now(bases)
+
+
+async def lags_now(bases: list[str]) -> list[Buckets]:
+    """Each replica's judge lag histogram, read off the event loop: a fleet's /metrics takes
+    a while, and the probes post meanwhile."""
+    return list(await asyncio.gather(*(asyncio.to_thread(lag_buckets, b) for b in bases)))
 
 
 async def load(bases: list[str], hosts: int, tpl: dict[str, Template], compress: float,
-               duration_s: float, settle_most_s: float = 0.0, settle_least_s: float = 0.0
-               ) -> Window:
+               duration_s: float, settle_most_s: float = 0.0, settle_least_s: float = 0.0,
+               wires: Sequence[Wire] | None = None) -> Window:
     """Every host at its cadence: first for `settle_least_s`, then until the judges caught up
     (at most `settle_most_s` in all, unmeasured: `Window.settle`), then for `duration_s`
-    (measured: `Window.measured`)."""
+    (measured: `Window.measured`). Each host posts what its `wires` entry's agent posts
+    (default: every report in full)."""
+    wires = wires if wires is not None else full_wires(hosts, tpl)
     start = time.monotonic()
     window = Window(measure_from=start + settle_most_s, end=start + settle_most_s + duration_s)
+    if settle_most_s <= 0:  # measured from the start
+        window.lag_start = await lags_now(bases)
     async with client(hosts) as http, client(4) as health:
         settling = (_settle(health, bases, window, settle_most_s, duration_s, settle_least_s)
                     if settle_most_s > 0 else asyncio.sleep(0))
         await asyncio.gather(
             settling, _poll_healthz(health, bases, window),
-            *(_probe(http, bases[i % len(bases)], host_name(i), tpl, compress, start, window)
+            *(_probe(http, bases[i % len(bases)], wires[i], compress, start, window)
               for i in range(hosts)))
     window.measured.seconds = time.monotonic() - window.measure_from
     return window

@@ -138,7 +138,8 @@ const LABEL_ROWS = 3;
 // Which labels get a row first when they crowd: faults before jobs and maintenance.
 const LABEL_PRIORITY = { link: 0, xid: 0, job: 2, maintenance: 3 };
 
-const LABEL_CHAR_PX = 5.6; // a 9 px label's average character width
+const LABEL_CHAR_PX = 6.2; // a 9 px label's average character width, with room for glyphs
+const LABEL_ROW_PX = 15; // a row of labels: a 9 px label's box is 13 px high
 
 /** Rows for the labels (0 = right above the plot), the faults' first: a label goes in the
  * first row where it overlaps no other (each spans its text's width from its time, on a
@@ -171,13 +172,38 @@ export function eventMarks(events, since, until, widthPx = 600) {
   // Short labels above the plot (the hover has the whole): "↓ GPU3 link 16", "▶ 81240", "⚒".
   const labels = inside.flatMap((e, i) => (rows[i] < 0 ? [] : [{
     x: e.at < since ? since : e.at, xref: "x", y: 1, yref: "paper", yanchor: "bottom",
-    yshift: rows[i] * 11, xanchor: "left", showarrow: false, textangle: 0,
+    yshift: rows[i] * LABEL_ROW_PX, xanchor: "left", showarrow: false, textangle: 0,
     text: esc(texts[i]),
     font: { size: 9, color: colourOf(e.kind) === OKABE_ITO.vermillion ? "#F07030" : "#d5dbe5" },
     hovertext: esc(e.band ? `${e.label} ×${e.count}, ${fmt.time(e.first)} – ${fmt.time(e.last)}`
       : `${e.label} at ${fmt.time(e.at)}`), name: `event ${e.kind}` }]));
-  const top = 30 + 11 * Math.max(0, ...rows); // the margin the stacked labels need
+  const top = 30 + LABEL_ROW_PX * Math.max(0, ...rows); // the margin the stacked labels need
   return { shapes, labels, top };
+}
+
+/** After a chart is drawn: an event label that still overprints another is hidden (its mark
+ * and hover stay). `labelRows` placed them by an estimate of the plot's width and each
+ * label's text; the chart drawn may be narrower (its column settled after the estimate, a
+ * wider y-axis margin) or a label's glyphs wider. Faults keep their labels first. */
+export async function hideOverprinted(el) {
+  const annotations = el.layout?.annotations || [];
+  const rank = (i) => {
+    const kind = String(annotations[i]?.name || "").replace(/^event /, "");
+    return annotations[i]?.name?.startsWith("event ") ? LABEL_PRIORITY[kind] ?? 1 : -1;
+  };
+  const boxes = [...el.querySelectorAll("g.annotation")]
+    .map((g) => ({ i: Number(g.dataset.index), b: g.getBoundingClientRect() }))
+    .filter(({ i, b }) => b.width > 0 && annotations[i]?.visible !== false)
+    .sort((x, y) => rank(x.i) - rank(y.i) || x.i - y.i);
+  const over = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
+    && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  const kept = [];
+  const hide = {};
+  for (const box of boxes) {
+    if (kept.some((k) => over(k.b, box.b))) hide[`annotations[${box.i}].visible`] = false;
+    else kept.push(box);
+  }
+  if (Object.keys(hide).length) await window.Plotly.relayout(el, hide);
 }
 
 /** The series of a Plotly chart as CSV: one row per point, "series,time,value". */
@@ -234,9 +260,12 @@ export function linkZoom(chartsNow, onZoom = () => {}) {
 export const CROSSHAIR = { showspikes: true, spikemode: "across", spikesnap: "cursor", spikethickness: 1,
   spikedash: "dot", spikecolor: "#8a93a6" };
 
-/** The time (ms) a Plotly hover event points at, from its first point's x. */
-function hoveredTime(event) {
-  const x = event?.xvals?.[0] ?? event?.points?.[0]?.x;
+/** The time (ms) a Plotly hover event points at: the cursor's, or (`atPoint`, a chart that
+ * hovers the closest marker, as the jobs chart does) the hovered point's own, which Plotly
+ * reports once as the cursor enters its reach, a few pixels off it. */
+function hoveredTime(event, atPoint = false) {
+  const x = atPoint ? event?.points?.[0]?.x ?? event?.xvals?.[0]
+    : event?.xvals?.[0] ?? event?.points?.[0]?.x;
   if (x === undefined || x === null) return null;
   const xa = event.points?.[0]?.xaxis;
   const ms = xa?.d2l ? xa.d2l(x) : Date.parse(x);
@@ -267,7 +296,7 @@ function placeCrosshair(el, ms) {
 export function linkCrosshair(chartsNow) {
   for (const el of chartsNow().filter((c) => c.on)) {
     onPlotly(el, "plotly_hover", (event) => {
-      const ms = hoveredTime(event);
+      const ms = hoveredTime(event, el.layout?.hovermode === "closest");
       for (const c of chartsNow()) if (c !== el && c._fullLayout) placeCrosshair(c, ms);
     });
     onPlotly(el, "plotly_unhover", () => {

@@ -74,9 +74,32 @@ function edgeStyle(e) {
   return { color: healthySocket ? THEME.grid : v.color, width: healthySocket ? 1.5 : 2, dash: "dot" };
 }
 
-/** Edge lines, an invisible hover target at each edge's middle, and its label. */
+/**
+ * Edge lines: one trace per line style (colour, width, dash, opacity), each edge a segment of
+ * it between None separators, its id in the trace's `meta.edges`. One trace per edge made an
+ * 8-GPU host's graph 18 traces, each laid out and drawn on its own: most of the graph's
+ * drawing time on a cold page (bench/dashboard.py). Healthy styles draw first, faults on top.
+ */
+function edgeLines(styled) {
+  const groups = new Map();
+  for (const { e, a, b, line, opacity } of styled) {
+    const key = JSON.stringify([line.color, line.width, line.dash, opacity]);
+    if (!groups.has(key)) {
+      groups.set(key, { type: "scatter", mode: "lines", name: `edges ${groups.size + 1}`, x: [], y: [],
+        meta: { edges: [] }, hoverinfo: "skip", showlegend: false, opacity, line,
+        rank: opacity < 0.5 ? 0 : e.verdict === "healthy" ? 1 : 2 });
+    }
+    const g = groups.get(key);
+    g.x.push(a[0], b[0], null);
+    g.y.push(a[1], b[1], null);
+    g.meta.edges.push(e.id);
+  }
+  return [...groups.values()].sort((p, q) => p.rank - q.rank).map(({ rank: _rank, ...t }) => t);
+}
+
+/** Edge lines (`edgeLines`), an invisible hover target at each edge's middle, and its label. */
 function edgeTraces(edges, pos, dimmed, names) {
-  const traces = [];
+  const styled = [];
   const annotations = [];
   const mids = { x: [], y: [], hover: [], ids: [] };
   for (const e of edges) {
@@ -85,10 +108,7 @@ function edgeTraces(edges, pos, dimmed, names) {
     if (!a || !b) continue;
     const v = verdictOf(e.verdict);
     const faded = dimmed && dimmed(e);
-    traces.push({
-      type: "scatter", mode: "lines", name: `edge ${esc(e.id)}`, x: [a[0], b[0]], y: [a[1], b[1]],
-      hoverinfo: "skip", showlegend: false, opacity: faded ? 0.15 : 0.95, line: edgeStyle(e),
-    });
+    styled.push({ e, a, b, line: edgeStyle(e), opacity: faded ? 0.15 : 0.95 });
     // Labels of switch edges sit nearer the GPU, clear of the switch's own label.
     const t = e.target === "nvswitch" ? 0.4 : e.source === "nvswitch" ? 0.6 : 0.5;
     const [x, y] = [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t];
@@ -103,6 +123,7 @@ function edgeTraces(edges, pos, dimmed, names) {
       font: { size: 10, color: healthy ? THEME.muted : v.color }, bgcolor: THEME.paper,
       bordercolor: healthy ? THEME.grid : v.color, borderwidth: 1, borderpad: 2 });
   }
+  const traces = edgeLines(styled);
   traces.push({
     type: "scatter", mode: "markers", name: "links", x: mids.x, y: mids.y,
     hovertext: mids.hover, hoverinfo: "text", customdata: mids.ids, showlegend: false,

@@ -1,7 +1,9 @@
 // Per-GPU copies of one host, from GET /hosts/{host}/health (gpus[].tests), beside the pair
 // matrix: host -> GPU (h2d) and GPU -> host (d2h) over each GPU's own PCIe link, and a copy
-// within its memory (local). One row per GPU; each cell shows the measured figure and its
-// ratio to what the PCIe link offers, in its verdict's colour with the verdict's glyph (never
+// within its memory (local), and where the probe runs it its all-to-all (a2a_ce, a2a_nccl:
+// what it sent its peers with every GPU sending to every other at once). One row per GPU;
+// each cell shows the measured figure and its ratio to what the PCIe link (all-to-all: the
+// topology) offers, in its verdict's colour with the verdict's glyph (never
 // colour alone); hovering shows figure, expected and its basis, baseline and the reason.
 // A one-GPU host has no pair to measure: this table is its measured fabric.
 
@@ -41,17 +43,21 @@ function cell(gpu, t) {
 export function gpuTestsTable(health) {
   const gpus = (health?.gpus || []).filter((g) => (g.tests || []).length);
   if (!gpus.length) return null;
+  // only the tests some GPU of this host ran (the opt-in ones and all-to-all are not
+  // everywhere): the GPU evidence stays in view at 1440 px beside the pair matrix
+  const ran = new Set(gpus.flatMap((g) => g.tests.map((t) => t.test)));
+  const tests = GPU_TESTS.filter((t) => ran.has(t));
   const head = h("tr", {}, h("th", {}, "GPU"),
-    GPU_TESTS.map((t) => h("th", { title: TEST_ABOUT[t] },
+    tests.map((t) => h("th", { title: TEST_ABOUT[t] },
       TEST_LABEL[t] && TEST_LABEL[t] !== t ? `${t} (${TEST_LABEL[t]})` : t)));
   const rows = gpus.map((g) => {
     const by = new Map(g.tests.map((t) => [t.test, t]));
     return h("tr", { "data-key": String(g.gpu) }, h("th", {}, `GPU${g.gpu}`),
-      GPU_TESTS.map((name) => cell(g.gpu, by.get(name))));
+      tests.map((name) => cell(g.gpu, by.get(name))));
   });
   return h("div", { class: "gpu-tests" },
-    h("h3", {}, "Per GPU: PCIe and local copies ",
-      h("span", { class: "muted" }, "GB/s, ratio to what the PCIe link offers")),
+    h("h3", {}, "Per GPU: PCIe, local copies and all-to-all ",
+      h("span", { class: "muted" }, "GB/s, ratio to what its PCIe link (all-to-all: its topology) offers")),
     scrollBox("Per-GPU copies, scrolls sideways", h("table", { class: "grid", "aria-label": "Per-GPU copies" },
       h("thead", {}, head), h("tbody", {}, rows))));
 }

@@ -41,6 +41,53 @@ function linkProblems(links) {
   });
 }
 
+const PAIR_NAME = /GPU\d+\s*(->|→)\s*GPU\d+/g;
+
+/** What a pair's reason says once its own pair, test and figures are taken out: pairs whose
+ * reasons say the same thing group into one line (issue 40: a PCIe host repeated a 5-line
+ * paragraph for each of 6 pairs). */
+function reasonKey(p, testNames) {
+  let text = String(p.reason).replace(PAIR_NAME, "PAIR").replace(/\([^)]*\d[^)]*\)/g, "")
+    .replace(/\d+(\.\d+)?\s*(GB\/s|MB\/s|µs|us|ms|s|%|x)?/g, "#");
+  for (const t of testNames) text = text.split(t).join("TEST");
+  return `${p.verdict}|${text}`;
+}
+
+/** The short words of a group's reason: the first pair's, without its own pair name, test
+ * and figures (bandwidths, times), up to its action and references; the whole of each pair's
+ * reason goes behind a fold. */
+function groupWords(reason, testNames) {
+  let plain = String(reason).replace(PAIR_NAME, "");
+  for (const t of testNames) plain = plain.split(t).join("");
+  plain = plain.replace(/\([^)]*\d[^)]*\)/g, "")
+    .replace(/\d+(\.\d+)?\s*(GB\/s|MB\/s|GiB\/s|µs|us|ms)/g, "").replace(/\s+/g, " ").trim();
+  const cut = plain.search(/; action: | \[/);
+  return (cut >= 0 ? plain.slice(0, cut) : plain).replace(/^(is|are)\s+/, "");
+}
+
+/** Pair problems whose reasons say the same (`reasonKey`) as one item: `pairs` lists them,
+ * `details` each one's whole reason, the oldest `since` and the first pair to open. */
+export function groupPairs(items, testNames) {
+  const groups = new Map();
+  for (const item of items) {
+    const key = reasonKey(item, testNames);
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(item);
+  }
+  return [...groups.values()].map((same) => {
+    if (same.length === 1) return same[0];
+    const first = same[0];
+    const names = same.map((x) => x.what);
+    const oldest = (k) => same.map((x) => x[k]).filter(Boolean).sort()[0] ?? null;
+    return { ...first, what: `${same.length} pairs`, pairs: names, reason: groupWords(first.reason, testNames),
+      details: same.map((x) => `${x.what}${x.test ? ` ${x.test}` : ""}: ${x.reason}`),
+      since: oldest("since"), start: oldest("start") };
+  });
+}
+
+/** A reason without its object's name in front ("GPU4: ", "GPU4 link 3: "). */
+const bare = (reason) => String(reason).replace(/^GPU\d+( link \d+)?: /, "").replace(/ \(and \d+ more like it\)$/, "");
+
 /** Non-healthy links, pairs and GPUs in the one order of faults.js (severity, then scope: a GPU
  * lost, links down, a slow pair, below its fleet peers; then age):
  * [{verdict, what, reason, since, pair?, test?}] (`since`: when the object entered its
@@ -49,15 +96,23 @@ export function pairProblems(health) {
   if (!health) return [];
   const items = [];
   items.push(...linkProblems(health.links));
+  const pairs = [];
   for (const p of health.pairs) {
     const t = worstTest(p);
     if (!t) continue;
     const since = t.low_since ? ` (low since ${fmt.time(t.low_since)})` : "";
-    items.push(ranked({ verdict: p.verdict, what: fmt.pair(p.src, p.dst), reason: `${p.reason}${since}`,
+    pairs.push(ranked({ verdict: p.verdict, what: fmt.pair(p.src, p.dst), reason: `${p.reason}${since}`,
       pair: [p.src, p.dst], test: t.test, since: t.low_since ? null : p.since, start: t.low_since || p.since },
     /fleet peers/i.test(p.reason) ? 3 : 2));
   }
+  const testNames = [...new Set(health.pairs.flatMap((p) => p.tests.map((t) => t.test)))];
+  items.push(...groupPairs(pairs, testNames));
+  // A GPU judged on one of its links' own fault (an Xid 74 on GPU4 NVLink 3) says what its
+  // link's line says: said once, on the link's line (issue 40: the same Xid 74 sentence 4
+  // times in the page's top 300 px).
+  const linkSaid = new Set(items.map((i) => `${i.gpu}|${bare(i.reason)}`));
   for (const g of health.gpus) {
+    if (linkSaid.has(`${g.gpu}|${bare(g.reason)}`)) continue;
     if (g.verdict !== "healthy" && g.verdict !== "unknown") {
       const scope = g.verdict === "down" ? Math.min(1, scopeOfText(g.reason)) : scopeOfText(g.reason);
       items.push(ranked({ verdict: g.verdict, what: `GPU${g.gpu}`, reason: g.reason, since: g.since }, scope));

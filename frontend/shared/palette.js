@@ -72,3 +72,33 @@ export const PLOT_CONFIG = {
   modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d", "sendDataToCloud",
     "editInChartStudio"],
 };
+
+const SCALE_LOW = 0.3, SCALE_HIGH = 1.05; // the heatmap's zmin/zmax (charts/matrix.js)
+
+function rgbOf(hex) {
+  return [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+}
+
+/** RATIO_SCALE's colour at a ratio, as the host matrix's heatmap draws it ("#rrggbb"). */
+export function ratioColour(ratio) {
+  const at = Math.min(1, Math.max(0, (ratio - SCALE_LOW) / (SCALE_HIGH - SCALE_LOW)));
+  let i = 1;
+  while (i < RATIO_SCALE.length - 1 && RATIO_SCALE[i][0] < at) i += 1;
+  const [p0, c0] = RATIO_SCALE[i - 1], [p1, c1] = RATIO_SCALE[i];
+  const t = p1 === p0 ? 1 : Math.min(1, Math.max(0, (at - p0) / (p1 - p0)));
+  const [a, b] = [rgbOf(c0), rgbOf(c1)];
+  return `#${a.map((x, k) => Math.round(x + (b[k] - x) * t).toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** The ratio at which RATIO_SCALE turns from orange to blue (its 0.8 stop): 0.9. */
+export const RATIO_BLUE_FROM = SCALE_LOW + 0.8 * (SCALE_HIGH - SCALE_LOW);
+
+/** Black or white, whichever reads better on `hex` (WCAG contrast: at least 4.58:1). */
+export function textOn(hex) {
+  const lin = rgbOf(hex).map((c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  });
+  const lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+  return (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) ? "#000000" : "#ffffff";
+}

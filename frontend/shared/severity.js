@@ -29,15 +29,26 @@ export function worstFiringByHost(alerts) {
   return Object.fromEntries(Object.entries(byHost).map(([host, list]) => [host, worstFiring(list)]));
 }
 
-/** The verdict a host is shown with: its own, or "unknown" when it is stale. */
-export function shownVerdict(verdict, stale = false) {
-  return stale ? "unknown" : verdict;
+/** The verdict a host is shown with: its own, or "unknown" when it is stale or its probe's
+ * clock is off (`clockNote`, the API's `clock_note`: its times are not trusted). */
+export function shownVerdict(verdict, stale = false, clockNote = null) {
+  return stale || clockNote ? "unknown" : verdict;
 }
 
 /** The verdict's badge: its own colour, glyph and word (never raised by an alert). */
-export function hostBadge(verdict, reason, stale = false) {
-  const shown = shownVerdict(verdict, stale);
-  return badge(shown, stale ? `no recent report; last judged ${verdict}. ${reason}` : reason);
+export function hostBadge(verdict, reason, stale = false, clockNote = null) {
+  const shown = shownVerdict(verdict, stale, clockNote);
+  if (stale) return badge(shown, `no recent report; last judged ${verdict}. ${reason}`);
+  return badge(shown, clockNote ? `${clockNote}. Judged ${verdict}: ${reason}` : reason);
+}
+
+/** "◷ clock off" (its title: the skew in words, not trusted yet): a host whose probe clock
+ * is off the server's by more than the ProbeClockSkew limit, said from its first report (the
+ * alert waits 10 min). */
+export function clockTag(note) {
+  if (!note) return null;
+  return h("span", { class: "tag clock", "data-clock": "untrusted", title: note },
+    h("span", { class: "glyph", "aria-hidden": "true" }, "◷"), " clock off");
 }
 
 /** "‼ critical" (or "‼ 2 critical"): the severity of the alerts firing, apart from the verdict. */

@@ -8,10 +8,11 @@ import * as fmt from "../shared/format.js";
 import { activeMaintenance, maintenanceTag } from "../panels/maintenance.js";
 import { drainMarks, drainTags } from "../panels/drain.js";
 import { domainsPanel } from "./domain.js";
+import { networkSummary } from "./network.js";
 import { VERDICTS, verdictOf } from "../shared/palette.js";
 import { hostFaults, moreWords, topFault } from "../shared/faults.js";
 import { MAX_HOSTS } from "./compare.js";
-import { hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
+import { clockTag, hostBadge, maintenanceBadge, severityTag, SEVERITY_LOOK, shownVerdict as shown,
   worstFiringByHost } from "../shared/severity.js";
 import { href, hostHref, updateParams } from "../shared/router.js";
 import { sortableTable } from "../shared/table.js";
@@ -23,7 +24,7 @@ const VERDICT_SCORE = { down: 3, degraded: 2, unknown: 1 };
 
 /** When the server last heard from the host, by its own clock (a probe's clock may be off). */
 const heardAt = (host) => host.last_received_at || host.last_report_at;
-const shownVerdict = (host) => shown(host.verdict, host.stale);
+const shownVerdict = (host) => shown(host.verdict, host.stale, host.clock_note);
 
 /**
  * Most urgent first (the table sorts this descending): hosts at fault before those in a
@@ -48,8 +49,8 @@ export function specificFirst(reason) {
 }
 
 function verdictCell(r) {
-  return h("span", { class: "states" }, hostBadge(r.verdict, r.reason, r.stale),
-    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : null,
+  return h("span", { class: "states" }, hostBadge(r.verdict, r.reason, r.stale, r.clock_note),
+    r.stale ? h("span", { class: "tag stale" }, "◌ stale") : clockTag(r.clock_note),
     severityTag(r.worst_alert), maintenanceBadge(r.maintenance),
     ...drainTags(r.drain));
 }
@@ -58,6 +59,9 @@ function verdictCell(r) {
 function reasonCell(r) {
   const top = r.top;
   const known = r.stale ? h("b", {}, `last known at ${fmt.time(heardAt(r))}: `) : null;
+  if (r.clock_note && !r.stale) {
+    return h("span", { class: "top-fault clock-note", title: r.reason }, `◷ ${r.clock_note}`);
+  }
   if (!top) return h("span", { class: "top-fault", title: r.reason }, known, r.reason, maintenanceTag(r.maintenance));
   const { fault, more } = top;
   const text = fault.href ? h("a", { href: fault.href }, fault.text) : h("span", {}, fault.text);
@@ -123,7 +127,9 @@ function worstPairCell(r) {
 
 function matches(host, query, verdicts) {
   if (verdicts.size) {
-    const hit = verdicts.has(host.verdict) || (verdicts.has("stale") && host.stale);
+    // a host whose clock is off is filed under what it is shown as: unknown, not healthy
+    const verdict = host.clock_note && !host.stale ? "unknown" : host.verdict;
+    const hit = verdicts.has(verdict) || (verdicts.has("stale") && host.stale);
     if (!hit) return false;
   }
   if (!query) return true;
@@ -186,7 +192,8 @@ function heatCell(host) {
   const top = host.top ? ` ${host.top.fault.text}` : "";
   const label = `${host.host}: ${shown}${host.stale ? `, stale since ${fmt.time(heardAt(host))}` : ""}` +
     `${host.worst_alert ? `, ${host.worst_alert} alert firing` : ""}` +
-    `${host.maintenance ? ", in maintenance" : ""}.${top || ` ${host.reason}`}`;
+    `${host.maintenance ? ", in maintenance" : ""}` +
+    `${host.clock_note && !host.stale ? `, ${host.clock_note}` : ""}.${top || ` ${host.reason}`}`;
   return h("a", { class: `cell v-${VERDICTS[shown] ? shown : "unknown"}${host.stale ? " stale" : ""}` +
     `${host.maintenance ? " maint" : ""}`, href: hostHref(host.host), title: label, "aria-label": label },
   shown === "healthy" ? "" : (host.stale ? "◌" : v.glyph));
@@ -204,6 +211,7 @@ export function mount(root, route) {
   const grid = h("nav", { class: "heat-grid", "aria-label": "Hosts, worst first" });
   const count = h("span", { class: "muted" });
   const domains = h("section", { class: "panel domains-panel", hidden: true });
+  const network = h("section", { class: "panel network-panel", hidden: true }); // "Network: ▲ 1 fault · …"
   const table = sortableTable({
     columns: COLUMNS, rowKey: (r) => r.host, label: "Hosts", limit: TABLE_ROWS,
     sort: { key: params.sort || "verdict", dir: params.dir || "desc" },
@@ -222,7 +230,7 @@ export function mount(root, route) {
       h("div", { class: "toolbar" }, search, h("span", { class: "toggles", role: "group",
         "aria-label": "Show only" }, toggles), count),
       grid),
-    domains, empty,
+    network, domains, empty,
     h("section", { class: "panel table-wrap" }, table.el),
     peers.el);
 
@@ -251,14 +259,14 @@ export function mount(root, route) {
 
   return {
     async refresh() {
-      const [data, active, maintenance, racks, drain] = await Promise.all([api.hosts(),
+      const [data, active, maintenance, racks, drain, net] = await Promise.all([api.hosts(),
         api.alerts({}).catch((error) => {
           if (error.name === "AbortError") throw error;
           return { alerts: [] }; // alerting down: the hosts' own verdicts still show
         }), activeMaintenance(), api.domains().then((d) => d.domains, (error) => {
           if (error.name === "AbortError") throw error;
           return []; // an older server without domains: the fleet still shows
-        }), drainMarks()]);
+        }), drainMarks(), networkSummary()]);
       const worst = worstFiringByHost(active.alerts);
       const byHost = new Map();
       for (const a of active.alerts) byHost.set(a.host, [...(byHost.get(a.host) || []), a]);
@@ -268,6 +276,8 @@ export function mount(root, route) {
         .sort((a, b) => a.host.localeCompare(b.host));
       domains.hidden = !racks.length;
       replace(domains, domainsPanel(racks));
+      network.hidden = !net;
+      replace(network, net);
       render();
       await peers.refresh();
     },

@@ -8,25 +8,27 @@ import * as fmt from "../shared/format.js";
 import { gpuTestsTable } from "../panels/gpu_tests.js";
 import { inventoryRows, inventoryTable } from "../panels/inventory.js";
 import { jobsPanel } from "../panels/jobs.js";
+import { nicsPanel } from "../panels/nics.js";
 import { eventsPanel } from "../panels/host_events.js";
 import { downLinks, errorFigure, throughputFigure } from "../charts/links.js";
 import { matrixChart, matrixLegend } from "../charts/matrix.js";
 import { activeMaintenance, maintenanceTag } from "../panels/maintenance.js";
 import { drainMarks, drainTags } from "../panels/drain.js";
 import { badge, verdictOf } from "../shared/palette.js";
-import { draw, plotly, purge } from "../charts/plot.js";
+import { draw, onPlotly, plotly, purge } from "../charts/plot.js";
 import { href, updateParams } from "../shared/router.js";
 import { hostAlertPeriods, pairProblems } from "../panels/host_problems.js";
 import { seriesFigure } from "../charts/series.js";
 import { gpuSeriesFigure } from "../charts/gpu_series.js";
 import { jobLinks } from "./job.js";
+import { DEFAULT_TEST, hostNetworkLine } from "./network.js";
 import { linkNotices, scrollToTarget } from "../panels/host_links.js";
 import { hostFaults, moreWords, topFault } from "../shared/faults.js";
-import { hostBadge, maintenanceBadge, severityTag, worstFiring } from "../shared/severity.js";
+import { clockTag, hostBadge, maintenanceBadge, severityTag, worstFiring } from "../shared/severity.js";
 import { staleHealth, staleMatrix, staleTopology } from "../shared/stale.js";
 import { topologyFigure } from "../charts/topology.js";
-import { CROSSHAIR, csvButton, eventMarks, linkCrosshair, linkZoom, rangeBar, rangeNotices, windowOf,
-  zoomOf } from "../charts/timeline.js";
+import { CROSSHAIR, csvButton, eventMarks, hideOverprinted, linkCrosshair, linkZoom, rangeBar,
+  rangeNotices, windowOf, zoomOf } from "../charts/timeline.js";
 import { hostEvents, loadingSources } from "../charts/marks.js";
 import { topologyList } from "../panels/topology_list.js";
 
@@ -57,6 +59,7 @@ export function mount(root, route) {
   let params = route.params;
   const data = {};
   const failed = {}; // panel -> why its last refresh failed
+  let gone = false; // destroyed: the user moved on, a late first stage asks nothing more
   const goodAt = {}; // panel -> when it last loaded
   let refreshes = 0;
   const el = {
@@ -88,6 +91,7 @@ export function mount(root, route) {
     gpus: h("div", { class: "chart", id: "gpu-series-chart", role: "figure",
       "aria-label": "Per GPU: SM clock, power and temperature over time" }),
     gpusHead: h("div", { class: "panel-head" }),
+    network: h("div", { class: "network-box" }),
   };
   const pairPanel = h("section", { class: "panel", id: "pair-panel", hidden: true },
     el.pairHead, el.pairNote, el.series, el.pairFacts);
@@ -95,6 +99,7 @@ export function mount(root, route) {
   const matrix = matrixChart(el.matrix, el.live, (src, dst) => pickPair(src, dst));
   const jobs = jobsPanel(name);
   const xids = eventsPanel(name); // Xid/SXid events: a list and marks on the time charts
+  const nics = nicsPanel(); // RDMA NIC ports: verdict, state, rate, counters (docs/network.md)
 
   replace(root, el.head, el.notices, el.healthNote, el.problems,
     h("div", { class: "two-col" },
@@ -111,7 +116,7 @@ export function mount(root, route) {
     xids.el, jobs.el,
     h("section", { class: "panel table-wrap" }, h("div", { class: "panel-head" }, h("h2", {}, "Inventory")),
       inventory.el),
-    el.probeErrors);
+    nics.el, el.probeErrors);
 
   const test = () => (TESTS.includes(params.test) ? params.test : TESTS[0]);
   const hasGpu = (g) => !data.detail || data.detail.gpus.some((x) => x.index === g);
@@ -173,6 +178,14 @@ export function mount(root, route) {
     return { data: fig.data, layout };
   }
 
+  /** A marked figure drawn, then any label that still overprints another hidden: now, and
+   * whenever Plotly draws it again at another size (a resized window, a rotated phone). */
+  async function drawMarked(chart, fig) {
+    await draw(chart, fig.data, fig.layout);
+    onPlotly(chart, "plotly_afterplot", () => { hideOverprinted(chart); });
+    await hideOverprinted(chart);
+  }
+
   /** The jobs chart, in the page's window and linked with the other time charts. */
   async function renderJobs() {
     await jobs.render(window_(params));
@@ -205,24 +218,51 @@ export function mount(root, route) {
     const sweep = d.last_sweep;
     replace(el.head,
       h("h1", {}, h("span", { class: "host" }, d.host)),
-      hl ? hostBadge(hl.verdict, hl.reason, d.stale) : null,
-      d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`) : null,
+      hl ? hostBadge(hl.verdict, hl.reason, d.stale, d.clock_note) : null,
+      d.stale ? h("span", { class: "tag stale" }, `◌ stale: last known at ${fmt.time(d.last_report_at)}`)
+        : clockTag(d.clock_note),
       severityTag(worstFiring(data.alerts)), maintenanceBadge(data.maintenance),
       maintenanceTag(data.maintenance),
       ...drainTags(data.drain),
-      alertChip(), domainLink(), hl ? topLine(hl) : null,
+      alertChip(), domainLink(),
+      clockLine(d),
+      hl ? topLine(hl) : null,
       hl ? reasonLine(hl) : null,
       h("p", { class: "meta" }, [
         `fabric ${d.fabric}`, `driver ${d.driver_version ?? "–"}`, `CUDA ${d.cuda_version ?? "–"}`,
         `probe ${d.probe_version ?? "–"}`, `last report ${fmt.age(d.last_report_at)} ago`,
         // IMEX where the host has it, beside the measured bandwidth (never trusted alone)
         d.imex?.present ? `IMEX ${d.imex.state ?? "?"}` : null,
-        sweep ? `last sweep ${fmt.age(sweep.finished_at)} ago, took ${sweep.wall_time_s.toFixed(1)} s ` +
-          `(${sweep.gpu_time_s.toFixed(2)} s of GPU time summed over GPUs, ` +
-          `${fmt.bytes(sweep.device_memory_bytes_max)} GPU memory at most)` : "no sweep yet",
-      ].filter((t) => t !== null).map((t) => h("span", {}, t))));
+        sweep ? sweepWords(sweep) : "no sweep yet",
+      ].filter((t) => t !== null).map((t) => h("span", {}, t))), el.network);
+    renderNetwork();
     replace(el.testPick, select("Test", TESTS, test(), (t) => updateParams({ test: t })));
     replace(el.rangeBar, rangeBar(params, (changes) => updateParams({ ...changes, zoom: "" })));
+  }
+
+  /** Its network verdict from the host pairs (views/network.js), under the header: drawn
+   * into its own box, so its late load leaves the heading (and the focus on it) alone. */
+  function renderNetwork() {
+    replace(el.network, hostNetworkLine(name, data.network, Boolean(data.detail?.stale)));
+  }
+
+  /** "Not trusted yet: probe clock 3 min behind …", said once: not while the ProbeClockSkew
+   * alert (pending from the first report) is the top fault saying it. */
+  function clockLine(d) {
+    if (!d.clock_note || d.stale) return null;
+    const said = (data.alerts || []).some((a) => a.alertname === "ProbeClockSkew"
+      && (a.state === "pending" || a.state === "firing"));
+    return said ? null : h("p", { class: "top-line clock-note", id: "clock-note" },
+      h("b", {}, "Not trusted yet: "), d.clock_note);
+  }
+
+  /** The last sweep in an operator's words (issue 40: "11.82 s GPU, 0.2 s wall" puzzled):
+   * when, how long the host was under test, and how much GPU time its tests used. */
+  function sweepWords(sweep) {
+    const wall = sweep.wall_time_s < 10 ? sweep.wall_time_s.toFixed(1) : sweep.wall_time_s.toFixed(0);
+    return `last bandwidth sweep ${fmt.age(sweep.finished_at)} ago: it took ${wall} s; ` +
+      `its tests kept the GPUs busy ${sweep.gpu_time_s.toFixed(1)} s in all (each GPU's time added up) ` +
+      `and used at most ${fmt.bytes(sweep.device_memory_bytes_max)} of GPU memory`;
   }
 
   let reasonOpen = false; // the folded reason, kept open across refreshes once opened
@@ -268,11 +308,19 @@ export function mount(root, route) {
       h("summary", {}, "what to do"), reason.slice(cut).replace(/^; /, ""))];
   }
 
+  /** Pairs whose reasons say the same (host_problems.js `groupPairs`): the words once, the
+   * pairs named, each one's figures behind a fold. */
+  function groupedReason(p) {
+    return [p.reason, " ", h("span", { class: "muted pairs-named" }, `(${p.pairs.join(", ")})`), " ",
+      h("details", { class: "more-reason" }, h("summary", {}, "figures"),
+        h("ul", {}, p.details.map((d) => h("li", {}, d))))];
+  }
+
   function problemItem(p) {
     const li = h("li", { class: `v-${p.verdict}`, "data-what": p.what, "data-gpu": p.gpu ?? null,
       "data-links": p.links ? p.links.join(",") : null },
       h("span", { class: "glyph" }, verdictOf(p.verdict).glyph), " ", h("b", {}, p.what), " ",
-      ...shortReason(p.reason),
+      ...(p.details ? groupedReason(p) : shortReason(p.reason)),
       p.since ? h("span", { class: "muted since" }, ` — ${fmt.since(p.since)}`) : null);
     if (p.pair) {
       li.title = `open ${p.what} ${p.test}`;
@@ -316,8 +364,7 @@ export function mount(root, route) {
     const cell = shown("matrix")?.cells.find((c) => c.src === pair[0] && c.dst === pair[1]);
     replace(el.pairFacts, cell ? [badge(cell.verdict, cell.reason), " ", cell.reason] : "",
       ...jobLinks(s.jobs));
-    const { data: traces, layout } = marked(seriesFigure(s, periods), s.since, s.until, el.series);
-    await draw(el.series, traces, layout);
+    await drawMarked(el.series, marked(seriesFigure(s, periods), s.since, s.until, el.series));
     linkTimeCharts();
   }
 
@@ -337,8 +384,8 @@ export function mount(root, route) {
     const t = marked(throughputFigure(ls), ls.since, ls.until, el.throughput);
     const e = marked(errorFigure(ls), ls.since, ls.until, el.errors);
     const i = marked(errorFigure(ls, true), ls.since, ls.until, el.infoErrors);
-    await Promise.all([draw(el.throughput, t.data, t.layout), draw(el.errors, e.data, e.layout),
-      draw(el.infoErrors, i.data, i.layout), renderGpus()]);
+    await Promise.all([drawMarked(el.throughput, t), drawMarked(el.errors, e),
+      drawMarked(el.infoErrors, i), renderGpus()]);
     linkTimeCharts();
   }
 
@@ -349,8 +396,7 @@ export function mount(root, route) {
     replace(el.gpusHead, h("h2", {}, "GPU clocks · power · temperature"),
       h("span", { class: "muted" }, "sampled around each sweep; dotted: power limit, slowdown temperature"),
       csvButton(el.gpus, () => `${name}-gpu-clocks-power-temperature`, "clocks, power, temperature"));
-    const f = marked(gpuSeriesFigure(g), g.since, g.until, el.gpus);
-    await draw(el.gpus, f.data, f.layout);
+    await drawMarked(el.gpus, marked(gpuSeriesFigure(g), g.since, g.until, el.gpus));
   }
 
   function renderProbeErrors() {
@@ -472,6 +518,17 @@ export function mount(root, route) {
     }
   }
 
+  /** The network's judged host pairs (GET /network/pairs), for this host's network line;
+   * null when they do not answer (the page goes on without the line). */
+  async function loadNetwork() {
+    try {
+      return DEFAULT_TEST ? await api.networkPairs(DEFAULT_TEST, {}, name) : null;
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      return null;
+    }
+  }
+
   let loadedAt = {}; // the host's changed_at (and stale, and the series' window) last loaded
 
   /**
@@ -493,17 +550,19 @@ export function mount(root, route) {
    * (`alerts`) the alerts again with the resolved ones (the pair history's shading);
    * `full`: the slow-changing ones too. */
   async function loadBelow(full, alerts, known = null) {
+    if (gone) return;
     const key = `${known?.last_report_at}|${JSON.stringify(window_(params))}`;
     const sameLinks = known && key === linksKey && data.links && !failed.links;
-    const [links, gpus, , marks, all, domain] = await Promise.all([
+    const [links, gpus, , marks, all, domain, network] = await Promise.all([
       sameLinks ? data.links : part("links", () => api.linkSeries(name, window_(params))),
       sameLinks ? data.gpus : part("gpus", () => api.gpuSeries(name, window_(params))),
       full ? part("jobs", () => jobs.load()) : null,
       full ? loadMarks() : data.marks,
       alerts ? hostAlerts(true) : null,
       full ? loadDomain() : data.domain,
+      full ? loadNetwork() : data.network,
     ]);
-    Object.assign(data, { links, gpus, marks, domain });
+    Object.assign(data, { links, gpus, marks, domain, network });
     if (known) linksKey = key; // the report and window these counters are of
     if (all) data.alerts = all;
   }
@@ -543,6 +602,7 @@ export function mount(root, route) {
         await loadBelow(true, true);
         renderPanelNotes();
         if (data.domain) renderHead(); // the tray's link to its domain
+        renderNetwork();
         await Promise.all([renderPair(), renderLinks(), renderJobs()]);
       } finally {
         delete root.dataset.pending;
@@ -556,6 +616,7 @@ export function mount(root, route) {
     renderNotices();
     renderProblems();
     inventory.setRows(inventoryRows(data.detail, shown("health")));
+    nics.update(data.detail.nics);
     replace(el.gpuTests, gpuTestsTable(shown("health")));
     renderProbeErrors();
     const topology = shown("topology");
@@ -621,10 +682,12 @@ export function mount(root, route) {
       showTarget();
     },
     title: () => {
-      const verdict = data.detail?.stale ? "unknown (stale)" : data.health?.verdict;
+      const verdict = data.detail?.stale ? "unknown (stale)"
+        : data.detail?.clock_note ? "unknown (clock off)" : data.health?.verdict;
       return `${name}${verdict ? ` · ${verdict}` : ""}`;
     },
     destroy() {
+      gone = true;
       purge(el.topo, el.matrix, el.series, el.throughput, el.errors, el.infoErrors, el.gpus);
       jobs.destroy();
     },

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from peerwatch.probes.report import (
     GPU_TESTS,
+    JOINT_TESTS,
+    NIC_TESTS,
     CounterSample,
     LinkCounters,
     Report,
@@ -109,11 +111,12 @@ class AgentState:
 
 
 def _pair_results(report: Report) -> dict[PairTest, TransferResult]:
-    """This sweep's pair results, a per-GPU test's (h2d, d2h, local) as (gpu, gpu, test); a
-    failed test removes nothing (it has no new value)."""
+    """This sweep's pair results, a per-GPU test's (h2d, d2h, local, the opt-in
+    gdr_loopback) as (gpu, gpu, test); a failed test removes nothing (it has no new value)."""
     found: dict[PairTest, TransferResult] = {}
     for r in report.results:
-        if r.src is None or r.value is None or (r.dst is None and r.test not in GPU_TESTS):
+        own = r.test in GPU_TESTS or r.test in JOINT_TESTS or r.test in NIC_TESTS  # its own
+        if r.src is None or r.value is None or (r.dst is None and not own):
             continue
         found[(r.src, r.src if r.dst is None else r.dst, r.test.value)] = r
     return found

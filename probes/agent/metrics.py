@@ -285,7 +285,10 @@ def result_families(host: str, view: AgentView, tests: frozenset[str]) -> Iterat
                        PAIR_TEST)
     copies = _gauge("gpu_copy_bandwidth_bytes_per_second",
                     "Newest measured copy bandwidth of one GPU: h2d, d2h (host <-> GPU over "
-                    "its PCIe link), local (within its memory).", [*GPU, "test"])
+                    "its PCIe link), local (within its memory), a2a_ce and a2a_nccl (what it "
+                    "sent its peers per second, every GPU sending to every other at once), "
+                    "gdr_loopback (opt-in: its memory through its nearest RDMA NIC and back).",
+                    [*GPU, "test"])
     assert view.latest is not None
     present = {g.index for g in view.latest.inventory.gpus}
     for (src, dst, test), r in sorted(view.results.items()):

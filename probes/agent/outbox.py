@@ -20,6 +20,7 @@ from enum import StrEnum
 from peerwatch.probes.agent.quiet_log import QuietLog
 from peerwatch.probes.agent.sender import Backoff, Outcome, Sender, SendResult
 from peerwatch.probes.agent.spool import REJECTED_SUFFIX, AnySpool, SpoolEntry
+from peerwatch.probes.heartbeat import Heartbeat
 from peerwatch.probes.report import Report
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ class Delivery(StrEnum):
     SPOOLED = "spooled"  # waiting on disk for the server
     SET_ASIDE = "set_aside"  # the server refused it; kept on disk, counted as dropped
     LOST = "lost"  # could not even be spooled (disk full, spool too small); counted
+    HEARTBEAT = "heartbeat"  # nothing changed: a heartbeat went instead (probes/heartbeat.py)
+    SKIPPED = "skipped"  # nothing changed and the server is backed off from: nothing sent
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,27 @@ class Outbox:
         if answer.outcome is Outcome.RETRY and not server_wide(answer):
             self._hold(entry, report, answer)
         return Submitted(Delivery.SPOOLED, answer)
+
+    def beat(self, heartbeat: Heartbeat) -> SendResult | None:
+        """Send one heartbeat, never spooled (it says nothing the server could lose); None
+        when the server is being backed off from (it is then skipped). A server-wide failure
+        backs the outbox off as a report's would."""
+        self._quiet.tick()
+        if not self.ready():
+            return None
+        answer = self.sender.beat(heartbeat)
+        self.stats.attempts += 1
+        self.stats.last_answer = answer
+        self.stats.by_outcome[answer.outcome] = self.stats.by_outcome.get(answer.outcome, 0) + 1
+        if answer.outcome is Outcome.DELIVERED:
+            self.backoff.success()
+            self._retry_at = 0.0
+        elif answer.outcome is Outcome.RETRY and server_wide(answer):
+            delay = self.backoff.failure(at_least_s=answer.retry_after_s or 0.0)
+            self._retry_at = self.clock() + delay
+            self._quiet.warning(warning_kind(answer), "server unavailable (%s) for a heartbeat; "
+                                "next try in %.0f s", answer.describe(), delay)
+        return answer
 
     def keep(self, report: Report) -> Delivery:
         """Put a report in the spool without trying the server (backoff, shutdown)."""

@@ -9,6 +9,7 @@ worker stays ignorant of how a report is made.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import datetime
 
@@ -17,14 +18,15 @@ from peerwatch.probes.agent.gpus_seen import SeenSinceBoot, with_expected, with_
 from peerwatch.probes.agent.job_mapping import with_jobs
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.fabric import Fabric
-from peerwatch.probes.report import Report, ReportKind, utcnow
+from peerwatch.probes.report import Report, ReportKind, default_tests, utcnow
 from peerwatch.probes.sweep import SweepOptions, build_report
 
 
 def sweep_options(settings: ProbeSettings, watchdog: bool = True) -> SweepOptions:
     """`watchdog=False` runs tests on the calling thread: only for fabrics that cannot hang
     (the demo's simulated hosts), where a thread per test would be pure overhead."""
-    return SweepOptions(timeout_s=settings.watchdog_timeout_s if watchdog else None,
+    return SweepOptions(tests=default_tests(settings.nvls, tuple(settings.opt_in_tests)),
+                        timeout_s=settings.watchdog_timeout_s if watchdog else None,
                         busy_utilization_pct=settings.idle_max_utilization_pct,
                         force=settings.force)
 
@@ -45,6 +47,8 @@ def report_builder(fabric: Fabric, settings: ProbeSettings,
     events gathered since the previous one (`events`; a simulated fabric's own when None)
     and, with `seen`, the GPUs NVML listed since the host booted."""
     options = sweep_options(settings, watchdog)
+    if settings.nvls:  # before NCCL first reads it: NCCL reads its settings once a process
+        os.environ["NCCL_NVLS_ENABLE"] = "1"
     drain = getattr(fabric, "drain_events", None)
     if events is None and drain is not None:
         events = EventCollector(feeds=[drain])

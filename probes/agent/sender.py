@@ -42,6 +42,7 @@ import httpx
 from pydantic import BaseModel
 
 from peerwatch.probes.agent.clock_offset import OFFSET_HEADER, offset_sample
+from peerwatch.probes.heartbeat import HEARTBEATS_PATH, Heartbeat
 from peerwatch.probes.report import Report, wire_fingerprint
 
 REPORTS_PATH = "/api/v1/reports"
@@ -137,7 +138,7 @@ def request_headers(report: BaseModel, wall: Callable[[], datetime],
     if isinstance(report, Report):
         headers[WIRE_HEADER] = wire_fingerprint()
     identity = getattr(report, "host", None)
-    hostname = getattr(identity, "hostname", None)
+    hostname = identity if isinstance(identity, str) else getattr(identity, "hostname", None)
     if isinstance(hostname, str):
         headers[HOST_HEADER] = hostname
     return headers
@@ -153,6 +154,7 @@ class Sender:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
                    "User-Agent": "peerwatch-probe"}
         self.url = server_url.rstrip("/") + path
+        self.heartbeat_url = server_url.rstrip("/") + HEARTBEATS_PATH
         self._wall = wall
         self.offset_s: float | None = None  # the newest measured offset (clock_offset.py)
         self.gzip = False  # the newest answer said the server reads gzip bodies
@@ -170,6 +172,24 @@ class Sender:
                 response = self._post(report, body)
         except httpx.TransportError as exc:  # refused, reset, DNS, timeout ...
             return SendResult(Outcome.RETRY, None, f"{type(exc).__name__}: {exc}".strip(": "))
+        outcome = classify(response.status_code)
+        message = "" if outcome is Outcome.DELIVERED else server_message(response)
+        return SendResult(outcome, response.status_code, message, _retry_after(response))
+
+    def beat(self, heartbeat: Heartbeat) -> SendResult:
+        """POST one heartbeat (plain: it is a few hundred bytes) and classify the answer;
+        its `Date` updates the clock offset, but it says nothing of gzip (another route)."""
+        headers = request_headers(heartbeat, self._wall, self.offset_s)
+        sent = self._wall()
+        try:
+            response = self._client.post(self.heartbeat_url,
+                                         content=heartbeat.model_dump_json().encode(),
+                                         headers=headers)
+        except httpx.TransportError as exc:
+            return SendResult(Outcome.RETRY, None, f"{type(exc).__name__}: {exc}".strip(": "))
+        sample = offset_sample(sent, self._wall(), response.headers.get("date"))
+        if sample is not None:
+            self.offset_s = sample
         outcome = classify(response.status_code)
         message = "" if outcome is Outcome.DELIVERED else server_message(response)
         return SendResult(outcome, response.status_code, message, _retry_after(response))

@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from peerwatch.probes.agent.agent_state import AgentState
+from peerwatch.probes.agent.changes import ChangeTracker
 from peerwatch.probes.agent.outbox import Delivery, Outbox, Submitted
+from peerwatch.probes.agent.sender import Outcome
 from peerwatch.probes.config import ProbeSettings
+from peerwatch.probes.heartbeat import RESYNC_STATUS
 from peerwatch.probes.report import Report, ReportKind
 
 log = logging.getLogger(__name__)
@@ -97,6 +100,7 @@ class Worker:
         self.meter = meter
         self.stats = WorkerStats()
         self.state = AgentState()  # what the agent's /metrics shows (probes/agent/metrics.py)
+        self.changes = ChangeTracker()  # full report or heartbeat (probes/agent/changes.py)
         self._cpu_mark = meter()[0]
         self.next_inventory_at = 0.0
         self.next_sweep_at = 0.0
@@ -168,12 +172,50 @@ class Worker:
             return None, None
         if self.outbox.ready() and len(self.outbox.spool) and not self.stopping:
             self._step("replay", self.outbox.replay)  # drops it finds go in this report
+        if kind is ReportKind.INVENTORY:
+            beat = self._step("heartbeat", lambda: self._heartbeat(built))
+            if beat is not None:  # nothing changed: a heartbeat went instead (or nothing)
+                self.state.record(built)
+                self.stats.deliveries[beat.delivery] = (
+                    self.stats.deliveries.get(beat.delivery, 0) + 1)
+                return built, beat
         report = self._step("stamp_cost", lambda: self._stamp(built)) or built
         self.state.record(report)
         submitted = self._step("deliver", lambda: self._deliver(report))
+        if submitted is not None and submitted.delivery is Delivery.DELIVERED:
+            self.changes.acknowledged(report, self.clock())
+        else:
+            self.changes.not_acknowledged()
         log.log(logging.INFO if kind is ReportKind.SWEEP else logging.DEBUG, "%s",
                 summarize(report, submitted))
         return report, submitted
+
+    def _heartbeat(self, built: Report) -> Submitted | None:
+        """A heartbeat instead of `built` when nothing the server judges changed
+        (`changes.py`); None: send `built` in full (changed, the server asked for it, or it
+        cannot take heartbeats)."""
+        heartbeat = self.changes.heartbeat_for(built, self.clock(), built.finished_at)
+        if heartbeat is None or self.stopping:
+            return None
+        answer = self.outbox.beat(heartbeat)
+        if answer is None:  # backing off from an absent server: nothing to keep
+            return Submitted(Delivery.SKIPPED)
+        if answer.outcome is Outcome.DELIVERED:
+            self.changes.heartbeats += 1
+            return Submitted(Delivery.HEARTBEAT, answer)
+        if answer.status == RESYNC_STATUS:
+            log.info("server holds no state of this host (%s); sending a full report",
+                     answer.describe())
+            self.changes.resync()
+            return None
+        if answer.status in (404, 405) or answer.outcome is Outcome.REJECTED:
+            log.warning("server refused a heartbeat (%s): an older server? Full reports for "
+                        "the next hour", answer.describe())
+            self.changes.unsupported(self.clock())
+            return None
+        if answer.outcome is Outcome.RETRY:
+            return Submitted(Delivery.SKIPPED, answer)  # server away: said nothing new
+        return None  # a credential refused: the full report's path says so loudly
 
     # ------------------------------------------------------------------ loop
 

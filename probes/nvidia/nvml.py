@@ -35,6 +35,7 @@ from peerwatch.probes.errors import (
 )
 from peerwatch.probes.gpu_health import GpuDriverHealth, PcieAer
 from peerwatch.probes.nvidia.aer import read_aer
+from peerwatch.probes.nvidia.nics import nic_rate_bps
 from peerwatch.probes.nvidia.nvlink import NvLinks
 from peerwatch.probes.nvidia.nvml_clocks import read_clocks
 from peerwatch.probes.nvidia.nvml_fabric import (
@@ -306,6 +307,7 @@ class Nvml:
             peermem_loaded=self._sysfs.peermem_loaded(),
             nearest_nic=nic[0] if nic else None,
             nic_path=nic[1] if nic else None,
+            nic_rate_bps=nic_rate_bps(self._sysfs, nic[0]) if nic else None,
             **RdmaReader(self._sysfs).read(self._bus_ids[gpu], peers),
         )
 

@@ -20,15 +20,19 @@ from typing import Any
 
 import peerwatch.probes as probes
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.errors import FabricUnavailable, TransferError
+from peerwatch.probes.errors import FabricUnavailable, NotSupported, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.gpu_health import ImexStatus, PcieAer
+from peerwatch.probes.nics import NicDevice, NicPort
+from peerwatch.probes.nvidia.gdr import Loopback, run_loopback
 from peerwatch.probes.nvidia.host_runtime import HostRuntime
 from peerwatch.probes.nvidia.imex import imex_status
+from peerwatch.probes.nvidia.nics import NicReader
 from peerwatch.probes.nvidia.nvml import Nvml
 from peerwatch.probes.nvidia.sysfs import Sysfs
 from peerwatch.probes.nvidia.transfers import Transfers
 from peerwatch.probes.report import (
+    NIC_TESTS,
     FabricManagerInfo,
     GpuActivity,
     GpuInfo,
@@ -139,6 +143,14 @@ class RealFabric:
     def imex(self) -> ImexStatus:
         return imex_status(self._runtime.root)
 
+    def nics(self) -> list[NicDevice]:
+        """Every RDMA device, with each GPU's PCIe path to it (probes/nvidia/nics.py)."""
+        gpus = {i: self._nvml.bus_id(i) for i in range(self.gpu_count())}
+        return NicReader(self._sysfs).devices(gpus)
+
+    def nic_ports(self) -> list[NicPort]:
+        return NicReader(self._sysfs).ports()
+
     def activity(self, gpu: int) -> GpuActivity:
         return self._nvml.activity(gpu)
 
@@ -152,6 +164,8 @@ class RealFabric:
         return info.model_copy(update={"can_access_peer": peer})
 
     def measure(self, spec: TestSpec) -> Measurement:
+        if spec.test in NIC_TESTS:
+            return self._gdr(spec)
         cuda = dataclasses.replace(
             spec,
             src=None if spec.src is None else self._cuda(spec.src),
@@ -161,7 +175,18 @@ class RealFabric:
         result = self.transfers().measure(cuda)
         nvml_of = {c: i for i, c in self._cuda_of.items()}
         result.wire_bytes = {nvml_of[c]: n for c, n in result.wire_bytes.items()}
+        result.per_gpu = {nvml_of[c]: s for c, s in result.per_gpu.items()}  # a joint test's
         return result
+
+    def _gdr(self, spec: TestSpec) -> Measurement:
+        """gdr_loopback through the GPU's nearest NIC (probes/nvidia/gdr.py)."""
+        assert spec.src is not None
+        nic = self._sysfs.nearest_nic(self._nvml.bus_id(spec.src))
+        if nic is None:
+            raise NotSupported(f"no RDMA NIC near GPU{spec.src}: GPUDirect RDMA not measured")
+        loop = Loopback(nic[0], self._cuda(spec.src), spec.bytes_per_copy,
+                        spec.copies * spec.samples)
+        return run_loopback(loop)
 
     def close(self) -> None:
         if self._transfers is not None:

@@ -27,11 +27,12 @@ from typing import Any
 from peerwatch.probes.errors import BadProbeRequest, FabricUnavailable, TransferError
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.nvidia import kernels
+from peerwatch.probes.nvidia.all_to_all import measure_all_to_all
 from peerwatch.probes.nvidia.cuda_host import MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE
 from peerwatch.probes.nvidia.gpu_copies import measure_gpu_test
 from peerwatch.probes.nvidia.timed_copies import timed_copies
 from peerwatch.probes.nvidia.transfer_run import Buffer, Run
-from peerwatch.probes.report import GPU_TESTS, TestName
+from peerwatch.probes.report import GPU_TESTS, JOINT_TESTS, TestName
 
 PEER_ACCESS_ALREADY_ENABLED = 704  # cudaErrorPeerAccessAlreadyEnabled: not exported by CuPy
 GPUDIRECT_RDMA_SUPPORTED = 116  # cudaDevAttrGPUDirectRDMASupported
@@ -57,6 +58,22 @@ def load_cupy() -> Any:
     if not available:
         raise FabricUnavailable("CUDA sees no GPU (no driver, or no device visible)")
     return cupy
+
+
+def load_nccl() -> tuple[Any, Any]:
+    """(CuPy, CuPy's NCCL module) for the cross-host transfer (net_transfers.py, which never
+    imports cupy itself), with NCCL_DEFAULTS set unless the environment says otherwise;
+    FabricUnavailable where either is missing."""
+    cupy = load_cupy()
+    try:
+        from cupy.cuda import nccl  # CuPy's NCCL: only where a pair job's rank measures
+    except ImportError as exc:
+        raise FabricUnavailable(f"CuPy has no NCCL here: {exc}") from exc
+    if not nccl.available:
+        raise FabricUnavailable("NCCL is not available in this CuPy build")
+    for key, value in NCCL_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+    return cupy, nccl
 
 
 class Transfers:
@@ -173,8 +190,8 @@ class Transfers:
 
     def _validate(self, spec: TestSpec) -> None:
         one = spec.test in GPU_TESTS
-        gpus = (list(spec.gpus) if spec.test is TestName.ALLREDUCE
-                else [spec.src] if one else [spec.src, spec.dst])
+        many = spec.test in (TestName.ALLREDUCE, TestName.NVLS_ALLREDUCE, *JOINT_TESTS)
+        gpus = (list(spec.gpus) if many else [spec.src] if one else [spec.src, spec.dst])
         if any(g is None or not 0 <= g < self.count for g in gpus):
             raise BadProbeRequest(f"{spec.label()}: CUDA sees GPUs 0..{self.count - 1}")
         if one and (spec.dst is not None or spec.gpus):
@@ -191,6 +208,12 @@ class Transfers:
         src, dst = spec.src, spec.dst
         if spec.test is TestName.ALLREDUCE:
             return self._allreduce(spec)
+        if spec.test is TestName.NVLS_ALLREDUCE:
+            return self._nvls_allreduce(spec)
+        if spec.test is TestName.A2A_CE:
+            return measure_all_to_all(self, spec)
+        if spec.test is TestName.A2A_NCCL:
+            return self._nccl_all_to_all(spec)
         if spec.test in GPU_TESTS:
             return measure_gpu_test(self, spec)
         assert src is not None and dst is not None
@@ -392,6 +415,27 @@ class Transfers:
                 comm.allReduce(send[g][1], recv[g][1], count, nccl.NCCL_FLOAT32, nccl.NCCL_SUM,
                                self.stream(g).ptr)
         nccl.groupEnd()
+
+    def _nccl_all_to_all(self, spec: TestSpec) -> Measurement:
+        """NCCL all-to-all as grouped send/recv (`all_to_all.py`), on communicators made
+        for this test and destroyed after it."""
+        from cupy.cuda import nccl  # CuPy's NCCL, loaded only for an NCCL test
+
+        gpus = tuple(spec.gpus)
+        comms, held = self._communicators(gpus)
+        try:
+            return measure_all_to_all(self, spec, (nccl, comms, held))
+        finally:
+            self._destroy(comms)
+
+    def _nvls_allreduce(self, spec: TestSpec) -> Measurement:
+        """All-reduce with NVLink SHARP allowed: only where the operator opted in, so that
+        NCCL_NVLS_ENABLE=1 was set before NCCL first read it (NCCL reads its settings once
+        a process); multicast buffers cost memory, so it is off by default."""
+        if os.environ.get("NCCL_NVLS_ENABLE") != "1":
+            raise TransferError(f"{spec.label()}: NVLS is off (NCCL_NVLS_ENABLE is not 1): "
+                                "opt in with PEERWATCH_PROBE_NVLS=true")
+        return self._allreduce(spec)
 
     def _allreduce(self, spec: TestSpec) -> Measurement:
         gpus = tuple(spec.gpus)

@@ -37,6 +37,8 @@ checked against the preset when a fault goes in, so a typo fails at once.
     PeermemMissing()                          no nvidia_peermem (nor dma-buf): RDMA not ready
     GpuRecoveryAction, RowRemapPending, RowRemapFailed, AerGrowth
                                               the driver's own verdicts (driver_faults.py)
+    NicPortFlapping, NicSymbolErrors, NicPortDown, NicRateDegraded, NicPathSys
+                                              the host's RDMA NICs (nic_faults.py)
 
 Each fault changes what NVML would report *and* what the transfer tests measure, consistently:
 a downed link shows as state down, a narrower NV#, a lower expected and measured bandwidth.
@@ -53,6 +55,13 @@ from peerwatch.probes.sim.driver_faults import (
     GpuRecoveryAction,
     RowRemapFailed,
     RowRemapPending,
+)
+from peerwatch.probes.sim.nic_faults import (
+    NicPathSys,
+    NicPortDown,
+    NicPortFlapping,
+    NicRateDegraded,
+    NicSymbolErrors,
 )
 
 ErrorCounter = Literal["replay", "recovery", "crc_flit", "crc_data", "ecc_data"]
@@ -369,6 +378,11 @@ Fault = (
     | RowRemapPending
     | RowRemapFailed
     | AerGrowth
+    | NicPortFlapping
+    | NicSymbolErrors
+    | NicPortDown
+    | NicRateDegraded
+    | NicPathSys
 )
 
 
@@ -387,7 +401,8 @@ def gpus_named(fault: Fault) -> tuple[int, ...]:
         case PeerCopiesFail(a=a, b=b):
             return (a, b)
         case FabricManagerDown() | DriverRestarted() | SwitchTrayLost() | CliqueMoved() \
-                | SwitchSxid() | PeermemMissing() | NvSwitchLost():
+                | SwitchSxid() | PeermemMissing() | NvSwitchLost() | NicPortFlapping() \
+                | NicSymbolErrors() | NicPortDown() | NicRateDegraded():
             return ()
         case AcsRedirect(gpus=gs):
             return gs

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.report import RdmaInfo
+from peerwatch.probes.report import PathLevel, RdmaInfo
 from peerwatch.probes.sim.faults import AcsRedirect, Fault, PeermemMissing, ThrottledGpu
+from peerwatch.probes.sim.nic_faults import NicPathSys, NicPortDown
 from peerwatch.probes.sim.presets import Preset
 from peerwatch.probes.topology import normalize_bus_id
 
@@ -58,8 +59,12 @@ def bridge_of(bus_id: str) -> str:
     return f"{domain}:{max(int(bus, 16) - 1, 0):02x}:00.0"
 
 
+def first_nic(preset: Preset) -> str | None:
+    return next((s.rdma.nearest_nic for s in preset.gpus if s.rdma.nearest_nic), None)
+
+
 def rdma(preset: Preset, faults: Sequence[Fault], index: int,
-         gpudirect: bool | None) -> RdmaInfo:
+         gpudirect: bool | None, nic_rate_bps: float | None = None) -> RdmaInfo:
     slot = preset.gpus[index]
     no_peermem = any(isinstance(f, PeermemMissing) for f in faults)
     acs = [f for f in faults if isinstance(f, AcsRedirect) and index in f.gpus]
@@ -68,9 +73,13 @@ def rdma(preset: Preset, faults: Sequence[Fault], index: int,
     return RdmaInfo(
         gpudirect_supported=gpudirect, peermem_loaded=peermem,
         peermem_registered=peermem, dmabuf=None if peermem is None else not no_peermem,
-        nearest_nic=nic, nic_path=slot.rdma.nic_path,
-        nic_port_state="ACTIVE" if nic else None,
+        nearest_nic=nic, nic_path=PathLevel.SYS if any(
+            isinstance(f, NicPathSys) and f.gpu == index for f in faults) else slot.rdma.nic_path,
+        nic_port_state=(None if not nic else "DOWN" if any(
+            isinstance(f, NicPortDown) and (f.nic or first_nic(preset)) == nic
+            for f in faults) else "ACTIVE"),
         path_bridges=[bridge_of(slot.pci_bus_id)] if nic else None,
         acs_redirect=sorted({f.bridge for f in acs}) if nic else None,
         peer_acs_redirect={p: [f.bridge] for f in acs for p in f.gpus if p != index},
+        nic_rate_bps=nic_rate_bps,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from peerwatch.probes.fabric import TestSpec
 from peerwatch.probes.report import TestName
+from peerwatch.probes.sim import simalltoall
 from peerwatch.probes.sim.faults import (
     BandwidthFactor,
     BusyGpu,
@@ -36,6 +37,7 @@ class Run:
     memory_bytes: int  # peak device memory on any one GPU
     flows: list[Flow] = field(default_factory=list)
     contended_by: set[Contention] = field(default_factory=set)
+    per_gpu: dict[int, float] = field(default_factory=dict)  # a joint test's (all-to-all)
 
 
 _perf: PerfModel | None = None
@@ -108,6 +110,8 @@ def model_run(topo: SimTopology, spec: TestSpec, faults: list[Fault]) -> Run:
     model = kind_of(spec.test).sim.model
     if model == "allreduce":
         run = _allreduce(topo, spec, hop)
+    elif model == "all_to_all":
+        run = _all_to_all(topo, spec, hop)
     elif model == "latency":
         run = _latency(topo, spec, hop)
     elif model in ("host_copy", "local_copy"):
@@ -195,3 +199,17 @@ def _allreduce(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:
         if topo.route(a, b).kind == "nvlink"
     ]
     return Run(busbw, iterations * nbytes / algbw, 2 * nbytes, flows)
+
+
+def _all_to_all(topo: SimTopology, spec: TestSpec, hop: _Hop) -> Run:
+    """Every GPU of `spec.gpus` to every other at once (`simalltoall.py`)."""
+    factor = {(a, b): hop.factor(a, b, nvlink_or_p2p=topo.route(a, b).kind != "staged")
+              for a in spec.gpus for b in spec.gpus if a != b}
+    rates = simalltoall.flow_rates(topo, spec, factor)
+    both = kind_of(spec.test).sim.both_ends  # NCCL's kernel waits for its receives too
+    figures = simalltoall.per_gpu(spec, rates, both_ends=both)
+    n, c = len(spec.gpus), spec.bytes_per_copy
+    iterations = spec.copies * spec.samples + spec.warmup
+    seconds = max((n - 1) * c / v for v in figures.values() if v > 0) * iterations
+    return Run(min(figures.values()), seconds, 2 * (n - 1) * c,
+               simalltoall.wire_flows(topo, spec), per_gpu=figures)

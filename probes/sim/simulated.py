@@ -24,13 +24,20 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime
 
 import peerwatch.probes as probes
 from peerwatch.probes.clocks import GpuClocks
-from peerwatch.probes.errors import BadProbeRequest, GpuUnreachable, TransferError
+from peerwatch.probes.errors import (
+    BadProbeRequest,
+    GpuUnreachable,
+    NotSupported,
+    TransferError,
+)
 from peerwatch.probes.fabric import Measurement, TestSpec
 from peerwatch.probes.gpu_health import ImexStatus, PcieAer
+from peerwatch.probes.nics import NicDevice, NicPort
 from peerwatch.probes.report import (
     FabricEvent,
     FabricManagerInfo,
@@ -63,6 +70,7 @@ from peerwatch.probes.sim.faults import (
 from peerwatch.probes.sim.presets import Preset, load_calibration, load_preset
 from peerwatch.probes.sim.simcounters import CounterBank
 from peerwatch.probes.sim.simevents import SimEvents
+from peerwatch.probes.sim.simnics import SimNics
 from peerwatch.probes.sim.simrun import Run, contention_rate, model_run
 from peerwatch.probes.sim.simtopo import SimTopology
 from peerwatch.probes.test_kinds import kind_of
@@ -105,6 +113,7 @@ class SimulatedFabric:
         self.started_at = started_at  # reported as the probe's start (None: not reported)
         self._driver_loaded_at: datetime | None = None
         self._events = SimEvents()  # the Xid/SXid lines its faults log (simevents.py)
+        self._nics = SimNics(self.preset)  # its RDMA NICs (simnics.py)
         self.inject(*faults)
 
     # ------------------------------------------------------------------ faults
@@ -119,6 +128,10 @@ class SimulatedFabric:
             for g in gpus_named(f):
                 self._check_index(g)
             simfabric.check_fault(self.preset, f)
+            try:
+                self._nics.check(f)
+            except ValueError as exc:
+                raise BadProbeRequest(str(exc)) from exc
         with self._lock:
             self._advance()
             self._faults.extend(faults)
@@ -176,6 +189,7 @@ class SimulatedFabric:
                 return
             self._events.advance(now, self._pci_of())
             simdriver.grow_aer(self._faults, self._aer, dt)
+            self._nics.advance(self._faults, dt)
             for f in self._faults:
                 if isinstance(f, ErrorGrowth):
                     self._counters.add_errors(f.gpu, f.link, f.counter, f.per_second * dt)
@@ -222,7 +236,7 @@ class SimulatedFabric:
             pcie=PcieLink(gen_current=gen, gen_max=self.preset.pcie.gen, width_current=width,
                           width_max=self.preset.pcie.width, replay_count=0),
             rdma=simclocks.rdma(self.preset, self._faults, index,
-                                self.preset.rdma.gpudirect_supported),
+                                self.preset.rdma.gpudirect_supported, self._nic_rate(index)),
             switch_fabric=simfabric.switch_fabric(self.preset, self._faults, index, self.rack),
             driver=simdriver.driver_health(self._faults, index),
         )
@@ -233,6 +247,15 @@ class SimulatedFabric:
         with self._lock:
             self._advance()
             return simdriver.pcie_aer(gpu, self.preset.gpus[gpu].pci_bus_id, self._aer)
+
+    def nics(self) -> list[NicDevice]:
+        """The host's RDMA NICs (probes/sim/simnics.py)."""
+        return self._nics.devices(self._faults)
+
+    def nic_ports(self) -> list[NicPort]:
+        with self._lock:
+            self._advance()
+            return self._nics.ports(self._faults)
 
     def imex(self) -> ImexStatus:
         return simdriver.imex(self.preset.rack)
@@ -306,6 +329,8 @@ class SimulatedFabric:
         peer_error = simfabric.peer_copy_failure(self._faults, spec)
         if peer_error is not None:
             raise TransferError(peer_error)
+        if kind_of(spec.test).sim.model == "nic_loopback":
+            return self._loopback(spec)
         with self._lock:
             run = model_run(self._topo, spec, self._faults)
             samples = self._noisy(spec, run)
@@ -319,7 +344,33 @@ class SimulatedFabric:
             wire[sender] += int(nbytes)
         return Measurement(samples=samples, gpu_time_s=run.duration_s,
                            device_memory_bytes=run.memory_bytes, verified=True,
-                           wire_bytes=dict(wire))
+                           wire_bytes=dict(wire), per_gpu=self._noisy_per_gpu(spec, run))
+
+    def _noisy_per_gpu(self, spec: TestSpec, run: Run) -> dict[int, list[float]]:
+        """A joint test's samples for each GPU, each GPU's figure with its own noise."""
+        return {g: self._noisy(replace(spec, src=g), replace(run, value=v))
+                for g, v in run.per_gpu.items() if v > 0}
+
+    def _nic_rate(self, gpu: int) -> float | None:
+        nic = self.preset.gpus[gpu].rdma.nearest_nic
+        return None if nic is None else self._nics.rate_bps(nic, self._faults)
+
+    def _loopback(self, spec: TestSpec) -> Measurement:
+        """gdr_loopback: the GPU's memory through its nearest NIC and back (simnics.py)."""
+        assert spec.src is not None
+        with self._lock:
+            try:
+                value = self._nics.loopback(spec.src, self._faults, self._topo.pcie_bps(spec.src))
+            except ValueError as exc:
+                raise NotSupported(str(exc)) from exc
+            except RuntimeError as exc:
+                raise TransferError(f"{spec.label()}: {exc}") from exc
+            nbytes = float(spec.bytes_per_copy * (spec.copies * spec.samples + spec.warmup))
+            self._nics.carried(spec.src, nbytes)
+            run = Run(value=value, duration_s=nbytes / value, memory_bytes=2 * spec.bytes_per_copy)
+            samples = self._noisy(spec, run)
+        return Measurement(samples=samples, gpu_time_s=run.duration_s,
+                           device_memory_bytes=run.memory_bytes, verified=True)
 
     def _noisy(self, spec: TestSpec, run: Run) -> list[float]:
         """Samples around the modelled value; seeded per (test, pair, budget, repetition)."""
@@ -376,7 +427,7 @@ class SimulatedFabric:
     def _check_spec(self, spec: TestSpec) -> tuple[int, ...]:
         if spec.bytes_per_copy <= 0 or spec.copies < 1 or spec.samples < 1 or spec.warmup < 0:
             raise BadProbeRequest(f"{spec.label()}: budget must be positive, got {spec}")
-        if test_scope(spec.test) == "set":
+        if test_scope(spec.test) == "set" or spec.joint:
             if len(set(spec.gpus)) != len(spec.gpus) or len(spec.gpus) < 2:
                 raise BadProbeRequest(f"{spec.test} needs two or more distinct GPUs: {spec.gpus}")
             for g in spec.gpus:

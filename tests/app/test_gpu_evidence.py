@@ -24,6 +24,7 @@ from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.queries.health import host_health
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.clocks_row import clocks_of
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.alerts import Alert
 from peerwatch.app.store.tables.history import GpuSample, Measurement
@@ -113,7 +114,8 @@ def test_a_power_capped_gpu_explains_its_slow_pairs(sessions: sessionmaker[Sessi
         row = s.scalars(select(GpuSample).where(GpuSample.gpu == 3)
                         .order_by(GpuSample.at.desc()).limit(1)).one()
         assert (row.clock_reasons, row.throttle) == (0x4, "power")
-        assert row.clocks["power_limit_mw"] == 450_000
+        assert isinstance(row.clocks, list)  # stored as a list (0033), read by name
+        assert (clocks_of(row.clocks) or {})["power_limit_mw"] == 450_000
     with sessions() as s:
         text = server_metrics(load_snapshot(s))
     assert promtool_check(text) == ""

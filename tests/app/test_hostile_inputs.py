@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from peerwatch.app.api.report_checks import result_limit
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
@@ -122,7 +123,7 @@ def test_more_results_than_the_inventory_allows_is_a_422(client: TestClient,
     data = _report()
     data["results"] = data["results"] * 500  # 1000 results for a 2-GPU host
     r = _post_raw(client, json.dumps(data))
-    assert r.status_code == 422 and "allows at most 21" in r.text
+    assert r.status_code == 422 and f"allows at most {result_limit(2)}" in r.text
     assert _stored(settings) == 0
 
 

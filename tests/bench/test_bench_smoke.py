@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHES = sorted(f"{prefix}{m.name}" for folder, prefix in (("bench", ""), ("bench/gpu", "gpu."))
                  for m in pkgutil.iter_modules([str(ROOT / folder)])
                  if not m.ispkg and not m.name.startswith("_"))
-GPU_ONLY = {"gpu.driver_health", "gpu.events", "gpu.evidence", "gpu.fabric_check", "gpu.pcie",
-            "gpu.snapshot", "probe_accuracy", "probe_contention"}
+GPU_ONLY = {"gpu.all_to_all", "gpu.driver_health", "gpu.events", "gpu.evidence",
+            "gpu.fabric_check", "gpu.pcie", "gpu.snapshot", "probe_accuracy", "probe_contention"}
 # what a bench prints where a real part it needs is missing; CI has them all
 MISSING_PART = re.compile(r"postgresql: skipped|skipped: no Chromium|skipped, \S+ unreachable")
 LIMIT_S = 600
@@ -39,7 +39,14 @@ PRINTS = {"overload": re.compile(r"^post_server_p99 +\S+ +[\d.]+ .*^burst_vs_cpu
                                 r"[\d.]+ ", re.MULTILINE | re.DOTALL),
           "hostile_clients": re.compile(r"^probe_2xx_share +\S+ +1\.00 .*^posters_answered_share"
                                        r" +\S+ +1\.00 .*^rss_growth_mb +\S+ +[\d.]+ ",
-                                       re.MULTILINE | re.DOTALL)}
+                                       re.MULTILINE | re.DOTALL),
+          # the sweep against the honest floor, CPU and instructions (issue 37); the
+          # instructions line says "not counted (...)" where callgrind is missing
+          "sweep_profile": re.compile(r"^  CPU with PostgreSQL's backend +project +[\d.]+ ms, "
+                                      r"floor +[\d.]+ ms = [\d.]+x the floor.*^  instructions"
+                                      r"(?: \(callgrind.*project +[\d.]+ M, floor +[\d.]+ M = "
+                                      r"[\d.]+x the floor|: not counted)",
+                                      re.MULTILINE | re.DOTALL)}
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:

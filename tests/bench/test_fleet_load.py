@@ -17,10 +17,15 @@ import httpx
 import pytest
 
 from bench.helpers import fleet_load
+from bench.helpers.agent_wire import AgentWire
 from bench.helpers.fleet_load import (
+    HEARTBEAT,
     HOST_MARK,
     TOKEN,
     MarkMissing,
+    Record,
+    client,
+    deliver,
     host_name,
     load,
     templates,
@@ -71,3 +76,27 @@ def test_simulated_hosts_reach_a_real_server_as_distinct_hosts(tmp_path: Path) -
     assert set(cadence.tried) | set(window.settle.tried) <= names
     assert {h["host"] for h in listed} == names
     assert details == dict.fromkeys(sorted(names), 200)
+
+
+def test_a_fleet_host_sends_heartbeats_and_its_report_in_full_after_a_409(
+        tmp_path: Path) -> None:
+    """bench/fleet.py's hosts post what the agent posts (`AgentWire`): between full reports
+    a heartbeat, and when the server holds no full report the heartbeat names (409), the
+    report in full at once, then heartbeats again."""
+    wire = AgentWire(Path(__file__).resolve().parents[2], host_name(0), busy=True)
+    record = Record()
+
+    async def inventory_passes(base: str) -> None:
+        async with client(1) as http:
+            for _ in range(2):
+                await deliver(http, base, wire, "inventory", lambda: record, 1e12)
+
+    with serve_process(f"sqlite:///{tmp_path / 'bench.db'}", tmp_path,
+                       {"PEERWATCH_PROBE_TOKENS": TOKEN}) as base:
+        asyncio.run(warm_up([base], 1, templates(), wires=[wire]))
+        asyncio.run(inventory_passes(base))  # a heartbeat each, on the warm-up's inventory
+        wire.full("inventory", datetime.now(UTC))  # a full report the server never got
+        asyncio.run(inventory_passes(base))
+    assert [(s.kind, s.status) for s in record.samples] == [
+        (HEARTBEAT, 204), (HEARTBEAT, 204),
+        (HEARTBEAT, 409), ("inventory", 201), (HEARTBEAT, 204)]

@@ -13,6 +13,12 @@ faults take minutes to develop, so next to it we store (see `seed.py`):
 - `h200x2-slow`: an H200 pair 9 % slow and GPU1's host copies 10 % slow for its whole hour
   of history (its baselines are slow too), judged against its fleet peers, the other H200
   pairs and GPUs (docs/fleet-peers.md).
+On a simulated leaf/spine network (`NET_HOSTS`, probes/sim/simnet.py) the demo's four hosts
+sit under one leaf, five of ours under another; `mesh4-01`'s cable is bad (slow with every
+partner: a host fault), the path between `hgx8-lost` and `h200x2-slow` is slow (a path
+fault, tested last: their other pairs are older, so both are suspects), `pcie4-gone` (stale)
+was healthy with `hgx8-faulty`, and `h200x2-maint` and `clock-behind-01` are on the map but
+never tested.
 A keeper thread sends each of them but the stale one an inventory pass every few seconds, as
 their probe would, so none turns stale (the demo calls a host stale after 60 s) while the
 tests run.
@@ -38,17 +44,28 @@ from peerwatch.probes.sim.faults import (
     HostCopySlow,
     LinksDown,
 )
+from peerwatch.probes.sim.simnet import BadCable, PairPathSlow, SimNetwork
+from peerwatch.probes.sim.simnet import SimHost as NetHost
 from tests.browser.seed import QUICK_TESTS, Episode, SimHost, Store
 
 DEMO_HOSTS = 4
 KEEP_ALIVE_S = 10.0
+CLOCK_BEHIND_S = 180.0  # SKEWED: 3 min, as the demo's mesh4-02
 START_TIMEOUT_S = 300.0  # generous: the demo starts slowly on a loaded machine
 FAULTY = "hgx8-faulty"
 ADMIN_TOKEN = "browser-test-admin-token"  # the demo's --admin-token: ack and silence
 STALE = "pcie4-gone"
 MAINTAINED = "h200x2-maint"  # in a declared maintenance window
 SLOW = "h200x2-slow"  # slow from the start: flagged against its fleet peers
+SKEWED = "clock-behind-01"  # a PCIe host whose probe clock runs 3 min behind, from the start
 LOST = "hgx8-lost"  # GPU6 fell off the bus 20 min ago; GPU1 -> GPU2 has run at half speed since
+BAD_CABLE = "mesh4-01"  # its NIC's cable is bad: slow with every partner
+NET_HOSTS = {"leaf-a": ("hgx8-01", "h200x2-01", "mesh4-01", "pcie4-01"),
+             "leaf-b": (FAULTY, LOST, SLOW, MAINTAINED, SKEWED, STALE)}
+NET_PAIRS = (("hgx8-01", "h200x2-01"), ("h200x2-01", "mesh4-01"), ("mesh4-01", "pcie4-01"),
+             ("pcie4-01", "hgx8-01"), (FAULTY, LOST), (FAULTY, SLOW), ("hgx8-01", FAULTY),
+             ("pcie4-01", SLOW), ("mesh4-01", LOST), ("h200x2-01", LOST), (STALE, FAULTY),
+             (LOST, SLOW))
 XSS_SCRIPT = "<script>window.__pwned=1</script>"
 XSS_IMG = "<img src=x onerror=window.__pwned=1>"
 
@@ -135,9 +152,22 @@ def own_hosts(store: Store) -> list[SimHost]:
     store.put(reports)
     store.peer_round([SLOW])
     store.maintenance(MAINTAINED, hours=2, comment="NVSwitch tray swap")
+    skewed = SimHost("pcie4", SKEWED, seed=50, span_s=0, ago_s=CLOCK_BEHIND_S,
+                     clock_behind_s=CLOCK_BEHIND_S)
+    store.put(skewed.history(), sent_when_finished=True)
+    hosts.append(skewed)
+    store.network(browser_network(), NET_PAIRS)
     gone = SimHost("pcie4", STALE, seed=30, span_s=1800, ago_s=600).history(every_s=600)
     store.put(gone, received_when_sent=True)
     return hosts
+
+
+def browser_network() -> SimNetwork:
+    """`NET_HOSTS` on two leaves under two spine groups; a bad cable and a slow path."""
+    net = SimNetwork({h: NetHost(h, leaf, f"spine-{leaf[-1]}")
+                      for leaf, names in NET_HOSTS.items() for h in names})
+    net.faults = [BadCable(BAD_CABLE), PairPathSlow(LOST, SLOW)]
+    return net
 
 
 class Keeper(threading.Thread):
@@ -150,7 +180,9 @@ class Keeper(threading.Thread):
 
     def run(self) -> None:
         while not self.halt.wait(KEEP_ALIVE_S):
-            self.store.put(h.inventory_now() for h in self.hosts)
+            self.store.put(h.inventory_now() for h in self.hosts if not h.clock_behind_s)
+            self.store.put((h.inventory_now() for h in self.hosts if h.clock_behind_s),
+                           sent_when_finished=True)
 
     def stop(self) -> None:
         self.halt.set()

@@ -5,7 +5,9 @@
     python -m tests.browser.docs_shots http://127.0.0.1:8101 docs/img "" domain   # only these
 
 Pages: the fleet, the HGX board that lost two NVLinks (hgx8-01), the host that stopped
-reporting (pcie4-01), the alerts page, the demo's NVL72 rack (its NVLink domain page) and
+reporting (pcie4-01), the host whose probe clock runs 3 min behind (mesh4-02: not trusted),
+the alerts page, the demo's NVL72 rack (its NVLink domain page), the network between hosts
+(its bad cable found) and
 job 81240's page (its snapshots' diff, events, alerts and verdicts in one timeline);
 each full-page at 1440 px, plus the alerts, fleet and host pages at a phone's width, and
 hgx8-01's time charts with the mouse on one (the crosshair on all, the event marks).
@@ -27,6 +29,8 @@ SHOTS = {
     "alerts": ("#/alerts?state=all", "alerts"),
     "domain": (f"#/domain/{rack_cluster_uuid('nvl72-a')}", "domain"),
     "job-page": ("#/job/81240", "job"),
+    "clock-skew": ("#/host/mesh4-02", "host"),
+    "network": ("#/network", "network"),
 }
 
 

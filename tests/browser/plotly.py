@@ -12,6 +12,10 @@ TRACES = """id => document.getElementById(id).data.map(t => ({
   type: t.type, name: t.name, x: t.x, y: t.y, z: t.z, text: t.text, hovertext: t.hovertext,
   line: t.line, marker: t.marker, customdata: t.customdata }))"""
 
+# the topology's edge lines: a trace per line style, its edges' ids in `meta.edges`
+EDGE_LINES = """id => Object.fromEntries(document.getElementById(id).data
+  .filter(t => t.meta && t.meta.edges).flatMap(t => t.meta.edges.map(e => [e, t.line])))"""
+
 ANNOTATIONS = "id => (document.getElementById(id).layout.annotations || []).map(a => a.text)"
 
 CELL_CENTRE = """([id, row, col]) => {
@@ -32,6 +36,12 @@ def trace(page: Any, element_id: str, name: str) -> dict[str, Any]:
     found = [t for t in traces(page, element_id) if t["name"] == name]
     assert found, f"no trace named {name!r} in #{element_id}"
     return found[0]
+
+
+def edge_lines(page: Any, element_id: str) -> dict[str, dict[str, Any]]:
+    """The line (colour, width, dash) each topology edge was drawn with, by the edge's id."""
+    result: dict[str, dict[str, Any]] = page.evaluate(EDGE_LINES, element_id)
+    return result
 
 
 def annotations(page: Any, element_id: str) -> list[str]:

@@ -20,16 +20,21 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from peerwatch.app.alerting.settings import AlertingSettings
+from peerwatch.app.demo.network import run_pair_job
 from peerwatch.app.demo.run import DemoOptions, demo_settings
 from peerwatch.app.ingest.rows import ingest
+from peerwatch.app.judging.network import evaluate_network
 from peerwatch.app.judging.service import AlertingService
 from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.maintenance import MaintenanceRequest
+from peerwatch.app.schemas.network import NetworkMapIn
+from peerwatch.app.services import network as network_writes
 from peerwatch.app.services.maintenance import declare_window
 from peerwatch.app.store.db import make_engine
 from peerwatch.probes.report import HOSTNAME, Report, ReportKind, TestName
 from peerwatch.probes.sim.faults import Fault
+from peerwatch.probes.sim.simnet import SimNetwork, network_map
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import SweepOptions, build_report
 
@@ -70,10 +75,13 @@ def _legacy_named(report: Report, hostname: str) -> Report:
 
 class SimHost:
     def __init__(self, preset: str, hostname: str, seed: int = 1, span_s: float = 3600,
-                 ago_s: float = 0) -> None:
-        """A host whose history spans `span_s` and ends `ago_s` before now (stale if > 60)."""
+                 ago_s: float = 0, clock_behind_s: float = 0.0) -> None:
+        """A host whose history spans `span_s` and ends `ago_s` before now (stale if > 60);
+        `clock_behind_s`: its probe's clock runs that far behind the server's (its reports
+        carry times that much older, and say so in their send time: `Store.put`)."""
         self.name = hostname
         self.span_s = span_s
+        self.clock_behind_s = clock_behind_s
         self.clock = FakeClock(datetime.now(UTC) - timedelta(seconds=span_s + ago_s))
         fabric_name = hostname if HOSTNAME.fullmatch(hostname) else f"legacy-{seed}"
         self.fabric = SimulatedFabric(preset, seed=seed, clock=self.clock, hostname=fabric_name)
@@ -94,7 +102,8 @@ class SimHost:
 
     def inventory_now(self) -> Report:
         """An inventory pass at the real time now (the fake clock catches up first)."""
-        self.clock.seconds = (datetime.now(UTC) - self.clock.start).total_seconds()
+        self.clock.seconds = (datetime.now(UTC) - self.clock.start).total_seconds() \
+            - self.clock_behind_s
         return _legacy_named(build_report(self.fabric, kind=ReportKind.INVENTORY,
                                           now=self.clock.now), self.name)
 
@@ -108,14 +117,18 @@ class Store:
         self.sessions = make_sessionmaker(self.engine)
         self.alerting = AlertingService(self.sessions, self.settings, AlertingSettings())
 
-    def put(self, reports: Iterable[Report], received_when_sent: bool = False) -> None:
+    def put(self, reports: Iterable[Report], received_when_sent: bool = False,
+            sent_when_finished: bool = False) -> None:
         """Store `reports` as received now, or (`received_when_sent`) as received when each
-        was finished: the server judges staleness by when it last heard from a host."""
+        was finished: the server judges staleness by when it last heard from a host.
+        `sent_when_finished`: each says it was sent when it finished, by its probe's clock
+        (the X-Peerwatch-Sent-At a probe sends), which the clock skew is read from."""
         hosts = set()
         for report in reports:
             received = report.finished_at if received_when_sent else datetime.now(UTC)
+            sent = report.finished_at if sent_when_finished else None
             with self.sessions() as session:
-                ingest(session, report, self.settings, received)
+                ingest(session, report, self.settings, received, sent_at=sent)
             hosts.add(report.host.hostname)
         for host in sorted(hosts):
             self.alerting.evaluate_host(host)
@@ -132,6 +145,17 @@ class Store:
         with self.sessions() as session:
             declare_window(session, MaintenanceRequest(
                 host=host, duration_s=hours * 3600, comment=comment), datetime.now(UTC))
+
+    def network(self, net: SimNetwork, pairs: Iterable[tuple[str, str]]) -> None:
+        """The simulated network (probes/sim/simnet.py) fed as the demo's network story
+        feeds it (app/demo/network.py): the map, then one pair job per pair in this order
+        (its figure from `net`, faults included), then the network evaluation."""
+        with self.sessions() as session:
+            network_writes.replace_map(session, NetworkMapIn.model_validate(
+                {"hosts": network_map(net)}), datetime.now(UTC))
+            for a, b in pairs:
+                run_pair_job(session, net, a, b, "browser test", salt=0)
+            evaluate_network(session, self.settings, self.alerting.alerting, datetime.now(UTC))
 
     def close(self) -> None:
         self.alerting.close()

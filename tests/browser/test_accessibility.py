@@ -15,7 +15,8 @@ pytestmark = pytest.mark.browser
 VIEWS = [("/#/fleet", "fleet"), (f"/#/host/{FAULTY}?test=ce_write&pair=1-2", "host"),
          (f"/#/host/{STALE}", "host"), ("/#/alerts?state=all", "alerts"),
          ("/#/placement", "placement"), (f"/#/domain/{DOMAIN}", "domain"),
-         (f"/#/compare?hosts=hgx8-01,{FAULTY}&test=ce_write&pair=0-1", "compare")]
+         (f"/#/compare?hosts=hgx8-01,{FAULTY}&test=ce_write&pair=0-1", "compare"),
+         ("/#/network?host=mesh4-01", "network")]
 
 
 def _report(found: list[dict]) -> str:

@@ -21,6 +21,7 @@ from tests.browser.plotly import (
     click_cell,
     double_click_until,
     drag_zoom,
+    edge_lines,
     trace,
     traces,
 )
@@ -57,8 +58,10 @@ def test_faulty_links_are_drawn_degraded(page, fleet: Fleet) -> None:  # type: i
     with page.expect_response(lambda r: f"/hosts/{FAULTY}/topology" in r.url) as answer:
         open_view(page, f"/?refresh=1#/host/{FAULTY}", "host")  # a load: it asks anew
     topo = answer.value.json()  # what the page drew: the live fleet may judge anew meanwhile
+    lines = edge_lines(page, "topology-chart")
+    assert set(lines) == {edge["id"] for edge in topo["edges"]}  # every edge drawn, once
     for edge in topo["edges"]:
-        line = trace(page, "topology-chart", f"edge {edge['id']}")["line"]
+        line = lines[edge["id"]]
         if edge["verdict"] != "healthy":
             assert line["color"] == COLOUR[edge["verdict"]], edge
     gpu3 = next(e for e in topo["edges"] if e["id"] == "gpu3-nvswitch")

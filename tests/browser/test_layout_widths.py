@@ -53,7 +53,8 @@ def views(fleet: Fleet) -> list[tuple[str, str]]:
     return [("/#/fleet", "fleet"), ("/#/host/hgx8-01?range=24h", "host"),
             (f"/#/host/{fleet.faulty}?pair=1-2", "host"), ("/#/alerts", "alerts"),
             ("/#/placement", "placement"), ("/#/job/81240", "job"),
-            (f"/#/compare?hosts=hgx8-01,{fleet.faulty}&pair=0-1", "compare")] + \
+            (f"/#/compare?hosts=hgx8-01,{fleet.faulty}&pair=0-1", "compare"),
+            ("/#/network?host=mesh4-01", "network")] + \
         [(f"/#/domain/{domains[0]['id']}", "domain")] * bool(domains)
 
 
@@ -72,6 +73,6 @@ def test_no_view_is_wider_than_the_screen(sized, fleet: Fleet) -> None:  # type:
         # (a phone widens its layout viewport to the content: innerWidth alone would follow)
         if max(seen["scroll"], seen["inner"]) > width or wide:
             too_wide[path] = {**seen, "tables": wide}
-        if view in ("host", "job", "fleet"):
+        if view in ("host", "job", "fleet", "network"):
             screenshot(page, f"layout-{view}-{width}")
     assert not too_wide, too_wide

@@ -5,6 +5,8 @@ anyway, but the server would still build them)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.browser.conftest import Fleet, open_view, wait_until
@@ -61,3 +63,27 @@ def test_slow_panels_are_not_asked_every_refresh(fresh_page, fleet: Fleet) -> No
     # one per new report or minute the window moved (and the first after the first view)
     assert len(links) <= 2 * len(reports) + 2, (links, reports)
     assert len(links) < 8
+
+
+def test_a_host_page_left_before_it_drew_asks_nothing_more(fresh_page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
+    """The user leaves a host page whose first answers are still on their way: once they
+    come, the page left behind does not go on to ask for its charts below the fold."""
+    page = fresh_page
+    held: list = []  # type: ignore[type-arg]
+    page.route(f"**/api/v1/hosts/{MAINTAINED}/health*", lambda route: held.append(route))
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.goto(f"{fleet.url}/?refresh=1#/host/{MAINTAINED}")
+    wait_until(page, "() => document.querySelector('main').dataset.view === 'host'")
+    deadline = time.monotonic() + 120  # the route handler runs while Playwright is waited on
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert held, "the page never asked for the host's health"
+    open_view(page, "/#/alerts", "alerts")
+    asked.clear()
+    for route in held:
+        route.continue_()
+    start = page.evaluate(UPDATES)
+    wait_until(page, f"() => ({UPDATES})() >= {start + 2}")  # the alerts view refreshed twice
+    late = [u for u in asked if f"/hosts/{MAINTAINED}/" in u]
+    assert late == [], late

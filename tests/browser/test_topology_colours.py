@@ -24,8 +24,9 @@ COLOURS = """async () => {
     edges: [edge(0, 'degraded', 18, [0, 2]), edge(1, 'degraded', 18, [2, 1]),
       edge(2, 'down', 8, [0, 2]), edge(3, 'degraded', 18, [3, 0])] };
   const fig = topologyFigure(topo);
-  return Object.fromEntries(fig.data.filter(t => t.name.startsWith('edge '))
-    .map(t => [t.name.slice(5), t.line.color]));
+  // a trace per line style, its edges' ids in meta.edges
+  return Object.fromEntries(fig.data.filter(t => t.meta && t.meta.edges)
+    .flatMap(t => t.meta.edges.map(id => [id, t.line.color])));
 }"""
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.browser.conftest import FAULTY, STALE, Fleet, open_view, screenshot
 from tests.browser.demo_fleet import LOST
-from tests.browser.plotly import trace
+from tests.browser.plotly import edge_lines, trace
 from tests.conftest import eventually
 
 pytestmark = pytest.mark.browser
@@ -37,8 +37,7 @@ def test_a_stale_host_page_is_grey_with_last_known_everywhere(page, fleet: Fleet
     nodes = trace(page, "topology-chart", "nodes")
     assert set(nodes["marker"]["color"]) == {GREY}
     assert all("last known at" in h for h in nodes["hovertext"])
-    edges = [t for t in page.evaluate("""() => document.getElementById('topology-chart').data
-      .filter(t => t.name.startsWith('edge ')).map(t => t.line.color)""")]
+    edges = [line["color"] for line in edge_lines(page, "topology-chart").values()]
     assert edges and GREEN not in edges
     assert all("last known at" in h for h in trace(page, "topology-chart", "links")["hovertext"])
     heat = trace(page, "matrix-chart", "ce_write")
@@ -78,7 +77,7 @@ def test_fleet_rows_most_urgent_first_verdict_and_severity_apart(page, fleet: Fl
     by_key = {r["key"]: r for r in shown}
     for r in shown:  # the badge is the host's own verdict, in its own colour and glyph
         host = hosts[r["key"]]
-        own = "unknown" if host["stale"] else host["verdict"]
+        own = "unknown" if host["stale"] or host["clock_note"] else host["verdict"]
         assert f"v-{own}" in r["cls"] and r["word"].strip().endswith(own), (r, own)
     for host in critical - {h for h in hosts if hosts[h]["stale"]}:
         assert by_key[host]["sev"] == "critical", host  # the severity beside it, apart

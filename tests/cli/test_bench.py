@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from peerwatch.app.cli import build_parser, main
-from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, TestName
+from peerwatch.probes.report import GPU_TESTS, JOINT_TESTS, PAIR_TESTS, TestName
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -26,7 +26,7 @@ def test_hgx8_json_has_all_56_ordered_pairs_for_every_pair_test(
     doc = json.loads(out)  # one document, nothing else on stdout
     per_test = Counter(r["test"] for r in doc["results"])
     assert per_test == {**{t.value: 56 for t in PAIR_TESTS}, "allreduce": 1,
-                        **{t.value: 8 for t in GPU_TESTS}}
+                        **{t.value: 8 for t in (*GPU_TESTS, *JOINT_TESTS)}}
     pairs = {(r["src"], r["dst"]) for r in doc["results"] if r["test"] == "ce_write"}
     assert pairs == set(itertools.permutations(range(8), 2))
     for r in doc["results"]:
@@ -40,6 +40,14 @@ def test_hgx8_json_has_all_56_ordered_pairs_for_every_pair_test(
     assert {g["driver"]["recovery_action"] for g in doc["inventory"]["gpus"]} == {"none"}
     assert doc["inventory"]["imex"]["present"] is False
     assert {a["gpu"] for a in doc["counters"][0]["aer"]} == set(range(8))
+    # the RDMA NICs (schema 5): each NIC with its GPUs' paths, each port read and judged
+    assert doc["schema_version"] == 5 and len(doc["inventory"]["nics"]) == 8
+    assert doc["inventory"]["nics"][0]["gpu_paths"]["0"] == "PIX"
+    assert {p["device"] for p in doc["counters"][-1]["nic_ports"]} == {
+        f"mlx5_{i}" for i in range(8)}
+    assert [(p["nic"], p["verdict"]) for p in doc["nics"]] == [
+        (f"mlx5_{i}", "healthy") for i in range(8)]
+    assert "symbol_error" in doc["nics"][0]["counters"] and doc["nics"][0]["rate_gbps"] == 400
 
 
 def test_human_output_reads_like_nvbandwidth_and_nvidia_smi(
@@ -103,8 +111,8 @@ def test_help_states_each_tests_default_sample_count(capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert ("ce_write, ce_read 2; ce_bidir, sm_write, sm_read, latency, staged, allreduce, h2d, "
-            "d2h, local 3") in text
+    assert ("ce_write, ce_read, net_write 2; ce_bidir, sm_write, sm_read, latency, staged, "
+            "allreduce, h2d, d2h, local, gdr_loopback, a2a_ce, a2a_nccl, nvls_allreduce 3") in text
 
 
 @pytest.mark.parametrize("gpus", ["0", "0,0"])

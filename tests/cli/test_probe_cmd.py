@@ -113,6 +113,14 @@ def test_environment_configures_and_the_command_line_wins(tmp_path: Path, monkey
     assert settings.token == "from-env" and settings.sweep_interval_s == 7
 
 
+def test_nvls_is_off_unless_the_operator_opts_in(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PEERWATCH_PROBE_TOKEN", "t")
+    assert settings_from(build_parser().parse_args(["probe"])).nvls is False
+    assert settings_from(build_parser().parse_args(["probe", "--nvls"])).nvls is True
+    monkeypatch.setenv("PEERWATCH_PROBE_NVLS", "true")
+    assert settings_from(build_parser().parse_args(["probe"])).nvls is True
+
+
 def test_every_option_states_its_default() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")

@@ -43,17 +43,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
 
 
+def _kinds(url: str) -> list[str]:
+    return [a["kind"] for a in httpx.get(f"{url}/api/v1/actions").json()["actions"]]
+
+
 def _resumed(cluster: Cluster, url: str, node: str) -> Callable[[], bool]:
-    """Whether the node is back, the healthy host reporting on as its probe would meanwhile:
-    a host unheard for the server's stale_after_s (90 s) is not proven whole, and two slow
-    health-check rounds under load can take longer than that."""
+    """Whether the node is back and the return recorded, the healthy host reporting on as its
+    probe would meanwhile: a host unheard for the server's stale_after_s (90 s) is not proven
+    whole, and two slow health-check rounds under load can take longer than that. The round
+    resumes the node first and records the return after (only what was done is recorded), so
+    the node alone can be seen back a moment before the record exists."""
     last = [-REPORT_EVERY_S]
 
     def check() -> bool:
         if time.monotonic() - last[0] >= REPORT_EVERY_S:
             report(url, node)
             last[0] = time.monotonic()
-        return "DRAIN" not in cluster.state(node)
+        return "DRAIN" not in cluster.state(node) and "return" in _kinds(url)
     return check
 
 
@@ -68,7 +74,7 @@ def test_slurmds_health_check_drains_and_resumes_the_node(cluster: Cluster,
                          .startswith("peerwatch: GPU5 down: all 18 NVLinks down"), STATE_LIMIT_S)
         cluster.wait_for("the health check resumes the node", _resumed(cluster, url, node),
                          STATE_LIMIT_S)
-        kinds = [a["kind"] for a in httpx.get(f"{url}/api/v1/actions").json()["actions"]]
+        kinds = _kinds(url)
     # overlapping runs (each takes seconds, one starts every 5 s) never fail a resume
     assert kinds[-1] == "take_out" and "return" in kinds and "failed" not in kinds, kinds
     runs = [line for line in (d / "health.out").read_text().splitlines()

@@ -20,7 +20,7 @@ from peerwatch.probes.agent.spool import Spool
 from peerwatch.probes.config import ProbeSettings
 from peerwatch.probes.errors import BadProbeRequest
 from peerwatch.probes.metrics_text import render
-from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, ReportKind, TestName
+from peerwatch.probes.report import GPU_TESTS, JOINT_TESTS, PAIR_TESTS, ReportKind, TestName
 from peerwatch.probes.sim.faults import (
     BusyGpu,
     Contention,
@@ -74,7 +74,8 @@ def test_hgx8_series_are_promtool_clean_and_match_the_formula(faulty: SimulatedF
     state.record(build_report(faulty))
     text = _expose(state, spool)
     assert promtool_check(text) == ""
-    assert len(series(text)) == per_host(6, True, 3)  # the default sweep: 6 bandwidth tests
+    # the default sweep: 6 bandwidth tests; h2d, d2h, local and the all-to-all's two per GPU
+    assert len(series(text)) == per_host(6, True, 5)
 
 
 def test_the_fast_renderer_writes_what_client_python_writes(faulty: SimulatedFabric,
@@ -300,7 +301,7 @@ def test_a_taken_port_is_a_clear_error() -> None:
 def test_metrics_tests_setting_reads_a_list_and_refuses_unknown_tests() -> None:
     assert ProbeSettings(metrics_tests="ce_write, latency").metrics_tests == [
         TestName.CE_WRITE, TestName.LATENCY]
-    assert ProbeSettings().metrics_tests == [*PAIR_TESTS, *GPU_TESTS]
+    assert ProbeSettings().metrics_tests == [*PAIR_TESTS, *GPU_TESTS, *JOINT_TESTS]
     with pytest.raises(ValueError, match="metrics_tests"):
         ProbeSettings(metrics_tests="ce_write,warp_drive")
 

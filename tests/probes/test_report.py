@@ -97,4 +97,4 @@ def test_version_1_reports_stay_valid_but_cannot_carry_per_gpu_tests() -> None:
     old["results"].append(h2d.model_dump(mode="json"))
     with pytest.raises(ValidationError, match="test h2d needs schema_version 2"):
         Report.model_validate(old)
-    assert SUPPORTED_SCHEMA_VERSIONS == (1, 2, 3, 4)
+    assert SUPPORTED_SCHEMA_VERSIONS == (1, 2, 3, 4, 5)

@@ -20,16 +20,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from peerwatch.app.cli.bench_expect import Expectations
+from peerwatch.app.cli.bench_nics import nic_document, render_nics
 from peerwatch.app.cli.bench_view import render, render_gpus
 from peerwatch.probes.budgets import DEFAULT_BUDGETS
 from peerwatch.probes.errors import BadProbeRequest
 from peerwatch.probes.fabric import Fabric
 from peerwatch.probes.fabric_select import FALLBACK_PRESET, fabric_choices, open_fabric
-from peerwatch.probes.report import Report, TestName
+from peerwatch.probes.report import Report, TestName, default_tests
 from peerwatch.probes.sim.presets import PRESET_NAMES
 from peerwatch.probes.sweep import SweepOptions, SweepProgress, build_report
 
 ALL_TESTS = ",".join(t.value for t in TestName)
+DEFAULT_TESTS = ",".join(t.value for t in default_tests())  # the opt-in ones asked by name
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_BUSY_PCT = 10.0
 
@@ -61,8 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"auto (real GPUs, else simulated:{FALLBACK_PRESET}), nvml, or "
                    f"simulated:<preset> with preset one of {', '.join(PRESET_NAMES)} "
                    "(default: auto)")
-    p.add_argument("--tests", default=ALL_TESTS, metavar="LIST",
-                   help="comma-separated tests to run (default: all of them)")
+    p.add_argument("--tests", default=DEFAULT_TESTS, metavar="LIST",
+                   help="comma-separated tests to run (default: all but the opt-in "
+                   "gdr_loopback, which moves data through the GPU's nearest RDMA NIC, and "
+                   "nvls_allreduce, which needs NCCL_NVLS_ENABLE=1)")
     p.add_argument("--gpus", default=None, metavar="LIST",
                    help="comma-separated GPU indices to test; pair tests run over every "
                    "ordered pair of them (default: every GPU)")
@@ -130,6 +134,8 @@ def json_document(report: Report) -> dict[str, Any]:
         entry["expected"] = j.expectation.value if j.expectation else None
         entry["expected_basis"] = j.expectation.basis if j.expectation else None
         entry["ratio"] = j.ratio
+    if report.inventory.nics or any(c.nic_ports for c in report.counters):
+        doc["nics"] = nic_document(report)
     return doc
 
 
@@ -156,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         render_gpus(out, report, options.gpus, tests)
     else:
         render(out, report, tests)
+    render_nics(out, report)
     return 0
 
 

@@ -9,6 +9,7 @@ runs the periodic round when no other judge does. Configuration: PEERWATCH_* var
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 
 from peerwatch.app.cli.options import add_database_url, add_log_level, non_negative_int
 from peerwatch.app.runtime.logs import configure_logging
@@ -26,6 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N",
                         help="judge only the I-th of N shards of the hosts, counted from 0 "
                         "(serve passes it when PEERWATCH_JUDGE_PROCESSES > 1; default: all)")
+    parser.add_argument("--listening-since", type=_aware_time, default=None, metavar="TIME",
+                        help="when the server this judges for started (ISO 8601 with its "
+                        "offset; serve passes it): probes last heard before it get the "
+                        "restart grace of PEERWATCH_PROBE_STALE_RESTART_GRACE_S (default: "
+                        "none)")
     parser.add_argument("--nice", type=int, default=0, choices=range(20), metavar="N",
                         help="run N steps nicer than the caller, before any thread starts "
                         "(serve passes PEERWATCH_WORKER_NICE, so its event loop goes first; "
@@ -44,6 +50,18 @@ def _shard(text: str) -> tuple[int, int]:
     return index, count
 
 
+def _aware_time(text: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--listening-since {text!r}: not an ISO 8601 "
+                                         "time") from None
+    if at.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"--listening-since {text!r}: give its offset "
+                                         "(e.g. +00:00)")
+    return at
+
+
 def run(args: argparse.Namespace) -> int:
     # the server's modules, imported by this command alone: `peerwatch --help` imports
     # every command's module and must not pay for them
@@ -52,4 +70,5 @@ def run(args: argparse.Namespace) -> int:
 
     lower_priority(args.nice)  # first: every thread of the judge starts at it
     configure_logging(args.log_level)
-    return run_judge_process(settings_from_args(args), args.wake_fd, args.shard)
+    return run_judge_process(settings_from_args(args), args.wake_fd, args.shard,
+                             args.listening_since)

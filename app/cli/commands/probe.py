@@ -64,6 +64,9 @@ _OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--metrics-addr", "metrics_addr", str, "address the --metrics-port server listens on"),
     ("--metrics-tests", "metrics_tests", str,
      "comma-separated tests whose series /metrics exposes"),
+    ("--opt-in-tests", "opt_in_tests", str,
+     "comma-separated opt-in tests added to every sweep (gdr_loopback: GPUDirect RDMA "
+     "through each GPU's nearest NIC)"),
     ("--kmsg-path", "kmsg_path", str,
      "kernel log device read for Xid/SXid lines (docs/events.md)"),
     ("--expected-gpus", "expected_gpus", int,
@@ -98,6 +101,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--force", action="store_true", default=None,
                         help="probe busy GPUs too, for maintenance windows "
                              f"(default: skip them; env {ENV_PREFIX}FORCE)")
+    parser.add_argument("--nvls", action="store_true", default=None,
+                        help="also run NCCL all-reduce over NVLink SHARP (nvls_allreduce): the "
+                             "probe's NCCL then runs with NCCL_NVLS_ENABLE=1 (default: off, "
+                             f"multicast stays off; env {ENV_PREFIX}NVLS)")
     parser.add_argument("--no-events", dest="events", action="store_false", default=None,
                         help="read no Xid/SXid events (NVML events, the kernel log) "
                              f"(default: read them; env {ENV_PREFIX}EVENTS)")
@@ -112,10 +119,11 @@ def settings_from(args: argparse.Namespace) -> ProbeSettings:
     given = {field: getattr(args, field) for _, field, _, _ in _OPTIONS}
     given["force"] = args.force
     given["events"] = args.events
+    given["nvls"] = args.nvls
     given = {k: v for k, v in given.items() if v is not None}
     flags = {field: flag for flag, field, _, _ in _OPTIONS if field in given}
-    flags |= {field: flag for field, flag in (("force", "--force"), ("events", "--no-events"))
-              if field in given}
+    flags |= {field: flag for field, flag in (("force", "--force"), ("events", "--no-events"),
+                                              ("nvls", "--nvls")) if field in given}
     warn_unknown_names()
     settings = read_settings(ProbeSettings, flags, **given)
     if not settings.token:

@@ -16,6 +16,8 @@ from peerwatch.app.store.tables import (  # noqa: F401 (each registers its table
     inventory,
     jobs,
     judged,
+    network,
+    nics,
     received,
 )
 

@@ -1,9 +1,10 @@
 """The `fabric_events` table (migration 0016): every Xid/SXid event a report carried.
 
-Stored with its report (same transaction, cascade on the report's deletion), so an event is
-kept whole with the report or not at all, and retention that drops old reports drops their
-events. The catalog's meaning is not stored: it is looked up when judged or shown
-(`app/analysis/xid_catalog.py`), so a catalog update re-reads old events rightly.
+Stored with its report (same transaction), so an event is kept whole with the report or not
+at all; retention deletes events as old as the reports it prunes (migration 0029: no cascade
+from `reports`, which PostgreSQL drops a month at a time). The catalog's meaning is not
+stored: it is looked up when judged or shown (`app/analysis/xid_catalog.py`), so a catalog
+update re-reads old events rightly.
 Imported by `app.models`.
 """
 
@@ -22,8 +23,7 @@ class FabricEventRow(Base):
     __table_args__ = (Index(None, "host_id", "at"), Index(None, "at"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    report_id: Mapped[int] = mapped_column(
-        BigId, ForeignKey("reports.id", ondelete="CASCADE"), index=True)
+    report_id: Mapped[int] = mapped_column(BigId, index=True)
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
     at: Mapped[datetime]
     kind: Mapped[str] = mapped_column(String(8))  # xid | sxid

@@ -49,11 +49,13 @@ class JobSnapshot(Base):
     is a name, not a key: a node's prolog may post before its probe ever reported."""
 
     __tablename__ = "job_snapshots"
+    # partitioned by day on PostgreSQL (0029): unique with the partition column (a retry
+    # repeats its taken_at; the store looks the snapshot_id up first)
     __table_args__ = (Index(None, "host", "taken_at"), Index(None, "host", "job_id"),
-                      Index(None, "taken_at"))
+                      Index(None, "taken_at"), UniqueConstraint("snapshot_id", "taken_at"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    snapshot_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
+    snapshot_id: Mapped[uuid.UUID] = mapped_column(Uuid)
     host: Mapped[str] = mapped_column(String(253))
     job_id: Mapped[str | None] = mapped_column(String(64))
     phase: Mapped[str] = mapped_column(String(16))

@@ -1,4 +1,8 @@
-"""History tables: append-only reports, measurements and samples, pruned by age."""
+"""History tables: append-only reports, measurements and samples, pruned by age.
+
+Nothing references a report row (migration 0029): each table is pruned by its own time, on
+PostgreSQL by dropping whole partitions (`app/store/partitions.py`), and a report's rows
+keep its id in `report_id` to be read together."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     Float,
@@ -24,10 +29,14 @@ from peerwatch.app.store.base import Base, BigId
 
 class ReportRow(Base):
     __tablename__ = "reports"
-    __table_args__ = (Index(None, "host_id", "finished_at"), Index(None, "received_at"))
+    # unique with the partition column (0029; a retry repeats its finished_at, and the
+    # receipt looks a report_id up in every partition first); BRIN: received_at only grows
+    __table_args__ = (Index(None, "host_id", "finished_at"),
+                      Index(None, "received_at", postgresql_using="brin"),
+                      UniqueConstraint("report_id", "finished_at"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    report_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
+    report_id: Mapped[uuid.UUID] = mapped_column(Uuid)
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
     schema_version: Mapped[int]
     kind: Mapped[str] = mapped_column(String(16))
@@ -50,58 +59,75 @@ class ReportRow(Base):
 class Measurement(Base):
     """One TransferResult. `value` is None exactly when `error` is set. A per-GPU test (h2d,
     d2h, local: `dst` null on the wire) is stored with src = dst = the GPU, as are its
-    baseline, rollups and judged row: the diagonal of the pair tables."""
+    baseline, rollups and judged row: the diagonal of the pair tables.
+
+    What a row keeps is what judging, charts, rollups and alerts read (migration 0029 left out
+    the copy sizes, samples, unit and costs of each result: the report's cost is in its
+    report row, the unit follows from the test).
+
+    Migration 0034: `foreign_bytes` is NULL for no foreign traffic (an idle host's every row)
+    and `gpus` NULL for an empty set (every test but a GPU-set one: the set is in src/dst),
+    read back as 0 and [] (`foreign_bytes_of`, `gpus_of`; rows stored before keep 0 and []).
+    The columns are in PostgreSQL's order of its partitions made since: 8-byte ones first,
+    so no padding falls between them (~24 bytes a row less with the two NULLs)."""
 
     __tablename__ = "measurements"
+    # A (pair, test)'s rows by its key alone (0033): every row of a key has the same entry,
+    # which PostgreSQL's B-tree deduplication keeps once with a list of row pointers (~8
+    # bytes a row where the key with measured_at was ~70, a third of the table); a time
+    # range is the BRIN's, ANDed with it (a key's rows of a day: its pages of that day).
     __table_args__ = (
-        Index(None, "host_id", "src", "dst", "test", "measured_at"),
-        Index(None, "measured_at"),
+        Index(None, "host_id", "src", "dst", "test"),
+        Index(None, "measured_at", postgresql_using="brin"),  # rows come in time order
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    report_id: Mapped[int] = mapped_column(
-        BigId, ForeignKey("reports.id", ondelete="CASCADE"), index=True
-    )
+    report_id: Mapped[int] = mapped_column(BigId, index=True)  # the judge reads by it
+    measured_at: Mapped[datetime]
+    value: Mapped[float | None] = mapped_column(Float)
+    foreign_bytes: Mapped[int | None] = mapped_column(BigInteger)  # None: 0 (0034)
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
-    test: Mapped[str] = mapped_column(String(16))
     src: Mapped[int | None]
     dst: Mapped[int | None]
-    gpus: Mapped[list[Any]]
-    value: Mapped[float | None] = mapped_column(Float)
-    unit: Mapped[str] = mapped_column(String(8))
-    samples: Mapped[list[Any]]
-    bytes_per_copy: Mapped[int] = mapped_column(BigInteger)
-    copies: Mapped[int]
-    gpu_time_s: Mapped[float] = mapped_column(Float)
-    device_memory_bytes: Mapped[int] = mapped_column(BigInteger)
-    verified: Mapped[bool] = mapped_column(Boolean)
     contended: Mapped[bool] = mapped_column(Boolean)
-    foreign_bytes: Mapped[int] = mapped_column(BigInteger)
+    test: Mapped[str] = mapped_column(String(16))
+    gpus: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))  # None: []
     error: Mapped[str | None] = mapped_column(Text)
-    measured_at: Mapped[datetime]
     # migration 0017: the throttled GPUs it touched ("GPU3 power-capped"), or None
     throttle: Mapped[str | None] = mapped_column(String(200))
 
 
-# Every port of a host is written whole at least this often (by its readings' time); in
-# between a port's row is written only when an error counter moved (app/ingest/
-# sparse_links.py), so a rate query reaches back this far for each port's last value.
+def foreign_bytes_of(stored: int | None) -> int:
+    """A stored `foreign_bytes` as the result said it: NULL is 0 (migration 0034)."""
+    return stored or 0
+
+
+def gpus_of(stored: list[Any] | None) -> list[int]:
+    """A stored `gpus` as the result said it: NULL is the empty set (migration 0034)."""
+    return list(stored) if stored else []
+
+
+# A port whose tx/rx bytes moved is written at least this often (by its readings' time),
+# one whose counters all held still at least every LINK_IDLE_KEYFRAME_S; a moved error
+# counter is written at once (app/ingest/sparse_links.py). So a reader reaches back
+# LINK_IDLE_KEYFRAME_S for each port's value and carries it forward over the gaps.
 LINK_KEYFRAME_S = 300.0
+LINK_IDLE_KEYFRAME_S = 3600.0
 
 
 class LinkSample(Base):
     """Cumulative counters of one NVLink port at one time (judge rates, never sizes). Sparse:
-    a reading whose error counters equal the port's previous one is not stored between
-    keyframes (LINK_KEYFRAME_S), so the series' tx/rx bytes are as fine as the keyframes."""
+    a reading whose error counters equal the port's stored row before is not stored unless
+    its tx/rx bytes moved and that row is LINK_KEYFRAME_S old, or that row is
+    LINK_IDLE_KEYFRAME_S old; so the series' tx/rx bytes are as fine as the keyframes."""
 
     __tablename__ = "link_samples"
-    # (host_id, at): a host's window across all its links, what every read asks (0026)
+    # (host_id, at): a host's window across all its links, what every read asks (0026); the
+    # report_id index served only the report's cascade (0029: none)
     __table_args__ = (Index(None, "host_id", "at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    report_id: Mapped[int] = mapped_column(
-        BigId, ForeignKey("reports.id", ondelete="CASCADE"), index=True
-    )
+    report_id: Mapped[int] = mapped_column(BigId)
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
     at: Mapped[datetime]
     gpu: Mapped[int]
@@ -119,12 +145,10 @@ class GpuSample(Base):
     """Per-GPU counters and activity at one time: PCIe replays, utilization, processes."""
 
     __tablename__ = "gpu_samples"
-    __table_args__ = (Index(None, "host_id", "at"),)  # what every read asks (0026)
+    __table_args__ = (Index(None, "host_id", "at"),)  # what every read asks (0026, 0029)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    report_id: Mapped[int] = mapped_column(
-        BigId, ForeignKey("reports.id", ondelete="CASCADE"), index=True
-    )
+    report_id: Mapped[int] = mapped_column(BigId)
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
     at: Mapped[datetime]
     gpu: Mapped[int]
@@ -136,7 +160,9 @@ class GpuSample(Base):
     # ("power,thermal"; app/analysis/throttle.py) and the rest of the clocks sample
     clock_reasons: Mapped[int | None] = mapped_column(BigInteger)
     throttle: Mapped[str | None] = mapped_column(String(32))
-    clocks: Mapped[dict[str, Any] | None]
+    # a list in app/store/clocks_row.py's order since 0033 (an object before): read it
+    # through `clocks_of`
+    clocks: Mapped[list[Any] | dict[str, Any] | None] = mapped_column(JSON)
     # migration 0032: PCIe AER totals of the GPU and its upstream bridge together
     # (probes/gpu_health.py PcieAer.total), judged by their rate as link errors are
     aer_correctable: Mapped[int | None] = mapped_column(BigInteger, default=None)
@@ -163,20 +189,18 @@ class Baseline(Base):
 
 
 class MeasurementRollup(Base):
-    """Hourly aggregate of one (pair, test): min/max/sum over uncontended successes."""
+    """Hourly aggregate of one (pair, test): min/max/sum over uncontended successes. Its key
+    is its primary key (0029: no id, whose index was a third of the table's bytes)."""
 
     __tablename__ = "measurement_rollups"
-    __table_args__ = (
-        UniqueConstraint("host_id", "src", "dst", "test", "hour"),
-        Index(None, "hour"),
-    )
+    __table_args__ = (Index(None, "hour", postgresql_using="brin"),)  # made in hour order
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
-    src: Mapped[int]
-    dst: Mapped[int]
-    test: Mapped[str] = mapped_column(String(16))
-    hour: Mapped[datetime]
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    src: Mapped[int] = mapped_column(primary_key=True)
+    dst: Mapped[int] = mapped_column(primary_key=True)
+    test: Mapped[str] = mapped_column(String(16), primary_key=True)
+    hour: Mapped[datetime] = mapped_column(primary_key=True)
     count: Mapped[int]
     min: Mapped[float | None] = mapped_column(Float)
     max: Mapped[float | None] = mapped_column(Float)

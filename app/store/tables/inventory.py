@@ -59,10 +59,17 @@ class Host(Base):
 def last_heard_at(row: Host) -> datetime | None:
     """When the server last heard from this host's probe, by the server's own clock: its
     newest stored report, or a request it refused because it was busy or had not stored
-    yet (app/ingest/heard.py)."""
-    heard = [t for t in (row.last_received_at or row.last_report_at, row.last_refused_at,
-                         row.last_heard_at) if t is not None]
-    return max(heard) if heard else None
+    yet, or a heartbeat (app/ingest/heard.py)."""
+    return newest_heard(row.last_received_at, row.last_report_at, row.last_refused_at,
+                        row.last_heard_at)
+
+
+def newest_heard(received: datetime | None, report: datetime | None,
+                 refused: datetime | None, heard: datetime | None) -> datetime | None:
+    """`last_heard_at` from the host row's columns, for readers that select them alone
+    (`/metrics`: the time its ProbeStale twin judges by must be the server's)."""
+    times = [t for t in (received or report, refused, heard) if t is not None]
+    return max(times) if times else None
 
 
 class Gpu(Base):
@@ -149,4 +156,7 @@ class HostRuntime(Base):
     # migration 0032: the IMEX daemon's state of the newest report (probes/gpu_health.py
     # ImexStatus); None: the probe sent none
     imex: Mapped[dict[str, Any] | None]
+    # migration 0031: the RDMA NICs of the newest report (probes/nics.py NicDevice, as a
+    # list); None: the probe sent none
+    nics: Mapped[list[Any] | None] = mapped_column(default=None)
     updated_at: Mapped[datetime]

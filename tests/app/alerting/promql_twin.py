@@ -43,7 +43,7 @@ from tests.app.alerting.simhost import QUICK, SimHost
 
 RULES = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "peerwatch-rules.yml"
 STEP_S = 60  # one report (and one scrape of each target) a minute; sweeps every 10th
-OBJECT = ("alertname", "host", "gpu", "peer_gpu", "link", "switch", "xid")  # what an alert
+OBJECT = ("alertname", "host", "gpu", "peer_gpu", "nic", "link", "switch", "xid")  # what an alert
 # is about (an Xid page is one per object and event number)
 # The quick tests and the staged copy: a downtrained PCIe link slows those (the pair pages
 # Prometheus once raised before PCIeLinkDowntrained).
@@ -80,6 +80,7 @@ class TwinHost:
     preset: str = "h200x2"
     steps: int = 0
     probe_ahead_s: float = 0.0  # the probe's clock against the server's (negative: behind)
+    tests: SweepOptions = TESTS  # what each sweep runs
     series: dict[SeriesKey, dict[int, float]] = field(default_factory=dict)
     firing: dict[int, set[Alerted]] = field(default_factory=dict)  # the server's, per step
     intermittent: dict[int, set[Alerted]] = field(default_factory=dict)  # ... of those, the
@@ -87,7 +88,7 @@ class TwinHost:
 
     def __post_init__(self) -> None:
         self.sim = SimHost(self.sessions, self.settings, preset=self.preset,
-                           alerting=AlertingSettings(alert_eval_interval_s=0), options=TESTS)
+                           alerting=AlertingSettings(alert_eval_interval_s=0), options=self.tests)
         self.agent = AgentState()
 
     @property

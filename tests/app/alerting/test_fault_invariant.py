@@ -2,6 +2,8 @@
 catalog (`probes.sim.faults.Fault`, enumerated: a new type is covered, or fails here until it
 has a way to be built):
 
+- every pending or firing NIC port alert names a port that is non-healthy in `/health` and
+  listed in `/scheduler/hosts`' `unhealthy_nics`, and every non-healthy port has one;
 - every pending or firing GPU, link or pair alert names an object that is non-healthy in
   `/health`, in the matrix (a pair alert: a cell of the pair; a GPU whose fabric or links
   make its pairs untrustworthy: every cell through it) and left out of `/scheduler/hosts`
@@ -116,6 +118,14 @@ def _offered(host: SimHost) -> tuple[set[int], set[int], set[tuple[int, int]]]:
     return set(h.healthy_gpus), together, {(a, b) for a, b in h.apart}
 
 
+def _unhealthy_nics(host: SimHost) -> set[tuple[str, str]]:
+    """The NIC ports /scheduler/hosts names as not healthy for the host."""
+    with host.sessions() as s:
+        hosts, _ = schedulable(s, 1)
+    return {(n.nic, str(n.port)) for h in hosts if h.host == host.hostname
+            for n in h.unhealthy_nics}
+
+
 def _check(host: SimHost, fault: faults.Fault) -> None:
     with host.sessions() as s:
         health = host_health(s, host.settings, host.hostname)
@@ -139,8 +149,16 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
     named_gpus: set[int] = set()
     named_links: set[tuple[int, int]] = set()
     named_pairs: set[tuple[int, int]] = set()
+    nic_ports = {(p["nic"], str(p["port"])): p for p in health.nics}
+    named_nics = set()
     for a in alerts:
         if a.rule in VERDICT_KEPT:
+            continue
+        if "nic" in a.labels:  # a NIC port alert: the port is non-healthy in /health and
+            key = (a.labels["nic"], a.labels["port"])  # in the scheduler answer
+            named_nics.add(key)
+            assert nic_ports[key]["verdict"] in BAD, f"{fault}: {a.rule} {a.labels}"
+            assert key in _unhealthy_nics(host), f"{fault}: {a.rule} {a.labels}"
             continue
         g, peer, link = _labels(a)
         what = f"{fault}: {a.rule} {a.labels}"
@@ -165,6 +183,8 @@ def _check(host: SimHost, fault: faults.Fault) -> None:
             if a.rule in UNTRUSTING or set(gpus[g].fabric) & set(UNTRUSTED_KINDS):
                 through = [v for (s, d), vs in cells.items() if g in (s, d) for v in vs]
                 assert Verdict.HEALTHY not in through, what
+    for key, p in nic_ports.items():  # every non-healthy NIC port has its alert
+        assert p["verdict"] not in BAD or key in named_nics, f"{fault}: {p['reason']}"
     # a GPU is named by its own alert, its link's, or a pair alert it is an end of
     via = named_gpus | {g for g, _ in named_links} | {g for pair in named_pairs for g in pair}
     for g, v in gpus.items():

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.alerting.rules import RULE_NAMES
 from peerwatch.app.runtime.config import Settings
+from peerwatch.probes.report import TestName
 from peerwatch.probes.sim.driver_faults import (
     AerGrowth,
     GpuRecoveryAction,
@@ -49,6 +50,11 @@ from peerwatch.probes.sim.faults import (
     InsufficientNvlinks,
     LinksDown,
     LinkXid,
+    NicPathSys,
+    NicPortDown,
+    NicPortFlapping,
+    NicRateDegraded,
+    NicSymbolErrors,
     NvSwitchLost,
     P2PDisabled,
     PcieDowntrained,
@@ -60,6 +66,7 @@ from peerwatch.probes.sim.faults import (
     TransferFails,
     TransferHangs,
 )
+from peerwatch.probes.sweep import SweepOptions
 from tests.app.alerting.promql_twin import (
     Alerted,
     TwinHost,
@@ -100,6 +107,11 @@ CATALOG: list[tuple[Fault, str]] = [
     (RowRemapPending(gpu=1), "h200x2"),
     (RowRemapFailed(gpu=1), "h200x2"),
     (AerGrowth(gpu=1, kind="correctable", per_second=0.5), "h200x2"),
+    (NicPortFlapping(nic="mlx5_1"), "hgx8"),
+    (NicSymbolErrors(nic="mlx5_1"), "hgx8"),
+    (NicPortDown(nic="mlx5_1"), "hgx8"),
+    (NicRateDegraded(nic="mlx5_1"), "hgx8"),
+    (NicPathSys(gpu=1), "hgx8"),
 ]
 
 
@@ -325,3 +337,31 @@ def test_prometheus_pages_an_xid_79_once_when_the_event_comes_first(
     assert any(_name(a) == "GPUMissing" for a in host.firing[61])  # from the event's report
     want = expected(host.firing, host.intermittent)
     assert_prometheus_agrees(host, "xid79-event-first", want, tmp_path)
+
+
+@pytest.mark.parametrize("slow", ["one-pair", "every-pair"])
+def test_prometheus_pages_a_gpu_slow_only_under_all_to_all_as_the_server_does(
+        sessions: sessionmaker[Session], sqlite_settings: Settings, tmp_path: Path,
+        slow: str) -> None:
+    """An 8-GPU board probed with the all-to-all only (no pair test to explain it). One
+    pair, GPU0->GPU1 at 0.4 of its rate: the server judges GPU0's a2a (its sends) and GPU1's
+    under NCCL (its receives) below what the topology offers and pages each. Every pair at
+    0.4: every GPU alike, which a twin comparing a GPU with its host's fastest could not
+    see; the server pages all eight. The twin, comparing the agent's figure with the
+    server's exported expectation, pages the same GPUs at the same minutes."""
+    host = TwinHost(sessions, sqlite_settings, preset="hgx8",
+                    tests=SweepOptions(tests=(TestName.A2A_CE, TestName.A2A_NCCL)))
+    host.run(30)
+    assert host.firing[30] == set()
+    pairs = [(0, 1)] if slow == "one-pair" else [(a, b) for a in range(8) for b in range(8)
+                                                 if a != b]
+    for a, b in pairs:
+        host.inject(BandwidthFactor(a, b, 0.4, both_directions=slow == "one-pair"))
+    host.run(24)
+    paged = {dict(a)["gpu"] for a in host.firing[host.steps]
+             if dict(a)["alertname"] == "AllToAllDegraded"}
+    assert paged == ({"0", "1"} if slow == "one-pair" else {str(g) for g in range(8)}), paged
+    want = expected(host.firing, host.intermittent)
+    end = sorted(map(sorted, want[host.steps]))
+    assert_prometheus_agrees(host, f"all-to-all {slow}", want, tmp_path,
+                             f"the server fires at the end {end}\n")

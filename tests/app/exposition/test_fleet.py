@@ -15,13 +15,13 @@ from peerwatch.app.alerting.settings import AlertingSettings, MetricsDetail
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.tables.inventory import Gpu, Host
-from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost
-from peerwatch.probes.report import ReportKind
+from peerwatch.app.store.tables.judged import JudgedGpu, JudgedHost, JudgedTest
+from peerwatch.probes.report import ReportKind, TestName
 from peerwatch.probes.sim.simulated import SimulatedFabric
 from peerwatch.probes.sweep import build_report
 from tests.app.conftest import probe_headers
 from tests.app.judged_client import JudgedClient
-from tests.app.metrics_helpers import promtool_check, series, value
+from tests.app.metrics_helpers import promtool_check, series, value, values
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 GPUS = 8
@@ -102,6 +102,42 @@ def test_host_detail_leaves_out_gpu_verdicts(settings: Settings, client: TestCli
         text = _scrape(other)
     assert len([line for line in series(text) if 'host="hgx-01"' in line]) == PER_HOST
     assert "peerwatch_gpu_verdict{" not in text and "peerwatch_gpu_present{" not in text
+
+
+GDR = "peerwatch_gpu_gdr_expected_bytes_per_second"
+
+
+def _gdr_host(session, name: str, nics: list[str | None], missing_gpu: int) -> None:
+    """A host whose GPUs' gdr_loopback is judged with a basis that names no NIC: the NIC is
+    the inventory's (`gpus.rdma`), not the words'."""
+    host = Host(name=name, fabric="simulated:hgx8", first_seen=NOW, last_report_at=NOW)
+    session.add(host)
+    session.flush()
+    for g, nic in enumerate(nics):
+        session.add(Gpu(host_id=host.id, index=g, uuid=f"GPU-{name}-{g}", name="NVIDIA H200",
+                        pci_bus_id=f"0000:{g:02x}:00.0", memory_total_bytes=141 << 30,
+                        nvlink_count=18, pcie={}, rdma={"nearest_nic": nic} if nic else {},
+                        present=g != missing_gpu, last_seen_at=NOW))
+        session.add(JudgedTest(host_id=host.id, test=TestName.GDR_LOOPBACK.value, src=g, dst=g,
+                               verdict="healthy", reason="test", since=NOW, judged_at=NOW,
+                               facts={}, expected=40e9 + g, latest_contended=False,
+                               latest_foreign_bytes=0,
+                               expected_basis="the nearest NIC's rate, however it is worded"))
+
+
+def test_the_gdr_expectation_names_the_nic_the_inventory_names(client: TestClient) -> None:
+    """GPU0 and GPU1 name their NICs; GPU2's inventory names none and GPU3 is gone from it:
+    those two export nothing (the rule names no NIC for them either)."""
+    with client.app.state.sessionmaker() as session:  # type: ignore[attr-defined]
+        _gdr_host(session, "gdr-01", ["mlx5_0", "mlx5_3", None, "mlx5_1"], missing_gpu=3)
+        session.commit()
+    text = _scrape(client)
+    exported = {dict(labels)["gpu"]: (dict(labels)["nic"], v)
+                for (name, labels), v in values(text).items()
+                if name == GDR and dict(labels)["host"] == "gdr-01"}
+    assert exported == {"0": ("mlx5_0", 40e9), "1": ("mlx5_3", 40e9 + 1)}
+    assert value(text, GDR, host="gdr-01", gpu="1", test="gdr_loopback", nic="mlx5_3") == 40e9 + 1
+    assert promtool_check(text) == ""
 
 
 def test_ingest_counts_every_outcome_and_times_the_stored(client: TestClient) -> None:

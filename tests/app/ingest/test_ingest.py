@@ -21,7 +21,6 @@ from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.inventory_memo import MEMO_KEY, InventoryMemo
 from peerwatch.app.store.tables.history import (
-    LINK_KEYFRAME_S,
     GpuSample,
     LinkSample,
     Measurement,
@@ -107,7 +106,8 @@ def test_unknown_schema_version_is_400_naming_supported(client: TestClient,
     body["surprise"] = "fields a future version adds"
     r = _post(client, body)
     assert r.status_code == 400
-    assert r.json()["detail"] == "unsupported schema_version 7; this server supports [1, 2, 3, 4]"
+    assert r.json()["detail"] == ("unsupported schema_version 7; this server supports "
+                                  "[1, 2, 3, 4, 5]")
     assert _counts(settings)["reports"] == 0
 
 
@@ -205,9 +205,10 @@ def test_unmoved_link_counters_are_stored_only_at_keyframes(client: TestClient,
                                                              settings: Settings,
                                                              memo: str) -> None:
     """An inventory report every 30 s: every port is written first, then only when its error
-    counters moved or its newest row is LINK_KEYFRAME_S old; the rates the judge reads are
-    those of every reading. The same rows when the process's memo is lost before each
-    report (another worker, a restart): what each port read is then read back."""
+    counters moved (its tx/rx bytes stand still: no LINK_KEYFRAME_S keyframe either, only
+    one every LINK_IDLE_KEYFRAME_S); the rates the judge reads are those of every reading.
+    The same rows when the process's memo is lost before each report (another worker, a
+    restart): what each port read is then read back."""
     ports = {(0, 0): 100, (0, 1): 100, (1, 0): 100}
     info = client.app.state.sessionmaker.kw["info"]  # type: ignore[attr-defined]
     for i in range(12):
@@ -226,10 +227,8 @@ def test_unmoved_link_counters_are_stored_only_at_keyframes(client: TestClient,
             rates = link_rates(s, host_id, T0)
     finally:
         engine.dispose()
-    second = T0 + timedelta(seconds=LINK_KEYFRAME_S)
-    assert [(at - T0, (g, k)) for at, g, k in rows] == [  # 6 of 36 readings
+    assert [(at - T0, (g, k)) for at, g, k in rows] == [  # 4 of 36 readings
         (timedelta(0), (0, 0)), (timedelta(0), (0, 1)), (timedelta(0), (1, 0)),
-        (timedelta(seconds=180), (0, 1)),  # it moved
-        (second - T0, (0, 0)), (second - T0, (1, 0))]  # unmoved for LINK_KEYFRAME_S
+        (timedelta(seconds=180), (0, 1))]  # it moved; the others unmoved since LINK_KEYFRAME_S
     assert rates[(0, 1)]["replay"] == pytest.approx(3 / 330)
     assert rates[(0, 0)] == rates[(1, 0)] == {"replay": 0.0, "recovery": 0.0, "crc_flit": 0.0}

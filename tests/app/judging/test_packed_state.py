@@ -23,7 +23,7 @@ from peerwatch.app.store.db import alembic_config, make_engine, upgrade_to_head
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import ReportKind
 from tests.app.alerting.simhost import SimHost
-from tests.app.conftest import throwaway_pg_database
+from tests.app.store import migrating
 
 AT = datetime(2026, 11, 30, 8, 0, 0, 123_457, tzinfo=UTC)
 BEFORE = "0015"  # the revision 0019 follows
@@ -95,11 +95,7 @@ def _migrate(engine: Engine, revision: str, down: bool = False) -> None:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A database of this test's own (it is migrated down and up again)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/migrate.db"
-        return
-    with throwaway_pg_database("peerwatch_0019") as url:
-        yield url
+    yield from migrating.fresh_url(request, tmp_path, "peerwatch_0019")
 
 
 def test_0019_converts_stored_states_down_and_up(fresh_url: str, tmp_path: Path) -> None:

@@ -83,6 +83,11 @@ def test_serve_judges_in_its_judge_process_and_restarts_it(db_url: str, tmp_path
         wait_for_healthz(base, timeout_s=SETTLE_S)
         judge = eventually(lambda: _judge_pid(proc.pid))
         assert judge is not None, "serve started no judge process"
+        # the database URL (a password, on most fleets) never in a command line; the
+        # server's start is, so a restarted judge keeps the server's restart grace
+        line = cmdline(judge)
+        assert db_url not in line and "--database-url" not in line, line
+        assert "--listening-since" in line, line
         report = sweep(host="node-a", at=now - timedelta(minutes=2))
         _post(base, "node-a", now - timedelta(minutes=2), report.model_dump_json())
         _refused_in_a_worker_as_in_process(base, report.model_dump_json())

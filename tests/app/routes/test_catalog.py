@@ -11,7 +11,14 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from peerwatch.app.routes import catalog, frontend
-from peerwatch.probes.report import GPU_TESTS, PAIR_TESTS, TEST_ABOUT, TestName
+from peerwatch.probes.report import (
+    GPU_TESTS,
+    JOINT_TESTS,
+    NIC_TESTS,
+    PAIR_TESTS,
+    TEST_ABOUT,
+    TestName,
+)
 from tests.app.judged_client import JudgedClient
 
 
@@ -27,7 +34,8 @@ def test_every_test_is_listed_with_its_scope_unit_and_words() -> None:
     by_name = {t["name"]: t for t in tests}
     assert set(by_name) == {t.value for t in TestName}
     assert {n for n, t in by_name.items() if t["scope"] == "pair"} == {t.value for t in PAIR_TESTS}
-    assert {n for n, t in by_name.items() if t["scope"] == "gpu"} == {t.value for t in GPU_TESTS}
+    assert {n for n, t in by_name.items() if t["scope"] == "gpu"} == {
+        t.value for t in (*GPU_TESTS, *NIC_TESTS, *JOINT_TESTS)}
     assert by_name["allreduce"]["scope"] == "set"
     assert by_name["latency"]["unit"] == "s" and by_name["h2d"]["unit"] == "B/s"
     assert all(t["about"] == TEST_ABOUT[TestName(t["name"])] for t in tests)

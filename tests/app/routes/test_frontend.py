@@ -33,13 +33,33 @@ def test_index_preloads_every_module_of_the_dashboard(client: TestClient) -> Non
     import re
     html = client.get("/").text
     assert frontend.PRELOADS_PLACEHOLDER not in html
-    preloaded = set(re.findall(r'<link rel="modulepreload" href="/static/([\w./]+)">', html))
+    build = frontend.build_id()
+    preloaded = set(re.findall(rf'<link rel="modulepreload" href="/static/b-{build}/([\w./]+)">',
+                               html))
     found = (p.relative_to(frontend.FRONTEND_DIR) for p in frontend.FRONTEND_DIR.rglob("*.js"))
     modules = {p.as_posix() for p in found if p.parts[0] != "vendor"} - frontend.CLASSIC_SCRIPTS
     assert preloaded == modules and "views/host.js" in modules and "charts/marks.js" in modules
     assert "app.js" in modules and not any(m.startswith("vendor/") for m in modules)
     for name in preloaded:
         assert client.get(f"/static/{name}").status_code == 200
+        assert client.get(f"/static/b-{build}/{name}").status_code == 200
+
+
+def test_our_files_are_linked_from_an_immutable_build_folder(client: TestClient) -> None:
+    """A new tab loads the modules from the browser's cache: no round trip per module."""
+    html = client.get("/").text
+    prefix = f"/static/b-{frontend.build_id()}"
+    for name in ("app.js", "boot.js", "style.css"):
+        assert f'"{prefix}/{name}"' in html
+        answer = client.get(f"{prefix}/{name}")
+        assert answer.status_code == 200 and "immutable" in answer.headers["cache-control"]
+        assert answer.content == (frontend.FRONTEND_DIR / name).read_bytes()
+    assert frontend.STATIC_PLACEHOLDER not in html
+    # another build's name (a page from before an upgrade): today's file, never cached as its
+    old = client.get("/static/b-0123456789abcdef/app.js")
+    assert old.status_code == 200 and old.headers["cache-control"] == "no-cache"
+    assert client.get(f"{prefix}/../../app/main.py").status_code == 404
+    assert client.get(f"{prefix}/nope.js").status_code == 404
 
 def test_static_module_is_revalidated_with_an_etag(client: TestClient) -> None:
     first = client.get("/static/app.js")

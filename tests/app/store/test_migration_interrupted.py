@@ -22,7 +22,7 @@ from sqlalchemy import inspect
 
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import head_revision, make_engine
-from tests.app.conftest import throwaway_pg_database
+from tests.app.store import migrating
 
 INTERRUPTED = """
 import os, signal, sys
@@ -80,11 +80,7 @@ def _completes(url: str) -> None:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A database with nothing in it yet, as before a first `serve`."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'pw.db'}"
-        return
-    with throwaway_pg_database("peerwatch_interrupted") as url:
-        yield url
+    yield from migrating.fresh_url(request, tmp_path, "peerwatch_interrupted")
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
-from peerwatch.app.store.retention import run_maintenance
+from peerwatch.app.store.retention import HOUR, floor_hour, run_maintenance
 from peerwatch.app.store.tables.history import LinkSample, Measurement, MeasurementRollup, ReportRow
 from peerwatch.probes.report import TestName
 from tests.app.conftest import probe_headers
@@ -113,3 +113,32 @@ def test_long_series_reads_rollups_and_the_fresh_tail(settings: Settings) -> Non
             "src": 0, "dst": 1, "since": (T0 - timedelta(days=6)).isoformat(),
             "until": (T0 + timedelta(days=1)).isoformat(), "step": 600})
         assert r.status_code == 422 and "multiple of 3600" in r.json()["detail"][0]["msg"]
+
+
+def test_an_hour_is_rolled_up_once_its_hosts_swept_past_it(settings: Settings) -> None:
+    """A host heard lately whose sweeps are still in an hour (a backlog sent at once) holds
+    that hour's rollups back until a sweep of it finished past the hour is stored, so each
+    row is written once; a host not heard for `stale_after_s` holds nothing back."""
+    settings = settings.model_copy(update={"stale_after_s": 3600.0})  # heard, however slow
+    hour = floor_hour(datetime.now(UTC)) - timedelta(hours=3)
+    with JudgedClient(create_app(settings)) as client:
+        engine = make_engine(settings)
+        try:
+            _post_sweeps(client, hour + timedelta(minutes=10), 2, timedelta(minutes=30))
+            out = run_maintenance(engine, settings)
+            assert out.rolled_until is None and out.rollup_rows == 0  # its hour goes on
+            _post_sweeps(client, hour + timedelta(minutes=70), 1, timedelta(0))
+            out = run_maintenance(engine, settings)
+            assert (out.rolled_from, out.rolled_until) == (hour, hour + HOUR)
+            with Session(engine) as s:
+                counts = s.execute(select(MeasurementRollup.hour, MeasurementRollup.count)
+                                   .order_by(MeasurementRollup.src)).all()
+                assert counts == [(hour, 2), (hour, 2)]  # both ordered pairs, both sweeps
+            later = datetime.now(UTC) + timedelta(seconds=settings.stale_after_s + 60)
+            out = run_maintenance(engine, settings, now=later)  # not heard since: stale
+            assert out.rolled_until == floor_hour(later)
+            with Session(engine) as s:
+                assert s.scalars(select(MeasurementRollup.count).where(
+                    MeasurementRollup.hour == hour + HOUR)).all() == [1, 1]
+        finally:
+            engine.dispose()
