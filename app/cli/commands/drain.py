@@ -28,6 +28,7 @@ from peerwatch.app.drain.gate import KEEP, REFUSE, UNKNOWN, gate
 from peerwatch.app.drain.k8s import KubernetesBackend
 from peerwatch.app.drain.policy import Policy, PolicyError, load_policy
 from peerwatch.app.drain.preview import FleetPreview
+from peerwatch.app.drain.round_lock import LockUnavailable, node_round
 from peerwatch.app.drain.slurm import SlurmBackend
 from peerwatch.probes.errors import BadProbeRequest
 
@@ -187,6 +188,20 @@ def _loop(args, policy, backend, client, actor: str) -> int:
             _release(leader)
 
 
+def _health_check(args, policy, backend, client, actor: str) -> int:
+    """One round for this node, never beside another (app/drain/round_lock.py)."""
+    try:
+        with node_round(args.node) as held:
+            if not held:
+                print(f"peerwatch drain: another health-check round for {args.node} is still "
+                      "running; this one does nothing", file=sys.stderr)
+                return 0
+            return _loop(args, policy, backend, client, actor)
+    except LockUnavailable as exc:  # acting unlocked beats never acting: overlaps are rare
+        print(f"peerwatch drain: no round lock ({exc}); acting without it", file=sys.stderr)
+        return _loop(args, policy, backend, client, actor)
+
+
 def _release(leader: Leader) -> None:
     """A loop (or one round) that stops gives the lease back: another acts at once."""
     try:
@@ -223,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
             return 0 if args.health_check else GATE_UNKNOWN if args.gate else 1
         if args.gate:
             return _gate(args, policy, backend, client, actor)
+        if args.health_check:
+            return _health_check(args, policy, backend, client, actor)
         return _loop(args, policy, backend, client, actor)
     except ServerRefused as exc:
         print(f"peerwatch drain: the server refused: {exc}", file=sys.stderr)
