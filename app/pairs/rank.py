@@ -13,6 +13,8 @@ have met, rank 0 makes the NCCL unique id and hands it to rank 1 through the ser
 rank 1 waits for it as it waits for everything here (`MEET_LIMIT_S`). Both then connect and
 exchange; each step has its limit, a stalled one aborts the communicator, and rank 0 posts
 the figure or the error (a rank whose node has no GPU or NCCL says so in it): never a hang.
+A server that is late or unreachable is asked again (`PatientClient`), never the end of a
+job whose two nodes are already allocated.
 This path has not run on GPUs yet (docs/network.md). `--simnet FILE` instead measures the
 simulated leaf/spine network of probes/sim/simnet.py (the tests, the demo, the real-Slurm
 test) with no NCCL at all; the CPU tests drive the NCCL path with probes/sim/simnccl.py.
@@ -30,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from peerwatch.app.pairs.client import PairsClient
+from peerwatch.app.pairs.client import PairsClient, ServerUnavailable
 from peerwatch.probes.errors import PeerwatchProbeError
 from peerwatch.probes.net_transfer import (
     DEFAULT_OPTIONS,
@@ -76,6 +78,55 @@ def nccl_transport() -> NetTransport:
     return NcclNet()
 
 
+class PatientClient:
+    """The rank's side of the server, asking again while the server is unreachable or late
+    (a loaded server's one slow answer must not lose a pair job whose nodes are already
+    allocated), for up to MEET_LIMIT_S a call. Every call the rank makes is safe to repeat
+    but the results post; that one is repeated only while the job is unfinished (an answer
+    lost after the store must not store the figure twice)."""
+
+    def __init__(self, client: PairsClient, clock: Callable[[], float]) -> None:
+        self.inner, self.clock = client, clock
+
+    def _again(self, what: str, call: Callable[[], dict[str, Any]],
+               stop: Callable[[], dict[str, Any] | None] = lambda: None) -> dict[str, Any]:
+        deadline = self.clock() + MEET_LIMIT_S
+        while True:
+            try:
+                return call()
+            except ServerUnavailable as exc:
+                if self.clock() > deadline:
+                    raise RankError(f"{what}: the server did not answer within "
+                                    f"{MEET_LIMIT_S:g} s: {exc}") from exc
+                log.warning("%s: %s; asking again", what, exc)
+            time.sleep(POLL_S)
+            if (done := stop()) is not None:
+                return done
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        return self._again(f"pair job {job_id}", lambda: self.inner.job(job_id))
+
+    def join(self, job_id: int, rank: int, host: str) -> dict[str, Any]:
+        return self._again(f"pair job {job_id}, joining as rank {rank}",
+                           lambda: self.inner.join(job_id, rank, host))
+
+    def rendezvous(self, job_id: int, host: str) -> dict[str, Any]:
+        return self._again(f"pair job {job_id}, rank 0's id",
+                           lambda: self.inner.rendezvous(job_id, host))
+
+    def put_rendezvous(self, job_id: int, host: str, nccl_id: str) -> dict[str, Any]:
+        return self._again(f"pair job {job_id}, handing out the id",
+                           lambda: self.inner.put_rendezvous(job_id, host, nccl_id))
+
+    def post_results(self, host: str, job_id: int, results: list[dict[str, Any]]
+                     ) -> dict[str, Any]:
+        def finished() -> dict[str, Any] | None:
+            job = self.job(job_id)
+            return {"state": job["state"]} if job["state"] in FINISHED else None
+        return self._again(f"pair job {job_id}, posting the result",
+                           lambda: self.inner.post_results(host, job_id, results), finished)
+
+
 def run_rank(client: PairsClient, job_id: int, node: str,
              measure: Callable[[str, str], float] | None,
              clock: Callable[[], float] = time.monotonic,
@@ -83,18 +134,19 @@ def run_rank(client: PairsClient, job_id: int, node: str,
              options: NetOptions = DEFAULT_OPTIONS, pacer: Pacer = REAL_TIME
              ) -> dict[str, Any]:
     """`measure` (the simulated network's, `--simnet`) or else NCCL through `net`."""
-    job = client.job(job_id)
+    server = PatientClient(client, clock)
+    job = server.job(job_id)
     if node not in (job["host"], job["peer_host"]):
         raise RankError(f"{node} is not in pair job {job_id} ({job['host']} <-> "
                         f"{job['peer_host']})")
     rank = 0 if node == job["host"] else 1
-    client.join(job_id, rank, node)
-    job = _wait(client, job_id, lambda j: j["state"] != "submitted" and len(j["ranks"]) == 2,
+    server.join(job_id, rank, node)
+    job = _wait(server, job_id, lambda j: j["state"] != "submitted" and len(j["ranks"]) == 2,
                 clock, "the other rank")
     if rank == 1:
         if measure is None:
-            _far_end(client, job_id, node, net, options, pacer, clock)
-        return _wait(client, job_id, lambda j: j["state"] in FINISHED, clock,
+            _far_end(server, job_id, node, net, options, pacer, clock)
+        return _wait(server, job_id, lambda j: j["state"] in FINISHED, clock,
                      "rank 0's result")
     peer = job["peer_host"]
     started = datetime.now(UTC)
@@ -102,15 +154,15 @@ def run_rank(client: PairsClient, job_id: int, node: str,
         result = _result(peer, measure(node, peer), started, job_id, None)
     else:
         try:
-            result = _result(peer, _near_end(client, job_id, node, net, options, pacer),
+            result = _result(peer, _near_end(server, job_id, node, net, options, pacer),
                              started, job_id, None)
         except PeerwatchProbeError as exc:
             result = _result(peer, None, started, job_id,
                              f"{type(exc).__name__}: {exc}"[:2000])
-    return client.post_results(node, job_id, [result])
+    return server.post_results(node, job_id, [result])
 
 
-def _near_end(client: PairsClient, job_id: int, node: str, net: Callable[[], NetTransport],
+def _near_end(client: PatientClient, job_id: int, node: str, net: Callable[[], NetTransport],
               options: NetOptions, pacer: Pacer) -> float:
     """Rank 0: the NCCL id made here, handed over through the server, then the transfer."""
     transport = net()
@@ -119,7 +171,7 @@ def _near_end(client: PairsClient, job_id: int, node: str, net: Callable[[], Net
     return measure_pair(transport, uid, 0, options, pacer)
 
 
-def _far_end(client: PairsClient, job_id: int, node: str, net: Callable[[], NetTransport],
+def _far_end(client: PatientClient, job_id: int, node: str, net: Callable[[], NetTransport],
              options: NetOptions, pacer: Pacer, clock: Callable[[], float]) -> None:
     """Rank 1: rank 0's id from the server, then the transfer. A failure here is logged, not
     raised: rank 0 then times out or sees the abort and posts the job's error result."""
@@ -140,7 +192,7 @@ def _result(peer: str, value: float | None, started: datetime, job_id: int,
                           job=f"pair-{job_id}").model_dump(mode="json")
 
 
-def _wait(client: PairsClient, job_id: int, done: Callable[[dict[str, Any]], bool],
+def _wait(client: PatientClient, job_id: int, done: Callable[[dict[str, Any]], bool],
           clock: Callable[[], float], what: str,
           fetch: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Poll the job (or `fetch`: anything with its `state` and `reason`) until `done`."""

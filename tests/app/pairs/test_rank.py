@@ -184,3 +184,59 @@ def test_simnet_still_measures_without_nccl_or_a_rendezvous(
     r = client.get(f"/api/v1/network/jobs/{jid}/rendezvous", params={"host": B},
                    headers=credential(client, "probe", B))
     assert r.status_code == 200 and r.json()["nccl_id"] is None
+
+
+class Flaky(Shared):
+    """The server as a loaded one looks to a rank: the first answer of each listed request
+    (method, path end) never comes; for `lost`, the request is served first and only its
+    answer is lost. Counts what reached the server."""
+
+    def __init__(self, inner: httpx.BaseTransport, fail: set[tuple[str, str]],
+                 lost: set[tuple[str, str]]) -> None:
+        super().__init__(inner)
+        self.fail, self.lost = set(fail), set(lost)
+        self.served: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        key = next(((m, end) for m, end in self.fail | self.lost
+                    if request.method == m and request.url.path.endswith(end)), None)
+        if key in self.fail:
+            self.fail.discard(key)
+            raise httpx.ReadTimeout("no answer in time", request=request)
+        response = self.inner.handle_request(request)
+        self.served.append(f"{request.method} {request.url.path}")
+        if key in self.lost:
+            self.lost.discard(key)
+            raise httpx.ReadTimeout("answer lost", request=request)
+        return response
+
+
+def test_a_late_or_lost_answer_neither_loses_the_job_nor_stores_twice(
+        client: TestClient, job: tuple[SimNetwork, int]) -> None:
+    net, jid = job
+    token = {h: credential(client, "probe", h)["Authorization"].removeprefix("Bearer ")
+             for h in (A, B)}
+    flaky = {A: Flaky(client._transport, {("GET", f"/jobs/{jid}"),  # type: ignore[attr-defined]
+                                          ("POST", "/ranks")}, {("POST", "/results")}),
+             B: Flaky(client._transport, {("POST", "/ranks")}, set())}  # type: ignore[attr-defined]
+    out: dict[str, Any] = {}
+
+    def rank(host: str) -> None:
+        pc = PairsClient(str(client.base_url), token[host], transport=flaky[host])
+        try:
+            out[host] = run_rank(pc, jid, host, net.measure)
+        except Exception as exc:  # noqa: BLE001 - the test reads it
+            out[host] = exc
+        finally:
+            pc.close()
+
+    threads = [threading.Thread(target=rank, args=(h,)) for h in (A, B)]
+    threads[0].start()
+    assert eventually(lambda: "0" in client.get(f"/api/v1/network/jobs/{jid}").json()["ranks"])
+    threads[1].start()
+    for t in threads:
+        t.join(timeout=600)
+    assert out[A] == {"state": "done"} and out[B]["state"] == "done", out
+    assert flaky[A].served.count("POST /api/v1/network/results") == 1  # stored once
+    assert not flaky[A].fail and not flaky[A].lost and not flaky[B].fail  # each one happened
+    assert stored(client)["measured_bps"] == pytest.approx(net.measure(A, B))
