@@ -48,8 +48,9 @@ class NcclNet:
     def unique_id(self) -> bytes:
         return bytes(b & 0xFF for b in self._call("ncclGetUniqueId", self.nccl.get_unique_id))
 
-    def connect(self, uid: bytes, rank: int) -> NcclPairComm:
-        """ncclCommInitRank(2, uid, rank) on `device`: blocks until the other rank is in.
+    def connect(self, uid: bytes, rank: int, ranks: int = 2) -> NcclPairComm:
+        """ncclCommInitRank(ranks, uid, rank) on `device`: blocks until the other rank is in
+        (`ranks=1`: a communicator of this GPU alone, how one GPU checks the id's form).
         CuPy takes the id as bytes in its newer releases (seen on an H100 host: "expected
         bytes, got tuple") and as a tuple of C chars in older ones, signed on x86 and
         unsigned on aarch64: each form is tried in that order, the first CuPy accepts used."""
@@ -58,8 +59,8 @@ class NcclNet:
         refused: list[str] = []
         for form in forms:
             try:
-                comm = self._call("ncclCommInitRank", partial(self.nccl.NcclCommunicator, 2,
-                                                              form, rank))
+                comm = self._call("ncclCommInitRank", partial(self.nccl.NcclCommunicator,
+                                                              ranks, form, rank))
             except (TypeError, OverflowError) as exc:  # CuPy refused the id's form
                 refused.append(f"{type(form).__name__}: {exc}")
                 continue

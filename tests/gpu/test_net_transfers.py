@@ -81,3 +81,22 @@ def test_a_rank_alone_gives_up_within_its_limit() -> None:
     net = NcclNet(0)
     with pytest.raises(TransferTimeout, match="did not connect within 5 s"):
         measure_pair(net, net.unique_id(), 0, NetOptions(connect_limit_s=5))
+
+
+def test_the_id_through_the_wire_opens_a_communicator_on_one_gpu() -> None:
+    """The id's whole path but the second node: made by NCCL, base64 on the wire as the
+    server hands it over, back to bytes, taken by this CuPy's NcclCommunicator in one of the
+    forms `connect` tries (a one-rank communicator, so one GPU is enough)."""
+    if _gpus() < 1:
+        pytest.skip("no GPU")
+    from peerwatch.probes.net_transfer import decode_id, encode_id
+    from peerwatch.probes.nvidia.net_transfers import NcclNet
+
+    net = NcclNet(0)
+    uid = net.unique_id()
+    assert len(uid) == 128 and decode_id(encode_id(uid)) == uid  # NCCL_UNIQUE_ID_BYTES
+    comm = net.connect(decode_id(encode_id(uid)), 0, ranks=1)
+    try:
+        assert comm.comm.rank_id() == 0 and comm.comm.size() == 1
+    finally:
+        comm.close()
