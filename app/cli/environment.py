@@ -40,6 +40,7 @@ OTHER_NAMES = frozenset({
     # the client commands: drain, maintenance, snapshot (app/cli/credential.py)
     "PEERWATCH_SERVER_URL", "PEERWATCH_DRAIN_POLICY", "PEERWATCH_DRAIN_TOKEN",
     "PEERWATCH_GATE_TOKEN", "PEERWATCH_GATE_TOKEN_FILE",
+    "PEERWATCH_RUN_DIR",  # drain --health-check's per-node round lock (app/drain/round_lock.py)
     # a pair job's rank (app/pairs/rank.py, app/cli/commands/pairs.py; the Kubernetes Job)
     "PEERWATCH_PAIRS_NODE", "PEERWATCH_PAIRS_SIMNET",
     # docker-compose.yml

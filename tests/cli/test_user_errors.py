@@ -62,8 +62,8 @@ def test_bench_on_nvml_without_nvml_is_one_line() -> None:
 def test_unusable_database_is_one_line(command: str, url: str, says: str) -> None:
     url = url.format(closed=closed_port(), pg_port=PG_PORT)
     argv = [command, "--database-url", url]
-    if command == "serve":
-        argv.append("--no-local-probe")
+    if command == "serve":  # a port of its own: the default 8000 may be taken (another test)
+        argv += ["--no-local-probe", "--port", str(closed_port())]
     assert_one_line_error(peerwatch(*argv), status=1, says=says)
 
 
