@@ -18,7 +18,11 @@ the last report is judged and rolled up; the growth after the first 20 minutes o
 x days is a host's cost per day, and x 10,000 hosts x 30 days the fleet's (raw samples are
 kept `retention_raw_days`, 14 by default; rollups and report rows longer). `received_reports`
 is working space (a body waits there until its rows are written): its size is shown, not
-counted per day.
+counted per day. So are the state tables, whose rows did not grow over the measured part
+(verdicts, runtime, the fleet's peer statistics, rewritten in place): their size at the end
+is shown per host with what they grew in row versions, which vacuum and HOT updates take
+back, so it is no cost per day. Rollups are written once an hour is over: their growth is
+counted per hour rolled up in the measured part, not per hour of probe time.
 
 Beside the bytes, the CPU the server side spent on those reports (the server process, its
 ingest workers and judge, and its database's PostgreSQL backends: bench/helpers/cpu.py, less
@@ -78,6 +82,10 @@ IDLE_S = sized(10.0, 1.0)  # the idle server's CPU rate, sampled before the meas
 MB, TB = 1e6, 1e12
 
 UPDATED = "judged_tests"  # rewritten in place every sweep: its row versions are counted
+# Rolled up once an hour is over: its growth is per hour rolled up in the measured part (an
+# hour or two of it), not per hour of probe time, which would count a boundary's luck.
+ROLLUPS = "measurement_rollups"
+ROLLED_HOURS = text(f"SELECT count(DISTINCT hour) FROM {ROLLUPS}")
 STATS = text("SELECT n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
              "WHERE relid = to_regclass(:t)")
 SIZES = text("""
@@ -108,6 +116,21 @@ def table_bytes(url: str) -> dict[str, int]:
     try:
         with engine.connect() as conn:
             return {name: int(size) for name, size in conn.execute(SIZES)}
+    finally:
+        engine.dispose()
+
+
+def row_counts(url: str) -> dict[str, int]:
+    """Every table's rows (exact), and under ROLLUPS + "_hours" the hours rolled up."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            names = [name for name, _ in conn.execute(SIZES)]
+            counts = {n: int(conn.execute(text(f"SELECT count(*) FROM {n}")).scalar() or 0)
+                      for n in names}
+            if ROLLUPS in counts:
+                counts[ROLLUPS + "_hours"] = int(conn.execute(ROLLED_HOURS).scalar() or 0)
+            return counts
     finally:
         engine.dispose()
 
@@ -201,9 +224,30 @@ class Grown:
     cpu_s: float  # the server side's CPU over the rest, less what it uses idle meanwhile
     heartbeat_ms: float | None = None  # server-side CPU per heartbeat (None: none sent)
     versions: tuple[int, ...] = (0, 0, 0, 0)  # UPDATED's row_versions at the end
+    rows_first: dict[str, int] | None = None  # row_counts after the first FIRST_S
+    rows_end: dict[str, int] | None = None  # and at the end
+    size_end: dict[str, int] | None = None  # table_bytes at the end
 
     def cpu_per_host_10_min(self, hosts: int) -> float:
         return self.cpu_s / hosts / (self.rest_hours * 6)
+
+    def state(self) -> list[str]:
+        """Tables whose rows did not grow over the measured part: a host's state, rewritten
+        in place (judged verdicts, runtime, the fleet's peer statistics), not history. What
+        they grew is row versions that vacuum reclaims and a page's free room takes again
+        (HOT updates), so it is shown apart, never multiplied by days."""
+        if not self.rows_first or not self.rows_end:
+            return []
+        return [name for name, rows in self.rows_end.items() if name in self.rest
+                and name not in WORKING and 0 < rows <= self.rows_first.get(name, 0)]
+
+    def rolled_days(self) -> float | None:
+        """Days of rollups the measured part wrote (hours rolled up / 24), None if none."""
+        if not self.rows_first or not self.rows_end:
+            return None
+        key = ROLLUPS + "_hours"
+        hours = self.rows_end.get(key, 0) - self.rows_first.get(key, 0)
+        return hours / 24 if hours > 0 else None
 
 
 def run_one(tree: Path, args: argparse.Namespace) -> Grown | None:
@@ -221,16 +265,19 @@ def run_one(tree: Path, args: argparse.Namespace) -> Grown | None:
             sent = asyncio.run(feed(base, wires, plan[:split]))
             settled(base)
             warm, idle = table_bytes(url), sum(idle_rate(base, pid, url, IDLE_S).values())
+            rows_first = row_counts(url)
             cpu0, t1 = tree_cpu_s(pid, url), time.monotonic()
             sent += asyncio.run(feed(base, wires, plan[split:]))
             wait_idle(base)
             cpu = tree_cpu_s(pid, url) - cpu0 - idle * (time.monotonic() - t1)
             settled(base)
             full, versions = table_bytes(url), row_versions(url, UPDATED)
+            rows_end = row_counts(url)
             beat_ms = heartbeat_ms(base, wires, pid, url, idle) if wires[0].heartbeats else None
         print(f"  {tree}: {dict(sent)} posts in {time.monotonic() - t0:.0f} s")
     rest_hours = (plan[-1][0] - plan[split][0]).total_seconds() / 3600 + INVENTORY_S / 3600
-    return Grown(_minus(warm, empty), _minus(full, warm), rest_hours, cpu, beat_ms, versions)
+    return Grown(_minus(warm, empty), _minus(full, warm), rest_hours, cpu, beat_ms, versions,
+                 rows_first, rows_end, full)
 
 
 def heartbeat_ms(base: str, wires: list[AgentWire], pid: int, url: str, idle: float) -> float:
@@ -269,10 +316,12 @@ def _minus(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 
 def per_host_day(grown: Grown, args: argparse.Namespace) -> dict[str, float]:
-    """Each table's growth per host per day, after the first FIRST_S."""
-    days = grown.rest_hours / 24
-    return {name: size / args.hosts / days for name, size in grown.rest.items()
-            if name not in WORKING}
+    """Each history table's growth per host per day, after the first FIRST_S (the rollups'
+    per day of hours rolled up, where the measured part rolled any)."""
+    days, state = grown.rest_hours / 24, grown.state()
+    rolled = grown.rolled_days()
+    return {name: size / args.hosts / (rolled if name == ROLLUPS and rolled else days)
+            for name, size in grown.rest.items() if name not in WORKING and name not in state}
 
 
 def report_for(args: argparse.Namespace):  # noqa: ANN201 - the runner's callback
@@ -293,6 +342,7 @@ def report_for(args: argparse.Namespace):  # noqa: ANN201 - the runner's callbac
             print(f"{name + ' (working space)':28} "
                   f"{'-' if old_size is None else f'{old_size:.2f}':>9} "
                   f"{after.rest.get(name, 0) / MB:9.2f}  MB at the end, all hosts")
+        _state(before, after, args.hosts)
         first = sum(after.first.values()) / args.hosts
         old_first = sum(before.first.values()) / args.hosts if before else None
         print(f"{'first_reports_mb_per_host':28} {_mb(old_first):>9} {first / MB:9.2f}")
@@ -314,6 +364,21 @@ def report_for(args: argparse.Namespace):  # noqa: ANN201 - the runner's callbac
         print(f"{'heartbeat_server_cpu_ms':28} {'-' if old_beat is None else f'{old_beat:.3f}':>9} "
               f"{'-' if beat is None else f'{beat:.3f}':>9} {'':>13} <= {TARGET_HEARTBEAT_MS:g}")
     return report
+
+
+def _state(before: Grown | None, after: Grown, hosts: int) -> None:
+    """The state tables (`Grown.state`): MB per host at the end, and what they grew meanwhile
+    (row versions), for each tree; not in the per-day total."""
+    for name in sorted(set(after.state()) | set(before.state() if before else [])):
+        cells = []
+        for g in (before, after):
+            if g is None or g.size_end is None or name not in g.state():
+                cells.append(f"{'-':>9}")
+                continue
+            cells.append(f"{g.size_end.get(name, 0) / hosts / MB:9.2f}")
+        grew = after.rest.get(name, 0) / hosts / MB
+        print(f"{name + ' (state)':28} {cells[0]} {cells[1]}  MB a host at the end "
+              f"(grew {grew:.2f} in versions)")
 
 
 def _versions(before: Grown | None, after: Grown) -> None:

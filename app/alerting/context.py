@@ -90,11 +90,13 @@ class HostContext:
             .order_by(ReportRow.id.desc()).limit(1))
         if sweep is None:
             return []
-        rows = self.session.scalars(
-            select(Measurement).where(Measurement.report_id == sweep,
-                                      Measurement.error.is_not(None))
+        rows = self.session.execute(
+            select(Measurement.test, Measurement.src, Measurement.dst, Measurement.gpus,
+                   Measurement.error)
+            .where(Measurement.report_id == sweep, Measurement.error.is_not(None))
             .order_by(Measurement.test, Measurement.src, Measurement.dst))
-        return [FailedTest(m.test, m.src, m.dst, gpus_of(m.gpus), m.error or "") for m in rows]
+        return [FailedTest(test, src, dst, gpus_of(gpus), error or "")
+                for test, src, dst, gpus, error in rows]
 
 
 def load_context(session: Session, host: Host, now: datetime, settings: Settings,

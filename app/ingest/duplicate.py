@@ -35,9 +35,9 @@ def stored_result(session: Session, report: Report, digest: str) -> IngestResult
         select(func.count()).select_from(Measurement).where(Measurement.report_id == pk))
     samples: int | None = 0
     if report.counters:  # the host's rows at the report's reading times: (host_id, at) serves
-        ats = [c.at for c in report.counters]
+        ats = [c.at for c in report.counters]  # a port has one reading a time (0035)
         samples = session.scalar(select(func.count()).select_from(LinkSample).where(
             LinkSample.host_id == host_id, LinkSample.at >= min(ats), LinkSample.at <= max(ats),
-            LinkSample.report_id == pk))
+            LinkSample.at.in_(ats)))
     return IngestResult(report_id=report_id, host=host, duplicate=True,
                         measurements=measurements or 0, counter_samples=samples or 0)

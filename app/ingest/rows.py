@@ -299,9 +299,10 @@ def _sample_rows(report: Report, host_id: int, report_pk: int,
     gpus: list[dict[str, Any]] = []
     for sample in report.counters:
         base = {"report_id": report_pk, "host_id": host_id, "at": sample.at}
+        port = {"host_id": host_id, "at": sample.at}  # no report_id since 0035
         # the model's own field dict (its fields and no extras: the wire models are
         # extra="forbid"), not model_dump(): 288 of them in a report
-        links.extend({**base, **vars(c)} for c in sample.links)
+        links.extend({**port, **vars(c)} for c in sample.links)
         activity = {a.gpu: a for a in sample.activity}
         clocks = {c.gpu: c for c in sample.clocks}
         aer = {x.gpu: x for x in sample.aer}

@@ -104,7 +104,7 @@ def _newest_rows(session: Session, host_id: int, after: datetime,
                     *(getattr(LinkSample, c) for c in (*ERRORS, *TRAFFIC)))
              .where(LinkSample.host_id == host_id, LinkSample.at > after,
                     LinkSample.at <= until)
-             .order_by(LinkSample.at, LinkSample.id))
+             .order_by(LinkSample.at, LinkSample.gpu, LinkSample.link))
     split = len(ERRORS)
     return {(gpu, link): (tuple(values[:split]), tuple(values[split:]), _aware(when))
             for gpu, link, when, *values in session.execute(query)}

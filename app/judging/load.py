@@ -101,7 +101,7 @@ def new_results(session: Session, host_id: int, after_report: int
             _unindexed(Measurement.measured_at, sqlite) >= since)
     out: dict[PairKey, list[Sample]] = defaultdict(list)
     for src, dst, name, at, value, contended, error, foreign in session.execute(
-            query.order_by(Measurement.measured_at, Measurement.id)):
+            query.order_by(Measurement.measured_at, Measurement.report_id)):
         assert src is not None and dst is not None  # the query asked for pair tests only
         out[(src, dst, _test_of(name))].append(
             sample(at, value, contended, error, foreign_bytes_of(foreign)))
@@ -141,7 +141,7 @@ def _nothing_between(session: Session, host_id: int, since: datetime, before: da
     look-back window: every new host's first sweeps, every host of a new fleet)."""
     if since >= before:
         return True
-    found = session.scalar(select(Measurement.id).where(
+    found = session.scalar(select(Measurement.measured_at).where(
         Measurement.host_id == host_id, Measurement.measured_at >= since,
         Measurement.measured_at < before).limit(1))
     return found is None

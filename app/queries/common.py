@@ -54,7 +54,7 @@ def pair_samples(session: Session, host_id: int, since: datetime,
         query = query.where(Measurement.test == test.value)
     out: dict[PairKey, list[Sample]] = defaultdict(list)
     for src, dst, name, at, value, contended, error, foreign in session.execute(
-            query.order_by(Measurement.measured_at, Measurement.id)):
+            query.order_by(Measurement.measured_at, Measurement.report_id)):
         assert src is not None and dst is not None  # the query asked for pair tests only
         out[(src, dst, TestName(name))].append(
             Sample(at=at, value=value, contended=contended, error=error,

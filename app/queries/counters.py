@@ -114,7 +114,7 @@ def _stepped(session: Session, model: type[LinkSample] | type[GpuSample],
              after: datetime | None = None, sparse: bool = False) -> list[Any]:
     """`_growth` by window functions: each reading minus the one before it."""
     def previous(column: Any) -> Any:
-        return func.lag(column).over(partition_by=partition, order_by=(model.at, model.id))
+        return func.lag(column).over(partition_by=partition, order_by=model.at)  # a reading a time
 
     cols = [*partition, model.at, previous(model.at).label("prev_at")]
     for c in counters:

@@ -83,7 +83,7 @@ def _newest(session: Session, host_id: int, start: datetime, end: datetime,
                     *(getattr(LinkSample, c) for c in columns))
              .where(LinkSample.host_id == host_id, LinkSample.at >= start,
                     LinkSample.at < end)
-             .order_by(LinkSample.at, LinkSample.id))
+             .order_by(LinkSample.at, LinkSample.gpu, LinkSample.link))
     return {(g, k): tuple(values) for g, k, *values in session.execute(query)
             if (g, k) in wanted}
 

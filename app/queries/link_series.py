@@ -108,7 +108,8 @@ def _link_readings(session: Session, host_id: int, since: datetime, until: datet
     per_link: dict[tuple[int, int], list[tuple]] = defaultdict(list)
     for port, (at, *values) in carried_rows(session, host_id, since, COUNTERS, wanted).items():
         per_link[port].append((_aware(at), *values))
-    for g, k, at, *values in session.execute(query.order_by(LinkSample.at, LinkSample.id)):
+    for g, k, at, *values in session.execute(query.order_by(LinkSample.at, LinkSample.gpu,
+                                                              LinkSample.link)):
         per_link[(g, k)].append((_aware(at), *values))
     return per_link
 
@@ -121,7 +122,7 @@ def _gpu_readings(session: Session, host_id: int, since: datetime, until: dateti
     if gpu is not None:
         query = query.where(GpuSample.gpu == gpu)
     per_gpu: dict[int, list[tuple[datetime, int | None]]] = defaultdict(list)
-    for g, at, replay in session.execute(query.order_by(GpuSample.at, GpuSample.id)):
+    for g, at, replay in session.execute(query.order_by(GpuSample.at, GpuSample.gpu)):
         per_gpu[g].append((_aware(at), replay))
     return per_gpu
 

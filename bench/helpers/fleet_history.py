@@ -179,7 +179,7 @@ def _ingest_rows(template: Report, host_id: int, report_pk: int,
     links, gpus = [], []
     for sample in template.counters:
         for c in sample.links:
-            links.append((report_pk, host_id, at, c.gpu, c.link, c.tx_bytes, c.rx_bytes,
+            links.append((host_id, at, c.gpu, c.link, c.tx_bytes, c.rx_bytes,
                           c.replay, c.recovery, c.crc_flit, c.crc_data, c.ecc_data))
         for gpu, replay in sample.pcie_replay.items():
             gpus.append((report_pk, host_id, at, gpu, replay, 0.0, 0, 0))
@@ -191,9 +191,9 @@ INSERT_REPORT = (f"INSERT INTO reports ({REPORT_COLUMNS.split(', ', 1)[1]}) VALU
                  "RETURNING id")
 INSERT_MEASUREMENT = (f"INSERT INTO measurements ({MEASUREMENT_COLUMNS}) VALUES "
                       f"({', '.join(['%s'] * 11)})")
-INSERT_LINK = ("INSERT INTO link_samples (report_id, host_id, at, gpu, link, tx_bytes, "
+INSERT_LINK = ("INSERT INTO link_samples (host_id, at, gpu, link, tx_bytes, "
                "rx_bytes, replay, recovery, crc_flit, crc_data, ecc_data) VALUES "
-               f"({', '.join(['%s'] * 12)})")
+               f"({', '.join(['%s'] * 11)})")
 INSERT_GPU = ("INSERT INTO gpu_samples (report_id, host_id, at, gpu, pcie_replay, "
               "utilization_pct, memory_used_bytes, compute_processes) VALUES "
               f"({', '.join(['%s'] * 8)})")

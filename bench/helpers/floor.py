@@ -76,7 +76,7 @@ def sample_rows(report: Report, host_id: int,
                 pk: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     links, gpus = [], []
     for c in report.counters:
-        links += [(pk, host_id, c.at, *(getattr(p, k) for k in LINK_COLUMNS))
+        links += [(host_id, c.at, *(getattr(p, k) for k in LINK_COLUMNS))  # no report_id
                   for p in c.links]
         activity = {a.gpu: a for a in c.activity}
         for gpu in sorted(activity):
@@ -244,7 +244,7 @@ class Floor:
             links, gpus = sample_rows(report, host, pk)
             self._insert(cur, "measurements", MEASUREMENT_COLUMNS,
                          measurement_rows(report, host, pk))
-            self._insert(cur, "link_samples", ("report_id", "host_id", "at", *LINK_COLUMNS),
+            self._insert(cur, "link_samples", ("host_id", "at", *LINK_COLUMNS),
                          links)
             self._insert(cur, "gpu_samples", GPU_COLUMNS, gpus)
             self._judge(cur, report)

@@ -11,8 +11,8 @@ acknowledged; a full report goes when:
   moved, a throttle reason, the driver's health, an RDMA port's state or error counters),
   or it carries events or probe errors;
 - KEYFRAME_S passed since the last full one: the server keeps each port's counters sparse
-  with a keyframe every `LINK_KEYFRAME_S` (app/store/tables/history.py, the same 300 s), so
-  its rates always have a reading to span;
+  with a keyframe when its row is `LINK_KEYFRAME_S` old (app/store/tables/history.py,
+  570 s: one inventory pass under this 600), so its rates always have a reading to span;
 - the last full report was not acknowledged (spooled): the server's copy may be older.
 
 A sweep always goes in full (its results are new by nature).
@@ -28,7 +28,7 @@ from datetime import datetime
 from peerwatch.probes.heartbeat import Heartbeat
 from peerwatch.probes.report import Report, ReportKind
 
-KEYFRAME_S = 300.0  # the server's LINK_KEYFRAME_S: a full report at least this often
+KEYFRAME_S = 600.0  # a full report at least this often: the sweep's cadence (issue 37)
 UNSUPPORTED_S = 3600.0  # a server without the heartbeat route: full reports for an hour
 _ERROR_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")
 # An RDMA port's judged counters (app/analysis/nic_health.py) less port_xmit_wait: that one

@@ -87,10 +87,12 @@ def _every_reading(readings: Readings, since: datetime) -> dict[tuple[int, int],
 @pytest.mark.parametrize("memo", ["kept", "lost"])
 def test_a_port_writes_a_row_only_when_it_moved_or_a_keyframe_is_due(
         client: TestClient, settings: Settings, memo: str) -> None:
-    """Every 30 s for 330 s, then once LINK_IDLE_KEYFRAME_S after the first: a port whose
-    tx/rx moved is written every LINK_KEYFRAME_S, one whose error counter moved at once, an
-    unmoved one only every LINK_IDLE_KEYFRAME_S; the judge's rates are every reading's."""
-    times = [T0 + timedelta(seconds=30 * i) for i in range(12)]
+    """Every 30 s until a reading past LINK_KEYFRAME_S, then once LINK_IDLE_KEYFRAME_S after
+    the first: a port whose tx/rx moved is written every LINK_KEYFRAME_S, one whose error
+    counter moved at once, an unmoved one only every LINK_IDLE_KEYFRAME_S; the judge's rates
+    are every reading's."""
+    assert LINK_KEYFRAME_S % 30 == 0  # a keyframe falls on a reading
+    times = [T0 + timedelta(seconds=30 * i) for i in range(int(LINK_KEYFRAME_S // 30) + 2)]
     times.append(T0 + timedelta(seconds=LINK_IDLE_KEYFRAME_S))
     readings: Readings = {
         (0, 0): [(at, 100 + 1000 * i, 5) for i, at in enumerate(times)],  # moving traffic
@@ -100,7 +102,7 @@ def test_a_port_writes_a_row_only_when_it_moved_or_a_keyframe_is_due(
     _post_all(client, readings, memo)
     rows, host_id = _stored(settings)
     keyframe, idle = timedelta(seconds=LINK_KEYFRAME_S), timedelta(seconds=LINK_IDLE_KEYFRAME_S)
-    assert rows == [  # 7 of 39 readings
+    assert rows == [  # 7 of the readings
         (timedelta(0), (0, 0)), (timedelta(0), (0, 1)), (timedelta(0), (1, 0)),
         (timedelta(seconds=180), (0, 1)),  # its errors moved
         (keyframe, (0, 0)),  # moving, and its row LINK_KEYFRAME_S old
@@ -114,11 +116,11 @@ def test_a_port_writes_a_row_only_when_it_moved_or_a_keyframe_is_due(
 @pytest.mark.parametrize("offset_s", [0, 50])
 def test_a_window_after_a_long_quiet_gap_reads_the_rates_of_every_reading(
         client: TestClient, settings: Settings, offset_s: int) -> None:
-    """A full report every LINK_KEYFRAME_S (the agent's cadence when nothing judged changes)
-    on an idle host for 45 min, then one port's errors grow: its newest row before the
-    window is 45 min old, and the window's rates (starting at a reading, or between two)
-    are still those of every reading."""
-    times = [T0 + timedelta(seconds=LINK_KEYFRAME_S * i) for i in range(12)]
+    """A full report every 5 min on an idle host for 55 min (under LINK_IDLE_KEYFRAME_S),
+    then one port's errors grow: its newest row before the window is 45 min old, and the
+    window's rates (starting at a reading, or between two) are still those of every
+    reading."""
+    times = [T0 + timedelta(minutes=5 * i) for i in range(12)]
     readings: Readings = {
         (0, 0): [(at, 100, 5) for at in times],
         (0, 1): [(at, 100, 5 + 4 * max(0, i - 8)) for i, at in enumerate(times)],

@@ -85,7 +85,7 @@ def test_sparse_rows_give_the_rates_of_every_reading(stored: Stored, seed: int) 
                 keyframe = at
             elif replay[i - 1] == r:
                 continue  # unchanged since the reading before: not stored
-            s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0, link=link,
+            s.add(LinkSample(host_id=host.id, at=at, gpu=0, link=link,
                              replay=r, recovery=r, crc_flit=r))
     for at in times:  # the host's GPU rows: one per reading
         s.add(GpuSample(report_id=report.id, host_id=host.id, at=at, gpu=0, pcie_replay=0))
@@ -107,7 +107,7 @@ def test_sql_rates_equal_the_pure_rates(stored: Stored, seed: int) -> None:
         replay = _readings(rng, 20)
         crc = [None if link == 2 else v for v in _readings(rng, 20)]
         for at, r, c in zip(times, replay, crc, strict=True):
-            s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0, link=link,
+            s.add(LinkSample(host_id=host.id, at=at, gpu=0, link=link,
                              replay=r, recovery=r, crc_flit=c))
         kept = [(t, r, c) for t, r, c in zip(times, replay, crc, strict=True) if t >= SINCE]
         expected[(0, link)] = {"replay": rate_per_s([(t, r) for t, r, _ in kept]),
@@ -169,7 +169,7 @@ def test_counters_that_did_not_move_are_rated_without_window_functions(
         host, report = _host_and_report(s)
         for link, points in readings.items():
             for at, replay, crc in points:
-                s.add(LinkSample(report_id=report.id, host_id=host.id, at=at, gpu=0,
+                s.add(LinkSample(host_id=host.id, at=at, gpu=0,
                                  link=link, replay=replay, recovery=replay, crc_flit=crc))
                 s.flush()  # ids in time order, as a report's samples are stored
         s.commit()

@@ -146,10 +146,12 @@ def test_0034_postgresql_keeps_a_partition_with_rows_as_it_is() -> None:
                     "contended, foreign_bytes, measured_at) VALUES (1, :h, 'ce_write', 0, 1, "
                     "'[]', :v, false, 0, :at)"),
                     {"h": host, "v": healthy(0, 1, TestName.CE_WRITE), "at": at})
-            migrate(engine, "head")
+            migrate(engine, "0034")
             assert _columns(engine, "measurements") == NEW_ORDER
             assert _columns(engine, ahead) == NEW_ORDER  # empty: made again
             assert _columns(engine, today) == old_order  # its rows kept where they were
+            migrate(engine, "head")  # 0035 drops `id`, keeping the order of the rest
+            assert _columns(engine, today) == [c for c in old_order if c != "id"]
             _post(settings, _report(at))  # NULLs into the partition of before
             with engine.connect() as conn:
                 assert conn.execute(text(
