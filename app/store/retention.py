@@ -31,10 +31,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Engine, case, delete, func, or_, select, text, tuple_
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import (
+    Engine,
+    Select,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    text,
+    tuple_,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from peerwatch.app.runtime.config import Settings
@@ -131,42 +144,53 @@ ROLLUP_VALUES = ("count", "min", "max", "sum", "contended_count", "error_count")
 def roll_up(session: Session, start: datetime, end: datetime) -> int:
     """Make the rollups of hours [start, end) the aggregates of the raw measurements.
 
-    One upsert that rewrites only the rows whose aggregate changed: an hour re-rolled for a
-    late report rewrites the keys that report measured, and an update in place lets
-    PostgreSQL reuse the page of the version it replaces, where deleting every row of the
-    hours and inserting them again left a dead copy of each per run (7 per row when a
-    spool's backlog came in over an hour) for vacuum to find. No row of those hours can be
-    left without raw rows: only hours whose raw samples are complete are rolled up."""
+    An UPDATE of the rows whose aggregate changed, then an INSERT of the keys not yet
+    rolled up: an hour re-rolled for a late report rewrites only the keys that report
+    measured, and an update in place lets PostgreSQL reuse the page of the version it
+    replaces, where deleting every row of the hours and inserting them again left a dead
+    copy of each per run (7 per row when a spool's backlog came in over an hour) for vacuum
+    to find. No unique index keeps a key's hour once (0035): maintenance's lock makes this
+    the only writer. No row of those hours can be left without raw rows: only hours whose
+    raw samples are complete are rolled up."""
+    table = MeasurementRollup.__table__
+    columns = [*ROLLUP_KEY, *ROLLUP_VALUES]
+    fresh = _hour_aggregates(start, end).subquery("fresh")
+    same_key = and_(*(table.c[c] == fresh.c[c] for c in ROLLUP_KEY))  # type: ignore[attr-defined]
+    stored = tuple_(*(table.c[c] for c in ROLLUP_VALUES))  # type: ignore[attr-defined]
+    session.execute(update(table).where(same_key, stored.is_distinct_from(
+        tuple_(*(fresh.c[c] for c in ROLLUP_VALUES)))).values(
+        {c: fresh.c[c] for c in ROLLUP_VALUES}))
+    fresh = _hour_aggregates(start, end).subquery("fresh")
+    rolled = select(literal(1)).select_from(table).where(
+        *(table.c[c] == fresh.c[c] for c in ROLLUP_KEY))  # type: ignore[attr-defined]
+    session.execute(insert(table).from_select(columns, select(
+        *(fresh.c[c] for c in columns)).where(~rolled.exists())))
+    # Counted, not taken from rowcount: drivers disagree on it for INSERT ... SELECT.
+    return session.scalar(select(func.count()).select_from(MeasurementRollup).where(
+        MeasurementRollup.hour >= start, MeasurementRollup.hour < end)) or 0
+
+
+def _hour_aggregates(start: datetime, end: datetime) -> Select[Any]:
+    """Each (host, pair, test, hour)'s aggregate of the raw rows of [start, end), its
+    columns named as the rollup's."""
     hour = epoch_seconds(Measurement.measured_at) // 3600
     ok = Measurement.error.is_(None) & Measurement.contended.is_(False)
     judged = case((ok, Measurement.value), else_=None)
-    aggregate = (
+    return (
         select(
             Measurement.host_id, Measurement.src, Measurement.dst, Measurement.test,
-            from_epoch_seconds(hour * 3600),
-            func.count(judged), func.min(judged), func.max(judged), func.sum(judged),
-            func.sum(case((Measurement.contended.is_(True), 1), else_=0)),
-            func.sum(case((Measurement.error.is_not(None), 1), else_=0)),
+            from_epoch_seconds(hour * 3600).label("hour"),
+            func.count(judged).label("count"), func.min(judged).label("min"),
+            func.max(judged).label("max"), func.sum(judged).label("sum"),
+            func.sum(case((Measurement.contended.is_(True), 1), else_=0))
+            .label("contended_count"),
+            func.sum(case((Measurement.error.is_not(None), 1), else_=0)).label("error_count"),
         )
         .where(Measurement.src.is_not(None), Measurement.measured_at >= start,
                Measurement.measured_at < end)
         .group_by(Measurement.host_id, Measurement.src, Measurement.dst, Measurement.test,
                   hour)
     )
-    upsert = (postgresql_insert if session.get_bind().dialect.name == "postgresql"
-              else sqlite_insert)
-    statement = upsert(MeasurementRollup).from_select([*ROLLUP_KEY, *ROLLUP_VALUES],
-                                                      aggregate)
-    table = MeasurementRollup.__table__
-    stored = tuple_(*(table.c[c] for c in ROLLUP_VALUES))  # type: ignore[attr-defined]
-    fresh = tuple_(*(statement.excluded[c] for c in ROLLUP_VALUES))
-    session.execute(statement.on_conflict_do_update(
-        index_elements=list(ROLLUP_KEY),
-        set_={c: statement.excluded[c] for c in ROLLUP_VALUES},
-        where=stored.is_distinct_from(fresh)))
-    # Counted, not taken from rowcount: drivers disagree on it for INSERT ... SELECT.
-    return session.scalar(select(func.count()).select_from(MeasurementRollup).where(
-        MeasurementRollup.hour >= start, MeasurementRollup.hour < end)) or 0
 
 
 def prune(session: Session, settings: Settings, now: datetime,

@@ -11,6 +11,10 @@ room on their pages (issue 37: bytes a host costs a day).
 - `measurements.report_id`: a BRIN of 8 pages a range where a B-tree was (~7 bytes a row).
   A report's rows are written in one statement, so they lie together in report order, and
   a lookup reads a range or two of pages.
+- `measurement_rollups`: no primary key. Its B-tree, an entry per row (~75 bytes after the
+  hourly inserts' page splits), was ~40 % of the table; a (host_id, src, dst, test) index,
+  deduplicated as `measurements`' (0033), serves a key's rows, the BRIN of hour their time.
+  Its one writer keeps a key's hour once (`roll_up`, under maintenance's lock).
 - PostgreSQL: `judged_pairs`, `host_runtime` and `fleet_peer_stats`, rewritten in place at
   every sweep like `judged_tests` (0022, 0029), keep half of each page free, so an update
   stays on its page (HOT: no new index entry, the old version pruned by the next read)
@@ -35,6 +39,9 @@ branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
 
 WITHOUT_ID = ('measurements', 'link_samples', 'gpu_samples')
+ROLLUPS = 'measurement_rollups'
+ROLLUP_KEY = ('host_id', 'src', 'dst', 'test', 'hour')
+ROLLUP_INDEX = 'ix_measurement_rollups_host_id_src_dst_test'
 REPORT_INDEX = 'ix_measurements_report_id'
 UPDATED_IN_PLACE = ('judged_pairs', 'host_runtime', 'fleet_peer_stats')
 FILLFACTOR = 50
@@ -52,6 +59,29 @@ def _postgresql_upgrade() -> None:
                'WITH (pages_per_range = 8)')
     for table in UPDATED_IN_PLACE:
         op.execute(f'ALTER TABLE {table} SET (fillfactor = {FILLFACTOR})')
+    op.execute(f'ALTER TABLE {ROLLUPS} DROP CONSTRAINT pk_{ROLLUPS}')
+    op.execute(f'CREATE INDEX {ROLLUP_INDEX} ON {ROLLUPS} (host_id, src, dst, test)')
+
+
+def _rollups(keyed: bool) -> sa.Table:
+    """`measurement_rollups` on SQLite: keyed as before 0035, or not as after it."""
+    key = {'primary_key': True} if keyed else {'nullable': False}
+    indexes = [sa.Index(f'ix_{ROLLUPS}_hour', 'hour')]
+    if not keyed:
+        indexes.append(sa.Index(ROLLUP_INDEX, 'host_id', 'src', 'dst', 'test'))
+    return sa.Table(
+        ROLLUPS, sa.MetaData(),
+        sa.Column('host_id', sa.Integer(), sa.ForeignKey(
+            'hosts.id', name=f'fk_{ROLLUPS}_host_id_hosts', ondelete='CASCADE'), **key),
+        sa.Column('src', sa.Integer(), **key),
+        sa.Column('dst', sa.Integer(), **key),
+        sa.Column('test', sa.String(16), **key),
+        sa.Column('hour', sa.DateTime(), **key),
+        sa.Column('count', sa.Integer(), nullable=False),
+        *(sa.Column(c, sa.Float(), nullable=True) for c in ('min', 'max', 'sum')),
+        sa.Column('contended_count', sa.Integer(), nullable=False),
+        sa.Column('error_count', sa.Integer(), nullable=False),
+        *indexes)
 
 
 def upgrade() -> None:
@@ -63,9 +93,14 @@ def upgrade() -> None:
             batch.drop_column('id')
             if table == 'link_samples':
                 batch.drop_column('report_id')
+    with op.batch_alter_table(ROLLUPS, recreate='always', copy_from=_rollups(False)):
+        pass
 
 
 def _postgresql_downgrade() -> None:
+    op.execute(f'DROP INDEX {ROLLUP_INDEX}')
+    op.execute(f'ALTER TABLE {ROLLUPS} ADD CONSTRAINT pk_{ROLLUPS} '
+               f'PRIMARY KEY ({", ".join(ROLLUP_KEY)})')
     for table in UPDATED_IN_PLACE:
         op.execute(f'ALTER TABLE {table} RESET (fillfactor)')
     op.execute(f'DROP INDEX {REPORT_INDEX}')
@@ -88,3 +123,5 @@ def downgrade() -> None:
                 batch.add_column(sa.Column('report_id', sa.BigInteger(), nullable=False,
                                            server_default='0'))
     op.execute(CARRIER)
+    with op.batch_alter_table(ROLLUPS, recreate='always', copy_from=_rollups(True)):
+        pass
