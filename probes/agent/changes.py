@@ -11,8 +11,8 @@ acknowledged; a full report goes when:
   moved, a throttle reason, the driver's health, an RDMA port's state or error counters),
   or it carries events or probe errors;
 - KEYFRAME_S passed since the last full one: the server keeps each port's counters sparse
-  with a keyframe when its row is `LINK_KEYFRAME_S` old (app/store/tables/history.py,
-  570 s: one inventory pass under this 600), so its rates always have a reading to span;
+  with a moving port's row due when it is `LINK_KEYFRAME_S` old (app/store/tables/history.py,
+  1170 s: one inventory pass under two of these), so its rates always have a reading to span;
 - the last full report was not acknowledged (spooled): the server's copy may be older.
 
 A sweep always goes in full (its results are new by nature).

@@ -120,12 +120,13 @@ def gpus_of(stored: list[Any] | None) -> list[int]:
 # one whose counters all held still at least every LINK_IDLE_KEYFRAME_S; a moved error
 # counter is written at once (app/ingest/sparse_links.py). So a reader reaches back
 # LINK_IDLE_KEYFRAME_S for each port's value and carries it forward over the gaps.
-# Traffic is kept at the sweep's cadence (issue 37: a rate per 10-min interval; the 30 s
-# series is the agent's `/metrics`, a time-series store's): the agent sends a full report
-# at least every 600 s (probes/agent/changes.py KEYFRAME_S), and a row is due 30 s (one
-# inventory pass) before that, so a reading a moment under 600 s after the last one
-# (a sweep's timing) is written, not left for the next one 600 s on.
-LINK_KEYFRAME_S = 570.0
+# Traffic is kept as 20-min rates (issue 37: SQL keeps what judging reads, the error
+# counters, at every move; a port's 30 s series is the agent's `/metrics`, a time-series
+# store's). Every sweep moves every port (its own copies), and the agent sends a full
+# report at least every 600 s (probes/agent/changes.py KEYFRAME_S): a moving port's row is
+# due 30 s (one inventory pass) under two of those, so the reading of every second sweep is
+# written even when it comes a moment early.
+LINK_KEYFRAME_S = 1170.0
 LINK_IDLE_KEYFRAME_S = 3600.0
 
 

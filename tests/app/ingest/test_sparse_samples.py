@@ -140,7 +140,7 @@ def test_an_idle_port_charts_what_every_reading_charted(client: TestClient,
                                                         settings: Settings) -> None:
     """The link chart of a port left out as a repeat is that of every reading (rate 0 in
     each bucket with a reading), a moving port's that of its keyframes, as before."""
-    times = [T0 + timedelta(seconds=30 * i) for i in range(24)]
+    times = [T0 + timedelta(seconds=30 * i) for i in range(int(LINK_KEYFRAME_S // 30) + 12)]
     readings: Readings = {
         (0, 0): [(at, 100, 5) for at in times],  # idle
         (0, 1): [(at, 100 + 1000 * i, 5) for i, at in enumerate(times)],  # moving
