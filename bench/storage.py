@@ -370,6 +370,9 @@ def _state(before: Grown | None, after: Grown, hosts: int) -> None:
     """The state tables (`Grown.state`): MB per host at the end, and what they grew meanwhile
     (row versions), for each tree; not in the per-day total."""
     for name in sorted(set(after.state()) | set(before.state() if before else [])):
+        if max((g.size_end or {}).get(name, 0) for g in (before, after) if g) < 0.01 * MB * hosts \
+                and after.rest.get(name, 0) < 0.005 * MB * hosts:
+            continue  # a few pages: nothing a host carries
         cells = []
         for g in (before, after):
             if g is None or g.size_end is None or name not in g.state():
