@@ -89,6 +89,12 @@ def test_late_report_is_rolled_up_again(settings: Settings) -> None:
                     MeasurementRollup.src == 0, MeasurementRollup.hour == T0)).one()
                 assert row.count == 4
                 assert row.min == pytest.approx(EXPECTED * 0.5)
+                # no unique index keeps a key's hour once (0035): the re-roll updated it
+                key = (MeasurementRollup.host_id, MeasurementRollup.src, MeasurementRollup.dst,
+                       MeasurementRollup.test, MeasurementRollup.hour)
+                twice = s.execute(select(*key).group_by(*key).having(func.count() > 1)).all()
+                assert twice == []
+                assert s.scalar(select(func.count()).select_from(MeasurementRollup)) > 1
         finally:
             engine.dispose()
 
