@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     Engine,
     Select,
+    Table,
     and_,
     case,
     delete,
@@ -152,17 +153,20 @@ def roll_up(session: Session, start: datetime, end: datetime) -> int:
     to find. No unique index keeps a key's hour once (0035): maintenance's lock makes this
     the only writer. No row of those hours can be left without raw rows: only hours whose
     raw samples are complete are rolled up."""
-    table = MeasurementRollup.__table__
+    table = cast(Table, MeasurementRollup.__table__)
     columns = [*ROLLUP_KEY, *ROLLUP_VALUES]
+    # the hours' own rows, by constants: PostgreSQL reads only their month's partition, and
+    # in it the pages the BRIN of hour gives, not the whole history of rollups
+    hours = (table.c.hour >= start, table.c.hour < end)
     fresh = _hour_aggregates(start, end).subquery("fresh")
-    same_key = and_(*(table.c[c] == fresh.c[c] for c in ROLLUP_KEY))  # type: ignore[attr-defined]
-    stored = tuple_(*(table.c[c] for c in ROLLUP_VALUES))  # type: ignore[attr-defined]
-    session.execute(update(table).where(same_key, stored.is_distinct_from(
+    same_key = and_(*(table.c[c] == fresh.c[c] for c in ROLLUP_KEY))
+    stored = tuple_(*(table.c[c] for c in ROLLUP_VALUES))
+    session.execute(update(table).where(*hours, same_key, stored.is_distinct_from(
         tuple_(*(fresh.c[c] for c in ROLLUP_VALUES)))).values(
         {c: fresh.c[c] for c in ROLLUP_VALUES}))
     fresh = _hour_aggregates(start, end).subquery("fresh")
     rolled = select(literal(1)).select_from(table).where(
-        *(table.c[c] == fresh.c[c] for c in ROLLUP_KEY))  # type: ignore[attr-defined]
+        *hours, *(table.c[c] == fresh.c[c] for c in ROLLUP_KEY))
     session.execute(insert(table).from_select(columns, select(
         *(fresh.c[c] for c in columns)).where(~rolled.exists())))
     # Counted, not taken from rowcount: drivers disagree on it for INSERT ... SELECT.

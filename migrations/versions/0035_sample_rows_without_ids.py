@@ -8,9 +8,6 @@ room on their pages (issue 37: bytes a host costs a day).
 - `link_samples`: no `report_id`. Only the duplicate answer read it, to count a report's
   rows: those are the host's rows at the report's readings' times (a port has one reading
   a time).
-- `measurements.report_id`: a BRIN of 8 pages a range where a B-tree was (~7 bytes a row).
-  A report's rows are written in one statement, so they lie together in report order, and
-  a lookup reads a range or two of pages.
 - `measurement_rollups`: no primary key. Its B-tree, an entry per row (~75 bytes after the
   hourly inserts' page splits), was ~40 % of the table; a (host_id, src, dst, test) index,
   deduplicated as `measurements`' (0033), serves a key's rows, the BRIN of hour their time.
@@ -42,7 +39,6 @@ WITHOUT_ID = ('measurements', 'link_samples', 'gpu_samples')
 ROLLUPS = 'measurement_rollups'
 ROLLUP_KEY = ('host_id', 'src', 'dst', 'test', 'hour')
 ROLLUP_INDEX = 'ix_measurement_rollups_host_id_src_dst_test'
-REPORT_INDEX = 'ix_measurements_report_id'
 UPDATED_IN_PLACE = ('judged_pairs', 'host_runtime', 'fleet_peer_stats')
 FILLFACTOR = 50
 CARRIER = ('UPDATE link_samples SET report_id = coalesce((SELECT r.id FROM reports r '
@@ -54,9 +50,6 @@ def _postgresql_upgrade() -> None:
     for table in WITHOUT_ID:
         op.execute(f'ALTER TABLE {table} DROP COLUMN id')  # its sequence goes with it
     op.execute('ALTER TABLE link_samples DROP COLUMN report_id')
-    op.execute(f'DROP INDEX {REPORT_INDEX}')
-    op.execute(f'CREATE INDEX {REPORT_INDEX} ON measurements USING brin (report_id) '
-               'WITH (pages_per_range = 8)')
     for table in UPDATED_IN_PLACE:
         op.execute(f'ALTER TABLE {table} SET (fillfactor = {FILLFACTOR})')
     op.execute(f'ALTER TABLE {ROLLUPS} DROP CONSTRAINT pk_{ROLLUPS}')
@@ -103,8 +96,6 @@ def _postgresql_downgrade() -> None:
                f'PRIMARY KEY ({", ".join(ROLLUP_KEY)})')
     for table in UPDATED_IN_PLACE:
         op.execute(f'ALTER TABLE {table} RESET (fillfactor)')
-    op.execute(f'DROP INDEX {REPORT_INDEX}')
-    op.execute(f'CREATE INDEX {REPORT_INDEX} ON measurements (report_id)')
     op.execute('ALTER TABLE link_samples ADD COLUMN report_id BIGINT NOT NULL DEFAULT 0')
     op.execute('ALTER TABLE link_samples ALTER COLUMN report_id DROP DEFAULT')
     op.execute(CARRIER)

@@ -126,11 +126,19 @@ def _columns(engine: Engine, table: str) -> list[str]:
         return partitions.column_names(conn, table)
 
 
+def _today_shortly_before(now: datetime) -> datetime:
+    """Up to 30 min before `now`, whole seconds, but on `now`'s UTC day: the partitions the
+    migrations make start today, so a row of yesterday would land in the default one."""
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    at = now - min(timedelta(minutes=30), (now - midnight) / 2)
+    return max(at.replace(microsecond=0), midnight)
+
+
 def test_0034_postgresql_keeps_a_partition_with_rows_as_it_is() -> None:
     with throwaway_pg_database("peerwatch_test") as url:
         settings = Settings(database_url=url, probe_tokens=[PROBE_TOKEN])
         engine = make_engine(settings)
-        at = (datetime.now(UTC) - timedelta(minutes=30)).replace(microsecond=0)
+        at = _today_shortly_before(datetime.now(UTC))
         today = partitions.partition_name("measurements", at.date())
         ahead = partitions.partition_name("measurements", at.date() + timedelta(days=2))
         try:
