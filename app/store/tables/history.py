@@ -78,7 +78,7 @@ class Measurement(Base):
     # range is the BRIN's, ANDed with it (a key's rows of a day: its pages of that day).
     # A report's rows by the B-tree of report_id, deduplicated (~7 bytes a row). Not a BRIN:
     # the judge looks up the newest reports, whose pages a BRIN has not summarized until
-    # vacuum comes, so it would read every page written since (0035 tried it: a sweep's
+    # vacuum comes, so it would read every page written since (tried for 0035: a sweep's
     # PostgreSQL CPU 25 -> 130 ms after 7 days of bulk-loaded history).
     __table_args__ = (
         Index(None, "host_id", "src", "dst", "test"),
