@@ -3,6 +3,7 @@ matrices, bucketed series, link rates, topology, inventory and 404s naming the m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -13,6 +14,7 @@ from fastapi.testclient import TestClient
 from peerwatch.app.main import create_app
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import head_revision
+from peerwatch.app.store.tables.history import LINK_KEYFRAME_S
 from peerwatch.probes.report import Report, TestName
 from tests.app.conftest import judge_later, probe_headers
 from tests.app.factory import T0, expected_value, healthy, sweep
@@ -172,11 +174,13 @@ def test_link_series_gives_rates_across_a_reset(api: TestClient) -> None:
     assert r.status_code == 200, data
     links = {(x["gpu"], x["link"]): x["points"] for x in data["links"]}
     assert set(links) == {(0, 0), (0, 1)}
+    # a moving port's traffic row every `per` sweeps (LINK_KEYFRAME_S: 20-min rates)
+    per = math.ceil(LINK_KEYFRAME_S / 600)
     steady = links[(0, 0)]
-    assert [p["tx_bps"] for p in steady] == [pytest.approx(1000 / 600)] * 8
+    assert [p["tx_bps"] for p in steady] == [pytest.approx(1000 / 600)] * (8 // per)
     assert steady[0]["replay_per_s"] == 0
     reset = links[(0, 1)]
-    assert reset[-1]["tx_bps"] == pytest.approx(7 / 600)  # 7000 -> 7: restarted at 0
+    assert reset[-1]["tx_bps"] == pytest.approx(7 / (600 * per))  # 7000 -> 7: restarted
     assert data["pcie"][0]["points"][0]["replay_per_s"] == 0
 
 
