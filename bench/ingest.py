@@ -136,7 +136,7 @@ def preload_history(settings: Settings, template: Report) -> int:
             # the rows ingest itself would store (per-GPU tests on the diagonal, src = dst)
             rows.extend({**row, "measured_at": at}
                         for row in ingest_service._measurement_rows(
-                            template, host_id, report_pk,
+                            session, template, host_id, report_pk,
                             ingest_service.report_throttles(template)))
             if len(rows) >= 50_000:
                 insert_rows(session, Measurement, rows)

@@ -25,7 +25,12 @@ from peerwatch.app.queries.events import load_event_facts
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime.config import Settings
-from peerwatch.app.store.tables.history import Measurement, ReportRow, gpus_of
+from peerwatch.app.store.tables.history import (
+    Measurement,
+    MeasurementKey,
+    ReportRow,
+    gpus_of,
+)
 from peerwatch.app.store.tables.inventory import Host, NvLink
 
 
@@ -91,10 +96,11 @@ class HostContext:
         if sweep is None:
             return []
         rows = self.session.execute(
-            select(Measurement.test, Measurement.src, Measurement.dst, Measurement.gpus,
-                   Measurement.error)
+            select(MeasurementKey.test, MeasurementKey.src, MeasurementKey.dst,
+                   MeasurementKey.gpus, Measurement.error)
+            .join(MeasurementKey, MeasurementKey.id == Measurement.key_id)
             .where(Measurement.report_id == sweep, Measurement.error.is_not(None))
-            .order_by(Measurement.test, Measurement.src, Measurement.dst))
+            .order_by(MeasurementKey.test, MeasurementKey.src, MeasurementKey.dst))
         return [FailedTest(test, src, dst, gpus_of(gpus), error or "")
                 for test, src, dst, gpus, error in rows]
 

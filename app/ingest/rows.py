@@ -39,8 +39,16 @@ from peerwatch.app.runtime.config import Settings
 from peerwatch.app.schemas.ingest import IngestResult
 from peerwatch.app.store.bulk import insert_rows
 from peerwatch.app.store.clocks_row import packed_clocks
+from peerwatch.app.store.measurement_keys import key_ids
 from peerwatch.app.store.tables.events import FabricEventRow
-from peerwatch.app.store.tables.history import GpuSample, LinkSample, Measurement, ReportRow
+from peerwatch.app.store.tables.history import (
+    GpuSample,
+    LinkSample,
+    Measurement,
+    ReportRow,
+    gpus_text,
+    key_ident,
+)
 from peerwatch.app.store.tables.network import HostPairResult
 from peerwatch.app.store.tables.nics import NicPortSample
 from peerwatch.probes.agent.clock_offset import offset_of
@@ -201,7 +209,7 @@ def _store(session: Session, report: Report, settings: Settings, now: datetime,
         if full_sweep(report):
             values["full_sweep_at"] = now  # its arrival: judged once judged_at passes it
     throttled = report_throttles(report)
-    measurements = _measurement_rows(report, host.id, report_pk, throttled)
+    measurements = _measurement_rows(session, report, host.id, report_pk, throttled)
     links, gpus = _sample_rows(report, host.id, report_pk, throttled)
     # the GPU rows are the host's reading times the link rates span: without them, dense
     links = sparse_link_rows(session, host, links, report.finished_at, newest and bool(gpus))
@@ -274,22 +282,20 @@ def report_throttles(report: Report) -> dict[int, SweepThrottle]:
     return sweep_throttles(report.counters[0].clocks, report.counters[-1].clocks)
 
 
-def _measurement_rows(report: Report, host_id: int, report_pk: int,
+def _measurement_rows(session: Session, report: Report, host_id: int, report_pk: int,
                       throttled: dict[int, SweepThrottle]) -> list[dict[str, Any]]:
-    rows = []
-    for r in report.results:
-        if cross_host(r):  # host_pair_results (host_pairs.py)
-            continue
-        src, dst = stored_pair(r)
-        rows.append({
-            "report_id": report_pk, "host_id": host_id, "test": r.test.value,
-            "src": src, "dst": dst,
-            "gpus": list(r.gpus) or None, "value": r.value,  # NULLs: migration 0034
-            "contended": r.contended, "foreign_bytes": r.foreign_bytes or None, "error": r.error,
-            "measured_at": r.started_at or report.started_at,
-            "throttle": result_label(r.local_gpus(), throttled),
-        })
-    return rows
+    """The report's rows of `measurements`, each naming its key (made if new, 0036)."""
+    kept = [(r, stored_pair(r)) for r in report.results if not cross_host(r)]
+    if not kept:  # cross-host results are host_pair_results (host_pairs.py)
+        return []
+    parts = [(r.test.value, src, dst, gpus_text(r.gpus)) for r, (src, dst) in kept]
+    ids = key_ids(session, host_id, set(parts))
+    return [{
+        "report_id": report_pk, "key_id": ids[key_ident(*key)], "value": r.value,
+        "contended": r.contended, "foreign_bytes": r.foreign_bytes or None,  # NULL: 0034
+        "error": r.error, "measured_at": r.started_at or report.started_at,
+        "throttle": result_label(r.local_gpus(), throttled),
+    } for (r, _), key in zip(kept, parts, strict=True)]
 
 
 def _sample_rows(report: Report, host_id: int, report_pk: int,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, literal_column, select, union_all
+from sqlalchemy import Select, func, literal_column, select, union_all
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.fleet_peers import GroupKey
@@ -48,7 +48,14 @@ from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import host_driver, host_models, pair_groups
-from peerwatch.app.store.tables.history import Measurement, ReportRow, foreign_bytes_of
+from peerwatch.app.store.measurement_keys import host_key_ids
+from peerwatch.app.store.tables.history import (
+    Measurement,
+    MeasurementKey,
+    ReportRow,
+    foreign_bytes_of,
+    key_ident,
+)
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import FabricManagerInfo, TestName
 
@@ -71,15 +78,21 @@ def newest_report(session: Session, host_id: int) -> int | None:
 def _unindexed(column: Any, sqlite: bool) -> Any:
     """`column` in a form no index serves, so that both planners take the report_id index
     for the new reports' rows (~416), whatever their statistics say: SQLite's `+column`
-    (its planner chose (host_id, src, ...) and read every stored measurement of the host,
-    a cost growing with the days stored); PostgreSQL's `column + 0` for the host (without
-    fresh statistics of the day's partition, as before autovacuum's analyze, its planner
-    ANDed the report_id bitmap with that index's, which reads all of the host's
-    measurements of the day: a cost growing through the day).
+    (its planner once chose the key index and read every stored measurement of the host, a
+    cost growing with the days stored); PostgreSQL's `column + 0` (without fresh statistics
+    of the day's partition, as before autovacuum's analyze, its planner ANDed the
+    report_id bitmap with the key index's, which reads all of the host's measurements of
+    the day: a cost growing through the day).
     PostgreSQL keeps a plain time column: its bound prunes the day partitions."""
     if not sqlite:
-        return column + 0 if column.name == "host_id" else column
+        return column if column.name == "measured_at" else column + 0
     return literal_column(f"+{column.table.name}.{column.name}", column.type)
+
+
+def _keyed(*columns: Any, key_id: Any = Measurement.key_id) -> Select[Any]:
+    """SELECT `columns` from the measurements joined to their keys (0036), on `key_id`."""
+    return select(*columns).select_from(Measurement).join(
+        MeasurementKey, MeasurementKey.id == key_id)
 
 
 def new_results(session: Session, host_id: int, after_report: int
@@ -93,11 +106,12 @@ def new_results(session: Session, host_id: int, after_report: int
     ids = [pk for pk, _ in reports]
     since = min(at for _, at in reports) - MARGIN
     sqlite = session.get_bind().dialect.name == "sqlite"
-    query = select(
-        Measurement.src, Measurement.dst, Measurement.test, Measurement.measured_at,
+    query = _keyed(
+        MeasurementKey.src, MeasurementKey.dst, MeasurementKey.test, Measurement.measured_at,
         Measurement.value, Measurement.contended, Measurement.error, Measurement.foreign_bytes,
-    ).where(_unindexed(Measurement.host_id, sqlite) == host_id,
-            Measurement.report_id.in_(ids), Measurement.src.is_not(None),
+        key_id=_unindexed(Measurement.key_id, sqlite),
+    ).where(Measurement.report_id.in_(ids), MeasurementKey.host_id == host_id,
+            MeasurementKey.src.is_not(None),
             _unindexed(Measurement.measured_at, sqlite) >= since)
     out: dict[PairKey, list[Sample]] = defaultdict(list)
     for src, dst, name, at, value, contended, error, foreign in session.execute(
@@ -112,26 +126,27 @@ def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], sin
                     until: datetime, per_key: int
                     ) -> dict[PairKey, list[tuple[datetime, float]]]:
     """The newest `per_key` judged (when, value)s of each key, oldest first, each read
-    through the (host, src, dst, test) index: on PostgreSQL the window's day partitions
-    bound the time (a key has a row a sweep, 144 a day), the index no longer holds it
-    (0033: deduplicated, ~8 bytes a row instead of ~70)."""
+    through the key_id index: on PostgreSQL the window's day partitions bound the time (a
+    key has a row a sweep, 144 a day), the index does not hold it (0033: deduplicated,
+    ~8 bytes a row instead of ~70)."""
     values: dict[PairKey, list[tuple[datetime, float]]] = defaultdict(list)
-    ordered = sorted(keys, key=lambda k: (k[0], k[1], k[2].value))
+    ids = host_key_ids(session, host_id)
+    key_of = {ids[ident]: key for key in keys
+              if (ident := key_ident(key[2].value, key[0], key[1], "")) in ids}
+    ordered = sorted(key_of)
     for start in range(0, len(ordered), BATCH):
         parts = []
-        for src, dst, test in ordered[start:start + BATCH]:
+        for pk in ordered[start:start + BATCH]:
             newest = (
-                select(Measurement.src, Measurement.dst, Measurement.test,
-                       Measurement.measured_at, Measurement.value)
-                .where(Measurement.host_id == host_id, Measurement.src == src,
-                       Measurement.dst == dst, Measurement.test == test.value,
+                select(Measurement.key_id, Measurement.measured_at, Measurement.value)
+                .where(Measurement.key_id == pk,
                        Measurement.measured_at >= since, Measurement.measured_at <= until,
                        Measurement.error.is_(None), Measurement.contended.is_(False))
                 .order_by(Measurement.measured_at.desc()).limit(per_key).subquery()
             )
             parts.append(select(newest))
-        for src, dst, test, at, value in session.execute(union_all(*parts)):
-            values[(src, dst, TestName(test))].append((at, value))
+        for pk, at, value in session.execute(union_all(*parts)):
+            values[key_of[pk]].append((at, value))
     return {key: sorted(found) for key, found in values.items()}
 
 
@@ -141,8 +156,8 @@ def _nothing_between(session: Session, host_id: int, since: datetime, before: da
     look-back window: every new host's first sweeps, every host of a new fleet)."""
     if since >= before:
         return True
-    found = session.scalar(select(Measurement.measured_at).where(
-        Measurement.host_id == host_id, Measurement.measured_at >= since,
+    found = session.scalar(_keyed(Measurement.measured_at).where(
+        MeasurementKey.host_id == host_id, Measurement.measured_at >= since,
         Measurement.measured_at < before).limit(1))
     return found is None
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from peerwatch.app.analysis.health import Sample
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.store import packed
-from peerwatch.app.store.tables.history import Measurement, foreign_bytes_of
+from peerwatch.app.store.tables.history import Measurement, MeasurementKey, foreign_bytes_of
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import TestName
@@ -44,14 +44,15 @@ def pair_samples(session: Session, host_id: int, since: datetime,
                  test: TestName | None = None) -> dict[PairKey, list[Sample]]:
     """Every pair-test sample of a host in [since, until], oldest first, per (src, dst, test)."""
     query = select(
-        Measurement.src, Measurement.dst, Measurement.test, Measurement.measured_at,
+        MeasurementKey.src, MeasurementKey.dst, MeasurementKey.test, Measurement.measured_at,
         Measurement.value, Measurement.contended, Measurement.error, Measurement.foreign_bytes,
-    ).where(Measurement.host_id == host_id, Measurement.src.is_not(None),
-            Measurement.measured_at >= since)
+    ).join(MeasurementKey, MeasurementKey.id == Measurement.key_id).where(
+        MeasurementKey.host_id == host_id, MeasurementKey.src.is_not(None),
+        Measurement.measured_at >= since)
     if until is not None:
         query = query.where(Measurement.measured_at <= until)
     if test is not None:
-        query = query.where(Measurement.test == test.value)
+        query = query.where(MeasurementKey.test == test.value)
     out: dict[PairKey, list[Sample]] = defaultdict(list)
     for src, dst, name, at, value, contended, error, foreign in session.execute(
             query.order_by(Measurement.measured_at, Measurement.report_id)):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, and_, false, func, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.queries.common import NotFound, get_host, judged_baseline
@@ -28,6 +28,7 @@ from peerwatch.app.schemas.series import (
     SeriesPoint,
     SeriesResponse,
 )
+from peerwatch.app.store.measurement_keys import pair_key_id
 from peerwatch.app.store.sql import epoch_seconds
 from peerwatch.app.store.tables.history import (
     Measurement,
@@ -129,8 +130,8 @@ def pair_series(session: Session, settings: Settings, host: str, src: int, dst: 
     if hourly and step % 3600:
         raise ValueError(f"a range over {raw_max:.0f} s reads hourly "
                          "rollups: step must be a multiple of 3600")
-    raw_key = [Measurement.host_id == row.id, Measurement.src == src, Measurement.dst == dst,
-               Measurement.test == name.value]
+    key_id = pair_key_id(session, row.id, src, dst, name.value)  # None: never reported
+    raw_key = [false() if key_id is None else Measurement.key_id == key_id]
     in_range = [*raw_key, Measurement.measured_at >= since, Measurement.measured_at <= until]
     if hourly:
         key = [MeasurementRollup.host_id == row.id, MeasurementRollup.src == src,

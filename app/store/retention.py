@@ -60,6 +60,7 @@ from peerwatch.app.store.tables.history import (
     GpuSample,
     LinkSample,
     Measurement,
+    MeasurementKey,
     MeasurementRollup,
     ReportRow,
 )
@@ -176,24 +177,28 @@ def roll_up(session: Session, start: datetime, end: datetime) -> int:
 
 def _hour_aggregates(start: datetime, end: datetime) -> Select[Any]:
     """Each (host, pair, test, hour)'s aggregate of the raw rows of [start, end), its
-    columns named as the rollup's."""
+    columns named as the rollup's: the rows grouped by key_id, then the keys named (0036)."""
     hour = epoch_seconds(Measurement.measured_at) // 3600
     ok = Measurement.error.is_(None) & Measurement.contended.is_(False)
     judged = case((ok, Measurement.value), else_=None)
-    return (
+    per_key = (
         select(
-            Measurement.host_id, Measurement.src, Measurement.dst, Measurement.test,
-            from_epoch_seconds(hour * 3600).label("hour"),
+            Measurement.key_id, hour.label("epoch_hour"),
             func.count(judged).label("count"), func.min(judged).label("min"),
             func.max(judged).label("max"), func.sum(judged).label("sum"),
             func.sum(case((Measurement.contended.is_(True), 1), else_=0))
             .label("contended_count"),
             func.sum(case((Measurement.error.is_not(None), 1), else_=0)).label("error_count"),
         )
-        .where(Measurement.src.is_not(None), Measurement.measured_at >= start,
-               Measurement.measured_at < end)
-        .group_by(Measurement.host_id, Measurement.src, Measurement.dst, Measurement.test,
-                  hour)
+        .where(Measurement.measured_at >= start, Measurement.measured_at < end)
+        .group_by(Measurement.key_id, hour)
+    ).subquery("per_key")
+    return (
+        select(MeasurementKey.host_id, MeasurementKey.src, MeasurementKey.dst,
+               MeasurementKey.test, from_epoch_seconds(per_key.c.epoch_hour * 3600).label("hour"),
+               *(per_key.c[c] for c in ROLLUP_VALUES))
+        .join_from(per_key, MeasurementKey, MeasurementKey.id == per_key.c.key_id)
+        .where(MeasurementKey.src.is_not(None))
     )
 
 

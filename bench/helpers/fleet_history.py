@@ -17,7 +17,6 @@ GPU samples by `executemany` in one transaction per report) straight through psy
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import threading
 import time
@@ -32,11 +31,11 @@ from sqlalchemy import create_engine
 
 from peerwatch.app.ingest.rows import stored_pair
 from peerwatch.app.store import partitions
+from peerwatch.app.store.tables.history import gpus_text, key_ident
 from peerwatch.probes.report import Report
 
 CHUNK_BYTES = 4 << 20
-MEASUREMENT_COLUMNS = ("report_id, host_id, test, src, dst, gpus, value, "
-                       "contended, foreign_bytes, error, measured_at")
+MEASUREMENT_COLUMNS = "report_id, key_id, value, contended, foreign_bytes, error, measured_at"
 REPORT_COLUMNS = ("id, report_id, host_id, schema_version, kind, started_at, finished_at, "
                   "received_at, gpu_time_s, wall_time_s, device_memory_bytes_max, "
                   "agent_cpu_s, agent_rss_bytes, dropped_reports, skipped, errors")
@@ -54,14 +53,31 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _key_parts(template: Report) -> list[tuple[str, int | None, int | None, str]]:
+    """Each result's measurement key (0036) as the ingest stores it."""
+    return [(r.test.value, *stored_pair(r), gpus_text(r.gpus)) for r in template.results]
+
+
+def host_key_ids(url: str, host_ids: list[int], template: Report) -> dict[int, list[int]]:
+    """Each host's key id of each of `template`'s results, in its order: the keys the
+    hosts have not reported yet made first, as the ingest would."""
+    parts = _key_parts(template)
+    rows = [(h, *p, key_ident(*p)) for h in host_ids for p in parts]
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        conn.execute("INSERT INTO measurement_keys (host_id, test, src, dst, gpus, ident) "
+                     "SELECT * FROM unnest(%s::int[], %s::text[], %s::int[], %s::int[], "
+                     "%s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+                     [list(c) for c in zip(*rows, strict=True)])
+        found = conn.execute("SELECT host_id, ident, id FROM measurement_keys WHERE "
+                             "host_id = ANY(%s)", (host_ids,)).fetchall()
+    by = {(h, ident): pk for h, ident, pk in found}
+    return {h: [by[(h, key_ident(*p))] for p in parts] for h in host_ids}
+
+
 def _measurement_middles(template: Report) -> list[str]:
-    """Each result's columns from `test` to `error`, tab-separated, formatted once."""
-    out = []
-    for r in template.results:
-        cols = [r.test.value, *stored_pair(r),
-                json.dumps(list(r.gpus)), r.value, r.contended, r.foreign_bytes, r.error]
-        out.append("\t".join(_text(c) for c in cols))
-    return out
+    """Each result's columns from `value` to `error`, tab-separated, formatted once."""
+    return ["\t".join(_text(c) for c in (r.value, r.contended, r.foreign_bytes, r.error))
+            for r in template.results]
 
 
 @dataclass
@@ -98,6 +114,7 @@ def fill_history(url: str, host_ids: list[int], template: Report, min_rows: int,
     end = datetime.now(UTC) - timedelta(minutes=30)  # older than anything the fleet posted
     times = [end - step * (sweeps - k) for k in range(sweeps)]
     first_id = _reserve_report_ids(url, len(host_ids) * sweeps)
+    keys = host_key_ids(url, host_ids, template)
     engine = create_engine(url)
     with engine.begin() as conn:
         pg = conn.connection.driver_connection
@@ -121,7 +138,7 @@ def fill_history(url: str, host_ids: list[int], template: Report, min_rows: int,
                                      "DEFAULTS)")
             with pg.cursor() as cur:
                 _copy(cur, f"COPY {target} ({MEASUREMENT_COLUMNS}) FROM STDIN",
-                      _measurement_lines(n, host_ids, day_times, middles))
+                      _measurement_lines(n, host_ids, day_times, middles, keys))
             if fresh:
                 partitions.attach_day(conn, "measurements", day)
             n += len(day_times) * len(host_ids)
@@ -158,24 +175,20 @@ def _report_lines(first_id: int, host_ids: list[int], times: list[datetime]) -> 
 
 
 def _measurement_lines(first_id: int, host_ids: list[int], times: list[datetime],
-                       middles: list[str]) -> Iterator[str]:
+                       middles: list[str], keys: dict[int, list[int]]) -> Iterator[str]:
     n = first_id
     for when in times:
         suffix = f"\t{when.isoformat()}\n"
         for host_id in host_ids:
-            prefix = f"{n}\t{host_id}\t"
-            for middle in middles:
-                yield prefix + middle + suffix
+            for key_id, middle in zip(keys[host_id], middles, strict=True):
+                yield f"{n}\t{key_id}\t{middle}{suffix}"
             n += 1
 
 
-def _ingest_rows(template: Report, host_id: int, report_pk: int,
-                 at: datetime) -> tuple[list[tuple[Any, ...]], ...]:
-    measurements = []
-    for r in template.results:
-        measurements.append((report_pk, host_id, r.test.value, *stored_pair(r),
-                             json.dumps(list(r.gpus)), r.value,
-                             r.contended, r.foreign_bytes, r.error, at))
+def _ingest_rows(template: Report, host_id: int, report_pk: int, at: datetime,
+                 keys: list[int]) -> tuple[list[tuple[Any, ...]], ...]:
+    measurements = [(report_pk, key_id, r.value, r.contended, r.foreign_bytes, r.error, at)
+                    for key_id, r in zip(keys, template.results, strict=True)]
     links, gpus = [], []
     for sample in template.counters:
         for c in sample.links:
@@ -190,7 +203,7 @@ INSERT_REPORT = (f"INSERT INTO reports ({REPORT_COLUMNS.split(', ', 1)[1]}) VALU
                  "(%s, %s, 1, 'sweep', %s, %s, %s, 1.0, 40.0, 0, 1.0, 0, 0, '[]', '[]') "
                  "RETURNING id")
 INSERT_MEASUREMENT = (f"INSERT INTO measurements ({MEASUREMENT_COLUMNS}) VALUES "
-                      f"({', '.join(['%s'] * 11)})")
+                      f"({', '.join(['%s'] * 7)})")
 INSERT_LINK = ("INSERT INTO link_samples (host_id, at, gpu, link, tx_bytes, "
                "rx_bytes, replay, recovery, crc_flit, crc_data, ecc_data) VALUES "
                f"({', '.join(['%s'] * 11)})")
@@ -216,6 +229,7 @@ def ceiling(url: str, host_id: int, template: Report, workers: int,
     counts = [0] * workers
     rows_per_report = 1 + len(template.results) + sum(
         len(c.links) + len(c.pcie_replay) for c in template.counters)
+    keys = host_key_ids(url, [host_id], template)[host_id]
     end = time.monotonic() + duration_s
 
     def work(k: int) -> None:
@@ -223,7 +237,7 @@ def ceiling(url: str, host_id: int, template: Report, workers: int,
             while time.monotonic() < end:
                 at = datetime.now(UTC)
                 pk = cur.execute(INSERT_REPORT, (uuid.uuid4(), host_id, at, at, at)).fetchone()
-                m, links, gpus = _ingest_rows(template, host_id, pk[0], at)  # type: ignore[index]
+                m, links, gpus = _ingest_rows(template, host_id, pk[0], at, keys)  # type: ignore[index]
                 cur.executemany(INSERT_MEASUREMENT, m)
                 cur.executemany(INSERT_LINK, links)
                 cur.executemany(INSERT_GPU, gpus)

@@ -42,8 +42,8 @@ from peerwatch.probes.report import (
 
 PER_GPU = {t.value for t in (*GPU_TESTS, *JOINT_TESTS, *NIC_TESTS)}  # one result per GPU
 LINK_COLUMNS = tuple(LinkCounters.model_fields)
-MEASUREMENT_COLUMNS = ("report_id", "host_id", "test", "src", "dst", "gpus", "value",
-                       "contended", "foreign_bytes", "error", "measured_at")
+MEASUREMENT_COLUMNS = ("report_id", "key_id", "value", "contended", "foreign_bytes",
+                       "error", "measured_at")
 GPU_COLUMNS = ("report_id", "host_id", "at", "gpu", "pcie_replay", "utilization_pct",
                "memory_used_bytes", "compute_processes")
 STATE_DDL = ("CREATE TABLE IF NOT EXISTS floor_state (host_id INTEGER, src INTEGER, "
@@ -60,16 +60,26 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def measurement_rows(report: Report, host_id: int, pk: int) -> list[tuple[Any, ...]]:
+def measurement_keys(report: Report) -> list[tuple[str, Any, Any, str]]:
+    """Each result's (test, src, dst, GPU set) as the key table keeps it (0036)."""
     out = []
     for r in report.results:
         test = r.test.value
         pair = test != "allreduce"
         dst = r.src if test in PER_GPU else r.dst  # per-GPU tests: the diagonal
-        out.append((pk, host_id, test, r.src if pair else None, dst if pair else None,
-                    _json(r.gpus), r.value, r.contended, r.foreign_bytes, r.error,
-                    r.started_at or report.started_at))
+        out.append((test, r.src if pair else None, dst if pair else None,
+                    ",".join(map(str, r.gpus))))
     return out
+
+
+def ident(test: str, src: Any, dst: Any, gpus: str) -> str:
+    return f"{test}:{'' if src is None else src}:{'' if dst is None else dst}:{gpus}"
+
+
+def measurement_rows(report: Report, pk: int, ids: dict[str, int]) -> list[tuple[Any, ...]]:
+    return [(pk, ids[ident(*key)], r.value, r.contended, r.foreign_bytes, r.error,
+             r.started_at or report.started_at)
+            for r, key in zip(report.results, measurement_keys(report), strict=True)]
 
 
 def sample_rows(report: Report, host_id: int,
@@ -195,6 +205,22 @@ class Floor:
         marks = ", ".join("?" for _ in columns)
         cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
+    def _key_ids(self, cur: Any, report: Report) -> dict[str, int]:
+        """ident -> id of the host's measurement keys, the report's new ones made first."""
+        m, host = self.mark, self.host_id
+        cur.execute(f"SELECT ident, id FROM measurement_keys WHERE host_id = {m}", (host,))
+        ids = dict(cur.fetchall())
+        wanted = {ident(*k): k for k in measurement_keys(report)}
+        missing = [(host, *k, i) for i, k in wanted.items() if i not in ids]
+        if missing:
+            cur.executemany("INSERT INTO measurement_keys (host_id, test, src, dst, gpus, "
+                            f"ident) VALUES ({', '.join(m for _ in range(6))}) "
+                            "ON CONFLICT DO NOTHING", missing)
+            cur.execute(f"SELECT ident, id FROM measurement_keys WHERE host_id = {m}",
+                        (host,))
+            ids = dict(cur.fetchall())
+        return ids
+
     def _upsert(self, cur: Any, table: str, columns: Sequence[str], types: Sequence[str],
                 keys: str, rows: list[tuple[Any, ...]]) -> None:
         """All of `rows` in one statement: unnest of arrays on PostgreSQL, one executemany
@@ -243,7 +269,7 @@ class Floor:
             pk = cur.fetchone()[0]
             links, gpus = sample_rows(report, host, pk)
             self._insert(cur, "measurements", MEASUREMENT_COLUMNS,
-                         measurement_rows(report, host, pk))
+                         measurement_rows(report, pk, self._key_ids(cur, report)))
             self._insert(cur, "link_samples", ("host_id", "at", *LINK_COLUMNS),
                          links)
             self._insert(cur, "gpu_samples", GPU_COLUMNS, gpus)

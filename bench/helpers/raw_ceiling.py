@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 import psycopg
+from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 import peerwatch.app.ingest.rows as ingest_service
 from peerwatch.probes.report import Report
@@ -31,12 +33,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def report_rows(report: Report, host_id: int) -> dict[str, list[dict[str, Any]]]:
-    """The rows of each table, with report_id left to fill in (key "report_id")."""
+def report_rows(session: Session, report: Report,
+                host_id: int) -> dict[str, list[dict[str, Any]]]:
+    """The rows of each table, with report_id left to fill in (key "report_id"); the
+    host's measurement keys made on the way, as the ingest makes them."""
     throttled = ingest_service.report_throttles(report)
     links, gpus = ingest_service._sample_rows(report, host_id, 0, throttled)
-    return {"measurements": ingest_service._measurement_rows(report, host_id, 0, throttled),
-            "link_samples": links, "gpu_samples": gpus}
+    measurements = ingest_service._measurement_rows(session, report, host_id, 0, throttled)
+    return {"measurements": measurements, "link_samples": links, "gpu_samples": gpus}
 
 
 def _insert_report(cur: psycopg.Cursor[Any], host_id: int) -> int:
@@ -72,7 +76,10 @@ class RawInserter:
 
     def __init__(self, url: str, host_id: int, report: Report) -> None:
         self.host_id = host_id
-        self.tables = report_rows(report, host_id)
+        engine = create_engine(url)
+        with Session(engine) as session, session.begin():
+            self.tables = report_rows(session, report, host_id)
+        engine.dispose()
         self.rows = 1 + sum(len(rows) for rows in self.tables.values())
         dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         self.conn = psycopg.connect(dsn)

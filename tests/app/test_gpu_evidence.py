@@ -27,7 +27,7 @@ from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.clocks_row import clocks_of
 from peerwatch.app.store.db import make_engine
 from peerwatch.app.store.tables.alerts import Alert
-from peerwatch.app.store.tables.history import GpuSample, Measurement
+from peerwatch.app.store.tables.history import GpuSample, Measurement, MeasurementKey
 from peerwatch.probes.clocks import GpuClocks
 from peerwatch.probes.report import CounterSample, Report, ReportKind, TestName
 from peerwatch.probes.sim.driver_faults import GpuRecoveryAction
@@ -105,8 +105,9 @@ def test_a_power_capped_gpu_explains_its_slow_pairs(sessions: sessionmaker[Sessi
     assert "449 of 450 W" in gpu3.reason and "action:" in gpu3.reason
     assert next(g for g in health.gpus if g.gpu == 0).verdict is Verdict.HEALTHY
     with sessions() as s:
-        labels = dict(s.execute(select(Measurement.src * 10 + Measurement.dst,
+        labels = dict(s.execute(select(MeasurementKey.src * 10 + MeasurementKey.dst,
                                        Measurement.throttle)
+                                .join(MeasurementKey, MeasurementKey.id == Measurement.key_id)
                                 .where(Measurement.measured_at == T0 + timedelta(minutes=130))
                                 ).all())
         assert labels[30] == "GPU3 power-capped" and labels[3] == "GPU3 power-capped"

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import make_engine
-from peerwatch.app.store.tables.history import Measurement, ReportRow
+from peerwatch.app.store.tables.history import Measurement, MeasurementKey, ReportRow
 from peerwatch.probes.report import GPU_TESTS, Report, TestName, TransferResult, unit_of
 from tests.app.conftest import probe_headers
 from tests.app.factory import T0, sweep
@@ -68,8 +68,11 @@ def test_per_gpu_figures_are_stored_and_judged_per_gpu(client: TestClient,
     engine = make_engine(settings)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(select(Measurement.test, Measurement.src, Measurement.dst)
-                                .where(Measurement.test.in_([t.value for t in GPU_TESTS]))).all()
+            rows = conn.execute(select(MeasurementKey.test, MeasurementKey.src,
+                                       MeasurementKey.dst)
+                                .join(Measurement, Measurement.key_id == MeasurementKey.id)
+                                .where(MeasurementKey.test.in_([t.value for t in GPU_TESTS]))
+                                ).all()
     finally:
         engine.dispose()
     assert sorted(rows) == sorted((t.value, g, g) for t in GPU_TESTS for g in (0, 1))

@@ -7,6 +7,7 @@ keep its id in `report_id` to be read together."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -56,51 +57,65 @@ class ReportRow(Base):
     digest: Mapped[str | None] = mapped_column(String(64))
 
 
+class MeasurementKey(Base):
+    """One series of a host's transfer results: a (test, src, dst, GPU set) it has reported
+    (migration 0036). A measurement row names its key by `key_id` (4 bytes) where it
+    repeated the host, test and pair (~20 bytes with the GPU set's NULL), and a host's
+    keys, a few hundred, are read with its results. A GPU-set test (all-reduce) is stored
+    under src = dst = None with its set in `gpus` ("0,1,2", "" for none); a per-GPU test
+    under src = dst = the GPU (`stored_pair`). `ident` is the key as one text, what keeps
+    a key once per host when two writers see it first together."""
+
+    __tablename__ = "measurement_keys"
+    __table_args__ = (UniqueConstraint("host_id", "ident"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
+    test: Mapped[str] = mapped_column(String(16))
+    src: Mapped[int | None]
+    dst: Mapped[int | None]
+    gpus: Mapped[str] = mapped_column(Text)
+    ident: Mapped[str] = mapped_column(Text)
+
+
 class Measurement(Base):
-    """One TransferResult. `value` is None exactly when `error` is set. A per-GPU test (h2d,
-    d2h, local: `dst` null on the wire) is stored with src = dst = the GPU, as are its
-    baseline, rollups and judged row: the diagonal of the pair tables.
+    """One TransferResult. `value` is None exactly when `error` is set. Its host, test, pair
+    and GPU set are its key's (`MeasurementKey`, migration 0036).
 
     What a row keeps is what judging, charts, rollups and alerts read (migration 0029 left out
     the copy sizes, samples, unit and costs of each result: the report's cost is in its
     report row, the unit follows from the test).
 
-    Migration 0034: `foreign_bytes` is NULL for no foreign traffic (an idle host's every row)
-    and `gpus` NULL for an empty set (every test but a GPU-set one: the set is in src/dst),
-    read back as 0 and [] (`foreign_bytes_of`, `gpus_of`; rows stored before keep 0 and []).
-    The columns are in PostgreSQL's order of its partitions made since: 8-byte ones first,
-    so no padding falls between them (~24 bytes a row less with the two NULLs)."""
+    Migration 0034: `foreign_bytes` is NULL for no foreign traffic (an idle host's every row),
+    read back as 0 (`foreign_bytes_of`). Eight columns (0036): PostgreSQL's row header holds
+    a null bitmap of one byte, 24 bytes in all where the 12 columns before took 32; the
+    8-byte columns come first, so no padding falls between them."""
 
     __tablename__ = "measurements"
-    # A (pair, test)'s rows by its key alone (0033): every row of a key has the same entry,
-    # which PostgreSQL's B-tree deduplication keeps once with a list of row pointers (~8
-    # bytes a row where the key with measured_at was ~70, a third of the table); a time
+    # A key's rows by key_id alone: every row of a key has the same entry, which PostgreSQL's
+    # B-tree deduplication keeps once with a list of row pointers (~6-8 bytes a row); a time
     # range is the BRIN's, ANDed with it (a key's rows of a day: its pages of that day).
     # A report's rows by the B-tree of report_id, deduplicated (~7 bytes a row). Not a BRIN:
     # the judge looks up the newest reports, whose pages a BRIN has not summarized until
     # vacuum comes, so it would read every page written since (tried for 0035: a sweep's
     # PostgreSQL CPU 25 -> 130 ms after 7 days of bulk-loaded history).
     __table_args__ = (
-        Index(None, "host_id", "src", "dst", "test"),
         Index(None, "measured_at", postgresql_using="brin"),  # rows come in time order
     )
-    # No id (0035): nothing reads a row by it, and it was 8 bytes of a ~90-byte row. The
-    # ORM's identity of a row is its report's, key's and time's.
-    __mapper_args__ = {"primary_key": ["report_id", "src", "dst", "test", "measured_at"]}
+    # No id (0035): nothing reads a row by it. The ORM's identity of a row is its report's,
+    # key's and time's.
+    __mapper_args__ = {"primary_key": ["report_id", "key_id", "measured_at"]}
 
     report_id: Mapped[int] = mapped_column(BigId, index=True)  # the judge reads by it
     measured_at: Mapped[datetime]
     value: Mapped[float | None] = mapped_column(Float)
     foreign_bytes: Mapped[int | None] = mapped_column(BigInteger)  # None: 0 (0034)
-    host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
-    src: Mapped[int | None]
-    dst: Mapped[int | None]
     contended: Mapped[bool] = mapped_column(Boolean)
-    test: Mapped[str] = mapped_column(String(16))
-    gpus: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))  # None: []
     error: Mapped[str | None] = mapped_column(Text)
     # migration 0017: the throttled GPUs it touched ("GPU3 power-capped"), or None
     throttle: Mapped[str | None] = mapped_column(String(200))
+    key_id: Mapped[int] = mapped_column(
+        ForeignKey("measurement_keys.id", ondelete="CASCADE"), index=True)
 
 
 def foreign_bytes_of(stored: int | None) -> int:
@@ -108,9 +123,19 @@ def foreign_bytes_of(stored: int | None) -> int:
     return stored or 0
 
 
-def gpus_of(stored: list[Any] | None) -> list[int]:
-    """A stored `gpus` as the result said it: NULL is the empty set (migration 0034)."""
-    return list(stored) if stored else []
+def gpus_of(stored: str) -> list[int]:
+    """A key's `gpus` as the result said it: "0,1,2", "" the empty set (migration 0036)."""
+    return [int(g) for g in stored.split(",")] if stored else []
+
+
+def gpus_text(gpus: Iterable[int]) -> str:
+    """A result's GPU set as its key keeps it (`gpus_of` reads it back)."""
+    return ",".join(str(g) for g in gpus)
+
+
+def key_ident(test: str, src: int | None, dst: int | None, gpus: str) -> str:
+    """A key as one text, unique per host ("ce_write:0:1:", "allreduce:::0,1,2")."""
+    return f"{test}:{'' if src is None else src}:{'' if dst is None else dst}:{gpus}"
 
 
 # A port whose tx/rx bytes moved is written at least this often (by its readings' time),

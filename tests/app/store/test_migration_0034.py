@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, inspect, select, text
 from sqlalchemy.orm import Session
 
 from peerwatch.app.alerting.context import FailedTest, HostContext
@@ -82,11 +82,17 @@ def _failures(settings: Settings, engine: Engine) -> list[FailedTest]:
         return ctx.latest_sweep_failures
 
 
+KEYED = ("SELECT k.test, k.src, k.dst, m.foreign_bytes, CASE WHEN k.gpus = '' THEN NULL "
+         "ELSE '[' || k.gpus || ']' END FROM measurements m JOIN measurement_keys k "
+         "ON k.id = m.key_id ORDER BY k.test, k.src, k.dst")  # from 0036: a row's key
+
+
 def _stored(engine: Engine) -> list[tuple[Any, ...]]:
     """(test, src, dst, foreign_bytes, gpus) of every row as stored, gpus as text."""
     with engine.connect() as conn:
-        rows = conn.execute(text("SELECT test, src, dst, foreign_bytes, gpus FROM measurements "
-                                 "ORDER BY test, src, dst"))
+        keyed = "measurement_keys" in inspect(conn).get_table_names()
+        rows = conn.execute(text(KEYED if keyed else "SELECT test, src, dst, foreign_bytes, "
+                                 "gpus FROM measurements ORDER BY test, src, dst"))
         return [(t, s, d, fb, g if g is None or isinstance(g, str) else str(g).replace(" ", ""))
                 for t, s, d, fb, g in rows]
 
@@ -158,8 +164,9 @@ def test_0034_postgresql_keeps_a_partition_with_rows_as_it_is() -> None:
             assert _columns(engine, "measurements") == NEW_ORDER
             assert _columns(engine, ahead) == NEW_ORDER  # empty: made again
             assert _columns(engine, today) == old_order  # its rows kept where they were
-            migrate(engine, "head")  # 0035 drops `id`, keeping the order of the rest
+            migrate(engine, "0035")  # 0035 drops `id`, keeping the order of the rest
             assert _columns(engine, today) == [c for c in old_order if c != "id"]
+            migrate(engine, "head")  # 0036 makes it again, its row keyed (test_migration_0036)
             _post(settings, _report(at))  # NULLs into the partition of before
             with engine.connect() as conn:
                 assert conn.execute(text(

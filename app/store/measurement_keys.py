@@ -1,0 +1,55 @@
+"""A host's measurement keys (migration 0036): a measurement row names its (test, pair, GPU
+set) by a key's id, made the first time the host reports it.
+
+A key is never changed or reused (its id comes from a sequence; it goes only with its
+host), so an id read once names the same key for good."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from peerwatch.app.store.tables.history import MeasurementKey, key_ident
+
+# (test, src, dst, GPU set as `gpus_text` gives it)
+KeyParts = tuple[str, int | None, int | None, str]
+
+
+def host_key_ids(session: Session, host_id: int) -> dict[str, int]:
+    """ident -> id of every key the host has."""
+    rows = session.execute(select(MeasurementKey.ident, MeasurementKey.id)
+                           .where(MeasurementKey.host_id == host_id))
+    return {ident: pk for ident, pk in rows}
+
+
+def key_ids(session: Session, host_id: int, wanted: Iterable[KeyParts]) -> dict[str, int]:
+    """ident -> id for the host's keys, every one of `wanted` among them: those it lacks
+    are inserted first. A key another writer inserted at the same moment is kept (the
+    unique (host_id, ident) turns the second insert into nothing) and read back."""
+    have = host_key_ids(session, host_id)
+    missing = {key_ident(*parts): parts for parts in wanted}
+    for ident in have.keys() & missing.keys():
+        del missing[ident]
+    if not missing:
+        return have
+    rows = [{"host_id": host_id, "test": test, "src": src, "dst": dst, "gpus": gpus,
+             "ident": ident} for ident, (test, src, dst, gpus) in missing.items()]
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    session.execute(insert(MeasurementKey).on_conflict_do_nothing(), rows)
+    return host_key_ids(session, host_id)
+
+
+def pair_key_id(session: Session, host_id: int, src: int, dst: int, test: str) -> int | None:
+    """The id of the host's (src, dst, test) key, None when it has never reported it."""
+    return session.scalar(select(MeasurementKey.id).where(
+        MeasurementKey.host_id == host_id, MeasurementKey.ident == key_ident(test, src, dst, "")))
+
+
+def keyed(ids: Mapping[str, int], parts: KeyParts) -> int:
+    """The id of `parts` in `key_ids`' answer."""
+    return ids[key_ident(*parts)]
