@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from bench.helpers import floor_verdicts as fv
 from peerwatch.app.api.report_checks import check_report
 from peerwatch.app.ingest.posted import parse_report
+from peerwatch.app.store.tables.history import key_ident
 from peerwatch.probes.report import (
     GPU_TESTS,
     JOINT_TESTS,
@@ -72,12 +73,8 @@ def measurement_keys(report: Report) -> list[tuple[str, Any, Any, str]]:
     return out
 
 
-def ident(test: str, src: Any, dst: Any, gpus: str) -> str:
-    return f"{test}:{'' if src is None else src}:{'' if dst is None else dst}:{gpus}"
-
-
 def measurement_rows(report: Report, pk: int, ids: dict[str, int]) -> list[tuple[Any, ...]]:
-    return [(pk, ids[ident(*key)], r.value, r.contended, r.foreign_bytes, r.error,
+    return [(pk, ids[key_ident(*key)], r.value, r.contended, r.foreign_bytes, r.error,
              r.started_at or report.started_at)
             for r, key in zip(report.results, measurement_keys(report), strict=True)]
 
@@ -210,7 +207,7 @@ class Floor:
         m, host = self.mark, self.host_id
         cur.execute(f"SELECT ident, id FROM measurement_keys WHERE host_id = {m}", (host,))
         ids = dict(cur.fetchall())
-        wanted = {ident(*k): k for k in measurement_keys(report)}
+        wanted = {key_ident(*k): k for k in measurement_keys(report)}
         missing = [(host, *k, i) for i, k in wanted.items() if i not in ids]
         if missing:
             cur.executemany("INSERT INTO measurement_keys (host_id, test, src, dst, gpus, "
