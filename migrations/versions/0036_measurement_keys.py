@@ -17,7 +17,6 @@ and set back into each row from its key.
 Revision ID: 0036
 Revises: 0035
 """
-import json
 from typing import Sequence, Union
 
 from alembic import op
@@ -63,35 +62,35 @@ def _keys_table() -> None:
     )
 
 
-def _gpus_text(raw: str) -> str:
-    """A stored JSON GPU set ("[0, 1]", "[]", "") as the key keeps it ("0,1", "")."""
-    return ','.join(str(g) for g in json.loads(raw)) if raw else ''
+def _canonical_gpus(dialect: str) -> str:
+    """SQL of the map's `raw_gpus` (a stored JSON set, "" for NULL) as the key keeps it:
+    "[0, 1]" -> "0,1", "[]" and "" -> ""."""
+    if dialect == 'postgresql':
+        joined = ("(SELECT string_agg(e, ',' ORDER BY o) FROM "
+                  "json_array_elements_text(CAST(raw_gpus AS JSON)) WITH ORDINALITY t(e, o))")
+    else:
+        joined = "(SELECT group_concat(value, ',') FROM json_each(raw_gpus))"
+    return f"CASE WHEN raw_gpus = '' THEN '' ELSE coalesce({joined}, '') END"
+
+
+IDENT = ("test || ':' || coalesce(CAST(src AS TEXT), '') || ':' || "
+         "coalesce(CAST(dst AS TEXT), '') || ':' || gpus")  # as `key_ident` writes it
 
 
 def _fill_keys(conn: sa.Connection) -> None:
-    """Every key the stored rows name, and the map from their old columns to its id."""
-    conn.exec_driver_sql(f'CREATE TEMPORARY TABLE {MAP} (host_id INTEGER, test VARCHAR(16), '
-                         'src INTEGER, dst INTEGER, raw_gpus TEXT, key_id INTEGER)')
-    found = conn.exec_driver_sql(
-        f'SELECT DISTINCT m.host_id, m.test, m.src, m.dst, {OLD_GPUS} FROM {TABLE} m').all()
-    if not found:
-        return
-    raw_ident: dict[tuple[object, ...], str] = {}
-    keys: dict[tuple[object, str], dict[str, object]] = {}
-    for host_id, test, src, dst, raw in found:
-        gpus = _gpus_text(raw)
-        ident = f"{test}:{'' if src is None else src}:{'' if dst is None else dst}:{gpus}"
-        raw_ident[(host_id, test, src, dst, raw)] = ident
-        keys[(host_id, ident)] = {'host_id': host_id, 'test': test, 'src': src, 'dst': dst,
-                                  'gpus': gpus, 'ident': ident}
-    conn.execute(sa.text(f'INSERT INTO {KEYS} (host_id, test, src, dst, gpus, ident) '
-                         'VALUES (:host_id, :test, :src, :dst, :gpus, :ident)'),
-                 list(keys.values()))
-    ids = {(h, i): pk for pk, h, i in conn.exec_driver_sql(
-        f'SELECT id, host_id, ident FROM {KEYS}')}
-    conn.execute(sa.text(f'INSERT INTO {MAP} VALUES (:h, :t, :s, :d, :r, :k)'),
-                 [{'h': h, 't': t, 's': s, 'd': d, 'r': r, 'k': ids[(h, ident)]}
-                  for (h, t, s, d, r), ident in raw_ident.items()])
+    """Every key the stored rows name, and the map from their old columns to its id: in
+    SQL, so a fleet's millions of keys never pass through this process."""
+    conn.exec_driver_sql(
+        f'CREATE TEMPORARY TABLE {MAP} AS SELECT DISTINCT m.host_id, m.test, m.src, m.dst, '
+        f'{OLD_GPUS} AS raw_gpus, CAST(NULL AS TEXT) AS gpus, CAST(NULL AS TEXT) AS ident, '
+        f'CAST(NULL AS INTEGER) AS key_id FROM {TABLE} m')
+    conn.exec_driver_sql(f'UPDATE {MAP} SET gpus = {_canonical_gpus(conn.dialect.name)}')
+    conn.exec_driver_sql(f'UPDATE {MAP} SET ident = {IDENT}')
+    conn.exec_driver_sql(  # "[]" and NULL, "[0, 1]" and "[0,1]": one key
+        f'INSERT INTO {KEYS} (host_id, test, src, dst, gpus, ident) SELECT host_id, '
+        f'min(test), min(src), min(dst), min(gpus), ident FROM {MAP} GROUP BY host_id, ident')
+    conn.exec_driver_sql(f'UPDATE {MAP} SET key_id = (SELECT k.id FROM {KEYS} k WHERE '
+                         f'k.host_id = {MAP}.host_id AND k.ident = {MAP}.ident)')
     conn.exec_driver_sql(f'ANALYZE {MAP}')
 
 
