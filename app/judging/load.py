@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, literal_column, select, union_all
+from sqlalchemy import func, literal_column, select, union_all
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.fleet_peers import GroupKey
@@ -48,13 +48,12 @@ from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import host_driver, host_models, pair_groups
-from peerwatch.app.store.measurement_keys import host_key_ids
+from peerwatch.app.store.measurement_keys import pair_keys
 from peerwatch.app.store.tables.history import (
     Measurement,
     MeasurementKey,
     ReportRow,
     foreign_bytes_of,
-    key_ident,
 )
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import FabricManagerInfo, TestName
@@ -89,12 +88,6 @@ def _unindexed(column: Any, sqlite: bool) -> Any:
     return literal_column(f"+{column.table.name}.{column.name}", column.type)
 
 
-def _keyed(*columns: Any, key_id: Any = Measurement.key_id) -> Select[Any]:
-    """SELECT `columns` from the measurements joined to their keys (0036), on `key_id`."""
-    return select(*columns).select_from(Measurement).join(
-        MeasurementKey, MeasurementKey.id == key_id)
-
-
 def new_results(session: Session, host_id: int, after_report: int
                 ) -> tuple[dict[PairKey, list[Sample]], int | None]:
     """(every pair-test sample of the reports stored after `after_report`, oldest first per
@@ -106,13 +99,12 @@ def new_results(session: Session, host_id: int, after_report: int
     ids = [pk for pk, _ in reports]
     since = min(at for _, at in reports) - MARGIN
     sqlite = session.get_bind().dialect.name == "sqlite"
-    query = _keyed(
+    query = select(
         MeasurementKey.src, MeasurementKey.dst, MeasurementKey.test, Measurement.measured_at,
         Measurement.value, Measurement.contended, Measurement.error, Measurement.foreign_bytes,
-        key_id=_unindexed(Measurement.key_id, sqlite),
-    ).where(Measurement.report_id.in_(ids), MeasurementKey.host_id == host_id,
-            MeasurementKey.src.is_not(None),
-            _unindexed(Measurement.measured_at, sqlite) >= since)
+    ).join(MeasurementKey, MeasurementKey.id == _unindexed(Measurement.key_id, sqlite)).where(
+        Measurement.report_id.in_(ids), MeasurementKey.host_id == host_id,
+        MeasurementKey.src.is_not(None), _unindexed(Measurement.measured_at, sqlite) >= since)
     out: dict[PairKey, list[Sample]] = defaultdict(list)
     for src, dst, name, at, value, contended, error, foreign in session.execute(
             query.order_by(Measurement.measured_at, Measurement.report_id)):
@@ -130,9 +122,9 @@ def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], sin
     key has a row a sweep, 144 a day), the index does not hold it (0033: deduplicated,
     ~8 bytes a row instead of ~70)."""
     values: dict[PairKey, list[tuple[datetime, float]]] = defaultdict(list)
-    ids = host_key_ids(session, host_id)
-    key_of = {ids[ident]: key for key in keys
-              if (ident := key_ident(key[2].value, key[0], key[1], "")) in ids}
+    wanted = set(keys)
+    key_of = {pk: key for pk, (src, dst, name) in pair_keys(session, host_id).items()
+              if (key := (src, dst, _test_of(name))) in wanted}
     ordered = sorted(key_of)
     for start in range(0, len(ordered), BATCH):
         parts = []
@@ -156,8 +148,11 @@ def _nothing_between(session: Session, host_id: int, since: datetime, before: da
     look-back window: every new host's first sweeps, every host of a new fleet)."""
     if since >= before:
         return True
-    found = session.scalar(_keyed(Measurement.measured_at).where(
-        MeasurementKey.host_id == host_id, Measurement.measured_at >= since,
+    ids = list(pair_keys(session, host_id))
+    if not ids:
+        return True
+    found = session.scalar(select(Measurement.measured_at).where(
+        Measurement.key_id.in_(ids), Measurement.measured_at >= since,
         Measurement.measured_at < before).limit(1))
     return found is None
 

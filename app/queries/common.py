@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 from peerwatch.app.analysis.health import Sample
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.store import packed
-from peerwatch.app.store.tables.history import Measurement, MeasurementKey, foreign_bytes_of
+from peerwatch.app.store.measurement_keys import pair_keys
+from peerwatch.app.store.tables.history import Measurement, foreign_bytes_of
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedTest
 from peerwatch.probes.report import TestName
@@ -43,21 +44,20 @@ def pair_samples(session: Session, host_id: int, since: datetime,
                  until: datetime | None = None,
                  test: TestName | None = None) -> dict[PairKey, list[Sample]]:
     """Every pair-test sample of a host in [since, until], oldest first, per (src, dst, test)."""
+    keys = pair_keys(session, host_id, None if test is None else test.value)
+    out: dict[PairKey, list[Sample]] = defaultdict(list)
+    if not keys:
+        return out
+    named = {pk: (src, dst, TestName(name)) for pk, (src, dst, name) in keys.items()}
     query = select(
-        MeasurementKey.src, MeasurementKey.dst, MeasurementKey.test, Measurement.measured_at,
-        Measurement.value, Measurement.contended, Measurement.error, Measurement.foreign_bytes,
-    ).join(MeasurementKey, MeasurementKey.id == Measurement.key_id).where(
-        MeasurementKey.host_id == host_id, MeasurementKey.src.is_not(None),
-        Measurement.measured_at >= since)
+        Measurement.key_id, Measurement.measured_at, Measurement.value,
+        Measurement.contended, Measurement.error, Measurement.foreign_bytes,
+    ).where(Measurement.key_id.in_(list(keys)), Measurement.measured_at >= since)
     if until is not None:
         query = query.where(Measurement.measured_at <= until)
-    if test is not None:
-        query = query.where(MeasurementKey.test == test.value)
-    out: dict[PairKey, list[Sample]] = defaultdict(list)
-    for src, dst, name, at, value, contended, error, foreign in session.execute(
+    for key_id, at, value, contended, error, foreign in session.execute(
             query.order_by(Measurement.measured_at, Measurement.report_id)):
-        assert src is not None and dst is not None  # the query asked for pair tests only
-        out[(src, dst, TestName(name))].append(
+        out[named[key_id]].append(
             Sample(at=at, value=value, contended=contended, error=error,
                    foreign_bytes=foreign_bytes_of(foreign)))
     return out

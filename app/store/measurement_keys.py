@@ -6,7 +6,7 @@ host), so an id read once names the same key for good."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -50,6 +50,15 @@ def pair_key_id(session: Session, host_id: int, src: int, dst: int, test: str) -
         MeasurementKey.host_id == host_id, MeasurementKey.ident == key_ident(test, src, dst, "")))
 
 
-def keyed(ids: Mapping[str, int], parts: KeyParts) -> int:
-    """The id of `parts` in `key_ids`' answer."""
-    return ids[key_ident(*parts)]
+def pair_keys(session: Session, host_id: int,
+              test: str | None = None) -> dict[int, tuple[int, int, str]]:
+    """id -> (src, dst, test) of the host's pair and per-GPU keys (`test`'s only, if
+    given). A reader asks for their rows by these ids, through the key_id index: joined
+    by the host instead, a planner may hash every host's rows of the time range."""
+    query = select(MeasurementKey.id, MeasurementKey.src, MeasurementKey.dst,
+                   MeasurementKey.test).where(MeasurementKey.host_id == host_id,
+                                              MeasurementKey.src.is_not(None))
+    if test is not None:
+        query = query.where(MeasurementKey.test == test)
+    return {pk: (src, dst, name) for pk, src, dst, name in session.execute(query)
+            if src is not None and dst is not None}  # a pair key has both
