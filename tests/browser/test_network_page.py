@@ -7,19 +7,24 @@ test_accessibility.py list this view with the others."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
 from tests.browser.conftest import Fleet, open_view, wait_until
 from tests.browser.demo_fleet import BAD_CABLE, LOST, MAINTAINED, NET_HOSTS, SKEWED, SLOW, STALE
+from tests.conftest import eventually
 
 pytestmark = pytest.mark.browser
 
 HOSTS = "els => els.map(e => e.dataset.host)"
 CELL = 'td.net-cell[data-host="{}"][data-peer="{}"]'
 # The computed background of a cell as [r, g, b, alpha].
-RGB = """el => { const m = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g).map(Number);
-  return m.length === 3 ? [...m, 1] : m; }"""
+# null where the cell has no colour to read: one the page's refresh has just replaced is
+# detached, and a detached element's computed style is empty (`eventually` reads again)
+RGB = """el => { const m = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g);
+  if (!m) return null; const n = m.map(Number); return n.length === 3 ? [...n, 1] : n; }"""
 
 
 def test_the_bad_cable_is_named_first_as_a_host_fault(page, fleet: Fleet) -> None:  # type: ignore[no-untyped-def]
@@ -50,9 +55,9 @@ def test_a_slow_pair_is_never_drawn_healthy_nor_an_untested_one_grey(  # type: i
     assert slow.get_attribute("data-verdict") == "degraded"
     assert slow.inner_text().startswith("▲")
     assert healthy.get_attribute("data-verdict") == "healthy"
-    r, g, b, _ = slow.evaluate(RGB)
+    r, g, b, _ = _colour(slow)
     assert r > b and r > g, (r, g, b)  # vermillion/orange: the slow end of the scale
-    r, g, b, _ = healthy.evaluate(RGB)
+    r, g, b, _ = _colour(healthy)
     assert b > r and b > g, (r, g, b)  # blue: as expected, not a warning colour, not green
     title = slow.get_attribute("title")
     for words in ("degraded", "measured 16.", "expected 46.0 GB/s", "baseline", "measured at",
@@ -60,7 +65,7 @@ def test_a_slow_pair_is_never_drawn_healthy_nor_an_untested_one_grey(  # type: i
         assert words in title, (words, title)
     never = page.locator(CELL.format(MAINTAINED, SKEWED))
     assert never.get_attribute("data-verdict") == "untested"
-    assert never.evaluate(RGB)[3] == 0  # no fill at all: grey dashes, never a colour
+    assert _colour(never)[3] == 0  # no fill at all: grey dashes, never a colour
     assert "never tested" in never.get_attribute("title")
     # hosts grouped by leaf: each leaf's hosts in a row, in the map's groups
     leaves = page.locator("table.net-matrix thead th.leaf").all_inner_texts()
@@ -136,3 +141,10 @@ def test_a_failing_api_still_titles_the_page(page, fleet: Fleet, browser_context
         page.unroute("**/api/v1/network/pairs*")
     open_view(page, "/#/fleet", "fleet")
     watch.problems[:] = [p for p in watch.problems if "status of 500" not in p]
+
+
+def _colour(cell: Any) -> list[float]:
+    """The cell's background as [r, g, b, a], read again while a refresh has replaced it."""
+    found = eventually(lambda: cell.evaluate(RGB))
+    assert found, "the cell never had a background colour"
+    return list(found)
