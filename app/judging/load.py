@@ -115,7 +115,8 @@ def new_results(session: Session, host_id: int, after_report: int
 
 
 def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], since: datetime,
-                    until: datetime, per_key: int
+                    until: datetime, per_key: int,
+                    known: dict[int, tuple[int, int, str]] | None = None
                     ) -> dict[PairKey, list[tuple[datetime, float]]]:
     """The newest `per_key` judged (when, value)s of each key, oldest first, each read
     through the key_id index: on PostgreSQL the window's day partitions bound the time (a
@@ -123,7 +124,8 @@ def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], sin
     ~8 bytes a row instead of ~70)."""
     values: dict[PairKey, list[tuple[datetime, float]]] = defaultdict(list)
     wanted = set(keys)
-    key_of = {pk: key for pk, (src, dst, name) in pair_keys(session, host_id).items()
+    known = pair_keys(session, host_id) if known is None else known
+    key_of = {pk: key for pk, (src, dst, name) in known.items()
               if (key := (src, dst, _test_of(name))) in wanted}
     ordered = sorted(key_of)
     for start in range(0, len(ordered), BATCH):
@@ -142,14 +144,12 @@ def baseline_values(session: Session, host_id: int, keys: Iterable[PairKey], sin
     return {key: sorted(found) for key, found in values.items()}
 
 
-def _nothing_between(session: Session, host_id: int, since: datetime, before: datetime) -> bool:
-    """No measurement of the host in [since, before): one indexed probe. Then the history
+def _nothing_between(session: Session, ids: list[int], since: datetime,
+                     before: datetime) -> bool:
+    """No measurement of the host's keys `ids` in [since, before). Then the history
     read from `before` on holds every row the baseline reads (a host younger than the
     look-back window: every new host's first sweeps, every host of a new fleet)."""
-    if since >= before:
-        return True
-    ids = list(pair_keys(session, host_id))
-    if not ids:
+    if since >= before or not ids:
         return True
     found = session.scalar(select(Measurement.measured_at).where(
         Measurement.key_id.in_(ids), Measurement.measured_at >= since,
@@ -218,14 +218,15 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
             if state is None or _out_of_order(state, samples):
                 out.seeded.add(k)
     if everything or out.seeded:
-        history = pair_samples(session, host_id, window[0])
+        known = pair_keys(session, host_id)  # one read of the host's keys for the three
+        history = pair_samples(session, host_id, window[0], known=known)
         out.seeded |= set(history) if everything else set()
         out.history = {k: v for k, v in history.items() if k in out.seeded}
-        if _nothing_between(session, host_id, baseline_since, window[0]):
+        if _nothing_between(session, list(known), baseline_since, window[0]):
             out.values = baseline_from(history, out.seeded, baseline_since, window[1], per_key)
         else:
             out.values = baseline_values(session, host_id, out.seeded, baseline_since,
-                                         window[1], per_key)
+                                         window[1], per_key, known)
     out.new = {k: v for k, v in new.items() if k not in out.seeded}
     return out
 

@@ -42,9 +42,12 @@ def get_host(session: Session, name: str) -> Host:
 
 def pair_samples(session: Session, host_id: int, since: datetime,
                  until: datetime | None = None,
-                 test: TestName | None = None) -> dict[PairKey, list[Sample]]:
+                 test: TestName | None = None,
+                 known: dict[int, tuple[int, int, str]] | None = None
+                 ) -> dict[PairKey, list[Sample]]:
     """Every pair-test sample of a host in [since, until], oldest first, per (src, dst, test)."""
-    keys = pair_keys(session, host_id, None if test is None else test.value)
+    keys = known if known is not None and test is None else pair_keys(
+        session, host_id, None if test is None else test.value)  # `known`: its pair_keys
     out: dict[PairKey, list[Sample]] = defaultdict(list)
     if not keys:
         return out
