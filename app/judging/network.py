@@ -1,10 +1,16 @@
 """The network's unit of work: judge every host pair, triangulate, and move the network
 alerts (app/alerting/rules_network.py) through their states, in one transaction.
 
-Run after each pair job's results are stored (`POST /api/v1/network/results`) and on the
-planner's round, so an alert resolves when newer figures clear it. Fleet-wide, so its alerts
-are kept under `NETWORK_SCOPE` rather than one host; a concurrent evaluation that opens the
-same alert first wins (the unique index on active fingerprints), and this one retries once.
+Run after each pair job's results are stored (`POST /api/v1/network/results`), so an alert
+resolves when newer figures clear it. Fleet-wide, so its alerts are kept under
+`NETWORK_SCOPE` rather than one host.
+
+Two ranks' results often arrive together. Each evaluation takes the network's lock (the
+judging lock of `NETWORK_SCOPE`, `transaction.host_lock`) before it reads the figures, so
+the last one to run has read every result stored before it: without it, one that read
+before the other's result and wrote after it resolved the alert the fault had just fired.
+A concurrent evaluation that still opens the same alert first (another database's replica
+between the lock's) wins by the unique index on active fingerprints; this one retries once.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from peerwatch.app.alerting.rules_network import NETWORK_RULES, NETWORK_SCOPE, n
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.fingerprint import fingerprint
 from peerwatch.app.analysis.network import NetworkJudgement
+from peerwatch.app.judging.transaction import host_lock
 from peerwatch.app.queries.network import network_judgement
 from peerwatch.app.runtime.config import Settings
 
@@ -28,10 +35,11 @@ def evaluate_network(session: Session, settings: Settings, alerting: AlertingSet
                      now: datetime) -> tuple[NetworkJudgement, Outcome]:
     """Judge, triangulate and apply the network rules; commits. Returns the judgement."""
     for attempt in (1, 2):
-        judgement, _ = network_judgement(session, settings, now)
         try:
-            outcome = _apply(session, judgement, alerting, now)
-            session.commit()
+            with host_lock(session, NETWORK_SCOPE):
+                judgement, _ = network_judgement(session, settings, now)
+                outcome = _apply(session, judgement, alerting, now)
+                session.commit()
             return judgement, outcome
         except IntegrityError:
             session.rollback()
