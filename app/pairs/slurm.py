@@ -35,6 +35,9 @@ class SlurmPairs:
     sbatch: str = "sbatch"
     squeue: str = "squeue"
     extra_args: tuple[str, ...] = ()
+    # where the ranks' output goes (sbatch's --output, its %j and %N patterns): a rank that
+    # dies before rank 0 posts leaves no result, only these words
+    output: str = "/dev/null"
 
     name = "slurm"
 
@@ -44,7 +47,7 @@ class SlurmPairs:
         argv = [self.sbatch, "--parsable", f"--job-name=peerwatch-pair-{job_id}",
                 f"--partition={self.partition}", "--nodes=2", "--ntasks-per-node=1",
                 f"--nodelist={host},{peer}", "--exclusive", f"--time={self.time_limit}",
-                "--output=/dev/null", "--no-requeue"]
+                f"--output={self.output}", "--no-requeue"]
         if self.qos:
             argv.append(f"--qos={self.qos}")
         argv += list(self.extra_args)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
 from peerwatch.app.queries import NotFound
@@ -65,7 +65,14 @@ def create_job(session: Session, body: PairJobIn, now: datetime) -> PairJob:
 
 
 def job_of(session: Session, job_id: int) -> PairJob:
-    job = session.get(PairJob, job_id, with_for_update=True)
+    """The job, locked until the caller's commit: its two ranks join at the same moment, and
+    each writes the `ranks` it read. PostgreSQL locks the row (FOR UPDATE). SQLite has no
+    row locks and reads outside the transaction, so a no-op UPDATE first takes the database's
+    write lock (the other writer waits, `busy_timeout`) and the read after it is current."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(update(PairJob).where(PairJob.id == job_id).values(id=PairJob.id)
+                        .execution_options(synchronize_session=False))
+    job = session.get(PairJob, job_id, with_for_update=True, populate_existing=True)
     if job is None:
         raise NotFound("pair job", job_id)
     return job

@@ -97,11 +97,18 @@ def _round(cluster: PairsCluster, url: str, creds: Path, wrapper: str) -> dict:
     done = subprocess.run(
         [str(BIN / "peerwatch"), "pairs", "--once", "--server", url, "--token-file",
          str(creds / "drain.token"), "--scheduler", "slurm", "--partition", "scavenger",
-         "--rank-command", wrapper, "--max-pairs", "8"],
+         "--rank-command", wrapper, "--max-pairs", "8",
+         "--job-output", str(Path(wrapper).parent / "pair-%j.out")],
         env=cluster.env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "drain.token" not in done.stdout  # nothing secret said
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _rank_words(tmp: Path) -> str:
+    """What the pair jobs' ranks said (`--job-output`): why a job ended without a result."""
+    return "\n".join(f"{p.name}: {p.read_text()[-2000:]}" for p in sorted(tmp.glob("pair-*.out"))
+                     if p.read_text().strip())
 
 
 def _jobs(url: str, state: str | None = None) -> list[dict]:
@@ -145,20 +152,21 @@ def test_pair_jobs_use_idle_nodes_only_and_find_a_bad_cable(
     others = [j for j in _jobs(url) if j not in on_pn5]
     assert on_pn5, "the planner covers pn-5's leaf ring"
     assert eventually(lambda: all(j["state"] == "done" for j in _jobs(url) if j["id"] in
-                                  {o["id"] for o in others}), LIMIT_S)
+                                  {o["id"] for o in others}), LIMIT_S), _rank_words(tmp_path)
     queue = cluster.squeue()
     for j in on_pn5:  # still waiting for the node: never ran beside the real job
         assert queue.get(j["scheduler_job"]) == "PENDING", (j, queue)
         assert httpx.get(f"{url}/api/v1/network/jobs/{j['id']}").json()["ranks"] == {}
     subprocess.run(["scancel", real], env=cluster.env, check=True, timeout=60)
-    assert eventually(lambda: _settled(url), LIMIT_S)
+    assert eventually(lambda: _settled(url), LIMIT_S), (_jobs(url), _rank_words(tmp_path))
     assert {j["state"] for j in _jobs(url)} == {"done"}
     # more rounds: coverage, then the suspects until triangulation has told them apart
     for _ in range(8):
         if not _round(cluster, url, creds, wrapper)["submitted"]:
             break
         assert eventually(lambda: _settled_or_lost(cluster, url), LIMIT_S), (
-            _jobs(url, "submitted") + _jobs(url, "running"), cluster.squeue())
+            _jobs(url, "submitted") + _jobs(url, "running"), cluster.squeue(),
+            _rank_words(tmp_path))
     body = httpx.get(f"{url}/api/v1/network/pairs", timeout=60).json()
     assert [(f["kind"], f["subject"]) for f in body["faults"]] == [("host", "pn-1")]
 

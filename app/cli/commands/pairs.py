@@ -53,6 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--qos", default=None, help="Slurm QOS (default: none)")
     p.add_argument("--rank-command", default="peerwatch pairs rank",
                    help="how a node runs a rank (default: peerwatch pairs rank)")
+    p.add_argument("--job-output", default="/dev/null", metavar="PATTERN",
+                   help="Slurm: where each pair job's ranks write (sbatch --output, e.g. "
+                   "/var/log/peerwatch/pair-%%j.out; a directory the job's account can write "
+                   "on every node) (default: /dev/null)")
     p.add_argument("--namespace", default="peerwatch", help="Kubernetes namespace "
                    "(default: peerwatch)")
     p.add_argument("--queue", default=None, help="Kueue LocalQueue (default: none, no Kueue)")
@@ -82,7 +86,7 @@ def _backend(args: argparse.Namespace) -> Backend:
         return KubernetesPairs(args.server, image=args.image, namespace=args.namespace,
                                priority_class=args.priority_class, queue=args.queue)
     return SlurmPairs(args.server, partition=args.partition, qos=args.qos,
-                      rank_command=args.rank_command)
+                      rank_command=args.rank_command, output=args.job_output)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,10 @@ def test_sbatch_asks_for_two_idle_nodes_in_the_scavenger_partition() -> None:
     argv = SlurmPairs("http://pw:8000", qos="scavenger").sbatch_argv(7, "gpu-1", "gpu-9")
     assert argv[0] == "sbatch" and "--partition=scavenger" in argv and "--qos=scavenger" in argv
     assert {"--nodes=2", "--ntasks-per-node=1", "--nodelist=gpu-1,gpu-9", "--exclusive",
-            "--no-requeue"} <= set(argv)
+            "--no-requeue", "--output=/dev/null"} <= set(argv)
+    kept = SlurmPairs("http://pw:8000", output="/var/log/pw/pair-%j.out").sbatch_argv(
+        7, "gpu-1", "gpu-9")
+    assert "--output=/var/log/pw/pair-%j.out" in kept and "--output=/dev/null" not in kept
     assert argv[-1] == ("--wrap=srun --kill-on-bad-exit=1 peerwatch pairs rank --job 7 "
                         "--server http://pw:8000")
 
