@@ -48,7 +48,7 @@ from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import host_driver, host_models, pair_groups
-from peerwatch.app.store.measurement_keys import pair_keys
+from peerwatch.app.store.measurement_keys import of_keys, pair_keys
 from peerwatch.app.store.tables.history import (
     Measurement,
     MeasurementKey,
@@ -152,7 +152,7 @@ def _nothing_between(session: Session, ids: list[int], since: datetime,
     if since >= before or not ids:
         return True
     found = session.scalar(select(Measurement.measured_at).where(
-        Measurement.key_id.in_(ids), Measurement.measured_at >= since,
+        of_keys(session, ids), Measurement.measured_at >= since,
         Measurement.measured_at < before).limit(1))
     return found is None
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from peerwatch.app.analysis.health import Sample
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.store import packed
-from peerwatch.app.store.measurement_keys import pair_keys
+from peerwatch.app.store.measurement_keys import of_keys, pair_keys
 from peerwatch.app.store.tables.history import Measurement, foreign_bytes_of
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedTest
@@ -55,7 +55,7 @@ def pair_samples(session: Session, host_id: int, since: datetime,
     query = select(
         Measurement.key_id, Measurement.measured_at, Measurement.value,
         Measurement.contended, Measurement.error, Measurement.foreign_bytes,
-    ).where(Measurement.key_id.in_(list(keys)), Measurement.measured_at >= since)
+    ).where(of_keys(session, keys), Measurement.measured_at >= since)
     if until is not None:
         query = query.where(Measurement.measured_at <= until)
     for key_id, at, value, contended, error, foreign in session.execute(
