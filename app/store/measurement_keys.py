@@ -76,5 +76,6 @@ def of_keys(session: Session, ids: Iterable[int]) -> ColumnElement[bool]:
     wanted = sorted(ids)
     if session.get_bind().dialect.name != "postgresql":
         return Measurement.key_id.in_(wanted)
-    unseen = select(cast(bindparam("key_ids", wanted, ARRAY(Integer), unique=True), ARRAY(Integer)))
+    unseen = select(bindparam("key_ids", wanted, ARRAY(Integer), unique=True))
+    # the CAST makes it one array value: `= ANY (SELECT ...)` alone would compare each row
     return Measurement.key_id == any_(cast(unseen.scalar_subquery(), ARRAY(Integer)))
