@@ -197,6 +197,40 @@ def _failure(src: int, dst: int, test: TestName, samples: Sequence[Sample]) -> J
     return Judgement(verdict, f"{pair_label(src, dst, test)} {how}: {latest.error}")
 
 
+def _started(src: int, dst: int, test: TestName, latest: Sample | None,
+             expect: Expectation | None, baseline: BaselineRef | None) -> TestJudgement:
+    """A verdict's fields known before it is made (as `_test_judgement`, set in place)."""
+    made = _new(TestJudgement)
+    common = made.__dict__
+    common.update(_TEST_FIELDS)
+    common["src"], common["dst"], common["test"] = src, dst, test
+    common["latest"] = latest
+    if expect is not None:
+        common["expected"], common["expected_basis"] = expect.value, expect.basis
+    if baseline is not None:
+        common["baseline"] = baseline.value
+    return made
+
+
+def judged_healthy(src: int, dst: int, test: TestName, newest: Sample,
+                   expect: Expectation | None, baseline: BaselineRef | None,
+                   r_e: float | None, r_b: float | None) -> TestJudgement:
+    """`judge_test`'s verdict for a window whose newest sample, `newest`, is judged and
+    none of whose judged values is low (the caller has found so, with the ratios `r_e` and
+    `r_b` of its value): healthy, its words the same sentence. For the usual key of a sweep
+    (`judging/plain_keys.py`), judged from its numbers without the window's samples."""
+    made = _started(src, dst, test, newest, expect, baseline)
+    common = made.__dict__
+    value = newest.value
+    assert value is not None
+    common["verdict"] = Verdict.HEALTHY
+    common["reason"] = _describe(pair_label(src, dst, test), test, value, expect, baseline,
+                                 r_e, r_b)
+    common["value"], common["value_at"] = value, newest.at
+    common["ratio_expected"], common["ratio_baseline"] = r_e, r_b
+    return made
+
+
 def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
                expect: Expectation | None, baseline: BaselineRef | None,
                th: Thresholds, low_since_before: datetime | None = None) -> TestJudgement:
@@ -208,15 +242,8 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     On the hot path of every sweep (~416 keys on an 8-GPU host): each judged sample's low
     flag is worked out once, and the verdict built once."""
     label = pair_label(src, dst, test)
-    made = _new(TestJudgement)  # as `_test_judgement`, its fields set in place
+    made = _started(src, dst, test, samples[-1] if samples else None, expect, baseline)
     common = made.__dict__
-    common.update(_TEST_FIELDS)
-    common["src"], common["dst"], common["test"] = src, dst, test
-    common["latest"] = samples[-1] if samples else None
-    if expect is not None:
-        common["expected"], common["expected_basis"] = expect.value, expect.basis
-    if baseline is not None:
-        common["baseline"] = baseline.value
 
     def verdict(v: Verdict, reason: str, **judged: Any) -> TestJudgement:
         common["verdict"], common["reason"] = v, reason

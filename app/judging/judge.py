@@ -64,8 +64,9 @@ from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.analysis.xid_attribution import EventAttribution, explain_by_events
 from peerwatch.app.analysis.xid_judge import EventFinding, judge_events
 from peerwatch.app.judging.events import apply_to_gpus, apply_to_links
+from peerwatch.app.judging.key_rules import rules_of
 from peerwatch.app.judging.load import Loaded, load_host
-from peerwatch.app.judging.pair_tests import judge_tests, rules_of
+from peerwatch.app.judging.pair_tests import judge_tests
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.health import HostHealth
 from peerwatch.app.records.keys import PairKey

@@ -29,7 +29,7 @@ from peerwatch.app.analysis.nic_health import Reading
 from peerwatch.app.analysis.throttle import SweepThrottle
 from peerwatch.app.analysis.xid_judge import EventFact
 from peerwatch.app.judging.expectations import CACHE_KEY, ExpectationCache, Expectations
-from peerwatch.app.judging.running import Running, _us_of, sample
+from peerwatch.app.judging.running import sample, sample_us
 from peerwatch.app.queries.common import pair_samples
 from peerwatch.app.queries.counters import (
     aer_rates,
@@ -48,6 +48,7 @@ from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.services.fleet_peers import host_driver, host_models, pair_groups
+from peerwatch.app.store import packed
 from peerwatch.app.store.measurement_keys import of_keys, pair_keys
 from peerwatch.app.store.tables.history import (
     Measurement,
@@ -175,9 +176,9 @@ def baseline_from(history: dict[PairKey, list[Sample]], keys: Iterable[PairKey],
 class TestInputs:
     """What the (pair, test) judgements of one sweep go on from."""
 
-    states: dict[PairKey, Running] = field(default_factory=dict)  # stored, to carry on
-    bases: dict[PairKey, tuple[float, float, int] | None] = field(
-        default_factory=dict)  # the baseline stored with each state (`Running.pack`)
+    __test__ = False  # not a pytest class
+
+    states: dict[PairKey, bytes] = field(default_factory=dict)  # stored, packed, to carry on
     low_before: dict[PairKey, datetime] = field(default_factory=dict)  # stored low runs
     new: dict[PairKey, list[Sample]] = field(default_factory=dict)  # since the last judgement
     history: dict[PairKey, list[Sample]] = field(default_factory=dict)  # window, to seed
@@ -201,7 +202,7 @@ def load_tests(session: Session, host_id: int, stored: dict[tuple, dict[str, Any
         if r["low_since"] is not None:
             out.low_before[key] = r["low_since"]
         if r.get("state") is not None and not reseed:
-            out.states[key], out.bases[key] = Running.unpack_with_base(r["state"])
+            out.states[key] = r["state"]  # unpacked only where the general way needs it
     everything = judged_report is None or reseed
     if everything:  # the newest report first: one stored in between is judged again, not lost
         out.judged_report = newest_report(session, host_id)
@@ -241,10 +242,10 @@ def fabric_of(session: Session, row: Host) -> tuple[HostFabric, Expectations]:
     return fabric, Expectations(fabric, {})
 
 
-def _out_of_order(state: Running, new: list[Sample] | None) -> bool:
+def _out_of_order(state: bytes, new: list[Sample] | None) -> bool:
     """A result older than what the key's state already holds: seed it from history."""
-    newest = state.newest_us  # in µs: the stored samples' times are not built for this
-    return bool(new) and newest is not None and _us_of(new[0]) <= newest  # type: ignore[index]
+    newest = packed.newest_us(state)  # read from the bytes: nothing is unpacked for this
+    return bool(new) and newest is not None and sample_us(new[0]) <= newest  # type: ignore[index]
 
 
 @dataclass

@@ -5,13 +5,15 @@ or is seeded from the history `load.py` read for it; then the same rule as ever
 (`app/analysis/health.py:judge_test`) judges the kept samples of the look-back window against
 the full-width expectation and the running baseline. The keys are those the history-reading
 judgement had: every key with a sample in the window, and every pair and GPU of the fabric
-for each test measured in it.
+for each test measured in it. The usual key (judged samples only, plain successes, healthy)
+is judged from its packed numbers by `plain_keys.py`; every other key goes the general way
+here, with the same rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from peerwatch.app.analysis.change_point import StepRule, step_down
@@ -20,38 +22,17 @@ from peerwatch.app.analysis.health import (
     BaselineRef,
     Sample,
     TestJudgement,
-    Thresholds,
     judge_test,
 )
 from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.judging.expectations import Expectations, KeyExpectation
+from peerwatch.app.judging.key_rules import TestRules
 from peerwatch.app.judging.load import TestInputs
-from peerwatch.app.judging.running import Running, advance, from_history
+from peerwatch.app.judging.plain_keys import judge_plain
+from peerwatch.app.judging.running import Running, advance, epoch_us, from_history
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
-from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.report import TestName, Unit, test_scope, unit_of
-
-
-@dataclass(frozen=True)
-class TestRules:
-    th: Thresholds
-    lookback_s: float  # the look-back window of a verdict, back from the newest sweep
-    keep: int  # judged samples a state keeps: the k-of-n window (a longer low run goes on
-    # from its stored low_since, as it did past the look-back window)
-    min_samples: int  # a baseline needs this many healthy values
-    max_samples: int  # ... and forgets over about this many
-    floor_ratio: float  # a value below this of its expectation is a fault, not a normal
-    baseline_window_s: float
-    step: StepRule = StepRule()  # the change test on the ratio to the baseline
-
-
-def rules_of(settings: Settings) -> TestRules:
-    th = settings.thresholds
-    return TestRules(th, max(settings.health_lookback_s, 2 * settings.degraded_sustain_s),
-                     th.intermittent_of, settings.baseline_min_samples,
-                     settings.baseline_max_samples, settings.degraded_ratio_expected,
-                     settings.baseline_window_s)
 
 
 def teaches(test: TestName, expect: KeyExpectation, floor_ratio: float
@@ -103,21 +84,21 @@ def learns(test: TestName, expect: KeyExpectation, state: Running, rules: TestRu
     return learned
 
 
-def _states(inputs: TestInputs, expectations: Expectations, rules: TestRules
-            ) -> dict[PairKey, Running]:
-    states = dict(inputs.states)
-    of, bases = expectations.of, inputs.bases
+def _carried(key: PairKey, inputs: TestInputs, expect: KeyExpectation, rules: TestRules
+             ) -> Running:
+    """The key's state after the sweep's new samples, the general way: seeded from its
+    history, or its stored state unpacked and carried on."""
     keep, most, window_s = rules.keep, rules.max_samples, rules.baseline_window_s
-    for key in inputs.seeded:
-        states[key] = from_history(inputs.history.get(key, []), inputs.values.get(key, []),
-                                   teaches(key[2], of(key), rules.floor_ratio),
-                                   keep, most, window_s)
-    empty = Running()
-    for key, samples in inputs.new.items():
-        state = states.get(key, empty)
-        states[key] = advance(state, samples, learns(key[2], of(key), state, rules,
-                                                     bases.get(key)), keep, most, window_s)
-    return states
+    if key in inputs.seeded:
+        return from_history(inputs.history.get(key, []), inputs.values.get(key, []),
+                            teaches(key[2], expect, rules.floor_ratio), keep, most, window_s)
+    data = inputs.states.get(key)
+    state, stored = (Running(), None) if data is None else Running.unpack_with_base(data)
+    new = inputs.new.get(key)
+    if not new:
+        return state
+    return advance(state, new, learns(key[2], expect, state, rules, stored), keep, most,
+                   window_s)
 
 
 def with_step(j: TestJudgement, samples: list[Sample], base: tuple[float, float, int] | None,
@@ -148,15 +129,27 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, expectations: Expectatio
     host's newest sweep, where the look-back window ends; `expectations`: the fabric's
     figures for each key (`expectations.py`)."""
     since = newest - timedelta(seconds=rules.lookback_s)
-    states = _states(inputs, expectations, rules)
-    window = {k: samples for k, st in states.items() if (samples := st.samples(since))}
-    tests = sorted({k[2] for k in window})  # StrEnum: by name
+    since_us, of, seeded = epoch_us(since), expectations.of, inputs.seeded
+    plain, states, window = {}, {}, {}
+    for key in {*inputs.states, *inputs.new, *seeded}:
+        data = inputs.states.get(key)
+        if data is not None and key not in seeded and (found := judge_plain(
+                key, data, inputs.new.get(key, ()), of(key), rules, since_us)) is not None:
+            plain[key] = found  # the usual key, in one pass over its numbers
+            continue
+        state = states[key] = _carried(key, inputs, of(key), rules)
+        if samples := state.samples(since):
+            window[key] = samples
+    tests = sorted({k[2] for k in window} | {k[2] for k in plain})  # StrEnum: by name
     per_gpu = {t for t in tests if test_scope(t) == "gpu"}
-    keys = set(window) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
-                          if t not in per_gpu}
+    keys = set(window) | set(plain) | {(s, d, t) for (s, d) in fabric.pairs for t in tests
+                                       if t not in per_gpu}
     keys |= {(g, g, t) for g in fabric.gpus for t in per_gpu}
     out, stored = {}, {}
     for key in sorted(keys):  # (src, dst, test name)
+        if (found := plain.get(key)) is not None:
+            out[key], stored[key] = found
+            continue
         s, d, t = key
         state = states.get(key, Running())
         base = state.baseline(rules.min_samples)

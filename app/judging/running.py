@@ -38,7 +38,7 @@ BLOCK = 20  # healthy values a baseline block summarises
 Block = tuple[float, float, int]  # (median, MAD, when its newest value was measured, in s)
 
 
-def _us(at: datetime) -> int:
+def epoch_us(at: datetime) -> int:
     """Microseconds since the epoch, exactly (a float timestamp would round them)."""
     d = at - EPOCH
     return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
@@ -56,7 +56,7 @@ def sample(at: datetime, value: float | None, contended: bool = False,
     """A `Sample` with these fields, compared and hashed the same, built without the frozen
     dataclass's `__init__` (five `object.__setattr__` calls, several times the cost; thousands of
     samples are built every sweep). `us`: `at` in µs since the epoch when known, kept beside
-    the fields so that packing the sample again converts no time (`_us_of`)."""
+    the fields so that packing the sample again converts no time (`sample_us`)."""
     s = _new(Sample)
     d = s.__dict__
     d["at"] = at
@@ -69,7 +69,7 @@ def sample(at: datetime, value: float | None, contended: bool = False,
     return s
 
 
-def _sample(us: int, value: float | None, contended: bool = False, error: str | None = None,
+def stored_sample(us: int, value: float | None, contended: bool = False, error: str | None = None,
             foreign_bytes: int = 0) -> Sample:
     """A stored sample back, measured `us` µs after the epoch."""
     return sample(_at(us), value, contended, error, foreign_bytes, us)
@@ -109,10 +109,10 @@ class _Kept(Sample):
 
 
 
-def _us_of(s: Sample) -> int:
+def sample_us(s: Sample) -> int:
     """`s.at` in µs since the epoch: kept by `sample`, else worked out."""
     us = s.__dict__.get("_us")
-    return _us(s.at) if us is None else us
+    return epoch_us(s.at) if us is None else us
 
 
 def _v(sample: Sample) -> float:
@@ -121,7 +121,7 @@ def _v(sample: Sample) -> float:
     return sample.value
 
 
-def _middle(blocks: list[float], values: list[float]) -> float:
+def middle(blocks: list[float], values: list[float]) -> float:
     """The median of `blocks`, each counted BLOCK times, and `values`, each once (as
     statistics.median of them all: the mean of the two middle values of an even count, the
     middle one itself of an odd count, `(x + x) / 2 == x`); both sorted in place. The two
@@ -165,13 +165,13 @@ class Running(NamedTuple):
     def baseline(self, min_samples: int) -> tuple[float, float, int] | None:
         """(centre, spread, n): the median of the kept healthy values and its scaled MAD,
         or None with fewer than `min_samples` of them. A block counts as BLOCK values at its
-        median (its MAD for the spread), `_middle`."""
+        median (its MAD for the spread), `middle`."""
         blocks, part = self.blocks, self.part
         n = BLOCK * len(blocks) + len(part)
         if n < max(1, min_samples):
             return None
-        centre = _middle([m for m, _, _ in blocks], list(part))
-        mad = _middle([d for _, d, _ in blocks], [abs(v - centre) for v in part])
+        centre = middle([m for m, _, _ in blocks], list(part))
+        mad = middle([d for _, d, _ in blocks], [abs(v - centre) for v in part])
         return centre, MAD_TO_SIGMA * mad, n
 
     def samples(self, since: datetime) -> list[Sample]:
@@ -180,38 +180,28 @@ class Running(NamedTuple):
         there is nothing to merge."""
         judged = self.judged
         if not self.contended and not self.failures:  # oldest first: those from the first
-            bound, first = _us(since), 0  # at or after `since` on; in µs, no `at` is built
-            while first < len(judged) and _us_of(judged[first]) < bound:
+            bound, first = epoch_us(since), 0  # at or after `since` on; in µs, no `at` is built
+            while first < len(judged) and sample_us(judged[first]) < bound:
                 first += 1
             return list(judged[first:])
         kept = [s for s in (*judged, *self.contended, *self.failures) if s.at >= since]
         return sorted(kept, key=lambda s: s.at)
 
-    @property
-    def newest_us(self) -> int | None:
-        """The newest kept sample's time in µs since the epoch: the last of each tuple (each
-        is oldest first), no `at` built (`_Kept`)."""
-        judged, contended, failures = self.judged, self.contended, self.failures
-        if not contended and not failures:
-            return _us_of(judged[-1]) if judged else None
-        return max((_us_of(kept[-1]) for kept in (judged, contended, failures) if kept),
-                   default=None)
-
     def pack(self, base: tuple[float, float, int] | None) -> bytes:
         """The state as stored (`packed.py`), with its baseline summed up for readers
         (centre, spread, n: the series' baseline)."""
-        flat: list[float] = []  # (at µs, value) of each judged sample, flat: `_us_of` and
+        flat: list[float] = []  # (at µs, value) of each judged sample, flat: `sample_us` and
         add = flat.append  # `_v` inline (~2,500 a sweep; every kept sample, `sample` and
         for s in self.judged:  # `_Kept` alike, holds its fields in its __dict__)
             d = s.__dict__
             us = d.get("_us")
-            add(_us(s.at) if us is None else us)
+            add(epoch_us(s.at) if us is None else us)
             value = d["value"]
             assert value is not None  # a judged sample has a value
             add(value)
         return packed.pack_flat(self.blocks, self.part, flat,
-                                [(_us_of(s), _v(s), s.foreign_bytes) for s in self.contended],
-                                [(_us_of(s), s.error or "") for s in self.failures], base)
+                                [(sample_us(s), _v(s), s.foreign_bytes) for s in self.contended],
+                                [(sample_us(s), s.error or "") for s in self.failures], base)
 
     @classmethod
     def unpack(cls, data: bytes) -> Running:
@@ -246,9 +236,9 @@ class Running(NamedTuple):
             kept.append(s)
         return cls(
             blocks, part, tuple(kept),
-            tuple([_sample(at, v, True, None, fb) for at, v, fb in contended]) if contended
+            tuple([stored_sample(at, v, True, None, fb) for at, v, fb in contended]) if contended
             else (),
-            tuple([_sample(at, None, False, e) for at, e in failures]) if failures else ()
+            tuple([stored_sample(at, None, False, e) for at, e in failures]) if failures else ()
         ), base
 
 
@@ -259,7 +249,7 @@ def learn(state: Running, value: float, at: datetime, max_samples: int,
     if len(part) < BLOCK:
         return Running(state.blocks, part, state.judged, state.contended, state.failures)
     centre = statistics.median(part)
-    block = (centre, statistics.median(abs(v - centre) for v in part), int(_us(at) // 10**6))
+    block = (centre, statistics.median(abs(v - centre) for v in part), int(epoch_us(at) // 10**6))
     room = max(1, max_samples // BLOCK) - 1  # older blocks kept beside the new one
     kept = [b for b in state.blocks if b[2] >= block[2] - window_s]
     return Running((*kept[max(0, len(kept) - room):], block) if room else (block,), (),

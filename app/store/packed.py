@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 VERSION = 1
 HEADER = struct.Struct("<BHHHHHB")
@@ -119,6 +119,73 @@ def unpack(data: bytes) -> Unpacked:
         failures.append((when, bytes(data[at:at + length]).decode()))
         at += length
     return blocks, part, judged, contended, tuple(failures), base
+
+
+def newest_us(data: bytes) -> int | None:
+    """The newest kept sample's time (µs since the epoch) of a packed state, read where it
+    lies (each of judged, contended and failures is oldest first): whether a sweep's
+    results come after a state is asked of every key, before any is unpacked."""
+    version, nb, np_, nj, nc, ne, has_base = HEADER.unpack_from(data)
+    if version != VERSION:
+        raise ValueError(f"judged test state format {version} is not {VERSION}")
+    at = HEADER.size + 24 * nb + 8 * np_
+    newest = _Q.unpack_from(data, at + 16 * (nj - 1))[0] if nj else None
+    at += 16 * nj
+    if nc:
+        contended = _Q.unpack_from(data, at + 24 * (nc - 1))[0]
+        newest = contended if newest is None else max(newest, contended)
+    at += 24 * nc + (24 if has_base else 0)
+    for _ in range(ne):  # the failures follow the body, each of its own length
+        when, length = struct.unpack_from("<qI", data, at)
+        newest = when if newest is None else max(newest, when)
+        at += 12 + length
+    return newest
+
+
+_Q = struct.Struct("<q")
+
+
+class Plain(NamedTuple):
+    """A state holding judged samples only (no contended sample, no failure), as its
+    numbers: what a sweep's usual key is judged from (`judging/plain_keys.py`)."""
+
+    blocks: bytes  # the full blocks as stored, written back as they are
+    medians: list[float]  # each block's median ...
+    mads: list[float]  # ... and MAD
+    part: list[float]
+    judged: list[Any]  # flat: at µs, value, at µs, value, ... oldest first
+    base: Base | None
+
+
+def plain(data: bytes) -> Plain | None:
+    """`data`'s numbers when it holds judged samples only, else None."""
+    version, nb, np_, nj, nc, ne, has_base = HEADER.unpack_from(data)
+    if nc or ne or version != VERSION:
+        return None
+    v = _body(nb, np_, nj, 0, bool(has_base)).unpack_from(data, HEADER.size)
+    i = 3 * nb
+    j = i + np_ + 2 * nj
+    return Plain(data[HEADER.size:HEADER.size + 24 * nb], list(v[0:i:3]), list(v[1:i:3]),
+                 list(v[i:i + np_]), list(v[i + np_:j]),
+                 (v[j], v[j + 1], v[j + 2]) if has_base else None)
+
+
+def pack_plain(nb: int, blocks: bytes, part: Sequence[float], judged: Sequence[Any],
+               base: Base | None) -> bytes:
+    """`pack` of a state of judged samples only whose `nb` full blocks are `blocks` as
+    `plain` read them: the same bytes, the blocks copied rather than packed again."""
+    tail = _TAILS.get((len(part), len(judged), base is not None))
+    if tail is None:
+        if len(_TAILS) >= SHAPES_KEPT:
+            _TAILS.clear()
+        tail = _TAILS[(len(part), len(judged), base is not None)] = struct.Struct(
+            "<" + "d" * len(part) + "qd" * (len(judged) // 2) + ("ddq" if base else ""))
+    head = HEADER.pack(VERSION, nb, len(part), len(judged) // 2, 0, 0, base is not None)
+    return head + blocks + (tail.pack(*part, *judged, *base) if base is not None
+                            else tail.pack(*part, *judged))
+
+
+_TAILS: dict[tuple[int, int, bool], struct.Struct] = {}
 
 
 def from_doc(doc: dict[str, Any]) -> bytes:

@@ -13,7 +13,8 @@ import pytest
 
 from peerwatch.app.analysis.expected import oriented
 from peerwatch.app.judging.expectations import KeyExpectation
-from peerwatch.app.judging.pair_tests import TestRules, learns, rules_of
+from peerwatch.app.judging.key_rules import TestRules, rules_of
+from peerwatch.app.judging.pair_tests import learns
 from peerwatch.app.judging.running import BLOCK, Running, advance, learn, sample
 from peerwatch.app.runtime.config import Settings
 from peerwatch.probes.report import TestName, Unit, unit_of

@@ -15,7 +15,7 @@ from alembic import command
 from sqlalchemy import Engine, select, text
 
 from peerwatch.app.analysis.health import Sample
-from peerwatch.app.judging.running import Running, _us, _us_of, sample
+from peerwatch.app.judging.running import Running, epoch_us, sample, sample_us
 from peerwatch.app.judging.sessions import make_sessionmaker
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store import packed
@@ -50,7 +50,7 @@ def test_a_fast_built_sample_is_the_same_sample() -> None:
         assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
         assert replace(fast, value=1.0) == replace(plain, value=1.0)
     stored = Running.unpack(Running(judged=(Sample(AT, 1.0),)).pack(None)).judged[0]
-    assert stored == Sample(AT, 1.0) and _us_of(stored) == _us(AT)
+    assert stored == Sample(AT, 1.0) and sample_us(stored) == epoch_us(AT)
 
 
 def test_a_stored_judged_sample_is_the_same_sample() -> None:
@@ -75,6 +75,22 @@ def test_the_window_of_stored_samples_is_bounded_in_time() -> None:
     for since in (*times, times[1] - timedelta(microseconds=1),
                   times[1] + timedelta(microseconds=1), times[3] + timedelta(seconds=1)):
         assert state.samples(since) == [s for s in state.judged if s.at >= since]
+
+
+@pytest.mark.parametrize("kept", ["judged", "contended", "failures", "all", "none"])
+def test_the_newest_kept_time_is_read_from_the_bytes(kept: str) -> None:
+    """`packed.newest_us`: the newest of every kept sample, whichever kind, read without
+    unpacking; None for a state that keeps none; the part and blocks before them skipped."""
+    judged = tuple(sample(AT + timedelta(minutes=10 * i), 1.0 + i) for i in range(3))
+    contended = (sample(AT + timedelta(minutes=35), 2.0, True, None, 10**9),)
+    failures = (sample(AT + timedelta(minutes=5), None, False, "copy failed: é"),
+                sample(AT + timedelta(minutes=45), None, False, "timed out"))
+    chosen = {"judged": (judged, (), ()), "contended": ((), contended, ()),
+              "failures": ((), (), failures), "all": (judged, contended, failures),
+              "none": ((), (), ())}[kept]
+    state = Running(((1.0, 0.1, 1_764_489_600),), (1.0, 2.0), *chosen)
+    every = [sample_us(s) for kind in chosen for s in kind]
+    assert packed.newest_us(state.pack((1.0, 0.1, 22))) == (max(every) if every else None)
 
 
 def test_json_and_packed_forms_convert_both_ways() -> None:
