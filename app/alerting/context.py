@@ -8,7 +8,6 @@ tests, how many NVLink ports each GPU has had, and the time of the last report.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -31,7 +30,7 @@ from peerwatch.app.store.tables.history import (
     ReportRow,
     gpus_of,
 )
-from peerwatch.app.store.tables.inventory import Host, NvLink
+from peerwatch.app.store.tables.inventory import Host
 
 
 @dataclass(frozen=True)
@@ -70,11 +69,11 @@ class HostContext:
         """The stored verdict of every NVLink port."""
         return list(self.health.judgement.links)
 
-    @cached_property
-    def ports_had(self) -> Counter[int]:
-        """NVLink ports per GPU: in the newest inventory or seen before (present or not)."""
-        rows = self.session.scalars(select(NvLink.gpu).where(NvLink.host_id == self.host.id))
-        return Counter(rows)
+    @property
+    def ports_had(self) -> dict[int, int]:
+        """NVLink ports per GPU: in the newest inventory or seen before (present or not),
+        as the judgement counted them (`HostFabric.ports_had`, read with its fabric)."""
+        return self.fabric.ports_had()
 
     @cached_property
     def events(self) -> list[EventFinding]:

@@ -33,9 +33,11 @@ def gpu_below_fleet_peers(ctx: HostContext) -> list[Finding]:
     out = []
     for g in ctx.health.judgement.gpus:
         peer = ctx.health.gpu_facts.get(g.gpu, {}).get("peer")
-        own = [j for (s, d, _), j in ctx.health.tests.items() if s == d == g.gpu]
         if (g.verdict is not Verdict.DEGRADED or not peer or not peer.get("flagged")
-                or g.gpu in explained or any(j.verdict is not Verdict.HEALTHY for j in own)):
+                or g.gpu in explained):
+            continue  # the GPU's own tests looked at only for a flagged degraded GPU
+        if any(j.verdict is not Verdict.HEALTHY for (s, d, _), j in ctx.health.tests.items()
+               if s == d == g.gpu):
             continue
         model, link, driver = peer["group"]
         out.append(Finding(

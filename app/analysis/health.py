@@ -145,22 +145,24 @@ def describe(src: int, dst: int, test: TestName, value: float, expect: Expectati
              baseline: BaselineRef | None) -> str:
     """ "GPU3->GPU5 ce_write 212 GB/s is 0.54 of expected 397 GB/s (NV18 ...) and 0.55 of
     its 7-day baseline" — the sentence every pair verdict starts with."""
-    return _describe(pair_label(src, dst, test), test, value, expect, baseline,
+    return _describe(pair_label(src, dst, test), test, value, expect,
+                     baseline.window_s if baseline else None,
                      *_ratios(test, value, expect, baseline))
 
 
 def _describe(label: str, test: TestName, value: float, expect: Expectation | None,
-              baseline: BaselineRef | None, r_e: float | None, r_b: float | None,
+              window_s: float | None, r_e: float | None, r_b: float | None,
               unit: Unit | None = None) -> str:
-    """`describe` from the label and ratios its caller has worked out already (`unit`: the
-    test's, when known). The words of the expectation and the baseline window, the same
-    for every sweep of a key, are worked out once (`_words`)."""
+    """`describe` from the label and ratios its caller has worked out already (`window_s`:
+    the baseline's window, None without a baseline; `unit`: the test's, when known). The
+    words of the expectation and the baseline window, the same for every sweep of a key,
+    are worked out once (`_words`)."""
     unit = unit_of(test) if unit is None else unit
     parts = []
     if expect is not None and r_e is not None:
         parts.append(f"{r_e:.2f} of expected {_words(expect.value, unit, expect.basis)}")
-    if baseline is not None and r_b is not None:
-        parts.append(f"{r_b:.2f} of its {_window_words(baseline.window_s)} baseline")
+    if window_s is not None and r_b is not None:
+        parts.append(f"{r_b:.2f} of its {_window_words(window_s)} baseline")
     head = f"{label} {fmt_value(value, unit)}"
     return f"{head} is {' and '.join(parts)}" if parts else f"{head} (no expectation yet)"
 
@@ -198,7 +200,7 @@ def _failure(src: int, dst: int, test: TestName, samples: Sequence[Sample]) -> J
 
 
 def _started(src: int, dst: int, test: TestName, latest: Sample | None,
-             expect: Expectation | None, baseline: BaselineRef | None) -> TestJudgement:
+             expect: Expectation | None, baseline: float | None) -> TestJudgement:
     """A verdict's fields known before it is made (as `_test_judgement`, set in place)."""
     made = _new(TestJudgement)
     common = made.__dict__
@@ -207,25 +209,25 @@ def _started(src: int, dst: int, test: TestName, latest: Sample | None,
     common["latest"] = latest
     if expect is not None:
         common["expected"], common["expected_basis"] = expect.value, expect.basis
-    if baseline is not None:
-        common["baseline"] = baseline.value
+    common["baseline"] = baseline
     return made
 
 
-def judged_healthy(src: int, dst: int, test: TestName, newest: Sample,
-                   expect: Expectation | None, baseline: BaselineRef | None,
+def judged_healthy(src: int, dst: int, test: TestName, unit: Unit, newest: Sample,
+                   expect: Expectation | None, baseline: float | None, window_s: float,
                    r_e: float | None, r_b: float | None) -> TestJudgement:
     """`judge_test`'s verdict for a window whose newest sample, `newest`, is judged and
     none of whose judged values is low (the caller has found so, with the ratios `r_e` and
-    `r_b` of its value): healthy, its words the same sentence. For the usual key of a sweep
-    (`judging/plain_keys.py`), judged from its numbers without the window's samples."""
+    `r_b` of its value to `expect` and to `baseline`, of `window_s`): healthy, its words
+    the same sentence. For the usual key of a sweep (`judging/plain_keys.py`), judged from
+    its numbers without the window's samples."""
     made = _started(src, dst, test, newest, expect, baseline)
     common = made.__dict__
     value = newest.value
     assert value is not None
     common["verdict"] = Verdict.HEALTHY
-    common["reason"] = _describe(pair_label(src, dst, test), test, value, expect, baseline,
-                                 r_e, r_b)
+    common["reason"] = _describe(pair_label(src, dst, test), test, value, expect,
+                                 None if baseline is None else window_s, r_e, r_b, unit)
     common["value"], common["value_at"] = value, newest.at
     common["ratio_expected"], common["ratio_baseline"] = r_e, r_b
     return made
@@ -242,7 +244,8 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     On the hot path of every sweep (~416 keys on an 8-GPU host): each judged sample's low
     flag is worked out once, and the verdict built once."""
     label = pair_label(src, dst, test)
-    made = _started(src, dst, test, samples[-1] if samples else None, expect, baseline)
+    made = _started(src, dst, test, samples[-1] if samples else None, expect,
+                    None if baseline is None else baseline.value)
     common = made.__dict__
 
     def verdict(v: Verdict, reason: str, **judged: Any) -> TestJudgement:
@@ -271,7 +274,8 @@ def judge_test(src: int, dst: int, test: TestName, samples: Sequence[Sample],
     r_b = None if baseline is None else oriented(value, baseline.value, inverse)
     figures = {"value": value, "value_at": newest.at, "ratio_expected": r_e,
                "ratio_baseline": r_b}
-    text = _describe(label, test, value, expect, baseline, r_e, r_b, unit)
+    text = _describe(label, test, value, expect, baseline.window_s if baseline else None,
+                     r_e, r_b, unit)
     if samples[-1].contended:
         text += (f" (newest sample contended by {samples[-1].foreign_bytes / 1e9:.1f} GB "
                  "of other traffic, not judged)")

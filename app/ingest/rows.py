@@ -288,13 +288,13 @@ def _measurement_rows(session: Session, report: Report, host_id: int, report_pk:
     kept = [(r, stored_pair(r)) for r in report.results if not cross_host(r)]
     if not kept:  # cross-host results are host_pair_results (host_pairs.py)
         return []
-    parts = [(r.test.value, src, dst, gpus_text(r.gpus)) for r, (src, dst) in kept]
+    parts = [(r.test._value_, src, dst, gpus_text(r.gpus)) for r, (src, dst) in kept]
     ids = key_ids(session, host_id, set(parts))
     return [{
         "report_id": report_pk, "key_id": ids[key_ident(*key)], "value": r.value,
         "contended": r.contended, "foreign_bytes": r.foreign_bytes or None,  # NULL: 0034
         "error": r.error, "measured_at": r.started_at or report.started_at,
-        "throttle": result_label(r.local_gpus(), throttled),
+        "throttle": result_label(r.local_gpus(), throttled) if throttled else None,
     } for (r, _), key in zip(kept, parts, strict=True)]
 
 

@@ -89,15 +89,6 @@ def _judge_pairs(fabric: HostFabric,
             for (s, d), js in sorted(by_pair.items())]
 
 
-def _ports_had(fabric: HostFabric) -> dict[int, int]:
-    """NVLink ports per GPU, listed in the newest inventory or before: one it no longer
-    lists counts against the design (what NVLinkWidthReduced counts too)."""
-    seen: dict[int, set[int]] = defaultdict(set)
-    for p in fabric.nvlinks + fabric.gone_links:
-        seen[p.gpu].add(p.link)
-    return {g: len(links) for g, links in seen.items()}
-
-
 def _attribute(fabric: HostFabric, pairs: list[PairJudgement], events: list[EventFinding],
                starts: dict[tuple[int, int], datetime], switches: Mapping[int, str]
                ) -> tuple[Attribution, EventAttribution]:
@@ -106,7 +97,7 @@ def _attribute(fabric: HostFabric, pairs: list[PairJudgement], events: list[Even
     `analysis/xid_attribution.py`)."""
     ports = {g: fabric.links_of(g) for g in fabric.gpus}
     plain = judge_host_fabric(fabric.host.name, fabric.gpus, ports, (), None,
-                              had=_ports_had(fabric), switches=switches)
+                              had=fabric.ports_had(), switches=switches)
     gone = {**{g: None for g in off_bus_gpus(events)}, **fabric.missing_gpus}
     causes = {**_recovery_causes(fabric), **untrusted_causes(plain.gpus, gone)}
     trusted = trust(pairs, causes)
@@ -139,7 +130,7 @@ def _judge_gpus(settings: Settings, fabric: HostFabric, replays: dict[int, float
         if s == d and not _joint_failure(t, j):
             own[s].append(j)
     out = []
-    had = _ports_had(fabric)
+    had = fabric.ports_had()
     for gpu in sorted(set(fabric.gpus) | set(fabric.missing_gpus)):
         facts = GpuFacts(info=fabric.gpus.get(gpu), ports=fabric.links_of(gpu),
                          pcie_replay_per_s=replays.get(gpu),
@@ -303,7 +294,7 @@ def judge_loaded(loaded: Loaded, settings: Settings, now: datetime, prior: Prior
     stale = age is None or age > settings.stale_after_s
     stale_for = (fmt_duration(age) if age is not None else "ever") if stale else None
     fabric_verdict = judge_host_fabric(row.name, fabric.gpus, ports, seen_by_gpus,
-                                       loaded.fabric_manager, had=_ports_had(fabric),
+                                       loaded.fabric_manager, had=fabric.ports_had(),
                                        switches=switches)
     judgement = judge_host(row.name, gpus, links, pairs, stale_for, fabric_verdict)
     if peers.below and judgement.verdict is Verdict.DEGRADED:

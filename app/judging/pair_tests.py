@@ -28,7 +28,7 @@ from peerwatch.app.analysis.verdict import Verdict
 from peerwatch.app.judging.expectations import Expectations, KeyExpectation
 from peerwatch.app.judging.key_rules import TestRules
 from peerwatch.app.judging.load import TestInputs
-from peerwatch.app.judging.plain_keys import judge_plain
+from peerwatch.app.judging.plain_keys import judge_plain, limits_of
 from peerwatch.app.judging.running import Running, advance, epoch_us, from_history
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
@@ -129,12 +129,13 @@ def judge_tests(inputs: TestInputs, fabric: HostFabric, expectations: Expectatio
     host's newest sweep, where the look-back window ends; `expectations`: the fabric's
     figures for each key (`expectations.py`)."""
     since = newest - timedelta(seconds=rules.lookback_s)
-    since_us, of, seeded = epoch_us(since), expectations.of, inputs.seeded
+    since_us, of, seeded, limits = epoch_us(since), expectations.of, inputs.seeded, limits_of(
+        rules)
     plain, states, window = {}, {}, {}
     for key in {*inputs.states, *inputs.new, *seeded}:
         data = inputs.states.get(key)
         if data is not None and key not in seeded and (found := judge_plain(
-                key, data, inputs.new.get(key, ()), of(key), rules, since_us)) is not None:
+                key, data, inputs.new.get(key, ()), of(key), limits, since_us)) is not None:
             plain[key] = found  # the usual key, in one pass over its numbers
             continue
         state = states[key] = _carried(key, inputs, of(key), rules)

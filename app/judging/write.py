@@ -121,14 +121,17 @@ class Changes:
 
 
 def _changes(new: Rows, old: Rows, now: datetime, always: bool, host_id: int) -> Changes:
-    """What to write of one kind: rows new or changed since `old`, and the keys gone."""
+    """What to write of one kind: rows new or changed since `old`, and the keys gone. A
+    row written gets its `since`, `judged_at` and `host_id` in place (`new`'s rows are
+    made for this write alone, `rows_of`: ~416 test rows a sweep, not copied)."""
     out = Changes(gone=[k for k in old if k not in new])
     columns, since = out.columns, out.since
     for key, row in new.items():
         prev = old.get(key)
         if prev is None:
-            since[key] = now
-            out.fresh.append({**row, "since": now, "judged_at": now, "host_id": host_id})
+            since[key] = row["since"] = row["judged_at"] = now
+            row["host_id"] = host_id
+            out.fresh.append(row)
             continue
         held = prev["verdict"] == row["verdict"]
         since[key] = prev["since"] if held else now
@@ -136,7 +139,8 @@ def _changes(new: Rows, old: Rows, now: datetime, always: bool, host_id: int) ->
         if not changed and held and not always:
             continue
         columns |= changed | ({"since"} if not held else set())
-        out.changed.append({**row, "since": since[key], "judged_at": now, "host_id": host_id})
+        row["since"], row["judged_at"], row["host_id"] = since[key], now, host_id
+        out.changed.append(row)
     if out.changed:
         columns.add("judged_at")
     return out

@@ -6,6 +6,7 @@ same a probe sends) and what each pair should measure with it. Loaded by
 from __future__ import annotations
 
 import functools
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -72,6 +73,15 @@ class HostFabric:
             for p in self.nvlinks:
                 self._ports_by_gpu.setdefault(p.gpu, []).append(p)
         return self._ports_by_gpu.get(gpu, [])
+
+    @_kept_on_fabric
+    def ports_had(self) -> dict[int, int]:
+        """NVLink ports per GPU, listed in the newest inventory or before: one it no longer
+        lists counts against the design (what NVLinkWidthReduced counts too)."""
+        seen: dict[int, set[int]] = defaultdict(set)
+        for p in self.nvlinks + self.gone_links:
+            seen[p.gpu].add(p.link)
+        return {g: len(links) for g, links in seen.items()}
 
     @_kept_on_fabric
     def fastest_up_link_bps(self, gpu: int) -> float | None:

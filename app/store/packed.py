@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 VERSION = 1
 HEADER = struct.Struct("<BHHHHHB")
@@ -145,16 +145,11 @@ def newest_us(data: bytes) -> int | None:
 _Q = struct.Struct("<q")
 
 
-class Plain(NamedTuple):
-    """A state holding judged samples only (no contended sample, no failure), as its
-    numbers: what a sweep's usual key is judged from (`judging/plain_keys.py`)."""
-
-    blocks: bytes  # the full blocks as stored, written back as they are
-    medians: list[float]  # each block's median ...
-    mads: list[float]  # ... and MAD
-    part: list[float]
-    judged: list[Any]  # flat: at µs, value, at µs, value, ... oldest first
-    base: Base | None
+# A state holding judged samples only (no contended sample, no failure), as its numbers:
+# what a sweep's usual key is judged from (`judging/plain_keys.py`): (the full blocks as
+# stored, written back as they are; each block's median; its MAD; the part-block; the
+# judged samples flat (at µs, value, at µs, value, ..., oldest first); the base)
+Plain = tuple[bytes, list[float], list[float], list[float], list[Any], Base | None]
 
 
 def plain(data: bytes) -> Plain | None:
@@ -165,9 +160,9 @@ def plain(data: bytes) -> Plain | None:
     v = _body(nb, np_, nj, 0, bool(has_base)).unpack_from(data, HEADER.size)
     i = 3 * nb
     j = i + np_ + 2 * nj
-    return Plain(data[HEADER.size:HEADER.size + 24 * nb], list(v[0:i:3]), list(v[1:i:3]),
-                 list(v[i:i + np_]), list(v[i + np_:j]),
-                 (v[j], v[j + 1], v[j + 2]) if has_base else None)
+    return (data[HEADER.size:HEADER.size + 24 * nb], list(v[0:i:3]), list(v[1:i:3]),
+            list(v[i:i + np_]), list(v[i + np_:j]),
+            (v[j], v[j + 1], v[j + 2]) if has_base else None)
 
 
 def pack_plain(nb: int, blocks: bytes, part: Sequence[float], judged: Sequence[Any],

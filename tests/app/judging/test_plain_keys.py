@@ -16,7 +16,7 @@ from peerwatch.app.judging import pair_tests
 from peerwatch.app.judging.expectations import Expectations, KeyExpectation
 from peerwatch.app.judging.key_rules import TestRules, rules_of
 from peerwatch.app.judging.load import TestInputs
-from peerwatch.app.judging.plain_keys import judge_plain
+from peerwatch.app.judging.plain_keys import judge_plain, limits_of
 from peerwatch.app.judging.running import BLOCK, Running, epoch_us, sample
 from peerwatch.app.records.fabric import HostFabric
 from peerwatch.app.records.keys import PairKey
@@ -25,6 +25,7 @@ from peerwatch.app.store.tables.inventory import Host
 from peerwatch.probes.report import TestName, Unit, unit_of
 
 RULES: TestRules = rules_of(Settings())
+LIMITS = limits_of(RULES)
 NOW = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
 SWEEP = timedelta(minutes=10)
 TESTS = [TestName.CE_WRITE, TestName.LATENCY]  # a bandwidth and a time: both orientations
@@ -141,7 +142,7 @@ SINCE = epoch_us(NOW - timedelta(hours=1))
 
 def test_the_usual_key_is_taken() -> None:
     data, expect = _usual()
-    found = judge_plain(KEY, data, [sample(NOW, 100.0)], expect, RULES, SINCE)
+    found = judge_plain(KEY, data, [sample(NOW, 100.0)], expect, LIMITS, SINCE)
     assert found is not None and found[0].verdict.value == "healthy"
 
 
@@ -153,14 +154,14 @@ def test_the_usual_key_is_taken() -> None:
 ])
 def test_a_key_not_plain_is_left_to_the_general_way(why: str, new: list[Sample]) -> None:
     data, expect = _usual()
-    assert judge_plain(KEY, data, new, expect, RULES, SINCE) is None, why
+    assert judge_plain(KEY, data, new, expect, LIMITS, SINCE) is None, why
 
 
 def test_a_state_holding_a_failure_or_a_filling_block_is_left_to_the_general_way() -> None:
     _, expect = _usual()
     failed = Running(part=(100.0,) * 3, failures=(sample(NOW - SWEEP, None, False, "x"),))
-    assert judge_plain(KEY, failed.pack(None), [sample(NOW, 100.0)], expect, RULES,
+    assert judge_plain(KEY, failed.pack(None), [sample(NOW, 100.0)], expect, LIMITS,
                        SINCE) is None
     full = Running(part=(100.0,) * (BLOCK - 1))
     assert judge_plain(KEY, full.pack(full.baseline(RULES.min_samples)),
-                       [sample(NOW, 100.0)], expect, RULES, SINCE) is None
+                       [sample(NOW, 100.0)], expect, LIMITS, SINCE) is None
