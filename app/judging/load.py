@@ -13,13 +13,14 @@ baseline, each key through the (host, src, dst, test) index (migration 0033).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, literal_column, select, union_all
+from sqlalchemy import Executable, bindparam, func, literal_column, select, union_all
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.fleet_peers import GroupKey
@@ -89,26 +90,37 @@ def _unindexed(column: Any, sqlite: bool) -> Any:
     return literal_column(f"+{column.table.name}.{column.name}", column.type)
 
 
+_NEW_REPORTS = select(ReportRow.id, ReportRow.started_at).where(
+    ReportRow.host_id == bindparam("host"), ReportRow.id > bindparam("after"))
+
+
+@functools.cache
+def _new_measurements(sqlite: bool) -> Executable:
+    """`new_results`' read of the new reports' pair-test samples, built once per backend
+    (building it cost more than sending it)."""
+    return select(
+        MeasurementKey.src, MeasurementKey.dst, MeasurementKey.test, Measurement.measured_at,
+        Measurement.value, Measurement.contended, Measurement.error, Measurement.foreign_bytes,
+    ).join(MeasurementKey, MeasurementKey.id == _unindexed(Measurement.key_id, sqlite)).where(
+        Measurement.report_id.in_(bindparam("ids", expanding=True)),
+        MeasurementKey.host_id == bindparam("host"), MeasurementKey.src.is_not(None),
+        _unindexed(Measurement.measured_at, sqlite) >= bindparam("since")
+    ).order_by(Measurement.measured_at, Measurement.report_id)
+
+
 def new_results(session: Session, host_id: int, after_report: int
                 ) -> tuple[dict[PairKey, list[Sample]], int | None]:
     """(every pair-test sample of the reports stored after `after_report`, oldest first per
     key; the newest of those reports' ids, None when there is none)."""
-    reports = session.execute(select(ReportRow.id, ReportRow.started_at).where(
-        ReportRow.host_id == host_id, ReportRow.id > after_report)).all()
+    reports = session.execute(_NEW_REPORTS, {"host": host_id, "after": after_report}).all()
     if not reports:
         return {}, None
     ids = [pk for pk, _ in reports]
     since = min(at for _, at in reports) - MARGIN
-    sqlite = session.get_bind().dialect.name == "sqlite"
-    query = select(
-        MeasurementKey.src, MeasurementKey.dst, MeasurementKey.test, Measurement.measured_at,
-        Measurement.value, Measurement.contended, Measurement.error, Measurement.foreign_bytes,
-    ).join(MeasurementKey, MeasurementKey.id == _unindexed(Measurement.key_id, sqlite)).where(
-        Measurement.report_id.in_(ids), MeasurementKey.host_id == host_id,
-        MeasurementKey.src.is_not(None), _unindexed(Measurement.measured_at, sqlite) >= since)
+    query = _new_measurements(session.get_bind().dialect.name == "sqlite")
     out: dict[PairKey, list[Sample]] = defaultdict(list)
     for src, dst, name, at, value, contended, error, foreign in session.execute(
-            query.order_by(Measurement.measured_at, Measurement.report_id)):
+            query, {"ids": ids, "host": host_id, "since": since}):
         assert src is not None and dst is not None  # the query asked for pair tests only
         out[(src, dst, _test_of(name))].append(
             sample(at, value, contended, error, foreign_bytes_of(foreign)))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.fabric_health import GpuJudgement, HostJudgement, LinkJudgement
@@ -44,12 +44,17 @@ StoredRows = dict[str, dict[tuple, dict[str, Any]]]  # kind -> object key -> col
 NOT_JUDGED = "not judged yet"
 
 
+# Each kind's read of one host's rows, built once: building a select costs more than
+# sending it (five of them for every judgement)
+_STORED = {kind: select(model.__table__).where(model.__table__.c.host_id == bindparam("host"))
+           for kind, model in TABLES.items()}
+
+
 def stored_rows(session: Session, host_id: int) -> StoredRows:
     """Every stored judged row of one host, by kind and object key."""
     out: StoredRows = {}
-    for kind, model in TABLES.items():
-        table = model.__table__
-        result = session.execute(select(table).where(table.c.host_id == host_id))
+    for kind, query in _STORED.items():
+        result = session.execute(query, {"host": host_id})
         names = list(result.keys())
         key = _key_of([names.index(k) for k in KEYS[kind]])
         # rows fetched at once, as tuples: a RowMapping per row costs more than the row
