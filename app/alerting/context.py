@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.alerting.listening import Listening
@@ -87,21 +87,25 @@ class HostContext:
     def latest_sweep_failures(self) -> list[FailedTest]:
         if self.host.last_sweep_at is None:
             return []
-        sweep = self.session.scalar(
-            select(ReportRow.id).where(ReportRow.host_id == self.host.id,
-                                       ReportRow.kind == "sweep",
-                                       ReportRow.finished_at == self.host.last_sweep_at)
-            .order_by(ReportRow.id.desc()).limit(1))
+        sweep = self.session.scalar(_LATEST_SWEEP, {"host": self.host.id,
+                                                    "at": self.host.last_sweep_at})
         if sweep is None:
             return []
-        rows = self.session.execute(
-            select(MeasurementKey.test, MeasurementKey.src, MeasurementKey.dst,
-                   MeasurementKey.gpus, Measurement.error)
-            .join(MeasurementKey, MeasurementKey.id == Measurement.key_id)
-            .where(Measurement.report_id == sweep, Measurement.error.is_not(None))
-            .order_by(MeasurementKey.test, MeasurementKey.src, MeasurementKey.dst))
+        rows = self.session.execute(_FAILED, {"report": sweep})
         return [FailedTest(test, src, dst, gpus_of(gpus), error or "")
                 for test, src, dst, gpus, error in rows]
+
+
+# the reads of `latest_sweep_failures`, built once (building a select cost more than its
+# answer, on every judgement)
+_LATEST_SWEEP = select(ReportRow.id).where(
+    ReportRow.host_id == bindparam("host"), ReportRow.kind == "sweep",
+    ReportRow.finished_at == bindparam("at")).order_by(ReportRow.id.desc()).limit(1)
+_FAILED = select(MeasurementKey.test, MeasurementKey.src, MeasurementKey.dst,
+                 MeasurementKey.gpus, Measurement.error).join(
+    MeasurementKey, MeasurementKey.id == Measurement.key_id).where(
+    Measurement.report_id == bindparam("report"), Measurement.error.is_not(None)
+).order_by(MeasurementKey.test, MeasurementKey.src, MeasurementKey.dst)
 
 
 def load_context(session: Session, host: Host, now: datetime, settings: Settings,

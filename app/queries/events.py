@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.xid_catalog import CATALOG_VERSION, lookup
@@ -16,13 +16,16 @@ from peerwatch.app.store.tables.events import FabricEventRow
 MAX_LISTED = 500  # events one host page lists (newest first)
 
 
+# every judgement's read of a host's events, built once (building it cost more than its answer)
+_FACTS = select(FabricEventRow.kind, FabricEventRow.code, FabricEventRow.at, FabricEventRow.gpu,
+                FabricEventRow.link, FabricEventRow.switch, FabricEventRow.subcode,
+                FabricEventRow.fatal, FabricEventRow.count).where(
+    FabricEventRow.host_id == bindparam("host"), FabricEventRow.at >= bindparam("since")
+).order_by(FabricEventRow.at)
+
+
 def event_facts(session: Session, host_id: int, since: datetime) -> list[EventFact]:
-    rows = session.execute(
-        select(FabricEventRow.kind, FabricEventRow.code, FabricEventRow.at, FabricEventRow.gpu,
-               FabricEventRow.link, FabricEventRow.switch, FabricEventRow.subcode,
-               FabricEventRow.fatal, FabricEventRow.count)
-        .where(FabricEventRow.host_id == host_id, FabricEventRow.at >= since)
-        .order_by(FabricEventRow.at))
+    rows = session.execute(_FACTS, {"host": host_id, "since": since})
     return [EventFact(*row) for row in rows]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.jobs import JobSpan
@@ -30,14 +30,19 @@ from peerwatch.app.store.tables.judged import (
 MAX_LISTED = 500  # alerts or verdicts on one job's page
 
 
+_SPANS = select(GpuJobSpan).where(
+    GpuJobSpan.host_id == bindparam("host"), GpuJobSpan.last_seen >= bindparam("since"),
+    GpuJobSpan.first_seen <= bindparam("until")).order_by(GpuJobSpan.first_seen)
+
+
 def host_spans(session: Session, host_id: int, since: datetime, until: datetime,
                gpus: Iterable[int] | None = None) -> list[JobSpan]:
     """The spans of `host_id` overlapping [since, until] (of `gpus` only, when given)."""
-    where = [GpuJobSpan.host_id == host_id, GpuJobSpan.last_seen >= since,
-             GpuJobSpan.first_seen <= until]
-    if gpus is not None:
-        where.append(GpuJobSpan.gpu.in_(list(gpus)))
-    rows = session.scalars(select(GpuJobSpan).where(*where).order_by(GpuJobSpan.first_seen))
+    params = {"host": host_id, "since": since, "until": until}
+    if gpus is None:  # every judgement's read: built once
+        rows = session.scalars(_SPANS, params)
+    else:
+        rows = session.scalars(_SPANS.where(GpuJobSpan.gpu.in_(list(gpus))), params)
     return [JobSpan(r.gpu, r.job, r.source, r.first_seen, r.last_seen) for r in rows]
 
 

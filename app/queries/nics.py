@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.nic_health import Reading
@@ -30,22 +30,32 @@ KEYFRAME = timedelta(seconds=NIC_KEYFRAME_S)
 Stored = tuple[str, int, datetime, Reading]  # device, port, time, the reading
 
 
+# the reads of `port_readings`, built once (building a select cost more than its answer)
+_START = select(func.max(NicPortSample.at)).where(
+    NicPortSample.host_id == bindparam("host"), NicPortSample.at < bindparam("since"),
+    NicPortSample.at > bindparam("reach"))
+_READINGS = select(
+    NicPortSample.device, NicPortSample.port, NicPortSample.at, NicPortSample.state,
+    NicPortSample.phys_state, NicPortSample.rate_gbps, NicPortSample.link_layer,
+    NicPortSample.counters).where(NicPortSample.host_id == bindparam("host"),
+                                  NicPortSample.at >= bindparam("since")
+                                  ).order_by(NicPortSample.at, NicPortSample.id)
+_TIMES = select(GpuSample.at).distinct().where(GpuSample.host_id == bindparam("host"),
+                                               GpuSample.at >= bindparam("since"))
+
+
 def port_readings(session: Session, host_id: int, since: datetime
                   ) -> dict[tuple[str, int], list[Reading]]:
     """Each port's readings from `since` on, oldest first."""
-    m = NicPortSample
-    start = session.scalar(select(func.max(m.at)).where(
-        m.host_id == host_id, m.at < since, m.at > since - KEYFRAME)) or since
-    query = (select(m.device, m.port, m.at, m.state, m.phys_state, m.rate_gbps, m.link_layer,
-                    m.counters)
-             .where(m.host_id == host_id, m.at >= start).order_by(m.at, m.id))
+    start = session.scalar(_START, {"host": host_id, "since": since,
+                                    "reach": since - KEYFRAME}) or since
     stored = []
-    for device, port, at, state, phys, rate, layer, counters in session.execute(query):
+    for device, port, at, state, phys, rate, layer, counters in session.execute(
+            _READINGS, {"host": host_id, "since": start}):
         when = _aware(at)
         stored.append((device, port, when, Reading(when, state, phys, rate, layer,
                                                    counters or {})))
-    times = session.scalars(select(GpuSample.at).distinct().where(
-        GpuSample.host_id == host_id, GpuSample.at >= since))
+    times = session.scalars(_TIMES, {"host": host_id, "since": since})
     out: dict[tuple[str, int], list[Reading]] = {}
     for device, port, reading in put_back(stored, (_aware(t) for t in times), since):
         out.setdefault((device, port), []).append(reading)

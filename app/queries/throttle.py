@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.throttle import SweepThrottle, clocks_detail
@@ -25,23 +25,26 @@ def _clocks(gpu: int, reasons: int | None, stored: list | dict | None) -> GpuClo
         return None  # a row written by another version: no detail, the kinds still stand
 
 
+# the reads of `throttle_history`, built once (building a select cost more than its answer)
+_SWEEPS = select(ReportRow.id, ReportRow.started_at).where(
+    ReportRow.host_id == bindparam("host"), ReportRow.kind == "sweep"
+).order_by(ReportRow.id.desc()).limit(bindparam("sweeps"))
+_CLOCKS = select(GpuSample.report_id, GpuSample.gpu, GpuSample.throttle,
+                 GpuSample.clock_reasons, GpuSample.clocks).where(
+    GpuSample.host_id == bindparam("host"), GpuSample.at >= bindparam("since"),
+    GpuSample.report_id.in_(bindparam("reports", expanding=True))).order_by(GpuSample.at)
+
+
 def throttle_history(session: Session, host_id: int, sweeps: int
                      ) -> dict[int, list[SweepThrottle | None]]:
     """GPU -> its throttle in each of the host's newest `sweeps` sweeps with clocks, newest
     first (None: it ran free)."""
-    reports = session.execute(
-        select(ReportRow.id, ReportRow.started_at).where(
-            ReportRow.host_id == host_id, ReportRow.kind == "sweep")
-        .order_by(ReportRow.id.desc()).limit(sweeps)).all()
+    reports = session.execute(_SWEEPS, {"host": host_id, "sweeps": sweeps}).all()
     if not reports:
         return {}
     since = min(at for _, at in reports) - MARGIN
-    rows = session.execute(
-        select(GpuSample.report_id, GpuSample.gpu, GpuSample.throttle, GpuSample.clock_reasons,
-               GpuSample.clocks)
-        .where(GpuSample.host_id == host_id, GpuSample.at >= since,
-               GpuSample.report_id.in_([pk for pk, _ in reports]))
-        .order_by(GpuSample.at)).all()
+    rows = session.execute(_CLOCKS, {"host": host_id, "since": since,
+                                     "reports": [pk for pk, _ in reports]}).all()
     found: dict[tuple[int, int], SweepThrottle | None] = {}
     for report, gpu, throttle, reasons, stored in rows:
         if stored is None:  # no clocks in this sample (JSON null reads back as None)

@@ -21,9 +21,11 @@ KeyParts = tuple[str, int | None, int | None, str]
 
 def host_key_ids(session: Session, host_id: int) -> dict[str, int]:
     """ident -> id of every key the host has."""
-    rows = session.execute(select(MeasurementKey.ident, MeasurementKey.id)
-                           .where(MeasurementKey.host_id == host_id))
-    return {ident: pk for ident, pk in rows}
+    return {ident: pk for ident, pk in session.execute(_IDENTS, {"host": host_id})}
+
+
+_IDENTS = select(MeasurementKey.ident, MeasurementKey.id).where(
+    MeasurementKey.host_id == bindparam("host"))  # built once: every sweep reads it
 
 
 def key_ids(session: Session, host_id: int, wanted: Iterable[KeyParts]) -> dict[str, int]:
