@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -372,6 +372,8 @@ class Window:
     measured: Record = field(default_factory=Record)
     # each replica's judge lag histogram when the measured part began (judge_lag.py)
     lag_start: list[Buckets] = field(default_factory=list)
+    # what the caller's `mark` read when the measured part began (the server side's CPU)
+    marked: Any = None
 
     def record(self) -> Record:
         return self.measured if time.monotonic() >= self.measure_from else self.settle
@@ -434,13 +436,17 @@ async def drained(bases: list[str], most_s: float = DRAIN_S) -> bool:
 
 
 async def _settle(http: httpx.AsyncClient, bases: list[str], window: Window, most_s: float,
-                  duration_s: float, least_s: float = 0.0) -> None:
+                  duration_s: float, least_s: float = 0.0,
+                  mark: Callable[[], Any] | None = None) -> None:
     """Let the fleet run at its cadence for `least_s`, then until the judges have caught up
-    with the warm-up's first reports (or `most_s` passed), then measure for `duration_s`."""
+    with the warm-up's first reports (or `most_s` passed), then measure for `duration_s`
+    (`mark`'s reading kept as the measured part begins)."""
     started = time.monotonic()
     await asyncio.sleep(least_s)
     while time.monotonic() - started < most_s and not await judges_drained(http, bases):
         await asyncio.sleep(1.0)
+    if mark is not None:
+        window.marked = await asyncio.to_thread(mark)
     window.measure_from = time.monotonic()
     window.end = window.measure_from + duration_s
     window.settle.seconds = window.measure_from - started
@@ -455,19 +461,21 @@ async def lags_now(bases: list[str]) -> list[Buckets]:
 
 async def load(bases: list[str], hosts: int, tpl: dict[str, Template], compress: float,
                duration_s: float, settle_most_s: float = 0.0, settle_least_s: float = 0.0,
-               wires: Sequence[Wire] | None = None) -> Window:
+               wires: Sequence[Wire] | None = None, mark: Callable[[], Any] | None = None
+               ) -> Window:
     """Every host at its cadence: first for `settle_least_s`, then until the judges caught up
     (at most `settle_most_s` in all, unmeasured: `Window.settle`), then for `duration_s`
-    (measured: `Window.measured`). Each host posts what its `wires` entry's agent posts
-    (default: every report in full)."""
+    (measured: `Window.measured`; `mark`'s reading at its start kept in `Window.marked`).
+    Each host posts what its `wires` entry's agent posts (default: every report in full)."""
     wires = wires if wires is not None else full_wires(hosts, tpl)
     start = time.monotonic()
     window = Window(measure_from=start + settle_most_s, end=start + settle_most_s + duration_s)
     if settle_most_s <= 0:  # measured from the start
         window.lag_start = await lags_now(bases)
+        window.marked = mark() if mark is not None else None
     async with client(hosts) as http, client(4) as health:
-        settling = (_settle(health, bases, window, settle_most_s, duration_s, settle_least_s)
-                    if settle_most_s > 0 else asyncio.sleep(0))
+        settling = (_settle(health, bases, window, settle_most_s, duration_s, settle_least_s,
+                            mark) if settle_most_s > 0 else asyncio.sleep(0))
         await asyncio.gather(
             settling, _poll_healthz(health, bases, window),
             *(_probe(http, bases[i % len(bases)], wires[i], compress, start, window)
