@@ -3,9 +3,10 @@ written once, no sample object per kept value, no state tuple built per new valu
 
 Nearly every (pair, test) of a steady host is such a key: its stored state holds judged
 samples only (no contended sample kept, no failure), its new results are successes
-measured without other traffic, none of them fills a baseline block, and it was not low
-when last judged. Its verdict is then healthy unless a value of its window is low or the
-change test counts a drop, and its new state is the stored one with a value or two added.
+measured without other traffic, and none of them fills a baseline block. Its verdict is
+then healthy unless a value of its window is low or the change test's sum is above 0 (where
+a low run before, `low_since`, could matter: the general way decides), and its new state is
+the stored one with a value or two added.
 `judge_plain` works that out from the packed state (`store/packed.py`: `plain`,
 `pack_plain`) and the new values, and answers None for any other key and for a key it
 finds low or drifting down: those go the general way (`pair_tests.py`: `Running`,
