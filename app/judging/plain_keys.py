@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from peerwatch.app.analysis.baseline import MAD_TO_SIGMA
+from peerwatch.app.analysis.expected import oriented
 from peerwatch.app.analysis.health import Sample, TestJudgement, judged_healthy
 from peerwatch.app.judging.expectations import KeyExpectation
 from peerwatch.app.judging.key_rules import TestRules
@@ -46,11 +47,6 @@ def limits_of(rules: TestRules) -> Limits:
     return Limits(2 * rules.keep, max(1, rules.min_samples), rules.floor_ratio,
                   1.0 - rules.step.allowance, rules.th.ratio_expected,
                   rules.th.ratio_baseline, rules.step.allowance, rules.baseline_window_s)
-
-
-def _ratio(v: float, to: float, inverse: bool) -> float:
-    """`expected.oriented`: the value against `to`, lower always worse."""
-    return 0.0 if v <= 0 or to <= 0 else to / v if inverse else v / to
 
 
 def _baseline(medians: list[float], mads: list[float], part: list[float], enough: int
@@ -156,6 +152,6 @@ def judge_plain(key: PairKey, data: bytes, new: Sequence[Sample], expect: KeyExp
     value = values[-1]
     verdict = judged_healthy(
         src, dst, test, unit, new[-1] if new else stored_sample(judged[-2], value), full, b,
-        limits.window_s, None if e is None else _ratio(value, e, inverse),
-        None if b is None else _ratio(value, b, inverse))
+        limits.window_s, None if e is None else oriented(value, e, inverse),
+        None if b is None else oriented(value, b, inverse))
     return verdict, packed.pack_plain(len(medians), blocks, learned, judged, base)
