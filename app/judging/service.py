@@ -29,6 +29,7 @@ from peerwatch.app.alerting.listening import Listening, quiet_from
 from peerwatch.app.alerting.notify import Delivery, deliver
 from peerwatch.app.alerting.rule import Rule
 from peerwatch.app.alerting.rules import RULES
+from peerwatch.app.alerting.rules_network import NETWORK_SCOPE
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.judging.evaluate import evaluate_host
 from peerwatch.app.judging.transaction import judged_after_newest_report
@@ -90,7 +91,8 @@ class AlertingService:
     def evaluate_all(self, now: datetime | None = None, only_due: bool = False,
                      stopping: threading.Event | None = None) -> list[Outcome]:
         """Judge and evaluate every known host, and any host that still has active alerts
-        (even if deleted).
+        (even if deleted). Not the network's alerts (NETWORK_SCOPE): they are fleet-wide and
+        move only with the network's own evaluation (judging/network.py).
 
         `only_due` (the periodic round) leaves out hosts judged within the last interval by
         any replica, which is every host that reports: the round's real work is the silent
@@ -113,6 +115,7 @@ class AlertingService:
             hosts = set(session.scalars(select(Host.name)))
             hosts |= {h for h in session.scalars(
                 select(Alert.host).where(Alert.state.in_(ACTIVE)).distinct()) if h}
+            hosts.discard(NETWORK_SCOPE)  # no host: judging it as one gone resolved its alerts
             if due_before is not None:
                 fresh = select(Host.name).join(JudgedHost, JudgedHost.host_id == Host.id) \
                     .where(JudgedHost.judged_at >= due_before, judged_after_newest_report())

@@ -81,3 +81,21 @@ def _store_slow_results(sessions: Any, net: Any) -> None:
     session: Session
     with sessions() as session:
         store_results(session, body, datetime.now(UTC))
+
+
+def test_the_periodic_round_leaves_the_network_alerts_to_the_network_evaluation(
+        client: TestClient) -> None:
+    """The judge's periodic round judges every host with active alerts; the network's
+    alerts are kept under NETWORK_SCOPE, which is no host. Judged as a host that is gone,
+    they were resolved as "condition no longer holds" while the fault stood, until the next
+    pair result: a slow Slurm run lost its NetworkHostPathSlow so."""
+    net = leaf_spine(2, 3)
+    setup(client, net)
+    net.faults = [BadCable("node-2")]
+    assert run_plan(client, net) >= 6
+    assert _network_alerts(client) == [("NetworkHostPathSlow", "node-2")]
+    service = service_for(client.app)
+    hosts = {o.host for o in service.evaluate_all(only_due=True)}
+    hosts |= {o.host for o in service.evaluate_all()}
+    assert NETWORK_SCOPE not in hosts
+    assert _network_alerts(client) == [("NetworkHostPathSlow", "node-2")]
