@@ -53,6 +53,13 @@ class LiveHost:
             return 0
         return self.runtime.worker.stats.deliveries.get(Delivery.DELIVERED, 0)
 
+    def answered(self) -> bool:
+        """Whether its first report has had its outcome (delivered, or spooled: refused or
+        unreachable), or the host stopped first (silent by the scenario, or crashed)."""
+        if self.stop.is_set():
+            return True
+        return self.runtime is not None and sum(self.runtime.worker.stats.deliveries.values()) > 0
+
 
 class LiveFleet:
     def __init__(self, fleet: list[DemoHost], scenario: Scenario, server_url: str,
@@ -76,6 +83,10 @@ class LiveFleet:
     def reporting(self) -> int:
         """How many hosts have had at least one report delivered."""
         return sum(1 for live in self.hosts if live.delivered() > 0)
+
+    def answered(self) -> int:
+        """How many hosts' first reports have had their outcome (`LiveHost.answered`)."""
+        return sum(1 for live in self.hosts if live.answered())
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_at
@@ -121,6 +132,7 @@ class LiveFleet:
                 runtime.worker.run()
         except Exception:  # one host's crash must not take the demo down
             log.exception("demo host %s stopped with an error", live.host.name)
+            live.stop.set()  # stopped: nothing waits on its first report
 
     def _apply(self, t: float) -> None:
         fleet = [live.host for live in self.hosts]

@@ -66,13 +66,10 @@ def test_demo_serves_fleet_data_within_10_cpu_s_and_stops_cleanly(tmp_path: Path
             body = _poll(f"{base}/api/v1/hosts")
             hosts = (body or {}).get("hosts", [])
             time.sleep(0.5)
-        first_data_s, first_data_cpu_s = time.monotonic() - started, cpu_s(proc.pid)
+        first_data_s, seen_cpu_s = time.monotonic() - started, cpu_s(proc.pid)
         names = sorted(h["host"] for h in hosts)
         assert names == ["h200x2-01", "hgx8-01", "mesh4-01", "pcie4-01"], (
             f"after {first_data_s:.1f} s")
-        assert first_data_cpu_s <= FIRST_DATA_CPU_S, (
-            f"first data took {first_data_cpu_s:.1f} s of the demo's CPU "
-            f"({first_data_s:.1f} s wall)")
         assert all(h["last_report_at"] for h in hosts)
         history = sweep = slow_pcie = events = False
         deadline = time.monotonic() + SETTLE_S
@@ -102,7 +99,14 @@ def test_demo_serves_fleet_data_within_10_cpu_s_and_stops_cleanly(tmp_path: Path
     assert proc.returncode == 0, err
     assert f"dashboard: {base}/" in out and f"API docs:  {base}/docs" in out
     assert f"admin credential: {ADMIN_TOKEN} " in out
-    assert re.search(r"first data: the first host reported [\d.]+ s after start, 4 of 4 hosts", out)
+    first = re.search(r"first data: the first host reported [\d.]+ s after start, 4 of 4 hosts "
+                      r"after [\d.]+ s \(([\d.]+) s of CPU\)", out)
+    assert first, out
+    # the demo's own reading when its last host's first report was answered: this test's
+    # polls see it later, by however long a loaded machine keeps them waiting
+    assert float(first[1]) <= FIRST_DATA_CPU_S, (
+        f"first data took {first[1]} s of the demo's CPU (this test saw the hosts after "
+        f"{first_data_s:.1f} s wall, {seen_cpu_s:.1f} s of CPU)")
     assert out.rstrip().endswith("peerwatch demo: stopped")
     assert "Traceback" not in err
 
