@@ -73,21 +73,29 @@ def serve_command(port: int, database_url: str) -> list[str]:
 @contextmanager
 def serve_process(database_url: str, data_dir: Path, env: dict[str, str]) -> Iterator[str]:
     """The server's base URL once /healthz answers; stopped with SIGINT on exit, and a
-    traceback in its output is an error."""
+    traceback in its output is an error. Its output goes to `data_dir`/serve.log, not to a
+    pipe: a pipe nobody reads while it runs fills (64 KiB of warnings on a loaded machine)
+    and then stops every thread that logs."""
     port = free_port()
-    proc = subprocess.Popen(
-        serve_command(port, database_url),
-        env={**os.environ, **FLEET_ENV, "PEERWATCH_DATA_DIR": str(data_dir), **env},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir / "serve.log"
+    with log.open("ab") as out:
+        start = out.tell()
+        proc = subprocess.Popen(
+            serve_command(port, database_url),
+            env={**os.environ, **FLEET_ENV, "PEERWATCH_DATA_DIR": str(data_dir), **env},
+            stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for_healthz(base)
         yield base
     finally:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-    if b"Traceback" in out:
-        raise RuntimeError(f"the server failed:\n{out.decode()[-3000:]}")
+        interrupt(proc)
+    with log.open("rb") as said:
+        said.seek(start)
+        text = said.read().decode(errors="replace")
+    if "Traceback" in text:
+        raise RuntimeError(f"the server failed ({log}):\n{text[-3000:]}")
 
 
 def import_root(tree: Path, scratch: Path) -> Path:

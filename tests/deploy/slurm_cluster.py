@@ -99,7 +99,8 @@ def _conf(d: Path, node: str, extra: tuple[str, ...], hooks: dict[str, str],
         *(f"{k}={v}" for k, v in hooks.items()),
         *(["GresTypes=gpu"] if gpus else []),
         f"NodeName={node} {gres} State=UNKNOWN",
-        f"NodeName={','.join(extra)} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN",
+        *([f"NodeName={','.join(extra)} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN"] if extra
+          else []),
         "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
     ]
     return "\n".join(lines) + "\n"
