@@ -27,7 +27,7 @@ from peerwatch.app.demo.fleet import plan_fleet
 from peerwatch.app.demo.run import history_age_s
 from peerwatch.app.demo.scenario import default_scenario
 from peerwatch.probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown, LinkXid, SwitchSxid
-from tests.conftest import SETTLE_S
+from tests.conftest import SETTLE_S, eventually
 from tests.probes.live_server import free_port
 
 FIRST_DATA_CPU_S = 10.0
@@ -250,3 +250,23 @@ def test_the_live_hosts_start_spread_over_one_inventory_interval(tmp_path: Path)
             host.fabric.close()
     assert starts[0] == 0.0 and starts == sorted(set(starts)) and max(starts) < 6.0
     assert starts[1] - starts[0] == pytest.approx(0.5)
+
+
+def test_a_first_report_the_server_never_took_still_lets_the_history_begin(
+        tmp_path: Path) -> None:
+    """The backfill waits for every live host's first report to have its outcome, not for
+    a fixed few seconds (app/demo/run.py): spooled counts as well as delivered, so a server
+    that refuses them (here: nothing listens) does not hold the history back."""
+    from peerwatch.app.demo.live import LiveFleet, LiveIntervals
+
+    fleet = plan_fleet(3, seed=1)
+    live = LiveFleet(fleet, default_scenario(fleet), "http://127.0.0.1:1", lambda _: "token",
+                     tmp_path / "spool", LiveIntervals(inventory_s=0.3))
+    assert live.answered() == 0
+    live.start()
+    try:
+        assert eventually(lambda: live.answered() == len(fleet), SETTLE_S)
+        assert live.reporting() == 0
+    finally:
+        live.stop()
+    assert all(any((tmp_path / "spool" / h.name).rglob("*")) for h in fleet)
