@@ -20,11 +20,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
-import psutil
 import pytest
 
 from peerwatch.app.demo.fleet import plan_fleet
-from peerwatch.app.demo.run import history_age_s
+from peerwatch.app.demo.run import cpu_s, history_age_s
 from peerwatch.app.demo.scenario import default_scenario
 from peerwatch.probes.sim.faults import BandwidthFactor, ErrorGrowth, LinksDown, LinkXid, SwitchSxid
 from tests.conftest import SETTLE_S, eventually
@@ -32,14 +31,6 @@ from tests.probes.live_server import free_port
 
 FIRST_DATA_CPU_S = 10.0
 ADMIN_TOKEN = "demo-admin-token"
-
-
-def cpu_s(pid: int) -> float:
-    """CPU seconds used so far by process `pid` and its children."""
-    process = psutil.Process(pid)
-    spent = process.cpu_times()
-    children = sum(sum(c.cpu_times()[:2]) for c in process.children(recursive=True))
-    return spent.user + spent.system + children
 
 
 def _poll(url: str) -> Any:
