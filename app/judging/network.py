@@ -6,7 +6,7 @@ resolves when newer figures clear it. Fleet-wide, so its alerts are kept under
 `NETWORK_SCOPE` rather than one host.
 
 Two ranks' results often arrive together. Each evaluation takes the network's lock (the
-judging lock of `NETWORK_SCOPE`, `transaction.host_lock`) before it reads the figures, so
+judging lock of `NETWORK_SCOPE`, `store/locks.py`) before it reads the figures, so
 the last one to run has read every result stored before it: without it, one that read
 before the other's result and wrote after it resolved the alert the fault had just fired.
 A concurrent evaluation that still opens the same alert first (another database's replica
@@ -26,9 +26,9 @@ from peerwatch.app.alerting.rules_network import NETWORK_RULES, NETWORK_SCOPE, n
 from peerwatch.app.alerting.settings import AlertingSettings
 from peerwatch.app.analysis.fingerprint import fingerprint
 from peerwatch.app.analysis.network import NetworkJudgement
-from peerwatch.app.judging.transaction import host_lock
 from peerwatch.app.queries.network import network_judgement
 from peerwatch.app.runtime.config import Settings
+from peerwatch.app.store.locks import transaction_lock
 
 
 def evaluate_network(session: Session, settings: Settings, alerting: AlertingSettings,
@@ -36,7 +36,7 @@ def evaluate_network(session: Session, settings: Settings, alerting: AlertingSet
     """Judge, triangulate and apply the network rules; commits. Returns the judgement."""
     for attempt in (1, 2):
         try:
-            with host_lock(session, NETWORK_SCOPE):
+            with transaction_lock(session, NETWORK_SCOPE):
                 judgement, _ = network_judgement(session, settings, now)
                 outcome = _apply(session, judgement, alerting, now)
                 session.commit()

@@ -2,22 +2,18 @@
 session in which the caller (`evaluate.py`) evaluates the alert rules before the one commit,
 so alerts fire from exactly the verdicts every reader sees.
 
-The per-host lock keeps two replicas (or the ingest hook and the periodic loop of one
-replica) from judging the same host at once:
-- PostgreSQL: `pg_advisory_xact_lock(namespace, hash(host))`, released by the commit;
-- SQLite (one server process): a process-wide lock around the transaction.
+The per-host lock (`store/locks.py`, named by the host) keeps two replicas (or the ingest
+hook and the periodic loop of one replica) from judging the same host at once.
 """
 
 from __future__ import annotations
 
-import threading
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, or_, select, text
+from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from peerwatch.app.judging.store import judge_and_store
@@ -26,29 +22,9 @@ from peerwatch.app.records.health import HostHealth
 from peerwatch.app.runtime import heap
 from peerwatch.app.runtime.config import Settings
 from peerwatch.app.store.db import BINARY_RESULTS
+from peerwatch.app.store.locks import transaction_lock
 from peerwatch.app.store.tables.inventory import Host
 from peerwatch.app.store.tables.judged import JudgedHost
-
-LOCK_NAMESPACE = 0x5057  # "PW": first key of peerwatch's advisory locks
-_SQLITE_LOCK = threading.RLock()
-
-
-def _lock_key(host: str) -> int:
-    """crc32 of the host name as a signed 32-bit int (pg's int4 advisory key)."""
-    value = zlib.crc32(host.encode())
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-@contextmanager
-def host_lock(session: Session, host: str) -> Iterator[None]:
-    """Hold the judging lock of `host` until the session's transaction ends."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:ns, :key)"),
-                        {"ns": LOCK_NAMESPACE, "key": _lock_key(host)})
-        yield
-        return
-    with _SQLITE_LOCK:
-        yield
 
 
 @dataclass
@@ -93,7 +69,7 @@ def judging(sessions: sessionmaker[Session], host: str, now: datetime, settings:
         # its reads come back in binary on PostgreSQL (app/store/db.py): set before the first
         # statement, it holds for the transaction's connection
         session.connection(execution_options={BINARY_RESULTS: True})
-        with host_lock(session, host):
+        with transaction_lock(session, host):
             yield from _judged(session, host, now, settings, due_before, skip_within_skew_s,
                                reseed)
 

@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, text
 
 log = logging.getLogger(__name__)
 
-LOCK_NAMESPACE = 0x5057  # "PW", as in app/judging/transaction.py
+LOCK_NAMESPACE = 0x5057  # "PW": first key of peerwatch's advisory locks (store/locks.py too)
 LEADER_LOCK = 1
 DELIVERY_LOCK = 2
 JUDGE_ROUND_LOCK = 3  # the judge processes' periodic round (app/judging/worker.py)

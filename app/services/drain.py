@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from peerwatch.app.analysis.fingerprint import fingerprint
 from peerwatch.app.schemas.drain import ActionIn, BreakerReset
+from peerwatch.app.store.locks import transaction_lock
 from peerwatch.app.store.tables.alerts import Alert, AlertEvent
 from peerwatch.app.store.tables.drain import DrainAction, DrainBreaker, DrainMark
 
@@ -60,8 +61,10 @@ def _breaker_labels(scheduler: str) -> dict[str, str]:
 
 
 def _mark(session: Session, scheduler: str, host: str) -> DrainMark | None:
+    """The node's mark as stored now, not as this session first loaded it."""
     return session.scalar(select(DrainMark).where(DrainMark.scheduler == scheduler,
-                                                  DrainMark.host == host))
+                                                  DrainMark.host == host)
+                          .execution_options(populate_existing=True))
 
 
 def _take_out(session: Session, a: DrainAction, now: datetime) -> None:
@@ -119,42 +122,53 @@ def _repeated_take_out(session: Session, body: ActionIn) -> DrainAction | None:
 
 
 def record_action(session: Session, body: ActionIn, now: datetime) -> DrainAction:
-    """Store the action and apply what it means to marks, breaker and alerts."""
+    """Store the action and apply what it means to marks, breaker and alerts. One record per
+    scheduler at a time (`store/locks.py`), each reading the marks after the one before it
+    committed: two overlapping rounds' take-outs of a node (two replicas' health checks, a
+    controller beside a node's own) then count once, where both had read no mark before."""
     if body.kind not in ("breaker_trip", "breaker_reset") and not body.host:
         raise ValueError(f"a {body.kind} action names its host")
-    if body.kind == "take_out":
-        again = _repeated_take_out(session, body)
-        if again is not None:
-            return again
-    action = DrainAction(at=now, host=body.host, scheduler=body.scheduler, kind=body.kind,
-                         mode=body.mode, reason=body.reason, actor=body.actor,
-                         details=body.details)
-    session.add(action)
-    session.flush()
-    _breaker_row(session, body.scheduler, body.mode)
-    if body.kind in ("take_out", "adopt"):
-        _take_out(session, action, now)
-    elif body.kind in ("return", "forget"):
-        _drop(session, action, now)
-    elif body.kind in ("recovering", "relapsed"):
-        _clear_since(session, action, now if body.kind == "recovering" else None)
-    elif body.kind == "breaker_trip":
-        _trip(session, action, now)
-    session.commit()
+    with transaction_lock(session, drain_lock(body.scheduler)):
+        if body.kind == "take_out":
+            again = _repeated_take_out(session, body)
+            if again is not None:
+                session.commit()  # ends the transaction and its lock
+                return again
+        action = DrainAction(at=now, host=body.host, scheduler=body.scheduler, kind=body.kind,
+                             mode=body.mode, reason=body.reason, actor=body.actor,
+                             details=body.details)
+        session.add(action)
+        session.flush()
+        _breaker_row(session, body.scheduler, body.mode)
+        if body.kind in ("take_out", "adopt"):
+            _take_out(session, action, now)
+        elif body.kind in ("return", "forget"):
+            _drop(session, action, now)
+        elif body.kind in ("recovering", "relapsed"):
+            _clear_since(session, action, now if body.kind == "recovering" else None)
+        elif body.kind == "breaker_trip":
+            _trip(session, action, now)
+        session.commit()
     return action
+
+
+def drain_lock(scheduler: str) -> str:
+    """The name of a scheduler's drain-record lock (no host name has a colon)."""
+    return f"drain:{scheduler}"
 
 
 def reset_breaker(session: Session, body: BreakerReset, now: datetime) -> DrainAction:
     """A person closes the breaker; recorded as an action, its alert resolved."""
-    row = session.get(DrainBreaker, body.scheduler)
-    was, cause = bool(row and row.open), row.cause if row and row.open else None
-    row = row or _breaker_row(session, body.scheduler, "act")  # a person's word: state known
-    row.open, row.reset_by, row.reset_at, row.cause = False, body.by, now, None
-    action = DrainAction(at=now, host=None, scheduler=body.scheduler, kind="breaker_reset",
-                         mode=row.mode, actor=body.by,
-                         reason=body.comment or ("reset" if was else "reset (was not open)"),
-                         details={"was_open": was, **({"cause": cause} if cause else {})})
-    session.add(action)
-    _resolve(session, _breaker_labels(body.scheduler), now, f"reset by {body.by}")
-    session.commit()
+    with transaction_lock(session, drain_lock(body.scheduler)):
+        row = session.get(DrainBreaker, body.scheduler, populate_existing=True)
+        was, cause = bool(row and row.open), row.cause if row and row.open else None
+        row = row or _breaker_row(session, body.scheduler, "act")  # a person's word: known
+        row.open, row.reset_by, row.reset_at, row.cause = False, body.by, now, None
+        action = DrainAction(at=now, host=None, scheduler=body.scheduler, kind="breaker_reset",
+                             mode=row.mode, actor=body.by,
+                             reason=body.comment or ("reset" if was else "reset (was not open)"),
+                             details={"was_open": was, **({"cause": cause} if cause else {})})
+        session.add(action)
+        _resolve(session, _breaker_labels(body.scheduler), now, f"reset by {body.by}")
+        session.commit()
     return action

@@ -4,16 +4,25 @@ controller reads carries the stored verdicts."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
+from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 from peerwatch.app.alerting.notify import due
 from peerwatch.app.judging.service import service_for
+from peerwatch.app.schemas.drain import ActionIn
+from peerwatch.app.services.drain import drain_lock, record_action
+from peerwatch.app.store.locks import transaction_lock
 from tests.app.conftest import ADMIN_TOKEN, credential, probe_headers
 from tests.app.factory import sweep
+from tests.conftest import eventually
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+LIMIT_S = 120.0
 
 
 def act(client: TestClient, kind: str, host: str | None = "gpu-b", mode: str = "act",
@@ -136,3 +145,42 @@ def test_a_gate_records_about_its_own_node_only(client: TestClient) -> None:
     probe = credential(client, "probe", "gpu-b")  # a probe's cannot act at all
     assert client.post("/api/v1/actions", headers=probe,
                        json={**body, "host": "gpu-b"}).status_code == 403
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_take_out_waiting_for_another_reads_the_mark_it_wrote(client: TestClient) -> None:
+    """Two overlapping rounds post the same take-out at once. The later record waits for the
+    scheduler's drain lock (`store/locks.py`) before it reads the mark, so it finds the
+    earlier one's and answers it again: one take-out, counted once against the breaker.
+    Read without the lock, both found no mark and both were counted (PostgreSQL, where the
+    wait shows in `pg_stat_activity`)."""
+    app: Any = client.app
+    sessions = app.state.sessionmaker
+    body = ActionIn(host="gpu-b", scheduler="slurm", kind="take_out", mode="act",
+                    reason="GPU5 down: all 18 NVLinks down", actor="drain:head")
+    seen: dict[str, int] = {}
+
+    def late_round() -> None:
+        with sessions() as session:
+            seen["id"] = record_action(session, body, datetime.now(UTC)).id
+
+    with sessions() as holder:  # the earlier round's record, mid-way: it holds the lock
+        with transaction_lock(holder, drain_lock("slurm")):
+            late = threading.Thread(target=late_round)
+            late.start()
+            assert eventually(lambda: _waiting_on_a_lock(sessions), LIMIT_S), (
+                "the record read the marks without waiting for the drain lock")
+            first = record_action(holder, body, datetime.now(UTC)).id  # commits
+    late.join(timeout=LIMIT_S)
+    assert not late.is_alive()
+    assert seen["id"] == first
+    kinds = [a["kind"] for a in client.get("/api/v1/actions").json()["actions"]]
+    assert kinds == ["take_out"]
+    assert client.get("/api/v1/drain/breaker").json()["taken_out_in_window"] == 1
+
+
+def _waiting_on_a_lock(sessions: Any) -> bool:
+    with sessions() as session:
+        return bool(session.scalar(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")))

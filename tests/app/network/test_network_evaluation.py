@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from peerwatch.app.alerting.rules_network import NETWORK_SCOPE
 from peerwatch.app.judging.network import evaluate_network
 from peerwatch.app.judging.service import service_for
-from peerwatch.app.judging.transaction import host_lock
 from peerwatch.app.schemas.network import PairResultsIn
 from peerwatch.app.services.network import store_results
+from peerwatch.app.store.locks import transaction_lock
 from peerwatch.probes.sim.simnet import BadCable, leaf_spine
 from tests.app.network.fleet import result, run_plan, setup
 from tests.conftest import eventually
@@ -60,7 +60,7 @@ def test_an_evaluation_waiting_for_another_reads_the_results_stored_meanwhile(
             seen["faults"] = [(f.kind, f.subject) for f in judgement.faults]
 
     with sessions() as holder:  # another evaluation, mid-way: it holds the lock
-        with host_lock(holder, NETWORK_SCOPE):
+        with transaction_lock(holder, NETWORK_SCOPE):
             late = threading.Thread(target=evaluate)
             late.start()
             assert eventually(lambda: _waiting_on_the_network_lock(sessions), LIMIT_S), (
