@@ -42,7 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
              "HealthCheckNodeState": "ANY"}
     # no extra nodes: slurmctld asks every node's address for its health check, and extra
     # nodes share this slurmd's, so each would start one more round every interval (four
-    # rounds per interval piled up on a loaded machine until none finished within 50 s)
+    # a 5 s interval; in a loaded CI run with them, every round ran past the hook's 50 s)
     with slurm_cluster(d, extra=(), hooks=hooks) as c:
         yield c
 
